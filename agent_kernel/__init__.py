@@ -1,0 +1,63 @@
+"""agent-kernel: a Claude agent that works inside your live Jupyter kernel.
+
+``%load_ext agent_kernel`` registers ``%agent`` and its companions. Loading is cheap: it
+imports neither ``anthropic`` nor ``duckdb`` and opens no file; those come with the first
+turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["Agent", "load_ipython_extension", "tool", "unload_ipython_extension"]
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from .agent import Agent
+    from .tools import tool
+
+
+def __getattr__(name: str) -> Any:
+    # Public names are imported on first use so that `import agent_kernel` stays cheap.
+    if name == "Agent":
+        from .agent import Agent
+
+        return Agent
+    if name == "tool":
+        from .tools import tool
+
+        return tool
+    raise AttributeError(f"module 'agent_kernel' has no attribute {name!r}")
+
+
+def load_ipython_extension(shell: InteractiveShell) -> None:
+    """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
+    from . import magics
+    from .config import AgentKernel
+
+    if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
+        return
+    settings = AgentKernel(parent=shell)
+    shell.configurables.append(settings)
+    instance = magics.AgentMagics(shell, settings)
+    shell.register_magics(instance)
+    if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
+    magics._ACTIVE = instance
+
+
+def unload_ipython_extension(shell: InteractiveShell) -> None:
+    """Undo :func:`load_ipython_extension` (``%reload_ext`` calls both)."""
+    from . import magics
+
+    if magics.rewrite_agent_cells in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.remove(magics.rewrite_agent_cells)
+    instance = magics._ACTIVE
+    if instance is not None:
+        shell.configurables[:] = [c for c in shell.configurables if c is not instance.settings]
+        for kind, names in instance.magics.items():
+            for name in names:
+                shell.magics_manager.magics[kind].pop(name, None)
+        magics._ACTIVE = None

@@ -1,0 +1,301 @@
+"""``Agent``: one per kernel. It owns the session and starts turns.
+
+Scripts and tests use it directly::
+
+    from agent_kernel import Agent
+    agent = Agent()
+    agent.run("load sales.csv and tell me the monthly totals")      # no running loop
+    await agent.arun("now chart them")                               # inside a notebook
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .config import AgentKernel
+from .errors import SessionError
+from .paths import default_db_path
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from .approval import Approver
+    from .loop import TurnResult
+    from .store import Store
+    from .store.sessions import Session, SessionStore
+    from .tools import Registry
+
+
+class Agent:
+    """A Claude agent working in an IPython shell, with durable sessions in DuckDB.
+
+    Parameters
+    ----------
+    config:
+        The :class:`~agent_kernel.config.AgentKernel` settings; a fresh one by default.
+        Keyword arguments named like its traits (``model=...``, ``token_limit=...``)
+        override them for this agent.
+    shell:
+        The IPython shell whose namespace the agent works in; the running one by default,
+        else a new ``InteractiveShell``.
+    session:
+        Name of the session to continue; by default the notebook's own session.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: AgentKernel | None = None,
+        shell: InteractiveShell | None = None,
+        session: str | None = None,
+        **settings: Any,
+    ) -> None:
+        self.config = config if config is not None else AgentKernel()
+        for name, value in settings.items():
+            if not self.config.has_trait(name):
+                raise TypeError(f"Agent() got an unknown setting {name!r}")
+            setattr(self.config, name, value)
+        self._shell = shell
+        self._session_name = session
+        self._session_id: str | None = None
+        self._kernel_key = f"kernel-{uuid.uuid4().hex[:8]}"
+        self._store: Store | None = None
+        self._store_path: Path | None = None
+        self._registry: Registry | None = None
+        self._model_client: Any = None
+        self._writer: Any = None
+        self._running = False
+        self.approver: Approver | None = None
+        self.last_result: TurnResult | None = None
+
+    # -- parts, made on first use --------------------------------------------------------
+
+    @property
+    def shell(self) -> InteractiveShell:
+        if self._shell is None:
+            from IPython import get_ipython
+            from IPython.core.interactiveshell import InteractiveShell
+
+            self._shell = get_ipython() or InteractiveShell.instance()
+        return self._shell
+
+    @property
+    def store(self) -> Store:
+        path = Path(self.config.db_path).expanduser() if self.config.db_path else default_db_path()
+        if self._store is None or path != self._store_path:
+            from .store import Store
+            from .store.writer import WriteBehind
+
+            if self._writer is not None:
+                self._writer.flush()
+            self._store, self._store_path = Store(path), path
+            self._writer = WriteBehind(self._store)
+        return self._store
+
+    @property
+    def sessions(self) -> SessionStore:
+        from .store.sessions import SessionStore
+
+        return SessionStore(self.store)
+
+    @property
+    def registry(self) -> Registry:
+        from .tools import USER_TOOLS
+
+        if self._registry is None:
+            from .tools.builtin import builtin_registry
+
+            self._registry = builtin_registry()
+        for item in USER_TOOLS.tools.values():  # @tool functions defined since last turn
+            self._registry.add(item)
+        return self._registry
+
+    @property
+    def notebook(self) -> str:
+        """What identifies this notebook: the path the server gave the kernel, else the kernel."""
+        path = os.environ.get("JPY_SESSION_NAME") or self.shell.user_ns.get("__session__")
+        return str(path) if path else self._kernel_key
+
+    @property
+    def live(self) -> bool:
+        """Whether a front end can show widgets (a Jupyter kernel, not a terminal or script)."""
+        return getattr(self.shell, "kernel", None) is not None
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def session(self, *, new: str | bool | None = None, name: str | None = None) -> Session:
+        """The session a turn uses (and, with ``new`` or ``name``, make it the current one)."""
+        sessions = self.sessions
+        if new:
+            base = new if isinstance(new, str) else self._default_name()
+            if isinstance(new, str) and sessions.by_name(new) is not None:
+                raise SessionError(
+                    f"A session named {new!r} already exists; continue it with --session {new}."
+                )
+            found = sessions.create(sessions.unused_name(base), notebook=self.notebook)
+        elif name is not None:
+            found = sessions.by_name(name)
+            if found is None:
+                raise SessionError(
+                    f"No session named {name!r}. %agent_sessions lists them; --new {name} starts one."
+                )
+        else:
+            found = None
+            if self._session_id is not None:
+                found = sessions.get(self._session_id)
+            elif self._session_name is not None:
+                found = sessions.by_name(self._session_name)
+            if found is None:
+                found = sessions.latest_for_notebook(self.notebook)
+            if found is None:
+                found = sessions.create(sessions.unused_name(self._default_name()), notebook=self.notebook)
+        self._session_id = found.id
+        return found
+
+    def _default_name(self) -> str:
+        notebook = self.notebook
+        if notebook == self._kernel_key:
+            return notebook
+        return Path(notebook).stem or "session"
+
+    # -- turns ---------------------------------------------------------------------------
+
+    def run(self, prompt: str, **options: Any) -> TurnResult:
+        """Run one turn to the end (for scripts; in a notebook use ``await agent.arun(...)``)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt, **options))
+        raise RuntimeError(
+            "An event loop is already running here (a notebook cell?): use "
+            "`await agent.arun(...)` or the %agent magic instead of agent.run()."
+        )
+
+    async def arun(
+        self,
+        prompt: str,
+        *,
+        new: str | bool | None = None,
+        session: str | None = None,
+        model: str | None = None,
+        token_limit: int | None = None,
+        approve: str | None = None,
+    ) -> TurnResult:
+        """Run one turn on the running event loop and return how it ended."""
+        if self._running:
+            raise RuntimeError("An agent turn is already running in this kernel.")
+        self._running = True
+        try:
+            result = await self._turn(prompt, new, session, model, token_limit, approve)
+        finally:
+            self._running = False
+        self.last_result = result
+        return result
+
+    async def _turn(
+        self,
+        prompt: str,
+        new: str | bool | None,
+        session_name: str | None,
+        model: str | None,
+        token_limit: int | None,
+        approve: str | None,
+    ) -> TurnResult:
+        from . import conversation, namespace
+        from .approval import make_check
+        from .display.transcript import Transcript
+        from .interrupts import TurnInterrupts
+        from .loop import Turn, TurnLimits
+        from .model import ModelClient
+        from .prompt import build_system_prompt
+        from .tools.context import ToolContext
+
+        config = self.config
+        current = self.session(new=new, name=session_name)
+        sessions = self.sessions
+        history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
+        turn_number = sessions.last_turn(current.id) + 1
+        sessions.touch(current.id, notebook=self.notebook)
+        mode = (approve or config.approve).lower()
+        groups = list(config.tool_groups) if config.tools_enabled else []
+        registry = self.registry
+        offered = registry.offered(groups, read_only=mode == "read-only")
+        limit = token_limit or current.token_limit or config.token_limit
+        if self._model_client is None:
+            self._model_client = ModelClient()
+        transcript = Transcript(live=self.live, updates_per_second=config.updates_per_second)
+        shell = self.shell
+        hidden = set(getattr(shell, "user_ns_hidden", {}))
+        system = build_system_prompt(
+            self._prompt_sections(),
+            groups=sorted({t.group for t in offered}),
+            briefing=namespace.briefing(shell.user_ns, hidden) if offered else "",
+            now=_now(config.timezone),
+        )
+        with TurnInterrupts() as interrupts:
+            context = ToolContext(
+                shell=shell,
+                settings=config,
+                store=self.store,
+                writer=self._writer,
+                session_id=current.id,
+                session_name=current.name,
+                turn=turn_number,
+                prompt=prompt,
+                transcript=transcript,
+                interrupts=interrupts,
+                approve=mode,
+            )
+            transcript.show_stop(lambda: interrupts.request("stop"))
+            turn = Turn(
+                context=context,
+                registry=registry,
+                tools=offered,
+                model_client=self._model_client,
+                limits=TurnLimits(
+                    model=model or current.model or config.model,
+                    max_tokens=config.max_tokens,
+                    token_limit=limit,
+                    max_model_calls=config.max_model_calls,
+                    model_retries=config.model_retries,
+                    result_chars=config.result_chars,
+                ),
+                system=system,
+                history=history,
+                prompt_blocks=conversation.as_blocks(prompt),
+                session_tokens=current.tokens_used,
+                check=make_check(mode, self.approver if self.live else None),
+            )
+            result = await turn.run()
+        await asyncio.to_thread(self._writer.flush)
+        if result.state != "error" and result.model_calls:
+            transcript.notice(_footer(result, limit), kind="muted")
+        return result
+
+    def _prompt_sections(self) -> list[tuple[str, str]]:
+        """Extra system prompt sections (instruction, memory, database) from other tool groups."""
+        return []
+
+
+def _now(timezone: str) -> datetime:
+    if timezone:
+        from zoneinfo import ZoneInfo
+
+        return datetime.now(ZoneInfo(timezone))
+    return datetime.now().astimezone()
+
+
+def _footer(result: TurnResult, limit: int) -> str:
+    calls = f"{result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}"
+    model = result.model or "model"
+    if model.startswith("scripted"):
+        model += " (offline scripted model, not Claude)"
+    return (
+        f"{model} · {calls} · {result.seconds:.1f} s · {result.tokens:,} tokens "
+        f"(session {result.session!r}: {result.session_tokens:,} of {limit:,})"
+    )

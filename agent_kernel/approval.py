@@ -1,0 +1,43 @@
+"""Approval modes: which tool calls may run without a person saying yes.
+
+- ``auto``: every offered tool runs.
+- ``ask``: a tool that writes (runs code, changes data, schedules) runs only after an
+  *approver* says yes. Without an approver (no front end, papermill) it is refused.
+- ``read-only``: only reading tools are offered, and a writing tool is refused.
+
+The check runs in the dispatcher, so it holds however a tool is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .tools import Tool
+
+# Returns None to allow, or the reason the call was declined.
+Approver = Callable[[Tool, Any], Awaitable[str | None]]
+Check = Callable[[Tool, Any], Awaitable[str | None]]
+
+
+def make_check(mode: str, approver: Approver | None = None) -> Check | None:
+    """The dispatcher's check for ``mode``; ``None`` when every call may run."""
+    if mode == "auto":
+        return None
+
+    async def check(item: Tool, tool_input: Any) -> str | None:
+        if not item.writes:
+            return None
+        if mode == "read-only":
+            return (
+                f"{item.name} changes things and this turn is read-only (--approve read-only). "
+                "Use reading tools only, or tell the user what you would run."
+            )
+        if approver is None:
+            return (
+                f"{item.name} needs the user's approval (--approve ask) and no user is present "
+                "to approve it. Do not retry; explain what you would run instead."
+            )
+        return await approver(item, tool_input)
+
+    return check

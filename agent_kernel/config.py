@@ -1,0 +1,90 @@
+"""``AgentKernel``: the settings a user changes with ``%config AgentKernel.<name> = ...``.
+
+Only traitlets is imported here, so loading the extension stays cheap. Every trait is
+read when a turn starts, so a ``%config`` change applies to the next ``%agent``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode, default
+from traitlets.config import Configurable
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
+APPROVE_MODES = ("auto", "ask", "read-only")
+
+
+class AgentKernel(Configurable):
+    """Configuration of the agent that works in this kernel."""
+
+    model = Unicode(
+        help="Claude model for %agent turns (env AGENT_KERNEL_MODEL sets the default)."
+    ).tag(config=True)
+
+    small_model = Unicode("claude-haiku-5-5", help="Model for llm_generate intelligence=low.").tag(
+        config=True
+    )
+    medium_model = Unicode(DEFAULT_MODEL, help="Model for llm_generate intelligence=medium.").tag(
+        config=True
+    )
+    large_model = Unicode("claude-opus-5-5", help="Model for llm_generate intelligence=high.").tag(
+        config=True
+    )
+
+    max_tokens = Int(8192, help="max_tokens of each model call.").tag(config=True)
+
+    token_limit = Int(
+        1_000_000,
+        help="Tokens (input + output) a session may use before it stops with state "
+        "token_limit_reached. Raise it per turn with --token-limit.",
+    ).tag(config=True)
+
+    max_model_calls = Int(
+        40, help="Model calls one turn may make before it stops (a runaway-loop guard)."
+    ).tag(config=True)
+
+    model_retries = Int(
+        3,
+        help="Retries of a model call that failed mid-stream with overloaded_error "
+        "(the SDK itself retries 408/409/429/5xx before the stream starts).",
+    ).tag(config=True)
+
+    db_path = Unicode(
+        "",
+        help="Path of the agent's DuckDB file. Empty: AGENT_KERNEL_DB, else the user data dir.",
+    ).tag(config=True)
+
+    approve = CaselessStrEnum(
+        APPROVE_MODES,
+        default_value="auto",
+        help="auto: tools run at once; ask: writing tools wait for Run/Skip; "
+        "read-only: only reading tools are offered.",
+    ).tag(config=True)
+
+    tools_enabled = Bool(True, help="Master switch: False offers the model no tools at all.").tag(
+        config=True
+    )
+
+    tool_groups = List(
+        Unicode(),
+        default_value=list(TOOL_GROUPS),
+        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)}.",
+    ).tag(config=True)
+
+    timezone = Unicode(
+        "", help="IANA timezone for dates in the system prompt; empty: the machine's."
+    ).tag(config=True)
+
+    updates_per_second = Float(
+        15.0, help="Most display updates per second while text streams in."
+    ).tag(config=True)
+
+    result_chars = Int(
+        20_000, help="Largest tool result (in characters) sent back to the model."
+    ).tag(config=True)
+
+    @default("model")
+    def _default_model(self) -> str:
+        return os.environ.get("AGENT_KERNEL_MODEL") or DEFAULT_MODEL

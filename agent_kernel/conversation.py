@@ -1,0 +1,93 @@
+"""Turning stored messages into a valid Messages API conversation.
+
+The API requires that every assistant ``tool_use`` is answered by a ``tool_result`` in the
+next user message, and it is simplest to send roles strictly alternating. A kernel that
+died mid-tool, or a turn cut off by a token limit, can leave the stored history short of
+that, so the repair happens here, on every load, rather than being trusted to every writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Message = dict[str, Any]
+
+INTERRUPTED_RESULT = "The tool call was interrupted before it finished; it produced no result."
+
+
+def tool_uses(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [block for block in content if block.get("type") == "tool_use"]
+
+
+def tool_result(tool_use_id: str, payload: str, *, is_error: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": payload}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def repair(messages: list[Message]) -> list[Message]:
+    """A valid conversation from ``messages``: results for dangling tool calls, merged roles.
+
+    - every ``tool_use`` gets a ``tool_result`` (an "interrupted" error when none was stored);
+    - ``tool_result`` blocks that answer nothing are dropped;
+    - consecutive messages of the same role are merged, tool results first;
+    - a conversation never starts with an assistant message.
+    """
+    fixed: list[Message] = []
+    pending: list[str] = []  # tool_use ids the next user message must answer
+    for message in messages:
+        role = message["role"]
+        blocks = as_blocks(message["content"])
+        if role == "assistant":
+            if pending:
+                fixed.append(_user([_interrupted(i) for i in pending]))
+                pending = []
+            if not fixed:
+                continue
+            _append(fixed, "assistant", [b for b in blocks if not _empty_text(b)])
+            pending = [b["id"] for b in tool_uses(blocks)]
+        else:
+            answered = [b for b in blocks if b.get("type") == "tool_result"]
+            others = [b for b in blocks if b.get("type") != "tool_result" and not _empty_text(b)]
+            results = [b for b in answered if b.get("tool_use_id") in pending]
+            answered_ids = {b["tool_use_id"] for b in results}
+            results += [_interrupted(i) for i in pending if i not in answered_ids]
+            pending = []
+            _append(fixed, "user", results + others)
+    if pending:
+        fixed.append(_user([_interrupted(i) for i in pending]))
+    # An assistant message with nothing left in it would be rejected by the API.
+    return [m for m in fixed if m["content"]]
+
+
+def _append(fixed: list[Message], role: str, blocks: list[dict[str, Any]]) -> None:
+    if not blocks:
+        return
+    if fixed and fixed[-1]["role"] == role:
+        previous = fixed[-1]["content"]
+        if role == "user":
+            # Tool results must come first in a user message.
+            results = [b for b in previous + blocks if b.get("type") == "tool_result"]
+            rest = [b for b in previous + blocks if b.get("type") != "tool_result"]
+            fixed[-1] = _user(results + rest)
+        else:
+            fixed[-1] = {"role": role, "content": previous + blocks}
+    else:
+        fixed.append({"role": role, "content": blocks})
+
+
+def _user(blocks: list[dict[str, Any]]) -> Message:
+    return {"role": "user", "content": blocks}
+
+
+def _interrupted(tool_use_id: str) -> dict[str, Any]:
+    return tool_result(tool_use_id, INTERRUPTED_RESULT, is_error=True)
+
+
+def _empty_text(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()

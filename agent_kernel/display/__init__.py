@@ -1,0 +1,1 @@
+"""What agent turns show in the notebook: the transcript view and its widgets."""

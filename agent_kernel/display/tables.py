@@ -1,0 +1,54 @@
+"""Small read-only tables for magics' output: HTML in a notebook, aligned text elsewhere."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+
+class Table:
+    """Rows under a header, shown as HTML in a notebook and as text in a terminal."""
+
+    def __init__(
+        self, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str = "", note: str = ""
+    ) -> None:
+        self.columns = list(columns)
+        self.rows = [["" if v is None else str(v) for v in row] for row in rows]
+        self.title = title
+        self.note = note
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
+            for row in self.rows
+        )
+        title = f"<strong>{html.escape(self.title)}</strong>" if self.title else ""
+        note = f"<div style='color:#57606a'>{html.escape(self.note)}</div>" if self.note else ""
+        return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+
+    def __repr__(self) -> str:
+        widths = [len(c) for c in self.columns]
+        for row in self.rows:
+            widths = [max(w, len(v)) for w, v in zip(widths, row)]
+        line = "  ".join(c.ljust(w) for c, w in zip(self.columns, widths))
+        rule = "  ".join("-" * w for w in widths)
+        body = ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in self.rows]
+        parts = ([self.title] if self.title else []) + [line, rule, *body]
+        if self.note:
+            parts.append(self.note)
+        return "\n".join(p.rstrip() for p in parts)
+
+
+class Markdown:
+    """Markdown text that also reads as plain text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text

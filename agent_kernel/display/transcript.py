@@ -1,0 +1,267 @@
+"""What a turn shows in its cell: streamed text, tool cards, notices and a Stop button.
+
+Everything but the Stop button is a plain display bundle (Markdown/HTML plus text) kept
+up to date through display handles, so a saved or papermill-executed notebook shows the
+transcript as it ended. Updates while text streams are throttled to
+``updates_per_second``; Jupyter drops output above 1,000 messages a second.
+
+Outside IPython (a script calling ``Agent.run``) the same calls print plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Bundle = dict[str, Any]
+
+
+@dataclass
+class ToolCard:
+    """One tool call as shown in the cell."""
+
+    tool_use_id: str
+    name: str
+    tool_input: Any = None
+    status: str = "receiving"  # receiving, running, ok, error, interrupted
+    detail: str = ""
+    duration_ms: float | None = None
+    handle: Any = field(default=None, repr=False)
+
+
+class Transcript:
+    """The running cell's view of one turn."""
+
+    def __init__(self, *, live: bool, updates_per_second: float = 15.0) -> None:
+        self.live = live
+        self.interval = 1.0 / max(updates_per_second, 0.1)
+        self.updates = 0  # display updates sent (measured by tests)
+        self._text = ""
+        self._text_handle: Any = None
+        self._cards: dict[str, ToolCard] = {}
+        self._last_update = 0.0
+        self._dirty: set[int] = set()
+        self._pending: dict[int, tuple[Any, Callable[[], Bundle]]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._stop_widget: Any = None
+        self._stop_handle: Any = None
+        self._segments: list[Any] = []
+
+    # -- Stop button ---------------------------------------------------------------------
+
+    def show_stop(self, on_stop: Callable[[], None]) -> None:
+        """Show a Stop button (live front ends only); ``on_stop`` runs when it is clicked."""
+        if not self.live:
+            return
+        from .stop import StopButton
+
+        self._stop_widget = StopButton()
+        self._stop_widget.on_stop(on_stop)
+        self._stop_handle = self._display(self._stop_widget, raw=False)
+
+    def hide_stop(self) -> None:
+        if self._stop_widget is not None:
+            self._stop_widget.close()
+            self._stop_widget = None
+            if self._stop_handle is not None:
+                self._stop_handle.update({"text/plain": ""}, raw=True)
+
+    # -- streamed text -------------------------------------------------------------------
+
+    def text(self, delta: str) -> None:
+        """Append streamed text to the current paragraph."""
+        if not self.live:
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+            return
+        self._text += delta
+        if self._text_handle is None:
+            self._text_handle = self._display(_text_bundle(self._text))
+            self._segments.append(self._text_handle)
+            return
+        self._throttled(self._text_handle, lambda text=self._text: _text_bundle(text))
+
+    def end_text(self) -> None:
+        """Finish the current paragraph; the next text starts a new one below what follows."""
+        if self._text_handle is not None:
+            self._update(self._text_handle, _text_bundle(self._text))
+        elif not self.live and self._text:
+            sys.stdout.write("\n")
+        self._text, self._text_handle = "", None
+
+    def retract(self) -> None:
+        """Blank out the paragraphs of a model call that failed and will be retried."""
+        self.end_text()
+        for handle in self._segments:
+            self._update(handle, {"text/plain": ""})
+        self._segments = []
+
+    def new_attempt(self) -> None:
+        """Start counting paragraphs for a (possibly retried) model call."""
+        self._segments = []
+
+    # -- tool cards ----------------------------------------------------------------------
+
+    def tool_started(self, tool_use_id: str, name: str) -> None:
+        self.end_text()
+        card = ToolCard(tool_use_id, name)
+        self._cards[tool_use_id] = card
+        if self.live:
+            card.handle = self._display(_card_bundle(card))
+            self._segments.append(card.handle)
+
+    def tool_input(self, tool_use_id: str, partial: Any) -> None:
+        card = self._cards.get(tool_use_id)
+        if card is None or not self.live:
+            return
+        card.tool_input = partial
+        self._throttled(card.handle, lambda: _card_bundle(card))
+
+    def tool_running(self, tool_use_id: str, name: str, tool_input: Any) -> None:
+        card = self._cards.get(tool_use_id)
+        if card is None:
+            self.tool_started(tool_use_id, name)
+            card = self._cards[tool_use_id]
+        card.tool_input, card.status = tool_input, "running"
+        if self.live:
+            self._update(card.handle, _card_bundle(card))
+        else:
+            print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
+
+    def tool_finished(
+        self, tool_use_id: str, *, status: str, detail: str = "", duration_ms: float | None = None
+    ) -> None:
+        card = self._cards.get(tool_use_id)
+        if card is None:
+            return
+        card.status, card.detail, card.duration_ms = status, detail, duration_ms
+        if self.live:
+            self._update(card.handle, _card_bundle(card))
+        else:
+            print(f"[{card.name}] {status} {detail}".rstrip(), flush=True)
+
+    # -- notices -------------------------------------------------------------------------
+
+    def notice(self, text: str, *, kind: str = "info") -> None:
+        """One line under the transcript: an error, a stop, a limit, the footer."""
+        self.end_text()
+        if not self.live:
+            print(text, file=sys.stderr if kind == "error" else sys.stdout, flush=True)
+            return
+        self._display(_notice_bundle(text, kind))
+
+    def close(self) -> None:
+        """Flush what is pending and remove the Stop button."""
+        self.end_text()
+        self._flush_pending()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.hide_stop()
+
+    # -- display plumbing ----------------------------------------------------------------
+
+    def _display(self, obj: Any, *, raw: bool = True) -> Any:
+        from IPython.display import display
+
+        self.updates += 1
+        self._last_update = time.monotonic()
+        return display(obj, raw=raw, display_id=True)
+
+    def _update(self, handle: Any, bundle: Bundle) -> None:
+        self._pending.pop(id(handle), None)
+        self.updates += 1
+        self._last_update = time.monotonic()
+        handle.update(bundle, raw=True)
+
+    def _throttled(self, handle: Any, make: Callable[[], Bundle]) -> None:
+        now = time.monotonic()
+        wait = self._last_update + self.interval - now
+        if wait <= 0:
+            self._update(handle, make())
+            return
+        self._pending[id(handle)] = (handle, make)
+        if self._timer is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            self._timer = loop.call_later(wait, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._flush_pending()
+
+    def _flush_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for handle, make in pending.values():
+            self._update(handle, make())
+
+
+# -- bundles ------------------------------------------------------------------------------
+
+_ICONS = {"receiving": "…", "running": "⏳", "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–"}
+_COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipped": "#57606a"}
+
+
+def _text_bundle(text: str) -> Bundle:
+    return {"text/markdown": text, "text/plain": text}
+
+
+def _card_bundle(card: ToolCard) -> Bundle:
+    icon = _ICONS.get(card.status, "")
+    summary = _input_summary(card.name, card.tool_input)
+    timing = f" · {card.duration_ms:,.0f} ms" if card.duration_ms is not None else ""
+    detail = f" · {card.detail}" if card.detail else ""
+    plain = f"{icon} {card.name}: {summary}{timing}{detail}"
+    color = _COLORS.get(card.status, "#57606a")
+    body = _input_body(card.name, card.tool_input)
+    head = (
+        f'<span style="color:{color}">{icon}</span> <code>{html.escape(card.name)}</code> '
+        f'<span style="color:#57606a">{html.escape(summary)}{timing}'
+        f"{html.escape(detail)}</span>"
+    )
+    markup = (
+        f'<details class="agent-kernel-tool" style="margin:2px 0;font-size:0.92em">'
+        f"<summary>{head}</summary>{body}</details>"
+        if body
+        else f'<div class="agent-kernel-tool" style="margin:2px 0;font-size:0.92em">{head}</div>'
+    )
+    return {"text/html": markup, "text/plain": plain}
+
+
+def _notice_bundle(text: str, kind: str) -> Bundle:
+    color = {"error": "#cf222e", "warning": "#9a6700", "muted": "#57606a"}.get(kind, "#0969da")
+    markup = f'<div class="agent-kernel-{kind}" style="color:{color};font-size:0.92em">{html.escape(text)}</div>'
+    return {"text/html": markup, "text/plain": text}
+
+
+def _input_summary(name: str, tool_input: Any) -> str:
+    if not isinstance(tool_input, dict) or not tool_input:
+        return ""
+    if name == "run_code" and isinstance(tool_input.get("code"), str):
+        lines = [line for line in tool_input["code"].splitlines() if line.strip()]
+        first = lines[0].strip() if lines else ""
+        more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+        return _clip(first, 70) + more
+    return _clip(json.dumps(tool_input, ensure_ascii=False, default=str), 90)
+
+
+def _input_body(name: str, tool_input: Any) -> str:
+    if not isinstance(tool_input, dict) or not tool_input:
+        return ""
+    if name == "run_code" and isinstance(tool_input.get("code"), str):
+        text = tool_input["code"]
+    else:
+        text = json.dumps(tool_input, ensure_ascii=False, indent=2, default=str)
+    return f'<pre style="margin:4px 0 4px 1.2em;white-space:pre-wrap">{html.escape(text)}</pre>'
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

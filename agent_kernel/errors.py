@@ -1,0 +1,49 @@
+"""Errors raised by agent-kernel.
+
+Every error the project raises on purpose derives from one root::
+
+    AgentKernelError
+    ├── ModelError            the model could not be reached or refused the request
+    │   └── MissingKeyError   no API key in the environment
+    ├── SessionError          a session name that does not exist, or already does
+    ├── StoreError            the DuckDB file could not be opened or written
+    └── ToolInputError        a tool was called with input it cannot use
+
+A user's mistake in a magic is shown as an IPython ``UsageError`` (no traceback);
+these errors carry a message written for the person reading the cell.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentKernelError",
+    "MissingKeyError",
+    "ModelError",
+    "SessionError",
+    "StoreError",
+    "ToolInputError",
+]
+
+
+class AgentKernelError(Exception):
+    """Root of every error agent-kernel raises on purpose."""
+
+
+class ModelError(AgentKernelError):
+    """The model call failed in a way a retry will not fix."""
+
+
+class MissingKeyError(ModelError):
+    """No API key is configured."""
+
+
+class SessionError(AgentKernelError):
+    """A session could not be found or created."""
+
+
+class StoreError(AgentKernelError):
+    """The agent's DuckDB file could not be used."""
+
+
+class ToolInputError(AgentKernelError):
+    """A tool's input is unusable; the message is sent to the model as an ``is_error`` result."""

@@ -1,0 +1,175 @@
+"""Stopping a turn: the Stop button, a kernel interrupt (SIGINT) and code time limits.
+
+ipykernel 7.4's own SIGINT handling does not stop an awaiting cell promptly and does not
+stop synchronous code run through a nested ``run_cell_async`` at all (measured, see
+DESIGN.md). So for the length of a turn this module owns SIGINT:
+
+- while the event loop is idle (the model is streaming, code is awaiting), the signal
+  cancels the task of the current phase, which wakes at once;
+- while the turn's own Python is on the stack (code the model wrote is running), the
+  signal raises ``KeyboardInterrupt`` there, which IPython reports as ``error_in_exec``
+  of the nested run, or the turn catches.
+
+A code time limit uses the same path: a timer thread sends SIGINT to the main thread, and
+the handler raises :class:`CodeTimeout` instead, which stops only that code. After any of
+these the turn looks at :attr:`TurnInterrupts.reason`, never at which exception arrived,
+because IPython swallows both ``KeyboardInterrupt`` and ``CancelledError`` in user code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Coroutine
+from types import CodeType, FrameType
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["CodeTimeout", "TurnInterrupted", "TurnInterrupts"]
+
+
+class CodeTimeout(KeyboardInterrupt):
+    """Raised inside code the model ran when its ``timeout_s`` has passed."""
+
+
+class TurnInterrupted(Exception):
+    """The user stopped the turn (Stop button or kernel interrupt)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# Code objects whose frames mark "the turn is executing Python": set by the loop module.
+TURN_FRAMES: set[CodeType] = set()
+
+
+class TurnInterrupts:
+    """SIGINT, Stop and time limits for one turn, while it is installed."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._phase: asyncio.Future[Any] | None = None
+        self._code: asyncio.Future[Any] | None = None
+        self._saved_handler: Any = None
+        self._installed = False
+        self._lock = threading.Lock()
+        self._code_active = False
+        self._timeout_pending = False
+        self.timed_out = False
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """Take over SIGINT (only possible on the main thread; elsewhere Stop still works)."""
+        self._loop = asyncio.get_running_loop()
+        if threading.current_thread() is threading.main_thread():
+            self._saved_handler = signal.signal(signal.SIGINT, self._on_sigint)
+            self._installed = True
+
+    def uninstall(self) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._saved_handler)
+            self._installed = False
+
+    def __enter__(self) -> TurnInterrupts:
+        self.install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.uninstall()
+
+    # -- requests ------------------------------------------------------------------------
+
+    def request(self, reason: str = "stop") -> None:
+        """Stop the turn (from the event loop's thread, e.g. a Stop button callback)."""
+        if self.reason is None:
+            self.reason = reason
+        self._cancel(self._code if self._code is not None else self._phase)
+
+    def check(self) -> None:
+        """Raise :class:`TurnInterrupted` if a stop was requested."""
+        if self.reason is not None:
+            raise TurnInterrupted(self.reason)
+
+    async def phase(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run one phase (a model call, a tool) so that a stop can cancel it at once."""
+        self.check()
+        task = asyncio.ensure_future(coro)
+        self._phase = task
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if self.reason is None:
+                raise
+            raise TurnInterrupted(self.reason) from None
+        finally:
+            self._phase = None
+
+    async def run_code(self, coro: Coroutine[Any, Any, T], timeout_s: float | None) -> T:
+        """Run code the model wrote; after ``timeout_s`` it is stopped with :class:`CodeTimeout`.
+
+        Returns whatever ``coro`` returns; check :attr:`timed_out` and :attr:`reason`
+        afterwards, since IPython turns both kinds of stop into an ``error_in_exec``.
+        """
+        self.timed_out = False
+        task = asyncio.ensure_future(coro)
+        self._code = task
+        timer = None
+        with self._lock:
+            self._code_active = True
+        if timeout_s is not None:
+            timer = threading.Timer(timeout_s, self._time_out)
+            timer.daemon = True
+            timer.start()
+        try:
+            return await task
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with self._lock:
+                self._code_active = False
+            self._code = None
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _time_out(self) -> None:
+        with self._lock:
+            if not self._code_active:
+                return
+            self._timeout_pending = True
+            self.timed_out = True
+        if self._installed:
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        elif self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel, self._code)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        timeout = self._timeout_pending
+        self._timeout_pending = False
+        if timeout:
+            if not self._code_active:
+                return
+        elif self.reason is None:
+            self.reason = "interrupt"
+        if _turn_on_stack(frame):
+            raise CodeTimeout() if timeout else KeyboardInterrupt()
+        target = self._code if (timeout or self._code is not None) else self._phase
+        if self._loop is not None and target is not None:
+            self._loop.call_soon_threadsafe(self._cancel, target)
+
+    @staticmethod
+    def _cancel(target: asyncio.Future[Any] | None) -> None:
+        if target is not None and not target.done():
+            target.cancel()
+
+
+def _turn_on_stack(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code in TURN_FRAMES:
+            return True
+        frame = frame.f_back
+    return False

@@ -1,0 +1,256 @@
+"""One turn: stream from the model, run the tools it calls, repeat until it ends its turn.
+
+A thin loop of our own over ``messages.stream`` (not the SDK's tool runner) because every
+step needs a hook: the cell shows each tool call, approval can hold it, and each message
+is stored as it happens. The stored conversation stays valid whatever stops the turn: an
+interrupted tool call gets a ``tool_result`` saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import conversation
+from .errors import ModelError
+from .interrupts import TurnInterrupted
+from .model import ModelClient, tokens_used
+from .store import sessions as session_rows
+
+if TYPE_CHECKING:
+    from .approval import Check
+    from .tools import Outcome, Registry, Tool
+    from .tools.context import ToolContext
+
+
+@dataclass
+class TurnLimits:
+    """The numbers one turn runs under."""
+
+    model: str
+    max_tokens: int
+    token_limit: int
+    max_model_calls: int
+    model_retries: int
+    result_chars: int
+
+
+@dataclass
+class TurnResult:
+    """What a turn ended with."""
+
+    session: str
+    state: str
+    text: str = ""
+    tool_calls: int = 0
+    model_calls: int = 0
+    tokens: int = 0
+    session_tokens: int = 0
+    stop_reason: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    model: str | None = None
+
+    def value(self) -> Any:
+        """The final text, or the JSON it holds when it is only a JSON value."""
+        return parse_structured(self.text)
+
+    def __repr__(self) -> str:
+        preview = self.text if len(self.text) <= 60 else self.text[:57] + "..."
+        return (
+            f"TurnResult(session={self.session!r}, state={self.state!r}, "
+            f"tool_calls={self.tool_calls}, text={preview!r})"
+        )
+
+
+@dataclass
+class Turn:
+    """Everything one turn needs; :meth:`run` does it."""
+
+    context: ToolContext
+    registry: Registry
+    tools: list[Tool]
+    model_client: ModelClient
+    limits: TurnLimits
+    system: str
+    history: list[dict[str, Any]]
+    prompt_blocks: list[dict[str, Any]]
+    session_tokens: int
+    check: Check | None = None
+    _messages: list[dict[str, Any]] = field(default_factory=list)
+
+    async def run(self) -> TurnResult:
+        ctx = self.context
+        view = ctx.transcript
+        started = time.perf_counter()
+        result = TurnResult(session=ctx.session_name, state="running", session_tokens=self.session_tokens)
+        self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
+        prompt_saved = False
+        self._write(lambda con: session_rows.set_state(con, ctx.session_id, "running"))
+        try:
+            while True:
+                ctx.interrupts.check()
+                if result.session_tokens >= self.limits.token_limit:
+                    result.state = "token_limit_reached"
+                    view.notice(
+                        f"Session {ctx.session_name!r} reached its token limit "
+                        f"({result.session_tokens:,} of {self.limits.token_limit:,} tokens). "
+                        "Continue with a higher limit: %agent --token-limit N ..., or "
+                        "%config AgentKernel.token_limit = N.",
+                        kind="warning",
+                    )
+                    break
+                if result.model_calls >= self.limits.max_model_calls:
+                    result.state = "idle"
+                    view.notice(
+                        f"Stopped after {result.model_calls} model calls in one turn "
+                        "(AgentKernel.max_model_calls). Run %agent continue to go on.",
+                        kind="warning",
+                    )
+                    break
+                message = await ctx.interrupts.phase(
+                    self.model_client.stream(self._params(), view, retries=self.limits.model_retries)
+                )
+                result.model_calls += 1
+                result.model = message.model
+                spent = tokens_used(message)
+                result.tokens += spent
+                result.session_tokens += spent
+                content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
+                if not prompt_saved:
+                    self._save("user", self.prompt_blocks)
+                    prompt_saved = True
+                self._save("assistant", content)
+                self._write(lambda con, n=spent: session_rows.add_usage(con, ctx.session_id, n))
+                self._messages.append({"role": "assistant", "content": content})
+                result.stop_reason = message.stop_reason
+                uses = conversation.tool_uses(content)
+                if message.stop_reason == "pause_turn":
+                    continue
+                if not uses:
+                    result.text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+                    result.state = "idle"
+                    if message.stop_reason == "max_tokens":
+                        view.notice(
+                            f"The answer was cut off at max_tokens ({self.limits.max_tokens:,}); "
+                            "raise %config AgentKernel.max_tokens or ask it to continue.",
+                            kind="warning",
+                        )
+                    break
+                await self._run_tools(uses, result)
+        except TurnInterrupted as stop:
+            result.state = "idle"
+            result.error = "interrupted"
+            view.notice("■ Stopped." if stop.reason == "stop" else "■ Interrupted.", kind="warning")
+        except ModelError as exc:
+            result.state = "error"
+            result.error = str(exc)
+            view.notice(str(exc), kind="error")
+        finally:
+            result.seconds = time.perf_counter() - started
+            state, error = result.state, result.error
+            self._write(lambda con: session_rows.set_state(con, ctx.session_id, state, error=error))
+            view.close()
+        return result
+
+    # -- tools ---------------------------------------------------------------------------
+
+    async def _run_tools(self, uses: list[dict[str, Any]], result: TurnResult) -> None:
+        ctx = self.context
+        blocks: list[dict[str, Any]] = []
+        try:
+            for use in uses:
+                ctx.transcript.tool_running(use["id"], use["name"], use.get("input"))
+                outcome = await ctx.interrupts.phase(self._dispatch(use))
+                result.tool_calls += 1
+                blocks.append(outcome.block(use["id"]))
+                ctx.transcript.tool_finished(
+                    use["id"],
+                    status="error" if outcome.is_error or _failed(outcome.value) else "ok",
+                    detail=_outcome_detail(outcome),
+                    duration_ms=outcome.duration_ms,
+                )
+        except TurnInterrupted:
+            answered = {b["tool_use_id"] for b in blocks}
+            for use in uses:
+                if use["id"] not in answered:
+                    blocks.append(
+                        conversation.tool_result(
+                            use["id"], "The user stopped the turn before this call finished.", is_error=True
+                        )
+                    )
+                    ctx.transcript.tool_finished(use["id"], status="interrupted", detail="stopped")
+            raise
+        finally:
+            if blocks:
+                self._save("user", blocks)
+                self._messages.append({"role": "user", "content": blocks})
+
+    async def _dispatch(self, use: dict[str, Any]) -> Outcome:
+        return await self.registry.dispatch(
+            use["name"],
+            use.get("input"),
+            self.context,
+            offered=[t.name for t in self.tools],
+            result_chars=self.limits.result_chars,
+            check=self.check,
+        )
+
+    # -- requests and storage ------------------------------------------------------------
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.limits.model,
+            "max_tokens": self.limits.max_tokens,
+            "system": self.system,
+            "messages": self._messages,
+            "cache_control": {"type": "ephemeral"},
+        }
+        if self.tools:
+            params["tools"] = [t.definition() for t in self.tools]
+        return params
+
+    def _save(self, role: str, content: list[dict[str, Any]]) -> None:
+        ctx = self.context
+        self._write(
+            lambda con: session_rows.append_message(
+                con, ctx.session_id, turn=ctx.turn, role=role, content=content
+            )
+        )
+
+    def _write(self, write: Any) -> None:
+        self.context.writer.submit(write)
+
+
+def _failed(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("success") is False
+
+
+def _outcome_detail(outcome: Outcome) -> str:
+    value = outcome.value
+    if outcome.is_error:
+        first = outcome.content.strip().splitlines()[0] if outcome.content.strip() else "error"
+        return first[:120]
+    if _failed(value):
+        error = value.get("error") or {}
+        return f"{error.get('type', 'error')}: {error.get('message', '')}"[:120]
+    return ""
+
+
+_FENCED_JSON = re.compile(r"^```(?:json)?\s*\n(.*)\n```$", re.DOTALL)
+
+
+def parse_structured(text: str) -> Any:
+    """The JSON value ``text`` holds (bare or in one fenced block), else ``text`` itself."""
+    stripped = text.strip()
+    match = _FENCED_JSON.match(stripped)
+    candidate = match.group(1) if match else stripped
+    if candidate[:1] in ("{", "["):
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            pass
+    return text

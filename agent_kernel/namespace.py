@@ -1,0 +1,165 @@
+"""Compact, bounded descriptions of the user's variables, for the model.
+
+A DataFrame is described by its shape, its columns with dtypes and a few sample values,
+never by a copy of its data. Objects that define ``_repr_llm_`` describe themselves
+(the protocol of rgbkrk/repr_llm). Private names, modules and IPython's own names are
+skipped. Nothing here imports pandas, polars or numpy: types are recognised by name.
+"""
+
+from __future__ import annotations
+
+import inspect
+import reprlib
+import types
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MAX_VARIABLES = 60
+MAX_COLUMNS = 40
+SAMPLE_VALUES = 3
+SUMMARY_CHARS = 300
+
+_IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
+
+_repr = reprlib.Repr()
+_repr.maxstring = 80
+_repr.maxother = 80
+_repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 8
+_repr.maxlevel = 2
+
+
+def user_names(namespace: Mapping[str, Any], hidden: Iterable[str] = ()) -> list[str]:
+    """Names a user defined: no ``_private`` names, modules or IPython's own names."""
+    skip = set(hidden) | _IPYTHON_NAMES
+    return [
+        name
+        for name, value in namespace.items()
+        if not name.startswith("_") and name not in skip and not isinstance(value, types.ModuleType)
+    ]
+
+
+def describe(name: str, value: Any) -> dict[str, Any]:
+    """One variable: ``{name, type, summary, shape?, columns?}``."""
+    kind = _type_name(value)
+    entry: dict[str, Any] = {"name": name, "type": kind}
+    llm = getattr(type(value), "_repr_llm_", None)
+    if callable(llm):
+        entry["summary"] = _bounded(_safe(lambda: llm(value)))
+    elif _is_dataframe(value):
+        entry.update(_describe_frame(value))
+    elif _module_root(value) == "numpy" and hasattr(value, "shape"):
+        entry["shape"] = list(value.shape)
+        entry["summary"] = f"dtype {value.dtype}"
+    elif _is_series(value):
+        entry["shape"] = [len(value)]
+        entry["summary"] = f"dtype {value.dtype}; head {_repr.repr(list(value.head(SAMPLE_VALUES)))}"
+    elif inspect.isfunction(value) or inspect.isbuiltin(value):
+        entry["summary"] = f"{name}{_safe(lambda: str(inspect.signature(value)))}"
+        doc = inspect.getdoc(value)
+        if doc:
+            entry["summary"] += f" - {doc.splitlines()[0]}"
+    elif inspect.isclass(value):
+        entry["summary"] = f"class {value.__name__}"
+    elif isinstance(value, (str, bytes)):
+        entry["summary"] = f"{len(value)} chars: {_repr.repr(value)}"
+    elif isinstance(value, (list, tuple, set, frozenset, dict)):
+        entry["summary"] = f"{len(value)} items: {_safe(lambda: _repr.repr(value))}"
+    else:
+        entry["summary"] = _bounded(_safe(lambda: _repr.repr(value)))
+    return entry
+
+
+def describe_namespace(
+    namespace: Mapping[str, Any], hidden: Iterable[str] = (), names: Iterable[str] | None = None
+) -> list[dict[str, Any]]:
+    """Describe ``names`` (or every user variable, up to :data:`MAX_VARIABLES`)."""
+    if names is None:
+        chosen = user_names(namespace, hidden)[-MAX_VARIABLES:]
+    else:
+        chosen = [n for n in names if n in namespace]
+    return [describe(name, namespace[name]) for name in chosen]
+
+
+def briefing(namespace: Mapping[str, Any], hidden: Iterable[str] = (), limit: int = 4000) -> str:
+    """A short Markdown list of the user's variables for the system prompt."""
+    lines = []
+    for entry in describe_namespace(namespace, hidden):
+        line = f"- `{entry['name']}` ({entry['type']}"
+        if "shape" in entry:
+            line += f", shape {tuple(entry['shape'])}"
+        line += ")"
+        if entry.get("columns"):
+            cols = ", ".join(f"{c['name']}: {c['dtype']}" for c in entry["columns"][:12])
+            more = len(entry["columns"]) - 12
+            line += f" columns {cols}" + (f" (+{more} more)" if more > 0 else "")
+        elif entry.get("summary"):
+            line += f": {entry['summary']}"
+        lines.append(line)
+    text = "\n".join(lines)
+    if len(text) > limit:
+        text = text[:limit].rsplit("\n", 1)[0] + "\n- ... (more: call inspect_namespace)"
+    return text
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _describe_frame(frame: Any) -> dict[str, Any]:
+    shape = list(frame.shape)
+    columns = []
+    for column in list(frame.columns)[:MAX_COLUMNS]:
+        series = frame[column]
+        samples = _safe_list(lambda s=series: _non_null_head(s))
+        columns.append(
+            {
+                "name": str(column),
+                "dtype": str(series.dtype),
+                "samples": [_repr.repr(v) for v in samples],
+            }
+        )
+    summary = f"{shape[0]} rows x {shape[1]} columns"
+    if shape[1] > MAX_COLUMNS:
+        summary += f" (first {MAX_COLUMNS} columns listed)"
+    return {"shape": shape, "columns": columns, "summary": summary}
+
+
+def _non_null_head(series: Any) -> list[Any]:
+    if _module_root(series) == "polars":
+        return series.drop_nulls().head(SAMPLE_VALUES).to_list()
+    return series.dropna().head(SAMPLE_VALUES).tolist()
+
+
+def _is_dataframe(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and _module_root(value) in {"pandas", "polars"}
+
+
+def _is_series(value: Any) -> bool:
+    return type(value).__name__ == "Series" and _module_root(value) in {"pandas", "polars"}
+
+
+def _module_root(value: Any) -> str:
+    return (type(value).__module__ or "").split(".", 1)[0]
+
+
+def _type_name(value: Any) -> str:
+    cls = type(value)
+    module = cls.__module__
+    return cls.__qualname__ if module in ("builtins", "__main__") else f"{module.split('.')[0]}.{cls.__qualname__}"
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 3] + "..."
+
+
+def _safe(make: Any) -> str:
+    try:
+        return str(make())
+    except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not break a turn
+        return f"<unavailable: {type(exc).__name__}>"
+
+
+def _safe_list(make: Any) -> list[Any]:
+    try:
+        return list(make())
+    except Exception:  # noqa: BLE001
+        return []

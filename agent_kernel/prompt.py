@@ -1,0 +1,51 @@
+"""The system prompt of a turn, assembled from sections.
+
+Stable sections come first and the per-turn namespace briefing last, so the prompt
+cache keeps the prefix across turns. Each section is a ``(title, text)`` pair; an empty
+text drops the section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+BASE_INSTRUCTION = """\
+You are an agent working inside the user's live Jupyter kernel, answering from a notebook \
+cell. Code you run with run_code executes in the user's own namespace: variables you \
+define stay for the user, and prints, plots and displays appear in their cell as you go. \
+Prefer small steps: inspect data before transforming it, check results, and say briefly \
+what you did. Do not re-create data the user already has in the kernel; inspect it. \
+Your final message is shown in the notebook as Markdown."""
+
+GROUP_DESCRIPTIONS = {
+    "code": "run Python in the kernel and inspect its variables",
+    "data": "query and store data in your DuckDB database",
+    "memory": "remember things across sessions and edit your own instructions",
+    "ui": "show tables, charts and forms, and ask the user",
+    "schedule": "schedule notebooks and reminders",
+    "user": "functions the user registered as tools",
+}
+
+
+def build_system_prompt(
+    sections: Iterable[tuple[str, str]],
+    *,
+    groups: Iterable[str],
+    briefing: str,
+    now: datetime,
+) -> str:
+    """The system prompt text: instruction, date, tool groups, extra sections, variables."""
+    parts = [BASE_INSTRUCTION, f"Current date and time: {now:%A %Y-%m-%d %H:%M %Z}".strip()]
+    group_lines = [f"- {g}: {GROUP_DESCRIPTIONS[g]}" for g in groups if g in GROUP_DESCRIPTIONS]
+    if group_lines:
+        parts.append("## Your tools\n" + "\n".join(group_lines))
+    for title, text in sections:
+        if text.strip():
+            parts.append(f"## {title}\n{text.strip()}")
+    parts.append(
+        "## Variables in the kernel\n"
+        + (briefing or "(none yet)")
+        + "\n(This list was taken when the turn started; call inspect_namespace for details.)"
+    )
+    return "\n\n".join(parts)

@@ -1,0 +1,73 @@
+"""The agent's DuckDB file.
+
+DuckDB lets one process at a time hold a file open for writing, and an open read-only
+connection blocks writers too. So every access here is short: take the cross-process
+file lock, open, do the work, close. Nothing holds a connection across a model call or
+a cell. Two kernels, the scheduler and a script can share one file.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import StoreError
+from .schema import migrate
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["Store"]
+
+# Another process that does not take our lock (a DuckDB shell, say) can still hold the file.
+_BUSY_RETRY_SECONDS = 30.0
+
+
+class Store:
+    """Short-lived, serialized connections to one DuckDB file."""
+
+    def __init__(self, path: str | Path) -> None:
+        import filelock
+
+        self.path = Path(path).expanduser()
+        self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False)
+        self._thread_lock = threading.RLock()
+        self._migrated = False
+
+    def __repr__(self) -> str:
+        return f"Store({str(self.path)!r})"
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Yield a connection under the file lock; commit and close when the block ends."""
+        with self._thread_lock, self._lock:
+            con = self._open()
+            try:
+                if not self._migrated:
+                    migrate(con)
+                    self._migrated = True
+                yield con
+            finally:
+                con.close()
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        import duckdb
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + _BUSY_RETRY_SECONDS
+        delay = 0.01
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise StoreError(
+                        f"Cannot open the agent database {self.path}: {exc}. "
+                        "Close other programs that hold it, or set AGENT_KERNEL_DB."
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)

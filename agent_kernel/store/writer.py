@@ -1,0 +1,78 @@
+"""Write-behind: a turn's writes go to the DuckDB file from a background thread.
+
+Opening a DuckDB file costs ~15-20 ms, more than a whole tool round trip should. The
+turn therefore queues its writes (messages, usage, state) and goes on; a worker thread
+applies everything queued so far in one connection, in order. DuckDB releases the GIL
+while it works, so the kernel's event loop is not held up. ``flush()`` waits until all
+queued writes are on disk; the turn calls it before it ends. If the process dies, at most
+the writes of the last few milliseconds are lost, and what was stored stays a valid
+conversation (see :mod:`agent_kernel.conversation`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ..errors import StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from . import Store
+
+Write = Callable[["duckdb.DuckDBPyConnection"], None]
+
+
+class WriteBehind:
+    """An ordered queue of writes applied by one daemon thread."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._pending: list[Write] = []
+        self._cond = threading.Condition()
+        self._busy = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def submit(self, write: Write) -> None:
+        """Queue ``write(con)``; it runs after every write queued before it."""
+        with self._cond:
+            self._pending.append(write)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._work, name="agent-kernel-store", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = 60.0) -> None:
+        """Wait until every queued write is applied; raise the first write error, if any."""
+        with self._cond:
+            done = self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+            error, self._error = self._error, None
+        if error is not None:
+            raise StoreError(f"Could not save to {self.store.path}: {error}") from error
+        if not done:
+            raise StoreError(f"Saving to {self.store.path} did not finish in {timeout} s.")
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                if not self._cond.wait_for(lambda: bool(self._pending), timeout=5.0):
+                    self._thread = None
+                    return
+                batch, self._pending = self._pending, []
+                self._busy = True
+            try:
+                with self.store.connect() as con:
+                    for write in batch:
+                        write(con)
+            except BaseException as exc:  # noqa: BLE001 - reported by flush()
+                with self._cond:
+                    self._error = self._error or exc
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()

@@ -1,0 +1,238 @@
+"""A scripted, Anthropic-compatible Messages API on 127.0.0.1, for offline tests.
+
+The official SDK talks to it unchanged through ``ANTHROPIC_BASE_URL``: JSON and SSE
+streaming responses (text, and tool_use with its input streamed as JSON deltas), HTTP
+error responses, errors in the middle of a stream, and ``count_tokens``. Every request
+body is kept in :attr:`ScriptedModel.requests` so a test can check what the agent sent,
+also when the agent runs in another process (a kernel, papermill).
+
+    with ScriptedModel([call("run_code", code="x = 41 + 1"), say("x is 42")]) as model:
+        os.environ.update(model.env())
+        ...  # run %agent in a kernel
+        assert model.requests[1]["messages"][-1]["content"][0]["type"] == "tool_result"
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .script import Failure, Reply, ScriptItem, estimate_tokens
+
+__all__ = ["ScriptedModel"]
+
+
+class ScriptedModel:
+    """Answers each ``POST /v1/messages`` with the next scripted reply.
+
+    Parameters
+    ----------
+    script:
+        Replies in order (see :mod:`agent_kernel.testing.script`).
+    responder:
+        Answers requests once the script is used up (a function of the request body);
+        without one, an exhausted script answers 400 with a message saying so.
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] = (),
+        *,
+        responder: Callable[[dict[str, Any]], Reply | Failure] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.script: collections.deque[ScriptItem] = collections.deque(script)
+        self.responder = responder
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.count_token_requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def env(self) -> dict[str, str]:
+        """Environment for a process whose SDK should talk to this server."""
+        return {"ANTHROPIC_BASE_URL": self.url, "ANTHROPIC_API_KEY": "scripted-test-key"}
+
+    def start(self) -> ScriptedModel:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> ScriptedModel:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- script --------------------------------------------------------------------------
+
+    def add(self, *items: ScriptItem) -> ScriptedModel:
+        """Append replies to the script."""
+        with self._lock:
+            self.script.extend(items)
+        return self
+
+    @property
+    def remaining(self) -> int:
+        return len(self.script)
+
+    def _next(self, body: dict[str, Any]) -> Reply | Failure:
+        with self._lock:
+            self.requests.append(body)
+            number = len(self.requests)
+            item = self.script.popleft() if self.script else None
+        if item is None:
+            if self.responder is not None:
+                return self.responder(body)
+            return Failure(400, "invalid_request_error", f"The scripted model has no reply left for request #{number}.")
+        return item(body) if callable(item) else item
+
+    def _message_id(self) -> str:
+        return f"msg_scripted_{next(self._ids):05d}"
+
+
+def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            length = int(self.headers.get("content-length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            path = self.path.split("?", 1)[0]
+            if path.endswith("/v1/messages/count_tokens"):
+                model.count_token_requests.append(body)
+                self._json(200, {"input_tokens": estimate_tokens(body)})
+                return
+            if not path.endswith("/v1/messages"):
+                self._json(404, _error_body("not_found_error", f"No route {path}"))
+                return
+            model.headers.append(dict(self.headers.items()))
+            answer = model._next(body)
+            if isinstance(answer, Failure):
+                self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
+                return
+            if answer.delay:
+                time.sleep(answer.delay)
+            message = _message(model._message_id(), answer, body)
+            if body.get("stream"):
+                self._stream(answer, message)
+            else:
+                self._json(200, message)
+
+        def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.send_header("request-id", f"req_scripted_{len(model.requests):05d}")
+            if status in (429, 500, 502, 503, 529):
+                self.send_header("retry-after-ms", "20")
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, answer: Reply, message: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("request-id", f"req_scripted_{len(model.requests):05d}")
+            self.end_headers()
+            try:
+                for event, data in _events(answer, message):
+                    chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                    self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.flush()
+                    if answer.chunk_delay and event == "content_block_delta":
+                        time.sleep(answer.chunk_delay)
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client stopped reading (a Stop)
+
+    return Handler
+
+
+def _message(message_id: str, answer: Reply, request: dict[str, Any]) -> dict[str, Any]:
+    usage = answer.usage or {
+        "input_tokens": estimate_tokens({"system": request.get("system"), "messages": request.get("messages")}),
+        "output_tokens": estimate_tokens(answer.content),
+    }
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": answer.model,
+        "content": answer.content,
+        "stop_reason": answer.resolved_stop_reason(),
+        "stop_sequence": None,
+        "usage": usage,
+    }
+
+
+def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    start = dict(message, content=[], stop_reason=None)
+    start["usage"] = dict(message["usage"], output_tokens=1)
+    yield "message_start", {"type": "message_start", "message": start}
+    if answer.stream_error and not answer.content:
+        yield "error", _error_body(answer.stream_error, "scripted stream error")
+        return
+    for index, block in enumerate(answer.content):
+        if block["type"] == "text":
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            for piece in _pieces(block["text"], answer.chunk_size):
+                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+        elif block["type"] == "tool_use":
+            head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": head}
+            for piece in _pieces(json.dumps(block["input"]), 40):
+                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
+        else:
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+        if answer.stream_error and index == len(answer.content) - 1:
+            yield "error", _error_body(answer.stream_error, "Overloaded" if answer.stream_error == "overloaded_error" else "scripted stream error")
+            return
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield "message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": message["usage"]["output_tokens"]},
+    }
+    yield "message_stop", {"type": "message_stop"}
+
+
+def _pieces(value: str, size: int) -> Iterator[str]:
+    if not value:
+        yield ""
+        return
+    for start in range(0, len(value), max(size, 1)):
+        yield value[start : start + size]
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}}

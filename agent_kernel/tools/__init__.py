@@ -1,0 +1,253 @@
+"""The tool registry: what the model may call, and the one place calls are dispatched.
+
+A tool is a typed Python function whose docstring describes it; the SDK's
+``anthropic.lib.tools`` builds its JSON schema and validates its input. Each tool also
+has a *group* (``code``, ``data``, ...) that configuration switches on or off, and says
+whether it *writes* (runs code, changes data, schedules) so approval modes can hold it.
+
+:meth:`Registry.dispatch` never raises for a tool's failure: an unknown tool, invalid
+input, a refusal or an exception all come back as an ``is_error`` outcome the model can
+act on. Only an interrupt (``KeyboardInterrupt`` / ``CancelledError``) goes through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import json
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ToolInputError
+from ..interrupts import TURN_FRAMES, TurnInterrupted
+
+if TYPE_CHECKING:
+    from .context import ToolContext
+
+__all__ = ["Outcome", "Registry", "Tool", "current_context", "tool"]
+
+_CONTEXT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("agent_kernel_tool_context")
+
+
+def current_context() -> ToolContext:
+    """The context of the tool call being dispatched (kernel, store, session, display)."""
+    try:
+        return _CONTEXT.get()
+    except LookupError:
+        raise RuntimeError("This tool can only run inside an agent turn.") from None
+
+
+@dataclass(eq=False)
+class Tool:
+    """A function the model can call."""
+
+    function: Callable[..., Any]
+    name: str
+    group: str = "user"
+    writes: bool = False
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+
+    @cached_property
+    def _sdk_tool(self) -> Any:
+        from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
+
+        cls = BetaAsyncFunctionTool if inspect.iscoroutinefunction(self.function) else BetaFunctionTool
+        return cls(
+            self.function,
+            name=self.name,
+            description=self.description,
+            input_schema=self.input_schema,
+        )
+
+    def definition(self) -> dict[str, Any]:
+        """The ``tools=[...]`` entry sent to the model."""
+        return dict(self._sdk_tool.to_dict())
+
+    async def call(self, tool_input: object) -> Any:
+        """Validate ``tool_input`` against the schema and call the function."""
+        if not isinstance(tool_input, dict):
+            raise ToolInputError(f"{self.name} takes a JSON object, got {type(tool_input).__name__}.")
+        try:
+            result = self._sdk_tool.call(tool_input)
+            if inspect.isawaitable(result):
+                result = await result
+        except ValueError as exc:
+            cause = exc.__cause__
+            if cause is not None and type(cause).__name__ == "ValidationError":
+                raise ToolInputError(_describe_validation(self.name, cause)) from None
+            raise
+        return result
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a dispatched call produced: the text the model gets and whether it is an error."""
+
+    content: str
+    is_error: bool
+    value: Any = None
+    duration_ms: float = 0.0
+
+    def block(self, tool_use_id: str) -> dict[str, Any]:
+        from ..conversation import tool_result
+
+        return tool_result(tool_use_id, self.content, is_error=self.is_error)
+
+
+@dataclass
+class Registry:
+    """The tools of one agent: built-in ones plus those a user registers."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def add(self, item: Tool) -> Tool:
+        self.tools[item.name] = item
+        return item
+
+    def remove(self, name: str) -> None:
+        self.tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def offered(self, groups: Iterable[str], *, read_only: bool = False) -> list[Tool]:
+        """The tools to offer: those in ``groups``, only reading ones when ``read_only``."""
+        wanted = set(groups)
+        return [
+            t for t in self.tools.values() if t.group in wanted and not (read_only and t.writes)
+        ]
+
+    async def dispatch(
+        self,
+        name: str,
+        tool_input: object,
+        context: ToolContext,
+        *,
+        offered: Iterable[str] | None = None,
+        result_chars: int = 20_000,
+        check: Callable[[Tool, object], Awaitable[str | None]] | None = None,
+    ) -> Outcome:
+        """Run one tool call; every failure becomes an ``is_error`` outcome.
+
+        ``offered`` limits which names may run (a tool not offered this turn is refused
+        even if registered); ``check`` may refuse a call with a reason before it runs
+        (approval).
+        """
+        started = time.perf_counter()
+
+        def done(content: str, is_error: bool, value: Any = None) -> Outcome:
+            return Outcome(
+                _cap(content, result_chars), is_error, value, (time.perf_counter() - started) * 1000
+            )
+
+        allowed = set(offered) if offered is not None else set(self.tools)
+        item = self.tools.get(name)
+        if item is None or name not in allowed:
+            names = ", ".join(sorted(allowed)) or "none"
+            return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
+        if check is not None:
+            refusal = await check(item, tool_input)
+            if refusal:
+                return done(refusal, True)
+        token = _CONTEXT.set(context)
+        try:
+            value = await item.call(tool_input)
+        except KeyboardInterrupt:
+            # Raised by the SIGINT handler inside a synchronous tool: this frame is the
+            # boundary where it becomes an ordinary exception (see interrupts.py).
+            raise TurnInterrupted(context.interrupts.reason or "interrupt") from None
+        except asyncio.CancelledError:
+            raise
+        except ToolInputError as exc:
+            return done(str(exc), True)
+        except Exception as exc:  # noqa: BLE001 - a tool never crashes the turn
+            tool_error = _sdk_tool_error_content(exc)
+            if tool_error is not None:
+                return done(tool_error, True)
+            return done(_describe_exception(name, exc), True)
+        finally:
+            _CONTEXT.reset(token)
+        return done(to_text(value), False, value)
+
+
+TURN_FRAMES.add(Registry.dispatch.__code__)
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    group: str = "user",
+    writes: bool = False,
+    description: str | None = None,
+) -> Any:
+    """Make a notebook function available to the agent as a tool.
+
+    The schema comes from the type hints, the description from the docstring (an
+    ``Args:`` section documents each parameter). Works bare (``@tool``) or with options
+    (``@tool(writes=True)``). The function is returned unchanged.
+    """
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not (fn.__doc__ or description):
+            raise ValueError(f"{fn.__name__} needs a docstring: the model reads it to decide when to call it.")
+        USER_TOOLS.add(
+            Tool(fn, name=name or fn.__name__, group=group, writes=writes, description=description)
+        )
+        return fn
+
+    return register(function) if function is not None else register
+
+
+# Tools registered with @tool in this process; every Agent offers them (group "user").
+USER_TOOLS = Registry()
+
+
+def to_text(value: Any) -> str:
+    """The text sent to the model for a tool's return value (JSON for structured values)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=_json_default, ensure_ascii=False)
+
+
+def _json_default(value: Any) -> Any:
+    llm = getattr(value, "_repr_llm_", None)
+    if callable(llm):
+        return llm()
+    return repr(value)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return (
+        text[:limit]
+        + f"\n[truncated: the result was {len(text):,} characters; the first {limit:,} are shown]"
+    )
+
+
+def _describe_validation(name: str, error: Any) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item.get("loc", ())) or "input"
+        problems.append(f"{where}: {item.get('msg')}")
+    return f"Invalid input for {name}: " + "; ".join(problems)
+
+
+def _describe_exception(name: str, exc: BaseException) -> str:
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+    return f"{name} failed with {type(exc).__name__}: {exc}\n" + "".join(frames[-4:]).strip()
+
+
+def _sdk_tool_error_content(exc: Exception) -> str | None:
+    """The content of an ``anthropic.lib.tools.ToolError``, which user tools may raise."""
+    if type(exc).__name__ != "ToolError" or not hasattr(exc, "content"):
+        return None
+    content = exc.content
+    return content if isinstance(content, str) else str(exc)

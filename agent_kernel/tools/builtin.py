@@ -1,0 +1,16 @@
+"""The built-in tools, gathered from each group's module."""
+
+from __future__ import annotations
+
+from . import Registry
+
+
+def builtin_registry() -> Registry:
+    """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
+    from . import code
+
+    registry = Registry()
+    for module in (code,):
+        for item in module.TOOLS:
+            registry.add(item)
+    return registry

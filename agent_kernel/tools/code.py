@@ -1,0 +1,307 @@
+"""The ``code`` group: ``run_code`` and ``inspect_namespace``.
+
+``run_code`` runs in the live kernel through ``shell.run_cell_async``, so prints,
+displays and errors land in the running cell and variables stay for the user. What the
+model gets back is bounded: stdout and stderr keep their head and tail, the last
+expression is a short repr (``_repr_llm_`` first), a traceback keeps its last frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..interrupts import TURN_FRAMES, CodeTimeout, TurnInterrupted
+from ..namespace import describe, describe_namespace
+from . import Tool, current_context
+
+STREAM_CHARS = 8_000
+RESULT_CHARS = 2_000
+TRACEBACK_CHARS = 4_000
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Frames from these packages are plumbing, not the model's code.
+_PLUMBING = ("IPython", "ipykernel", "agent_kernel", "asyncio")
+
+
+async def run_code(code: str, timeout_s: float = 60, isolated: bool = False) -> dict[str, Any]:
+    """Run Python code in the user's live Jupyter kernel and return what happened.
+
+    Variables you define stay in the user's namespace; prints, plots and displays appear
+    in the user's notebook cell. Top-level ``await`` works. The value of a final
+    expression is returned as ``result``. Use ``isolated: true`` to try risky code in a
+    fresh Python process that cannot touch the user's variables.
+
+    Args:
+        code: Python source to run (IPython syntax, e.g. ``%timeit`` or ``!ls``, works too).
+        timeout_s: Seconds after which the code is stopped.
+        isolated: Run in a fresh Python subprocess with a stripped environment instead.
+    """
+    if timeout_s <= 0:
+        from ..errors import ToolInputError
+
+        raise ToolInputError("timeout_s must be a positive number of seconds.")
+    context = current_context()
+    execution_id = uuid.uuid4().hex[:12]
+    started = time.perf_counter()
+    if isolated:
+        outcome = await _run_isolated(code, timeout_s)
+    else:
+        outcome = await _run_in_kernel(code, timeout_s)
+    outcome["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
+    outcome["execution_id"] = execution_id
+    context.extras.setdefault("executions", []).append(outcome | {"code": code})
+    if context.interrupts.reason is not None:
+        raise TurnInterrupted(context.interrupts.reason)
+    return outcome
+
+
+async def inspect_namespace(names: list[str] | None = None) -> dict[str, Any]:
+    """Describe variables in the user's kernel: type, a short summary, shape and columns.
+
+    DataFrames list their columns with dtypes and a few sample values. Without ``names``
+    every user variable is listed (private names and modules are skipped).
+
+    Args:
+        names: Variables to describe; omit for all of them.
+    """
+    context = current_context()
+    namespace = context.namespace
+    if names is None:
+        return {"variables": describe_namespace(namespace, context.hidden_names)}
+    variables = [
+        describe(name, namespace[name])
+        if name in namespace
+        else {"name": name, "type": "undefined", "summary": "not defined in the kernel"}
+        for name in names
+    ]
+    return {"variables": variables}
+
+
+TOOLS = [
+    Tool(run_code, name="run_code", group="code", writes=True),
+    Tool(inspect_namespace, name="inspect_namespace", group="code"),
+]
+
+
+# -- in the kernel ------------------------------------------------------------------------
+
+
+async def _run_in_kernel(code: str, timeout_s: float) -> dict[str, Any]:
+    context = current_context()
+    shell = context.shell
+    interrupts = context.interrupts
+    try:
+        transformed = shell.transform_cell(code)
+        preprocessing_error = None
+    except Exception:  # noqa: BLE001 - run_cell_async reports it like a cell would
+        transformed, preprocessing_error = code, sys.exc_info()
+    with _tee_streams() as (stdout, stderr):
+        value, error = await interrupts.run_code(
+            _execute(shell, code, transformed, preprocessing_error), timeout_s
+        )
+    outcome: dict[str, Any] = {
+        "success": error is None,
+        "stdout": _bounded(stdout.getvalue(), STREAM_CHARS),
+        "stderr": _bounded(stderr.getvalue(), STREAM_CHARS),
+    }
+    if value is not None:
+        outcome["result"] = _short_repr(value)
+    if error is not None:
+        outcome["error"] = _describe_error(error, timed_out=interrupts.timed_out, timeout_s=timeout_s)
+    return outcome
+
+
+async def _execute(
+    shell: Any, code: str, transformed: str, preprocessing_error: Any
+) -> tuple[Any, BaseException | None]:
+    """Run a nested cell; return its last value and its error.
+
+    This frame is where a SIGINT-raised ``KeyboardInterrupt`` (or a cancellation) stops,
+    should it land outside the part of IPython that catches it: it must never reach the
+    event loop (see interrupts.py).
+    """
+    try:
+        result = await shell.run_cell_async(
+            code,
+            store_history=False,
+            transformed_cell=transformed,
+            preprocessing_exc_tuple=preprocessing_error,
+        )
+    except (KeyboardInterrupt, asyncio.CancelledError) as exc:
+        return None, exc
+    return result.result, result.error_before_exec or result.error_in_exec
+
+
+TURN_FRAMES.add(_execute.__code__)
+
+
+class _Tee:
+    """Writes to the cell's stream and keeps a copy for the model."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._copy = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self._copy.write(text)
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def getvalue(self) -> str:
+        return self._copy.getvalue()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _tee_streams() -> Iterator[tuple[_Tee, _Tee]]:
+    saved = sys.stdout, sys.stderr
+    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield out, err
+    finally:
+        sys.stdout, sys.stderr = saved
+        for stream in saved:
+            stream.flush()
+
+
+def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) -> dict[str, str]:
+    if timed_out and isinstance(error, (CodeTimeout, asyncio.CancelledError, KeyboardInterrupt)):
+        return {
+            "type": "TimeoutError",
+            "message": f"The code was stopped after its time limit of {timeout_s:g} s (timeout_s).",
+            "traceback": _traceback(error),
+        }
+    return {
+        "type": type(error).__name__,
+        "message": _strip_ansi(str(error)),
+        "traceback": _traceback(error),
+    }
+
+
+def _traceback(error: BaseException) -> str:
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not any(f"{os.sep}{pkg}{os.sep}" in frame.filename for pkg in _PLUMBING)
+    ]
+    text = "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(error), error))
+    return _bounded(_strip_ansi(text), TRACEBACK_CHARS, keep_head=False)
+
+
+def _short_repr(value: Any) -> str:
+    llm = getattr(type(value), "_repr_llm_", None)
+    try:
+        text = llm(value) if callable(llm) else repr(value)
+    except Exception as exc:  # noqa: BLE001
+        text = f"<repr failed: {type(exc).__name__}: {exc}>"
+    return _bounded(_strip_ansi(str(text)), RESULT_CHARS)
+
+
+def _strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def _bounded(text: str, limit: int, *, keep_head: bool = True) -> str:
+    """``text`` if short, else its head and tail (or only its tail) with a marker."""
+    if len(text) <= limit:
+        return text
+    omitted = len(text) - limit
+    if not keep_head:
+        return f"[... {omitted:,} characters omitted]\n" + text[-limit:]
+    half = limit // 2
+    return text[:half] + f"\n[... {omitted:,} characters omitted ...]\n" + text[-half:]
+
+
+# -- isolated -----------------------------------------------------------------------------
+
+_BOOTSTRAP = r"""
+import ast, json, sys
+path, out = sys.argv[1], sys.argv[2]
+source = open(path, encoding="utf-8").read()
+tree = ast.parse(source, filename="<isolated>")
+last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+namespace = {"__name__": "__main__"}
+exec(compile(tree, "<isolated>", "exec"), namespace)
+if last is not None:
+    value = eval(compile(ast.Expression(last.value), "<isolated>", "eval"), namespace)
+    if value is not None:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(repr(value))
+"""
+
+# Only what a plain Python needs: no API keys, no tokens, no agent settings.
+_KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "TMPDIR")
+
+
+async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
+    import signal
+
+    with tempfile.TemporaryDirectory(prefix="agent-kernel-isolated-") as tmp:
+        source, result_file = Path(tmp, "code.py"), Path(tmp, "result.txt")
+        source.write_text(code, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if k in _KEPT_ENV}
+        env["HOME"] = tmp
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-I", "-c", _BOOTSTRAP, str(source), str(result_file),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
+        timed_out = False
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_s)
+        except (asyncio.TimeoutError, asyncio.CancelledError) as exc:
+            timed_out = isinstance(exc, asyncio.TimeoutError)
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            stdout, stderr = await process.communicate()
+            if not timed_out:
+                raise
+        out_text = stdout.decode(errors="replace")
+        err_text = stderr.decode(errors="replace")
+        outcome: dict[str, Any] = {
+            "success": process.returncode == 0 and not timed_out,
+            "stdout": _bounded(out_text, STREAM_CHARS),
+            "stderr": _bounded(err_text, STREAM_CHARS) if process.returncode == 0 else "",
+        }
+        if result_file.exists():
+            outcome["result"] = _bounded(result_file.read_text(encoding="utf-8"), RESULT_CHARS)
+        if timed_out:
+            outcome["error"] = {
+                "type": "TimeoutError",
+                "message": f"The isolated process was killed after {timeout_s:g} s (timeout_s).",
+                "traceback": "",
+            }
+        elif process.returncode != 0:
+            outcome["error"] = _isolated_error(err_text, process.returncode)
+    return outcome
+
+
+def _isolated_error(stderr: str, returncode: int | None) -> dict[str, str]:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else f"exit status {returncode}"
+    kind, _, message = last.partition(": ")
+    if not kind.isidentifier():
+        kind, message = "ProcessError", last
+    return {"type": kind, "message": message, "traceback": _bounded(stderr, TRACEBACK_CHARS, keep_head=False)}

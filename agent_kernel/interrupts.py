@@ -59,6 +59,7 @@ class TurnInterrupts:
         self._lock = threading.Lock()
         self._code_active = False
         self._timeout_pending = False
+        self.timeout_s: float | None = None
         self.timed_out = False
 
     # -- lifetime ------------------------------------------------------------------------
@@ -97,7 +98,9 @@ class TurnInterrupts:
 
     async def phase(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run one phase (a model call, a tool) so that a stop can cancel it at once."""
-        self.check()
+        if self.reason is not None:
+            coro.close()
+            raise TurnInterrupted(self.reason)
         task = asyncio.ensure_future(coro)
         self._phase = task
         try:
@@ -116,6 +119,7 @@ class TurnInterrupts:
         afterwards, since IPython turns both kinds of stop into an ``error_in_exec``.
         """
         self.timed_out = False
+        self.timeout_s = timeout_s
         task = asyncio.ensure_future(coro)
         self._code = task
         timer = None
@@ -156,7 +160,9 @@ class TurnInterrupts:
         elif self.reason is None:
             self.reason = "interrupt"
         if _turn_on_stack(frame):
-            raise CodeTimeout() if timeout else KeyboardInterrupt()
+            if timeout:
+                raise CodeTimeout(f"stopped after its time limit of {self.timeout_s:g} s")
+            raise KeyboardInterrupt()
         target = self._code if (timeout or self._code is not None) else self._phase
         if self._loop is not None and target is not None:
             self._loop.call_soon_threadsafe(self._cancel, target)

@@ -142,6 +142,11 @@ class Turn:
                     break
                 await self._run_tools(uses, result)
         except TurnInterrupted as stop:
+            if not prompt_saved:
+                # Keep what the user asked, as a chat does when stopped; the next turn's
+                # prompt is merged after it. (A model *error* drops it instead: a prompt
+                # the API rejected would be rejected again with every later turn.)
+                self._save("user", self.prompt_blocks)
             result.state = "idle"
             result.error = "interrupted"
             view.notice("■ Stopped." if stop.reason == "stop" else "■ Interrupted.", kind="warning")

@@ -66,13 +66,19 @@ class WriteBehind:
                 batch, self._pending = self._pending, []
                 self._busy = True
             try:
-                with self.store.connect() as con:
-                    for write in batch:
-                        write(con)
+                self._apply(batch)
             except BaseException as exc:  # noqa: BLE001 - reported by flush()
+                # Drop the traceback: its frames would keep the closed connection alive.
                 with self._cond:
-                    self._error = self._error or exc
+                    self._error = self._error or exc.with_traceback(None)
             finally:
+                batch = []
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+    def _apply(self, batch: list[Write]) -> None:
+        # A function of its own so no connection stays referenced by the idle thread's frame.
+        with self.store.connect() as con:
+            for write in batch:
+                write(con)

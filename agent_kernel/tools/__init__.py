@@ -162,7 +162,7 @@ class Registry:
             # Raised by the SIGINT handler inside a synchronous tool: this frame is the
             # boundary where it becomes an ordinary exception (see interrupts.py).
             raise TurnInterrupted(context.interrupts.reason or "interrupt") from None
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, TurnInterrupted):
             raise
         except ToolInputError as exc:
             return done(str(exc), True)

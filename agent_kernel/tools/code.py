@@ -107,7 +107,7 @@ async def _run_in_kernel(code: str, timeout_s: float) -> dict[str, Any]:
         preprocessing_error = None
     except Exception:  # noqa: BLE001 - run_cell_async reports it like a cell would
         transformed, preprocessing_error = code, sys.exc_info()
-    with _tee_streams() as (stdout, stderr):
+    with _tee_streams() as (stdout, stderr), _quiet_stops(shell, interrupts):
         value, error = await interrupts.run_code(
             _execute(shell, code, transformed, preprocessing_error), timeout_s
         )
@@ -145,6 +145,29 @@ async def _execute(
 
 
 TURN_FRAMES.add(_execute.__code__)
+
+
+@contextmanager
+def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
+    """Show a stopped run as one line instead of a CancelledError/CodeTimeout traceback.
+
+    Uses IPython's own hook for this (``set_custom_exc``), for the nested run only; the
+    user's handler, if any, is put back afterwards.
+    """
+    saved = shell.custom_exceptions, shell.CustomTB
+
+    def one_line(_shell: Any, etype: type, value: BaseException, _tb: Any, tb_offset: Any = None) -> list[str]:
+        if isinstance(value, CodeTimeout) or interrupts.timed_out:
+            print(f"run_code was stopped after its time limit ({interrupts.timeout_s:g} s).", file=sys.stderr)
+        else:
+            print("run_code was stopped.", file=sys.stderr)
+        return []
+
+    shell.set_custom_exc((CodeTimeout, asyncio.CancelledError), one_line)
+    try:
+        yield
+    finally:
+        shell.custom_exceptions, shell.CustomTB = saved
 
 
 class _Tee:

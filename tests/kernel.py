@@ -1,0 +1,105 @@
+"""A real ipykernel driven through jupyter_client, for tests."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+
+@dataclass
+class Execution:
+    """What one execute request produced on iopub."""
+
+    status: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def of_type(self, *types: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["msg_type"] in types]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(m["content"]["text"] for m in self.of_type("stream") if m["content"]["name"] == "stdout")
+
+    @property
+    def stderr(self) -> str:
+        return "".join(m["content"]["text"] for m in self.of_type("stream") if m["content"]["name"] == "stderr")
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [m["content"] for m in self.of_type("error")]
+
+    def texts(self, mime: str = "text/plain") -> list[str]:
+        """Every display/update/result payload of ``mime``, in order."""
+        return [
+            m["content"]["data"][mime]
+            for m in self.of_type("display_data", "update_display_data", "execute_result")
+            if mime in m["content"].get("data", {})
+        ]
+
+    def final_texts(self, mime: str = "text/plain") -> list[str]:
+        """Each display's last state (what a saved notebook would show), in display order."""
+        shown: dict[str, str] = {}
+        order: list[str] = []
+        for m in self.of_type("display_data", "update_display_data", "execute_result"):
+            data = m["content"].get("data", {})
+            key = (m["content"].get("transient") or {}).get("display_id") or m["header"]["msg_id"]
+            if key not in shown:
+                order.append(key)
+            if mime in data:
+                shown[key] = data[mime]
+        return [shown[k] for k in order if shown.get(k)]
+
+
+class Kernel:
+    """One running kernel with an ``execute`` that collects iopub output."""
+
+    def __init__(self, env: dict[str, str], cwd: str | None = None) -> None:
+        full_env = dict(os.environ, **env)
+        kwargs: dict[str, Any] = {"env": full_env}
+        if cwd:
+            kwargs["cwd"] = cwd
+        self.manager: KernelManager
+        self.manager, self.client = start_new_kernel(kernel_name="python3", startup_timeout=60, **kwargs)
+
+    def execute(
+        self,
+        code: str,
+        *,
+        timeout: float = 60,
+        on_message: Callable[[dict[str, Any], Kernel], None] | None = None,
+    ) -> Execution:
+        messages: list[dict[str, Any]] = []
+
+        def hook(message: dict[str, Any]) -> None:
+            messages.append(message)
+            if on_message is not None:
+                on_message(message, self)
+
+        started = time.perf_counter()
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        return Execution(reply["content"]["status"], messages, time.perf_counter() - started)
+
+    def ok(self, code: str, **kwargs: Any) -> Execution:
+        """Execute and fail the test with the kernel's error if the cell failed."""
+        result = self.execute(code, **kwargs)
+        if result.status != "ok" or result.errors:
+            details = "\n".join(e["ename"] + ": " + e["evalue"] for e in result.errors)
+            raise AssertionError(f"cell failed ({result.status}): {code!r}\n{details}")
+        return result
+
+    def value(self, expression: str) -> Any:
+        """The value of a Python literal expression evaluated in the kernel."""
+        import ast
+
+        result = self.ok(f"print(repr({expression}))")
+        return ast.literal_eval(result.stdout.strip())
+
+    def shutdown(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)

@@ -1,0 +1,153 @@
+"""Stopping a turn: kernel interrupts, the Stop button and code time limits, in a real kernel."""
+
+from __future__ import annotations
+
+import time
+
+from agent_kernel.testing import call, reply, say, text
+
+LONG_SYNC = "import time\nprogress = 0\nprint('started', flush=True)\nfor progress in range(300):\n    time.sleep(0.1)\n"
+LONG_ASYNC = "import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n"
+
+
+def printed(marker: str):
+    return lambda m: m["msg_type"] == "stream" and marker in m["content"]["text"]
+
+
+class Clock:
+    """Remembers when the test asked for the stop."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def hook(self, predicate, action):
+        def on_message(message, kernel):
+            if self.at is None and predicate(message):
+                self.at = time.perf_counter()
+                action(kernel)  # hooks run on the test's main thread, between iopub messages
+
+        return on_message
+
+
+def interrupt(kernel) -> None:
+    kernel.manager.interrupt_kernel()
+
+
+def assert_valid_after_stop(kernel, scripted_model, interrupted_id):
+    """The next turn works and carries a tool_result for the interrupted call."""
+    scripted_model.add(say("Carrying on."))
+    kernel.ok("%agent what happened?")
+    messages = scripted_model.requests[-1]["messages"]
+    uses = [b["id"] for m in messages if m["role"] == "assistant" for b in m["content"] if b["type"] == "tool_use"]
+    results = {
+        b["tool_use_id"]: b for m in messages if m["role"] == "user" for b in m["content"] if b["type"] == "tool_result"
+    }
+    assert interrupted_id in uses and interrupted_id in results
+    assert results[interrupted_id]["is_error"] is True
+    assert set(uses) <= set(results)
+    assert all(a["role"] != b["role"] for a, b in zip(messages, messages[1:]))
+
+
+def tool_id(answer) -> str:
+    return next(b["id"] for b in answer.content if b["type"] == "tool_use")
+
+
+def test_interrupt_stops_long_sync_code(kernel, scripted_model):
+    answer = call("run_code", code=LONG_SYNC)
+    scripted_model.add(answer)
+    clock = Clock()
+    started = time.perf_counter()
+    result = kernel.execute("%agent count slowly", on_message=clock.hook(printed("started"), interrupt))
+    ended = started + result.seconds
+    assert clock.at is not None and ended - clock.at < 2.0
+    assert result.status == "ok"
+    assert any("Interrupted" in s for s in result.final_texts())
+    assert 0 <= kernel.value("progress") < 50  # variables set before the stop remain
+    assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
+
+
+def test_interrupt_stops_awaiting_code(kernel, scripted_model):
+    answer = call("run_code", code=LONG_ASYNC)
+    scripted_model.add(answer)
+    clock = Clock()
+    started = time.perf_counter()
+    result = kernel.execute("%agent wait", on_message=clock.hook(printed("started"), interrupt))
+    assert clock.at is not None and started + result.seconds - clock.at < 2.0
+    assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
+
+
+def test_interrupt_stops_a_streaming_answer(kernel, scripted_model):
+    scripted_model.add(say("slow " * 400, chunk_size=5, chunk_delay=0.02))
+    clock = Clock()
+    started = time.perf_counter()
+    first_text = lambda m: m["msg_type"] == "update_display_data" and "slow" in m["content"]["data"].get("text/plain", "")
+    result = kernel.execute("%agent talk slowly", on_message=clock.hook(first_text, interrupt))
+    assert clock.at is not None and started + result.seconds - clock.at < 2.0
+    assert result.seconds < 5  # the whole answer would take ~8 s
+    scripted_model.add(say("ok"))
+    kernel.ok("%agent and now?")
+    texts = [m["content"][-1].get("text") for m in scripted_model.requests[-1]["messages"]]
+    assert texts == ["talk slowly\n\nand now?"] or texts[-1] == "and now?"
+
+
+def test_stop_button_message_stops_the_turn(kernel, scripted_model):
+    answer = call("run_code", code=LONG_ASYNC)
+    scripted_model.add(answer)
+
+    def click_stop(kernel):
+        # What JupyterLab sends when the Stop button's model.send() runs.
+        model_id = widget_ids[0]
+        message = kernel.client.session.msg(
+            "comm_msg", {"comm_id": model_id, "data": {"method": "custom", "content": {"type": "stop"}}}
+        )
+        kernel.client.shell_channel.send(message)
+
+    widget_ids: list[str] = []
+
+    def remember_widget(message, kernel):
+        data = message["content"].get("data", {}) if message["msg_type"] == "display_data" else {}
+        if "application/vnd.jupyter.widget-view+json" in data:
+            widget_ids.append(data["application/vnd.jupyter.widget-view+json"]["model_id"])
+
+    clock = Clock()
+    stop_hook = clock.hook(printed("started"), click_stop)
+
+    def both(message, kernel):
+        remember_widget(message, kernel)
+        stop_hook(message, kernel)
+
+    started = time.perf_counter()
+    result = kernel.execute("%agent wait for me", on_message=both)
+    assert widget_ids and clock.at is not None
+    assert started + result.seconds - clock.at < 2.0
+    assert any("Stopped." in s for s in result.final_texts())
+    # The button is gone from the saved output once the turn ends.
+    assert not any("StopButton" in s for s in result.final_texts())
+    assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
+
+
+def test_timeout_stops_only_the_code(kernel, scripted_model):
+    scripted_model.add(
+        call("run_code", code="import time\ntime.sleep(30)", timeout_s=1),
+        call("run_code", code="import asyncio\nawait asyncio.sleep(30)", timeout_s=1),
+        say("Both timed out."),
+    )
+    result = kernel.ok("%agent be slow", timeout=30)
+    assert result.seconds < 10
+    sync_result, async_result = (
+        scripted_model.requests[1]["messages"][-1]["content"][0]["content"],
+        scripted_model.requests[2]["messages"][-1]["content"][0]["content"],
+    )
+    for outcome in (sync_result, async_result):
+        assert '"success": false' in outcome
+        assert '"type": "TimeoutError"' in outcome and "time limit of 1 s" in outcome
+    assert "Both timed out." in result.final_texts()
+
+
+def test_interrupt_during_a_reply_with_text_and_tool(kernel, scripted_model):
+    answer = reply(text("Working on it."), *call("run_code", code=LONG_SYNC).content)
+    scripted_model.add(answer)
+    clock = Clock()
+    result = kernel.execute("%agent go", on_message=clock.hook(printed("started"), interrupt))
+    assert any("Interrupted" in s for s in result.final_texts())
+    assert_valid_after_stop(kernel, scripted_model, tool_id(answer))

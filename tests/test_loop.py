@@ -1,0 +1,141 @@
+"""The turn loop in a real kernel against the scripted model: tools, errors, limits, display."""
+
+from __future__ import annotations
+
+import json
+
+from agent_kernel.testing import call, fail, reply, say, text, tool_use
+
+from .kernel import Kernel
+
+
+def tool_results(request: dict) -> list[dict]:
+    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+def test_tool_failures_are_is_error_results_and_the_turn_goes_on(kernel, scripted_model):
+    kernel.ok(
+        "from agent_kernel import tool\n"
+        "@tool\n"
+        "def divide(a: float, b: float) -> float:\n"
+        '    """Divide a by b."""\n'
+        "    return a / b\n"
+    )
+    scripted_model.add(
+        reply(
+            tool_use("divide", {"a": 1, "b": 0}),
+            tool_use("no_such_tool", {}),
+            tool_use("run_code", {"timeout_s": 5}),
+            tool_use("divide", {"a": 9, "b": 3}),
+        ),
+        say("Handled all four."),
+    )
+    result = kernel.ok("%agent try the tools")
+    results = tool_results(scripted_model.requests[1])
+    assert [r.get("is_error", False) for r in results] == [True, True, True, False]
+    assert "divide failed with ZeroDivisionError: float division by zero" in results[0]["content"]
+    assert "Unknown tool 'no_such_tool'" in results[1]["content"] and "run_code" in results[1]["content"]
+    assert results[2]["content"].startswith("Invalid input for run_code: code: Missing required argument")
+    assert results[3]["content"] == "3.0"
+    assert "Handled all four." in result.final_texts()
+    definitions = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
+    assert definitions["divide"]["input_schema"]["required"] == ["a", "b"]
+    assert definitions["divide"]["description"] == "Divide a by b."
+
+
+def test_overloaded_529_is_retried_by_the_sdk(kernel, scripted_model):
+    scripted_model.add(fail(529, "overloaded_error", "Overloaded"), say("Second time lucky."))
+    result = kernel.ok("%agent hello")
+    assert len(scripted_model.requests) == 2
+    assert "Second time lucky." in result.final_texts()
+
+
+def test_overloaded_mid_stream_is_retried_by_the_loop(kernel, scripted_model):
+    scripted_model.add(reply(text("Half an ans"), stream_error="overloaded_error"), say("A whole answer."))
+    result = kernel.ok("%agent hello")
+    shown = result.final_texts()
+    assert "A whole answer." in shown
+    assert not any("Half an ans" in s for s in shown)  # the failed attempt's text was taken back
+    assert any("retrying (1/3)" in s for s in shown)
+
+
+def test_a_400_is_one_clear_line(kernel, scripted_model):
+    scripted_model.add(fail(400, "invalid_request_error", "max_tokens: must be at most 64000"))
+    result = kernel.execute("%agent hello")
+    assert result.status == "ok" and result.errors == []
+    [line] = [s for s in result.final_texts() if "Model request failed" in s]
+    assert line.startswith("Model request failed (400 invalid_request_error): max_tokens: must be at most 64000.")
+    assert "\n" not in line
+    html = [s for s in result.final_texts("text/html") if "Model request failed" in s]
+    assert html and "agent-kernel-error" in html[0]
+    # The failed prompt is not kept, so the next turn does not resend it.
+    scripted_model.add(say("fine now"))
+    kernel.ok("%agent again")
+    assert [m["content"][-1]["text"] for m in scripted_model.requests[-1]["messages"]] == ["again"]
+
+
+def test_missing_key_says_how_to_set_it(scripted_model, agent_db, tmp_path):
+    k = Kernel({"ANTHROPIC_API_KEY": ""}, cwd=str(tmp_path))
+    try:
+        k.ok("%load_ext agent_kernel")
+        result = k.execute("%agent hello")
+        assert result.status == "ok" and result.errors == []
+        assert any(s.startswith("No Anthropic API key: set ANTHROPIC_API_KEY") for s in result.final_texts())
+        assert scripted_model.requests == []
+    finally:
+        k.shutdown()
+
+
+def test_token_limit_stops_and_a_higher_limit_continues(kernel, scripted_model):
+    usage = {"input_tokens": 600, "output_tokens": 100}
+    scripted_model.add(
+        reply(tool_use("run_code", {"code": "step = 1"}), usage=usage),
+        reply(tool_use("run_code", {"code": "step = 2"}), usage=usage),
+    )
+    first = kernel.ok("%agent --token-limit 1000 work in steps")
+    assert any("reached its token limit (1,400 of 1,000 tokens)" in s for s in first.final_texts())
+    assert kernel.value("step") == 2
+    assert len(scripted_model.requests) == 2
+    assert "token_limit_reached" in kernel.ok("%agent_sessions").final_texts()[-1]
+    scripted_model.add(say("Finished the steps."))
+    second = kernel.ok("%agent --token-limit 5000 continue")
+    assert "Finished the steps." in second.final_texts()
+    last = scripted_model.requests[-1]["messages"]
+    # The stored conversation ended on tool results; the new prompt joins that user message.
+    assert last[-1]["content"][0]["type"] == "tool_result" and last[-1]["content"][-1]["text"] == "continue"
+
+
+def test_model_call_cap_per_turn(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.max_model_calls = 2")
+    scripted_model.add(*[call("run_code", code=f"n = {i}") for i in range(3)])
+    result = kernel.ok("%agent loop forever")
+    assert len(scripted_model.requests) == 2
+    assert any("Stopped after 2 model calls" in s for s in result.final_texts())
+
+
+def test_streaming_display_is_throttled(kernel, scripted_model):
+    # 1,200 characters in 5-character deltas, 10 ms apart: ~240 deltas over ~2.4 s.
+    scripted_model.add(say("word " * 240, chunk_size=5, chunk_delay=0.01))
+    result = kernel.ok("%agent talk")
+    updates = [
+        m for m in result.of_type("update_display_data") if m["content"]["data"].get("text/plain", "").startswith("word")
+    ]
+    [shown] = [t for t in result.final_texts() if t.startswith("word")]
+    assert shown.strip() == ("word " * 240).strip()
+    assert result.seconds > 2
+    assert len(updates) <= 15 * result.seconds + 2
+    assert len(updates) >= 5  # it did stream, not only show the end
+
+
+def test_request_carries_system_prompt_tools_and_caching(kernel, scripted_model):
+    kernel.ok("import pandas as pd\nsales = pd.DataFrame({'month': ['2024-01', '2024-02'], 'revenue': [10.5, 20.0]})")
+    scripted_model.add(say("ok"))
+    kernel.ok("%agent describe my data")
+    request = scripted_model.requests[0]
+    assert request["stream"] is True
+    assert request["cache_control"] == {"type": "ephemeral"}
+    assert {t["name"] for t in request["tools"]} >= {"run_code", "inspect_namespace"}
+    system = request["system"]
+    assert "`sales` (pandas.DataFrame, shape (2, 2)) columns month: object, revenue: float64" in system.replace("str", "object")
+    assert "Current date and time:" in system
+    assert json.dumps(request).count("2024-01") <= 1  # data is summarised, never copied

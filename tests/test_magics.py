@@ -1,0 +1,144 @@
+"""The %agent magics: parsing, interpolation, the awaited rewrite, and their use in a kernel."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+from agent_kernel.magics import interpolate, parse_agent_call, rewrite_agent_cells
+from agent_kernel.testing import call, say
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+def test_prompt_keeps_its_punctuation():
+    parsed = parse_agent_call("load sales.csv, then -- what's the total? (in $)")
+    assert parsed.prompt == "load sales.csv, then -- what's the total? (in $)"
+    assert parsed.new is None and parsed.session is None
+
+
+def test_flags_before_the_prompt():
+    parsed = parse_agent_call("--session work -o answer --model claude-x --token-limit 5_000 --approve ASK sum it")
+    assert (parsed.session, parsed.output, parsed.model, parsed.token_limit, parsed.approve) == (
+        "work", "answer", "claude-x", 5000, "ASK"
+    )
+    assert parsed.prompt == "sum it"
+
+
+@pytest.mark.parametrize(
+    ("line", "new", "prompt"),
+    [
+        ("--new clean the data", True, "clean the data"),
+        ("--new=cleanup clean the data", "cleanup", "clean the data"),
+        ("--new cleanup -- clean the data", "cleanup", "clean the data"),
+        ("--new", True, ""),
+        ("-- --new is a flag", None, "--new is a flag"),
+        ("- first item", None, "- first item"),
+        ("-5 degrees is cold", None, "-5 degrees is cold"),
+    ],
+)
+def test_new_and_separator(line, new, prompt):
+    parsed = parse_agent_call(line)
+    assert (parsed.new, parsed.prompt) == (new, prompt)
+
+
+def test_cell_magic_line_holds_only_flags():
+    parsed = parse_agent_call("--new report -o out", "Write the report.\nUse {df}.")
+    assert (parsed.new, parsed.output, parsed.prompt) == ("report", "out", "Write the report.\nUse {df}.")
+    with pytest.raises(UsageError, match="prompt goes in the cell body"):
+        parse_agent_call("summarise this", "body")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--colour red hi", "Unknown flag '--colour'"),
+        ("-o 1x hi", "-o needs a Python variable name"),
+        ("--token-limit lots hi", "--token-limit needs a whole number"),
+        ("--token-limit 0 hi", "must be positive"),
+        ("--approve sometimes hi", "--approve must be one of auto, ask, read-only"),
+        ("--session", "--session needs a value"),
+    ],
+)
+def test_bad_flags_are_usage_errors(line, message):
+    with pytest.raises(UsageError, match=message):
+        parse_agent_call(line)
+
+
+# -- interpolation ------------------------------------------------------------------------
+
+
+def test_interpolation_like_jupyter_ai():
+    ns = {"name": "sales", "n": 3, "df": type("F", (), {"shape": (10, 2)})(), "Out": {3: "forty"}}
+    assert interpolate("use {name} ({n} rows)", ns) == "use sales (3 rows)"
+    assert interpolate("shape {df.shape}, out {Out[3]}", ns) == "shape (10, 2), out forty"
+    assert interpolate("literal {{name}} and json {\"a\": 1}", ns) == 'literal {name} and json {"a": 1}'
+    assert interpolate("unknown {missing} stays", ns) == "unknown {missing} stays"
+
+
+# -- the awaited rewrite ------------------------------------------------------------------
+
+
+def test_rewrite_line_and_cell():
+    lines = ["x = 1\n", "%agent look at {x}\n", "%agent_sessions\n", "print(x)\n"]
+    out = rewrite_agent_cells(lines)
+    assert out[0] == "x = 1\n" and out[2] == "%agent_sessions\n" and out[3] == "print(x)\n"
+    assert out[1].startswith("await ") and "run_agent_magic('look at {x}')" in out[1]
+    cell = rewrite_agent_cells(["%%agent --new r\n", "line one\n", "line 'two'\n"])
+    assert cell == [
+        "await __import__('agent_kernel.magics', fromlist=['run_agent_magic'])"
+        ".run_agent_magic('--new r', \"line one\\nline 'two'\\n\")\n"
+    ]
+
+
+def test_rewrite_leaves_other_cells_and_help_alone():
+    assert rewrite_agent_cells(["%%bash\n", "%agent hi\n"]) == ["%%bash\n", "%agent hi\n"]
+    assert rewrite_agent_cells(["%agent?\n"]) == ["%agent?\n"]
+    assert rewrite_agent_cells(["    %agent indented\n"]) == ["    %agent indented\n"]
+
+
+# -- in a kernel --------------------------------------------------------------------------
+
+
+def test_output_variable_and_interpolation(kernel, scripted_model):
+    scripted_model.add(say('```json\n{"total": 42, "unit": "EUR"}\n```'), say("plain answer"))
+    kernel.ok("region = 'North'")
+    kernel.ok("%agent -o result total for {region}, as JSON")
+    assert scripted_model.requests[0]["messages"][-1]["content"][-1]["text"] == "total for North, as JSON"
+    assert kernel.value("result") == {"total": 42, "unit": "EUR"}
+    kernel.ok("%%agent -o text_result\nSay something about {{braces}}.")
+    assert scripted_model.requests[1]["messages"][-1]["content"][-1]["text"] == "Say something about {braces}."
+    assert kernel.value("text_result") == "plain answer"
+
+
+def test_usage_errors_show_no_traceback(kernel):
+    # IPython prints a UsageError as one line on stderr, with no traceback.
+    result = kernel.execute("%agent --colour red hi")
+    assert result.status == "error" and result.errors == []
+    assert result.stderr.strip().splitlines() == [
+        "UsageError: Unknown flag '--colour' for %agent. Flags: --new [NAME], --session NAME, "
+        "-o VAR, --model M, --token-limit N, --approve MODE."
+    ]
+    empty = kernel.execute("%agent")
+    assert empty.stderr.startswith("UsageError: Give the agent a prompt")
+
+
+def test_agent_inside_a_block_explains_itself(kernel):
+    result = kernel.execute("if True:\n    %agent hello")
+    assert result.stderr.startswith("UsageError: %agent must be awaited")
+    assert "top level of a cell" in result.stderr
+
+
+def test_new_session_without_prompt(kernel, scripted_model):
+    kernel.ok("%agent --new=notes")
+    scripted_model.add(say("hi"))
+    kernel.ok("%agent hello")
+    assert "notes" in kernel.ok("%agent_sessions").final_texts()[-1]
+    duplicate = kernel.execute("%agent --new=notes")
+    assert duplicate.stderr.startswith("UsageError: A session named 'notes' already exists")
+
+
+def test_tool_called_through_run_code_sees_variables(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="answer = 6 * 7"), say("done"))
+    kernel.ok("%agent compute")
+    assert kernel.value("answer") == 42

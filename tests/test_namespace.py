@@ -1,0 +1,41 @@
+"""Namespace summaries: compact, bounded, and never a copy of the data."""
+
+from __future__ import annotations
+
+import types
+
+import pandas as pd
+
+from agent_kernel.namespace import briefing, describe, describe_namespace, user_names
+
+
+def test_user_names_skip_private_modules_and_ipython_names():
+    ns = {"a": 1, "_b": 2, "pd": pd, "In": [], "Out": {}, "hidden": 3, "os_mod": types}
+    assert user_names(ns, hidden={"hidden"}) == ["a"]
+
+
+def test_dataframe_summary_is_bounded():
+    wide = pd.DataFrame({f"c{i}": range(5) for i in range(100)})
+    entry = describe("wide", wide)
+    assert entry["shape"] == [5, 100] and len(entry["columns"]) == 40
+    assert "first 40 columns" in entry["summary"]
+    assert entry["columns"][0] == {"name": "c0", "dtype": "int64", "samples": ["0", "1", "2"]}
+
+
+def test_broken_repr_does_not_break_the_summary():
+    class Broken:
+        def __repr__(self):
+            raise RuntimeError("no")
+
+    assert describe("b", Broken())["summary"].startswith("<Broken instance at 0x")
+
+
+def test_briefing_lists_variables_compactly():
+    ns = {"sales": pd.DataFrame({"month": ["a"], "revenue": [1.0]}), "rate": 0.2, "names": ["x"] * 1000}
+    text = briefing(ns)
+    assert "- `sales` (pandas.DataFrame, shape (1, 2)) columns month:" in text
+    assert "- `rate` (float): 0.2" in text
+    assert "1000 items" in text and len(text) < 600
+    many = {f"v{i}": "x" * 200 for i in range(200)}
+    assert len(briefing(many, limit=1000)) < 1100
+    assert len(describe_namespace(many)) == 60

@@ -1,0 +1,59 @@
+"""Notebooks run headless through papermill: the quickstart, and %agent feeding later cells."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import papermill
+
+from agent_kernel.demo import run_demo
+from agent_kernel.testing import call, say
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def outputs_text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        parts.append(output.get("text", ""))
+        data = output.get("data", {})
+        parts.append(data.get("text/markdown") or data.get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def test_quickstart_runs_headless_on_the_scripted_model(agent_db, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    out = run_demo(NOTEBOOKS / "quickstart.ipynb", tmp_path / "out" / "quickstart.ipynb", scripted=True)
+    nb = nbformat.read(out, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    agent_cell = next(c for c in code if c.source.startswith("%agent load"))
+    shown = outputs_text(agent_cell)
+    assert "Here are the monthly revenue totals" in shown and "2025-12" in shown
+    assert "offline scripted model, not Claude" in shown
+    after = next(c for c in code if c.source.startswith("sales.groupby"))
+    assert "North" in outputs_text(after)  # the agent's `sales` was used by the next cell
+    history = next(c for c in code if c.source.startswith("%agent_history"))
+    assert "read_csv" in outputs_text(history)
+
+
+def test_agent_cell_defines_a_variable_for_the_next_cell(scripted_model, agent_db, tmp_path):
+    scripted_model.add(
+        call("run_code", code="import math\nradius = 2\narea = round(math.pi * radius ** 2, 3)\nprint(area)"),
+        say("The area is in `area`."),
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
+        nbformat.v4.new_code_cell("%agent compute the area of a circle of radius 2 into `area`"),
+        nbformat.v4.new_code_cell("doubled = area * 2\nprint(doubled)"),
+    ]
+    source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, source)
+    papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    done = nbformat.read(output, as_version=4)
+    assert "12.566" in outputs_text(done.cells[1])
+    assert "The area is in `area`." in outputs_text(done.cells[1])
+    assert outputs_text(done.cells[2]).strip() == "25.132"
+    assert len(scripted_model.requests) == 2

@@ -1,0 +1,70 @@
+"""The scripted server speaks the Messages API well enough for the official SDK."""
+
+from __future__ import annotations
+
+import anthropic
+import pytest
+
+from agent_kernel.testing import ScriptedModel, call, fail, reply, say, text, tool_use
+
+
+@pytest.fixture
+def client(scripted_model):
+    return anthropic.Anthropic(max_retries=0)
+
+
+def test_stream_text_and_tool_input(client, scripted_model):
+    scripted_model.add(reply(text("Looking."), tool_use("run_code", {"code": "x = [1, 2, 3]\n" * 5})))
+    with client.messages.stream(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:
+        events = [e.type for e in stream]
+        final = stream.get_final_message()
+    assert "input_json" in events and "text" in events
+    assert final.stop_reason == "tool_use"
+    assert final.content[0].text == "Looking."
+    assert final.content[1].input == {"code": "x = [1, 2, 3]\n" * 5}
+    assert scripted_model.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+
+
+def test_plain_json_response_and_count_tokens(client, scripted_model):
+    scripted_model.add(say("Hello there."))
+    message = client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    assert message.content[0].text == "Hello there." and message.model == "scripted-model"
+    assert message.usage.input_tokens > 0 and message.usage.output_tokens > 0
+    counted = client.messages.count_tokens(model="m", messages=[{"role": "user", "content": "hi"}])
+    assert counted.input_tokens > 0 and len(scripted_model.count_token_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "error"),
+    [
+        (400, "invalid_request_error", anthropic.BadRequestError),
+        (401, "authentication_error", anthropic.AuthenticationError),
+        (404, "not_found_error", anthropic.NotFoundError),
+        (529, "overloaded_error", anthropic.InternalServerError),
+    ],
+)
+def test_error_responses(client, scripted_model, status, kind, error):
+    scripted_model.add(fail(status, kind, "nope"))
+    with pytest.raises(error) as caught:
+        client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    assert caught.value.status_code == status and caught.value.type == kind
+
+
+def test_error_in_the_middle_of_a_stream(client, scripted_model):
+    scripted_model.add(reply(text("partial"), stream_error="overloaded_error"))
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        with client.messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as s:
+            for _ in s:
+                pass
+    assert caught.value.type == "overloaded_error"
+
+
+def test_responder_and_exhausted_script(scripted_model):
+    with ScriptedModel([call("inspect_namespace")], responder=lambda body: say(f"{len(body['messages'])} messages")) as model:
+        c = anthropic.Anthropic(base_url=model.url, api_key="k", max_retries=0)
+        first = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "a"}])
+        second = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "b"}])
+    assert first.content[0].name == "inspect_namespace" and second.content[0].text == "1 messages"
+    client = anthropic.Anthropic(max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="no reply left for request #1"):
+        client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])

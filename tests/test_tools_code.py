@@ -1,0 +1,113 @@
+"""run_code and inspect_namespace, called by the scripted model in a real kernel."""
+
+from __future__ import annotations
+
+import json
+
+from agent_kernel.testing import call, say
+
+
+def run_tools(kernel, scripted_model, *calls, prompt="go"):
+    """Script the calls, run one turn, return the decoded tool results in order."""
+    scripted_model.add(*calls, say("done"))
+    execution = kernel.execute(f"%agent {prompt}")
+    assert execution.status == "ok"
+    results = []
+    for request in scripted_model.requests[-len(calls):]:
+        block = request["messages"][-1]["content"][0]
+        results.append(json.loads(block["content"]) if not block.get("is_error") else block)
+    return results, execution
+
+
+def test_run_code_returns_outputs_and_shows_them_in_the_cell(kernel, scripted_model):
+    code = "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\nvalue = {'a': 1}\nvalue"
+    [result], execution = run_tools(kernel, scripted_model, call("run_code", code=code))
+    assert result["success"] is True
+    assert result["stdout"] == "to stdout\n" and result["stderr"] == "to stderr\n"
+    assert result["result"] == "{'a': 1}"
+    assert result["duration_ms"] > 0 and len(result["execution_id"]) == 12
+    assert "to stdout" in execution.stdout and "to stderr" in execution.stderr
+    assert "{'a': 1}" in execution.texts()  # the value is displayed as a cell result would be
+    assert kernel.value("value") == {"a": 1}
+
+
+def test_run_code_error_is_bounded_and_plain(kernel, scripted_model):
+    code = "def inner():\n    raise ValueError('\\x1b[31mbad value\\x1b[0m')\ninner()"
+    [result], execution = run_tools(kernel, scripted_model, call("run_code", code=code))
+    assert result["success"] is False
+    assert result["error"]["type"] == "ValueError" and result["error"]["message"] == "bad value"
+    trace = result["error"]["traceback"]
+    assert "inner()" in trace and "\x1b[" not in trace and "site-packages" not in trace
+    assert execution.errors and execution.errors[0]["ename"] == "ValueError"  # the user sees it too
+
+
+def test_run_code_output_is_capped(kernel, scripted_model):
+    [result], _ = run_tools(
+        kernel, scripted_model, call("run_code", code="print('x' * 50_000)\n'y' * 10_000")
+    )
+    assert len(result["stdout"]) < 9_000 and "characters omitted" in result["stdout"]
+    assert len(result["result"]) < 2_100
+
+
+def test_run_code_syntax_error_and_ipython_syntax(kernel, scripted_model):
+    results, _ = run_tools(
+        kernel,
+        scripted_model,
+        call("run_code", code="def broken(:\n    pass"),
+        call("run_code", code="%time total = sum(range(10))\ntotal"),
+    )
+    assert results[0]["success"] is False and results[0]["error"]["type"] == "SyntaxError"
+    assert results[1]["success"] is True and results[1]["result"] == "45"
+
+
+def test_isolated_run_has_no_access_to_the_kernel_or_secrets(kernel, scripted_model):
+    kernel.ok("secret_in_kernel = 1")
+    code = (
+        "import os\n"
+        "print(sorted(k for k in os.environ if 'ANTHROPIC' in k or 'AGENT_KERNEL' in k))\n"
+        "print('secret_in_kernel' in globals())\n"
+        "6 * 7"
+    )
+    results, _ = run_tools(
+        kernel,
+        scripted_model,
+        call("run_code", code=code, isolated=True),
+        call("run_code", code="import time\ntime.sleep(30)", isolated=True, timeout_s=1),
+        call("run_code", code="raise KeyError('nope')", isolated=True),
+    )
+    ok, slow, failing = results
+    assert ok["success"] is True and ok["stdout"] == "[]\nFalse\n" and ok["result"] == "42"
+    assert slow["success"] is False and slow["error"]["type"] == "TimeoutError"
+    assert failing["success"] is False and failing["error"]["type"] == "KeyError"
+    assert "nope" in failing["error"]["message"]
+
+
+def test_inspect_namespace_summarises_without_copying(kernel, scripted_model):
+    kernel.ok(
+        "import pandas as pd\n"
+        "df = pd.DataFrame({'city': ['Oslo', 'Rome', None] * 1000, 'temp': range(3000)})\n"
+        "_private = 1\n"
+        "class Described:\n"
+        "    def _repr_llm_(self):\n"
+        "        return 'a described object'\n"
+        "thing = Described()\n"
+        "def helper(x: int) -> int:\n"
+        "    '''Double x.'''\n"
+        "    return 2 * x\n"
+    )
+    results, _ = run_tools(
+        kernel,
+        scripted_model,
+        call("inspect_namespace"),
+        call("inspect_namespace", names=["df", "missing"]),
+    )
+    everything = {v["name"]: v for v in results[0]["variables"]}
+    assert "_private" not in everything and "pd" not in everything
+    assert everything["thing"]["summary"] == "a described object"
+    assert everything["helper"]["summary"] == "helper(x: int) -> int - Double x."
+    df, missing = results[1]["variables"]
+    assert df["shape"] == [3000, 2]
+    assert [c["name"] for c in df["columns"]] == ["city", "temp"]
+    assert df["columns"][0]["samples"] == ["'Oslo'", "'Rome'", "'Oslo'"]
+    assert len(json.dumps(df)) < 1_000
+    assert missing == {"name": "missing", "type": "undefined", "summary": "not defined in the kernel"}

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .approval import Approver
     from .loop import TurnResult
     from .store import Store
-    from .store.sessions import Session, SessionStore
+    from .store.sessions import Session, Sessions
     from .tools import Registry
 
 
@@ -98,12 +98,6 @@ class Agent:
         return self._store
 
     @property
-    def sessions(self) -> SessionStore:
-        from .store.sessions import SessionStore
-
-        return SessionStore(self.store)
-
-    @property
     def registry(self) -> Registry:
         from .tools import USER_TOOLS
 
@@ -128,9 +122,22 @@ class Agent:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def session(self, *, new: str | bool | None = None, name: str | None = None) -> Session:
-        """The session a turn uses (and, with ``new`` or ``name``, make it the current one)."""
-        sessions = self.sessions
+    def session(
+        self, *, new: str | bool | None = None, name: str | None = None, create: bool = True
+    ) -> Session | None:
+        """The session a turn would use; with ``new`` or ``name`` it becomes the current one.
+
+        Without either, that is the session last used here, else the notebook's latest,
+        else a new one (or ``None`` when ``create`` is false).
+        """
+        from .store.sessions import Sessions
+
+        with self.store.connect() as con:
+            return self._resolve(Sessions(con), new, name, create)
+
+    def _resolve(
+        self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool
+    ) -> Session | None:
         if new:
             base = new if isinstance(new, str) else self._default_name()
             if isinstance(new, str) and sessions.by_name(new) is not None:
@@ -153,6 +160,8 @@ class Agent:
             if found is None:
                 found = sessions.latest_for_notebook(self.notebook)
             if found is None:
+                if not create:
+                    return None
                 found = sessions.create(sessions.unused_name(self._default_name()), notebook=self.notebook)
         self._session_id = found.id
         return found
@@ -215,12 +224,16 @@ class Agent:
         from .prompt import build_system_prompt
         from .tools.context import ToolContext
 
+        from .store.sessions import Sessions
+
         config = self.config
-        current = self.session(new=new, name=session_name)
-        sessions = self.sessions
-        history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
-        turn_number = sessions.last_turn(current.id) + 1
-        sessions.touch(current.id, notebook=self.notebook)
+        with self.store.connect() as con:  # one connection for everything a turn reads first
+            sessions = Sessions(con)
+            current = self._resolve(sessions, new, session_name, True)
+            assert current is not None
+            history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
+            turn_number = sessions.last_turn(current.id) + 1
+            sessions.touch(current.id, notebook=self.notebook)
         mode = (approve or config.approve).lower()
         groups = list(config.tool_groups) if config.tools_enabled else []
         registry = self.registry

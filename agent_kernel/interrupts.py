@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+import time
 from collections.abc import Coroutine
 from types import CodeType, FrameType
 from typing import Any, TypeVar
@@ -56,7 +57,10 @@ class TurnInterrupts:
         self._code: asyncio.Future[Any] | None = None
         self._saved_handler: Any = None
         self._installed = False
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._deadline: float | None = None
+        self._watchdog: threading.Thread | None = None
+        self._closed = False
         self._code_active = False
         self._timeout_pending = False
         self.timeout_s: float | None = None
@@ -72,6 +76,9 @@ class TurnInterrupts:
             self._installed = True
 
     def uninstall(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
         if self._installed:
             signal.signal(signal.SIGINT, self._saved_handler)
             self._installed = False
@@ -122,30 +129,43 @@ class TurnInterrupts:
         self.timeout_s = timeout_s
         task = asyncio.ensure_future(coro)
         self._code = task
-        timer = None
-        with self._lock:
+        with self._cond:
             self._code_active = True
-        if timeout_s is not None:
-            timer = threading.Timer(timeout_s, self._time_out)
-            timer.daemon = True
-            timer.start()
+            self._deadline = time.monotonic() + timeout_s if timeout_s is not None else None
+            self._cond.notify_all()
+        if timeout_s is not None and self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="agent-kernel-timeout", daemon=True)
+            self._watchdog.start()
         try:
             return await task
         finally:
-            if timer is not None:
-                timer.cancel()
-            with self._lock:
+            with self._cond:
                 self._code_active = False
+                self._deadline = None
+                self._cond.notify_all()
             self._code = None
 
     # -- internals -----------------------------------------------------------------------
 
+    def _watch(self) -> None:
+        """One thread per turn: stops code whose deadline passed (see :meth:`run_code`)."""
+        while True:
+            with self._cond:
+                while not self._closed and (
+                    self._deadline is None or self._deadline > time.monotonic()
+                ):
+                    wait = None if self._deadline is None else self._deadline - time.monotonic()
+                    self._cond.wait(wait)
+                if self._closed:
+                    return
+                self._deadline = None
+                if not self._code_active:
+                    continue
+                self._timeout_pending = True
+                self.timed_out = True
+            self._time_out()
+
     def _time_out(self) -> None:
-        with self._lock:
-            if not self._code_active:
-                return
-            self._timeout_pending = True
-            self.timed_out = True
         if self._installed:
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         elif self._loop is not None:

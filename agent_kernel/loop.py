@@ -81,6 +81,7 @@ class Turn:
     session_tokens: int
     check: Check | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
+    _journal: session_rows.Journal = field(init=False)
 
     async def run(self) -> TurnResult:
         ctx = self.context
@@ -89,7 +90,9 @@ class Turn:
         result = TurnResult(session=ctx.session_name, state="running", session_tokens=self.session_tokens)
         self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
         prompt_saved = False
-        self._write(lambda con: session_rows.set_state(con, ctx.session_id, "running"))
+        self._journal = session_rows.Journal(ctx.session_id, ctx.turn)
+        self._journal.state("running")
+        self._write()
         try:
             while True:
                 ctx.interrupts.check()
@@ -123,8 +126,8 @@ class Turn:
                 if not prompt_saved:
                     self._save("user", self.prompt_blocks)
                     prompt_saved = True
+                self._journal.usage(spent)
                 self._save("assistant", content)
-                self._write(lambda con, n=spent: session_rows.add_usage(con, ctx.session_id, n))
                 self._messages.append({"role": "assistant", "content": content})
                 result.stop_reason = message.stop_reason
                 uses = conversation.tool_uses(content)
@@ -156,8 +159,8 @@ class Turn:
             view.notice(str(exc), kind="error")
         finally:
             result.seconds = time.perf_counter() - started
-            state, error = result.state, result.error
-            self._write(lambda con: session_rows.set_state(con, ctx.session_id, state, error=error))
+            self._journal.state(result.state, result.error)
+            self._write()
             view.close()
         return result
 
@@ -219,15 +222,11 @@ class Turn:
         return params
 
     def _save(self, role: str, content: list[dict[str, Any]]) -> None:
-        ctx = self.context
-        self._write(
-            lambda con: session_rows.append_message(
-                con, ctx.session_id, turn=ctx.turn, role=role, content=content
-            )
-        )
+        self._journal.message(role, content)
+        self._write()
 
-    def _write(self, write: Any) -> None:
-        self.context.writer.submit(write)
+    def _write(self) -> None:
+        self.context.writer.submit(self._journal.write)
 
 
 def _failed(value: Any) -> bool:

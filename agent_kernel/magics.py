@@ -241,6 +241,7 @@ class AgentMagics(Magics):
                     session = agent.session(new=call.new)
                 except SessionError as exc:
                     raise UsageError(str(exc)) from None
+                assert session is not None
                 print(f"Started session {session.name!r}; the next %agent continues it.")
                 return None
             raise UsageError("Give the agent a prompt: %agent PROMPT, or a %%agent cell with a body.")
@@ -310,6 +311,7 @@ class AgentMagics(Magics):
         Without --all only this notebook's sessions are listed. The current one is marked *.
         """
         from .display.tables import Table
+        from .store.sessions import Sessions
 
         show_all = line.strip() == "--all"
         if line.strip() and not show_all:
@@ -317,6 +319,8 @@ class AgentMagics(Magics):
         agent = self.kernel_agent
         current = agent._session_id  # noqa: SLF001 - the magic shows the agent's own state
         notebook = None if show_all else agent.notebook
+        with agent.store.connect() as con:
+            found = Sessions(con).list(notebook)
         rows = [
             [
                 ("* " if s.id == current else "") + s.name,
@@ -325,7 +329,7 @@ class AgentMagics(Magics):
                 f"{s.tokens_used:,}",
                 f"{s.updated_at:%Y-%m-%d %H:%M}",
             ]
-            for s in agent.sessions.list(notebook)
+            for s in found
         ]
         note = "" if rows else "No sessions yet: the first %agent starts one."
         return Table(["session", "notebook", "state", "tokens", "last used"], rows, note=note)
@@ -339,6 +343,7 @@ class AgentMagics(Magics):
         from .display.tables import Markdown
         from .errors import SessionError
         from .display.history import render_history
+        from .store.sessions import Sessions
 
         words = line.split()
         name = None
@@ -353,8 +358,11 @@ class AgentMagics(Magics):
         limit = int(words[0]) if words else None
         agent = self.kernel_agent
         try:
-            session = agent.session(name=name) if name else agent.session()
+            session = agent.session(name=name, create=False)
         except SessionError as exc:
             raise UsageError(str(exc)) from None
-        messages = agent.sessions.messages(session.id)
+        if session is None:
+            return Markdown("No session yet in this notebook: the first %agent starts one.")
+        with agent.store.connect() as con:
+            messages = Sessions(con).messages(session.id)
         return Markdown(render_history(session.name, messages, limit))

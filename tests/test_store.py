@@ -10,8 +10,7 @@ import pytest
 
 from agent_kernel.errors import SessionError
 from agent_kernel.store import Store
-from agent_kernel.store import sessions as rows
-from agent_kernel.store.sessions import SessionStore
+from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.writer import WriteBehind
 
 
@@ -21,58 +20,72 @@ def store(tmp_path):
 
 
 def test_sessions_and_messages_round_trip(store):
-    sessions = SessionStore(store)
-    created = sessions.create("analysis", notebook="nb.ipynb", model="m")
-    assert sessions.by_name("analysis") == created and created.state == "idle"
-    with pytest.raises(SessionError, match="already exists"):
-        sessions.create("analysis", notebook="nb.ipynb")
-    assert sessions.unused_name("analysis") == "analysis-2"
     with store.connect() as con:
-        rows.append_message(con, created.id, turn=1, role="user", content=[{"type": "text", "text": "hi"}])
-        rows.append_message(con, created.id, turn=1, role="assistant", content=[{"type": "text", "text": "yo"}])
-        rows.set_state(con, created.id, "token_limit_reached")
-        rows.add_usage(con, created.id, 120)
-    stored = sessions.messages(created.id)
-    assert [(m.seq, m.role, m.content[0]["text"]) for m in stored] == [(0, "user", "hi"), (1, "assistant", "yo")]
-    again = sessions.get(created.id)
-    assert again.state == "token_limit_reached" and again.tokens_used == 120
-    assert sessions.last_turn(created.id) == 1
-    second = sessions.create("other", notebook="nb.ipynb")
-    sessions.touch(created.id, notebook="nb.ipynb")
-    assert sessions.latest_for_notebook("nb.ipynb").id == created.id
-    assert {s.name for s in sessions.list("nb.ipynb")} == {"analysis", "other"} and second.notebook == "nb.ipynb"
+        sessions = Sessions(con)
+        created = sessions.create("analysis", notebook="nb.ipynb", model="m")
+        assert sessions.by_name("analysis") == created and created.state == "idle"
+        with pytest.raises(SessionError, match="already exists"):
+            sessions.create("analysis", notebook="nb.ipynb")
+        assert sessions.unused_name("analysis") == "analysis-2"
+        journal = Journal(created.id, turn=1)
+        journal.message("user", [{"type": "text", "text": "hi"}])
+        journal.message("assistant", [{"type": "text", "text": "yo"}])
+        journal.state("token_limit_reached")
+        journal.usage(120)
+        journal.write(con)
+        journal.write(con)  # nothing new recorded: writes nothing twice
+    with store.connect() as con:  # a new connection sees what the first one wrote
+        sessions = Sessions(con)
+        stored = sessions.messages(created.id)
+        assert [(m.seq, m.role, m.content[0]["text"]) for m in stored] == [(0, "user", "hi"), (1, "assistant", "yo")]
+        again = sessions.get(created.id)
+        assert again.state == "token_limit_reached" and again.tokens_used == 120
+        assert sessions.last_turn(created.id) == 1
+        second = sessions.create("other", notebook="nb.ipynb")
+        sessions.touch(created.id, notebook="nb.ipynb")
+        assert sessions.latest_for_notebook("nb.ipynb").id == created.id
+        assert {s.name for s in sessions.list("nb.ipynb")} == {"analysis", "other"} and second.notebook == "nb.ipynb"
 
 
 def test_write_behind_applies_in_order_and_reports_errors(store):
-    sessions = SessionStore(store)
-    session = sessions.create("s", notebook=None)
+    with store.connect() as con:
+        session = Sessions(con).create("s", notebook=None)
     writer = WriteBehind(store)
+    journal = Journal(session.id, turn=1)
     for i in range(50):
-        writer.submit(lambda con, i=i: rows.append_message(con, session.id, turn=1, role="user", content=[{"n": i}]))
+        journal.message("user", [{"n": i}])
+        writer.submit(journal.write)
     writer.flush()
-    assert [m.content[0]["n"] for m in sessions.messages(session.id)] == list(range(50))
+    with store.connect() as con:
+        assert [m.content[0]["n"] for m in Sessions(con).messages(session.id)] == list(range(50))
     writer.submit(lambda con: con.execute("INSERT INTO no_such_table VALUES (1)"))
     with pytest.raises(Exception, match="Could not save"):
         writer.flush()
-    writer.submit(lambda con: rows.set_state(con, session.id, "idle"))
+    journal.state("idle")
+    writer.submit(journal.write)
     writer.flush()  # the writer keeps working after a failed write
+    with store.connect() as con:
+        assert Sessions(con).get(session.id).state == "idle"
 
 
 WRITER = textwrap.dedent(
     """
     import sys
     from agent_kernel.store import Store
-    from agent_kernel.store import sessions as rows
+    from agent_kernel.store.sessions import Journal
     store = Store(sys.argv[1])
+    journal = Journal(sys.argv[2], turn=1)
     for i in range(int(sys.argv[3])):
+        journal.message("user", [{"i": i}])
         with store.connect() as con:
-            rows.append_message(con, sys.argv[2], turn=1, role="user", content=[{"i": i}])
+            journal.write(con)
     """
 )
 
 
 def test_processes_share_the_file_without_losing_writes(store):
-    session = SessionStore(store).create("shared", notebook=None)
+    with store.connect() as con:
+        session = Sessions(con).create("shared", notebook=None)
     procs = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), session.id, "40"], stderr=subprocess.PIPE, text=True)
         for _ in range(3)
@@ -80,6 +93,7 @@ def test_processes_share_the_file_without_losing_writes(store):
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-    stored = SessionStore(store).messages(session.id)
+    with store.connect() as con:
+        stored = Sessions(con).messages(session.id)
     assert len(stored) == 120
     assert [m.seq for m in stored] == list(range(120))

@@ -10,7 +10,8 @@ from agent_kernel.testing import ScriptedModel, call, fail, reply, say, text, to
 
 @pytest.fixture
 def client(scripted_model):
-    return anthropic.Anthropic(max_retries=0)
+    with anthropic.Anthropic(max_retries=0) as sdk:
+        yield sdk
 
 
 def test_stream_text_and_tool_input(client, scripted_model):
@@ -61,10 +62,11 @@ def test_error_in_the_middle_of_a_stream(client, scripted_model):
 
 def test_responder_and_exhausted_script(scripted_model):
     with ScriptedModel([call("inspect_namespace")], responder=lambda body: say(f"{len(body['messages'])} messages")) as model:
-        c = anthropic.Anthropic(base_url=model.url, api_key="k", max_retries=0)
-        first = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "a"}])
-        second = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "b"}])
+        with anthropic.Anthropic(base_url=model.url, api_key="k", max_retries=0) as c:
+            first = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "a"}])
+            second = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "b"}])
     assert first.content[0].name == "inspect_namespace" and second.content[0].text == "1 messages"
-    client = anthropic.Anthropic(max_retries=0)
-    with pytest.raises(anthropic.BadRequestError, match="no reply left for request #1"):
+    with anthropic.Anthropic(max_retries=0) as client, pytest.raises(
+        anthropic.BadRequestError, match="no reply left for request #1"
+    ):
         client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])

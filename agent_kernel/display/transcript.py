@@ -33,6 +33,7 @@ class ToolCard:
     detail: str = ""
     duration_ms: float | None = None
     handle: Any = field(default=None, repr=False)
+    started: float = field(default_factory=time.monotonic)
 
 
 class Transcript:
@@ -43,6 +44,7 @@ class Transcript:
         self.interval = 1.0 / max(updates_per_second, 0.1)
         self.updates = 0  # display updates sent (measured by tests)
         self._text = ""
+        self._shown_text = ""
         self._text_handle: Any = None
         self._cards: dict[str, ToolCard] = {}
         self._last_update = 0.0
@@ -83,17 +85,24 @@ class Transcript:
         self._text += delta
         if self._text_handle is None:
             self._text_handle = self._display(_text_bundle(self._text))
+            self._shown_text = self._text
             self._segments.append(self._text_handle)
             return
-        self._throttled(self._text_handle, lambda text=self._text: _text_bundle(text))
+        self._throttled(self._text_handle, self._text_snapshot)
+
+    def _text_snapshot(self) -> Bundle:
+        self._shown_text = self._text
+        return _text_bundle(self._text)
 
     def end_text(self) -> None:
         """Finish the current paragraph; the next text starts a new one below what follows."""
-        if self._text_handle is not None:
-            self._update(self._text_handle, _text_bundle(self._text))
+        if self._text_handle is not None and self._text != self._shown_text:
+            self._update(self._text_handle, self._text_snapshot())
+        elif self._text_handle is not None:
+            self._pending.pop(id(self._text_handle), None)
         elif not self.live and self._text:
             sys.stdout.write("\n")
-        self._text, self._text_handle = "", None
+        self._text, self._shown_text, self._text_handle = "", "", None
 
     def retract(self) -> None:
         """Blank out the paragraphs of a model call that failed and will be retried."""
@@ -109,19 +118,24 @@ class Transcript:
     # -- tool cards ----------------------------------------------------------------------
 
     def tool_started(self, tool_use_id: str, name: str) -> None:
+        """A tool call begins to stream; its card appears once its input takes a while."""
         self.end_text()
-        card = ToolCard(tool_use_id, name)
-        self._cards[tool_use_id] = card
-        if self.live:
-            card.handle = self._display(_card_bundle(card))
-            self._segments.append(card.handle)
+        self._cards[tool_use_id] = ToolCard(tool_use_id, name)
 
     def tool_input(self, tool_use_id: str, partial: Any) -> None:
         card = self._cards.get(tool_use_id)
         if card is None or not self.live:
             return
         card.tool_input = partial
+        if card.handle is None:
+            if time.monotonic() - card.started >= self.interval:
+                self._show_card(card)
+            return
         self._throttled(card.handle, lambda: _card_bundle(card))
+
+    def _show_card(self, card: ToolCard) -> None:
+        card.handle = self._display(_card_bundle(card))
+        self._segments.append(card.handle)
 
     def tool_running(self, tool_use_id: str, name: str, tool_input: Any) -> None:
         card = self._cards.get(tool_use_id)
@@ -130,7 +144,10 @@ class Transcript:
             card = self._cards[tool_use_id]
         card.tool_input, card.status = tool_input, "running"
         if self.live:
-            self._update(card.handle, _card_bundle(card))
+            if card.handle is None:
+                self._show_card(card)
+            else:
+                self._update(card.handle, _card_bundle(card))
         else:
             print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
 
@@ -142,7 +159,10 @@ class Transcript:
             return
         card.status, card.detail, card.duration_ms = status, detail, duration_ms
         if self.live:
-            self._update(card.handle, _card_bundle(card))
+            if card.handle is None:
+                self._show_card(card)
+            else:
+                self._update(card.handle, _card_bundle(card))
         else:
             print(f"[{card.name}] {status} {detail}".rstrip(), flush=True)
 

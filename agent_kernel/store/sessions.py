@@ -8,6 +8,7 @@ loaded, in :mod:`agent_kernel.conversation`.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,6 @@ from .schema import UTC_NOW
 if TYPE_CHECKING:
     import duckdb
 
-    from . import Store
 
 STATES = ("idle", "running", "waiting_for_input", "completed", "error", "token_limit_reached")
 
@@ -57,17 +57,22 @@ class StoredMessage:
     created_at: datetime
 
 
-class SessionStore:
-    """Reads and writes sessions through a :class:`~agent_kernel.store.Store`."""
+class Sessions:
+    """Sessions and messages, read and written through one open connection.
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    Open it for a short piece of work::
+
+        with store.connect() as con:
+            session = Sessions(con).by_name("analysis")
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
 
     # -- reading -------------------------------------------------------------------------
 
     def _one(self, where: str, params: list[Any]) -> Session | None:
-        with self.store.connect() as con:
-            row = con.execute(f"SELECT {_COLUMNS} FROM sessions WHERE {where}", params).fetchone()
+        row = self.con.execute(f"SELECT {_COLUMNS} FROM sessions WHERE {where}", params).fetchone()
         return Session(*row) if row else None
 
     def get(self, session_id: str) -> Session | None:
@@ -83,26 +88,23 @@ class SessionStore:
     def list(self, notebook: str | None = None) -> list[Session]:
         where = "WHERE notebook = ?" if notebook is not None else ""
         params = [notebook] if notebook is not None else []
-        with self.store.connect() as con:
-            rows = con.execute(
-                f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", params
-            ).fetchall()
+        rows = self.con.execute(
+            f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", params
+        ).fetchall()
         return [Session(*row) for row in rows]
 
     def messages(self, session_id: str) -> list[StoredMessage]:
-        with self.store.connect() as con:
-            rows = con.execute(
-                "SELECT seq, turn, role, content, created_at FROM messages "
-                "WHERE session_id = ? ORDER BY seq",
-                [session_id],
-            ).fetchall()
+        rows = self.con.execute(
+            "SELECT seq, turn, role, content, created_at FROM messages "
+            "WHERE session_id = ? ORDER BY seq",
+            [session_id],
+        ).fetchall()
         return [StoredMessage(seq, turn, role, json.loads(content), at) for seq, turn, role, content, at in rows]
 
     def last_turn(self, session_id: str) -> int:
-        with self.store.connect() as con:
-            row = con.execute(
-                "SELECT coalesce(max(turn), 0) FROM messages WHERE session_id = ?", [session_id]
-            ).fetchone()
+        row = self.con.execute(
+            "SELECT coalesce(max(turn), 0) FROM messages WHERE session_id = ?", [session_id]
+        ).fetchone()
         return int(row[0]) if row else 0
 
     # -- writing -------------------------------------------------------------------------
@@ -116,31 +118,29 @@ class SessionStore:
         token_limit: int | None = None,
         parent_id: str | None = None,
     ) -> Session:
-        session_id = uuid.uuid4().hex
-        with self.store.connect() as con:
-            if con.execute("SELECT 1 FROM sessions WHERE name = ?", [name]).fetchone():
-                raise SessionError(
-                    f"A session named {name!r} already exists; continue it with --session {name}."
-                )
-            con.execute(
-                "INSERT INTO sessions (id, name, notebook, model, token_limit, parent_id) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [session_id, name, notebook, model, token_limit, parent_id],
+        if self.by_name(name) is not None:
+            raise SessionError(
+                f"A session named {name!r} already exists; continue it with --session {name}."
             )
+        session_id = uuid.uuid4().hex
+        self.con.execute(
+            "INSERT INTO sessions (id, name, notebook, model, token_limit, parent_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [session_id, name, notebook, model, token_limit, parent_id],
+        )
         created = self.get(session_id)
         assert created is not None
         return created
 
     def unused_name(self, base: str) -> str:
         """``base`` if no session has it yet, else ``base-2``, ``base-3``, ..."""
-        with self.store.connect() as con:
-            taken = {
-                row[0]
-                for row in con.execute(
-                    "SELECT name FROM sessions WHERE name = ? OR name LIKE ?",
-                    [base, base.replace("%", r"\%") + "-%"],
-                ).fetchall()
-            }
+        taken = {
+            row[0]
+            for row in self.con.execute(
+                "SELECT name FROM sessions WHERE name = ? OR name LIKE ?",
+                [base, base.replace("%", r"\%") + "-%"],
+            ).fetchall()
+        }
         if base not in taken:
             return base
         n = 2
@@ -150,11 +150,63 @@ class SessionStore:
 
     def touch(self, session_id: str, *, notebook: str | None = None) -> None:
         """Mark the session as the one used last (by ``notebook``, when given)."""
-        with self.store.connect() as con:
-            touch(con, session_id, notebook=notebook)
+        touch(self.con, session_id, notebook=notebook)
 
 
-# Writes used inside a connection that is already open (the turn's write-behind batches).
+class Journal:
+    """What a turn has said but not stored yet, written in as few statements as possible.
+
+    The turn records messages, token usage and its state as they happen; :meth:`write`
+    (run by the write-behind thread) stores everything recorded so far: one INSERT for
+    the messages, one UPDATE for the session.
+    """
+
+    def __init__(self, session_id: str, turn: int) -> None:
+        self.session_id = session_id
+        self.turn = turn
+        self._lock = threading.Lock()
+        self._messages: list[tuple[str, list[dict[str, Any]]]] = []
+        self._tokens = 0
+        self._state: tuple[str, str | None] | None = None
+
+    def message(self, role: str, content: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._messages.append((role, content))
+
+    def usage(self, tokens: int) -> None:
+        with self._lock:
+            self._tokens += tokens
+
+    def state(self, state: str, error: str | None = None) -> None:
+        if state not in STATES:
+            raise ValueError(f"unknown session state {state!r}")
+        with self._lock:
+            self._state = (state, error)
+
+    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            messages, self._messages = self._messages, []
+            tokens, self._tokens = self._tokens, 0
+            state, self._state = self._state, None
+        if messages:
+            row = con.execute(
+                "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", [self.session_id]
+            ).fetchone()
+            first = int(row[0]) if row else 0
+            values = ", ".join(["(?, ?, ?, ?, ?)"] * len(messages))
+            params: list[Any] = []
+            for offset, (role, content) in enumerate(messages):
+                params += [self.session_id, first + offset, self.turn, role, json.dumps(content)]
+            con.execute(f"INSERT INTO messages (session_id, seq, turn, role, content) VALUES {values}", params)
+        if tokens or state:
+            sets, params = [f"updated_at = {UTC_NOW}"], []
+            if tokens:
+                sets.append("tokens_used = tokens_used + ?")
+                params.append(tokens)
+            if state:
+                sets += ["state = ?", "last_error = ?"]
+                params += list(state)
+            con.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", [*params, self.session_id])
 
 
 def touch(con: duckdb.DuckDBPyConnection, session_id: str, *, notebook: str | None = None) -> None:
@@ -165,42 +217,3 @@ def touch(con: duckdb.DuckDBPyConnection, session_id: str, *, notebook: str | No
             f"UPDATE sessions SET updated_at = {UTC_NOW}, notebook = ? WHERE id = ?",
             [notebook, session_id],
         )
-
-
-def set_state(
-    con: duckdb.DuckDBPyConnection, session_id: str, state: str, *, error: str | None = None
-) -> None:
-    if state not in STATES:
-        raise ValueError(f"unknown session state {state!r}")
-    con.execute(
-        f"UPDATE sessions SET state = ?, last_error = ?, updated_at = {UTC_NOW} WHERE id = ?",
-        [state, error, session_id],
-    )
-
-
-def add_usage(con: duckdb.DuckDBPyConnection, session_id: str, tokens: int) -> None:
-    con.execute(
-        f"UPDATE sessions SET tokens_used = tokens_used + ?, updated_at = {UTC_NOW} "
-        "WHERE id = ?",
-        [tokens, session_id],
-    )
-
-
-def set_token_limit(con: duckdb.DuckDBPyConnection, session_id: str, limit: int) -> None:
-    con.execute("UPDATE sessions SET token_limit = ? WHERE id = ?", [limit, session_id])
-
-
-def append_message(
-    con: duckdb.DuckDBPyConnection,
-    session_id: str,
-    *,
-    turn: int,
-    role: str,
-    content: list[dict[str, Any]],
-) -> None:
-    """Append after the last stored message; numbering happens under the file lock."""
-    con.execute(
-        "INSERT INTO messages (session_id, seq, turn, role, content) "
-        "SELECT ?, coalesce(max(seq), -1) + 1, ?, ?, ? FROM messages WHERE session_id = ?",
-        [session_id, turn, role, json.dumps(content), session_id],
-    )

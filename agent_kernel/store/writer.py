@@ -28,8 +28,10 @@ Write = Callable[["duckdb.DuckDBPyConnection"], None]
 class WriteBehind:
     """An ordered queue of writes applied by one daemon thread."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, coalesce: float = 0.2) -> None:
         self.store = store
+        self.coalesce = coalesce  # seconds to gather more writes into one connection
+        self._flushing = 0
         self._pending: list[Write] = []
         self._cond = threading.Condition()
         self._busy = False
@@ -37,9 +39,14 @@ class WriteBehind:
         self._thread: threading.Thread | None = None
 
     def submit(self, write: Write) -> None:
-        """Queue ``write(con)``; it runs after every write queued before it."""
+        """Queue ``write(con)``; it runs after every write queued before it.
+
+        A write already waiting in the queue is not queued twice (a :class:`Journal`
+        writes everything recorded up to the moment it runs).
+        """
         with self._cond:
-            self._pending.append(write)
+            if write not in self._pending:
+                self._pending.append(write)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._work, name="agent-kernel-store", daemon=True
@@ -50,7 +57,12 @@ class WriteBehind:
     def flush(self, timeout: float | None = 60.0) -> None:
         """Wait until every queued write is applied; raise the first write error, if any."""
         with self._cond:
-            done = self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                done = self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+            finally:
+                self._flushing -= 1
             error, self._error = self._error, None
         if error is not None:
             raise StoreError(f"Could not save to {self.store.path}: {error}") from error
@@ -63,6 +75,8 @@ class WriteBehind:
                 if not self._cond.wait_for(lambda: bool(self._pending), timeout=5.0):
                     self._thread = None
                     return
+                # Opening the file is the cost; let a few more writes join this batch.
+                self._cond.wait_for(lambda: self._flushing > 0, timeout=self.coalesce)
                 batch, self._pending = self._pending, []
                 self._busy = True
             try:

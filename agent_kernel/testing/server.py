@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -120,6 +121,11 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
             pass
 
+        def setup(self) -> None:
+            super().setup()
+            # Small SSE writes must not wait for delayed ACKs (Nagle): ~40 ms a response.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
@@ -167,8 +173,8 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 for event, data in _events(answer, message):
                     chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
                     self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
-                    self.wfile.flush()
                     if answer.chunk_delay and event == "content_block_delta":
+                        self.wfile.flush()
                         time.sleep(answer.chunk_delay)
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()

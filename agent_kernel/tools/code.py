@@ -200,8 +200,6 @@ def _tee_streams() -> Iterator[tuple[_Tee, _Tee]]:
         yield out, err
     finally:
         sys.stdout, sys.stderr = saved
-        for stream in saved:
-            stream.flush()
 
 
 def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) -> dict[str, str]:

@@ -1,0 +1,127 @@
+"""What the agent loop adds per tool round trip, beside the same work done by hand.
+
+In one real kernel, against the scripted model on 127.0.0.1 (in a process of its own, so
+the benchmark's own iopub reading does not slow the server):
+
+- agent:    ``%agent`` turn whose model calls ``run_code`` N times, then ends its turn
+            (N + 1 model calls: streaming, tool cards, run_cell_async, DuckDB writes).
+- baseline: the same N + 1 streamed SDK calls carrying the same growing conversation,
+            and the same N snippets run with ``exec``, in one cell.
+
+Both are timed at two sizes (--small and --trips round trips). The overhead per round
+trip is the slope, ((agent - baseline) at N - (agent - baseline) at small) / (N - small);
+the fixed overhead of a turn (loading the session, the Stop button, the final save) is
+what is left at small. Medians over repeated runs.
+
+    python benchmarks/loop_overhead.py [--trips 25] [--small 5] [--repeat 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.kernel import Kernel  # noqa: E402
+
+SERVER = """
+import re, sys, time
+from agent_kernel.testing import ScriptedModel, call, say
+
+def steps(body):
+    # "run N steps": answer with run_code until N tool results came back, then end the turn.
+    first = body["messages"][0]["content"]
+    text = first if isinstance(first, str) else first[0]["text"]
+    wanted = int(re.search(r"run (\\d+) steps", text).group(1))
+    done = sum(1 for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+               for b in m["content"] if b.get("type") == "tool_result")
+    return call("run_code", code=f"step_{done} = {done} * 2") if done < wanted else say("All steps done.")
+
+with ScriptedModel(responder=steps) as model:
+    print(model.url, flush=True)
+    sys.stdin.read()
+"""
+
+BASELINE = """
+import json, time, anthropic
+_client = anthropic.AsyncAnthropic()
+_ns = {{}}
+_messages = [{{"role": "user", "content": "run {trips} steps"}}]
+_t0 = time.perf_counter()
+for _i in range({calls}):
+    async with _client.messages.stream(model="m", max_tokens=1024, messages=_messages) as _s:
+        async for _event in _s:
+            pass
+        _m = await _s.get_final_message()
+    _blocks = [b.model_dump(mode="json", exclude_none=True) for b in _m.content]
+    _messages.append({{"role": "assistant", "content": _blocks}})
+    if _m.stop_reason == "tool_use":
+        _use = _blocks[-1]
+        exec(_use["input"]["code"], _ns)
+        _messages.append({{"role": "user", "content": [{{"type": "tool_result", "tool_use_id": _use["id"], "content": json.dumps({{"success": True}})}}]}})
+baseline_seconds = time.perf_counter() - _t0
+print(repr(baseline_seconds))
+"""
+
+AGENT = """
+import time
+_t0 = time.perf_counter()
+%agent --new run {trips} steps
+agent_seconds = time.perf_counter() - _t0
+print(repr(agent_seconds))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trips", type=int, default=25)
+    parser.add_argument("--small", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip()
+    assert re.match(r"http://127\.0\.0\.1:\d+", url), url
+    sizes = (args.small, args.trips)
+    agent: dict[int, list[float]] = {n: [] for n in sizes}
+    baseline: dict[int, list[float]] = {n: [] for n in sizes}
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "bench", "AGENT_KERNEL_DB": str(Path(tmp, "bench.duckdb"))}
+        kernel = Kernel(env, cwd=tmp)
+        try:
+            kernel.ok("%load_ext agent_kernel")
+            # Warm up both paths (imports, first DuckDB open, first connection).
+            kernel.ok(AGENT.format(trips=2))
+            kernel.ok(BASELINE.format(trips=2, calls=3))
+            for _ in range(args.repeat):
+                for n in sizes:
+                    agent[n].append(_seconds(kernel.ok(AGENT.format(trips=n))))
+                    baseline[n].append(_seconds(kernel.ok(BASELINE.format(trips=n, calls=n + 1))))
+        finally:
+            kernel.shutdown()
+            server.communicate("")
+    med = {(kind, n): statistics.median(times[n]) * 1000 for kind, times in (("agent", agent), ("baseline", baseline)) for n in sizes}
+    extra = {n: med["agent", n] - med["baseline", n] for n in sizes}
+    per_trip = (extra[args.trips] - extra[args.small]) / (args.trips - args.small)
+    fixed = extra[args.small] - per_trip * args.small
+    print(f"median of {args.repeat} runs, one kernel, scripted model in its own process")
+    print(f"  round trips   %agent turn   raw SDK + exec   ratio")
+    for n in sizes:
+        print(f"  {n:11d}   {med['agent', n]:8.1f} ms   {med['baseline', n]:11.1f} ms   {med['agent', n] / med['baseline', n]:5.2f}")
+    print(f"  overhead per tool round trip   {per_trip:6.2f} ms   (goal <= 5 ms)")
+    print(f"  fixed overhead per turn        {fixed:6.1f} ms   (session load, Stop button, final save)")
+
+
+def _seconds(execution) -> float:
+    return float(execution.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    os.environ.pop("JPY_SESSION_NAME", None)
+    main()

@@ -139,3 +139,18 @@ def test_request_carries_system_prompt_tools_and_caching(kernel, scripted_model)
     assert "`sales` (pandas.DataFrame, shape (2, 2)) columns month: object, revenue: float64" in system.replace("str", "object")
     assert "Current date and time:" in system
     assert json.dumps(request).count("2024-01") <= 1  # data is summarised, never copied
+
+
+def test_approval_modes_without_an_approver(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="touched = True"), say("Could not run it."))
+    kernel.ok("%agent --approve read-only change something")
+    offered = {t["name"] for t in scripted_model.requests[0]["tools"]}
+    assert "inspect_namespace" in offered and "run_code" not in offered
+    refusal = tool_results(scripted_model.requests[1])[0]
+    assert refusal["is_error"] is True and "Unknown tool 'run_code'" in refusal["content"]
+    scripted_model.add(reply(tool_use("run_code", {"code": "touched = True"}), tool_use("inspect_namespace", {})), say("ok"))
+    kernel.ok("%agent --approve ask change something")
+    asked, inspected = tool_results(scripted_model.requests[-1])
+    assert asked["is_error"] is True and "needs the user's approval" in asked["content"]
+    assert not inspected.get("is_error")
+    assert kernel.value("'touched' in globals()") is False

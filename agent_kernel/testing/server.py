@@ -18,6 +18,7 @@ import collections
 import itertools
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -56,8 +57,7 @@ class ScriptedModel:
         self.count_token_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server = ThreadingHTTPServer((host, port), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), _handler_for(self))
         self._thread: threading.Thread | None = None
 
     # -- lifetime ------------------------------------------------------------------------
@@ -112,6 +112,16 @@ class ScriptedModel:
 
     def _message_id(self) -> str:
         return f"msg_scripted_{next(self._ids):05d}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-response (a stopped turn) is normal here.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:

@@ -52,14 +52,23 @@ def tool_id(answer) -> str:
     return next(b["id"] for b in answer.content if b["type"] == "tool_use")
 
 
+def stopped_turn(kernel, prompt, when, action):
+    """Run ``prompt``; do ``action`` once an iopub message matches ``when``.
+
+    Returns the execution and the seconds from the action to the end of the cell.
+    """
+    clock = Clock()
+    started = time.perf_counter()
+    result = kernel.execute(prompt, on_message=clock.hook(when, action))
+    assert clock.at is not None, "the turn ended before the stop was sent"
+    return result, started + result.seconds - clock.at
+
+
 def test_interrupt_stops_long_sync_code(kernel, scripted_model):
     answer = call("run_code", code=LONG_SYNC)
     scripted_model.add(answer)
-    clock = Clock()
-    started = time.perf_counter()
-    result = kernel.execute("%agent count slowly", on_message=clock.hook(printed("started"), interrupt))
-    ended = started + result.seconds
-    assert clock.at is not None and ended - clock.at < 2.0
+    result, latency = stopped_turn(kernel, "%agent count slowly", printed("started"), interrupt)
+    assert latency < 2.0
     assert result.status == "ok"
     assert any("Interrupted" in s for s in result.final_texts())
     assert 0 <= kernel.value("progress") < 50  # variables set before the stop remain
@@ -69,20 +78,16 @@ def test_interrupt_stops_long_sync_code(kernel, scripted_model):
 def test_interrupt_stops_awaiting_code(kernel, scripted_model):
     answer = call("run_code", code=LONG_ASYNC)
     scripted_model.add(answer)
-    clock = Clock()
-    started = time.perf_counter()
-    result = kernel.execute("%agent wait", on_message=clock.hook(printed("started"), interrupt))
-    assert clock.at is not None and started + result.seconds - clock.at < 2.0
+    _, latency = stopped_turn(kernel, "%agent wait", printed("started"), interrupt)
+    assert latency < 2.0
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
 
 
 def test_interrupt_stops_a_streaming_answer(kernel, scripted_model):
     scripted_model.add(say("slow " * 400, chunk_size=5, chunk_delay=0.02))
-    clock = Clock()
-    started = time.perf_counter()
     first_text = lambda m: m["msg_type"] == "update_display_data" and "slow" in m["content"]["data"].get("text/plain", "")
-    result = kernel.execute("%agent talk slowly", on_message=clock.hook(first_text, interrupt))
-    assert clock.at is not None and started + result.seconds - clock.at < 2.0
+    result, latency = stopped_turn(kernel, "%agent talk slowly", first_text, interrupt)
+    assert latency < 2.0
     assert result.seconds < 5  # the whole answer would take ~8 s
     scripted_model.add(say("ok"))
     kernel.ok("%agent and now?")
@@ -109,17 +114,12 @@ def test_stop_button_message_stops_the_turn(kernel, scripted_model):
         if "application/vnd.jupyter.widget-view+json" in data:
             widget_ids.append(data["application/vnd.jupyter.widget-view+json"]["model_id"])
 
-    clock = Clock()
-    stop_hook = clock.hook(printed("started"), click_stop)
-
-    def both(message, kernel):
+    def started_and_seen(message):
         remember_widget(message, kernel)
-        stop_hook(message, kernel)
+        return printed("started")(message)
 
-    started = time.perf_counter()
-    result = kernel.execute("%agent wait for me", on_message=both)
-    assert widget_ids and clock.at is not None
-    assert started + result.seconds - clock.at < 2.0
+    result, latency = stopped_turn(kernel, "%agent wait for me", started_and_seen, click_stop)
+    assert widget_ids and latency < 2.0
     assert any("Stopped." in s for s in result.final_texts())
     # The button is gone from the saved output once the turn ends.
     assert not any("StopButton" in s for s in result.final_texts())
@@ -147,7 +147,6 @@ def test_timeout_stops_only_the_code(kernel, scripted_model):
 def test_interrupt_during_a_reply_with_text_and_tool(kernel, scripted_model):
     answer = reply(text("Working on it."), *call("run_code", code=LONG_SYNC).content)
     scripted_model.add(answer)
-    clock = Clock()
-    result = kernel.execute("%agent go", on_message=clock.hook(printed("started"), interrupt))
+    result, _ = stopped_turn(kernel, "%agent go", printed("started"), interrupt)
     assert any("Interrupted" in s for s in result.final_texts())
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))

@@ -137,6 +137,12 @@ class Transcript:
         card.handle = self._display(_card_bundle(card))
         self._segments.append(card.handle)
 
+    def _render(self, card: ToolCard) -> None:
+        if card.handle is None:
+            self._show_card(card)
+        else:
+            self._update(card.handle, _card_bundle(card))
+
     def tool_running(self, tool_use_id: str, name: str, tool_input: Any) -> None:
         card = self._cards.get(tool_use_id)
         if card is None:
@@ -144,10 +150,7 @@ class Transcript:
             card = self._cards[tool_use_id]
         card.tool_input, card.status = tool_input, "running"
         if self.live:
-            if card.handle is None:
-                self._show_card(card)
-            else:
-                self._update(card.handle, _card_bundle(card))
+            self._render(card)
         else:
             print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
 
@@ -159,10 +162,7 @@ class Transcript:
             return
         card.status, card.detail, card.duration_ms = status, detail, duration_ms
         if self.live:
-            if card.handle is None:
-                self._show_card(card)
-            else:
-                self._update(card.handle, _card_bundle(card))
+            self._render(card)
         else:
             print(f"[{card.name}] {status} {detail}".rstrip(), flush=True)
 

@@ -26,7 +26,7 @@ def make_check(mode: str, approver: Approver | None = None) -> Check | None:
         return None
 
     async def check(item: Tool, tool_input: Any) -> str | None:
-        if not item.writes:
+        if not item.writes_for(tool_input):
             return None
         if mode == "read-only":
             return (

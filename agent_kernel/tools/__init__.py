@@ -49,9 +49,21 @@ class Tool:
     function: Callable[..., Any]
     name: str
     group: str = "user"
-    writes: bool = False
+    # True: every call changes something (runs code, schedules). A function of the input:
+    # only some calls do (a SQL tool reading or writing); such a tool is still offered
+    # in read-only mode, and the approval check asks the function about each call.
+    writes: bool | Callable[[Any], bool] = False
     description: str | None = None
     input_schema: dict[str, Any] | None = None
+
+    def writes_for(self, tool_input: Any) -> bool:
+        """Whether this call would change something (decides approval)."""
+        if callable(self.writes):
+            try:
+                return bool(self.writes(tool_input))
+            except Exception:  # noqa: BLE001 - unclassifiable input: treat as a write
+                return True
+        return self.writes
 
     @cached_property
     def _sdk_tool(self) -> Any:
@@ -120,7 +132,7 @@ class Registry:
         """The tools to offer: those in ``groups``, only reading ones when ``read_only``."""
         wanted = set(groups)
         return [
-            t for t in self.tools.values() if t.group in wanted and not (read_only and t.writes)
+            t for t in self.tools.values() if t.group in wanted and not (read_only and t.writes is True)
         ]
 
     async def dispatch(

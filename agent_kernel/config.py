@@ -7,6 +7,7 @@ read when a turn starts, so a ``%config`` change applies to the next ``%agent``.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
@@ -118,6 +119,14 @@ class AgentKernel(Configurable):
         help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file "
         "past it is rolled back.",
     ).tag(config=True)
+
+    def now(self) -> datetime:
+        """The current time in the configured timezone (the machine's when none is set)."""
+        if self.timezone:
+            from zoneinfo import ZoneInfo
+
+            return datetime.now(ZoneInfo(self.timezone))
+        return datetime.now().astimezone()
 
     @validate("tool_groups")
     def _known_groups(self, proposal: dict) -> list[str]:

@@ -126,7 +126,7 @@ async def db_schema() -> dict[str, Any]:
             described.append(entry)
         return described
 
-    return {"tables": await _with_connection(current_context().store, read)}
+    return {"tables": await with_connection(current_context().store, read)}
 
 
 async def get_state(key: str) -> dict[str, Any]:
@@ -231,7 +231,9 @@ async def _off_loop(work: Callable[[], T], interrupt: Callable[[], None]) -> T:
         raise
 
 
-async def _with_connection(store: Store, read: Callable[[Any], T]) -> T:
+async def with_connection(store: Store, read: Callable[[Any], T]) -> T:
+    """``read(con)`` on a short-lived connection, in a worker thread (the event loop stays free)."""
+
     def work() -> T:
         with store.connect() as con:
             return read(con)
@@ -242,7 +244,7 @@ async def _with_connection(store: Store, read: Callable[[Any], T]) -> T:
 async def _with_state(action: Callable[[State], T]) -> T:
     from ..store.state import State
 
-    return await _with_connection(current_context().store, lambda con: action(State(con)))
+    return await with_connection(current_context().store, lambda con: action(State(con)))
 
 
 def _check_key(key: str) -> None:

@@ -296,7 +296,7 @@ def _select_writes(sql: str) -> bool:
     """A SELECT with a data-modifying CTE (``WITH d AS (DELETE ... RETURNING *) ...``)."""
     cursor = _parser_cursor()
     try:
-        tree = json.loads(cursor.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0])
+        tree = json.loads(_scalar(cursor, "SELECT json_serialize_sql(?)", [sql]))
     finally:
         cursor.close()
     if tree.get("error"):
@@ -339,11 +339,19 @@ def _check_plan(
     if statement.kind == "EXPLAIN":  # shows a plan, runs nothing (ANALYZE was refused)
         return _Plan(frozenset(), ())
     sql = _without_parameters(statement.sql) if parameters else statement.sql
-    plan = json.loads(con.execute("SELECT json_serialize_plan(?)", [sql]).fetchone()[0])
+    plan = json.loads(_scalar(con, "SELECT json_serialize_plan(?)", [sql]))
     if plan.get("error"):
         kind = str(plan.get("error_type", "")).replace("_", " ").title()
         message = f"{kind} Error: {plan.get('error_message', 'the statement could not be bound')}"
-        raise ToolInputError(_NO_FILES + f" ({message})" if kind == "Permission" else message)
+        if kind == "Permission":
+            raise ToolInputError(f"{_NO_FILES} ({message})")
+        if kind in ("Internal", "Not Implemented", "Serialization"):
+            raise ToolInputError(
+                f"db_sql could not check this statement, so it did not run it ({message}). Write "
+                "it another way: e.g. INSERT/UPDATE/DELETE instead of MERGE, or a CTE or a table "
+                "instead of a subquery."
+            )
+        raise ToolInputError(message)
     operators: set[str] = set()
     targets: list[str] = []
     for node in _dicts(plan.get("plans", [])):
@@ -494,6 +502,7 @@ class SqlRun:
     ) -> SqlResult:
         taken = _object_names(con)
         frames = {name: frame for name, frame in frames.items() if name.lower() not in taken}
+        pending_before = _pending_bytes(con)
         result = SqlResult()
         registered: list[str] = []
         grows = False
@@ -513,29 +522,37 @@ class SqlRun:
             result.wrote = result.wrote or plan.writes
             cursor = con.execute(statement.sql, list(params) if params is not None else None)
             if plan.writes and _is_count(cursor.description):
-                row = cursor.fetchone()
-                result.changes += int(row[0]) if row and cursor.description[0][0] == "Count" else 0
+                rows = cursor.fetchall()
+                result.changes += int(rows[0][0]) if rows and cursor.description[0][0] == "Count" else 0
                 if last:
                     result.returns_rows = False
                 continue
             if not last:
-                cursor.fetchall()
+                # The rows of a statement before the last are not shown; a write still runs to its end.
+                con.complete() if plan.writes else con.abort()
                 continue
             result.columns = [d[0] for d in cursor.description or []]
             if into:
                 result.frame = cursor.fetch_df()
                 result.truncated = len(result.frame) > self.limits.max_rows
                 result.rows = list(result.frame.head(self.limits.max_rows).itertuples(index=False, name=None))
+            elif plan.writes:  # INSERT ... RETURNING: the write must finish, whatever is shown
+                rows = cursor.fetchall()
+                result.truncated = len(rows) > self.limits.max_rows
+                result.rows = rows[: self.limits.max_rows]
             else:
                 rows = cursor.fetchmany(self.limits.max_rows + 1)
                 result.truncated = len(rows) > self.limits.max_rows
                 result.rows = rows[: self.limits.max_rows]
+                con.abort()  # the rest is not needed; the transaction can commit
         if grows:
-            self._check_size(con)
+            self._check_size(con, pending_before)
         return result
 
-    def _check_size(self, con: duckdb.DuckDBPyConnection) -> None:
-        used = _used_bytes(con)
+    def _check_size(self, con: duckdb.DuckDBPyConnection, pending_before: int) -> None:
+        # Rows not written to blocks yet count at their in-memory size, which is larger than
+        # on disk: a big write may be refused a little before the file reaches the cap.
+        used = _used_bytes(con) + max(0, _pending_bytes(con) - pending_before)
         cap = self.limits.max_db_bytes
         if used > cap:
             raise ToolInputError(
@@ -614,8 +631,19 @@ def _object_names(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _used_bytes(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT used_blocks * block_size FROM pragma_database_size()").fetchone()
-    return int(row[0] or 0) if row else 0
+    return int(_scalar(con, "SELECT coalesce(used_blocks * block_size, 0) FROM pragma_database_size()"))
+
+
+def _pending_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """Memory held by rows written in this transaction but not yet in the file's blocks."""
+    return int(
+        _scalar(con, "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'")
+    )
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:
+    """The one value ``sql`` returns (fetched to the end: DuckDB 2.0 wants results finished)."""
+    return con.execute(sql, params).fetchall()[0][0]
 
 
 def quote_name(name: str) -> str:

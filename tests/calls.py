@@ -1,0 +1,33 @@
+"""Helpers for tests that script tool calls and read back what the tools answered."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent_kernel.testing import reply, say, tool_use
+
+
+def decoded(block: dict[str, Any]) -> dict[str, Any]:
+    """A tool_result block: its JSON value, or ``{"is_error": True, "text": ...}``."""
+    content = block["content"]
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+    if block.get("is_error"):
+        return {"is_error": True, "text": text}
+    return json.loads(text)
+
+
+def batch(kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = ""):
+    """One model reply that calls every ``(tool, input)`` at once, then "done".
+
+    Returns the decoded results in call order and the cell's execution.
+    """
+    scripted_model.add(reply(*[tool_use(name, tool_input) for name, tool_input in uses]), say("done"))
+    execution = kernel.ok(f"%agent {flags} {prompt}".replace("  ", " "))
+    blocks = scripted_model.requests[-1]["messages"][-1]["content"]
+    assert [b["type"] for b in blocks] == ["tool_result"] * len(uses)
+    return [decoded(b) for b in blocks], execution
+
+
+def sql(statement: str, **options: Any) -> tuple[str, dict[str, Any]]:
+    return "db_sql", {"sql": statement, **options}

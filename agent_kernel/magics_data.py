@@ -91,6 +91,7 @@ class DataMagics(Magics):
     @argument("--rollback", type=int, metavar="VERSION", help="Make VERSION current again (as a new version).")
     @argument("--history", action="store_true", help="List every version.")
     @argument("--full", action="store_true", help="Show the whole system prompt the next turn sends.")
+    @argument("--clear", action="store_true", help="Blank the stored instructions (as a new version).")
     @line_cell_magic
     def agent_prompt(self, line: str = "", cell: str | None = None) -> Any:
         """Show the agent's stored instructions with their version, or change them.
@@ -99,7 +100,8 @@ class DataMagics(Magics):
         (edit_system_prompt) and you can edit too. Every change is a new version.
 
             %agent_prompt                 show the current version
-            %%agent_prompt                the cell body becomes the new text (empty: none)
+            %%agent_prompt                the cell body becomes the new text
+            %agent_prompt --clear         no stored instructions (a new, blank version)
             %agent_prompt --history       every version
             %agent_prompt --rollback N    restore version N (0 is the empty prompt)
             %agent_prompt --full          the whole system prompt of the next turn
@@ -109,15 +111,16 @@ class DataMagics(Magics):
         from .store.prompts import SystemPrompts
 
         args = parse_argstring(self.agent_prompt, line)
-        if sum(bool(x) for x in (args.rollback is not None, args.history, args.full, cell is not None)) > 1:
-            raise UsageError("Use one of --rollback, --history, --full, or a %%agent_prompt cell.")
+        chosen = (args.rollback is not None, args.history, args.full, args.clear, cell is not None)
+        if sum(chosen) > 1:
+            raise UsageError("Use one of --rollback, --history, --full, --clear, or a %%agent_prompt cell.")
         agent = self.agent
         if args.full:
             return _markdown_block("The system prompt of the next turn", agent.system_prompt())
         with agent.store.connect() as con:
             prompts = SystemPrompts(con)
-            if cell is not None:
-                saved = prompts.save(cell.strip(), operation="replace", author="user")
+            if cell is not None or args.clear:
+                saved = prompts.save((cell or "").strip(), operation="clear" if args.clear else "replace", author="user")
                 print(f"Stored instructions saved as version {saved.version}.")
                 return None
             if args.rollback is not None:

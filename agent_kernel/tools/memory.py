@@ -76,6 +76,8 @@ async def memory(
         memory_id: The memory to delete (forget).
     """
     context = current_context()
+    if action in ("store", "forget"):
+        context.extras["system_prompt_changed"] = True  # the prompt's memory section changes
     if action == "store":
         if not content or not content.strip():
             raise ToolInputError("store needs content: the text to remember.")

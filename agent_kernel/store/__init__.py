@@ -34,7 +34,9 @@ class Store:
         import filelock
 
         self.path = Path(path).expanduser()
-        self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False)
+        # filelock waits by polling: poll often, or a busy writer in another process keeps
+        # taking the lock back before a waiter looks again.
+        self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False, poll_interval=0.005)
         self._thread_lock = threading.RLock()
         self._migrated = False
 

@@ -237,3 +237,26 @@ def test_placeholders_become_null_only_for_planning():
     assert guard._without_parameters("SELECT ?, '?', $1 FROM t WHERE a = ? -- ?") == (
         "SELECT NULL, '?', NULL FROM t WHERE a = NULL -- ?"
     )
+
+
+def test_queries_of_kernel_frames_do_not_wait_for_the_file(store):
+    frames = {"sales": pd.DataFrame({"region": ["EU", "US"], "revenue": [1.0, 2.0]})}
+    assert run(store, "SELECT count(*) FROM sessions").rows == [(1,)]  # the file's tables are now known
+    held = threading.Event()
+
+    def hold_the_file():
+        with Store(store.path).connect():  # another user of the file, e.g. a second kernel
+            held.set()
+            time.sleep(1.5)
+
+    holder = threading.Thread(target=hold_the_file)
+    holder.start()
+    held.wait(5)
+    started = time.perf_counter()
+    totals = run(store, "WITH t AS (SELECT * FROM sales) SELECT sum(revenue) FROM t", frames=frames)
+    frame_seconds = time.perf_counter() - started
+    joined = run(store, "SELECT count(*) FROM sales, sessions", frames=frames)  # needs the file: waits
+    file_seconds = time.perf_counter() - started
+    holder.join()
+    assert totals.rows == [(3.0,)] and frame_seconds < 0.5
+    assert joined.rows == [(2,)] and file_seconds > 1.0

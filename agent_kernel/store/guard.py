@@ -454,23 +454,43 @@ class SqlRun:
         frames: Mapping[str, Any] | None = None,
         into: bool = False,
     ) -> SqlResult:
-        """Run ``statements`` in one transaction; every refusal is a :class:`ToolInputError`."""
-        import duckdb
+        """Run ``statements`` in one transaction; every refusal is a :class:`ToolInputError`.
 
+        Queries that read only kernel DataFrames run on a private in-memory database with
+        the same sandbox: they neither open the agent's file nor wait for its lock.
+        """
+        frames = dict(frames or {})
+        if _reads_only_frames(statements, frames, _FILE_NAMES.get(self.store.path)):
+            with _memory_sandbox(self.limits).cursor() as con:
+                return self._guarded(con, statements, params, frames, into, on_file=False)
         with self.store.connect(config=self.limits.config()) as con:
             con.execute("SET enable_progress_bar = false")  # a local option: set it, then lock
             con.execute("SET lock_configuration = true")
+            return self._guarded(con, statements, params, frames, into, on_file=True)
+
+    def _guarded(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        statements: Sequence[Statement],
+        params: Sequence[Any] | None,
+        frames: dict[str, Any],
+        into: bool,
+        *,
+        on_file: bool,
+    ) -> SqlResult:
+        import duckdb
+
+        with self._lock:
+            if self._interrupted:
+                raise ToolInputError("The query was stopped.")
+            self._con = con
+        try:
+            return self._transaction(con, statements, params, frames, into, on_file)
+        except duckdb.Error as exc:
+            raise ToolInputError(self._describe(exc)) from None
+        finally:
             with self._lock:
-                if self._interrupted:
-                    raise ToolInputError("The query was stopped.")
-                self._con = con
-            try:
-                return self._transaction(con, statements, params, dict(frames or {}), into)
-            except duckdb.Error as exc:
-                raise ToolInputError(self._describe(exc)) from None
-            finally:
-                with self._lock:
-                    self._con = None
+                self._con = None
 
     def _transaction(
         self,
@@ -479,10 +499,11 @@ class SqlRun:
         params: Sequence[Any] | None,
         frames: dict[str, Any],
         into: bool,
+        on_file: bool,
     ) -> SqlResult:
         con.execute("BEGIN TRANSACTION")
         try:
-            result = self._statements(con, statements, params, frames, into)
+            result = self._statements(con, statements, params, frames, into, on_file)
             con.execute("COMMIT")
         except BaseException:
             try:
@@ -499,55 +520,80 @@ class SqlRun:
         params: Sequence[Any] | None,
         frames: dict[str, Any],
         into: bool,
+        on_file: bool,
     ) -> SqlResult:
-        taken = _object_names(con)
-        frames = {name: frame for name, frame in frames.items() if name.lower() not in taken}
-        pending_before = _pending_bytes(con)
+        if on_file:
+            taken = _FILE_NAMES[self.store.path] = _object_names(con)
+            frames = {name: frame for name, frame in frames.items() if name.lower() not in taken}
+        pending_before = _pending_bytes(con) if on_file else 0
         result = SqlResult()
         registered: list[str] = []
         grows = False
-        for index, statement in enumerate(statements):
-            last = index == len(statements) - 1
-            names = _frames_named(statement.sql, frames)
+        try:
+            for index, statement in enumerate(statements):
+                last = index == len(statements) - 1
+                names = _frames_named(statement.sql, frames)
+                for name in registered:
+                    con.unregister(name)
+                registered = []
+                if on_file:
+                    with _stand_ins(con, {n: frames[n] for n in names}):
+                        plan = _check_plan(con, statement, frames, parameters=params is not None)
+                else:  # _reads_only_frames checked it: a read of frames and allowed functions
+                    plan = _Plan(frozenset(), ())
+                for name in names:
+                    con.register(name, frames[name])
+                registered = names
+                self._statement(con, statement, plan, params, into, last, result)
+                grows = grows or plan.grows
+        finally:
             for name in registered:
                 con.unregister(name)
-            with _stand_ins(con, {n: frames[n] for n in names}):
-                plan = _check_plan(con, statement, frames, parameters=params is not None)
-            for name in names:
-                con.register(name, frames[name])
-            registered = names
-            if into and plan.writes:
-                raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
-            grows = grows or plan.grows
-            result.wrote = result.wrote or plan.writes
-            cursor = con.execute(statement.sql, list(params) if params is not None else None)
-            if plan.writes and _is_count(cursor.description):
-                rows = cursor.fetchall()
-                result.changes += int(rows[0][0]) if rows and cursor.description[0][0] == "Count" else 0
-                if last:
-                    result.returns_rows = False
-                continue
-            if not last:
-                # The rows of a statement before the last are not shown; a write still runs to its end.
-                con.complete() if plan.writes else con.abort()
-                continue
-            result.columns = [d[0] for d in cursor.description or []]
-            if into:
-                result.frame = cursor.fetch_df()
-                result.truncated = len(result.frame) > self.limits.max_rows
-                result.rows = list(result.frame.head(self.limits.max_rows).itertuples(index=False, name=None))
-            elif plan.writes:  # INSERT ... RETURNING: the write must finish, whatever is shown
-                rows = cursor.fetchall()
-                result.truncated = len(rows) > self.limits.max_rows
-                result.rows = rows[: self.limits.max_rows]
-            else:
-                rows = cursor.fetchmany(self.limits.max_rows + 1)
-                result.truncated = len(rows) > self.limits.max_rows
-                result.rows = rows[: self.limits.max_rows]
-                con.abort()  # the rest is not needed; the transaction can commit
         if grows:
             self._check_size(con, pending_before)
+        if on_file and result.wrote:
+            _FILE_NAMES[self.store.path] = _object_names(con)
         return result
+
+    def _statement(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        statement: Statement,
+        plan: _Plan,
+        params: Sequence[Any] | None,
+        into: bool,
+        last: bool,
+        result: SqlResult,
+    ) -> None:
+        """Run one checked statement; count its changes, or keep its rows if it is the last."""
+        if into and plan.writes:
+            raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
+        result.wrote = result.wrote or plan.writes
+        cursor = con.execute(statement.sql, list(params) if params is not None else None)
+        if plan.writes and _is_count(cursor.description):
+            rows = cursor.fetchall()
+            result.changes += int(rows[0][0]) if rows and cursor.description[0][0] == "Count" else 0
+            if last:
+                result.returns_rows = False
+            return
+        if not last:
+            # The rows of a statement before the last are not shown; a write still runs to its end.
+            con.complete() if plan.writes else con.abort()
+            return
+        result.columns = [d[0] for d in cursor.description or []]
+        if into:
+            result.frame = cursor.fetch_df()
+            result.truncated = len(result.frame) > self.limits.max_rows
+            result.rows = list(result.frame.head(self.limits.max_rows).itertuples(index=False, name=None))
+        elif plan.writes:  # INSERT ... RETURNING: the write must finish, whatever is shown
+            rows = cursor.fetchall()
+            result.truncated = len(rows) > self.limits.max_rows
+            result.rows = rows[: self.limits.max_rows]
+        else:
+            rows = cursor.fetchmany(self.limits.max_rows + 1)
+            result.truncated = len(rows) > self.limits.max_rows
+            result.rows = rows[: self.limits.max_rows]
+            con.abort()  # the rest is not needed; the transaction can commit
 
     def _check_size(self, con: duckdb.DuckDBPyConnection, pending_before: int) -> None:
         # Rows not written to blocks yet count at their in-memory size, which is larger than
@@ -581,6 +627,94 @@ class SqlRun:
                 f"and was stopped. Aggregate or filter earlier, or select fewer columns. ({text})"
             )
         return text
+
+
+# -- queries of kernel frames only ----------------------------------------------------------
+
+# Names of the tables and views of each file, as last seen (a frame never shadows them).
+_FILE_NAMES: dict[Any, set[str]] = {}
+
+
+def _reads_only_frames(
+    statements: Sequence[Statement], frames: Mapping[str, Any], file_names: set[str] | None
+) -> bool:
+    """Whether every statement is a plain read of kernel frames (parser only, no connection).
+
+    Such a query needs nothing from the agent's file. Anything else, and anything unsure
+    (the file's tables not seen yet, a qualified name, a metadata function), goes to the file.
+    """
+    if not frames or file_names is None or any(s.kind != "SELECT" for s in statements):
+        return False
+    lowered = {name.lower() for name in frames}
+    named = False
+    cursor = _parser_cursor()
+    try:
+        for statement in statements:
+            tree = json.loads(_scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
+            if tree.get("error"):
+                return False
+            ctes = {str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)}
+            for node in _dicts(tree):
+                kind = node.get("type")
+                if isinstance(kind, str) and kind.endswith("_QUERY_NODE"):
+                    return False
+                if kind == "BASE_TABLE":
+                    name = str(node.get("table_name", "")).lower()
+                    if name in ctes:
+                        continue
+                    if node.get("schema_name") or node.get("catalog_name") or name not in lowered or name in file_names:
+                        return False
+                    named = True
+                elif kind == "TABLE_FUNCTION":
+                    function = str((node.get("function") or {}).get("function_name", "")).lower()
+                    if function not in _TABLE_FUNCTIONS:
+                        return False
+    finally:
+        cursor.close()
+    return named
+
+
+class _MemorySandbox:
+    """A private in-memory DuckDB with the file's sandbox, for queries of kernel frames.
+
+    Opening a DuckDB database costs ~20 ms, more than many queries, so this one stays
+    open; each call takes one of its connections. They are made before the configuration
+    is locked, because the progress bar can only be switched off per connection.
+    """
+
+    def __init__(self, limits: Limits, connections: int = 2) -> None:
+        import queue
+
+        import duckdb
+
+        self.database = duckdb.connect(":memory:", config=limits.config())
+        self._free: queue.Queue[duckdb.DuckDBPyConnection] = queue.Queue()
+        for _ in range(connections):
+            con = self.database.cursor()
+            con.execute("SET enable_progress_bar = false")
+            self._free.put(con)
+        self.database.execute("SET lock_configuration = true")
+
+    @contextmanager
+    def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        con = self._free.get()
+        try:
+            yield con
+        finally:
+            self._free.put(con)
+
+
+_memory_sandboxes: dict[tuple[Any, ...], _MemorySandbox] = {}
+_memory_lock = threading.Lock()
+
+
+def _memory_sandbox(limits: Limits) -> _MemorySandbox:
+    key = tuple(sorted(limits.config().items()))
+    with _memory_lock:
+        if key not in _memory_sandboxes:
+            _memory_sandboxes.clear()  # settings changed: the old one is not needed again
+            _memory_sandboxes[key] = _MemorySandbox(limits)
+        return _memory_sandboxes[key]
 
 
 def _frames_named(sql: str, frames: Mapping[str, Any]) -> list[str]:

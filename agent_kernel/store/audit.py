@@ -106,18 +106,23 @@ class AuditLog:
         if calls:
             for row in calls:
                 row[4] = json.dumps(row[4], ensure_ascii=False, default=str)
-            con.executemany(
-                "INSERT INTO tool_calls (session_id, turn, tool_use_id, tool, input, result_chars, "
-                "is_error, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                calls,
-            )
+            _insert(con, "tool_calls", _CALL_COLUMNS, calls)
         if executions:
-            con.executemany(
-                "INSERT INTO code_executions (id, session_id, turn, code, stdout, stderr, success, "
-                "duration_ms, error_type, error_message, traceback, error_category, trigger_prompt, "
-                "isolated, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                executions,
-            )
+            _insert(con, "code_executions", _EXECUTION_COLUMNS, executions)
+
+
+_CALL_COLUMNS = "session_id, turn, tool_use_id, tool, input, result_chars, is_error, duration_ms, created_at"
+_EXECUTION_COLUMNS = (
+    "id, session_id, turn, code, stdout, stderr, success, duration_ms, error_type, error_message, "
+    "traceback, error_category, trigger_prompt, isolated, created_at"
+)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: str, rows: list[list[Any]]) -> None:
+    """One INSERT for all ``rows`` (DuckDB's executemany runs one statement per row)."""
+    width = columns.count(",") + 1
+    values = ", ".join(["(" + ", ".join(["?"] * width) + ")"] * len(rows))
+    con.execute(f"INSERT INTO {table} ({columns}) VALUES {values}", [v for row in rows for v in row])
 
 
 # -- reading ------------------------------------------------------------------------------

@@ -21,12 +21,11 @@ from .errors import SessionError
 from .paths import default_db_path
 
 if TYPE_CHECKING:
+    import duckdb
     from IPython.core.interactiveshell import InteractiveShell
 
     from .approval import Approver
     from .loop import TurnResult
-    import duckdb
-
     from .store import Store
     from .store.sessions import Session, Sessions
     from .tools import Registry, Tool

@@ -9,7 +9,17 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import (
+    Bool,
+    CaselessStrEnum,
+    Float,
+    Int,
+    List,
+    TraitError,
+    Unicode,
+    default,
+    validate,
+)
 from traitlets.config import Configurable
 
 DEFAULT_MODEL = "claude-sonnet-5-5"

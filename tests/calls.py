@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from agent_kernel.testing import reply, say, tool_use
+
+from .kernel import Kernel
 
 
 def decoded(block: dict[str, Any]) -> dict[str, Any]:
@@ -31,3 +35,14 @@ def batch(kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str
 
 def sql(statement: str, **options: Any) -> tuple[str, dict[str, Any]]:
     return "db_sql", {"sql": statement, **options}
+
+
+@contextmanager
+def restarted(tmp_path) -> Iterator[Kernel]:
+    """Another kernel on the same DuckDB file, as after a restart, with the extension loaded."""
+    kernel = Kernel({}, cwd=str(tmp_path))
+    try:
+        kernel.ok("%load_ext agent_kernel")
+        yield kernel
+    finally:
+        kernel.shutdown()

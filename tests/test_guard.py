@@ -21,8 +21,8 @@ def store(tmp_path):
     return store
 
 
-def run(store, sql, limits=guard.Limits(), **options):
-    return guard.SqlRun(store, limits).run(guard.parse(sql), **options)
+def run(store, sql, limits=None, **options):
+    return guard.SqlRun(store, limits or guard.Limits()).run(guard.parse(sql), **options)
 
 
 def refused(store, sql, **options) -> str:

@@ -6,8 +6,7 @@ import time
 
 from agent_kernel.store import Store
 
-from .calls import batch, sql
-from .kernel import Kernel
+from .calls import batch, restarted, sql
 from .test_interrupts import interrupt, stopped_turn
 
 # Every refusal of the guard, as the model meets it: (SQL, what the answer must point to).
@@ -112,12 +111,8 @@ def test_kernel_dataframes_by_name_into_and_persisted(kernel, scripted_model, tm
     assert tables["sessions"]["writable"] is False and "read-only" in tables["sessions"]["comment"]
     # The table outlives the frame and the kernel; its comment is in the next system prompt.
     scripted_model.add(*_one_call(sql("SELECT count(*) FROM ai_sales")))
-    other = Kernel({}, cwd=str(tmp_path))
-    try:
-        other.ok("%load_ext agent_kernel")
+    with restarted(tmp_path) as other:
         other.ok("%agent count the kept sales")
-    finally:
-        other.shutdown()
     system = scripted_model.requests[-1]["system"]
     assert "- ai_sales (~1,000 rows): Sales by region, copied from the sales DataFrame." in system
     assert "region VARCHAR" in system
@@ -147,12 +142,8 @@ def test_state_is_durable_across_kernels(kernel, scripted_model, tmp_path):
     ]
     assert results[8]["is_error"] and "key must not be empty" in results[8]["text"]
     scripted_model.add(*_one_call(("get_state", {"key": "report/last_run"})))
-    other = Kernel({}, cwd=str(tmp_path))
-    try:
-        other.ok("%load_ext agent_kernel")
+    with restarted(tmp_path) as other:
         other.ok("%agent what was the last run?")
-    finally:
-        other.shutdown()
     answer = scripted_model.requests[-1]["messages"][-1]["content"][0]["content"]
     assert answer == '{"value": {"rows": 3, "ok": true, "tags": ["a", "b"]}}'
 
@@ -181,7 +172,9 @@ def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
 def test_interrupting_a_long_query_stops_it(kernel, scripted_model):
     kernel.ok("%config AgentKernel.sql_timeout_s = 120")
     scripted_model.add(_one_call(sql("SELECT count(*) FROM range(100000000000)"))[0])  # no answer after it
-    running = lambda m: "db_sql" in str(m["content"].get("data", {}).get("text/plain", ""))  # noqa: E731
+    def running(message):
+        return "db_sql" in str(message["content"].get("data", {}).get("text/plain", ""))
+
     result, latency = stopped_turn(kernel, "%agent count to a lot", running, interrupt)
     assert latency < 5
     assert result.status == "ok" and any("Interrupted" in s for s in result.final_texts())

@@ -6,8 +6,7 @@ import json
 
 from agent_kernel.testing import call, say
 
-from .calls import batch, decoded
-from .kernel import Kernel
+from .calls import batch, decoded, restarted
 
 
 def remember(content, **fields):
@@ -96,17 +95,13 @@ def test_a_prompt_edit_shows_in_the_next_request_and_after_a_restart(kernel, scr
     assert "## Your stored instructions\nAlways answer in English." in after  # the very next request
 
     scripted_model.add(say("Bonjour."))
-    other = Kernel({}, cwd=str(tmp_path))
-    try:
-        other.ok("%load_ext agent_kernel")
+    with restarted(tmp_path) as other:
         other.ok("%agent hello")
         shown = other.ok("%agent_prompt").final_texts("text/markdown")[-1]
         other.ok("%agent_prompt --rollback 1")
         scripted_model.add(say("Salut."))
         other.ok("%agent hello again")
         history = other.ok("%agent_prompt --history").final_texts()[-1]
-    finally:
-        other.shutdown()
     assert "Always answer in English." in scripted_model.requests[-2]["system"]
     assert "version 4 (delete by agent" in shown and "Always answer in English." in shown
     assert "## Your stored instructions\nAlways answer in French." in scripted_model.requests[-1]["system"]

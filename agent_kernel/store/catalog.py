@@ -96,9 +96,11 @@ def prompt_section(con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHAR
     mine = [t for t in tables if t.writable]
     project = [t.qualified for t in tables if not t.writable]
     lines = [
-        "Your DuckDB database (db_sql). You write only to tables named ai_*; document each with "
-        "COMMENT ON TABLE / COMMENT ON COLUMN, which is what you will read here next time. "
-        "Kernel DataFrames can be queried by their variable names."
+        (
+            "Your DuckDB database (db_sql). You write only to tables named ai_*; document each "
+            "with COMMENT ON TABLE / COMMENT ON COLUMN, which is what you will read here next "
+            "time. Kernel DataFrames can be queried by their variable names."
+        )
     ]
     if not mine:
         lines.append(

@@ -34,7 +34,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolInputError
@@ -145,6 +145,17 @@ class Limits:
             "max_execution_time": max(1, int(self.timeout_s * 1000)),
             "max_temp_directory_size": f"{self.max_db_bytes}B",
         }
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What one ``db_sql`` call runs, and where (the agent's file, or the in-memory sandbox)."""
+
+    statements: Sequence[Statement]
+    params: Sequence[Any] | None
+    frames: dict[str, Any]
+    into: bool
+    on_file: bool = False
 
 
 @dataclass
@@ -459,25 +470,17 @@ class SqlRun:
         Queries that read only kernel DataFrames run on a private in-memory database with
         the same sandbox: they neither open the agent's file nor wait for its lock.
         """
-        frames = dict(frames or {})
-        if _reads_only_frames(statements, frames, _FILE_NAMES.get(self.store.path)):
+        call = _Call(statements, params, dict(frames or {}), into)
+        if _reads_only_frames(statements, call.frames, _FILE_NAMES.get(self.store.path)):
             with _memory_sandbox(self.limits).cursor() as con:
-                return self._guarded(con, statements, params, frames, into, on_file=False)
+                return self._run_on(con, call)
         with self.store.connect(config=self.limits.config()) as con:
             con.execute("SET enable_progress_bar = false")  # a local option: set it, then lock
             con.execute("SET lock_configuration = true")
-            return self._guarded(con, statements, params, frames, into, on_file=True)
+            return self._run_on(con, replace(call, on_file=True))
 
-    def _guarded(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        statements: Sequence[Statement],
-        params: Sequence[Any] | None,
-        frames: dict[str, Any],
-        into: bool,
-        *,
-        on_file: bool,
-    ) -> SqlResult:
+    def _run_on(self, con: duckdb.DuckDBPyConnection, call: _Call) -> SqlResult:
+        """``call`` as one transaction on ``con``, interruptible; DuckDB errors become refusals."""
         import duckdb
 
         with self._lock:
@@ -485,43 +488,25 @@ class SqlRun:
                 raise ToolInputError("The query was stopped.")
             self._con = con
         try:
-            return self._transaction(con, statements, params, frames, into, on_file)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                result = self._statements(con, call)
+                con.execute("COMMIT")
+            except BaseException:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:  # the transaction may already be aborted
+                    pass
+                raise
+            return result
         except duckdb.Error as exc:
             raise ToolInputError(self._describe(exc)) from None
         finally:
             with self._lock:
                 self._con = None
 
-    def _transaction(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        statements: Sequence[Statement],
-        params: Sequence[Any] | None,
-        frames: dict[str, Any],
-        into: bool,
-        on_file: bool,
-    ) -> SqlResult:
-        con.execute("BEGIN TRANSACTION")
-        try:
-            result = self._statements(con, statements, params, frames, into, on_file)
-            con.execute("COMMIT")
-        except BaseException:
-            try:
-                con.execute("ROLLBACK")
-            except Exception:  # noqa: BLE001 - the transaction may already be aborted
-                pass
-            raise
-        return result
-
-    def _statements(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        statements: Sequence[Statement],
-        params: Sequence[Any] | None,
-        frames: dict[str, Any],
-        into: bool,
-        on_file: bool,
-    ) -> SqlResult:
+    def _statements(self, con: duckdb.DuckDBPyConnection, call: _Call) -> SqlResult:
+        statements, params, frames, into, on_file = call.statements, call.params, call.frames, call.into, call.on_file
         if on_file:
             taken = _FILE_NAMES[self.store.path] = _object_names(con)
             frames = {name: frame for name, frame in frames.items() if name.lower() not in taken}

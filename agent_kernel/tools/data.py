@@ -275,9 +275,11 @@ def json_value(value: Any) -> Any:
         return value if len(value) <= CELL_CHARS else value[:CELL_CHARS] + f"... [{len(value):,} chars]"
     if isinstance(value, float):
         return value if math.isfinite(value) else (None if math.isnan(value) else str(value))
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas missing values
+        return None
     if isinstance(value, (datetime.date, datetime.time)):
-        return None if value != value else value.isoformat()  # pandas NaT
-    if isinstance(value, (decimal.Decimal,)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
         return float(value)
     if isinstance(value, (datetime.timedelta, uuid.UUID)):
         return str(value)
@@ -293,6 +295,4 @@ def json_value(value: Any) -> Any:
         return json_value(item())
     if getattr(value, "tolist", None) is not None:  # numpy arrays in list columns
         return json_value(value.tolist())
-    if type(value).__name__ in ("NAType", "NaTType"):  # pandas missing values
-        return None
     return str(value)

@@ -27,7 +27,7 @@ async def memory(
     content: str | None = None,
     tags: list[str] | None = None,
     category: Category | None = None,
-    pursuingPriority: Annotated[int | None, Field(ge=0, le=100)] = None,  # noqa: N803 - the contract's name
+    pursuingPriority: Annotated[int | None, Field(ge=0, le=100)] = None,  # the contract's name
     summary_type: SummaryType | None = None,
     period_key: str | None = None,
     chat_id: str | None = None,

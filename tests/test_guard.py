@@ -260,3 +260,21 @@ def test_queries_of_kernel_frames_do_not_wait_for_the_file(store):
     holder.join()
     assert totals.rows == [(3.0,)] and frame_seconds < 0.5
     assert joined.rows == [(2,)] and file_seconds > 1.0
+
+
+def test_polars_and_arrow_frames_are_read_in_place(store):
+    import polars as pl
+    import pyarrow as pa
+
+    frames = {
+        "orders": pl.DataFrame({"id": [1, 2, 3], "amount": [5.0, 7.5, 2.5]}),
+        "pending": pl.LazyFrame({"id": [3]}),
+        "customers": pa.table({"id": [1, 2, 3], "name": ["Ada", "Grace", "Edsger"]}),
+    }
+    query = (
+        "SELECT c.name, o.amount FROM orders o JOIN customers c USING (id) "
+        "WHERE o.id NOT IN (SELECT id FROM pending) ORDER BY o.id"
+    )
+    assert run(store, "CREATE TABLE ai_orders AS SELECT * FROM orders", frames=frames).changes == 3  # on the file
+    assert run(store, query, frames=frames).rows == [("Ada", 5.0), ("Grace", 7.5)]  # in memory
+    assert "DataFrame in the kernel" in refused(store, "DELETE FROM customers", frames=frames)

@@ -256,15 +256,15 @@ def _check_key(key: str) -> None:
 
 def bounded_rows(rows: list[tuple[Any, ...]], *, budget: int) -> tuple[list[list[Any]], bool]:
     """``rows`` as JSON-ready lists, as many as fit in ``budget`` characters of JSON."""
-    shown: list[list[Any]] = []
-    used = 0
-    for row in rows:
-        cells = [json_value(v) for v in row]
-        used += len(json.dumps(cells, ensure_ascii=False)) + 1
-        if used > budget and shown:
-            return shown, True
-        shown.append(cells)
-    return shown, False
+    cells = [[json_value(v) for v in row] for row in rows]
+    size = len(json.dumps(cells, ensure_ascii=False))
+    if size <= budget:
+        return cells, False
+    # Rows of one result are alike: start from the share that fits on average, then shrink.
+    count = max(1, len(cells) * budget // size)
+    while count > 1 and len(json.dumps(cells[:count], ensure_ascii=False)) > budget:
+        count = count * 9 // 10
+    return cells[:count], True
 
 
 def json_value(value: Any) -> Any:

@@ -46,3 +46,21 @@ def restarted(tmp_path) -> Iterator[Kernel]:
         yield kernel
     finally:
         kernel.shutdown()
+
+
+def sql_run(store, sql, limits=None, **options):
+    """Run ``sql`` as db_sql would, on ``store``'s file (or the in-memory sandbox)."""
+    from agent_kernel.store import guard, sandbox
+
+    return sandbox.SqlRun(store, limits or sandbox.Limits()).run(guard.parse(sql), **options)
+
+
+def sql_refused(store, sql, **options) -> str:
+    """The refusal ``sql`` meets (the test fails if it runs)."""
+    import pytest
+
+    from agent_kernel.errors import ToolInputError
+
+    with pytest.raises(ToolInputError) as caught:
+        sql_run(store, sql, **options)
+    return str(caught.value)

@@ -2,7 +2,8 @@
 
 ``db_sql`` runs off the event loop, in a worker thread holding the store's lock, so the
 kernel stays responsive (Stop works) while DuckDB works; Stop interrupts the query. What
-the SQL may do is decided in :mod:`agent_kernel.store.guard`.
+the SQL may do is decided in :mod:`agent_kernel.store.guard`, how it runs in
+:mod:`agent_kernel.store.sandbox`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ToolInputError
-from ..store import guard
+from ..store import guard, sandbox
 from . import Tool, current_context
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
         if not statements[-1].reads:
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
     settings = context.settings
-    run = guard.SqlRun(context.store, _limits(settings))
+    run = sandbox.SqlRun(context.store, _limits(settings))
     frames = kernel_frames(context.namespace, context.hidden_names)
     result = await _off_loop(
         lambda: run.run(statements, params=params, frames=frames, into=into is not None), run.interrupt
@@ -198,8 +199,8 @@ TOOLS = [
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _limits(settings: AgentKernel) -> guard.Limits:
-    return guard.Limits(
+def _limits(settings: AgentKernel) -> sandbox.Limits:
+    return sandbox.Limits(
         timeout_s=settings.sql_timeout_s,
         max_rows=settings.sql_max_rows,
         memory_limit=settings.sql_memory_limit,

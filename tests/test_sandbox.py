@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -20,7 +21,8 @@ def test_the_sandbox_is_locked(store):
         run(
             store,
             "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', "
-            "'lock_configuration', 'max_execution_time', 'autoload_known_extensions', 'enable_progress_bar')",
+            "'lock_configuration', 'max_execution_time', 'autoload_known_extensions', 'enable_progress_bar', "
+            "'threads', 'memory_limit')",
         ).rows
     )
     assert settings == {
@@ -29,6 +31,8 @@ def test_the_sandbox_is_locked(store):
         "max_execution_time": "5000",
         "autoload_known_extensions": "false",
         "enable_progress_bar": "false",
+        "threads": str(min(4, os.cpu_count() or 1)),
+        "memory_limit": "953.6 MiB",  # 1GB
     }
     with store.connect() as con:  # the project's own connections are not sandboxed
         assert con.execute("SELECT current_setting('enable_external_access')").fetchone()[0] is True
@@ -118,3 +122,14 @@ def test_polars_and_arrow_frames_are_read_in_place(store):
     assert run(store, "CREATE TABLE ai_orders AS SELECT * FROM orders", frames=frames).changes == 3  # on the file
     assert run(store, query, frames=frames).rows == [("Ada", 5.0), ("Grace", 7.5)]  # in memory
     assert "DataFrame in the kernel" in refused(store, "DELETE FROM customers", frames=frames)
+
+
+def test_the_in_memory_sandbox_for_frames_is_locked_too(store):
+    frames = {"df": pd.DataFrame({"x": [1]})}
+    run(store, "SELECT 1")  # the file's tables are now known, so frame-only queries stay in memory
+    settings = (
+        "SELECT current_setting('enable_external_access'), current_setting('lock_configuration'), "
+        "current_setting('enable_progress_bar'), current_database() FROM df"
+    )
+    assert run(store, settings, frames=frames).rows == [(False, True, False, "memory")]
+    assert "no file or network access" in refused(store, "SELECT * FROM df, read_csv('/etc/passwd')", frames=frames)

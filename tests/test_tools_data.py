@@ -62,6 +62,9 @@ def test_rows_are_capped_and_say_so(kernel, scripted_model):
     assert many["rows"][:2] == [[0], [1]] and "into=" in many["note"]
     assert wide["truncated"] is True and 5 < wide["row_count"] < 30  # the result's size cap
     assert typed["rows"] == [[42, "2025-12-08", 1.5, None]] and typed["truncated"] is False
+    kernel.ok("%config AgentKernel.sql_max_rows = 10")
+    [few], _ = batch(kernel, scripted_model, sql("SELECT range AS n FROM range(50)"))
+    assert few["row_count"] == 10 and few["truncated"] is True
 
 
 def test_a_query_that_runs_too_long_is_stopped_and_the_database_stays_usable(kernel, scripted_model, agent_db):

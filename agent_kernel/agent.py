@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import AgentKernel
-from .errors import SessionError
+from .errors import SessionError, TurnInProgressError
 from .paths import default_db_path
 
 if TYPE_CHECKING:
@@ -197,7 +197,9 @@ class Agent:
     ) -> TurnResult:
         """Run one turn on the running event loop and return how it ended."""
         if self._running:
-            raise RuntimeError("An agent turn is already running in this kernel.")
+            raise TurnInProgressError(
+                "An agent turn is already running in this kernel; wait for it or press Stop."
+            )
         self._running = True
         try:
             result = await self._turn(prompt, new, session, model, token_limit, approve)

@@ -254,7 +254,7 @@ class AgentMagics(Magics):
                 token_limit=call.token_limit,
                 approve=call.approve,
             )
-        except (AgentKernelError, RuntimeError) as exc:
+        except AgentKernelError as exc:
             raise UsageError(str(exc)) from None
         if call.output:
             self.shell.user_ns[call.output] = result.value()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .config import AgentKernel
 from .errors import SessionError, TurnInProgressError
 from .paths import default_db_path
+from .secrets import Secrets
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -71,6 +72,7 @@ class Agent:
         self._writer: Any = None
         self._running = False
         self.approver: Approver | None = None
+        self.secrets = Secrets()
         self.last_result: TurnResult | None = None
 
     # -- parts, made on first use --------------------------------------------------------
@@ -265,6 +267,7 @@ class Agent:
                 transcript=transcript,
                 interrupts=interrupts,
                 approve=mode,
+                secrets=self.secrets,
             )
             transcript.show_stop(lambda: interrupts.request("stop"))
             turn = Turn(

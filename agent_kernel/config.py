@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, Unicode, default
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -88,3 +88,28 @@ class AgentKernel(Configurable):
     @default("model")
     def _default_model(self) -> str:
         return os.environ.get("AGENT_KERNEL_MODEL") or DEFAULT_MODEL
+
+    @validate("tool_groups")
+    def _valid_groups(self, proposal: dict) -> list[str]:
+        unknown = [g for g in proposal["value"] if g not in TOOL_GROUPS]
+        if unknown:
+            raise TraitError(f"Unknown tool group(s) {unknown}; the groups are {', '.join(TOOL_GROUPS)}.")
+        return proposal["value"]
+
+    @validate("timezone")
+    def _valid_timezone(self, proposal: dict) -> str:
+        name = proposal["value"]
+        if name:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise TraitError(f"Unknown timezone {name!r}; use an IANA name such as 'Europe/Paris'.") from None
+        return name
+
+    @validate("max_tokens", "token_limit", "max_model_calls", "result_chars")
+    def _positive(self, proposal: dict) -> int:
+        if proposal["value"] <= 0:
+            raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
+        return proposal["value"]

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import AgentKernel
-from .errors import SessionError
+from .errors import SessionError, TurnInProgressError
 from .paths import default_db_path
+from .secrets import Secrets
 
 if TYPE_CHECKING:
     import duckdb
@@ -71,6 +72,7 @@ class Agent:
         self._writer: Any = None
         self._running = False
         self.approver: Approver | None = None
+        self.secrets = Secrets()
         self.last_result: TurnResult | None = None
 
     # -- parts, made on first use --------------------------------------------------------
@@ -197,7 +199,9 @@ class Agent:
     ) -> TurnResult:
         """Run one turn on the running event loop and return how it ended."""
         if self._running:
-            raise RuntimeError("An agent turn is already running in this kernel.")
+            raise TurnInProgressError(
+                "An agent turn is already running in this kernel; wait for it or press Stop."
+            )
         self._running = True
         try:
             result = await self._turn(prompt, new, session, model, token_limit, approve)
@@ -256,6 +260,7 @@ class Agent:
                 transcript=transcript,
                 interrupts=interrupts,
                 approve=mode,
+                secrets=self.secrets,
             )
             transcript.show_stop(lambda: interrupts.request("stop"))
             turn = Turn(

@@ -9,17 +9,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from traitlets import (
-    Bool,
-    CaselessStrEnum,
-    Float,
-    Int,
-    List,
-    TraitError,
-    Unicode,
-    default,
-    validate,
-)
+from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
@@ -99,6 +89,24 @@ class AgentKernel(Configurable):
     @default("model")
     def _default_model(self) -> str:
         return os.environ.get("AGENT_KERNEL_MODEL") or DEFAULT_MODEL
+
+    @validate("timezone")
+    def _valid_timezone(self, proposal: dict) -> str:
+        name = proposal["value"]
+        if name:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise TraitError(f"Unknown timezone {name!r}; use an IANA name such as 'Europe/Paris'.") from None
+        return name
+
+    @validate("max_tokens", "token_limit", "max_model_calls", "result_chars", "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb")
+    def _positive(self, proposal: dict) -> int:
+        if proposal["value"] <= 0:
+            raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
+        return proposal["value"]
 
     # -- issue 3: instructions, guarded SQL ----------------------------------------------
 

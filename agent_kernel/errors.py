@@ -6,6 +6,7 @@ Every error the project raises on purpose derives from one root::
     ├── ModelError            the model could not be reached or refused the request
     │   └── MissingKeyError   no API key in the environment
     ├── SessionError          a session name that does not exist, or already does
+    │   └── TurnInProgressError  a turn was started while another one runs
     ├── StoreError            the DuckDB file could not be opened or written
     └── ToolInputError        a tool was called with input it cannot use
 
@@ -22,6 +23,7 @@ __all__ = [
     "SessionError",
     "StoreError",
     "ToolInputError",
+    "TurnInProgressError",
 ]
 
 
@@ -39,6 +41,10 @@ class MissingKeyError(ModelError):
 
 class SessionError(AgentKernelError):
     """A session could not be found or created."""
+
+
+class TurnInProgressError(SessionError):
+    """A turn was started while another turn of the same agent is running."""
 
 
 class StoreError(AgentKernelError):

@@ -254,7 +254,7 @@ class AgentMagics(Magics):
                 token_limit=call.token_limit,
                 approve=call.approve,
             )
-        except (AgentKernelError, RuntimeError) as exc:
+        except AgentKernelError as exc:
             raise UsageError(str(exc)) from None
         if call.output:
             self.shell.user_ns[call.output] = result.value()
@@ -333,6 +333,36 @@ class AgentMagics(Magics):
         ]
         note = "" if rows else "No sessions yet: the first %agent starts one."
         return Table(["session", "notebook", "state", "tokens", "last used"], rows, note=note)
+
+    @line_magic
+    def agent_secret(self, line: str = "") -> None:
+        """Ask for a secret value and keep it for the agent's code; it is never echoed.
+
+        Usage: %agent_secret NAME
+
+        The value is read with getpass, kept in this kernel's memory and environment
+        (code the agent runs finds it as os.environ["NAME"]), and never stored. Tool
+        results that contain it reach the model as [secret NAME].
+        """
+        import getpass
+
+        from IPython.core.error import StdinNotImplementedError
+
+        name = line.strip()
+        if not name.isidentifier():
+            raise UsageError("Usage: %agent_secret NAME (a valid environment variable name)")
+        try:
+            value = getpass.getpass(f"Value for {name} (not echoed): ")
+        except StdinNotImplementedError:
+            raise UsageError(
+                f"This front end cannot ask for input (papermill?). Set {name} in the "
+                "kernel's environment instead."
+            ) from None
+        try:
+            self.kernel_agent.secrets.set(name, value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"Stored {name} ({len(value)} characters). The model sees it as [secret {name}].")
 
     @line_magic
     def agent_history(self, line: str = "") -> Any:

@@ -73,7 +73,9 @@ class Kernel:
         *,
         timeout: float = 60,
         on_message: Callable[[dict[str, Any], Kernel], None] | None = None,
+        answer: str | None = None,
     ) -> Execution:
+        """Run ``code``; ``answer`` is typed into an input() / getpass prompt if one comes."""
         messages: list[dict[str, Any]] = []
 
         def hook(message: dict[str, Any]) -> None:
@@ -82,7 +84,13 @@ class Kernel:
                 on_message(message, self)
 
         started = time.perf_counter()
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+        def stdin_hook(message: dict[str, Any]) -> None:
+            messages.append(message)
+            self.client.input(answer if answer is not None else "")
+
+        reply = self.client.execute_interactive(
+            code, timeout=timeout, output_hook=hook, allow_stdin=answer is not None, stdin_hook=stdin_hook
+        )
         return Execution(reply["content"]["status"], messages, time.perf_counter() - started)
 
     def ok(self, code: str, **kwargs: Any) -> Execution:

@@ -55,3 +55,20 @@ def test_unload_removes_the_rewrite_and_magics(kernel):
     assert kernel.value("any(getattr(f, '__name__', '') == 'rewrite_agent_cells' for f in get_ipython().input_transformers_cleanup)") is False
     kernel.ok("%load_ext agent_kernel")
     assert kernel.value("get_ipython().find_magic('agent_sessions') is not None") is True
+
+
+def test_bad_settings_are_refused_with_a_clear_message():
+    import pytest
+    from traitlets import TraitError
+
+    from agent_kernel.config import AgentKernel
+
+    settings = AgentKernel()
+    with pytest.raises(TraitError, match="Unknown tool group"):
+        settings.tool_groups = ["code", "telepathy"]
+    with pytest.raises(TraitError, match="Unknown timezone 'Mars/Olympus'"):
+        settings.timezone = "Mars/Olympus"
+    with pytest.raises(TraitError, match="token_limit must be positive"):
+        settings.token_limit = 0
+    settings.timezone = "Europe/Paris"
+    assert settings.timezone == "Europe/Paris"

@@ -142,3 +142,11 @@ def test_tool_called_through_run_code_sees_variables(kernel, scripted_model):
     scripted_model.add(call("run_code", code="answer = 6 * 7"), say("done"))
     kernel.ok("%agent compute")
     assert kernel.value("answer") == 42
+
+
+def test_agent_cannot_start_a_turn_inside_its_own_turn(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="%agent start another turn"), say("understood"))
+    kernel.execute("%agent nest")
+    result = scripted_model.requests[1]["messages"][-1]["content"][0]["content"]
+    assert '"success": false' in result and "already running" in result
+    assert len(scripted_model.requests) == 2  # the inner %agent never reached the model

@@ -154,6 +154,8 @@ class Registry:
         started = time.perf_counter()
 
         def done(content: str, is_error: bool, value: Any = None) -> Outcome:
+            if context.secrets is not None:
+                content = context.secrets.redact(content)
             return Outcome(
                 _cap(content, result_chars), is_error, value, (time.perf_counter() - started) * 1000
             )

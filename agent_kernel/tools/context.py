@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..config import AgentKernel
     from ..display.transcript import Transcript
     from ..interrupts import TurnInterrupts
+    from ..secrets import Secrets
     from ..store import Store
     from ..store.writer import WriteBehind
 
@@ -31,6 +32,7 @@ class ToolContext:
     transcript: Transcript
     interrupts: TurnInterrupts
     approve: str = "auto"
+    secrets: Secrets | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -102,7 +102,10 @@ class AgentKernel(Configurable):
                 raise TraitError(f"Unknown timezone {name!r}; use an IANA name such as 'Europe/Paris'.") from None
         return name
 
-    @validate("max_tokens", "token_limit", "max_model_calls", "result_chars", "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb")
+    @validate(
+        "max_tokens", "token_limit", "max_model_calls", "result_chars",
+        "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",  # issue 3
+    )
     def _positive(self, proposal: dict) -> int:
         if proposal["value"] <= 0:
             raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")

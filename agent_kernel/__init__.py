@@ -46,6 +46,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
     magics._ACTIVE = instance
+    from . import magics_data
+
+    magics_data.register(shell, instance)
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
@@ -61,3 +64,6 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
             for name in names:
                 shell.magics_manager.magics[kind].pop(name, None)
         magics._ACTIVE = None
+    from . import magics_data
+
+    magics_data.unregister(shell)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +22,14 @@ from .paths import default_db_path
 from .secrets import Secrets
 
 if TYPE_CHECKING:
+    import duckdb
     from IPython.core.interactiveshell import InteractiveShell
 
     from .approval import Approver
     from .loop import TurnResult
     from .store import Store
     from .store.sessions import Session, Sessions
-    from .tools import Registry
+    from .tools import Registry, Tool
 
 
 class Agent:
@@ -219,18 +219,20 @@ class Agent:
         token_limit: int | None,
         approve: str | None,
     ) -> TurnResult:
-        from . import conversation, namespace
+        from . import conversation
         from .approval import make_check
         from .display.transcript import Transcript
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
         from .model import ModelClient
-        from .prompt import build_system_prompt
         from .tools.context import ToolContext
 
         from .store.sessions import Sessions
 
         config = self.config
+        mode = (approve or config.approve).lower()
+        registry = self.registry
+        offered = self._offered(mode)
         with self.store.connect() as con:  # one connection for everything a turn reads first
             sessions = Sessions(con)
             current = self._resolve(sessions, new, session_name, True)
@@ -238,22 +240,13 @@ class Agent:
             history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
             turn_number = sessions.last_turn(current.id) + 1
             sessions.touch(current.id, notebook=self.notebook)
-        mode = (approve or config.approve).lower()
-        groups = list(config.tool_groups) if config.tools_enabled else []
-        registry = self.registry
-        offered = registry.offered(groups, read_only=mode == "read-only")
+            sections = self._prompt_sections(con, offered)
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
             self._model_client = ModelClient()
         transcript = Transcript(live=self.live, updates_per_second=config.updates_per_second)
         shell = self.shell
-        hidden = set(getattr(shell, "user_ns_hidden", {}))
-        system = build_system_prompt(
-            self._prompt_sections(),
-            groups=sorted({t.group for t in offered}),
-            briefing=namespace.briefing(shell.user_ns, hidden) if offered else "",
-            now=_now(config.timezone),
-        )
+        system = self._build_system_prompt(sections, offered)
         with TurnInterrupts() as interrupts:
             context = ToolContext(
                 shell=shell,
@@ -288,6 +281,7 @@ class Agent:
                 prompt_blocks=conversation.as_blocks(prompt),
                 session_tokens=current.tokens_used,
                 check=make_check(mode, self.approver if self.live else None),
+                refresh_system=lambda: self.system_prompt(approve=mode),
             )
             result = await turn.run()
         await asyncio.to_thread(self._writer.flush)
@@ -295,17 +289,47 @@ class Agent:
             transcript.notice(_footer(result, limit), kind="muted")
         return result
 
-    def _prompt_sections(self) -> list[tuple[str, str]]:
-        """Extra system prompt sections (instruction, memory, database) from other tool groups."""
-        return []
+    # -- the system prompt ---------------------------------------------------------------
 
+    def system_prompt(self, *, approve: str | None = None) -> str:
+        """The system prompt the next turn would send (``%agent_prompt --full`` shows it)."""
+        offered = self._offered((approve or self.config.approve).lower())
+        with self.store.connect() as con:
+            sections = self._prompt_sections(con, offered)
+        return self._build_system_prompt(sections, offered)
 
-def _now(timezone: str) -> datetime:
-    if timezone:
-        from zoneinfo import ZoneInfo
+    def _offered(self, mode: str) -> list[Tool]:
+        """The tools a turn in approval ``mode`` offers (none with tools_enabled = False)."""
+        groups = list(self.config.tool_groups) if self.config.tools_enabled else []
+        return self.registry.offered(groups, read_only=mode == "read-only")
 
-        return datetime.now(ZoneInfo(timezone))
-    return datetime.now().astimezone()
+    def _build_system_prompt(self, sections: list[tuple[str, str]], offered: list[Tool]) -> str:
+        from . import namespace
+        from .prompt import build_system_prompt
+
+        shell = self.shell
+        hidden = set(getattr(shell, "user_ns_hidden", {}))
+        return build_system_prompt(
+            sections,
+            groups=sorted({t.group for t in offered}),
+            briefing=namespace.briefing(shell.user_ns, hidden) if offered else "",
+            now=self.config.now(),
+        )
+
+    def _prompt_sections(self, con: duckdb.DuckDBPyConnection, offered: list[Tool]) -> list[tuple[str, str]]:
+        """The stored sections: the user's and the agent's instructions, memory, database."""
+        from .store import catalog, memories, prompts
+
+        groups = {t.group for t in offered}
+        sections = [
+            ("Instructions from the user", self.config.instruction),
+            ("Your stored instructions", prompts.SystemPrompts(con).current().prompt),
+        ]
+        if "memory" in groups:
+            sections.append(("Your memory", memories.Memories(con).section()))
+        if "data" in groups:
+            sections.append(("Your database", catalog.prompt_section(con)))
+        return sections
 
 
 def _footer(result: TurnResult, limit: int) -> str:

@@ -7,6 +7,7 @@ read when a turn starts, so a ``%config`` change applies to the next ``%agent``.
 from __future__ import annotations
 
 import os
+from datetime import datetime
 
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
@@ -89,13 +90,6 @@ class AgentKernel(Configurable):
     def _default_model(self) -> str:
         return os.environ.get("AGENT_KERNEL_MODEL") or DEFAULT_MODEL
 
-    @validate("tool_groups")
-    def _valid_groups(self, proposal: dict) -> list[str]:
-        unknown = [g for g in proposal["value"] if g not in TOOL_GROUPS]
-        if unknown:
-            raise TraitError(f"Unknown tool group(s) {unknown}; the groups are {', '.join(TOOL_GROUPS)}.")
-        return proposal["value"]
-
     @validate("timezone")
     def _valid_timezone(self, proposal: dict) -> str:
         name = proposal["value"]
@@ -108,8 +102,62 @@ class AgentKernel(Configurable):
                 raise TraitError(f"Unknown timezone {name!r}; use an IANA name such as 'Europe/Paris'.") from None
         return name
 
-    @validate("max_tokens", "token_limit", "max_model_calls", "result_chars")
+    @validate(
+        "max_tokens", "token_limit", "max_model_calls", "result_chars",
+        "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",  # issue 3
+    )
     def _positive(self, proposal: dict) -> int:
         if proposal["value"] <= 0:
             raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
         return proposal["value"]
+
+    # -- issue 3: instructions, guarded SQL ----------------------------------------------
+
+    instruction = Unicode(
+        "",
+        help="Your standing instruction to the agent, put in every system prompt (blank: none). "
+        "The agent's own stored instructions (%agent_prompt) come after it.",
+    ).tag(config=True)
+
+    sql_timeout_s = Float(5.0, help="Seconds one db_sql call may run before it is stopped.").tag(
+        config=True
+    )
+
+    sql_max_rows = Int(
+        1000, help="Most rows db_sql returns to the model; it says truncated: true beyond that."
+    ).tag(config=True)
+
+    sql_memory_limit = Unicode(
+        "1GB", help="DuckDB memory limit of the connection db_sql runs the model's SQL on."
+    ).tag(config=True)
+
+    sql_threads = Int(
+        4, help="Most DuckDB threads for the model's SQL (never more than the machine's cores)."
+    ).tag(config=True)
+
+    db_max_mb = Int(
+        2048,
+        help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file "
+        "past it is rolled back.",
+    ).tag(config=True)
+
+    def now(self) -> datetime:
+        """The current time in the configured timezone (the machine's when none is set)."""
+        if self.timezone:
+            from zoneinfo import ZoneInfo
+
+            return datetime.now(ZoneInfo(self.timezone))
+        return datetime.now().astimezone()
+
+    @validate("tool_groups")
+    def _known_groups(self, proposal: dict) -> list[str]:
+        from .tools import USER_TOOLS
+
+        known = set(TOOL_GROUPS) | {t.group for t in USER_TOOLS.tools.values()}
+        unknown = [g for g in proposal["value"] if g not in known]
+        if unknown:
+            raise TraitError(
+                f"Unknown tool group {', '.join(map(repr, unknown))}: the groups are "
+                f"{', '.join(sorted(known))}. (tools_enabled = False switches all tools off.)"
+            )
+        return list(proposal["value"])

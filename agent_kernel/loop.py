@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from . import conversation
 from .errors import ModelError
 from .interrupts import TurnInterrupted
 from .model import ModelClient, tokens_used
+from .store import audit
 from .store import sessions as session_rows
 
 if TYPE_CHECKING:
@@ -80,8 +82,11 @@ class Turn:
     prompt_blocks: list[dict[str, Any]]
     session_tokens: int
     check: Check | None = None
+    # Builds the system prompt again after a tool changed it (edit_system_prompt).
+    refresh_system: Callable[[], str] | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
+    _audit: audit.AuditLog = field(init=False)
 
     async def run(self) -> TurnResult:
         ctx = self.context
@@ -91,6 +96,7 @@ class Turn:
         self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
         prompt_saved = False
         self._journal = session_rows.Journal(ctx.session_id, ctx.turn)
+        self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
         self._journal.state("running")
         self._write()
         try:
@@ -175,6 +181,13 @@ class Turn:
                 outcome = await ctx.interrupts.phase(self._dispatch(use))
                 result.tool_calls += 1
                 blocks.append(outcome.block(use["id"]))
+                self._audit.tool_call(
+                    use,
+                    result_chars=len(outcome.content),
+                    is_error=outcome.is_error,
+                    duration_ms=outcome.duration_ms,
+                    executions=ctx.extras.pop("executions", ()),
+                )
                 ctx.transcript.tool_finished(
                     use["id"],
                     status="error" if outcome.is_error or _failed(outcome.value) else "ok",
@@ -185,17 +198,20 @@ class Turn:
             answered = {b["tool_use_id"] for b in blocks}
             for use in uses:
                 if use["id"] not in answered:
-                    blocks.append(
-                        conversation.tool_result(
-                            use["id"], "The user stopped the turn before this call finished.", is_error=True
-                        )
-                    )
+                    stopped = "The user stopped the turn before this call finished."
+                    blocks.append(conversation.tool_result(use["id"], stopped, is_error=True))
                     ctx.transcript.tool_finished(use["id"], status="interrupted", detail="stopped")
+                    self._audit.tool_call(
+                        use, result_chars=len(stopped), is_error=True, duration_ms=None,
+                        executions=ctx.extras.pop("executions", ()),
+                    )
             raise
         finally:
             if blocks:
                 self._save("user", blocks)
                 self._messages.append({"role": "user", "content": blocks})
+        if ctx.extras.pop("system_prompt_changed", False) and self.refresh_system is not None:
+            self.system = self.refresh_system()
 
     async def _dispatch(self, use: dict[str, Any]) -> Outcome:
         return await self.registry.dispatch(
@@ -227,6 +243,7 @@ class Turn:
 
     def _write(self) -> None:
         self.context.writer.submit(self._journal.write)
+        self.context.writer.submit(self._audit.write)
 
 
 def _failed(value: Any) -> bool:

@@ -19,6 +19,18 @@ def agent_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def store(tmp_path: Path):
+    """A DuckDB file with the project's tables and one session, ``kept``."""
+    from agent_kernel.store import Store
+    from agent_kernel.store.sessions import Sessions
+
+    store = Store(tmp_path / "agent.duckdb")
+    with store.connect() as con:
+        Sessions(con).create("kept", notebook=None)
+    return store
+
+
+@pytest.fixture
 def kernel(scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Kernel]:
     """A real ipykernel talking to the scripted model, with agent_kernel loaded."""
     k = Kernel({}, cwd=str(tmp_path))

@@ -20,9 +20,9 @@ class Table:
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in self.columns)
+        cell = "<td style='text-align:left;vertical-align:top;white-space:pre-wrap'>{}</td>"
         body = "".join(
-            "<tr>" + "".join(f"<td style='text-align:left'>{html.escape(v)}</td>" for v in row) + "</tr>"
-            for row in self.rows
+            "<tr>" + "".join(cell.format(html.escape(v)) for v in row) + "</tr>" for row in self.rows
         )
         title = f"<strong>{html.escape(self.title)}</strong>" if self.title else ""
         note = f"<div style='color:#57606a'>{html.escape(self.note)}</div>" if self.note else ""
@@ -31,10 +31,14 @@ class Table:
     def __repr__(self) -> str:
         widths = [len(c) for c in self.columns]
         for row in self.rows:
-            widths = [max(w, len(v)) for w, v in zip(widths, row)]
+            widths = [max([w, *map(len, v.splitlines())]) for w, v in zip(widths, row)]
         line = "  ".join(c.ljust(w) for c, w in zip(self.columns, widths))
         rule = "  ".join("-" * w for w in widths)
-        body = ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in self.rows]
+        body = []
+        for row in self.rows:  # a cell of several lines makes the row as tall
+            cells = [v.splitlines() or [""] for v in row]
+            for i in range(max(map(len, cells), default=1)):
+                body.append("  ".join((c[i] if i < len(c) else "").ljust(w) for c, w in zip(cells, widths)))
         parts = ([self.title] if self.title else []) + [line, rule, *body]
         if self.note:
             parts.append(self.note)

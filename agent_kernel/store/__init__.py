@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from .schema import migrate
@@ -34,7 +34,9 @@ class Store:
         import filelock
 
         self.path = Path(path).expanduser()
-        self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False)
+        # filelock waits by polling: poll often, or a busy writer in another process keeps
+        # taking the lock back before a waiter looks again.
+        self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False, poll_interval=0.005)
         self._thread_lock = threading.RLock()
         self._migrated = False
 
@@ -42,10 +44,16 @@ class Store:
         return f"Store({str(self.path)!r})"
 
     @contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Yield a connection under the file lock; commit and close when the block ends."""
+    def connect(
+        self, *, config: Mapping[str, Any] | None = None
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """Yield a connection under the file lock; commit and close when the block ends.
+
+        ``config``: DuckDB settings for this connection's database instance (the SQL
+        sandbox of :mod:`agent_kernel.store.guard` uses it).
+        """
         with self._thread_lock, self._lock:
-            con = self._open()
+            con = self._open(config)
             try:
                 if not self._migrated:
                     migrate(con)
@@ -54,7 +62,7 @@ class Store:
             finally:
                 con.close()
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
+    def _open(self, config: Mapping[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
         import duckdb
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +70,7 @@ class Store:
         delay = 0.01
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                return duckdb.connect(str(self.path), config=dict(config or {}))
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise StoreError(

@@ -42,10 +42,89 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    # -- issue 3: state, memory, the stored system prompt, the audit trail -----------------
+    (
+        10,
+        """
+        CREATE TABLE IF NOT EXISTS agent_state (
+            key         VARCHAR PRIMARY KEY,
+            value       JSON NOT NULL,
+            updated_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS memories (
+            id                VARCHAR PRIMARY KEY,
+            store             VARCHAR NOT NULL,
+            type              VARCHAR NOT NULL,
+            content           VARCHAR NOT NULL,
+            tags              VARCHAR[] NOT NULL DEFAULT [],
+            pursuing_priority INTEGER,
+            period_key        VARCHAR,
+            chat_id           VARCHAR,
+            session_id        VARCHAR,
+            created_at        TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            updated_at        TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS system_prompt_versions (
+            version     INTEGER PRIMARY KEY,
+            prompt      VARCHAR NOT NULL,
+            operation   VARCHAR NOT NULL,
+            author      VARCHAR NOT NULL,
+            session_id  VARCHAR,
+            created_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS tool_calls (
+            session_id   VARCHAR NOT NULL,
+            turn         INTEGER NOT NULL,
+            tool_use_id  VARCHAR,
+            tool         VARCHAR NOT NULL,
+            input        JSON,
+            result_chars INTEGER NOT NULL,
+            is_error     BOOLEAN NOT NULL,
+            duration_ms  DOUBLE,
+            created_at   TIMESTAMP NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS code_executions (
+            id              VARCHAR NOT NULL,
+            session_id      VARCHAR NOT NULL,
+            turn            INTEGER NOT NULL,
+            code            VARCHAR NOT NULL,
+            stdout          VARCHAR,
+            stderr          VARCHAR,
+            success         BOOLEAN NOT NULL,
+            duration_ms     DOUBLE,
+            error_type      VARCHAR,
+            error_message   VARCHAR,
+            traceback       VARCHAR,
+            error_category  VARCHAR,
+            trigger_prompt  VARCHAR,
+            isolated        BOOLEAN NOT NULL DEFAULT false,
+            created_at      TIMESTAMP NOT NULL
+        );
+        COMMENT ON TABLE sessions IS 'Project table (read-only): the agent''s conversations.';
+        COMMENT ON TABLE messages IS 'Project table (read-only): every message of every session, content as JSON.';
+        COMMENT ON TABLE schema_migrations IS 'Project table (read-only): migrations applied to this file.';
+        COMMENT ON TABLE agent_state IS 'Project table (read-only here; use get_state/set_state): JSON values by key.';
+        COMMENT ON TABLE memories IS 'Project table (read-only here; use the memory tool): user memories and summaries.';
+        COMMENT ON TABLE system_prompt_versions IS 'Project table (read-only here; use edit_system_prompt): every version of your stored instructions.';
+        COMMENT ON TABLE tool_calls IS 'Project table (read-only): every tool call (session, turn, tool, input, result size, error, duration).';
+        COMMENT ON TABLE code_executions IS 'Project table (read-only): every run_code execution with its outputs and error category.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write (issue: guarded SQL). Later migrations add theirs.
-PROTECTED_TABLES: set[str] = {"sessions", "messages", "schema_migrations"}
+# (The SQL guard lets the model write only tables named ai_*, so these are read-only to it.)
+PROTECTED_TABLES: set[str] = {
+    "sessions",
+    "messages",
+    "schema_migrations",
+    # issue 3
+    "agent_state",
+    "memories",
+    "system_prompt_versions",
+    "tool_calls",
+    "code_executions",
+}
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,0 +1,132 @@
+"""What is in the agent's database: tables, columns and their comments.
+
+``COMMENT ON TABLE`` / ``COMMENT ON COLUMN`` are the one place the model documents its
+tables. ``db_schema`` returns them and the system prompt's "Your database" section is
+written from them, so there is no second description to keep in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .guard import WRITABLE_PREFIX, quote_name
+
+if TYPE_CHECKING:
+    import duckdb
+
+SECTION_CHARS = 3_000
+
+
+@dataclass
+class TableInfo:
+    """One table or view of the agent's database."""
+
+    name: str
+    schema: str
+    view: bool
+    comment: str | None
+    estimated_rows: int | None
+    columns: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def writable(self) -> bool:
+        return self.name.lower().startswith(WRITABLE_PREFIX)
+
+    @property
+    def qualified(self) -> str:
+        return self.name if self.schema == "main" else f"{self.schema}.{self.name}"
+
+
+def describe(con: duckdb.DuckDBPyConnection) -> list[TableInfo]:
+    """Every table and view of the file (not temporary, not internal): the model's first."""
+    found: dict[tuple[str, str], TableInfo] = {}
+    for schema, name, comment, rows in con.execute(
+        "SELECT schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND NOT temporary AND NOT internal"
+    ).fetchall():
+        found[schema, name] = TableInfo(name, schema, False, comment, rows)
+    for schema, name, comment in con.execute(
+        "SELECT schema_name, view_name, comment FROM duckdb_views() "
+        "WHERE database_name = current_database() AND NOT temporary AND NOT internal"
+    ).fetchall():
+        found[schema, name] = TableInfo(name, schema, True, comment, None)
+    keys: dict[tuple[str, str], set[str]] = {}
+    for schema, name, columns in con.execute(
+        "SELECT schema_name, table_name, constraint_column_names FROM duckdb_constraints() "
+        "WHERE database_name = current_database() AND constraint_type = 'PRIMARY KEY'"
+    ).fetchall():
+        keys.setdefault((schema, name), set()).update(columns)
+    for schema, name, column, data_type, nullable, comment in con.execute(
+        "SELECT schema_name, table_name, column_name, data_type, is_nullable, comment "
+        "FROM duckdb_columns() WHERE database_name = current_database() AND NOT internal "
+        "ORDER BY schema_name, table_name, column_index"
+    ).fetchall():
+        table = found.get((schema, name))
+        if table is None:
+            continue
+        entry: dict[str, Any] = {
+            "name": column,
+            "type": data_type,
+            "notnull": not nullable,
+            "pk": column in keys.get((schema, name), ()),
+        }
+        if comment:
+            entry["comment"] = comment
+        table.columns.append(entry)
+    return sorted(found.values(), key=lambda t: (not t.writable, t.schema != "main", t.qualified))
+
+
+def row_counts(con: duckdb.DuckDBPyConnection, tables: list[TableInfo]) -> dict[str, int]:
+    """Exact row counts of the (non-view) ``tables``, in one query."""
+    plain = [t for t in tables if not t.view]
+    if not plain:
+        return {}
+    parts = [
+        f"SELECT {i} AS i, count(*) AS n FROM {quote_name(t.schema)}.{quote_name(t.name)}"
+        for i, t in enumerate(plain)
+    ]
+    counts = dict(con.execute(" UNION ALL ".join(parts)).fetchall())
+    return {plain[i].qualified: int(n) for i, n in counts.items()}
+
+
+def prompt_section(con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHARS) -> str:
+    """The system prompt's "Your database" text, written from the tables' comments."""
+    tables = describe(con)
+    mine = [t for t in tables if t.writable]
+    project = [t.qualified for t in tables if not t.writable]
+    lines = [
+        (
+            "Your DuckDB database (db_sql). You write only to tables named ai_*; document each "
+            "with COMMENT ON TABLE / COMMENT ON COLUMN, which is what you will read here next "
+            "time. Kernel DataFrames can be queried by their variable names."
+        )
+    ]
+    if not mine:
+        lines.append(
+            "You have no tables yet (e.g. CREATE TABLE ai_sales AS SELECT * FROM sales_df)."
+        )
+    used = len(lines[0])
+    for shown, table in enumerate(mine):
+        line = _table_line(table)
+        if used + len(line) > max_chars:
+            lines.append(f"- ... and {len(mine) - shown} more ai_* tables (db_schema lists them all).")
+            break
+        lines.append(line)
+        used += len(line)
+    if project:
+        lines.append(f"Read-only project tables: {', '.join(project)}.")
+    return "\n".join(lines)
+
+
+def _table_line(table: TableInfo) -> str:
+    kind = "view" if table.view else f"~{table.estimated_rows:,} rows" if table.estimated_rows is not None else "table"
+    comment = table.comment or (
+        f"(no comment yet: COMMENT ON {'VIEW' if table.view else 'TABLE'} {table.qualified} IS '...')"
+    )
+    columns = ", ".join(
+        f"{c['name']} {c['type']}" + (f" ({c['comment']})" if c.get("comment") else "")
+        for c in table.columns
+    )
+    return f"- {table.qualified} ({kind}): {comment} Columns: {columns}"
+

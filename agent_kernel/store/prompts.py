@@ -1,0 +1,130 @@
+"""The stored system prompt: instructions the agent (and the user) edit, every version kept.
+
+Version 0 is the empty prompt, before anything was stored. Each edit, including a
+rollback, adds a version, so nothing is ever lost and history reads top to bottom.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import ToolInputError
+
+if TYPE_CHECKING:
+    import duckdb
+
+OPERATIONS = ("replace", "find_replace", "append", "prepend", "delete")
+
+
+@dataclass(frozen=True)
+class PromptVersion:
+    """One stored version of the system prompt."""
+
+    version: int
+    prompt: str
+    operation: str
+    author: str
+    created_at: datetime | None
+
+
+EMPTY = PromptVersion(0, "", "initial", "agent-kernel", None)
+
+
+class SystemPrompts:
+    """``system_prompt_versions`` through one open connection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def current(self) -> PromptVersion:
+        row = self.con.execute(
+            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions "
+            "ORDER BY version DESC LIMIT 1"
+        ).fetchone()
+        return PromptVersion(*row) if row else EMPTY
+
+    def get(self, version: int) -> PromptVersion | None:
+        if version == 0:
+            return EMPTY
+        row = self.con.execute(
+            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions "
+            "WHERE version = ?",
+            [version],
+        ).fetchone()
+        return PromptVersion(*row) if row else None
+
+    def history(self) -> list[PromptVersion]:
+        """Every version, newest first."""
+        rows = self.con.execute(
+            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions "
+            "ORDER BY version DESC"
+        ).fetchall()
+        return [PromptVersion(*row) for row in rows]
+
+    def save(
+        self, prompt: str, *, operation: str, author: str, session_id: str | None = None
+    ) -> PromptVersion:
+        """Store ``prompt`` as the next version (unless it is the current text already)."""
+        current = self.current()
+        if prompt == current.prompt:
+            return current
+        self.con.execute(
+            "INSERT INTO system_prompt_versions (version, prompt, operation, author, session_id) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [current.version + 1, prompt, operation, author, session_id],
+        )
+        return self.current()
+
+    def rollback(self, version: int, *, author: str) -> PromptVersion:
+        """Make ``version``'s text current again, as a new version."""
+        old = self.get(version)
+        if old is None:
+            latest = self.current().version
+            raise ToolInputError(f"There is no version {version} of the system prompt (versions 0 to {latest}).")
+        return self.save(old.prompt, operation=f"rollback to {version}", author=author)
+
+
+def edit(
+    prompt: str,
+    operation: str,
+    *,
+    content: str | None = None,
+    find: str | None = None,
+    replace: str | None = None,
+    replace_all: bool = False,
+) -> str:
+    """``prompt`` after one edit operation (seed 003's five); a clear error when it cannot apply."""
+    if operation == "find_replace":
+        if not find:
+            raise ToolInputError("find_replace needs find (the exact text to look for) and replace.")
+        if replace is None:
+            raise ToolInputError("find_replace needs replace (the new text; \"\" removes it).")
+        if find not in prompt:
+            raise ToolInputError(
+                f"{find!r} is not in the system prompt; read_system_prompt shows its exact text."
+            )
+        return prompt.replace(find, replace) if replace_all else prompt.replace(find, replace, 1)
+    if content is None:
+        raise ToolInputError(f"{operation} needs content.")
+    if operation == "replace":
+        return content
+    if operation == "append":
+        return f"{prompt.rstrip()}\n{content}" if prompt.strip() else content
+    if operation == "prepend":
+        return f"{content}\n{prompt.lstrip()}" if prompt.strip() else content
+    if operation == "delete":
+        if not content or content not in prompt:
+            raise ToolInputError(
+                f"{content!r} is not in the system prompt; read_system_prompt shows its exact text."
+            )
+        return _tidy(prompt.replace(content, "", 1))
+    raise ToolInputError(f"Unknown operation {operation!r}: use one of {', '.join(OPERATIONS)}.")
+
+
+def _tidy(text: str) -> str:
+    """Collapse the blank lines a deletion leaves behind."""
+    while "\n\n\n" in text:
+        text = text.replace("\n\n\n", "\n\n")
+    return text.strip("\n")

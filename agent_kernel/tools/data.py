@@ -1,0 +1,299 @@
+"""The ``data`` group: guarded SQL over the agent's DuckDB file, and key-value state.
+
+``db_sql`` runs off the event loop, in a worker thread holding the store's lock, so the
+kernel stays responsive (Stop works) while DuckDB works; Stop interrupts the query. What
+the SQL may do is decided in :mod:`agent_kernel.store.guard`, how it runs in
+:mod:`agent_kernel.store.sandbox`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import decimal
+import json
+import keyword
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import ToolInputError
+from ..store import guard, sandbox
+from . import Tool, current_context
+
+if TYPE_CHECKING:
+    from ..config import AgentKernel
+    from ..store import Store
+    from ..store.state import State
+
+T = TypeVar("T")
+
+CELL_CHARS = 1_000
+INTO_PREVIEW_ROWS = 10
+STATE_VALUE_CHARS = 1_000_000
+
+# (module, class) of the DataFrame types DuckDB can scan in place.
+_FRAME_TYPES = {
+    ("pandas", "DataFrame"),
+    ("polars", "DataFrame"),
+    ("polars", "LazyFrame"),
+    ("pyarrow", "Table"),
+    ("pyarrow", "RecordBatch"),
+    ("pyarrow", "RecordBatchReader"),
+    ("pyarrow", "Dataset"),
+}
+
+
+async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = None) -> dict[str, Any]:
+    """Run SQL (DuckDB dialect) on your own DuckDB database; kernel DataFrames are readable by name.
+
+    A query returns {columns, rows, row_count, truncated}: at most 1,000 rows, so aggregate,
+    filter or LIMIT in SQL. A write returns {changes}. Several statements separated by ";"
+    run as one transaction. You may create and change only tables (views, macros, ...)
+    named ai_*; the project's own tables are read-only. Document every table you make with
+    COMMENT ON TABLE ai_x IS '...' (and COMMENT ON COLUMN): those comments are shown in your
+    system prompt in later sessions. A pandas DataFrame `df` in the kernel is queried as
+    `SELECT ... FROM df` without copying it; `CREATE TABLE ai_x AS SELECT * FROM df` keeps a
+    copy. There is no file or network access (no read_csv, COPY, ATTACH, INSTALL/LOAD), no
+    SET or PRAGMA, and each statement is stopped after a few seconds (5 s by default).
+
+    Args:
+        sql: One or more SQL statements.
+        params: Values for ? placeholders (with a single statement).
+        into: A Python variable name: the query's full result becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
+    """
+    context = current_context()
+    statements = guard.parse(sql)
+    if params is not None and len(statements) > 1:
+        raise ToolInputError("params go with a single statement; send the statements one call each.")
+    if into is not None:
+        if not into.isidentifier() or keyword.iskeyword(into):
+            raise ToolInputError(f"into must be a Python variable name, not {into!r}.")
+        if not statements[-1].reads:
+            raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
+    settings = context.settings
+    run = sandbox.SqlRun(context.store, _limits(settings))
+    frames = kernel_frames(context.namespace, context.hidden_names)
+    result = await _off_loop(
+        lambda: run.run(statements, params=params, frames=frames, into=into is not None), run.interrupt
+    )
+    if not result.returns_rows:
+        return {"changes": result.changes}
+    shown = result.rows[:INTO_PREVIEW_ROWS] if into is not None else result.rows
+    rows, cut = bounded_rows(shown, budget=settings.result_chars * 9 // 10)
+    answer: dict[str, Any] = {
+        "columns": result.columns,
+        "rows": rows,
+        "row_count": len(rows),
+        "truncated": result.truncated or cut or len(shown) < len(result.rows),
+    }
+    if result.changes:
+        answer["changes"] = result.changes
+    if into is not None:
+        context.namespace[into] = result.frame
+        answer["into"] = {"variable": into, "shape": list(result.frame.shape)}
+    elif answer["truncated"]:
+        answer["note"] = (
+            "More rows exist than are shown: aggregate or filter in SQL, or fetch the whole "
+            'result into the kernel with into="name".'
+        )
+    return answer
+
+
+async def db_schema() -> dict[str, Any]:
+    """List the tables and views of your DuckDB database: columns, row counts and comments.
+
+    Tables named ai_* are yours (writable); the others are the project's own, read-only.
+    Kernel DataFrames are not listed here (see inspect_namespace) but db_sql reads them by name.
+    """
+    from ..store import catalog
+
+    def read(con: Any) -> list[dict[str, Any]]:
+        tables = catalog.describe(con)
+        counts = catalog.row_counts(con, tables)
+        described = []
+        for table in tables:
+            entry: dict[str, Any] = {
+                "name": table.qualified,
+                "columns": table.columns,
+                "row_count": counts.get(table.qualified),
+                "writable": table.writable,
+            }
+            if table.view:
+                entry["view"] = True
+            if table.comment:
+                entry["comment"] = table.comment
+            described.append(entry)
+        return described
+
+    return {"tables": await with_connection(current_context().store, read)}
+
+
+async def get_state(key: str) -> dict[str, Any]:
+    """Read a value you stored with set_state; {value: null} when the key is absent.
+
+    State is kept in your database across sessions and kernels.
+
+    Args:
+        key: The key to read.
+    """
+    _check_key(key)
+    return {"value": await _with_state(lambda state: state.get(key))}
+
+
+async def set_state(key: str, value: Any) -> dict[str, Any]:
+    """Store any JSON value under a key (replacing what was there), durable across sessions.
+
+    Use keys with prefixes (e.g. "report/last_run") so list_state_keys can group them.
+
+    Args:
+        key: The key to write.
+        value: Any JSON value: object, array, string, number, boolean or null.
+    """
+    _check_key(key)
+    size = len(json.dumps(value, ensure_ascii=False))
+    if size > STATE_VALUE_CHARS:
+        raise ToolInputError(
+            f"The value is {size:,} characters of JSON; state holds at most {STATE_VALUE_CHARS:,}. "
+            "Keep large data in a table (db_sql, CREATE TABLE ai_...)."
+        )
+    await _with_state(lambda state: state.set(key, value))
+    return {"ok": True}
+
+
+async def delete_state(key: str) -> dict[str, Any]:
+    """Delete a state key; {deleted: false} when it did not exist.
+
+    Args:
+        key: The key to delete.
+    """
+    _check_key(key)
+    return {"deleted": await _with_state(lambda state: state.delete(key))}
+
+
+async def list_state_keys(prefix: str | None = None) -> dict[str, Any]:
+    """List your state keys, optionally only those starting with a prefix.
+
+    Args:
+        prefix: Only keys that start with this text.
+    """
+    return {"keys": await _with_state(lambda state: state.keys(prefix))}
+
+
+def _sql_writes(tool_input: Any) -> bool:
+    """Whether a db_sql call changes something: writing SQL, or into= (a kernel variable)."""
+    return bool(tool_input.get("into")) or guard.writes(str(tool_input.get("sql", "")))
+
+
+TOOLS = [
+    Tool(db_sql, name="db_sql", group="data", writes=_sql_writes),
+    Tool(db_schema, name="db_schema", group="data"),
+    Tool(get_state, name="get_state", group="data"),
+    Tool(set_state, name="set_state", group="data", writes=True),
+    Tool(delete_state, name="delete_state", group="data", writes=True),
+    Tool(list_state_keys, name="list_state_keys", group="data"),
+]
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _limits(settings: AgentKernel) -> sandbox.Limits:
+    return sandbox.Limits(
+        timeout_s=settings.sql_timeout_s,
+        max_rows=settings.sql_max_rows,
+        memory_limit=settings.sql_memory_limit,
+        threads=settings.sql_threads,
+        max_db_bytes=settings.db_max_mb * 1024 * 1024,
+    )
+
+
+def kernel_frames(namespace: Mapping[str, Any], hidden: set[str]) -> dict[str, Any]:
+    """The user's DataFrames (pandas; polars and pyarrow when installed) by variable name."""
+    frames = {}
+    for name, value in namespace.items():
+        if name.startswith("_") or name in hidden:
+            continue
+        kind = type(value)
+        if (kind.__module__.partition(".")[0], kind.__name__) in _FRAME_TYPES:
+            frames[name] = value
+    return frames
+
+
+async def _off_loop(work: Callable[[], T], interrupt: Callable[[], None]) -> T:
+    """Run ``work`` in a thread; if the turn is stopped meanwhile, interrupt it and wait."""
+    future = asyncio.get_running_loop().run_in_executor(None, work)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        interrupt()
+        await asyncio.wait([future])  # the connection is closed before the turn goes on
+        raise
+
+
+async def with_connection(store: Store, read: Callable[[Any], T]) -> T:
+    """``read(con)`` on a short-lived connection, in a worker thread (the event loop stays free)."""
+
+    def work() -> T:
+        with store.connect() as con:
+            return read(con)
+
+    return await asyncio.to_thread(work)
+
+
+async def _with_state(action: Callable[[State], T]) -> T:
+    from ..store.state import State
+
+    return await with_connection(current_context().store, lambda con: action(State(con)))
+
+
+def _check_key(key: str) -> None:
+    if not key.strip():
+        raise ToolInputError("key must not be empty.")
+    if len(key) > 512:
+        raise ToolInputError("key is too long (at most 512 characters).")
+
+
+def bounded_rows(rows: list[tuple[Any, ...]], *, budget: int) -> tuple[list[list[Any]], bool]:
+    """``rows`` as JSON-ready lists, as many as fit in ``budget`` characters of JSON."""
+    cells = [[json_value(v) for v in row] for row in rows]
+    size = len(json.dumps(cells, ensure_ascii=False))
+    if size <= budget:
+        return cells, False
+    # Rows of one result are alike: start from the share that fits on average, then shrink.
+    count = max(1, len(cells) * budget // size)
+    while count > 1 and len(json.dumps(cells[:count], ensure_ascii=False)) > budget:
+        count = count * 9 // 10
+    return cells[:count], True
+
+
+def json_value(value: Any) -> Any:
+    """A JSON-ready form of a value DuckDB or pandas returned (dates as ISO text, NaN as null)."""
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, str):
+        return value if len(value) <= CELL_CHARS else value[:CELL_CHARS] + f"... [{len(value):,} chars]"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else (None if math.isnan(value) else str(value))
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas missing values
+        return None
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, (datetime.timedelta, uuid.UUID)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        return data.hex() if len(data) <= 64 else f"<{len(data):,} bytes>"
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        return json_value(item())
+    if getattr(value, "tolist", None) is not None:  # numpy arrays in list columns
+        return json_value(value.tolist())
+    return str(value)

@@ -1,0 +1,191 @@
+"""The ``memory`` group: the ``memory`` tool (seed 000) and the self-editing system prompt (seed 003)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ..errors import ToolInputError
+from ..store import memories as memory_store
+from ..store import prompts
+from . import Tool, current_context
+from .data import with_connection
+
+Category = Literal[
+    "fact", "preference", "life-goal", "project", "open-loop", "relationship", "health", "work", "personal-context"
+]
+SummaryType = Literal[
+    "conversation-summary", "daily-summary", "weekly-summary", "monthly-summary", "quarterly-summary", "yearly-summary"
+]
+StoreName = Literal["user_memory", "summaries"]
+
+
+async def memory(
+    action: Literal["store", "recall", "list", "forget"],
+    store: StoreName | None = None,
+    content: str | None = None,
+    tags: list[str] | None = None,
+    category: Category | None = None,
+    pursuingPriority: Annotated[int | None, Field(ge=0, le=100)] = None,  # the contract's name
+    summary_type: SummaryType | None = None,
+    period_key: str | None = None,
+    chat_id: str | None = None,
+    query: str | None = None,
+    store_filter: StoreName | None = None,
+    categories: list[Category] | None = None,
+    summary_types: list[SummaryType] | None = None,
+    from_: Annotated[
+        str | None, Field(alias="from", description="recall/list: only memories stored at or after this ISO date/time.")
+    ] = None,
+    to: str | None = None,
+    period_key_prefix: str | None = None,
+    limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    memory_id: str | None = None,
+) -> dict[str, Any]:
+    """Store and recall what you know across sessions: user memories and summaries.
+
+    - store, store=user_memory (default): a fact, preference, goal, project, open loop,
+      ... about the user (category, tags, pursuingPriority). All user memories appear in
+      your system prompt, so keep each short; the section has a 4,000-character cap.
+    - store, store=summaries: a roll-up under a calendar period key: daily YYYY-MM-DD,
+      weekly ISO week YYYY-Www (Monday to Sunday), monthly YYYY-MM, quarterly YYYY-Qn,
+      yearly YYYY (default: the current period; a date means the period containing it).
+      Storing the same type and period again replaces the summary.
+    - recall: memories ranked by relevance to query (returns relevance), with filters.
+    - list: the newest memories, with the same filters.
+    - forget: delete memory_id.
+
+    Args:
+        action: store, recall, list or forget.
+        store: Which store to write: user_memory (default) or summaries.
+        content: The memory or summary text (store).
+        tags: Keywords for the memory (store); for recall/list, only memories with any of them.
+        category: Kind of user memory (store, user_memory; default fact).
+        pursuingPriority: 0-100, how actively the user pursues this (goals, projects, open loops).
+        summary_type: Kind of summary (store, summaries).
+        period_key: The period a summary covers (see above).
+        chat_id: The conversation a conversation-summary belongs to (default: this session); a filter for recall/list.
+        query: What to recall, in words (recall).
+        store_filter: recall/list: only this store.
+        categories: recall/list: only these user memory categories.
+        summary_types: recall/list: only these summary types.
+        to: recall/list: only memories stored at or before this ISO date/time.
+        period_key_prefix: recall/list: only summaries whose period key starts with this (e.g. 2025-12, 2025-W5).
+        limit: recall/list: most memories to return (default 10).
+        memory_id: The memory to delete (forget).
+    """
+    context = current_context()
+    if action in ("store", "forget"):
+        context.extras["system_prompt_changed"] = True  # the prompt's memory section changes
+    if action == "store":
+        if not content or not content.strip():
+            raise ToolInputError("store needs content: the text to remember.")
+        if (store or ("summaries" if summary_type else "user_memory")) == "summaries":
+            if summary_type is None:
+                raise ToolInputError(f"A summary needs summary_type: one of {', '.join(memory_store.SUMMARY_TYPES)}.")
+            key = memory_store.period_key(summary_type, period_key, context.settings.now().date())
+            chat = chat_id or (context.session_name if summary_type == "conversation-summary" else None)
+            stored, replaced = await _with_memories(
+                lambda m: m.summarize(
+                    content.strip(), summary_type=summary_type, period_key=key, chat_id=chat,
+                    tags=tags or [], session_id=context.session_id,
+                )
+            )
+            answer: dict[str, Any] = {"success": True, "memories": [stored.as_dict()]}
+            if replaced:
+                answer["replaced"] = True
+            return answer
+        if summary_type is not None or period_key is not None:
+            raise ToolInputError("summary_type and period_key belong to store=summaries.")
+        stored = await _with_memories(
+            lambda m: m.remember(
+                content.strip(), category=category or "fact", tags=tags or [],
+                pursuing_priority=pursuingPriority, session_id=context.session_id,
+            )
+        )
+        return {"success": True, "memories": [stored.as_dict()]}
+    if action == "forget":
+        if not memory_id:
+            raise ToolInputError("forget needs memory_id (recall or list shows the ids).")
+        forgotten = await _with_memories(lambda m: m.forget(memory_id.strip()))
+        if forgotten is None:
+            raise ToolInputError(f"No memory has id {memory_id!r}; recall or list shows the ids.")
+        return {"success": True, "memories": [forgotten.as_dict()]}
+    filters = memory_store.Filters(
+        store=store_filter or store,
+        types=[*(categories or []), *(summary_types or [])],
+        tags=tags or [],
+        chat_id=chat_id,
+        since=memory_store.parse_instant(from_, "from"),
+        until=memory_store.parse_instant(to, "to"),
+        period_key_prefix=period_key_prefix,
+    )
+    if action == "recall":
+        if not query or not query.strip():
+            raise ToolInputError("recall needs query: what to look for, in words (list needs none).")
+        found = await _with_memories(lambda m: m.recall(query, filters, limit))
+    else:
+        found = await _with_memories(lambda m: m.list(filters, limit))
+    return {"success": True, "memories": [m.as_dict() for m in found]}
+
+
+async def read_system_prompt() -> dict[str, Any]:
+    """Read your stored instructions (the part of your system prompt you can edit) and their version.
+
+    Read it before a find_replace or delete: the prompt of this conversation may be older
+    than the stored one.
+    """
+    current = await with_connection(current_context().store, lambda con: prompts.SystemPrompts(con).current())
+    return {"prompt": current.prompt, "version": current.version}
+
+
+async def edit_system_prompt(
+    operation: Literal["replace", "find_replace", "append", "prepend", "delete"],
+    content: str | None = None,
+    find: str | None = None,
+    replace: str | None = None,
+    replace_all: bool = False,
+) -> dict[str, Any]:
+    """Edit your stored instructions, which are part of every later system prompt.
+
+    Use it for lasting guidance the user gives ("from now on ...") and what you learn about
+    how they like to work. Every edit is kept as a version the user can roll back
+    (%agent_prompt --rollback N). The new text applies from your next request.
+
+    Args:
+        operation: replace (content is the whole new text), find_replace (find -> replace), append or prepend (content), delete (removes the first occurrence of content).
+        content: The text for replace, append, prepend or delete.
+        find: find_replace: the exact text to look for.
+        replace: find_replace: the new text.
+        replace_all: find_replace: replace every occurrence, not just the first.
+    """
+    context = current_context()
+
+    def apply(con: Any) -> prompts.PromptVersion:
+        stored = prompts.SystemPrompts(con)
+        current = stored.current()
+        text = prompts.edit(
+            current.prompt, operation, content=content, find=find, replace=replace, replace_all=replace_all
+        )
+        return stored.save(text, operation=operation, author="agent", session_id=context.session_id)
+
+    saved = await with_connection(context.store, apply)
+    context.extras["system_prompt_changed"] = True
+    return {"version": saved.version}
+
+
+def _memory_writes(tool_input: Any) -> bool:
+    return tool_input.get("action") in ("store", "forget")
+
+
+TOOLS = [
+    Tool(memory, name="memory", group="memory", writes=_memory_writes),
+    Tool(read_system_prompt, name="read_system_prompt", group="memory"),
+    Tool(edit_system_prompt, name="edit_system_prompt", group="memory", writes=True),
+]
+
+
+async def _with_memories(action: Any) -> Any:
+    return await with_connection(current_context().store, lambda con: action(memory_store.Memories(con)))
+

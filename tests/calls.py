@@ -1,0 +1,66 @@
+"""Helpers for tests that script tool calls and read back what the tools answered."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from agent_kernel.testing import reply, say, tool_use
+
+from .kernel import Kernel
+
+
+def decoded(block: dict[str, Any]) -> dict[str, Any]:
+    """A tool_result block: its JSON value, or ``{"is_error": True, "text": ...}``."""
+    content = block["content"]
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+    if block.get("is_error"):
+        return {"is_error": True, "text": text}
+    return json.loads(text)
+
+
+def batch(kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = ""):
+    """One model reply that calls every ``(tool, input)`` at once, then "done".
+
+    Returns the decoded results in call order and the cell's execution.
+    """
+    scripted_model.add(reply(*[tool_use(name, tool_input) for name, tool_input in uses]), say("done"))
+    execution = kernel.ok(f"%agent {flags} {prompt}".replace("  ", " "))
+    blocks = scripted_model.requests[-1]["messages"][-1]["content"]
+    assert [b["type"] for b in blocks] == ["tool_result"] * len(uses)
+    return [decoded(b) for b in blocks], execution
+
+
+def sql(statement: str, **options: Any) -> tuple[str, dict[str, Any]]:
+    return "db_sql", {"sql": statement, **options}
+
+
+@contextmanager
+def restarted(tmp_path) -> Iterator[Kernel]:
+    """Another kernel on the same DuckDB file, as after a restart, with the extension loaded."""
+    kernel = Kernel({}, cwd=str(tmp_path))
+    try:
+        kernel.ok("%load_ext agent_kernel")
+        yield kernel
+    finally:
+        kernel.shutdown()
+
+
+def sql_run(store, sql, limits=None, **options):
+    """Run ``sql`` as db_sql would, on ``store``'s file (or the in-memory sandbox)."""
+    from agent_kernel.store import guard, sandbox
+
+    return sandbox.SqlRun(store, limits or sandbox.Limits()).run(guard.parse(sql), **options)
+
+
+def sql_refused(store, sql, **options) -> str:
+    """The refusal ``sql`` meets (the test fails if it runs)."""
+    import pytest
+
+    from agent_kernel.errors import ToolInputError
+
+    with pytest.raises(ToolInputError) as caught:
+        sql_run(store, sql, **options)
+    return str(caught.value)

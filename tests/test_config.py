@@ -1,0 +1,44 @@
+"""AgentKernel settings that decide what the model is offered: the master switch and tool groups."""
+
+from __future__ import annotations
+
+import pytest
+from traitlets import TraitError
+
+from agent_kernel.config import AgentKernel
+from agent_kernel.testing import say
+
+
+def test_tools_enabled_false_offers_no_tools_at_all(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.tools_enabled = False")
+    scripted_model.add(say("Just talking."))
+    kernel.ok("%agent hello")
+    request = scripted_model.requests[-1]
+    assert "tools" not in request
+    assert "## Your tools" not in request["system"] and "## Your database" not in request["system"]
+    kernel.ok("%config AgentKernel.tools_enabled = True")
+    scripted_model.add(say("Tools again."))
+    kernel.ok("%agent hello again")
+    assert {"run_code", "db_sql", "memory"} <= {t["name"] for t in scripted_model.requests[-1]["tools"]}
+
+
+def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.tool_groups = ['data']")
+    scripted_model.add(say("ok"))
+    kernel.ok("%agent what can you do?")
+    request = scripted_model.requests[-1]
+    assert {t["name"] for t in request["tools"]} == {
+        "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys",
+    }
+    assert "## Your database" in request["system"] and "## Your memory" not in request["system"]
+    bad = kernel.execute("%config AgentKernel.tool_groups = ['data', 'web2']")  # %config reports it
+    assert "Unknown tool group 'web2': the groups are code, data, memory" in bad.stderr, bad.stderr
+    assert kernel.value("get_ipython().find_magic('agent').__self__.settings.tool_groups") == ["data"]
+
+
+def test_unknown_groups_are_refused_with_the_known_ones():
+    settings = AgentKernel()
+    settings.tool_groups = ["code", "memory"]
+    with pytest.raises(TraitError, match="Unknown tool group 'sql'.*code, data, memory"):
+        settings.tool_groups = ["sql"]
+    assert settings.tool_groups == ["code", "memory"]

@@ -1,0 +1,135 @@
+"""Where checked SQL runs: the sandboxed connection, kernel frames, the caps, the time limit."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import Store, guard, sandbox
+
+from .calls import sql_refused as refused
+from .calls import sql_run as run
+
+
+def test_the_sandbox_is_locked(store):
+    settings = dict(
+        run(
+            store,
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', "
+            "'lock_configuration', 'max_execution_time', 'autoload_known_extensions', 'enable_progress_bar', "
+            "'threads', 'memory_limit')",
+        ).rows
+    )
+    assert settings == {
+        "enable_external_access": "false",
+        "lock_configuration": "true",
+        "max_execution_time": "5000",
+        "autoload_known_extensions": "false",
+        "enable_progress_bar": "false",
+        "threads": str(min(4, os.cpu_count() or 1)),
+        "memory_limit": "953.6 MiB",  # 1GB
+    }
+    with store.connect() as con:  # the project's own connections are not sandboxed
+        assert con.execute("SELECT current_setting('enable_external_access')").fetchone()[0] is True
+
+
+def test_kernel_frames_are_read_in_place_and_cannot_be_written(store):
+    sales = pd.DataFrame({"region": ["EU", "US", "EU"], "revenue": [10.0, 20.0, 5.5]})
+    frames = {"Sales": sales}
+    totals = run(store, "SELECT region, sum(revenue) FROM sales GROUP BY ALL ORDER BY 1", frames=frames)
+    assert totals.rows == [("EU", 15.5), ("US", 20.0)]
+    assert "DataFrame in the kernel" in refused(store, "DELETE FROM sales", frames=frames)
+    assert "DataFrame in the kernel" in refused(store, "DROP TABLE Sales", frames=frames)
+    kept = run(store, "CREATE TABLE ai_sales AS SELECT * FROM Sales WHERE revenue > 6", frames=frames)
+    assert kept.changes == 2
+    assert run(store, "SELECT count(*) FROM ai_sales").rows == [(2,)]  # no frame needed any more
+    full = run(store, "SELECT * FROM sales ORDER BY revenue", frames=frames, into=True)
+    assert full.frame.shape == (3, 2) and list(full.frame.columns) == ["region", "revenue"]
+    # A real table wins over a frame of the same name, as in DuckDB's own replacement scans.
+    assert run(store, "SELECT count(*) FROM ai_sales", frames={"ai_sales": sales}).rows == [(2,)]
+
+
+def test_row_cap_and_stays_usable_after_a_timeout(store):
+    capped = run(store, "SELECT * FROM range(2500)")
+    assert len(capped.rows) == 1000 and capped.truncated
+    assert not run(store, "SELECT * FROM range(1000)").truncated
+    limits = sandbox.Limits(timeout_s=0.5)
+    started = time.perf_counter()
+    message = refused(store, "SELECT count(*) FROM range(1e11::BIGINT)", limits=limits)
+    assert time.perf_counter() - started < 0.5 * 1.5 + 0.5  # the limit plus opening the file
+    assert "longer than 0.5 s" in message and "nothing was changed" in message
+    assert run(store, "SELECT 42", limits=limits).rows == [(42,)]
+
+
+def test_a_write_past_the_size_cap_is_rolled_back(store):
+    limits = sandbox.Limits(max_db_bytes=4 * 1024 * 1024)
+    message = refused(store, "CREATE TABLE ai_big AS SELECT range AS n, md5(range::VARCHAR) AS h FROM range(400000)", limits=limits)
+    assert "over its cap of 4.0 MB" in message and "rolled back" in message
+    assert "does not exist" in refused(store, "SELECT count(*) FROM ai_big")
+    assert run(store, "CREATE TABLE ai_small AS SELECT 1 AS n", limits=limits).changes == 1
+
+
+def test_interrupt_stops_a_running_query(store):
+    sql_run = sandbox.SqlRun(store, sandbox.Limits(timeout_s=60))
+    threading.Timer(0.5, sql_run.interrupt).start()
+    started = time.perf_counter()
+    with pytest.raises(ToolInputError, match="stopped"):
+        sql_run.run(guard.parse("SELECT count(*) FROM range(1e11::BIGINT)"))
+    assert time.perf_counter() - started < 5
+
+
+def test_queries_of_kernel_frames_do_not_wait_for_the_file(store):
+    frames = {"sales": pd.DataFrame({"region": ["EU", "US"], "revenue": [1.0, 2.0]})}
+    assert run(store, "SELECT count(*) FROM sessions").rows == [(1,)]  # the file's tables are now known
+    held = threading.Event()
+
+    def hold_the_file():
+        with Store(store.path).connect():  # another user of the file, e.g. a second kernel
+            held.set()
+            time.sleep(1.5)
+
+    holder = threading.Thread(target=hold_the_file)
+    holder.start()
+    held.wait(5)
+    started = time.perf_counter()
+    totals = run(store, "WITH t AS (SELECT * FROM sales) SELECT sum(revenue) FROM t", frames=frames)
+    frame_seconds = time.perf_counter() - started
+    joined = run(store, "SELECT count(*) FROM sales, sessions", frames=frames)  # needs the file: waits
+    file_seconds = time.perf_counter() - started
+    holder.join()
+    assert totals.rows == [(3.0,)] and frame_seconds < 0.5
+    assert joined.rows == [(2,)] and file_seconds > 1.0
+
+
+def test_polars_and_arrow_frames_are_read_in_place(store):
+    import polars as pl
+    import pyarrow as pa
+
+    frames = {
+        "orders": pl.DataFrame({"id": [1, 2, 3], "amount": [5.0, 7.5, 2.5]}),
+        "pending": pl.LazyFrame({"id": [3]}),
+        "customers": pa.table({"id": [1, 2, 3], "name": ["Ada", "Grace", "Edsger"]}),
+    }
+    query = (
+        "SELECT c.name, o.amount FROM orders o JOIN customers c USING (id) "
+        "WHERE o.id NOT IN (SELECT id FROM pending) ORDER BY o.id"
+    )
+    assert run(store, "CREATE TABLE ai_orders AS SELECT * FROM orders", frames=frames).changes == 3  # on the file
+    assert run(store, query, frames=frames).rows == [("Ada", 5.0), ("Grace", 7.5)]  # in memory
+    assert "DataFrame in the kernel" in refused(store, "DELETE FROM customers", frames=frames)
+
+
+def test_the_in_memory_sandbox_for_frames_is_locked_too(store):
+    frames = {"df": pd.DataFrame({"x": [1]})}
+    run(store, "SELECT 1")  # the file's tables are now known, so frame-only queries stay in memory
+    settings = (
+        "SELECT current_setting('enable_external_access'), current_setting('lock_configuration'), "
+        "current_setting('enable_progress_bar'), current_database() FROM df"
+    )
+    assert run(store, settings, frames=frames).rows == [(False, True, False, "memory")]
+    assert "no file or network access" in refused(store, "SELECT * FROM df, read_csv('/etc/passwd')", frames=frames)

@@ -1,0 +1,192 @@
+"""db_sql, db_schema and the state tools, called by the scripted model in real kernels."""
+
+from __future__ import annotations
+
+import time
+
+from agent_kernel.store import Store
+
+from .calls import batch, restarted, sql
+from .test_interrupts import interrupt, stopped_turn
+
+# Every refusal of the guard, as the model meets it: (SQL, what the answer must point to).
+REFUSALS = [
+    ("ATTACH '/tmp/other.duckdb' AS other", "own database"),
+    ("COPY sessions TO 'sessions.csv'", "run_code"),
+    ("EXPORT DATABASE 'dump'", "no file or network access"),
+    ("INSTALL httpfs", "no extensions"),
+    ("LOAD httpfs", "no extensions"),
+    ("SET memory_limit = '100GB'", "settings are fixed"),
+    ("RESET threads", "settings are fixed"),
+    ("PRAGMA show_tables", "db_schema"),
+    ("CALL checkpoint()", "not available"),
+    ("SELECT * FROM read_csv('/etc/passwd')", "pandas.read_csv"),
+    ("SELECT * FROM read_json('https://example.com/data.json')", "no file or network access"),
+    ("DELETE FROM sessions", "read it but not change it"),
+    ("UPDATE messages SET role = 'user'", "read it but not change it"),
+    ("INSERT INTO code_executions SELECT * FROM code_executions", "read it but not change it"),
+    ("DROP TABLE tool_calls", "read it but not change it"),
+    ("CREATE TABLE notes (body VARCHAR)", "ai_notes"),
+    ("WITH gone AS (DELETE FROM messages RETURNING *) SELECT count(*) FROM gone", "read it but not change it"),
+    ("BEGIN; DELETE FROM ai_x; COMMIT", "one transaction"),
+]
+
+
+def test_every_refusal_is_an_error_saying_what_is_allowed(kernel, scripted_model, agent_db):
+    uses = [sql(statement) for statement, _ in REFUSALS]
+    uses.append(sql("SELECT count(*) AS sessions FROM sessions"))  # the connection is fine after them
+    results, execution = batch(kernel, scripted_model, *uses)
+    for (statement, says), result in zip(REFUSALS, results):
+        assert result.get("is_error"), statement
+        assert says in result["text"], (statement, result["text"])
+        assert "Traceback" not in result["text"]
+    assert results[-1] == {"columns": ["sessions"], "rows": [[1]], "row_count": 1, "truncated": False}
+    assert not execution.errors and "Traceback" not in execution.stderr
+    with Store(agent_db).connect() as con:  # nothing the refusals named was touched
+        assert con.execute("SELECT count(*) FROM sessions").fetchall() == [(1,)]
+        assert con.execute("SELECT count(*) FROM messages").fetchall()[0][0] >= 2
+        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert {"tool_calls", "code_executions", "sessions"} <= names and "notes" not in names
+
+
+def test_rows_are_capped_and_say_so(kernel, scripted_model):
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        sql("SELECT range AS n FROM range(5000)"),
+        sql("SELECT repeat('x', 900) AS wide FROM range(1000)"),
+        sql("SELECT ?::INTEGER * 2 AS doubled, DATE '2025-12-08' AS day, 1.5::DECIMAL(4,2) AS d, NULL AS nothing", params=[21]),
+    )
+    many, wide, typed = results
+    assert many["row_count"] == 1000 and len(many["rows"]) == 1000 and many["truncated"] is True
+    assert many["rows"][:2] == [[0], [1]] and "into=" in many["note"]
+    assert wide["truncated"] is True and 5 < wide["row_count"] < 30  # the result's size cap
+    assert typed["rows"] == [[42, "2025-12-08", 1.5, None]] and typed["truncated"] is False
+    kernel.ok("%config AgentKernel.sql_max_rows = 10")
+    [few], _ = batch(kernel, scripted_model, sql("SELECT range AS n FROM range(50)"))
+    assert few["row_count"] == 10 and few["truncated"] is True
+
+
+def test_a_query_that_runs_too_long_is_stopped_and_the_database_stays_usable(kernel, scripted_model, agent_db):
+    started = time.perf_counter()
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        sql("SELECT count(*) FROM range(100000000000)"),  # range(1e11) as DuckDB 2.0 accepts it
+        sql("SELECT 42 AS answer"),
+    )
+    assert time.perf_counter() - started < 20
+    slow, after = results
+    assert slow.get("is_error") and "longer than 5 s" in slow["text"] and "LIMIT" in slow["text"]
+    assert after["rows"] == [[42]]
+    with Store(agent_db).connect() as con:
+        (seconds,) = con.execute(
+            "SELECT duration_ms / 1000 FROM tool_calls WHERE tool = 'db_sql' AND is_error"
+        ).fetchall()[0]
+    assert 5.0 <= seconds <= 5.0 * 1.5
+
+
+def test_kernel_dataframes_by_name_into_and_persisted(kernel, scripted_model, tmp_path):
+    kernel.ok(
+        "import pandas as pd\n"
+        "sales = pd.DataFrame({'region': ['EU', 'US', 'EU', 'APAC'] * 250, 'revenue': range(1000)})"
+    )
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        sql("SELECT region, sum(revenue) AS total FROM sales GROUP BY region ORDER BY region"),
+        sql("SELECT * FROM sales WHERE revenue % 2 = 0", into="even"),
+        sql("CREATE TABLE ai_sales AS SELECT * FROM sales; COMMENT ON TABLE ai_sales IS 'Sales by region, copied from the sales DataFrame.'"),
+        ("db_schema", {}),
+    )
+    totals, into, persisted, schema = results
+    assert totals["rows"] == [["APAC", 125250], ["EU", 249500], ["US", 124750]]
+    assert into["into"] == {"variable": "even", "shape": [500, 2]}
+    assert into["row_count"] == 10 and into["truncated"] is True  # a preview of the kernel frame
+    assert kernel.value("(type(even).__name__, even.shape, int(even.revenue.sum()))") == ("DataFrame", (500, 2), 249500)
+    assert persisted == {"changes": 1000}
+    tables = {t["name"]: t for t in schema["tables"]}
+    assert "sales" not in tables  # reading the frame copied nothing into the file
+    mine = tables["ai_sales"]
+    assert mine["row_count"] == 1000 and mine["writable"] is True
+    assert mine["comment"] == "Sales by region, copied from the sales DataFrame."
+    assert [c["name"] for c in mine["columns"]] == ["region", "revenue"]
+    assert tables["sessions"]["writable"] is False and "read-only" in tables["sessions"]["comment"]
+    # The table outlives the frame and the kernel; its comment is in the next system prompt.
+    scripted_model.add(*_one_call(sql("SELECT count(*) FROM ai_sales")))
+    with restarted(tmp_path) as other:
+        other.ok("%agent count the kept sales")
+    system = scripted_model.requests[-1]["system"]
+    assert "- ai_sales (~1,000 rows): Sales by region, copied from the sales DataFrame." in system
+    assert "region VARCHAR" in system
+    assert '"rows": [[1000]]' in scripted_model.requests[-1]["messages"][-1]["content"][0]["content"]
+
+
+def test_state_is_durable_across_kernels(kernel, scripted_model, tmp_path):
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        ("set_state", {"key": "report/last_run", "value": {"rows": 3, "ok": True, "tags": ["a", "b"]}}),
+        ("set_state", {"key": "report/owner", "value": "Ada"}),
+        ("set_state", {"key": "other", "value": None}),
+        ("set_state", {"key": "report/owner", "value": "Grace"}),
+        ("list_state_keys", {"prefix": "report/"}),
+        ("delete_state", {"key": "other"}),
+        ("delete_state", {"key": "never-set"}),
+        ("get_state", {"key": "never-set"}),
+        ("set_state", {"key": "", "value": 1}),
+    )
+    assert results[:4] == [{"ok": True}] * 4
+    assert results[4:8] == [
+        {"keys": ["report/last_run", "report/owner"]},
+        {"deleted": True},
+        {"deleted": False},
+        {"value": None},
+    ]
+    assert results[8]["is_error"] and "key must not be empty" in results[8]["text"]
+    scripted_model.add(*_one_call(("get_state", {"key": "report/last_run"})))
+    with restarted(tmp_path) as other:
+        other.ok("%agent what was the last run?")
+    answer = scripted_model.requests[-1]["messages"][-1]["content"][0]["content"]
+    assert answer == '{"value": {"rows": 3, "ok": true, "tags": ["a", "b"]}}'
+
+
+def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        sql("SELECT 1 AS one"),
+        sql("CREATE TABLE ai_x (a INT)"),
+        sql("SELECT 2 AS two", into="two"),
+        ("set_state", {"key": "k", "value": 1}),
+        ("get_state", {"key": "k"}),
+        flags="--approve read-only",
+    )
+    read, write, into, set_state, get_state = results
+    assert read["rows"] == [[1]] and get_state == {"value": None}
+    for refused in (write, into):
+        assert refused["is_error"] and "read-only" in refused["text"]
+    assert set_state["is_error"] and "Unknown tool 'set_state'" in set_state["text"]  # not offered
+    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    assert {"db_sql", "db_schema", "get_state", "list_state_keys"} <= offered
+    assert "set_state" not in offered
+
+
+def test_interrupting_a_long_query_stops_it(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.sql_timeout_s = 120")
+    scripted_model.add(_one_call(sql("SELECT count(*) FROM range(100000000000)"))[0])  # no answer after it
+    def running(message):
+        return "db_sql" in str(message["content"].get("data", {}).get("text/plain", ""))
+
+    result, latency = stopped_turn(kernel, "%agent count to a lot", running, interrupt)
+    assert latency < 5
+    assert result.status == "ok" and any("Interrupted" in s for s in result.final_texts())
+    results, _ = batch(kernel, scripted_model, sql("SELECT 'still here' AS s"))
+    assert results == [{"columns": ["s"], "rows": [["still here"]], "row_count": 1, "truncated": False}]
+
+
+def _one_call(use):
+    from agent_kernel.testing import call, say
+
+    name, tool_input = use
+    return call(name, **tool_input), say("done")

@@ -1,0 +1,128 @@
+"""The memory tool and the self-editing system prompt, through the scripted model in kernels."""
+
+from __future__ import annotations
+
+import json
+
+from agent_kernel.testing import call, say
+
+from .calls import batch, decoded, restarted
+
+
+def remember(content, **fields):
+    return "memory", {"action": "store", "content": content, **fields}
+
+
+def test_recall_ranks_the_relevant_memory_first_and_forget_removes_it(kernel, scripted_model):
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        remember("Prefers plotly for charts; never matplotlib", category="preference", tags=["charts"]),
+        remember("Reports go to the finance team every Monday", category="work", pursuingPriority=80),
+        remember("Is learning Rust", category="life-goal", pursuingPriority=20),
+        ("memory", {"action": "recall", "query": "what chart library does the user like"}),
+        ("memory", {"action": "recall", "query": "charts", "categories": ["work"]}),
+        ("memory", {"action": "store", "content": "x", "pursuingPriority": 101}),
+        ("memory", {"action": "recall"}),
+    )
+    stored = [r["memories"][0] for r in results[:3]]
+    assert all(r["success"] for r in results[:3])
+    assert stored[0]["store"] == "user_memory" and stored[0]["type"] == "preference" and stored[0]["tags"] == ["charts"]
+    assert stored[1]["pursuingPriority"] == 80 and stored[0]["created_at"].endswith("Z")
+    recalled = results[3]["memories"]
+    assert recalled[0]["id"] == stored[0]["id"] and recalled[0]["relevance"] > 0
+    assert [m["id"] for m in recalled] == [stored[0]["id"]]  # only memories that match
+    assert results[4] == {"success": True, "memories": []}
+    assert results[5]["is_error"] and "pursuingPriority" in results[5]["text"]
+    assert results[6]["is_error"] and "recall needs query" in results[6]["text"]
+
+    def forget_the_first_recalled(body):
+        found = decoded(body["messages"][-1]["content"][0])["memories"]
+        return call("memory", action="forget", memory_id=found[0]["id"])
+
+    scripted_model.add(
+        call("memory", action="recall", query="charts plotly"),
+        forget_the_first_recalled,
+        call("memory", action="recall", query="charts plotly"),
+        say("Forgotten."),
+    )
+    kernel.ok("%agent forget my chart preference")
+    forgotten = decoded(scripted_model.requests[-2]["messages"][-1]["content"][0])
+    after = decoded(scripted_model.requests[-1]["messages"][-1]["content"][0])
+    assert forgotten["memories"][0]["id"] == stored[0]["id"]
+    assert after == {"success": True, "memories": []}
+    assert "plotly" not in scripted_model.requests[-1]["system"]
+    assert "Reports go to the finance team every Monday" in scripted_model.requests[-1]["system"]
+
+
+def test_summaries_use_canonical_period_keys(kernel, scripted_model):
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        ("memory", {"action": "store", "store": "summaries", "summary_type": "weekly-summary", "period_key": "2025-12-10", "content": "Cleaned the sales data."}),
+        ("memory", {"action": "store", "store": "summaries", "summary_type": "weekly-summary", "period_key": "2025-w50", "content": "Cleaned and charted the sales data."}),
+        ("memory", {"action": "store", "summary_type": "conversation-summary", "content": "Talked about sales."}),
+        ("memory", {"action": "store", "store": "summaries", "summary_type": "monthly-summary", "period_key": "December", "content": "x"}),
+        ("memory", {"action": "list", "store_filter": "summaries", "period_key_prefix": "2025-W"}),
+    )
+    first, second, conversation, wrong, listed = results
+    assert first["memories"][0]["period_key"] == "2025-W50"
+    assert second["replaced"] is True and second["memories"][0]["id"] == first["memories"][0]["id"]
+    assert conversation["memories"][0]["store"] == "summaries"
+    assert conversation["memories"][0]["chat_id"].startswith("kernel-")  # this session's name
+    assert wrong["is_error"] and "YYYY-MM" in wrong["text"]
+    assert [m["content"] for m in listed["memories"]] == ["Cleaned and charted the sales data."]
+    assert "Summaries stored: 2" in scripted_model.requests[-1]["system"]
+
+
+def test_a_prompt_edit_shows_in_the_next_request_and_after_a_restart(kernel, scripted_model, tmp_path):
+    results, _ = batch(
+        kernel,
+        scripted_model,
+        ("edit_system_prompt", {"operation": "append", "content": "Always answer in French."}),
+        ("edit_system_prompt", {"operation": "prepend", "content": "The user is Ada."}),
+        ("edit_system_prompt", {"operation": "find_replace", "find": "French", "replace": "English"}),
+        ("edit_system_prompt", {"operation": "find_replace", "find": "German", "replace": "Dutch"}),
+        ("edit_system_prompt", {"operation": "delete", "content": "The user is Ada.\n"}),
+        ("read_system_prompt", {}),
+    )
+    assert [r.get("version") for r in results[:3]] == [1, 2, 3]
+    assert results[3]["is_error"] and "'German' is not in the system prompt" in results[3]["text"]
+    assert results[4] == {"version": 4}
+    assert results[5] == {"prompt": "Always answer in English.", "version": 4}
+    before, after = scripted_model.requests[-2]["system"], scripted_model.requests[-1]["system"]
+    assert "Always answer" not in before
+    assert "## Your stored instructions\nAlways answer in English." in after  # the very next request
+
+    scripted_model.add(say("Bonjour."))
+    with restarted(tmp_path) as other:
+        other.ok("%agent hello")
+        shown = other.ok("%agent_prompt").final_texts("text/markdown")[-1]
+        other.ok("%agent_prompt --rollback 1")
+        scripted_model.add(say("Salut."))
+        other.ok("%agent hello again")
+        history = other.ok("%agent_prompt --history").final_texts()[-1]
+    assert "Always answer in English." in scripted_model.requests[-2]["system"]
+    assert "version 4 (delete by agent" in shown and "Always answer in English." in shown
+    assert "## Your stored instructions\nAlways answer in French." in scripted_model.requests[-1]["system"]
+    rows = [line.split()[:3] for line in history.splitlines()[3:]]
+    assert [r[0] for r in rows] == ["5", "4", "3", "2", "1"]
+    assert "rollback to 1" in history and "user" in history
+
+
+def test_the_user_edits_the_prompt_and_sets_a_fixed_instruction(kernel, scripted_model):
+    kernel.ok("%%agent_prompt\nKeep answers under three sentences.\n")
+    kernel.ok("%config AgentKernel.instruction = 'I am a data engineer at ACME.'")
+    scripted_model.add(call("read_system_prompt"), say("ok"))
+    kernel.ok("%agent what do you know?")
+    system = scripted_model.requests[-1]["system"]
+    assert "## Instructions from the user\nI am a data engineer at ACME." in system
+    assert "## Your stored instructions\nKeep answers under three sentences." in system
+    answer = json.loads(scripted_model.requests[-1]["messages"][-1]["content"][0]["content"])
+    assert answer == {"prompt": "Keep answers under three sentences.", "version": 1}
+    kernel.ok("%agent_prompt --clear")
+    scripted_model.add(say("ok"))
+    kernel.ok("%agent again")
+    assert "## Your stored instructions" not in scripted_model.requests[-1]["system"]
+    bad = kernel.execute("%agent_prompt --rollback 99")
+    assert bad.stderr.startswith("UsageError: There is no version 99") and not bad.errors

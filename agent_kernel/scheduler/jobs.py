@@ -358,10 +358,18 @@ class Jobs:
         return updated
 
     def delete(self, job_id: str, now: datetime) -> bool:
-        """Soft delete: the job stops firing and disappears from lists; its runs stay."""
+        """Soft delete: the job stops firing and leaves the lists; its runs stay as history.
+
+        Its queued runs are cancelled and its running ones asked to stop.
+        """
+        from .runs import Runs
+
         found = self.get(job_id)
         if found is None:
             return False
+        runs = Runs(self.con)
+        for run in runs.active(job_id):
+            runs.request_cancel(run.id, now, "the job was deleted")
         self.con.execute(
             "UPDATE jobs SET deleted_at = ?, enabled = false, next_run_at = NULL WHERE id = ?",
             [to_db(now), job_id],

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run_dir = RunDir(args[0])
     spec = RunSpec.load(run_dir)
-    _watch_parent(os.getppid())
+    _watch_parent(os.getppid(), run_dir)
     signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
     progress = Progress(run_dir)
@@ -92,21 +92,21 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
                 "status": "FAILED",
                 "exit_code": EXIT_FAILED,
                 "error": f"{exc.ename}: {evalue}" if evalue else exc.ename,
-                "error_cell": exc.cell_index,
+                "error_cell": exc.exec_count or progress.ordinal(exc.cell_index),
             }
         except CellTimeoutError as exc:
             return {
                 "status": "TIMED_OUT",
                 "exit_code": EXIT_CELL_TIMEOUT,
                 "error": f"A cell ran longer than cell_timeout_s ({spec.cell_timeout_s:g} s): {_first_line(exc)}",
-                "error_cell": progress.current_index,
+                "error_cell": progress.ordinal(progress.current_index),
             }
         except DeadKernelError as exc:
             return {
                 "status": "FAILED",
                 "exit_code": EXIT_FAILED,
                 "error": f"The kernel died: {_first_line(exc)}",
-                "error_cell": progress.current_index,
+                "error_cell": progress.ordinal(progress.current_index),
             }
         except Stopped:
             raise
@@ -136,14 +136,18 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Stopped()
 
 
-def _watch_parent(parent: int) -> None:
+def _watch_parent(parent: int, run_dir: Any) -> None:
     """Kill the kernel and exit as soon as the scheduler that started us is gone."""
 
     def watch() -> None:
         while True:
             time.sleep(0.25)
             if os.getppid() != parent:
-                kill_children()
+                killed = kill_children()
+                run_dir.write_json(run_dir.result, {
+                    "status": "LOST", "exit_code": EXIT_ORPHANED, "killed": killed,
+                    "error": "The scheduler that started this run is gone; the run stopped itself.",
+                })  # fmt: skip
                 os._exit(EXIT_ORPHANED)
 
     threading.Thread(target=watch, name="agent-kernel-parent-watch", daemon=True).start()
@@ -212,8 +216,14 @@ class Progress:
     def counts(self) -> dict[str, int]:
         return {"cells_done": self.done, "cells_total": self.total}
 
+    def ordinal(self, index: int | None) -> int | None:
+        """The 1-based number of the code cell at notebook ``index`` (its In [N] in a clean run)."""
+        if index is None or index not in self._code_indexes:
+            return None
+        return self._code_indexes.index(index) + 1
+
     def _ordinal(self, index: int) -> int:
-        return self._code_indexes.index(index) + 1 if index in self._code_indexes else self.done
+        return self.ordinal(index) or self.done
 
     def _write(self, **fields: Any) -> None:
         self.run_dir.write_json(

@@ -62,7 +62,7 @@ class Run:
     run_dir: str | None = None
     output_path: str | None = None
     error: str | None = None
-    error_cell: int | None = None
+    error_cell: int | None = None  # the code cell that failed: its In [N] in a clean run
     exit_code: int | None = None
     cells_done: int | None = None
     cells_total: int | None = None

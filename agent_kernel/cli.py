@@ -64,7 +64,7 @@ def _scheduler(args: argparse.Namespace) -> int:
     try:
         if args.once:
             finished = scheduler.run_once()
-            if not scheduler.is_leader and scheduler.leader is not None:
+            if scheduler.leader is not None and scheduler.leader.holder != scheduler.worker:
                 print(f"Another scheduler ({scheduler.leader.holder}) is running; it handles what is due.")
                 return 0
             from .scheduler.jobs import Jobs

@@ -120,7 +120,7 @@ def test_a_cancelled_run_stops_and_is_recorded_as_cancelled(store, home, tmp_pat
 # -- DST, catch-up, overlap ------------------------------------------------------------------
 
 
-def walk(daemon, clock, until, step=timedelta(minutes=15)):
+def walk(daemon, clock, until, step=timedelta(minutes=30)):
     while clock.now() < until:
         clock.advance(seconds=step.total_seconds())
         daemon.tick()
@@ -197,7 +197,7 @@ def test_queue_overlap_waits_for_the_previous_run_and_the_cap_holds(store, home,
     log = tmp_path / "spans.log"
     notebook = write_notebook(
         tmp_path / "span.ipynb",
-        f"import os, time\nstart = time.time()\ntime.sleep(1.0)\n"
+        f"import os, time\nstart = time.time()\ntime.sleep(0.5)\n"
         f"open({str(log)!r}, 'a').write(f\"{{os.environ['AGENT_KERNEL_RUN_ID']}} {{start}} {{time.time()}}\\n\")",
     )
     clock = ManualClock(T0)

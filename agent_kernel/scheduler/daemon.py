@@ -120,6 +120,10 @@ class Scheduler:
             finished += self.collect()
             self.tick(fire=False)
         finished += self.collect()
+        if self.is_leader:  # hand over at once to a daemon that may be waiting
+            with self.store.connect() as con:
+                leader.release(con, self.worker)
+            self.is_leader = False
         return finished
 
     def serve(self, stop: threading.Event, *, drain: threading.Event | None = None) -> None:

@@ -95,6 +95,7 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
                 "error_cell": exc.exec_count or progress.ordinal(exc.cell_index),
             }
         except CellTimeoutError as exc:
+            progress.interrupted()
             return {
                 "status": "TIMED_OUT",
                 "exit_code": EXIT_CELL_TIMEOUT,
@@ -102,6 +103,7 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
                 "error_cell": progress.ordinal(progress.current_index),
             }
         except DeadKernelError as exc:
+            progress.interrupted()
             return {
                 "status": "FAILED",
                 "exit_code": EXIT_FAILED,

@@ -79,10 +79,11 @@ def overhead(work: Path, repeat: int) -> dict[str, list[float]]:
         assert run.status == "SUCCEEDED", run.error
 
         now = datetime.now(timezone.utc)
+        due = now.replace(microsecond=0) + timedelta(seconds=1)
         with Store(work / "cold.duckdb").connect() as con:
             Jobs(con).add(new_job(name=f"cold-{i}", kind="notebook", notebook=str(notebook), parameters={"n": 3},
-                                  at=now + timedelta(milliseconds=300), timezone="UTC", now=now))  # fmt: skip
-        time.sleep(max((now + timedelta(milliseconds=350) - datetime.now(timezone.utc)).total_seconds(), 0))
+                                  at=due, timezone="UTC", now=now))  # fmt: skip
+        time.sleep(max((due - datetime.now(timezone.utc)).total_seconds() + 0.05, 0))
         started = time.perf_counter()
         subprocess.run([BIN / "agent-kernel", "scheduler", "--once"], env=env, check=True, capture_output=True)
         timings["cold --once"].append(time.perf_counter() - started)

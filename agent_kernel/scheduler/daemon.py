@@ -85,6 +85,7 @@ class Scheduler:
         self._wake = threading.Event()
         self._last_heartbeat = 0.0
         self._next_due: datetime | None = None
+        self._waiting = False  # runs are due but wait for the cap, their job or a retry
 
     # -- the pass ------------------------------------------------------------------------
 
@@ -117,9 +118,9 @@ class Scheduler:
             self._wake.wait(timeout=self.settings.heartbeat_s)
             self._wake.clear()
             self.heartbeat()
-            finished += self.collect()
-            self.tick(fire=False)
-        finished += self.collect()
+            finished += self.collect(release_when_idle=True)
+            if self._waiting:
+                self.tick(fire=False)
         if self.is_leader:  # hand over at once to a daemon that may be waiting
             with self.store.connect() as con:
                 leader.release(con, self.worker)
@@ -220,8 +221,12 @@ class Scheduler:
             if run_id in self._inflight:
                 self._inflight[run_id].request_cancel("cancelled by a user")
 
-    def collect(self) -> list[Run]:
-        """Record the runs that ended since the last call; queue their retries."""
+    def collect(self, *, release_when_idle: bool = False) -> list[Run]:
+        """Record the runs that ended since the last call; queue their retries.
+
+        With ``release_when_idle`` (``run_once``), the leader lease is given up in the same
+        connection when nothing is left to run.
+        """
         ended: list[tuple[str, dict[str, Any]]] = []
         while True:
             try:
@@ -240,7 +245,10 @@ class Scheduler:
                 if run is None:
                     continue
                 recorded.append(run)
-                self._retry(con, run, now)
+                self._waiting |= self._retry(con, run, now)
+            if release_when_idle and self.is_leader and not self._inflight and not self._waiting:
+                leader.release(con, self.worker)
+                self.is_leader = False
         for run in recorded:
             where = f" -> {run.output_path}" if run.output_path else ""
             log.info("run %s of job %s: %s%s%s", run.id, run.job_id, run.status,
@@ -311,6 +319,7 @@ class Scheduler:
         capacity = self.settings.max_concurrent - runs.running_count()
         active = runs.active()
         waiting = [r for r in active if r.status == QUEUED and r.not_before <= now]
+        self._waiting = bool(waiting)
         if capacity <= 0 or not waiting:
             return []
         busy_jobs = {r.job_id for r in active if r.status == RUNNING}
@@ -335,6 +344,7 @@ class Scheduler:
             starts.append((claimed, job, self._pulse_prompt(con, job, now)))
             if len(starts) >= capacity:
                 break
+        self._waiting = len(starts) < len(waiting)
         return starts
 
     def _start(self, starts: list[tuple[Run, Job, str | None]]) -> list[Run]:
@@ -344,6 +354,7 @@ class Scheduler:
         for run, job, prompt in starts:
             run_dir = RunDir.for_run(self.home, job.id, run.id)
             self._inflight[run.id] = run_dir
+            self._last_heartbeat = time.monotonic()  # claiming it was its first heartbeat
             try:
                 spec = build_spec(job, run, run_dir, lease_s=self.settings.lease_s, prompt=prompt)
             except Exception as exc:  # noqa: BLE001 - e.g. the notebook was deleted
@@ -358,21 +369,24 @@ class Scheduler:
         self._finished.put((run_id, result))
         self._wake.set()
 
-    def _retry(self, con: duckdb.DuckDBPyConnection, run: Run, now: datetime) -> None:
+    def _retry(self, con: duckdb.DuckDBPyConnection, run: Run, now: datetime) -> bool:
+        """Queue the next attempt if the job's policy wants one; True if it is due now."""
         job = Jobs(con).get(run.job_id)
         if job is None:
-            return
+            return False
         policy = job.policy
         if run.status not in policy.retry_on or run.attempt > policy.max_retries:
-            return
+            return False
         delay = policy.retry_delay(run.attempt)
         retry = Runs(con).insert(
             job.id, run.scheduled_for, cause="retry", attempt=run.attempt + 1,
             not_before=now + timedelta(seconds=delay),
         )  # fmt: skip
-        if retry is not None:
-            log.info("run %s %s: retry %d of %d as run %s in %g s", run.id, run.status, run.attempt,
-                     policy.max_retries, retry.id, delay)  # fmt: skip
+        if retry is None:
+            return False
+        log.info("run %s %s: retry %d of %d as run %s in %g s", run.id, run.status, run.attempt,
+                 policy.max_retries, retry.id, delay)  # fmt: skip
+        return delay == 0
 
     def _pulse_prompt(self, con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> str | None:
         if job.kind != "pulse":

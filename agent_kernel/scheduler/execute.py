@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -32,7 +33,7 @@ from .runs import CANCELLED, FAILED, LOST, SUCCEEDED, TIMED_OUT
 from .spec import RunSpec
 
 STOP_GRACE_S = 5.0
-_POLL_S = 0.05
+_WATCH_S = 0.25  # how often the timeout, the cancel file and the heartbeat are checked
 
 _EXIT_STATUS = {
     runner.EXIT_SUCCEEDED: SUCCEEDED,
@@ -64,13 +65,10 @@ def execute_run(spec_data: dict[str, Any]) -> dict[str, Any]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    exited = threading.Event()
+    threading.Thread(target=lambda: (process.wait(), exited.set()), daemon=True).start()
     stopped: tuple[str, str] | None = None
-    while True:
-        try:
-            code = process.wait(timeout=_POLL_S)
-            break
-        except subprocess.TimeoutExpired:
-            pass
+    while not exited.wait(timeout=min(_WATCH_S, max(deadline - time.monotonic(), 0.0))):
         if time.monotonic() >= deadline:
             stopped = (TIMED_OUT, f"The run took longer than its timeout of {spec.timeout_s:g} s and was stopped.")
         elif (reason := run_dir.cancel_reason()) is not None:
@@ -78,8 +76,9 @@ def execute_run(spec_data: dict[str, Any]) -> dict[str, Any]:
         elif run_dir.heartbeat_age() > spec.lease_s:
             stopped = (LOST, "The scheduler that owned this run stopped heartbeating; the run was stopped.")
         if stopped is not None:
-            code = stop(process)
+            stop(process)
             break
+    code = process.wait()
     result = _classify(code, stopped, run_dir)
     if stopped is not None:
         mark_notebook(run_dir, stopped[0], stopped[1])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +76,9 @@ class Policy:
         return min(self.retry_delay_s * 2 ** max(attempt - 1, 0), 3600.0)
 
 
+_POLICY_FIELDS = [f.name for f in fields(Policy)]
+
+
 @dataclass(frozen=True)
 class Job:
     """One row of ``jobs``."""
@@ -118,16 +121,9 @@ class Job:
 
     @property
     def policy(self) -> Policy:
-        return Policy(
-            catchup=self.catchup,
-            max_catchup=self.max_catchup,
-            overlap=self.overlap,
-            timeout_s=self.timeout_s,
-            cell_timeout_s=self.cell_timeout_s,
-            max_retries=self.max_retries,
-            retry_on=tuple(s for s in self.retry_on.split(",") if s),
-            retry_delay_s=self.retry_delay_s,
-        )
+        values = {name: getattr(self, name) for name in _POLICY_FIELDS}
+        values["retry_on"] = tuple(s for s in self.retry_on.split(",") if s)
+        return Policy(**values)
 
     @property
     def type(self) -> str:
@@ -212,7 +208,6 @@ def new_job(
                 f"`at` {run_at:%Y-%m-%d %H:%M:%S} UTC is in the past (it is now "
                 f"{now:%Y-%m-%d %H:%M:%S} UTC); give a future time."
             )
-    policy = policy or Policy()
     job = Job(
         id=uuid.uuid4().hex[:12],
         name=name,
@@ -229,14 +224,7 @@ def new_job(
         run_at=run_at,
         model=model,
         token_limit=token_limit,
-        catchup=policy.catchup,
-        max_catchup=policy.max_catchup,
-        overlap=policy.overlap,
-        timeout_s=policy.timeout_s,
-        cell_timeout_s=policy.cell_timeout_s,
-        max_retries=policy.max_retries,
-        retry_on=",".join(policy.retry_on),
-        retry_delay_s=policy.retry_delay_s,
+        **_policy_columns(policy or Policy()),
         options=dict(options or {}),
         created_by=created_by,
     )
@@ -244,6 +232,13 @@ def new_job(
     if first is None:
         raise ScheduleError(f"Cron expression {cron!r} never fires.")
     return replace(job, next_run_at=first)
+
+
+def _policy_columns(policy: Policy) -> dict[str, Any]:
+    """A policy as the job's columns store it (``retry_on`` as "LOST,FAILED")."""
+    values = asdict(policy)
+    values["retry_on"] = ",".join(policy.retry_on)
+    return values
 
 
 def _notebook_path(notebook: str | None, cwd: str | None) -> str:

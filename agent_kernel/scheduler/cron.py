@@ -46,11 +46,14 @@ class QuietWindow:
         else:
             start, end = value.get("start", ""), value.get("end", "")
         try:
-            return cls(time.fromisoformat(start.strip()), time.fromisoformat(end.strip()))
+            window = cls(time.fromisoformat(start.strip()), time.fromisoformat(end.strip()))
         except ValueError:
             raise ScheduleError(
                 f"Quiet hours {value!r} need start and end times as HH:MM, e.g. 22:00 and 07:00."
             ) from None
+        if window.start == window.end:
+            raise ScheduleError(f"Quiet hours {value!r} start and end at the same time; give a window such as 22:00-07:00.")
+        return window
 
     def to_json(self) -> dict[str, str]:
         return {"start": self.start.strftime("%H:%M"), "end": self.end.strftime("%H:%M")}
@@ -132,6 +135,7 @@ class Schedule:
         assert self.cron is not None
         tz = zone(self.timezone)
         previous = instant
+        quiet_in_a_row = 0
         try:
             for local in CronSim(self.cron, instant.astimezone(tz)):
                 slot = local.astimezone(UTC)
@@ -141,7 +145,11 @@ class Schedule:
                     continue
                 previous = slot
                 if self.quiet and self._is_quiet(slot):
+                    quiet_in_a_row += 1
+                    if quiet_in_a_row > _SCAN_LIMIT:  # every slot is quiet: it never fires
+                        return
                     continue
+                quiet_in_a_row = 0
                 yield slot
         except StopIteration:  # cronsim gives up after 50 years without a match
             return

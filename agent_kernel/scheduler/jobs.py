@@ -230,7 +230,7 @@ def new_job(
     )
     first = job.schedule.next_after(now)
     if first is None:
-        raise ScheduleError(f"Cron expression {cron!r} never fires.")
+        raise ScheduleError(f"This schedule never fires ({job.schedule.describe()}).")
     return replace(job, next_run_at=first)
 
 

@@ -103,6 +103,8 @@ def configure(
         enabled=current.enabled if enabled is None else enabled,
     )
     job = replace(job, next_run_at=job.schedule.next_after(now) if job.enabled else None)
+    if job.enabled and job.next_run_at is None:
+        raise ScheduleError(f"With these settings the pulse never fires ({job.schedule.describe()}).")
     return jobs.update(job)
 
 

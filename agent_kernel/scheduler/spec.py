@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .rundir import RunDir
@@ -176,8 +175,3 @@ def check_turn() -> None:
 def _quote(value: str) -> str:
     return value if value and not re.search(r"\s|['\"]", value) else json.dumps(value)
 
-
-def describe_time(instant: datetime, timezone: str) -> str:
-    from .cron import zone
-
-    return instant.astimezone(zone(timezone)).strftime("%Y-%m-%d %H:%M %Z")

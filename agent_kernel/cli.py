@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
-        parser.print_help()
+        (getattr(args, "help_of", None) or parser).print_help()
         return 2
     try:
         return int(args.handler(args) or 0)
@@ -372,7 +372,9 @@ def _parser() -> argparse.ArgumentParser:
     daemon.add_argument("--grace", type=float, default=60.0, help="seconds late a slot may still fire on time")
     daemon.set_defaults(handler=_scheduler)
 
-    jobs = commands.add_parser("jobs", help="list, add, run, enable, disable, remove jobs").add_subparsers(metavar="ACTION")
+    jobs_parser = commands.add_parser("jobs", help="list, add, run, enable, disable, remove jobs")
+    jobs_parser.set_defaults(help_of=jobs_parser)
+    jobs = jobs_parser.add_subparsers(metavar="ACTION")
     listing = jobs.add_parser("list", help="the jobs, with next run and last status")
     listing.add_argument("--all", action="store_true", help="include disabled jobs")
     listing.add_argument("--json", action="store_true")

@@ -132,7 +132,9 @@ def main() -> None:
         print(f"One small notebook (3 cells), median of {args.repeat}:")
         for label, values in runs.items():
             median = statistics.median(values)
-            extra = "" if label == "papermill" else f"   {median / base:5.2f}x  ({(median / base - 1) * 100:+.1f}%)"
+            extra = "" if label == "papermill" else (
+                f"   {median / base:5.2f}x  ({(median / base - 1) * 100:+.1f}%, {(median - base) * 1000:+.0f} ms a run)"
+            )
             print(f"  {label:<13} {median:6.2f} s{extra}")
         print("  goal: scheduler <= 1.10x papermill")
 

@@ -103,7 +103,7 @@ class Scheduler:
             if fire:
                 self._fire(con, now)
             starts = self._claim(con, now)
-            self._next_due = _earliest(Jobs(con).next_due_at(), Runs(con).next_queued_at())
+            self._next_due = Runs(con).next_due_at()
         return self._start(starts)
 
     def run_once(self) -> list[Run]:
@@ -175,12 +175,13 @@ class Scheduler:
             run = runs.insert(job.id, now, cause="manual", now=now)
             assert run is not None
             run_dir = RunDir.for_run(self.home, job.id, run.id)
-            runs.claim(
+            claimed = runs.claim(
                 run.id, worker=self.worker, executor=self.executor.name,
                 run_dir=str(run_dir.path), output_path=str(run_dir.output), now=now,
             )  # fmt: skip
-            start = (runs.get(run.id), job, self._pulse_prompt(con, job, now))
-        self._start([start])  # type: ignore[list-item]
+            assert claimed is not None
+            start = (claimed, job, self._pulse_prompt(con, job, now))
+        self._start([start])
         try:
             while run.id in self._inflight:
                 self._wake.wait(timeout=0.2)
@@ -333,14 +334,13 @@ class Scheduler:
             if job.overlap != "allow" and job.id in busy_jobs:
                 continue
             run_dir = RunDir.for_run(self.home, job.id, run.id)
-            if not runs.claim(
+            claimed = runs.claim(
                 run.id, worker=self.worker, executor=self.executor.name,
                 run_dir=str(run_dir.path), output_path=str(run_dir.output), now=now,
-            ):  # fmt: skip
+            )  # fmt: skip
+            if claimed is None:
                 continue
             busy_jobs.add(job.id)
-            claimed = runs.get(run.id)
-            assert claimed is not None
             starts.append((claimed, job, self._pulse_prompt(con, job, now)))
             if len(starts) >= capacity:
                 break
@@ -407,7 +407,3 @@ class Scheduler:
     def close(self) -> None:
         self.executor.close()
 
-
-def _earliest(*instants: datetime | None) -> datetime | None:
-    present = [i for i in instants if i is not None]
-    return min(present) if present else None

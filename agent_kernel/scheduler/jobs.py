@@ -314,12 +314,6 @@ class Jobs:
         ).fetchall()
         return [Job.from_row(row) for row in rows]
 
-    def next_due_at(self) -> datetime | None:
-        row = self.con.execute(
-            "SELECT min(next_run_at) FROM jobs WHERE deleted_at IS NULL AND enabled"
-        ).fetchone()
-        return from_db(row[0]) if row else None
-
     def set_next_run(self, job_id: str, next_run_at: datetime | None) -> None:
         self.con.execute(
             "UPDATE jobs SET next_run_at = ?, updated_at = (now() AT TIME ZONE 'UTC') WHERE id = ?",

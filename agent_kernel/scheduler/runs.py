@@ -165,8 +165,12 @@ class Runs:
         row = self.con.execute("SELECT count(*) FROM runs WHERE status = 'RUNNING'").fetchone()
         return int(row[0]) if row else 0
 
-    def next_queued_at(self) -> datetime | None:
-        row = self.con.execute("SELECT min(not_before) FROM runs WHERE status = 'QUEUED'").fetchone()
+    def next_due_at(self) -> datetime | None:
+        """When something is next due: a job's slot or a queued run's start."""
+        row = self.con.execute(
+            "SELECT least((SELECT min(next_run_at) FROM jobs WHERE deleted_at IS NULL AND enabled), "
+            "(SELECT min(not_before) FROM runs WHERE status = 'QUEUED'))"
+        ).fetchone()
         return from_db(row[0]) if row else None
 
     # -- writing -------------------------------------------------------------------------
@@ -190,7 +194,7 @@ class Runs:
         row = self.con.execute(
             "INSERT INTO runs (id, job_id, scheduled_for, attempt, cause, status, not_before, error, "
             "worker, started_at, heartbeat_at, finished_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING {', '.join(_COLUMNS)}",
             [
                 run_id, job_id, to_db(scheduled_for), attempt, cause, status,
                 to_db(not_before or scheduled_for), error, worker,
@@ -198,22 +202,18 @@ class Runs:
                 to_db(now) if status == SKIPPED else None,
             ],  # fmt: skip
         ).fetchone()
-        return self.get(row[0]) if row else None
+        return Run.from_row(row) if row else None
 
-    def claim(self, run_id: str, *, worker: str, executor: str, run_dir: str, output_path: str, now: datetime) -> bool:
-        """QUEUED -> RUNNING for ``worker``; False if someone else got there first."""
+    def claim(
+        self, run_id: str, *, worker: str, executor: str, run_dir: str, output_path: str, now: datetime
+    ) -> Run | None:
+        """QUEUED -> RUNNING for ``worker``; None if someone else got there first."""
         row = self.con.execute(
             "UPDATE runs SET status = 'RUNNING', worker = ?, executor = ?, run_dir = ?, output_path = ?, "
-            "started_at = ?, heartbeat_at = ? WHERE id = ? AND status = 'QUEUED' RETURNING id",
+            f"started_at = ?, heartbeat_at = ? WHERE id = ? AND status = 'QUEUED' RETURNING {', '.join(_COLUMNS)}",
             [worker, executor, run_dir, output_path, to_db(now), to_db(now), run_id],
         ).fetchone()
-        return row is not None
-
-    def set_paths(self, run_id: str, *, executor: str, run_dir: str, output_path: str) -> None:
-        self.con.execute(
-            "UPDATE runs SET executor = ?, run_dir = ?, output_path = ? WHERE id = ?",
-            [executor, run_dir, output_path, run_id],
-        )
+        return Run.from_row(row) if row else None
 
     def heartbeat(self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]) -> list[str]:
         """Renew ``worker``'s running runs; return those whose cancellation was asked for."""
@@ -235,13 +235,13 @@ class Runs:
             "UPDATE runs SET status = ?, finished_at = ?, error = ?, error_cell = ?, exit_code = ?, "
             "cells_done = coalesce(?, cells_done), cells_total = coalesce(?, cells_total), "
             "executor_detail = coalesce(?, executor_detail) "
-            "WHERE id = ? AND status IN ('QUEUED', 'RUNNING', 'LOST') RETURNING id",
+            f"WHERE id = ? AND status IN ('QUEUED', 'RUNNING', 'LOST') RETURNING {', '.join(_COLUMNS)}",
             [
                 outcome.status, to_db(now), outcome.error, outcome.error_cell, outcome.exit_code,
                 outcome.cells_done, outcome.cells_total, outcome.executor_detail, run_id,
             ],  # fmt: skip
         ).fetchone()
-        return self.get(run_id) if row else None
+        return Run.from_row(row) if row else None
 
     def expired(self, now: datetime, lease_s: float, *, except_worker: str) -> list[Run]:
         """RUNNING runs of other workers whose heartbeat is older than the lease."""

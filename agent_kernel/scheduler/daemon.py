@@ -130,9 +130,16 @@ class Scheduler:
     def serve(self, stop: threading.Event, *, drain: threading.Event | None = None) -> None:
         """Run until ``stop`` is set; then wait for in-flight runs (cancel them when
         ``drain`` is set too) and give up the lease."""
+        from ..errors import StoreError
+
         announced = None
         while not stop.is_set():
-            self.tick()
+            try:
+                self.tick()
+            except StoreError as exc:  # another program holds the file: try again later
+                log.warning("%s", exc)
+                stop.wait(self.settings.poll_s)
+                continue
             if not self.is_leader and self.leader is not None and announced != self.leader.holder:
                 announced = self.leader.holder
                 log.info("standing by: scheduler %s leads until %s", announced, iso(self.leader.expires_at))
@@ -204,8 +211,8 @@ class Scheduler:
 
     def heartbeat(self, *, force: bool = False) -> None:
         """Renew the lease and the in-flight runs' heartbeats; pass on cancellations."""
-        if not force and time.monotonic() - self._last_heartbeat < self.settings.heartbeat_s:
-            return
+        if not self._inflight or (not force and time.monotonic() - self._last_heartbeat < self.settings.heartbeat_s):
+            return  # (with nothing running, each pass renews the lease)
         self._last_heartbeat = time.monotonic()
         progress: dict[str, tuple[int | None, int | None]] = {}
         for run_id, run_dir in list(self._inflight.items()):

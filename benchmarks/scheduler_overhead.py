@@ -36,11 +36,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent_kernel.scheduler.clock import ManualClock  # noqa: E402
-from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings  # noqa: E402
-from agent_kernel.scheduler.jobs import Jobs, new_job  # noqa: E402
-from agent_kernel.store import Store  # noqa: E402
-from tests.scheduling import write_notebook  # noqa: E402
+from agent_kernel.scheduler.clock import ManualClock
+from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
+from agent_kernel.scheduler.jobs import Jobs, new_job
+from agent_kernel.store import Store
+from tests.scheduling import write_notebook
 
 BIN = Path(sys.executable).parent
 NOTEBOOK_CELLS = (

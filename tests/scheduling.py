@@ -95,18 +95,18 @@ def agent_kernel_cli(*args: str, log: Path | None = None) -> subprocess.Popen[st
         return subprocess.Popen([str(script), *args], env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
 
 
-# -- fixtures (import them into a test module) ----------------------------------------------
+# -- fixtures (import `store_fixture`, `home_fixture` into a test module; use `store`, `home`) --
 
-import pytest  # noqa: E402
+import pytest
 
 
-@pytest.fixture
-def store(agent_db: Path) -> Store:
+@pytest.fixture(name="store")
+def store_fixture(agent_db: Path) -> Store:
     """The test's agent database (also what kernels and subprocesses of the test use)."""
     return Store(agent_db)
 
 
-@pytest.fixture
-def home(agent_db: Path) -> Path:
+@pytest.fixture(name="home")
+def home_fixture(agent_db: Path) -> Path:
     """AGENT_KERNEL_HOME of the test: run directories go under it."""
     return Path(os.environ["AGENT_KERNEL_HOME"])

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timedelta
 
 from agent_kernel.cli import main
 
-from .scheduling import UTC, agent_kernel_cli, runs_of, store, write_notebook  # noqa: F401 - fixtures
+from .scheduling import UTC, add_job, agent_kernel_cli, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -88,14 +89,10 @@ def test_queue_cancel_and_scheduler_once(capsys, store, tmp_path):
 def test_scheduler_once_on_a_dask_cluster_from_the_console_script(store, tmp_path):
     notebook = write_notebook(tmp_path / "ok.ipynb", "x = 1")
     now = datetime.now(UTC)
-    from .scheduling import add_job
-
     job = add_job(store, name="ok", notebook=str(notebook), at=now + timedelta(seconds=1), now=now)
-    import time
-
     time.sleep(1.2)
     process = agent_kernel_cli("scheduler", "--once", "--executor", "dask", "--workers", "1")
-    out, err = process.communicate(timeout=120)
+    _out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err
     assert "Dask executor: scheduler at tcp://127.0.0.1:" in err
     [run] = runs_of(store, job)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from datetime import datetime, time, timedelta, timezone
 
 import pytest
 
 from agent_kernel.scheduler import ScheduleError
-from agent_kernel.scheduler.cron import QuietWindow, Schedule, local_timezone_name, parse_instant, zone
+from agent_kernel.scheduler.cron import (
+    QuietWindow,
+    Schedule,
+    local_timezone_name,
+    parse_instant,
+    zone,
+)
 
 UTC = timezone.utc
 BERLIN = zone("Europe/Berlin")
@@ -43,7 +50,7 @@ def test_hourly_job_fires_every_real_hour_across_both_changes():
     autumn = all_slots(schedule, datetime(2025, 10, 25, 22, tzinfo=UTC), datetime(2025, 10, 26, 23, 0, tzinfo=UTC))
     assert len(spring) == 23 and len(autumn) == 25  # the local days have 23 and 25 hours
     for slots in (spring, autumn):
-        gaps = {b - a for a, b in zip(slots, slots[1:])}
+        gaps = {b - a for a, b in itertools.pairwise(slots)}
         assert gaps == {timedelta(hours=1)}
 
 

@@ -3,6 +3,7 @@ retries, lost runs, leadership — against a real DuckDB file and real papermill
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -22,11 +23,11 @@ from .scheduling import (
     add_job,
     agent_kernel_cli,
     get_job,
-    home,  # noqa: F401 - fixture
+    home_fixture,  # noqa: F401 - fixture
     pid_alive,
     runs_of,
     scheduler,
-    store,  # noqa: F401 - fixture
+    store_fixture,  # noqa: F401 - fixture
     wait_for,
     write_notebook,
 )
@@ -203,7 +204,7 @@ def test_queue_overlap_waits_for_the_previous_run_and_the_cap_holds(store, home,
     clock = ManualClock(T0)
     queued = add_job(store, name="queued", notebook=str(notebook), cron="* * * * *", now=clock.now(),
                      policy=Policy(overlap="queue"))  # fmt: skip
-    other = add_job(store, name="other", notebook=str(notebook), cron="* * * * *", now=clock.now())
+    add_job(store, name="other", notebook=str(notebook), cron="* * * * *", now=clock.now())
     daemon = scheduler(store, home, clock, max_concurrent=1)
     clock.advance(minutes=1, seconds=1)
     assert len(daemon.tick()) == 1  # two jobs due, the cap is 1
@@ -218,7 +219,7 @@ def test_queue_overlap_waits_for_the_previous_run_and_the_cap_holds(store, home,
     assert len(queued_runs) == 2  # both slots of the `queue` job ran
     spans = sorted((float(a), float(b)) for _, a, b in (line.split() for line in log.read_text().splitlines()))
     assert len(spans) == len(finished)
-    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))  # never two at once
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))  # never two at once
 
 
 # -- retries, lost runs, leadership ----------------------------------------------------------------

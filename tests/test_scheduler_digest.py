@@ -14,7 +14,15 @@ from agent_kernel.scheduler.runs import Outcome, Runs
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.testing import say
 
-from .scheduling import UTC, add_job, home, runs_of, scheduler, store, write_notebook  # noqa: F401 - fixtures
+from .scheduling import (  # noqa: F401 - fixtures
+    UTC,
+    add_job,
+    home_fixture,
+    runs_of,
+    scheduler,
+    store_fixture,
+    write_notebook,
+)
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "daily_digest.ipynb"
 

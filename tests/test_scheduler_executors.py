@@ -12,7 +12,7 @@ from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.executors import DaskExecutor, make_executor
 
-from .scheduling import UTC, add_job, home, runs_of, store, write_notebook  # noqa: F401 - fixtures
+from .scheduling import UTC, add_job, home_fixture, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ import pytest
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.jobs import Jobs, Policy, new_job
 
-from .scheduling import UTC, add_job, store  # noqa: F401 - fixture
+from .scheduling import UTC, add_job, store_fixture  # noqa: F401 - fixture
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 

@@ -12,7 +12,15 @@ from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import call, say
 
-from .scheduling import UTC, get_job, home, runs_of, scheduler, store, write_notebook  # noqa: F401 - fixtures
+from .scheduling import (  # noqa: F401 - fixtures
+    UTC,
+    get_job,
+    home_fixture,
+    runs_of,
+    scheduler,
+    store_fixture,
+    write_notebook,
+)
 
 
 def run_tools(kernel, scripted_model, *calls, prompt="go"):

@@ -196,7 +196,7 @@ def check_cron(expression: str) -> None:
         ) from None
 
 
-def zone(name: str):  # noqa: ANN201 - ZoneInfo, imported lazily
+def zone(name: str):
     """The ``ZoneInfo`` for an IANA name, or a :class:`ScheduleError` saying what is valid."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 

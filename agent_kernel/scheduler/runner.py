@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
 EXIT_SUCCEEDED = 0

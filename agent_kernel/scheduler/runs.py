@@ -200,7 +200,7 @@ class Runs:
                 to_db(not_before or scheduled_for), error, worker,
                 to_db(now) if running else None, to_db(now) if running else None,
                 to_db(now) if status == SKIPPED else None,
-            ],  # fmt: skip
+            ],
         ).fetchone()
         return Run.from_row(row) if row else None
 
@@ -239,7 +239,7 @@ class Runs:
             [
                 outcome.status, to_db(now), outcome.error, outcome.error_cell, outcome.exit_code,
                 outcome.cells_done, outcome.cells_total, outcome.executor_detail, run_id,
-            ],  # fmt: skip
+            ],
         ).fetchone()
         return Run.from_row(row) if row else None
 

@@ -10,6 +10,8 @@ when they carry no offset) and come back with the timezone's offset.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from ..errors import ToolInputError
@@ -106,7 +108,7 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     return {"tasks": tasks}
 
 
-def cancel_scheduled_task(id: str) -> dict[str, Any]:  # noqa: A002 - the contract's name
+def cancel_scheduled_task(id: str) -> dict[str, Any]:
     """Delete a scheduled task: it stops firing, and a run in progress is cancelled.
 
     Args:
@@ -115,7 +117,7 @@ def cancel_scheduled_task(id: str) -> dict[str, Any]:  # noqa: A002 - the contra
     return {"deleted": _delete(id, kinds=("notebook", "task", "pulse"), other="a reminder: use cancel_reminder")}
 
 
-def enable_scheduled_task(id: str) -> dict[str, Any]:  # noqa: A002
+def enable_scheduled_task(id: str) -> dict[str, Any]:
     """Resume a paused task; it fires from its next slot on (missed slots are not run).
 
     Args:
@@ -124,7 +126,7 @@ def enable_scheduled_task(id: str) -> dict[str, Any]:  # noqa: A002
     return _set_enabled(id, True)
 
 
-def disable_scheduled_task(id: str) -> dict[str, Any]:  # noqa: A002
+def disable_scheduled_task(id: str) -> dict[str, Any]:
     """Pause a task without deleting it.
 
     Args:
@@ -146,27 +148,26 @@ def set_reminder(at: str, message: str) -> dict[str, Any]:
     from ..store.sessions import Sessions
 
     ctx = current_context()
-    with _errors():
-        with ctx.store.connect() as con:
-            session = Sessions(con).get(ctx.session_id)
-            preview = " ".join(message.split())
-            job = new_job(
-                name="reminder: " + (preview[:50] + ("..." if len(preview) > 50 else "")),
-                kind="reminder",
-                now=_now(),
-                timezone=_timezone(None),
-                task=f"(A reminder you set earlier in this session.) {message}",
-                at=at,
-                cwd=os.getcwd(),
-                session=ctx.session_name,
-                origin_notebook=session.notebook if session else None,
-                created_by=ctx.session_name,
-            )
-            job = Jobs(con).add(job)
+    with _errors(), ctx.store.connect() as con:
+        session = Sessions(con).get(ctx.session_id)
+        preview = " ".join(message.split())
+        job = new_job(
+            name="reminder: " + (preview[:50] + ("..." if len(preview) > 50 else "")),
+            kind="reminder",
+            now=_now(),
+            timezone=_timezone(None),
+            task=f"(A reminder you set earlier in this session.) {message}",
+            at=at,
+            cwd=os.getcwd(),
+            session=ctx.session_name,
+            origin_notebook=session.notebook if session else None,
+            created_by=ctx.session_name,
+        )
+        job = Jobs(con).add(job)
     return {"id": job.id, "at": _iso(job.run_at, job.timezone)}
 
 
-def cancel_reminder(id: str) -> dict[str, Any]:  # noqa: A002
+def cancel_reminder(id: str) -> dict[str, Any]:
     """Cancel a reminder set with set_reminder.
 
     Args:
@@ -244,18 +245,15 @@ TOOLS = [
 # -- helpers --------------------------------------------------------------------------------
 
 
-class _errors:
+@contextmanager
+def _errors() -> Iterator[None]:
     """Turn a ScheduleError into the is_error result the model reads."""
+    from ..scheduler import ScheduleError
 
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
-        from ..scheduler import ScheduleError
-
-        if isinstance(exc, ScheduleError):
-            raise ToolInputError(str(exc)) from None
-        return False
+    try:
+        yield
+    except ScheduleError as exc:
+        raise ToolInputError(str(exc)) from None
 
 
 def _now() -> Any:

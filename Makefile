@@ -24,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/load_ext.py
 	$(PY) benchmarks/loop_overhead.py
+	$(PY) benchmarks/scheduler_overhead.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -34,7 +34,7 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
-    from . import magics
+    from . import magics, magics_jobs
     from .config import AgentKernel
 
     if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
@@ -43,6 +43,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     shell.configurables.append(settings)
     instance = magics.AgentMagics(shell, settings)
     shell.register_magics(instance)
+    magics_jobs.register(shell, instance)
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
     magics._ACTIVE = instance
@@ -53,8 +54,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Undo :func:`load_ipython_extension` (``%reload_ext`` calls both)."""
-    from . import magics
+    from . import magics, magics_jobs
 
+    magics_jobs.unregister(shell)
     if magics.rewrite_agent_cells in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.remove(magics.rewrite_agent_cells)
     instance = magics._ACTIVE

@@ -108,6 +108,73 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE system_prompt_versions IS 'Project table (read-only here; use edit_system_prompt): every version of your stored instructions.';
         COMMENT ON TABLE tool_calls IS 'Project table (read-only): every tool call (session, turn, tool, input, result size, error, duration).';
         COMMENT ON TABLE code_executions IS 'Project table (read-only): every run_code execution with its outputs and error category.';
+    # -- issue 5: the scheduler (jobs, their runs, the leader lease) -----------------------
+    (
+        30,
+        """
+        CREATE TABLE IF NOT EXISTS jobs (
+            id             VARCHAR PRIMARY KEY,
+            name           VARCHAR NOT NULL,
+            kind           VARCHAR NOT NULL,
+            notebook       VARCHAR,
+            task           VARCHAR,
+            parameters     JSON,
+            session        VARCHAR,
+            origin_notebook VARCHAR,
+            cwd            VARCHAR,
+            kernel         VARCHAR,
+            cron           VARCHAR,
+            run_at         TIMESTAMP,
+            timezone       VARCHAR NOT NULL,
+            model          VARCHAR,
+            token_limit    BIGINT,
+            enabled        BOOLEAN NOT NULL DEFAULT true,
+            next_run_at    TIMESTAMP,
+            catchup        VARCHAR NOT NULL DEFAULT 'latest',
+            max_catchup    INTEGER NOT NULL DEFAULT 10,
+            overlap        VARCHAR NOT NULL DEFAULT 'forbid',
+            timeout_s      DOUBLE NOT NULL DEFAULT 3600,
+            cell_timeout_s DOUBLE,
+            max_retries    INTEGER NOT NULL DEFAULT 1,
+            retry_on       VARCHAR NOT NULL DEFAULT 'LOST',
+            retry_delay_s  DOUBLE NOT NULL DEFAULT 30,
+            options        JSON,
+            created_by     VARCHAR,
+            created_at     TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            updated_at     TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            deleted_at     TIMESTAMP
+        );
+        CREATE TABLE IF NOT EXISTS runs (
+            id               VARCHAR PRIMARY KEY,
+            job_id           VARCHAR NOT NULL,
+            scheduled_for    TIMESTAMP NOT NULL,
+            attempt          INTEGER NOT NULL DEFAULT 1,
+            cause            VARCHAR NOT NULL,
+            status           VARCHAR NOT NULL,
+            not_before       TIMESTAMP NOT NULL,
+            created_at       TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            started_at       TIMESTAMP,
+            finished_at      TIMESTAMP,
+            heartbeat_at     TIMESTAMP,
+            worker           VARCHAR,
+            executor         VARCHAR,
+            executor_detail  VARCHAR,
+            run_dir          VARCHAR,
+            output_path      VARCHAR,
+            error            VARCHAR,
+            error_cell       INTEGER,
+            exit_code        INTEGER,
+            cells_done       INTEGER,
+            cells_total      INTEGER,
+            cancel_requested BOOLEAN NOT NULL DEFAULT false,
+            UNIQUE (job_id, scheduled_for, attempt)
+        );
+        CREATE TABLE IF NOT EXISTS scheduler_leases (
+            name        VARCHAR PRIMARY KEY,
+            holder      VARCHAR NOT NULL,
+            acquired_at TIMESTAMP NOT NULL,
+            expires_at  TIMESTAMP NOT NULL
+        );
         """,
     ),
 ]
@@ -124,6 +191,10 @@ PROTECTED_TABLES: set[str] = {
     "system_prompt_versions",
     "tool_calls",
     "code_executions",
+    # the scheduler
+    "jobs",
+    "runs",
+    "scheduler_leases",
 }
 
 

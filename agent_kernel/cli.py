@@ -1,0 +1,432 @@
+"""``agent-kernel``: the scheduler daemon and the jobs and runs it keeps.
+
+::
+
+    agent-kernel scheduler [--once] [--executor local|dask] [--address ADDR] ...
+    agent-kernel jobs list [--all] [--json]
+    agent-kernel jobs add NOTEBOOK | --task PROMPT  (--at TIME | --cron EXPR) [options]
+    agent-kernel jobs run ID [--queue]
+    agent-kernel jobs enable|disable|remove ID
+    agent-kernel runs [--job ID] [--status S] [--limit N] [--json] [--cancel RUN]
+
+The database is ``AGENT_KERNEL_DB`` (or ``--db``); run directories live under
+``AGENT_KERNEL_HOME``. Jobs are named by id, a unique id prefix, or their name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .scheduler.jobs import Job
+    from .scheduler.runs import Run
+    from .store import Store
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .scheduler import ScheduleError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        (getattr(args, "help_of", None) or parser).print_help()
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except ScheduleError as exc:
+        print(f"agent-kernel: {exc}", file=sys.stderr)
+        return 2
+
+
+# -- the daemon ---------------------------------------------------------------------------------
+
+
+def _scheduler(args: argparse.Namespace) -> int:
+    from .scheduler.daemon import Scheduler, SchedulerSettings
+    from .scheduler.executors import make_executor
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    store = _store(args)
+    executor = make_executor(args.executor, address=args.address, n_workers=args.workers)
+    if args.executor == "dask":
+        logging.getLogger("agent_kernel.scheduler").info("Dask executor: scheduler at %s", executor.address)  # type: ignore[attr-defined]
+    settings = SchedulerSettings(
+        poll_s=args.poll, lease_s=args.lease, max_concurrent=args.max_concurrent, grace_s=args.grace
+    )
+    scheduler = Scheduler(store, executor=executor, settings=settings)
+    try:
+        if args.once:
+            finished = scheduler.run_once()
+            if scheduler.leader is not None and scheduler.leader.holder != scheduler.worker:
+                print(f"Another scheduler ({scheduler.leader.holder}) is running; it handles what is due.")
+                return 0
+            from .scheduler.jobs import Jobs
+
+            with store.connect() as con:
+                jobs = Jobs(con).all_by_id({run.job_id for run in finished})
+            print(f"{len(finished)} run(s) finished" + "".join(f"\n  {_run_line(r, jobs.get(r.job_id))}" for r in finished))
+            return 0
+        stop, drain = threading.Event(), threading.Event()
+
+        def on_signal(signum: int, frame: Any) -> None:
+            (drain if stop.is_set() else stop).set()
+            scheduler.wake()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        logging.getLogger("agent_kernel.scheduler").info(
+            "scheduler %s on %s (%s executor, up to %d at once); Ctrl-C stops it",
+            scheduler.worker, store.path, executor.name, settings.max_concurrent,
+        )  # fmt: skip
+        scheduler.serve(stop, drain=drain)
+        return 0
+    finally:
+        scheduler.close()
+
+
+# -- jobs ---------------------------------------------------------------------------------------
+
+
+def _jobs_list(args: argparse.Namespace) -> int:
+    from .scheduler.jobs import Jobs
+    from .scheduler.runs import Runs
+
+    with _store(args).connect() as con:
+        jobs = Jobs(con).list(include_disabled=args.all)
+        latest = Runs(con).latest_by_job()
+    if args.json:
+        print(json.dumps([_job_json(job, latest.get(job.id)) for job in jobs], indent=2))
+        return 0
+    from .display.tables import Table
+
+    rows = [_job_row(job, latest.get(job.id)) for job in jobs]
+    print(repr(Table(["id", "name", "kind", "schedule", "next run", "last run", "status"], rows,
+                     note="" if rows else "No jobs: `agent-kernel jobs add` creates one.")))  # fmt: skip
+    return 0
+
+
+def _jobs_add(args: argparse.Namespace) -> int:
+    from .scheduler.clock import SystemClock, iso
+    from .scheduler.cron import local_timezone_name
+    from .scheduler.jobs import Jobs, Policy, new_job
+
+    if bool(args.notebook) == bool(args.task):
+        print("agent-kernel: give a NOTEBOOK or --task PROMPT (one of them).", file=sys.stderr)
+        return 2
+    policy = Policy(
+        catchup=args.catchup,
+        max_catchup=args.max_catchup,
+        overlap=args.overlap,
+        timeout_s=args.timeout,
+        cell_timeout_s=args.cell_timeout,
+        max_retries=args.retries,
+        retry_on=tuple(s.strip().upper() for s in args.retry_on.split(",") if s.strip()),
+        retry_delay_s=args.retry_delay,
+    )
+    name = args.name or (Path(args.notebook).stem if args.notebook else " ".join(args.task.split())[:40])
+    job = new_job(
+        name=name,
+        kind="notebook" if args.notebook else "task",
+        now=SystemClock().now(),
+        timezone=args.timezone or local_timezone_name(),
+        notebook=args.notebook,
+        task=args.task,
+        parameters=dict(_parameter(p) for p in args.parameter),
+        at=args.at,
+        cron=args.cron,
+        cwd=str(Path.cwd()),
+        model=args.model,
+        token_limit=args.token_limit,
+        kernel=args.kernel,
+        policy=policy,
+        created_by="cli",
+    )
+    with _store(args).connect() as con:
+        job = Jobs(con).add(job)
+    print(f"Added job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
+    print("It fires while `agent-kernel scheduler` runs.")
+    return 0
+
+
+def _jobs_run(args: argparse.Namespace) -> int:
+    from .scheduler.clock import SystemClock
+    from .scheduler.daemon import Scheduler
+    from .scheduler.runs import SUCCEEDED, Runs
+
+    store = _store(args)
+    if args.queue:
+        with store.connect() as con:
+            job = _find_job(con, args.job)
+            now = SystemClock().now()
+            run = Runs(con).insert(job.id, now, cause="manual", now=now)
+        assert run is not None
+        print(f"Queued run {run.id} of {job.name}; the scheduler starts it.")
+        return 0
+    with store.connect() as con:
+        job = _find_job(con, args.job)
+    scheduler = Scheduler(store)
+    progress = _Progress(job.name)
+    try:
+        run = scheduler.run_now(job.id, on_progress=progress.update)
+    finally:
+        progress.close()
+        scheduler.close()
+    print(_run_line(run, job))
+    if run.status != SUCCEEDED and run.run_dir:
+        print(f"  logs: {run.run_dir}")
+    return 0 if run.status == SUCCEEDED else 1
+
+
+def _jobs_toggle(args: argparse.Namespace) -> int:
+    from .scheduler.clock import SystemClock, iso
+    from .scheduler.jobs import Jobs
+
+    with _store(args).connect() as con:
+        job = Jobs(con).set_enabled(_find_job(con, args.job), args.enable, SystemClock().now())
+    state = f"enabled; next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
+    print(f"Job {job.id} ({job.name}) {state}.")
+    return 0
+
+
+def _jobs_remove(args: argparse.Namespace) -> int:
+    from .scheduler.clock import SystemClock
+    from .scheduler.jobs import Jobs
+
+    with _store(args).connect() as con:
+        job = _find_job(con, args.job)
+        Jobs(con).delete(job.id, SystemClock().now())
+    print(f"Removed job {job.id} ({job.name}); its runs stay in `agent-kernel runs`.")
+    return 0
+
+
+# -- runs ---------------------------------------------------------------------------------------
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from .scheduler import ScheduleError
+    from .scheduler.clock import SystemClock
+    from .scheduler.jobs import Jobs
+    from .scheduler.runs import Runs
+
+    with _store(args).connect() as con:
+        runs = Runs(con)
+        if args.cancel:
+            run = runs.find(args.cancel)
+            if run is None:
+                raise ScheduleError(f"No run {args.cancel!r}.")
+            state = runs.request_cancel(run.id, SystemClock().now(), "cancelled from the command line")
+            print(f"Run {run.id}: " + ("cancellation asked; its scheduler stops it." if state == "RUNNING" else f"{state}."))
+            return 0
+        job_id = _find_job(con, args.job).id if args.job else None
+        found = runs.list(job_id=job_id, limit=args.limit, statuses=tuple(args.status or ()))
+        jobs = Jobs(con).all_by_id({r.job_id for r in found})
+    if args.json:
+        print(json.dumps([run.to_json() | {"job_name": _name(jobs, run)} for run in found], indent=2))
+        return 0
+    from .display.tables import Table
+
+    rows = [
+        [run.id, _name(jobs, run), _local(run.scheduled_for, jobs.get(run.job_id)), str(run.attempt), run.status,
+         _seconds(run), _cells(run), _detail(run)]
+        for run in found
+    ]  # fmt: skip
+    print(repr(Table(["run", "job", "scheduled for", "try", "status", "time", "cells", "output / error"], rows,
+                     note="" if rows else "No runs yet.")))  # fmt: skip
+    return 0
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """A progress bar of the run's cells while it executes in the foreground."""
+
+    def __init__(self, name: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=0, desc=name, unit="cell", file=sys.stderr, dynamic_ncols=True, leave=True)
+
+    def update(self, run: Run, progress: dict[str, Any]) -> None:
+        total, done = progress.get("cells_total") or 0, progress.get("cells_done") or 0
+        if total and self.bar.total != total:
+            self.bar.total = total
+        if done != self.bar.n:
+            self.bar.n = done
+        state = progress.get("state", "starting")
+        cell = progress.get("cell")
+        self.bar.set_postfix_str(f"cell {cell}: {progress.get('source', '')}" if cell else state, refresh=True)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _store(args: argparse.Namespace) -> Store:
+    from .paths import default_db_path
+    from .store import Store
+
+    return Store(Path(args.db).expanduser() if args.db else default_db_path())
+
+
+def _find_job(con: Any, key: str) -> Job:
+    from .scheduler import ScheduleError
+    from .scheduler.jobs import Jobs
+
+    job = Jobs(con).find(key)
+    if job is None:
+        raise ScheduleError(f"No job {key!r} (or more than one matches): `agent-kernel jobs list` shows them.")
+    return job
+
+
+def _parameter(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip().isidentifier():
+        from .scheduler import ScheduleError
+
+        raise ScheduleError(f"Parameters are NAME=VALUE, not {text!r}.")
+    try:
+        return name.strip(), json.loads(value)
+    except ValueError:
+        return name.strip(), value
+
+
+def _job_json(job: Job, last: Run | None) -> dict[str, Any]:
+    from .scheduler.clock import iso
+
+    return {
+        "id": job.id, "name": job.name, "kind": job.kind, "type": job.type, "cron": job.cron,
+        "at": iso(job.run_at), "timezone": job.timezone, "notebook": job.notebook, "task": job.task,
+        "parameters": job.parameters, "enabled": job.enabled, "next_run": iso(job.next_run_at),
+        "last_run": iso(last.started_at or last.scheduled_for) if last else None,
+        "last_status": last.status if last else None,
+        "last_output": last.output_path if last else None,
+    }  # fmt: skip
+
+
+def _job_row(job: Job, last: Run | None) -> list[str]:
+    return [
+        job.id,
+        job.name,
+        job.kind,
+        job.schedule.describe(),
+        _local(job.next_run_at, job) if job.enabled else "(disabled)",
+        _local(last.started_at or last.scheduled_for, job) if last else "",
+        last.status if last else "",
+    ]
+
+
+def _run_line(run: Run, job: Job | None = None) -> str:
+    name = job.name if job else run.job_id
+    took = f" in {run.seconds:.1f} s" if run.seconds is not None else ""
+    return f"{run.status} {name} (run {run.id}){took}: {_detail(run)}"
+
+
+def _detail(run: Run) -> str:
+    if run.error:
+        cell = f"cell {run.error_cell}: " if run.error_cell is not None else ""
+        return cell + run.error.splitlines()[0][:120]
+    return run.output_path or ""
+
+
+def _name(jobs: dict[str, Job], run: Run) -> str:
+    job = jobs.get(run.job_id)
+    return job.name if job else run.job_id
+
+
+def _local(instant: Any, job: Job | None) -> str:
+    if instant is None:
+        return ""
+    from .scheduler.cron import zone
+
+    tz = zone(job.timezone) if job else None
+    return instant.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if tz else instant.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _seconds(run: Run) -> str:
+    return f"{run.seconds:.1f} s" if run.seconds is not None else ""
+
+
+def _cells(run: Run) -> str:
+    return f"{run.cells_done or 0}/{run.cells_total}" if run.cells_total else ""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-kernel", description="Schedule notebooks and agent tasks.")
+    parser.add_argument("--db", help="the DuckDB file (default: $AGENT_KERNEL_DB or the user data dir)")
+    commands = parser.add_subparsers(metavar="COMMAND")
+
+    daemon = commands.add_parser("scheduler", help="run the scheduler daemon")
+    daemon.add_argument("--once", action="store_true", help="process what is due, wait for those runs, exit")
+    daemon.add_argument("--executor", choices=["local", "dask"], default="local")
+    daemon.add_argument("--address", help="Dask scheduler address (tcp://host:8786); default: a LocalCluster")
+    daemon.add_argument("--workers", type=int, default=2, help="LocalCluster workers (--executor dask)")
+    daemon.add_argument("--max-concurrent", type=int, default=2, help="runs at once (default 2)")
+    daemon.add_argument("--poll", type=float, default=5.0, help="seconds between checks for new jobs")
+    daemon.add_argument("--lease", type=float, default=60.0, help="heartbeat lease in seconds")
+    daemon.add_argument("--grace", type=float, default=60.0, help="seconds late a slot may still fire on time")
+    daemon.set_defaults(handler=_scheduler)
+
+    jobs_parser = commands.add_parser("jobs", help="list, add, run, enable, disable, remove jobs")
+    jobs_parser.set_defaults(help_of=jobs_parser)
+    jobs = jobs_parser.add_subparsers(metavar="ACTION")
+    listing = jobs.add_parser("list", help="the jobs, with next run and last status")
+    listing.add_argument("--all", action="store_true", help="include disabled jobs")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_jobs_list)
+
+    add = jobs.add_parser("add", help="schedule a notebook or an agent task")
+    add.add_argument("notebook", nargs="?", help="the notebook to run with papermill")
+    add.add_argument("--task", help="an agent prompt instead of a notebook")
+    add.add_argument("--name")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", help="one run at this ISO 8601 time")
+    when.add_argument("--cron", help="recurring: a 5-field cron expression")
+    add.add_argument("--timezone", help="IANA timezone of the cron expression (default: the machine's)")
+    add.add_argument("-p", "--parameter", action="append", default=[], metavar="NAME=VALUE",
+                     help="papermill parameter (VALUE is JSON, else a string); repeatable")  # fmt: skip
+    add.add_argument("--model")
+    add.add_argument("--token-limit", type=int)
+    add.add_argument("--kernel", help="kernel name (default: the notebook's)")
+    add.add_argument("--timeout", type=float, default=3600.0, help="seconds for the whole run (default 3600)")
+    add.add_argument("--cell-timeout", type=float, help="seconds for one cell")
+    add.add_argument("--retries", type=int, default=1, help="retries of a run that ends as --retry-on (default 1)")
+    add.add_argument("--retry-on", default="LOST", help="statuses to retry: LOST, FAILED, TIMED_OUT (default LOST)")
+    add.add_argument("--retry-delay", type=float, default=30.0, help="seconds before the first retry, doubling")
+    add.add_argument("--catchup", choices=["skip", "latest", "all"], default="latest",
+                     help="slots missed while no scheduler ran (default latest)")  # fmt: skip
+    add.add_argument("--max-catchup", type=int, default=10)
+    add.add_argument("--overlap", choices=["allow", "forbid", "queue"], default="forbid",
+                     help="a slot due while the previous run is going (default forbid: skip it)")  # fmt: skip
+    add.set_defaults(handler=_jobs_add)
+
+    run = jobs.add_parser("run", help="run a job now, in the foreground with progress")
+    run.add_argument("job")
+    run.add_argument("--queue", action="store_true", help="queue it for the scheduler instead")
+    run.set_defaults(handler=_jobs_run)
+    for action, enable in (("enable", True), ("disable", False)):
+        toggle = jobs.add_parser(action, help=f"{action} a job")
+        toggle.add_argument("job")
+        toggle.set_defaults(handler=_jobs_toggle, enable=enable)
+    remove = jobs.add_parser("remove", help="delete a job (its runs stay)")
+    remove.add_argument("job")
+    remove.set_defaults(handler=_jobs_remove)
+
+    runs = commands.add_parser("runs", help="recent runs, newest first")
+    runs.add_argument("--job", help="only this job's runs")
+    runs.add_argument("--status", action="append", choices=["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT",
+                                                            "CANCELLED", "LOST", "SKIPPED"])  # fmt: skip
+    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--json", action="store_true")
+    runs.add_argument("--cancel", metavar="RUN", help="cancel a queued or running run")
+    runs.set_defaults(handler=_runs)
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Where runs execute: threads of the scheduler (local) or a Dask cluster.
+
+Both run :func:`~agent_kernel.scheduler.execute.execute_run` on the same plain-data
+spec and hand its result dict to a callback; the scheduler records it. Nothing an
+executor does touches the database.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from .execute import execute_run
+from .runs import FAILED, LOST
+from .spec import RunSpec
+
+Done = Callable[[str, dict[str, Any]], None]
+
+
+class Executor(Protocol):
+    name: str
+
+    def submit(self, spec: RunSpec, done: Done) -> None:
+        """Start the run; call ``done(run_id, result)`` when it ends, from any thread."""
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """Each run in a thread of this process, its notebook in a process of its own."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self._threads: set[threading.Thread] = set()
+
+    def submit(self, spec: RunSpec, done: Done) -> None:
+        def work() -> None:
+            try:
+                result = execute_run(spec.to_dict())
+            except Exception as exc:  # noqa: BLE001 - the run failed to start at all
+                result = {"status": FAILED, "error": f"Could not start the run: {type(exc).__name__}: {exc}"}
+            finally:
+                self._threads.discard(threading.current_thread())
+            done(spec.run_id, result)
+
+        thread = threading.Thread(target=work, name=f"agent-kernel-run-{spec.run_id}", daemon=True)
+        self._threads.add(thread)
+        thread.start()
+
+    def close(self) -> None:
+        for thread in list(self._threads):
+            thread.join(timeout=1)
+
+
+class DaskExecutor:
+    """Runs on a Dask cluster: ``address`` of a running scheduler, or a LocalCluster.
+
+    The run directory must be on a file system the workers share with this process
+    (outputs, logs and the heartbeat live there), and the workers need agent-kernel
+    installed and the environment the notebooks expect (``ANTHROPIC_API_KEY`` ...).
+    """
+
+    name = "dask"
+
+    def __init__(self, address: str | None = None, *, n_workers: int = 2, client: Any = None) -> None:
+        from distributed import Client
+
+        self._cluster = None
+        if client is not None:
+            self.client = client
+        elif address:
+            self.client = Client(address)
+        else:
+            from distributed import LocalCluster
+
+            self._cluster = LocalCluster(
+                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            self.client = Client(self._cluster)
+        self._futures: dict[str, Any] = {}
+
+    @property
+    def address(self) -> str:
+        return str(self.client.scheduler.address)
+
+    def submit(self, spec: RunSpec, done: Done) -> None:
+        future = self.client.submit(
+            execute_run, spec.to_dict(), key=f"agent-kernel-run-{spec.run_id}", pure=False, retries=0
+        )
+        self._futures[spec.run_id] = future
+
+        def finished(fut: Any) -> None:
+            self._futures.pop(spec.run_id, None)
+            done(spec.run_id, _dask_result(fut))
+
+        future.add_done_callback(finished)
+
+    def close(self) -> None:
+        self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def _dask_result(future: Any) -> dict[str, Any]:
+    if future.status == "finished":
+        return future.result()
+    if future.status == "cancelled":
+        return {"status": LOST, "error": "The Dask future was cancelled (the cluster went away?)."}
+    exc = future.exception()
+    if type(exc).__name__ == "KilledWorker":
+        return {"status": LOST, "error": f"The Dask worker running it died: {exc}"}
+    return {"status": FAILED, "error": f"Dask could not run it: {type(exc).__name__}: {exc}"}
+
+
+def make_executor(kind: str = "local", *, address: str | None = None, n_workers: int = 2) -> Executor:
+    """The executor the CLI's ``--executor`` names."""
+    if kind == "local":
+        return LocalExecutor()
+    if kind == "dask":
+        try:
+            return DaskExecutor(address, n_workers=n_workers)
+        except ImportError:
+            from . import ScheduleError
+
+            raise ScheduleError(
+                "The Dask executor needs distributed: pip install 'agent-kernel[dask]'."
+            ) from None
+    from . import ScheduleError
+
+    raise ScheduleError(f"Unknown executor {kind!r}: use local or dask.")

@@ -1,0 +1,304 @@
+"""The ``schedule`` group: scheduled tasks, reminders and the pulse.
+
+These tools only write jobs into the store; the scheduler daemon (``agent-kernel
+scheduler``, its own process) fires them. A task runs a notebook with papermill, or a
+generated notebook whose cell is ``%agent TASK`` in a fresh session; a reminder
+continues the session that set it. Times go in as ISO 8601 (read in the job's timezone
+when they carry no offset) and come back with the timezone's offset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from ..errors import ToolInputError
+from . import Tool, current_context
+
+
+def create_scheduled_task(
+    name: str,
+    task: str | None = None,
+    notebook: str | None = None,
+    parameters: dict[str, Any] | None = None,
+    at: str | None = None,
+    cron: str | None = None,
+    timezone: str | None = None,
+    model: str | None = None,
+    token_limit: int | None = None,
+) -> dict[str, Any]:
+    """Schedule a job that runs later, once (`at`) or repeatedly (`cron`), unattended.
+
+    Give either `task`, a prompt that each firing runs as a fresh agent session in a new
+    notebook (no memory of this conversation: put everything it needs in the prompt, or
+    have it read the database), or `notebook`, the path of an existing .ipynb file to run
+    with papermill, with `parameters` injected after its cell tagged "parameters". Each
+    run keeps its executed notebook. Give exactly one of `at` or `cron`.
+
+    Args:
+        name: Short human-readable label.
+        task: The prompt each firing runs (a fresh session). `{param}` in it is replaced by a parameter's value.
+        notebook: Path of a notebook to run, relative to the kernel's working directory or absolute.
+        parameters: Papermill parameters (name: value) injected into the notebook.
+        at: For one run: ISO 8601 time, e.g. 2026-02-25T09:00:00Z; without an offset it is read in `timezone`.
+        cron: For recurring runs: 5-field cron expression, e.g. '0 9 * * MON-FRI' (9:00 on weekdays).
+        timezone: IANA timezone the cron expression (or an `at` without offset) is read in; default the user's.
+        model: Model for the task's agent turns; defaults to the configured one. Use a cheaper model for simple jobs.
+        token_limit: Most tokens one firing may use.
+    """
+    from ..scheduler.jobs import Jobs, new_job
+
+    ctx = current_context()
+    zone_name = _timezone(timezone)
+    with _errors():
+        job = new_job(
+            name=name,
+            kind="notebook" if notebook else "task",
+            now=_now(),
+            timezone=zone_name,
+            notebook=notebook,
+            task=task,
+            parameters=parameters,
+            at=at,
+            cron=cron,
+            cwd=os.getcwd(),
+            model=model,
+            token_limit=token_limit,
+            created_by=ctx.session_name,
+        )
+        with ctx.store.connect() as con:
+            job = Jobs(con).add(job)
+    return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone)}
+
+
+def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
+    """List scheduled tasks with their next run and how their last run went.
+
+    Args:
+        include_disabled: Also list paused tasks.
+    """
+    from ..scheduler.jobs import Jobs
+    from ..scheduler.runs import Runs
+
+    ctx = current_context()
+    with ctx.store.connect() as con:
+        jobs = Jobs(con).list(include_disabled=include_disabled, kinds=("notebook", "task"))
+        latest = Runs(con).latest_by_job()
+    tasks = []
+    for job in jobs:
+        last = latest.get(job.id)
+        entry: dict[str, Any] = {"id": job.id, "name": job.name}
+        if job.task:
+            entry["task"] = job.task
+        if job.notebook:
+            entry["notebook"] = job.notebook
+        entry.update(
+            type=job.type,
+            cron=job.cron,
+            timezone=job.timezone,
+            next_run=_iso(job.next_run_at, job.timezone),
+            last_run=_iso(last.started_at or last.scheduled_for, job.timezone) if last else None,
+            last_status=last.status if last else None,
+            enabled=job.enabled,
+            model=job.model,
+        )
+        tasks.append(entry)
+    return {"tasks": tasks}
+
+
+def cancel_scheduled_task(id: str) -> dict[str, Any]:
+    """Delete a scheduled task: it stops firing, and a run in progress is cancelled.
+
+    Args:
+        id: The task's id (from create_scheduled_task or list_scheduled_tasks).
+    """
+    return {"deleted": _delete(id, kinds=("notebook", "task", "pulse"), other="a reminder: use cancel_reminder")}
+
+
+def enable_scheduled_task(id: str) -> dict[str, Any]:
+    """Resume a paused task; it fires from its next slot on (missed slots are not run).
+
+    Args:
+        id: The task's id.
+    """
+    return _set_enabled(id, True)
+
+
+def disable_scheduled_task(id: str) -> dict[str, Any]:
+    """Pause a task without deleting it.
+
+    Args:
+        id: The task's id.
+    """
+    return _set_enabled(id, False)
+
+
+def set_reminder(at: str, message: str) -> dict[str, Any]:
+    """Continue this conversation later: at `at`, `message` arrives in this session as a
+    new turn (run unattended), so you can pick the work up again. One-shot; for
+    recurring work create a scheduled task.
+
+    Args:
+        at: ISO 8601 time to fire, e.g. 2026-02-25T09:00:00Z; without an offset it is read in the user's timezone.
+        message: What to tell yourself when the reminder fires.
+    """
+    from ..scheduler.jobs import Jobs, new_job
+    from ..store.sessions import Sessions
+
+    ctx = current_context()
+    with _errors(), ctx.store.connect() as con:
+        session = Sessions(con).get(ctx.session_id)
+        preview = " ".join(message.split())
+        job = new_job(
+            name="reminder: " + (preview[:50] + ("..." if len(preview) > 50 else "")),
+            kind="reminder",
+            now=_now(),
+            timezone=_timezone(None),
+            task=f"(A reminder you set earlier in this session.) {message}",
+            at=at,
+            cwd=os.getcwd(),
+            session=ctx.session_name,
+            origin_notebook=session.notebook if session else None,
+            created_by=ctx.session_name,
+        )
+        job = Jobs(con).add(job)
+    return {"id": job.id, "at": _iso(job.run_at, job.timezone)}
+
+
+def cancel_reminder(id: str) -> dict[str, Any]:
+    """Cancel a reminder set with set_reminder.
+
+    Args:
+        id: The reminder's id.
+    """
+    return {"deleted": _delete(id, kinds=("reminder",), other="a scheduled task: use cancel_scheduled_task")}
+
+
+def manage_pulse(
+    action: Literal["get_config", "update_config", "update_notes"],
+    notes: str | None = None,
+    enabled: bool | None = None,
+    active_days: list[int] | None = None,
+    pulses_per_day: Literal[48, 24, 12, 6, 2] | None = None,
+    quiet_hours: list[dict[str, str]] | None = None,
+    instruction: str | None = None,
+) -> dict[str, Any]:
+    """Your pulse: an autonomous run that fires regularly (a fresh session each time)
+    and keeps notes for the next one. `get_config` shows it; `update_config` creates or
+    changes it; `update_notes` leaves notes (at most 2,000 characters) for the next pulse.
+
+    Args:
+        action: get_config, update_config or update_notes.
+        notes: update_notes: what the next pulse should know (replaces the previous notes).
+        enabled: update_config: turn the pulse on or off.
+        active_days: update_config: days it fires, 0 = Sunday ... 6 = Saturday.
+        pulses_per_day: update_config: 48, 24, 12, 6 or 2 (every 30 min, 1 h, 2 h, 4 h, 12 h).
+        quiet_hours: update_config: local time windows with no pulse, e.g. [{"start": "22:00", "end": "07:00"}].
+        instruction: update_config: what each pulse should do.
+    """
+    from ..scheduler import pulse
+
+    ctx = current_context()
+    now = _now()
+    with _errors(), ctx.store.connect() as con:
+        if action == "update_notes":
+            if notes is None:
+                raise ToolInputError("update_notes needs `notes`.")
+            return {"success": True, "action": "notes_updated", "length": pulse.update_notes(con, notes)}
+        if action == "update_config":
+            job = pulse.configure(
+                con,
+                now,
+                timezone=_timezone(None),
+                enabled=enabled,
+                pulses_per_day=pulses_per_day,
+                active_days=active_days,
+                quiet_hours=quiet_hours,
+                instruction=instruction,
+            )
+            return {"success": True, "action": "config_updated", "pulse": pulse.status(con, job, now)}
+        job = pulse.get(con)
+        if job is None:
+            return {"success": True, "configured": False, "note": "No pulse yet: update_config creates one."}
+        return {"success": True, "configured": True, **pulse.status(con, job, now)}
+
+
+TOOLS = [
+    Tool(create_scheduled_task, name="create_scheduled_task", group="schedule", writes=True),
+    Tool(list_scheduled_tasks, name="list_scheduled_tasks", group="schedule"),
+    Tool(cancel_scheduled_task, name="cancel_scheduled_task", group="schedule", writes=True),
+    Tool(enable_scheduled_task, name="enable_scheduled_task", group="schedule", writes=True),
+    Tool(disable_scheduled_task, name="disable_scheduled_task", group="schedule", writes=True),
+    Tool(set_reminder, name="set_reminder", group="schedule", writes=True),
+    Tool(cancel_reminder, name="cancel_reminder", group="schedule", writes=True),
+    Tool(
+        manage_pulse,
+        name="manage_pulse",
+        group="schedule",
+        writes=lambda tool_input: tool_input.get("action") != "get_config",
+    ),
+]
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn a ScheduleError into the is_error result the model reads."""
+    from ..scheduler import ScheduleError
+
+    try:
+        yield
+    except ScheduleError as exc:
+        raise ToolInputError(str(exc)) from None
+
+
+def _now() -> Any:
+    from ..scheduler.clock import SystemClock
+
+    return SystemClock().now()
+
+
+def _timezone(name: str | None) -> str:
+    from ..scheduler.cron import local_timezone_name, zone
+
+    chosen = name or current_context().settings.timezone or local_timezone_name()
+    with _errors():
+        zone(chosen)
+    return chosen
+
+
+def _iso(instant: Any, timezone: str) -> str | None:
+    from ..scheduler.clock import iso
+
+    return iso(instant, timezone)
+
+
+def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
+    from ..scheduler.jobs import Jobs
+
+    ctx = current_context()
+    with ctx.store.connect() as con:
+        jobs = Jobs(con)
+        job = jobs.get(job_id)
+        if job is None or job.kind == "reminder":
+            raise ToolInputError(f"No scheduled task with id {job_id!r}; list_scheduled_tasks shows them.")
+        job = jobs.set_enabled(job, enabled, _now())
+    return {"id": job.id, "enabled": job.enabled}
+
+
+def _delete(job_id: str, *, kinds: tuple[str, ...], other: str) -> bool:
+    from ..scheduler.jobs import Jobs
+
+    ctx = current_context()
+    with ctx.store.connect() as con:
+        jobs = Jobs(con)
+        job = jobs.get(job_id)
+        if job is None:
+            return False
+        if job.kind not in kinds:
+            raise ToolInputError(f"{job_id!r} is {other}.")
+        return jobs.delete(job.id, _now())

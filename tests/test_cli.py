@@ -1,0 +1,112 @@
+"""`agent-kernel`: jobs list|add|run|enable|disable|remove, runs, and scheduler --once."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta
+
+from agent_kernel.cli import main
+
+from .scheduling import UTC, add_job, agent_kernel_cli, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_add_list_pause_resume_remove(capsys, store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_notebook(tmp_path / "report.ipynb", "print(region)", parameters="region = 'all'")
+    code, out, _ = cli(capsys, "jobs", "add", "report.ipynb", "--cron", "0 7 * * MON-FRI", "--timezone",
+                       "Europe/Berlin", "-p", "region=north", "-p", "limit=10", "--retries", "2")  # fmt: skip
+    assert code == 0 and out.startswith("Added job ") and "At 07:00 on Monday through Friday" in out
+    code, out, _ = cli(capsys, "jobs", "add", "--task", "Summarise the logs.", "--at", "2099-01-01T09:00Z")
+    assert code == 0 and "(Summarise the logs.)" in out
+    [listed, task] = json.loads(cli(capsys, "jobs", "list", "--json")[1])
+    assert listed["name"] == "report" and listed["parameters"] == {"region": "north", "limit": 10}
+    assert listed["notebook"] == str(tmp_path / "report.ipynb") and task["type"] == "once"
+    code, out, _ = cli(capsys, "jobs", "list")
+    assert "report" in out and "notebook" in out and "At 07:00 on Monday through Friday (Europe/Berlin)" in out
+
+    assert "disabled" in cli(capsys, "jobs", "disable", "report")[1]  # by name
+    assert [j["name"] for j in json.loads(cli(capsys, "jobs", "list", "--json")[1])] == [task["name"]]
+    assert "(disabled)" in cli(capsys, "jobs", "list", "--all")[1]
+    assert "enabled; next run" in cli(capsys, "jobs", "enable", listed["id"][:6])[1]  # by id prefix
+    code, out, _ = cli(capsys, "jobs", "remove", listed["id"])
+    assert code == 0 and "Removed job" in out
+    assert [j["name"] for j in json.loads(cli(capsys, "jobs", "list", "--json")[1])] == [task["name"]]
+
+
+def test_bad_input_is_one_line_and_exit_status_2(capsys, store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_notebook(tmp_path / "nb.ipynb", "x = 1")
+    code, _, err = cli(capsys, "jobs", "add", "nb.ipynb", "--cron", "0 25 * * *")
+    assert code == 2 and err.startswith("agent-kernel: Cron expression '0 25 * * *' is not valid (Bad hour)")
+    code, _, err = cli(capsys, "jobs", "add", "nb.ipynb", "--at", "2000-01-01T00:00Z")
+    assert code == 2 and "is in the past" in err
+    code, _, err = cli(capsys, "jobs", "run", "nope")
+    assert code == 2 and err == "agent-kernel: No job 'nope' (or more than one matches): `agent-kernel jobs list` shows them.\n"
+    code, _, err = cli(capsys, "jobs", "add", "nb.ipynb", "--task", "x", "--at", "2099-01-01T00:00Z")
+    assert code == 2 and "one of them" in err
+
+
+def test_jobs_run_in_the_foreground_shows_progress_and_records_the_run(capsys, store, tmp_path):
+    ok = write_notebook(tmp_path / "ok.ipynb", "import time\nfor i in range(3):\n    time.sleep(0.2)", "print('all good')")
+    bad = write_notebook(tmp_path / "bad.ipynb", "assert 1 == 2, 'numbers disagree'")
+    for notebook in (ok, bad):
+        assert cli(capsys, "jobs", "add", str(notebook), "--cron", "0 0 1 1 *")[0] == 0
+    code, out, err = cli(capsys, "jobs", "run", "ok")
+    assert code == 0 and out.startswith("SUCCEEDED ok (run ") and out.strip().endswith("output.ipynb")
+    assert "2/2" in err and "cell" in err  # the progress bar went to stderr
+    code, out, _ = cli(capsys, "jobs", "run", "bad")
+    assert code == 1 and "FAILED bad" in out and "cell 1: AssertionError: numbers disagree" in out
+    assert "logs: " in out
+
+    runs = json.loads(cli(capsys, "runs", "--json")[1])
+    assert [(r["job_name"], r["status"], r["cause"]) for r in runs] == [("bad", "FAILED", "manual"), ("ok", "SUCCEEDED", "manual")]
+    assert runs[1]["cells_done"] == runs[1]["cells_total"] == 2 and runs[1]["seconds"] > 0.5
+    code, out, _ = cli(capsys, "runs", "--job", "ok")
+    assert code == 0 and "SUCCEEDED" in out and "FAILED" not in out
+    assert "No runs yet." in cli(capsys, "runs", "--status", "LOST")[1]
+
+
+def test_queue_cancel_and_scheduler_once(capsys, store, tmp_path):
+    notebook = write_notebook(tmp_path / "ok.ipynb", "x = 1")
+    cli(capsys, "jobs", "add", str(notebook), "--name", "ok", "--cron", "0 0 1 1 *")
+    first = cli(capsys, "jobs", "run", "ok", "--queue")[1]
+    second = cli(capsys, "jobs", "run", "ok", "--queue")[1]
+    assert first.startswith("Queued run ")
+    cancelled = second.split()[2]
+    assert cli(capsys, "runs", "--cancel", cancelled)[1] == f"Run {cancelled}: CANCELLED.\n"
+    code, out, _ = cli(capsys, "scheduler", "--once")
+    assert code == 0 and out.startswith("1 run(s) finished\n  SUCCEEDED ok (run ")
+    assert sorted(r.status for r in runs_of(store)) == ["CANCELLED", "SUCCEEDED"]
+
+
+def test_scheduler_once_on_a_dask_cluster_from_the_console_script(store, tmp_path):
+    notebook = write_notebook(tmp_path / "ok.ipynb", "x = 1")
+    now = datetime.now(UTC)
+    job = add_job(store, name="ok", notebook=str(notebook), at=now + timedelta(seconds=1), now=now)
+    time.sleep(1.2)
+    process = agent_kernel_cli("scheduler", "--once", "--executor", "dask", "--workers", "1")
+    _out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert "Dask executor: scheduler at tcp://127.0.0.1:" in err
+    [run] = runs_of(store, job)
+    assert run.status == "SUCCEEDED" and run.executor == "dask" and run.executor_detail.startswith("dask worker tcp://")
+
+
+def test_scheduler_once_leaves_due_work_to_a_running_leader(capsys, store, tmp_path):
+    from agent_kernel.scheduler import leader
+
+    notebook = write_notebook(tmp_path / "ok.ipynb", "x = 1")
+    cli(capsys, "jobs", "add", str(notebook), "--name", "ok", "--cron", "0 0 1 1 *")
+    cli(capsys, "jobs", "run", "ok", "--queue")
+    with store.connect() as con:
+        leader.acquire(con, "otherhost:1:abcdef", datetime.now(UTC), 60)
+    code, out, _ = cli(capsys, "scheduler", "--once")
+    assert code == 0 and out == "Another scheduler (otherhost:1:abcdef) is running; it handles what is due.\n"
+    assert [r.status for r in runs_of(store)] == ["QUEUED"]

@@ -1,0 +1,211 @@
+"""The schedule tools, called by the scripted model in a real kernel, and what fires from them."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+import nbformat
+
+from agent_kernel.scheduler.clock import ManualClock
+from agent_kernel.scheduler.jobs import Jobs
+from agent_kernel.store.sessions import Sessions
+from agent_kernel.testing import call, say
+
+from .scheduling import (  # noqa: F401 - fixtures
+    UTC,
+    get_job,
+    home_fixture,
+    runs_of,
+    scheduler,
+    store_fixture,
+    write_notebook,
+)
+
+
+def run_tools(kernel, scripted_model, *calls, prompt="go"):
+    """Script the calls, run one turn, return each tool result (decoded JSON, or the error block)."""
+    scripted_model.add(*calls, say("done"))
+    kernel.ok(f"%agent {prompt}")
+    results = []
+    for request in scripted_model.requests[-len(calls):]:
+        block = request["messages"][-1]["content"][0]
+        results.append(block if block.get("is_error") else json.loads(block["content"]))
+    return results
+
+
+def user_texts(request) -> list[str]:
+    return [b["text"] for m in request["messages"] if m["role"] == "user" for b in m["content"] if b.get("type") == "text"]
+
+
+def test_a_task_created_by_the_agent_fires_at_its_time_and_succeeds(kernel, scripted_model, store, home):
+    at = (datetime.now(UTC) + timedelta(hours=2)).replace(microsecond=0)
+    [created] = run_tools(
+        kernel, scripted_model,
+        call("create_scheduled_task", name="sales check", task="Summarise the sales table in one line.",
+             at=at.isoformat(), model="claude-haiku-5-5", token_limit=50_000),
+        prompt="in two hours, summarise the sales table",
+    )  # fmt: skip
+    assert created["name"] == "sales check" and created["next_run"] is not None
+    with store.connect() as con:
+        job = Jobs(con).get(created["id"])
+    assert (job.kind, job.run_at, job.model, job.token_limit) == ("task", at, "claude-haiku-5-5", 50_000)
+    assert job.created_by is not None  # the session that created it
+
+    clock = ManualClock(at - timedelta(minutes=1))
+    daemon = scheduler(store, home, clock)
+    assert daemon.run_once() == []  # not yet
+    before = len(scripted_model.requests)
+    scripted_model.add(say("Sales were flat this week."))
+    clock.set(at + timedelta(seconds=3))
+    [run] = daemon.run_once()
+    assert run.status == "SUCCEEDED", run.error
+    [request] = scripted_model.requests[before:]
+    assert request["model"] == "claude-haiku-5-5"
+    assert user_texts(request) == ["Summarise the sales table in one line."]  # a fresh session
+    done = nbformat.read(run.output_path, as_version=4)
+    agent_cell = next(c for c in done.cells if c.source.startswith("%%agent"))
+    assert "--new=sales-check-" in agent_cell.source and "--token-limit 50000" in agent_cell.source
+    assert any("Sales were flat this week." in json.dumps(o) for o in agent_cell.outputs)
+    assert "Turn finished" in json.dumps(done.cells[-1].outputs)
+    assert get_job(store, job).next_run_at is None  # one-shot: done
+
+
+def test_a_task_whose_turn_fails_is_a_failed_run(kernel, scripted_model, store, home):
+    at = datetime.now(UTC) + timedelta(hours=1)
+    [created] = run_tools(kernel, scripted_model, call("create_scheduled_task", name="t", task="go", at=at.isoformat()))
+    # Nothing is scripted for the firing: the model answers 400 and the turn ends in error.
+    clock = ManualClock(at + timedelta(seconds=1))
+    [run] = scheduler(store, home, clock).run_once()
+    assert run.status == "FAILED"
+    assert "The agent's turn ended in state 'error'" in run.error  # not a misleading success
+    assert created["id"] == run.job_id
+
+
+def test_schedule_inputs_that_cannot_work_are_clear_errors(kernel, scripted_model, tmp_path):
+    past = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    future = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    results = run_tools(
+        kernel, scripted_model,
+        call("create_scheduled_task", name="a", task="x", cron="every morning"),
+        call("create_scheduled_task", name="b", task="x", cron="0 9 * * *", timezone="Europe/Berlinn"),
+        call("create_scheduled_task", name="c", task="x", at=past),
+        call("create_scheduled_task", name="d", task="x", at=future, cron="0 9 * * *"),
+        call("create_scheduled_task", name="e", at=future),
+        call("create_scheduled_task", name="f", notebook="missing.ipynb", at=future),
+        call("create_scheduled_task", name="g", task="x", at="next tuesday"),
+        call("set_reminder", at=past, message="too late"),
+        call("enable_scheduled_task", id="nope"),
+    )  # fmt: skip
+    assert all(r.get("is_error") for r in results)
+    messages = [r["content"] for r in results]
+    assert "has 2 fields; use 5" in messages[0]
+    assert "Unknown timezone 'Europe/Berlinn'" in messages[1]
+    assert "is in the past" in messages[2] and "is in the past" in messages[7]
+    assert "exactly one of `at`" in messages[3]
+    assert "Give `task` (a prompt) or `notebook`" in messages[4]
+    assert f"No notebook at {str(tmp_path / 'missing.ipynb')!r}" in messages[5]
+    assert "ISO 8601" in messages[6]
+    assert "No scheduled task with id 'nope'" in messages[8]
+    assert kernel.value("1 + 1") == 2  # the kernel is fine
+
+
+def test_list_pause_resume_and_cancel_tasks(kernel, scripted_model, store, tmp_path):
+    write_notebook(tmp_path / "report.ipynb", "print(n)", parameters="n = 1")
+    [report, summary] = run_tools(
+        kernel, scripted_model,
+        call("create_scheduled_task", name="report", notebook="report.ipynb", parameters={"n": 5},
+             cron="0 7 * * MON-FRI", timezone="America/New_York"),
+        call("create_scheduled_task", name="summary", task="Summarise.", cron="30 18 * * *", timezone="UTC"),
+    )  # fmt: skip
+    assert report["next_run"].endswith(("-05:00", "-04:00")) and "T07:00:00" in report["next_run"]
+    with store.connect() as con:
+        job = Jobs(con).get(report["id"])
+    assert job.notebook == str(tmp_path / "report.ipynb") and job.parameters == {"n": 5}
+    assert job.cwd == str(tmp_path)
+
+    listed, paused, short, full, resumed, deleted, again = run_tools(
+        kernel, scripted_model,
+        call("list_scheduled_tasks"),
+        call("disable_scheduled_task", id=summary["id"]),
+        call("list_scheduled_tasks"),
+        call("list_scheduled_tasks", include_disabled=True),
+        call("enable_scheduled_task", id=summary["id"]),
+        call("cancel_scheduled_task", id=report["id"]),
+        call("cancel_scheduled_task", id=report["id"]),
+    )  # fmt: skip
+    first = listed["tasks"][0]
+    assert first["name"] == "report" and first["notebook"] == str(tmp_path / "report.ipynb") and "task" not in first
+    assert (first["type"], first["last_run"], first["last_status"], first["enabled"]) == ("cron", None, None, True)
+    assert listed["tasks"][1]["task"] == "Summarise."
+    assert paused == {"id": summary["id"], "enabled": False}
+    assert [t["name"] for t in short["tasks"]] == ["report"]
+    assert [(t["name"], t["enabled"]) for t in full["tasks"]] == [("report", True), ("summary", False)]
+    assert resumed == {"id": summary["id"], "enabled": True}
+    assert deleted == {"deleted": True} and again == {"deleted": False}
+
+
+def test_a_reminder_continues_its_session_headless(kernel, scripted_model, store, home):
+    at = (datetime.now(UTC) + timedelta(hours=3)).replace(microsecond=0)
+    [reminder, other] = run_tools(
+        kernel, scripted_model,
+        call("set_reminder", at=at.isoformat(), message="Check whether the totals were fixed."),
+        call("set_reminder", at=at.isoformat(), message="never mind"),
+        prompt="remind yourself to check the totals later",
+    )  # fmt: skip
+    assert reminder["at"] is not None and reminder["id"] != other["id"]
+    [cancelled, wrong] = run_tools(
+        kernel, scripted_model, call("cancel_reminder", id=other["id"]), call("cancel_scheduled_task", id=reminder["id"])
+    )
+    assert cancelled == {"deleted": True}
+    assert wrong["is_error"] and "is a reminder: use cancel_reminder" in wrong["content"]
+    with store.connect() as con:
+        [session] = Sessions(con).list()
+        notebook = session.notebook
+
+    before = len(scripted_model.requests)
+    scripted_model.add(say("The totals are fixed now."))
+    [run] = scheduler(store, home, ManualClock(at + timedelta(seconds=2))).run_once()
+    assert run.status == "SUCCEEDED", run.error
+    [request] = scripted_model.requests[before:]  # only the live reminder fired
+    texts = user_texts(request)
+    assert texts[0] == "remind yourself to check the totals later"  # the session's history came along
+    assert texts[-1] == "(A reminder you set earlier in this session.) Check whether the totals were fixed."
+    with store.connect() as con:
+        [after] = Sessions(con).list()
+    assert after.id == session.id and after.notebook == notebook  # still the notebook's own session
+
+    scripted_model.add(say("ok"))
+    kernel.ok("%agent anything else?")
+    assert "The totals are fixed now." in json.dumps(scripted_model.requests[-1]["messages"])
+
+
+def test_manage_pulse_configures_and_keeps_notes(kernel, scripted_model, store):
+    config, notes, too_long, shown, bad = run_tools(
+        kernel, scripted_model,
+        call("manage_pulse", action="update_config", pulses_per_day=6, active_days=[1, 2, 3, 4, 5],
+             quiet_hours=[{"start": "20:00", "end": "08:00"}], instruction="Check the sales table for gaps."),
+        call("manage_pulse", action="update_notes", notes="Gap on 2026-03-01; recheck."),
+        call("manage_pulse", action="update_notes", notes="x" * 2001),
+        call("manage_pulse", action="get_config"),
+        call("manage_pulse", action="update_config", pulses_per_day=5),
+    )  # fmt: skip
+    assert config["success"] and config["action"] == "config_updated"
+    assert config["pulse"]["interval_minutes"] == 240 and config["pulse"]["enabled"] is True
+    assert notes == {"success": True, "action": "notes_updated", "length": 27}
+    assert too_long["is_error"] and "2,001 characters; keep them to 2,000" in too_long["content"]
+    assert shown["notes"] == "Gap on 2026-03-01; recheck." and shown["quiet_hours"] == [{"start": "20:00", "end": "08:00"}]
+    assert bad["is_error"] and "pulses_per_day" in bad["content"]
+    with store.connect() as con:
+        [pulse] = Jobs(con).list(kinds=("pulse",))
+    assert pulse.cron == "0 */4 * * 1,2,3,4,5"
+
+
+def test_only_listing_and_reading_the_pulse_count_as_reading():
+    from agent_kernel.tools.schedule import TOOLS
+
+    tools = {t.name: t for t in TOOLS}
+    assert {t.group for t in TOOLS} == {"schedule"}
+    assert [name for name, t in tools.items() if not t.writes_for({})] == ["list_scheduled_tasks"]
+    pulse = tools["manage_pulse"]
+    assert [pulse.writes_for({"action": a}) for a in ("get_config", "update_config", "update_notes")] == [False, True, True]

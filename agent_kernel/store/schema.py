@@ -108,6 +108,8 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE system_prompt_versions IS 'Project table (read-only here; use edit_system_prompt): every version of your stored instructions.';
         COMMENT ON TABLE tool_calls IS 'Project table (read-only): every tool call (session, turn, tool, input, result size, error, duration).';
         COMMENT ON TABLE code_executions IS 'Project table (read-only): every run_code execution with its outputs and error category.';
+        """,
+    ),
     # -- issue 5: the scheduler (jobs, their runs, the leader lease) -----------------------
     (
         30,
@@ -175,6 +177,9 @@ MIGRATIONS: list[tuple[int, str]] = [
             acquired_at TIMESTAMP NOT NULL,
             expires_at  TIMESTAMP NOT NULL
         );
+        COMMENT ON TABLE jobs IS 'Project table (read-only here; use the schedule tools): scheduled notebooks, tasks and reminders.';
+        COMMENT ON TABLE runs IS 'Project table (read-only): every firing of a job with its status, times, output notebook and error.';
+        COMMENT ON TABLE scheduler_leases IS 'Project table (read-only): which scheduler daemon leads.';
         """,
     ),
 ]

@@ -34,38 +34,40 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
-    from . import magics, magics_jobs
+    from . import magics
     from .config import AgentKernel
+    from .magics_data import DataMagics
+    from .magics_jobs import JobMagics
 
     if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
         return
     settings = AgentKernel(parent=shell)
     shell.configurables.append(settings)
     instance = magics.AgentMagics(shell, settings)
-    shell.register_magics(instance)
-    magics_jobs.register(shell, instance)
+    magics._ACTIVE = instance
+    magics._REGISTERED[:] = [
+        instance,
+        DataMagics(shell, instance),
+        JobMagics(shell, lambda: instance.kernel_agent.store),
+    ]
+    for registered in magics._REGISTERED:
+        shell.register_magics(registered)
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
-    magics._ACTIVE = instance
-    from . import magics_data
-
-    magics_data.register(shell, instance)
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Undo :func:`load_ipython_extension` (``%reload_ext`` calls both)."""
-    from . import magics, magics_jobs
+    from . import magics
 
-    magics_jobs.unregister(shell)
     if magics.rewrite_agent_cells in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.remove(magics.rewrite_agent_cells)
-    instance = magics._ACTIVE
-    if instance is not None:
-        shell.configurables[:] = [c for c in shell.configurables if c is not instance.settings]
-        for kind, names in instance.magics.items():
+    if magics._ACTIVE is not None:
+        settings = magics._ACTIVE.settings
+        shell.configurables[:] = [c for c in shell.configurables if c is not settings]
+    for registered in magics._REGISTERED:
+        for kind, names in registered.magics.items():
             for name in names:
                 shell.magics_manager.magics[kind].pop(name, None)
-        magics._ACTIVE = None
-    from . import magics_data
-
-    magics_data.unregister(shell)
+    magics._REGISTERED.clear()
+    magics._ACTIVE = None

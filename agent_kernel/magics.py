@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .loop import TurnResult
 
 _ACTIVE: AgentMagics | None = None
+_REGISTERED: list[Magics] = []  # every Magics instance load_ipython_extension registered
 
 # ---------------------------------------------------------------------------------------
 # Parsing

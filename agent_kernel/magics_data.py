@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .magics import AgentMagics
 
-_ACTIVE: DataMagics | None = None
 CODE_LINES = 12
 CODE_CHARS = 800
 
@@ -193,20 +192,3 @@ def _clip_code(code: str) -> str:
     if len(lines) > CODE_LINES:
         shown += f"\n… ({len(lines) - CODE_LINES} more lines)"
     return _clip(shown, CODE_CHARS)
-
-
-def register(shell: InteractiveShell, owner: AgentMagics) -> None:
-    """Register these magics (``load_ipython_extension`` calls it)."""
-    global _ACTIVE
-    _ACTIVE = DataMagics(shell, owner)
-    shell.register_magics(_ACTIVE)
-
-
-def unregister(shell: InteractiveShell) -> None:
-    """Remove these magics again (``unload_ipython_extension``)."""
-    global _ACTIVE
-    if _ACTIVE is not None:
-        for kind, names in _ACTIVE.magics.items():
-            for name in names:
-                shell.magics_manager.magics[kind].pop(name, None)
-        _ACTIVE = None

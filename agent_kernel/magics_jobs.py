@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
     from .store import Store
 
-_ACTIVE: JobMagics | None = None
 
 
 @magics_class
@@ -63,23 +62,6 @@ class JobMagics(Magics):
         if lease is None or lease.expires_at <= now:
             notes.append("No scheduler is running: jobs fire only while `agent-kernel scheduler` runs.")
         return JobsView(rows, " ".join(notes))
-
-
-def register(shell: InteractiveShell, agent_magics: Any) -> None:
-    """Register ``%agent_jobs`` (called by ``load_ipython_extension``)."""
-    global _ACTIVE
-    _ACTIVE = JobMagics(shell, lambda: agent_magics.kernel_agent.store)
-    shell.register_magics(_ACTIVE)
-
-
-def unregister(shell: InteractiveShell) -> None:
-    """Remove what :func:`register` added (``%unload_ext``)."""
-    global _ACTIVE
-    if _ACTIVE is not None:
-        for kind, names in _ACTIVE.magics.items():
-            for name in names:
-                shell.magics_manager.magics[kind].pop(name, None)
-        _ACTIVE = None
 
 
 def _row(job: Any, last: Any) -> dict[str, str]:

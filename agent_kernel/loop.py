@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +81,8 @@ class Turn:
     prompt_blocks: list[dict[str, Any]]
     session_tokens: int
     check: Check | None = None
+    # Asked at the token limit: the raised limit to go on with, or None to stop (Continue).
+    on_token_limit: Callable[[ToolContext, int, int], Awaitable[int | None]] | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
 
@@ -91,6 +94,7 @@ class Turn:
         self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
         prompt_saved = False
         self._journal = session_rows.Journal(ctx.session_id, ctx.turn)
+        ctx.journal = self._journal
         self._journal.state("running")
         self._write()
         try:
@@ -105,7 +109,8 @@ class Turn:
                         "%config AgentKernel.token_limit = N.",
                         kind="warning",
                     )
-                    break
+                    if not await self._continue_past_limit(result):
+                        break
                 if result.model_calls >= self.limits.max_model_calls:
                     result.state = "idle"
                     view.notice(
@@ -150,7 +155,8 @@ class Turn:
                 # prompt is merged after it. (A model *error* drops it instead: a prompt
                 # the API rejected would be rejected again with every later turn.)
                 self._save("user", self.prompt_blocks)
-            result.state = "idle"
+            if result.state != "token_limit_reached":
+                result.state = "idle"
             result.error = "interrupted"
             view.notice("■ Stopped." if stop.reason == "stop" else "■ Interrupted.", kind="warning")
         except ModelError as exc:
@@ -163,6 +169,25 @@ class Turn:
             self._write()
             view.close()
         return result
+
+    async def _continue_past_limit(self, result: TurnResult) -> bool:
+        """Offer Continue at the token limit; True when the limit was raised."""
+        if self.on_token_limit is None:
+            return False
+        ctx = self.context
+        self._journal.state("token_limit_reached")
+        self._write()
+        raised = await ctx.interrupts.phase(
+            self.on_token_limit(ctx, result.session_tokens, self.limits.token_limit)
+        )
+        if raised is None or raised <= result.session_tokens:
+            return False
+        self.limits.token_limit = raised
+        self._journal.token_limit(raised)
+        self._journal.state("running")
+        self._write()
+        result.state = "running"
+        return True
 
     # -- tools ---------------------------------------------------------------------------
 

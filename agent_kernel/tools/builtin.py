@@ -7,10 +7,10 @@ from . import Registry
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from . import code
+    from . import code, ui
 
     registry = Registry()
-    for module in (code,):
+    for module in (code, ui):
         for item in module.TOOLS:
             registry.add(item)
     return registry

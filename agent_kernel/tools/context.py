@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..display.transcript import Transcript
     from ..interrupts import TurnInterrupts
     from ..store import Store
+    from ..store.sessions import Journal
     from ..store.writer import WriteBehind
 
 
@@ -32,6 +33,13 @@ class ToolContext:
     interrupts: TurnInterrupts
     approve: str = "auto"
     extras: dict[str, Any] = field(default_factory=dict)
+    journal: Journal | None = None  # the turn's pending writes, set when the turn starts
+
+    def session_state(self, state: str) -> None:
+        """Record the session's state now (``waiting_for_input`` while a widget waits)."""
+        if self.journal is not None:
+            self.journal.state(state)
+            self.writer.submit(self.journal.write)
 
     @property
     def namespace(self) -> MutableMapping[str, Any]:

@@ -78,13 +78,28 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
 @pytest.fixture
-def lab_page(jupyterlab: Any, chromium: Any) -> Iterator[Any]:
-    """A fresh browser page; the kernels it started are shut down afterwards."""
-    context = chromium.new_context(viewport={"width": 1200, "height": 1000})
+def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, chromium: Any) -> Iterator[Any]:
+    """A fresh browser page; a failing test leaves a screenshot of it in tests/artifacts."""
+    context = chromium.new_context(viewport={"width": 1200, "height": 1500})
     page = context.new_page()
     try:
         yield page
     finally:
+        if request.node.stash.get(_FAILED, False):
+            folder = Path(__file__).parent / "artifacts" / "browser"
+            folder.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(folder / f"FAILED-{request.node.name}.png"), full_page=True)
         context.close()
         jupyterlab.shutdown_kernels()

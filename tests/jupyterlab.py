@@ -125,7 +125,8 @@ class JupyterLab:
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
         nbformat.write(nb, self.root / f"{name}.ipynb")
-        return f"{self.url}/lab/tree/{name}.ipynb?token={self.token}"
+        # A workspace of its own, so tabs from earlier tests are not restored beside it.
+        return f"{self.url}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={self.token}"
 
     def shutdown_kernels(self) -> None:
         for kernel in self.api("GET", "/api/kernels"):

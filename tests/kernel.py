@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,16 +74,35 @@ class Kernel:
         *,
         timeout: float = 60,
         on_message: Callable[[dict[str, Any], Kernel], None] | None = None,
+        allow_stdin: bool = True,
     ) -> Execution:
-        messages: list[dict[str, Any]] = []
+        """Run ``code``; collect its iopub messages until the kernel is idle again.
 
-        def hook(message: dict[str, Any]) -> None:
-            messages.append(message)
+        ``on_message`` sees every iopub message meanwhile, also those answering comm
+        messages (widgets), whose parent is the comm message rather than this request.
+        ``allow_stdin=False`` is what nbclient (and so papermill) sends.
+        """
+        client = self.client
+        msg_id = client.execute(code, allow_stdin=allow_stdin)
+        messages: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = client.get_iopub_msg(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise TimeoutError(f"no output for {timeout} s: {code!r}") from None
+            own = message["parent_header"].get("msg_id") == msg_id
+            if own:
+                messages.append(message)
             if on_message is not None:
                 on_message(message, self)
-
-        started = time.perf_counter()
-        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=hook)
+            if own and message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                break
+        while True:
+            reply = client.get_shell_msg(timeout=max(deadline - time.monotonic(), 1))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
         return Execution(reply["content"]["status"], messages, time.perf_counter() - started)
 
     def ok(self, code: str, **kwargs: Any) -> Execution:

@@ -19,7 +19,7 @@ from agent_kernel.testing import call, reply, say, text, tool_use
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "browser"
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
@@ -131,3 +131,143 @@ def test_streamed_text_and_a_sortable_paged_table(lab_page, jupyterlab, lab_mode
     assert table.locator("tbody tr").count() == 11
     save_screenshot(agent_cell, "streamed-text-and-table.png")
     assert len(requests_since(lab_model, start)) == 2
+
+
+# -- (b) a form (with a chart above it) is filled in and submitted ----------------------------
+
+
+FORM_FIELDS = [
+    {"name": "owner", "label": "Report owner", "type": "text", "required": True},
+    {"name": "quarter", "label": "Quarter", "type": "select", "options": ["Q1", "Q2", "Q3", "Q4"], "default": "Q2"},
+    {"name": "budget", "label": "Budget (EUR)", "type": "number", "default": 1500},
+    {"name": "start", "label": "Start date", "type": "date", "required": True},
+    {"name": "include_east", "label": "Include the East region", "type": "checkbox", "default": True},
+    {"name": "notes", "label": "Notes", "type": "textarea"},
+]
+
+
+def thank_for_the_form(request: dict):
+    result = json.loads(tool_results(request)[0]["content"])
+    data = result["data"]
+    return say(
+        f"Thanks, {data['owner']}: a {data['quarter']} report from {data['start']} with a "
+        f"budget of {data['budget']} (East included: {data['include_east']})."
+    )
+
+
+def test_form_is_filled_in_and_the_turn_goes_on_with_its_values(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    revenue = [120, 135, 160, 150, 175, 190]
+    lab_model.add(
+        call("render_blocks", title="Plan the quarterly report", blocks=[
+            {"type": "markdown", "content": "Revenue grew in **five of six** months. Tell me how to set up the report."},
+            {"type": "chart", "chartType": "bar", "title": "Revenue by month (kEUR)", "data": {
+                "labels": MONTHS[:6],
+                "datasets": [{"label": "North", "data": revenue}, {"label": "South", "data": [r - 40 for r in revenue]}],
+            }},
+            {"type": "form", "fields": FORM_FIELDS, "submitLabel": "Create report"},
+        ]),
+        thank_for_the_form,
+    )
+    run_notebook(page, jupyterlab, "form", ["%load_ext agent_kernel", "%agent plan the report with me"])
+    agent_cell = cell(page, 1)
+    form = agent_cell.locator("form.ak-form")
+    form.wait_for(timeout=30_000)
+    agent_cell.locator(".vega-embed").wait_for(timeout=30_000)  # JupyterLab drew the Vega-Lite chart
+    assert form.locator("[data-field=quarter]").input_value() == "Q2"  # defaults are filled in
+    assert form.locator("[data-field=budget]").input_value() == "1500"
+    assert form.locator("[data-field=include_east]").is_checked()
+
+    # A required field left empty is pointed out, and nothing is sent.
+    form.get_by_role("button", name="Create report").click()
+    form.get_by_text("Report owner is required.").wait_for(timeout=5_000)
+    assert len(lab_model.requests) == start + 1
+
+    form.locator("[data-field=owner]").fill("Ada Lovelace")
+    form.locator("[data-field=quarter]").select_option("Q3")
+    form.locator("[data-field=budget]").fill("2500.5")
+    form.locator("[data-field=start]").fill("2026-07-01")
+    form.locator("[data-field=include_east]").uncheck()
+    form.locator("[data-field=notes]").fill("Split by region, please.")
+    save_screenshot(agent_cell, "form-and-chart.png", readme=True)
+    form.get_by_role("button", name="Create report").click()
+
+    agent_cell.get_by_text("Thanks, Ada Lovelace").wait_for(timeout=30_000)
+    shown = agent_cell.inner_text()
+    assert "a Q3 report from 2026-07-01 with a budget of 2500.5 (East included: False)" in shown
+    result = json.loads(tool_results(lab_model.requests[start + 1])[0]["content"])
+    assert result == {"action": "submit", "data": {
+        "owner": "Ada Lovelace", "quarter": "Q3", "budget": 2500.5, "start": "2026-07-01",
+        "include_east": False, "notes": "Split by region, please.",
+    }}
+    # The answered form stays in the notebook as a static record of what was sent.
+    assert agent_cell.locator("form.ak-form").count() == 0
+    assert "Submitted" in agent_cell.locator(".agent-kernel-form-static").inner_text()
+    save_screenshot(agent_cell, "form-submitted.png")
+
+
+# -- (c) approval: Skip declines, Run executes --------------------------------------------------
+
+
+def test_approval_card_skip_declines_and_run_executes(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    lab_model.add(
+        call("run_code", code="dropped = 'the sales table'"),
+        call("run_code", code="approved = 6 * 7\nprint('approved', approved)"),
+        say("Done: I computed `approved` and did not drop anything."),
+    )
+    run_notebook(page, jupyterlab, "approval", [
+        "%load_ext agent_kernel",
+        "%agent --approve ask tidy up my namespace",
+        "print('dropped' in globals(), approved)",
+    ])
+    agent_cell = cell(page, 1)
+    first = agent_cell.locator(".ak-choice").filter(has_text="dropped = 'the sales table'")
+    first.wait_for(timeout=30_000)
+    assert "Allow run_code?" in first.inner_text()
+    first.get_by_role("button", name="Skip").click()
+
+    second = agent_cell.locator(".ak-choice").filter(has_text="approved = 6 * 7")
+    second.wait_for(timeout=30_000)
+    save_screenshot(agent_cell, "approval-card.png", readme=True)
+    second.get_by_role("button", name="Run").click()
+    agent_cell.get_by_text("Done: I computed").wait_for(timeout=30_000)
+
+    skipped = tool_results(lab_model.requests[start + 1])[0]
+    assert skipped["is_error"] is True and "The user declined to run run_code" in skipped["content"]
+    ran = json.loads(tool_results(lab_model.requests[start + 2])[0]["content"])
+    assert ran["success"] is True and ran["stdout"] == "approved 42\n"
+    cell(page, 2).get_by_text("False 42").wait_for(timeout=30_000)
+    shown = agent_cell.inner_text()
+    assert "Skipped: the agent was told you declined." in shown and "Approved: it ran." in shown
+
+
+# -- (d) Stop ends a long run_code ---------------------------------------------------------------
+
+
+def test_stop_button_ends_a_long_run_code(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    lab_model.add(
+        call("run_code", code="import time\nprint('counting', flush=True)\nfor progress in range(600):\n    time.sleep(0.1)\n"),
+    )
+    run_notebook(page, jupyterlab, "stop", [
+        "%load_ext agent_kernel",
+        "%agent count slowly",
+        "print('progress', progress)",
+    ])
+    agent_cell = cell(page, 1)
+    agent_cell.get_by_text("counting", exact=True).wait_for(timeout=30_000)
+    clicked = time.monotonic()
+    agent_cell.get_by_role("button", name="■ Stop").click()
+    agent_cell.locator(".agent-kernel-warning").filter(has_text="■").wait_for(timeout=20_000)
+    stopped_after = time.monotonic() - clicked
+    notice = agent_cell.locator(".agent-kernel-warning").filter(has_text="■").inner_text()
+    assert notice in ("■ Stopped.", "■ Interrupted.")
+    assert stopped_after < 10  # the code alone would run for a minute
+    after = cell(page, 2).locator(".jp-OutputArea-output")
+    after.first.wait_for(timeout=30_000)
+    progress = int(after.first.inner_text().split()[-1])
+    assert 0 <= progress < 590
+    assert agent_cell.get_by_role("button", name="■ Stop").count() == 0

@@ -117,7 +117,6 @@ def check_blocks(blocks: Any) -> list[dict[str, Any]]:
         kind = block.get("type")
         if kind not in BLOCK_TYPES:
             raise ToolInputError(f"{where}.type must be one of {', '.join(BLOCK_TYPES)}; got {kind!r}.")
-        where = f"{where} ({kind})"
         _CHECKS[kind](block, where)
         forms += kind == "form"
         checked.append(block)
@@ -155,7 +154,7 @@ def _check_json(block: dict[str, Any], where: str) -> None:
 def _check_table(block: dict[str, Any], where: str) -> None:
     has_data, has_variable = "data" in block, "variable" in block
     if has_data == has_variable:
-        raise ToolInputError(f"{where}: {_ROWS_OR_VARIABLE}")
+        raise ToolInputError(f"{where} is a table. {_ROWS_OR_VARIABLE}")
     if has_data:
         rows = block["data"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
@@ -173,7 +172,7 @@ def _check_chart(block: dict[str, Any], where: str) -> None:
         raise ToolInputError(f"{where}.chartType must be one of {', '.join(CHART_TYPES)}.")
     if ("data" in block) == ("variable" in block):
         raise ToolInputError(
-            f"{where}: give `data` ({{labels, datasets}} or a list of rows with `x` and `y`) "
+            f"{where} is a chart: give `data` ({{labels, datasets}} or a list of rows with `x` and `y`) "
             "or `variable` (a DataFrame in the kernel, with `x` and `y` columns)."
         )
 

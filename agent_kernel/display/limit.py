@@ -17,8 +17,11 @@ if TYPE_CHECKING:
 async def offer_continue(context: ToolContext, used: int, limit: int) -> int | None:
     """The raised limit if the person clicks Continue, else ``None``."""
     from .choice import ChoiceCard
+    from .presence import PRESENCE
     from .waiting import Pending
 
+    if PRESENCE.nobody(context) is not None:
+        return None  # the notice above already says how to raise the limit
     step = max(limit, 1)
     raised = max(limit, used) + step
     card = ChoiceCard(

@@ -13,9 +13,8 @@ can see, cheapest first:
    when a front end renders it (its JavaScript sets ``rendered``). A waiting widget
    whose acknowledgement does not come within ``AgentKernel.presence_timeout`` means a
    client that draws no widgets (``jupyter console``, a script on ``jupyter_client``):
-   nobody. The kernel remembers that, so later waits return at once, until any widget
-   of ours is rendered again (the Stop button shown at the start of every turn is one,
-   so opening the notebook in JupyterLab clears it).
+   nobody. That is remembered for the rest of the turn, so its later waits return at
+   once; the next turn asks again (a person may have opened the notebook meanwhile).
 """
 
 from __future__ import annotations
@@ -51,23 +50,19 @@ class Presence:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._absent = False  # a widget went unrendered and none was rendered since
+        self._unrendered_in: tuple[str, int] | None = None  # (session, turn) of a missed widget
         self.acknowledgements = 0
 
     def acknowledged(self) -> None:
         """A front end rendered one of our widgets."""
         with self._lock:
-            self._absent = False
+            self._unrendered_in = None
             self.acknowledgements += 1
 
-    def went_unrendered(self) -> None:
-        """A waiting widget was not rendered in time: assume no widget front end."""
+    def went_unrendered(self, context: ToolContext) -> None:
+        """A waiting widget was not rendered in time: no widget front end for this turn."""
         with self._lock:
-            self._absent = True
-
-    @property
-    def known_absent(self) -> bool:
-        return self._absent
+            self._unrendered_in = (context.session_id, context.turn)
 
     def widgets_unseen(self, context: ToolContext) -> str | None:
         """Why no front end will draw widgets for this cell, or ``None`` if one may."""
@@ -76,7 +71,7 @@ class Presence:
             return "this Python has no Jupyter front end (a script or terminal IPython)"
         if not _stdin_allowed(kernel):
             return "the notebook runs unattended (papermill, nbclient or another runner)"
-        if self._absent:
+        if self._unrendered_in == (context.session_id, context.turn):
             return "the kernel's client does not display widgets"
         return None
 
@@ -155,7 +150,9 @@ class AckWidget(anywidget.AnyWidget):
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._rendered_waiters.append(waiter)
         try:
-            await asyncio.wait_for(waiter, timeout)
-        except asyncio.TimeoutError:
-            return self.rendered
-        return True
+            # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation (Stop) that
+            # arrives just as the waiter completes, and the turn would then wait on.
+            await asyncio.wait({waiter}, timeout=timeout)
+        finally:
+            waiter.cancel()
+        return self.rendered

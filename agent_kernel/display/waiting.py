@@ -124,7 +124,7 @@ class Pending:
         try:
             timeout = float(context.settings.presence_timeout)
             if not await widget.wait_rendered(timeout):
-                PRESENCE.went_unrendered()
+                PRESENCE.went_unrendered(context)
                 outcome = Nobody(f"no front end displayed the question within {timeout:g} s")
             else:
                 outcome = await widget.answered()

@@ -57,6 +57,8 @@ function render({ model, el }) {
     } else {
       row.append(label, input, error);
     }
+    input.addEventListener("input", () => { error.textContent = ""; });
+    input.addEventListener("change", () => { error.textContent = ""; });
     inputs[field.name] = input;
     errors[field.name] = error;
     form.appendChild(row);

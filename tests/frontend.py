@@ -69,9 +69,6 @@ class FrontEnd:
         message = client.session.msg("comm_msg", {"comm_id": widget.model_id, "data": data})
         client.shell_channel.send(message)
 
-    def update(self, widget: Widget, **state: Any) -> None:
-        self.send(widget, {"method": "update", "state": state, "buffer_paths": []})
-
     def custom(self, widget: Widget, **content: Any) -> None:
         self.send(widget, {"method": "custom", "content": content})
 

@@ -40,6 +40,19 @@ CHROMIUM_ARGS = [
 ]
 
 
+# Starts JupyterLab so that it gets SIGTERM if the test process dies (killed by a time
+# limit, say): Linux's parent-death signal survives exec. Elsewhere it just starts it.
+_LAUNCH = """
+import os, signal, sys
+try:
+    import ctypes
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+except OSError:
+    pass
+os.execv(sys.executable, [sys.executable, "-m", "jupyterlab", *sys.argv[1:]])
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -73,7 +86,7 @@ class JupyterLab:
         self.log = (root.parent / "jupyterlab.log").open("w")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab",
+                sys.executable, "-c", _LAUNCH,
                 "--no-browser",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",
@@ -91,7 +104,6 @@ class JupyterLab:
             stdout=self.log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
         )
         try:
             self._wait_ready()
@@ -139,16 +151,6 @@ class JupyterLab:
         except (ProcessLookupError, subprocess.TimeoutExpired):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.log.close()
-
-
-def _die_with_parent() -> None:
-    """Linux: the server gets SIGTERM if the test process dies (e.g. killed by a timeout)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def chromium_missing() -> str | None:

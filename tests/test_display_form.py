@@ -51,7 +51,7 @@ def test_typed_values_collect_every_error_by_field():
         {"name": "n", "label": "Count", "type": "number", "required": True},
         {"name": "d", "label": "Day", "type": "date"},
     ]
-    values, errors = typed_values(fields, {"n": "", "d": "soon"})
+    _, errors = typed_values(fields, {"n": "", "d": "soon"})
     assert errors == {"n": "Count is required.", "d": "Day must be a date as YYYY-MM-DD, not 'soon'."}
     assert defaults(fields) == {"n": None, "d": None}
 

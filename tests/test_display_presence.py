@@ -7,7 +7,7 @@ import json
 import nbformat
 import papermill
 
-from agent_kernel.testing import call, reply, say, tool_use
+from agent_kernel.testing import reply, say, tool_use
 
 
 def run_notebook(tmp_path, cells: list[str], **options) -> nbformat.NotebookNode:

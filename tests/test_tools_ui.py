@@ -196,3 +196,33 @@ def test_bad_blocks_say_what_to_fix_and_show_nothing(kernel, scripted_model):
     assert first["is_error"] and "blocks[1].chartType must be one of line, bar, pie, area" in first["content"]
     assert second["is_error"] and "There is no variable 'nope' in the kernel" in second["content"]
     assert "hi" not in result.final_texts("text/markdown")
+
+
+SCRIPT = """
+from agent_kernel import Agent
+result = Agent(approve="ask").run("plan it")
+print("STATE", result.state, result.tool_calls)
+"""
+
+
+def test_in_a_plain_script_nobody_is_asked(scripted_model, agent_db, tmp_path):
+    import subprocess
+    import sys
+
+    from agent_kernel.testing import reply, tool_use
+
+    scripted_model.add(
+        reply(tool_use("send_message", {"text": "Planning..."}),
+              tool_use("ask_user", {"question": "Which region?"}),
+              tool_use("render_blocks", {"blocks": [{"type": "markdown", "content": "# Plan"}, {"type": "form", "fields": FIELDS[1:2]}]}),
+              tool_use("run_code", {"code": "x = 1"})),
+        say("done"),
+    )
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "Planning..." in out.stdout and "# Plan" in out.stdout and "STATE idle 4" in out.stdout
+    sent, asked, shown, refused = [b for b in scripted_model.requests[1]["messages"][-1]["content"]]
+    assert json.loads(sent["content"]) == {"ok": True}
+    assert "no Jupyter front end" in json.loads(asked["content"])["note"]
+    assert json.loads(shown["content"])["data"] == {"age": 30}
+    assert refused["is_error"] and "no user is present to approve it" in refused["content"]

@@ -74,7 +74,7 @@ BLOCK_SCHEMA: dict[str, Any] = {
             "description": "chart from rows or a DataFrame: the column(s) plotted (a string or a list)",
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         },
-        "title": {"type": "string", "description": "table, chart: a caption"},
+        "title": {"type": "string", "description": "table, chart, form: a caption"},
         "xLabel": {"type": "string"},
         "yLabel": {"type": "string"},
         "fields": {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,7 @@ def coerce(field: dict[str, Any], raw: Any) -> Any:
             value = float(text)
         except ValueError:
             raise FieldError(f"must be a number, not {text!r}") from None
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise FieldError("must be a finite number")
         return value
     if kind == "date":

@@ -29,7 +29,7 @@ import traitlets
 if TYPE_CHECKING:
     from ..tools.context import ToolContext
 
-__all__ = ["ACK_JS", "AckWidget", "Presence", "PRESENCE"]
+__all__ = ["ACK_JS", "PRESENCE", "AckWidget", "Presence"]
 
 # Prepended to each widget's ES module: call acknowledge(model) at the end of render().
 #
@@ -51,13 +51,11 @@ class Presence:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._unrendered_in: tuple[str, int] | None = None  # (session, turn) of a missed widget
-        self.acknowledgements = 0
 
     def acknowledged(self) -> None:
         """A front end rendered one of our widgets."""
         with self._lock:
             self._unrendered_in = None
-            self.acknowledgements += 1
 
     def went_unrendered(self, context: ToolContext) -> None:
         """A waiting widget was not rendered in time: no widget front end for this turn."""

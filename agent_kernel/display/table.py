@@ -138,7 +138,7 @@ def cell_text(value: Any) -> str:
             return ""
         return f"{value:.10g}"
     try:
-        if value != value:  # pandas NA / NaT
+        if value != value:  # noqa: PLR0124 - NaT and pd.NA are the values unequal to themselves
             return ""
     except (TypeError, ValueError):
         pass

@@ -74,7 +74,7 @@ async def render_blocks(blocks: list[dict[str, Any]], title: str | None = None) 
 
             pending = Pending(
                 FormWidget(
-                    title=block.get("title") or title or "",
+                    title=block.get("title") or "",
                     fields=block["fields"],
                     submit_label=block.get("submitLabel") or "Submit",
                 ),

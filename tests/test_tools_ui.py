@@ -34,7 +34,7 @@ def session_state(db) -> str:
 
 
 def test_form_waits_for_the_submission_and_returns_typed_values(kernel, scripted_model, agent_db):
-    scripted_model.add(call("render_blocks", title="Sign up", blocks=[{"type": "form", "fields": FIELDS}]), say("Welcome."))
+    scripted_model.add(call("render_blocks", title="Welcome", blocks=[{"type": "form", "title": "Sign up", "fields": FIELDS}]), say("Welcome."))
     front = FrontEnd(kernel)
     seen_states = []
 

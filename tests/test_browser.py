@@ -166,7 +166,7 @@ def test_form_is_filled_in_and_the_turn_goes_on_with_its_values(lab_page, jupyte
                 "labels": MONTHS[:6],
                 "datasets": [{"label": "North", "data": revenue}, {"label": "South", "data": [r - 40 for r in revenue]}],
             }},
-            {"type": "form", "fields": FORM_FIELDS, "submitLabel": "Create report"},
+            {"type": "form", "title": "Report settings", "fields": FORM_FIELDS, "submitLabel": "Create report"},
         ]),
         thank_for_the_form,
     )

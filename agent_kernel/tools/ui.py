@@ -161,9 +161,11 @@ def _show(output: Any) -> None:
     """Display a bundle, a widget (its bundle carries a static fallback) or a pending form."""
     from IPython.display import display
 
+    from ..display.waiting import Pending
+
     if isinstance(output, dict):
         display(output, raw=True)
-    elif hasattr(output, "show"):
+    elif isinstance(output, Pending):
         output.show()
     else:
         display(output)

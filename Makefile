@@ -1,13 +1,25 @@
-# make demo   run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set)
-# make test   run the whole test suite
+# make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set)
+# make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
+# make screenshots  run the browser tests and copy their README screenshots into docs/screenshots
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The browser tests use the system's Chromium; Playwright never downloads a browser here.
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install demo test bench clean
+.PHONY: install chromium demo test screenshots bench clean
 
-install: $(STAMP)
+install: $(STAMP) chromium
+
+# Debian's chromium, and an emoji font so the cells' status icons render in screenshots.
+chromium:
+	@test -x $(CHROMIUM) || { \
+		echo "Installing Debian's chromium for the browser tests"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+			chromium fonts-liberation fonts-noto-color-emoji > /dev/null; }
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +30,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest
+
+screenshots: $(STAMP) chromium
+	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/load_ext.py
 	$(PY) benchmarks/loop_overhead.py
 	$(PY) benchmarks/scheduler_overhead.py
+	$(PY) benchmarks/blocks.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

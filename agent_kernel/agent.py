@@ -221,6 +221,7 @@ class Agent:
     ) -> TurnResult:
         from . import conversation
         from .approval import make_check
+        from .display.limit import offer_continue
         from .display.transcript import Transcript
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
@@ -263,6 +264,10 @@ class Agent:
                 secrets=self.secrets,
             )
             transcript.show_stop(lambda: interrupts.request("stop"))
+            if self.approver is None and self.live:
+                from .display.approval import CardApprover
+
+                self.approver = CardApprover()
             turn = Turn(
                 context=context,
                 registry=registry,
@@ -282,11 +287,12 @@ class Agent:
                 session_tokens=current.tokens_used,
                 check=make_check(mode, self.approver if self.live else None),
                 refresh_system=lambda: self.system_prompt(approve=mode),
+                on_token_limit=offer_continue if self.live else None,
             )
             result = await turn.run()
         await asyncio.to_thread(self._writer.flush)
         if result.state != "error" and result.model_calls:
-            transcript.notice(_footer(result, limit), kind="muted")
+            transcript.notice(_footer(result, turn.limits.token_limit), kind="muted")
         return result
 
     # -- the system prompt ---------------------------------------------------------------

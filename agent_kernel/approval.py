@@ -34,10 +34,24 @@ def make_check(mode: str, approver: Approver | None = None) -> Check | None:
                 "Use reading tools only, or tell the user what you would run."
             )
         if approver is None:
-            return (
-                f"{item.name} needs the user's approval (--approve ask) and no user is present "
-                "to approve it. Do not retry; explain what you would run instead."
-            )
+            return no_approval(item.name)
         return await approver(item, tool_input)
 
     return check
+
+
+def no_approval(name: str, reason: str = "") -> str:
+    """The refusal of a writing tool when nobody can approve it."""
+    why = f" ({reason})" if reason else ""
+    return (
+        f"{name} needs the user's approval (--approve ask) and no user is present "
+        f"to approve it{why}. Do not retry; explain what you would run instead."
+    )
+
+
+def declined(name: str) -> str:
+    """The refusal of a writing tool the person chose to skip."""
+    return (
+        f"The user declined to run {name} (they clicked Skip). Do not run it again unchanged; "
+        "ask what they want instead, or go on without it."
+    )

@@ -86,6 +86,16 @@ class AgentKernel(Configurable):
         20_000, help="Largest tool result (in characters) sent back to the model."
     ).tag(config=True)
 
+    # -- issue 4: widgets and the person at the notebook ----------------------------------
+
+    presence_timeout = Float(
+        5.0,
+        help="Seconds a waiting widget (form, question, approval, Continue) may take to be "
+        "displayed by a front end before the turn decides nobody is there to answer.",
+    ).tag(config=True)
+
+    table_page_size = Int(25, help="Rows per page of a table block.").tag(config=True)
+
     @default("model")
     def _default_model(self) -> str:
         return os.environ.get("AGENT_KERNEL_MODEL") or DEFAULT_MODEL

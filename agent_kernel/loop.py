@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,8 @@ class Turn:
     check: Check | None = None
     # Builds the system prompt again after a tool changed it (edit_system_prompt).
     refresh_system: Callable[[], str] | None = None
+    # Asked at the token limit: the raised limit to go on with, or None to stop (Continue).
+    on_token_limit: Callable[[ToolContext, int, int], Awaitable[int | None]] | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
@@ -97,6 +99,7 @@ class Turn:
         prompt_saved = False
         self._journal = session_rows.Journal(ctx.session_id, ctx.turn)
         self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
+        ctx.journal = self._journal
         self._journal.state("running")
         self._write()
         try:
@@ -111,7 +114,8 @@ class Turn:
                         "%config AgentKernel.token_limit = N.",
                         kind="warning",
                     )
-                    break
+                    if not await self._continue_past_limit(result):
+                        break
                 if result.model_calls >= self.limits.max_model_calls:
                     result.state = "idle"
                     view.notice(
@@ -156,7 +160,8 @@ class Turn:
                 # prompt is merged after it. (A model *error* drops it instead: a prompt
                 # the API rejected would be rejected again with every later turn.)
                 self._save("user", self.prompt_blocks)
-            result.state = "idle"
+            if result.state != "token_limit_reached":
+                result.state = "idle"
             result.error = "interrupted"
             view.notice("■ Stopped." if stop.reason == "stop" else "■ Interrupted.", kind="warning")
         except ModelError as exc:
@@ -169,6 +174,25 @@ class Turn:
             self._write()
             view.close()
         return result
+
+    async def _continue_past_limit(self, result: TurnResult) -> bool:
+        """Offer Continue at the token limit; True when the limit was raised."""
+        if self.on_token_limit is None:
+            return False
+        ctx = self.context
+        self._journal.state("token_limit_reached")
+        self._write()
+        raised = await ctx.interrupts.phase(
+            self.on_token_limit(ctx, result.session_tokens, self.limits.token_limit)
+        )
+        if raised is None or raised <= result.session_tokens:
+            return False
+        self.limits.token_limit = raised
+        self._journal.token_limit(raised)
+        self._journal.state("running")
+        self._write()
+        result.state = "running"
+        return True
 
     # -- tools ---------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,3 +40,78 @@ def kernel(scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Kernel]:
         yield k
     finally:
         k.shutdown()
+
+
+# -- browser tests: one JupyterLab server and one Chromium for the whole session ------------
+
+
+@pytest.fixture(scope="session")
+def lab_model() -> Iterator[Any]:
+    """The scripted model the JupyterLab server's kernels talk to (shared by browser tests)."""
+    from agent_kernel.testing import ScriptedModel
+
+    with ScriptedModel() as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from .jupyterlab import JupyterLab, chromium_missing
+
+    missing = chromium_missing()
+    if missing:
+        pytest.fail(missing)
+    base = tmp_path_factory.mktemp("jupyterlab")
+    root = base / "notebooks"
+    root.mkdir()
+    env = dict(
+        lab_model.env(),
+        AGENT_KERNEL_DB=str(base / "agent.duckdb"),
+        AGENT_KERNEL_HOME=str(base / "agent-home"),
+    )
+    lab = JupyterLab(root, env)
+    try:
+        yield lab
+    finally:
+        lab.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    from .jupyterlab import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[_FAILED] = report.failed
+    return report
+
+
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture
+def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, chromium: Any) -> Iterator[Any]:
+    """A fresh browser page; a failing test leaves a screenshot of it in tests/artifacts."""
+    context = chromium.new_context(viewport={"width": 1200, "height": 1500})
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        if request.node.stash.get(_FAILED, False):
+            folder = Path(__file__).parent / "artifacts" / "browser"
+            folder.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(folder / f"FAILED-{request.node.name}.png"), full_page=True)
+        context.close()
+        jupyterlab.shutdown_kernels()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,24 +74,44 @@ class Kernel:
         *,
         timeout: float = 60,
         on_message: Callable[[dict[str, Any], Kernel], None] | None = None,
+        allow_stdin: bool = True,
         answer: str | None = None,
     ) -> Execution:
-        """Run ``code``; ``answer`` is typed into an input() / getpass prompt if one comes."""
-        messages: list[dict[str, Any]] = []
+        """Run ``code``; collect its iopub messages until the kernel is idle again.
 
-        def hook(message: dict[str, Any]) -> None:
-            messages.append(message)
+        ``on_message`` sees every iopub message meanwhile, also those answering comm
+        messages (widgets), whose parent is the comm message rather than this request.
+        ``allow_stdin=False`` is what nbclient (and so papermill) sends. ``answer`` is typed
+        into an input() / getpass prompt if the code asks (an empty line if not given).
+        """
+        client = self.client
+        msg_id = client.execute(code, allow_stdin=allow_stdin)
+        messages: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        while True:
+            if allow_stdin and client.stdin_channel.msg_ready():
+                request = client.get_stdin_msg(timeout=1)
+                messages.append(request)
+                client.input(answer if answer is not None else "")
+            wait = max(deadline - time.monotonic(), 0.01)
+            try:
+                message = client.get_iopub_msg(timeout=min(wait, 0.05) if allow_stdin else wait)
+            except queue.Empty:
+                if time.monotonic() < deadline:
+                    continue
+                raise TimeoutError(f"no output for {timeout} s: {code!r}") from None
+            own = message["parent_header"].get("msg_id") == msg_id
+            if own:
+                messages.append(message)
             if on_message is not None:
                 on_message(message, self)
-
-        started = time.perf_counter()
-        def stdin_hook(message: dict[str, Any]) -> None:
-            messages.append(message)
-            self.client.input(answer if answer is not None else "")
-
-        reply = self.client.execute_interactive(
-            code, timeout=timeout, output_hook=hook, allow_stdin=answer is not None, stdin_hook=stdin_hook
-        )
+            if own and message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+                break
+        while True:
+            reply = client.get_shell_msg(timeout=max(deadline - time.monotonic(), 1))
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
         return Execution(reply["content"]["status"], messages, time.perf_counter() - started)
 
     def ok(self, code: str, **kwargs: Any) -> Execution:

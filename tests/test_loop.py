@@ -92,7 +92,7 @@ def test_token_limit_stops_and_a_higher_limit_continues(kernel, scripted_model):
         reply(tool_use("run_code", {"code": "step = 1"}), usage=usage),
         reply(tool_use("run_code", {"code": "step = 2"}), usage=usage),
     )
-    first = kernel.ok("%agent --token-limit 1000 work in steps")
+    first = kernel.ok("%agent --token-limit 1000 work in steps", allow_stdin=False)  # unattended: no Continue
     assert any("reached its token limit (1,400 of 1,000 tokens)" in s for s in first.final_texts())
     assert kernel.value("step") == 2
     assert len(scripted_model.requests) == 2
@@ -149,7 +149,7 @@ def test_approval_modes_without_an_approver(kernel, scripted_model):
     refusal = tool_results(scripted_model.requests[1])[0]
     assert refusal["is_error"] is True and "Unknown tool 'run_code'" in refusal["content"]
     scripted_model.add(reply(tool_use("run_code", {"code": "touched = True"}), tool_use("inspect_namespace", {})), say("ok"))
-    kernel.ok("%agent --approve ask change something")
+    kernel.ok("%agent --approve ask change something", allow_stdin=False)  # as under papermill
     asked, inspected = tool_results(scripted_model.requests[-1])
     assert asked["is_error"] is True and "needs the user's approval" in asked["content"]
     assert not inspected.get("is_error")

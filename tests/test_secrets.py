@@ -30,5 +30,5 @@ def test_secret_is_usable_by_code_but_redacted_for_the_model(kernel, scripted_mo
 
 
 def test_secret_without_a_front_end_is_a_usage_error(kernel):
-    result = kernel.execute("%agent_secret SERVICE_TOKEN")
+    result = kernel.execute("%agent_secret SERVICE_TOKEN", allow_stdin=False)  # as papermill runs it
     assert result.stderr.startswith("UsageError: This front end cannot ask for input")

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import anywidget
 import traitlets
 
-_ESM = """
+from .presence import ACK_JS, AckWidget
+
+_ESM = ACK_JS + """
 function render({ model, el }) {
   const button = document.createElement("button");
   button.className = "agent-kernel-stop";
@@ -34,6 +35,7 @@ function render({ model, el }) {
     }
   });
   el.appendChild(button);
+  acknowledge(model);
 }
 export default { render };
 """
@@ -47,8 +49,8 @@ _CSS = """
 """
 
 
-class StopButton(anywidget.AnyWidget):
-    """A button that stops the running turn."""
+class StopButton(AckWidget):
+    """A button that stops the running turn (its rendering also tells the kernel a person is there)."""
 
     _esm = _ESM
     _css = _CSS

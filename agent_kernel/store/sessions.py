@@ -168,6 +168,7 @@ class Journal:
         self._messages: list[tuple[str, list[dict[str, Any]]]] = []
         self._tokens = 0
         self._state: tuple[str, str | None] | None = None
+        self._token_limit: int | None = None
 
     def message(self, role: str, content: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -183,11 +184,17 @@ class Journal:
         with self._lock:
             self._state = (state, error)
 
+    def token_limit(self, limit: int) -> None:
+        """The session's token limit from now on (raised by Continue)."""
+        with self._lock:
+            self._token_limit = limit
+
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
             messages, self._messages = self._messages, []
             tokens, self._tokens = self._tokens, 0
             state, self._state = self._state, None
+            limit, self._token_limit = self._token_limit, None
         if messages:
             row = con.execute(
                 "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", [self.session_id]
@@ -198,8 +205,11 @@ class Journal:
             for offset, (role, content) in enumerate(messages):
                 params += [self.session_id, first + offset, self.turn, role, json.dumps(content)]
             con.execute(f"INSERT INTO messages (session_id, seq, turn, role, content) VALUES {values}", params)
-        if tokens or state:
+        if tokens or state or limit:
             sets, params = [f"updated_at = {UTC_NOW}"], []
+            if limit:
+                sets.append("token_limit = ?")
+                params.append(limit)
             if tokens:
                 sets.append("tokens_used = tokens_used + ?")
                 params.append(tokens)

@@ -165,12 +165,12 @@ class Registry:
         if item is None or name not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
             return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
-        if check is not None:
-            refusal = await check(item, tool_input)
-            if refusal:
-                return done(refusal, True)
-        token = _CONTEXT.set(context)
+        token = _CONTEXT.set(context)  # the check may ask the person (an approval card)
         try:
+            if check is not None:
+                refusal = await check(item, tool_input)
+                if refusal:
+                    return done(refusal, True)
             value = await item.call(tool_input)
         except KeyboardInterrupt:
             # Raised by the SIGINT handler inside a synchronous tool: this frame is the

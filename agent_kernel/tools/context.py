@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..interrupts import TurnInterrupts
     from ..secrets import Secrets
     from ..store import Store
+    from ..store.sessions import Journal
     from ..store.writer import WriteBehind
 
 
@@ -34,6 +35,13 @@ class ToolContext:
     approve: str = "auto"
     secrets: Secrets | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    journal: Journal | None = None  # the turn's pending writes, set when the turn starts
+
+    def session_state(self, state: str) -> None:
+        """Record the session's state now (``waiting_for_input`` while a widget waits)."""
+        if self.journal is not None:
+            self.journal.state(state)
+            self.writer.submit(self.journal.write)
 
     @property
     def namespace(self) -> MutableMapping[str, Any]:

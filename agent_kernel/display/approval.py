@@ -1,0 +1,75 @@
+"""The approval card: in ``--approve ask`` a writing tool waits for Run / Skip / Always.
+
+The card shows what would run (the code, the SQL statement, or the tool's input) with
+three buttons. *Skip* refuses the call, which the model receives as an ``is_error``
+result saying the user declined; *Always for this session* lets that tool run without
+asking for the rest of the session. The policy (which calls need approval) stays in
+:mod:`agent_kernel.approval`, which the dispatcher runs; this is only the person's side.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..approval import declined, no_approval
+
+if TYPE_CHECKING:
+    from ..tools import Tool
+
+BUTTONS = [
+    {"id": "run", "label": "Run", "style": "primary"},
+    {"id": "skip", "label": "Skip", "style": "danger"},
+    {"id": "always", "label": "Always for this session"},
+]
+
+
+class CardApprover:
+    """An :data:`~agent_kernel.approval.Approver` that asks with a card in the running cell."""
+
+    def __init__(self) -> None:
+        self.always: dict[str, set[str]] = {}  # session id -> tools allowed without asking
+
+    async def __call__(self, item: Tool, tool_input: Any) -> str | None:
+        from ..tools import current_context
+        from .choice import ChoiceCard
+        from .waiting import Nobody, Pending
+
+        ctx = current_context()
+        allowed = self.always.setdefault(ctx.session_id, set())
+        if item.name in allowed:
+            return None
+        what, shown = describe(item.name, tool_input)
+        card = ChoiceCard(
+            heading=f"Allow {item.name}?",
+            text=f"The agent wants to {what}.",
+            code=shown,
+            buttons=BUTTONS,
+            done={
+                "run": "Approved: it ran.",
+                "skip": "Skipped: the agent was told you declined.",
+                "always": f"Approved, and {item.name} runs without asking for the rest of this session.",
+            },
+        )
+        ctx.transcript.end_text()
+        outcome = await Pending(card, ctx).wait()
+        if isinstance(outcome, Nobody):
+            return no_approval(item.name, outcome.reason)
+        if outcome == "skip":
+            return declined(item.name)
+        if outcome == "always":
+            allowed.add(item.name)
+        return None
+
+
+def describe(name: str, tool_input: Any) -> tuple[str, str]:
+    """What the call would do, in words, and the text to show (code, SQL or input)."""
+    if isinstance(tool_input, dict):
+        if isinstance(tool_input.get("code"), str):
+            where = "a fresh Python process" if tool_input.get("isolated") else "your kernel"
+            return f"run this code in {where}", tool_input["code"]
+        if isinstance(tool_input.get("sql"), str):
+            params = tool_input.get("params")
+            shown = tool_input["sql"] + (f"\n-- params: {json.dumps(params, default=str)}" if params else "")
+            return "run this SQL statement", shown
+    return f"call {name} with this input", json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,191 @@
+"""The chart block: line, bar, pie and area charts as Vega-Lite, with a PNG beside it.
+
+JupyterLab renders ``application/vnd.vegalite.v5+json`` itself (interactive, with
+tooltips); GitHub, nbconvert and other viewers fall back to the PNG, which vl-convert
+renders offline in the kernel (a bundled Vega engine: no browser, no network).
+
+The model may give the data three ways:
+
+- ``data: {labels: [...], datasets: [{label, data: [...]}, ...]}`` (Chart.js' shape);
+- ``data: [{...}, ...]`` rows, with ``x`` (a column) and ``y`` (a column or a list);
+- ``variable: "df"``, a DataFrame in the kernel, with ``x`` and ``y`` (its index counts
+  as a column), so large data never passes through the model.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import numbers
+from typing import Any
+
+from ..errors import ToolInputError
+from .blocks import Bundle
+
+VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
+SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+MAX_POINTS = 5_000
+
+
+def chart_spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+    """The Vega-Lite spec of a chart block (data inline)."""
+    xs, series, x_title = _series(block, namespace)
+    points = [
+        {"x": x, "series": name, "value": value}
+        for name, values in series
+        for x, value in zip(xs, values)
+    ]
+    if len(points) > MAX_POINTS:
+        raise ToolInputError(
+            f"The chart has {len(points):,} points; the most is {MAX_POINTS:,}. Aggregate first "
+            "(e.g. resample or group with run_code) and chart the result."
+        )
+    kind = block["chartType"]
+    names = [name for name, _ in series]
+    y_title = block.get("yLabel") or (names[0] if len(names) == 1 else None)
+    tooltip = [{"field": "x", "title": x_title or "x"}, {"field": "series", "title": "series"}, {"field": "value", "type": "quantitative", "title": y_title or "value"}]
+    spec: dict[str, Any] = {
+        "$schema": SCHEMA,
+        "data": {"values": points},
+        "width": 520,
+        "height": 280,
+    }
+    if block.get("title"):
+        spec["title"] = block["title"]
+    color = {"field": "series", "type": "nominal", "sort": names, "title": None}
+    if kind == "pie":
+        first = names[0]
+        spec.update(width=300, height=300)
+        spec["transform"] = [{"filter": {"field": "series", "equal": first}}]
+        spec["mark"] = {"type": "arc", "tooltip": True}
+        spec["encoding"] = {
+            "theta": {"field": "value", "type": "quantitative", "stack": True},
+            "color": {"field": "x", "type": "nominal", "sort": None, "title": x_title},
+            "order": {"field": "order", "type": "quantitative"},
+            "tooltip": tooltip,
+        }
+        spec["data"]["values"] = [dict(p, order=i) for i, p in enumerate(points)]
+        return spec
+    numeric_x = all(isinstance(x, numbers.Number) and not isinstance(x, bool) for x in xs)
+    x_encoding: dict[str, Any] = {
+        "field": "x",
+        "type": "quantitative" if numeric_x else "ordinal",
+        "title": block.get("xLabel") or x_title,
+        "axis": {"labelOverlap": "parity"},
+    }
+    if not numeric_x:
+        x_encoding["sort"] = None  # keep the order the data came in
+    encoding: dict[str, Any] = {
+        "x": x_encoding,
+        "y": {"field": "value", "type": "quantitative", "title": y_title, "stack": "zero" if kind == "area" else None},
+        "tooltip": tooltip,
+    }
+    if len(names) > 1:
+        encoding["color"] = color
+        if kind == "bar":
+            encoding["xOffset"] = {"field": "series", "sort": names}
+    spec["mark"] = {"line": {"type": "line", "point": len(xs) <= 60}, "bar": {"type": "bar"}, "area": {"type": "area", "opacity": 0.85}}[kind]
+    spec["encoding"] = encoding
+    return spec
+
+
+def chart_png(spec: dict[str, Any]) -> bytes:
+    """The chart as a PNG, rendered offline by vl-convert (no network access allowed)."""
+    import vl_convert
+
+    return bytes(vl_convert.vegalite_to_png(spec, scale=2, allowed_base_urls=[]))
+
+
+def chart_bundle(spec: dict[str, Any], png: bytes) -> Bundle:
+    title = spec.get("title") or "Chart"
+    count = len(spec["data"]["values"])
+    return {
+        VEGA_LITE_MIME: spec,
+        "image/png": base64.b64encode(png).decode("ascii"),
+        "text/plain": f"{title} ({count} points)",
+    }
+
+
+# -- the data, whatever shape it came in ------------------------------------------------------
+
+
+def _series(block: dict[str, Any], namespace: dict[str, Any]) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
+    """x values, ``[(series name, y values)]`` and the x axis title."""
+    data = block.get("data")
+    if isinstance(data, dict):
+        return _from_datasets(data)
+    if "variable" in block:
+        rows = _frame_rows(block["variable"], namespace)
+    elif isinstance(data, list) and all(isinstance(r, dict) for r in data):
+        rows = data
+    else:
+        raise ToolInputError(
+            "chart data must be {labels: [...], datasets: [{label, data: [numbers]}]} "
+            "or a list of row objects with `x` and `y`."
+        )
+    if not rows:
+        raise ToolInputError("The chart has no data.")
+    keys = list(dict.fromkeys(k for row in rows[:100] for k in row))
+    x = block.get("x") or keys[0]
+    ys = block.get("y") or [k for k in keys if k != x and _numeric(rows[0].get(k))]
+    ys = [ys] if isinstance(ys, str) else list(ys)
+    missing = [k for k in [x, *ys] if k not in keys]
+    if missing or not ys:
+        raise ToolInputError(
+            f"chart columns {', '.join(map(repr, missing)) or '(y)'} not found; the data has "
+            f"{', '.join(map(str, keys[:30]))}. Set `x` and `y` to columns of it."
+        )
+    xs = [_jsonable(row.get(x)) for row in rows]
+    return xs, [(str(y), [_number(row.get(y), y) for row in rows]) for y in ys], str(x)
+
+
+def _from_datasets(data: dict[str, Any]) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
+    labels, datasets = data.get("labels"), data.get("datasets")
+    if not isinstance(labels, list) or not isinstance(datasets, list) or not datasets:
+        raise ToolInputError("chart data needs `labels` (a list) and `datasets` (a non-empty list of {label, data}).")
+    series = []
+    for index, dataset in enumerate(datasets):
+        if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
+            raise ToolInputError(f"chart datasets[{index}] needs `data`: a list of numbers, one per label.")
+        name = str(dataset.get("label") or f"series {index + 1}")
+        series.append((name, [_number(v, name) for v in dataset["data"][: len(labels)]]))
+    return [_jsonable(v) for v in labels], series, None
+
+
+def _frame_rows(name: str, namespace: dict[str, Any]) -> list[dict[str, Any]]:
+    from .table import _frame
+
+    frame = _frame(name, namespace)
+    if len(frame) > MAX_POINTS:
+        raise ToolInputError(
+            f"{name!r} has {len(frame):,} rows; a chart takes at most {MAX_POINTS:,}. Aggregate "
+            "it first (e.g. resample or group with run_code) and chart the result."
+        )
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, numbers.Number) and not isinstance(value, bool)
+
+
+def _number(value: Any, series: str) -> float | None:
+    if value is None:
+        return None
+    if _numeric(value):
+        number = float(value)
+        return None if math.isnan(number) or math.isinf(number) else (int(number) if number.is_integer() and abs(number) < 2**53 else number)
+    raise ToolInputError(f"chart series {series!r} has a value that is not a number: {value!r}.")
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if _numeric(value):
+        number = float(value)
+        if math.isnan(number):
+            return None
+        return int(number) if number.is_integer() and abs(number) < 2**53 else number
+    if hasattr(value, "isoformat"):
+        text = value.isoformat()
+        return text[:10] if text.endswith("T00:00:00") else text
+    return str(value)

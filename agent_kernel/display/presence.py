@@ -1,0 +1,156 @@
+"""Is a person there to answer? Decided fast, so an unattended notebook never waits.
+
+A waiting tool (a form, a question, an approval, Continue) must know whether anyone can
+answer. The kernel cannot see which clients listen, so the answer is built from what it
+can see, cheapest first:
+
+1. No kernel (a script, terminal IPython): nobody.
+2. ``--approve read-only``: the turn is declared unattended.
+3. The running cell's ``execute_request`` did not allow stdin: nobody. nbclient and so
+   papermill send ``allow_stdin: false``; JupyterLab, Notebook, VS Code and Colab send
+   ``true``. This costs nothing, so papermill never waits.
+4. Otherwise a front end probably draws widgets. Every widget of ours *acknowledges*
+   when a front end renders it (its JavaScript sets ``rendered``). A waiting widget
+   whose acknowledgement does not come within ``AgentKernel.presence_timeout`` means a
+   client that draws no widgets (``jupyter console``, a script on ``jupyter_client``):
+   nobody. That is remembered for the rest of the turn, so its later waits return at
+   once; the next turn asks again (a person may have opened the notebook meanwhile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+if TYPE_CHECKING:
+    from ..tools.context import ToolContext
+
+__all__ = ["ACK_JS", "PRESENCE", "AckWidget", "Presence"]
+
+# Prepended to each widget's ES module: call acknowledge(model) at the end of render().
+#
+# Everything our widgets tell the kernel goes as a custom message (model.send), never as
+# a state change (model.save_changes): ipykernel 7.4 handles comm messages that arrive
+# while a cell awaits without publishing busy/idle status, and ipywidgets' front end
+# holds back every later state change of a model until it has seen "idle" for the
+# previous one, so a state change sent during the turn would stall that widget for good.
+ACK_JS = """
+function acknowledge(model) {
+  model.send({ type: "rendered" });
+}
+"""
+
+
+class Presence:
+    """What this kernel knows about the person at its front end."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._unrendered_in: tuple[str, int] | None = None  # (session, turn) of a missed widget
+
+    def acknowledged(self) -> None:
+        """A front end rendered one of our widgets."""
+        with self._lock:
+            self._unrendered_in = None
+
+    def went_unrendered(self, context: ToolContext) -> None:
+        """A waiting widget was not rendered in time: no widget front end for this turn."""
+        with self._lock:
+            self._unrendered_in = (context.session_id, context.turn)
+
+    def widgets_unseen(self, context: ToolContext) -> str | None:
+        """Why no front end will draw widgets for this cell, or ``None`` if one may."""
+        kernel = getattr(context.shell, "kernel", None)
+        if kernel is None:
+            return "this Python has no Jupyter front end (a script or terminal IPython)"
+        if not _stdin_allowed(kernel):
+            return "the notebook runs unattended (papermill, nbclient or another runner)"
+        if self._unrendered_in == (context.session_id, context.turn):
+            return "the kernel's client does not display widgets"
+        return None
+
+    def nobody(self, context: ToolContext) -> str | None:
+        """Why nobody can answer a waiting widget now, or ``None`` if someone may."""
+        if context.approve == "read-only":
+            return "the turn runs with --approve read-only, as for an unattended run"
+        return self.widgets_unseen(context)
+
+
+PRESENCE = Presence()
+
+
+def _stdin_allowed(kernel: Any) -> bool:
+    try:
+        parent = kernel.get_parent("shell") or {}
+    except Exception:  # noqa: BLE001 - an unusual kernel: assume a person may be there
+        return True
+    content = parent.get("content") or {}
+    return bool(content.get("allow_stdin", True))
+
+
+class AckWidget(anywidget.AnyWidget):
+    """A widget that tells the kernel when a front end has rendered it."""
+
+    rendered = traitlets.Bool(False)  # not synced: set by the front end's message
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        self._rendered_waiters: list[asyncio.Future[None]] = []
+        self.on_msg(self._on_rendered_message)
+
+    def _on_rendered_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if isinstance(content, dict) and content.get("type") == "rendered":
+            PRESENCE.acknowledged()
+            self._call_soon(self._mark_rendered)
+
+    def _mark_rendered(self) -> None:
+        self.rendered = True
+        self._wake_rendered()
+
+    def _wake_rendered(self) -> None:
+        for waiter in self._rendered_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._rendered_waiters.clear()
+
+    def _call_soon(self, callback: Any, *args: Any) -> None:
+        """Run ``callback`` on the widget's event loop.
+
+        Comm messages may be handled on another thread (JupyterLab can send widget
+        messages on a kernel subshell), and futures may only be touched on their loop.
+        """
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            callback(*args)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            callback(*args)
+        else:
+            loop.call_soon_threadsafe(callback, *args)
+
+    async def wait_rendered(self, timeout: float) -> bool:
+        """Whether a front end renders this widget within ``timeout`` seconds."""
+        if self.rendered:
+            return True
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._rendered_waiters.append(waiter)
+        try:
+            # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation (Stop) that
+            # arrives just as the waiter completes, and the turn would then wait on.
+            await asyncio.wait({waiter}, timeout=timeout)
+        finally:
+            waiter.cancel()
+        return self.rendered

@@ -1,0 +1,222 @@
+"""The ``ui`` group: ``render_blocks``, ``ask_user`` and ``send_message``.
+
+Blocks and messages appear in the running cell. ``ask_user`` and a ``render_blocks``
+call with a form wait for the person (the turn awaits the widget's answer; Stop cancels
+it). When nobody can answer (papermill, nbclient, a client that shows no widgets,
+``--approve read-only``) they return at once and say so, and what to do instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from ..display.blocks import BLOCK_SCHEMA
+from ..errors import ToolInputError
+from . import Tool, current_context
+
+NO_USER_FORM = (
+    "No user is present to fill in the form ({reason}). `data` holds the form's defaults, "
+    "not answers. Go on with them if they are sensible and say so in your reply; otherwise "
+    "explain what you need and stop."
+)
+NO_USER_QUESTION = (
+    "No user is present to answer ({reason}). Do not wait for an answer and do not ask "
+    "again in this turn: choose a sensible default yourself and say which in your reply, "
+    "or explain what you need and stop."
+)
+NO_FRONT_END = "this Python has no Jupyter front end (a script or terminal IPython)"
+
+
+async def render_blocks(blocks: list[dict[str, Any]], title: str | None = None) -> dict[str, Any]:
+    """Show rich blocks in the user's notebook cell: markdown, tables, charts, a form, code, images, alerts, JSON.
+
+    Tables are sortable and paged; give `variable` to show a DataFrame from the kernel
+    without copying its rows. Charts (line, bar, pie, area) take `{labels, datasets}`,
+    rows with `x`/`y`, or a DataFrame `variable`. With a `form` block (at most one) the
+    call waits until the user submits or dismisses it and returns
+    `{"action": "submit", "data": {field: typed value}}` or `{"action": "dismiss"}`;
+    without one it returns `{"ok": true}` at once.
+
+    Args:
+        blocks: The blocks to show, in order; each has a `type` and that type's fields.
+        title: A heading shown above the blocks.
+    """
+    from ..display import blocks as B
+    from ..display.presence import PRESENCE
+    from ..display.waiting import Nobody, Pending
+
+    ctx = current_context()
+    checked = B.check_blocks(blocks)
+    form_block = next((b for b in checked if b["type"] == "form"), None)
+    if not ctx.transcript.live:
+        for block in checked:
+            print(block.get("content") or block.get("title") or f"[{block['type']}]")
+        return _no_user_form(form_block["fields"], NO_FRONT_END) if form_block else {"ok": True}
+    widgets = PRESENCE.widgets_unseen(ctx) is None
+    cwd = Path(os.getcwd())
+    # Build every output before showing any, so a block that fails shows nothing half-done.
+    outputs: list[Any] = [B.title_bundle(title)] if title else []
+    pending: Pending | None = None
+    for block in checked:
+        kind = block["type"]
+        if kind == "table":
+            outputs.append(_table(block, ctx.namespace, ctx.settings.table_page_size, widgets))
+        elif kind == "chart":
+            from ..display.charts import chart_bundle, chart_png, chart_spec
+
+            spec = chart_spec(block, ctx.namespace)
+            outputs.append(chart_bundle(spec, await asyncio.to_thread(chart_png, spec)))
+        elif kind == "form":
+            from ..display.form import FormWidget
+
+            pending = Pending(
+                FormWidget(
+                    title=block.get("title") or "",
+                    fields=block["fields"],
+                    submit_label=block.get("submitLabel") or "Submit",
+                ),
+                ctx,
+            )
+            outputs.append(pending)
+        elif kind == "image":
+            outputs.append(B.image_bundle(block, cwd))
+        elif kind == "markdown":
+            outputs.append(B.markdown_bundle(block["content"]))
+        else:
+            outputs.append({"code": B.code_bundle, "alert": B.alert_bundle, "json": B.json_bundle}[kind](block))
+    ctx.transcript.end_text()
+    for output in outputs:
+        _show(output)
+    if pending is None:
+        return {"ok": True}
+    outcome = await pending.wait()
+    if isinstance(outcome, Nobody):
+        return _no_user_form(pending.widget.fields, outcome.reason)
+    return outcome
+
+
+async def ask_user(question: str, options: list[str] | None = None) -> dict[str, Any]:
+    """Ask the user a question in the notebook and wait for the answer.
+
+    With `options` the user clicks one of them (returned as `answer`); without, they
+    type a free answer. Use it when you cannot go on well without the user's choice.
+
+    Args:
+        question: The question, in one or two sentences.
+        options: Choices shown as buttons; omit for a free-text answer.
+    """
+    from ..display.choice import ChoiceCard, Typed
+    from ..display.waiting import Nobody, Pending
+
+    if options is not None and (not options or not all(o.strip() for o in options)):
+        raise ToolInputError("options must be a non-empty list of non-empty strings, or omitted for free text.")
+    ctx = current_context()
+    if not ctx.transcript.live:
+        return _no_user_answer(NO_FRONT_END)
+    ctx.transcript.end_text()
+    if options:
+        card = ChoiceCard(
+            heading="Question", text=question,
+            buttons=[{"id": str(i), "label": option} for i, option in enumerate(options)],
+        )
+    else:
+        card = ChoiceCard(
+            heading="Question", text=question, free_text=True, placeholder="Your answer",
+            buttons=[{"id": "send", "label": "Send", "style": "primary"}],
+        )
+    outcome = await Pending(card, ctx).wait()
+    if isinstance(outcome, Nobody):
+        return _no_user_answer(outcome.reason)
+    if isinstance(outcome, Typed):
+        return {"answer": outcome.text}
+    assert options is not None
+    return {"answer": options[int(outcome)]}
+
+
+async def send_message(text: str) -> dict[str, Any]:
+    """Show a short progress note to the user in the notebook cell; does not wait.
+
+    Use it to say what you are doing during long work. Markdown is rendered.
+
+    Args:
+        text: The message (markdown).
+    """
+    ctx = current_context()
+    if not ctx.transcript.live:
+        print(text, flush=True)
+        return {"ok": True}
+    ctx.transcript.end_text()
+    quoted = "\n".join(f"> {line}" for line in text.splitlines()) or ">"
+    _show({"text/markdown": quoted, "text/plain": text})
+    return {"ok": True}
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def _show(output: Any) -> None:
+    """Display a bundle, a widget (its bundle carries a static fallback) or a pending form."""
+    from IPython.display import display
+
+    from ..display.waiting import Pending
+
+    if isinstance(output, dict):
+        display(output, raw=True)
+    elif isinstance(output, Pending):
+        output.show()
+    else:
+        display(output)
+
+
+def _table(block: dict[str, Any], namespace: dict[str, Any], page_size: int, widgets: bool) -> Any:
+    from ..display.table import TableSource, TableWidget
+
+    source = TableSource(block, namespace)
+    title = block.get("title") or ""
+    if widgets:
+        return TableWidget(source, title=title, page_size=page_size)
+    return source.static(title, page_size)
+
+
+def _no_user_form(fields: list[dict[str, Any]], reason: str) -> dict[str, Any]:
+    from ..display.form import defaults
+
+    values = defaults(fields)
+    result: dict[str, Any] = {
+        "action": "submit",
+        "data": values,
+        "defaults_only": True,
+        "user_present": False,
+        "note": NO_USER_FORM.format(reason=reason),
+    }
+    unfilled = [f["name"] for f in fields if f.get("required") and values[f["name"]] is None]
+    if unfilled:
+        result["required_without_default"] = unfilled
+    return result
+
+
+def _no_user_answer(reason: str) -> dict[str, Any]:
+    return {"answer": None, "user_present": False, "note": NO_USER_QUESTION.format(reason=reason)}
+
+
+RENDER_BLOCKS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "blocks": {
+            "type": "array",
+            "items": BLOCK_SCHEMA,
+            "description": "The blocks to show, in order; each has a `type` and that type's fields.",
+        },
+        "title": {"type": "string", "description": "A heading shown above the blocks."},
+    },
+    "required": ["blocks"],
+}
+
+TOOLS = [
+    Tool(render_blocks, name="render_blocks", group="ui", input_schema=RENDER_BLOCKS_SCHEMA),
+    Tool(ask_user, name="ask_user", group="ui"),
+    Tool(send_message, name="send_message", group="ui"),
+]

@@ -1,0 +1,86 @@
+"""A front end's part in the widget protocol, for kernel tests without a browser.
+
+It sends the kernel exactly the comm messages JupyterLab's widget manager sends for our
+widgets, whose JavaScript reports everything with ``model.send`` (a ``custom`` message):
+``{"type": "rendered"}`` when a widget renders, then its clicks and submissions. The browser tests check that the
+real JavaScript sends them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass
+class Widget:
+    model_id: str
+    kind: str  # the class name: FormWidget, ChoiceCard, TableWidget, StopButton
+    state: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)  # custom messages from the kernel
+
+
+class FrontEnd:
+    """Watches a cell's iopub messages; acknowledges and answers widgets as a person would.
+
+    ``answer[kind]`` is called with ``(front_end, widget)`` when a widget of that class is
+    displayed (after its acknowledgement, unless ``renders`` is false).
+    """
+
+    def __init__(self, kernel: Any, *, renders: bool = True) -> None:
+        self.kernel = kernel
+        self.renders = renders
+        self.widgets: dict[str, Widget] = {}
+        self.shown: list[Widget] = []
+        self.answer: dict[str, Callable[[FrontEnd, Widget], None]] = {}
+
+    def hook(self, message: dict[str, Any], _kernel: Any = None) -> None:
+        kind, content = message["msg_type"], message["content"]
+        if kind == "comm_open" and content.get("target_name") == "jupyter.widget":
+            state = content["data"]["state"]
+            name = str(state.get("_anywidget_id", state.get("_model_name", ""))).rsplit(".", 1)[-1]
+            self.widgets[content["comm_id"]] = Widget(content["comm_id"], name, dict(state))
+        elif kind == "comm_msg" and content["comm_id"] in self.widgets:
+            widget = self.widgets[content["comm_id"]]
+            data = content["data"]
+            if data.get("method") == "update":
+                widget.state.update(data.get("state", {}))
+            elif data.get("method") == "custom":
+                widget.messages.append(data["content"])
+        elif kind == "display_data" and WIDGET_VIEW in content.get("data", {}):
+            widget = self.widgets.get(content["data"][WIDGET_VIEW]["model_id"])
+            if widget is None:
+                return
+            self.shown.append(widget)
+            if self.renders:
+                self.custom(widget, type="rendered")
+            action = self.answer.get(widget.kind)
+            if action is not None:
+                action(self, widget)
+
+    # -- what a person's clicks send -----------------------------------------------------
+
+    def send(self, widget: Widget, data: dict[str, Any]) -> None:
+        client = self.kernel.client
+        message = client.session.msg("comm_msg", {"comm_id": widget.model_id, "data": data})
+        client.shell_channel.send(message)
+
+    def custom(self, widget: Widget, **content: Any) -> None:
+        self.send(widget, {"method": "custom", "content": content})
+
+    def of_kind(self, kind: str) -> list[Widget]:
+        return [w for w in self.shown if w.kind == kind]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+    """Poll ``predicate`` until it returns something truthy (for state the kernel writes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)

@@ -1,0 +1,160 @@
+"""A real JupyterLab server on 127.0.0.1 and Debian's Chromium driven by Playwright.
+
+The server runs from this venv (so its kernels have agent_kernel installed) with every
+Jupyter and JupyterLab directory in a temporary folder, and with nothing that reaches
+the network (no news, no update check, no extension manager). Chromium is the system's
+(``/usr/bin/chromium``, installed by ``make install``); Playwright never downloads one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+CHROMIUM = os.environ.get("AGENT_KERNEL_CHROMIUM", "/usr/bin/chromium")
+# Flags for this machine's closed network (see the environment notes): no background
+# connections, no component updates, a fresh profile.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+]
+
+
+# Starts JupyterLab so that it gets SIGTERM if the test process dies (killed by a time
+# limit, say): Linux's parent-death signal survives exec. Elsewhere it just starts it.
+_LAUNCH = """
+import os, signal, sys
+try:
+    import ctypes
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+except OSError:
+    pass
+os.execv(sys.executable, [sys.executable, "-m", "jupyterlab", *sys.argv[1:]])
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterLab:
+    """A JupyterLab server process with its own directories, for one test session."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root = root
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}"
+        home = root.parent / "jupyter-home"
+        settings = home / "lab-settings"
+        (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True, exist_ok=True)
+        (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        full_env = dict(
+            os.environ,
+            **env,
+            JUPYTER_CONFIG_DIR=str(home / "config"),
+            JUPYTER_DATA_DIR=str(home / "data"),
+            JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+            JUPYTERLAB_SETTINGS_DIR=str(settings),
+            JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+            IPYTHONDIR=str(home / "ipython"),
+        )
+        self.log = (root.parent / "jupyterlab.log").open("w")
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-c", _LAUNCH,
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                "--ServerApp.allow_root=True",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={root}",
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.extension_manager=readonly",
+                "--LabApp.expose_app_in_browser=True",
+            ],
+            cwd=root,
+            env=full_env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: see {self.log.name}")
+            try:
+                self.api("GET", "/api/status")
+                return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.25)
+        raise RuntimeError(f"JupyterLab did not start within {timeout} s: see {self.log.name}")
+
+    def api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(
+            self.url + path, method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def notebook(self, name: str, cells: list[str]) -> str:
+        """Write a notebook of code cells into the server's root; its URL in JupyterLab."""
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        nbformat.write(nb, self.root / f"{name}.ipynb")
+        # A workspace of its own, so tabs from earlier tests are not restored beside it.
+        return f"{self.url}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={self.token}"
+
+    def shutdown_kernels(self) -> None:
+        for kernel in self.api("GET", "/api/kernels"):
+            self.api("DELETE", f"/api/kernels/{kernel['id']}")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.log.close()
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or ``None``."""
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        return f"Chromium not found at {CHROMIUM}: run `make install` (it installs Debian's chromium)."
+    return None

@@ -1,0 +1,273 @@
+"""The agent in a real JupyterLab 4, driven by Playwright on Debian's Chromium.
+
+One JupyterLab server and one browser serve the whole session (fixtures in conftest.py);
+each test opens its own notebook (and so its own kernel) and scripts the model. What the
+tests click is what a person clicks: the widgets' own buttons and inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_kernel.testing import call, reply, say, text, tool_use
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+KERNEL_READY = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session
+    && panel.sessionContext.session.kernel;
+  return Boolean(kernel && kernel.connectionStatus === "connected" && kernel.status === "idle");
+}"""
+
+
+def run_notebook(page, lab, name: str, cells: list[str]) -> None:
+    """Open a new notebook with ``cells`` in JupyterLab and run them all."""
+    page.goto(lab.notebook(name, cells))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+    # Not awaited: the command's promise resolves only when every cell has finished.
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    page.wait_for_function(
+        "() => document.querySelector('.jp-Notebook .jp-Cell .jp-InputPrompt').textContent.includes('[1]')",
+        timeout=60_000,
+    )
+
+
+def cell(page, index: int):
+    return page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    page.wait_for_function(
+        "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+        " return i && i.dataset.status === 'idle'"
+        " && !document.querySelector('.jp-InputPrompt:not(:empty)')?.textContent.includes('*'); }",
+        timeout=timeout,
+    )
+
+
+def save_screenshot(locator, name: str, *, readme: bool = False) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    locator.screenshot(path=str(path))
+    if readme and os.environ.get("AGENT_KERNEL_UPDATE_SCREENSHOTS"):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, SCREENSHOTS / name)
+    return path
+
+
+def requests_since(model, start: int) -> list[dict]:
+    return model.requests[start:]
+
+
+def tool_results(request: dict) -> list[dict]:
+    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+# -- (a) streamed text and a table ----------------------------------------------------------
+
+
+def test_streamed_text_and_a_sortable_paged_table(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    rows = [{"month": f"2025-{i:02d}", "region": region, "revenue": (i * 37 + len(region) * 11) % 97 + 3}
+            for i in range(1, 13) for region in ("North", "South", "East")]
+    intro = "I looked at your sales by month and region; here is the table. " * 6 + "End of the introduction."
+    lab_model.add(
+        reply(
+            text(intro),
+            tool_use("render_blocks", {"title": "Revenue by month", "blocks": [
+                {"type": "table", "data": rows, "columns": [
+                    {"key": "month", "label": "Month"}, {"key": "region", "label": "Region"},
+                    {"key": "revenue", "label": "Revenue"}]},
+            ]}),
+            chunk_delay=0.04,
+        ),
+        say("March in the East was the best month."),
+    )
+    run_notebook(page, jupyterlab, "streamed", ["%load_ext agent_kernel", "%agent show me the revenue table"])
+    agent_cell = cell(page, 1)
+    # The answer streams: part of it is on the page while the rest has not arrived yet.
+    page.wait_for_function(
+        "() => { const t = document.querySelectorAll('.jp-Notebook .jp-Cell')[1].innerText;"
+        " return t.includes('I looked at your sales') && !t.includes('End of the introduction'); }",
+        timeout=30_000,
+        polling=50,
+    )
+    table = agent_cell.locator(".ak-table")
+    table.wait_for(timeout=30_000)
+    agent_cell.get_by_text("March in the East was the best month.").wait_for(timeout=30_000)
+    assert agent_cell.locator(".ak-pager").inner_text().startswith("«")
+    assert "Rows 1–25 of 36" in agent_cell.locator(".ak-pager").inner_text()
+    first_rows = table.locator("tbody tr")
+    assert first_rows.count() == 25
+    assert first_rows.first.inner_text().split("\t")[:2] == ["2025-01", "North"]
+
+    # Sorting by Revenue (twice: descending) happens in the kernel, after the turn ended.
+    header = table.locator("th", has_text="Revenue")
+    header.click()
+    header.click()
+    best = max(rows, key=lambda r: r["revenue"])
+    page.wait_for_function(
+        "(v) => document.querySelector('.ak-table tbody tr td:last-child').textContent === v",
+        arg=str(best["revenue"]),
+        timeout=10_000,
+    )
+    assert "▼" in table.locator("th", has_text="Revenue").inner_text()
+    agent_cell.get_by_title("Next page").click()
+    page.get_by_text("Rows 26–36 of 36").wait_for(timeout=10_000)
+    assert table.locator("tbody tr").count() == 11
+    save_screenshot(agent_cell, "streamed-text-and-table.png")
+    assert len(requests_since(lab_model, start)) == 2
+
+
+# -- (b) a form (with a chart above it) is filled in and submitted ----------------------------
+
+
+FORM_FIELDS = [
+    {"name": "owner", "label": "Report owner", "type": "text", "required": True},
+    {"name": "quarter", "label": "Quarter", "type": "select", "options": ["Q1", "Q2", "Q3", "Q4"], "default": "Q2"},
+    {"name": "budget", "label": "Budget (EUR)", "type": "number", "default": 1500},
+    {"name": "start", "label": "Start date", "type": "date", "required": True},
+    {"name": "include_east", "label": "Include the East region", "type": "checkbox", "default": True},
+    {"name": "notes", "label": "Notes", "type": "textarea"},
+]
+
+
+def thank_for_the_form(request: dict):
+    result = json.loads(tool_results(request)[0]["content"])
+    data = result["data"]
+    return say(
+        f"Thanks, {data['owner']}: a {data['quarter']} report from {data['start']} with a "
+        f"budget of {data['budget']} (East included: {data['include_east']})."
+    )
+
+
+def test_form_is_filled_in_and_the_turn_goes_on_with_its_values(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    revenue = [120, 135, 160, 150, 175, 190]
+    lab_model.add(
+        call("render_blocks", title="Plan the quarterly report", blocks=[
+            {"type": "markdown", "content": "Revenue grew in **five of six** months. Tell me how to set up the report."},
+            {"type": "chart", "chartType": "bar", "title": "Revenue by month (kEUR)", "data": {
+                "labels": MONTHS[:6],
+                "datasets": [{"label": "North", "data": revenue}, {"label": "South", "data": [r - 40 for r in revenue]}],
+            }},
+            {"type": "form", "title": "Report settings", "fields": FORM_FIELDS, "submitLabel": "Create report"},
+        ]),
+        thank_for_the_form,
+    )
+    run_notebook(page, jupyterlab, "form", ["%load_ext agent_kernel", "%agent plan the report with me"])
+    agent_cell = cell(page, 1)
+    form = agent_cell.locator("form.ak-form")
+    form.wait_for(timeout=30_000)
+    agent_cell.locator(".vega-embed").wait_for(timeout=30_000)  # JupyterLab drew the Vega-Lite chart
+    assert form.locator("[data-field=quarter]").input_value() == "Q2"  # defaults are filled in
+    assert form.locator("[data-field=budget]").input_value() == "1500"
+    assert form.locator("[data-field=include_east]").is_checked()
+
+    # A required field left empty is pointed out, and nothing is sent.
+    form.get_by_role("button", name="Create report").click()
+    form.get_by_text("Report owner is required.").wait_for(timeout=5_000)
+    assert len(lab_model.requests) == start + 1
+
+    form.locator("[data-field=owner]").fill("Ada Lovelace")
+    form.locator("[data-field=quarter]").select_option("Q3")
+    form.locator("[data-field=budget]").fill("2500.5")
+    form.locator("[data-field=start]").fill("2026-07-01")
+    form.locator("[data-field=include_east]").uncheck()
+    form.locator("[data-field=notes]").fill("Split by region, please.")
+    save_screenshot(agent_cell, "form-and-chart.png", readme=True)
+    form.get_by_role("button", name="Create report").click()
+
+    agent_cell.get_by_text("Thanks, Ada Lovelace").wait_for(timeout=30_000)
+    shown = agent_cell.inner_text()
+    assert "a Q3 report from 2026-07-01 with a budget of 2500.5 (East included: False)" in shown
+    result = json.loads(tool_results(lab_model.requests[start + 1])[0]["content"])
+    assert result == {"action": "submit", "data": {
+        "owner": "Ada Lovelace", "quarter": "Q3", "budget": 2500.5, "start": "2026-07-01",
+        "include_east": False, "notes": "Split by region, please.",
+    }}
+    # The answered form stays in the notebook as a static record of what was sent.
+    assert agent_cell.locator("form.ak-form").count() == 0
+    assert "Submitted" in agent_cell.locator(".agent-kernel-form-static").inner_text()
+    save_screenshot(agent_cell, "form-submitted.png")
+
+
+# -- (c) approval: Skip declines, Run executes --------------------------------------------------
+
+
+def test_approval_card_skip_declines_and_run_executes(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    lab_model.add(
+        call("run_code", code="dropped = 'the sales table'"),
+        call("run_code", code="approved = 6 * 7\nprint('approved', approved)"),
+        say("Done: I computed `approved` and did not drop anything."),
+    )
+    run_notebook(page, jupyterlab, "approval", [
+        "%load_ext agent_kernel",
+        "%agent --approve ask tidy up my namespace",
+        "print('dropped' in globals(), approved)",
+    ])
+    agent_cell = cell(page, 1)
+    first = agent_cell.locator(".ak-choice").filter(has_text="dropped = 'the sales table'")
+    first.wait_for(timeout=30_000)
+    assert "Allow run_code?" in first.inner_text()
+    first.get_by_role("button", name="Skip").click()
+
+    second = agent_cell.locator(".ak-choice").filter(has_text="approved = 6 * 7")
+    second.wait_for(timeout=30_000)
+    save_screenshot(agent_cell, "approval-card.png", readme=True)
+    second.get_by_role("button", name="Run").click()
+    agent_cell.get_by_text("Done: I computed").wait_for(timeout=30_000)
+
+    skipped = tool_results(lab_model.requests[start + 1])[0]
+    assert skipped["is_error"] is True and "The user declined to run run_code" in skipped["content"]
+    ran = json.loads(tool_results(lab_model.requests[start + 2])[0]["content"])
+    assert ran["success"] is True and ran["stdout"] == "approved 42\n"
+    cell(page, 2).get_by_text("False 42").wait_for(timeout=30_000)
+    shown = agent_cell.inner_text()
+    assert "Skipped: the agent was told you declined." in shown and "Approved: it ran." in shown
+
+
+# -- (d) Stop ends a long run_code ---------------------------------------------------------------
+
+
+def test_stop_button_ends_a_long_run_code(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    lab_model.add(
+        call("run_code", code="import time\nprint('counting', flush=True)\nfor progress in range(600):\n    time.sleep(0.1)\n"),
+    )
+    run_notebook(page, jupyterlab, "stop", [
+        "%load_ext agent_kernel",
+        "%agent count slowly",
+        "print('progress', progress)",
+    ])
+    agent_cell = cell(page, 1)
+    agent_cell.get_by_text("counting", exact=True).wait_for(timeout=30_000)
+    clicked = time.monotonic()
+    agent_cell.get_by_role("button", name="■ Stop").click()
+    agent_cell.locator(".agent-kernel-warning").filter(has_text="■").wait_for(timeout=20_000)
+    stopped_after = time.monotonic() - clicked
+    notice = agent_cell.locator(".agent-kernel-warning").filter(has_text="■").inner_text()
+    assert notice in ("■ Stopped.", "■ Interrupted.")
+    assert stopped_after < 10  # the code alone would run for a minute
+    after = cell(page, 2).locator(".jp-OutputArea-output")
+    after.first.wait_for(timeout=30_000)
+    progress = int(after.first.inner_text().split()[-1])
+    assert 0 <= progress < 590
+    assert agent_cell.get_by_role("button", name="■ Stop").count() == 0

@@ -1,0 +1,69 @@
+"""--approve ask: the approval card holds writing tools until the person decides."""
+
+from __future__ import annotations
+
+import json
+
+from agent_kernel.testing import call, reply, say, tool_use
+
+from .frontend import FrontEnd
+
+
+def results(request: dict) -> list[dict]:
+    return [b for b in request["messages"][-1]["content"] if b["type"] == "tool_result"]
+
+
+def test_skip_run_and_always(kernel, scripted_model):
+    scripted_model.add(
+        call("run_code", code="dropped = True"),
+        call("run_code", code="kept = 1"),
+        call("run_code", code="kept += 1"),
+        reply(tool_use("run_code", {"code": "kept += 1"}), tool_use("inspect_namespace", {})),
+        say("done"),
+    )
+    decisions = iter(["skip", "run", "always"])
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice=next(decisions))
+    result = kernel.ok("%agent --approve ask tidy up", on_message=front.hook)
+
+    skipped = results(scripted_model.requests[1])[0]
+    assert skipped["is_error"] is True
+    assert "The user declined to run run_code (they clicked Skip)" in skipped["content"]
+    assert json.loads(results(scripted_model.requests[2])[0]["content"])["success"] is True
+    # "Always for this session": the fourth call ran without a card; reading tools never ask.
+    assert len(front.of_kind("ChoiceCard")) == 3
+    assert kernel.value("kept") == 3 and kernel.value("'dropped' in globals()") is False
+    card = front.of_kind("ChoiceCard")[0].state
+    assert card["heading"] == "Allow run_code?" and card["code"] == "dropped = True"
+    assert card["text"] == "The agent wants to run this code in your kernel."
+    assert [b["id"] for b in card["buttons"]] == ["run", "skip", "always"]
+    shown = "\n".join(result.final_texts())
+    assert "Skipped: the agent was told you declined." in shown and "Approved: it ran." in shown
+
+    # "Always" lasts for the session, not beyond: a new session asks again.
+    scripted_model.add(call("run_code", code="fresh = 1"), say("ok"))
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="skip")
+    kernel.ok("%agent --new=other --approve ask again", on_message=front.hook)
+    assert len(front.of_kind("ChoiceCard")) == 1
+
+
+def test_unattended_ask_refuses_writing_tools_at_once(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="touched = True"), say("I could not run it."))
+    result = kernel.ok("%agent --approve ask change it", allow_stdin=False)  # what papermill sends
+    refusal = results(scripted_model.requests[1])[0]
+    assert refusal["is_error"] is True
+    assert "needs the user's approval (--approve ask) and no user is present" in refusal["content"]
+    assert "runs unattended" in refusal["content"]
+    assert result.seconds < 5  # no card waited for an answer
+    assert kernel.value("'touched' in globals()") is False
+
+
+def test_stop_cancels_a_pending_approval(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="touched = True"))
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(f.of_kind("StopButton")[0], type="stop")
+    result = kernel.ok("%agent --approve ask change it", on_message=front.hook)
+    shown = result.final_texts()
+    assert "■ Stopped." in shown and any("Stopped before it was answered." in t for t in shown)
+    assert kernel.value("'touched' in globals()") is False

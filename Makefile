@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/load_ext.py
 	$(PY) benchmarks/loop_overhead.py
 	$(PY) benchmarks/scheduler_overhead.py
+	$(PY) benchmarks/sql_dataframe.py
 	$(PY) benchmarks/blocks.py
 
 clean:

@@ -5,8 +5,9 @@ the benchmark's own iopub reading does not slow the server):
 
 - agent:    ``%agent`` turn whose model calls ``run_code`` N times, then ends its turn
             (N + 1 model calls: streaming, tool cards, run_cell_async, DuckDB writes).
-- baseline: the same N + 1 streamed SDK calls carrying the same growing conversation,
-            and the same N snippets run with ``exec``, in one cell.
+- baseline: the same N + 1 streamed SDK calls carrying the same request (the agent's
+            system prompt and tool definitions, the same growing conversation), and the
+            same N snippets run with ``exec``, in one cell.
 
 Both are timed at two sizes (--small and --trips round trips). The overhead per round
 trip is the slope, ((agent - baseline) at N - (agent - baseline) at small) / (N - small);
@@ -52,11 +53,15 @@ with ScriptedModel(responder=steps) as model:
 BASELINE = """
 import json, time, anthropic
 _client = anthropic.AsyncAnthropic()
+_agent = get_ipython().find_magic("agent").__self__.kernel_agent
+_system = _agent.system_prompt()
+_tools = [t.definition() for t in _agent.registry.offered(_agent.config.tool_groups)]
 _ns = {{}}
 _messages = [{{"role": "user", "content": "run {trips} steps"}}]
 _t0 = time.perf_counter()
 for _i in range({calls}):
-    async with _client.messages.stream(model="m", max_tokens=1024, messages=_messages) as _s:
+    async with _client.messages.stream(model="m", max_tokens=1024, messages=_messages, system=_system,
+                                       tools=_tools, cache_control={{"type": "ephemeral"}}) as _s:
         async for _event in _s:
             pass
         _m = await _s.get_final_message()

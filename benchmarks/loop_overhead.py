@@ -14,7 +14,7 @@ trip is the slope, ((agent - baseline) at N - (agent - baseline) at small) / (N 
 the fixed overhead of a turn (loading the session, the Stop button, the final save) is
 what is left at small. Medians over repeated runs.
 
-    python benchmarks/loop_overhead.py [--trips 25] [--small 5] [--repeat 7]
+    python benchmarks/loop_overhead.py [--trips 45] [--small 5] [--repeat 9]
 """
 
 from __future__ import annotations
@@ -86,9 +86,9 @@ print(repr(agent_seconds))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trips", type=int, default=25)
+    parser.add_argument("--trips", type=int, default=45)
     parser.add_argument("--small", type=int, default=5)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()

@@ -10,6 +10,8 @@ from agent_kernel.store import Store
 from agent_kernel.store.audit import AuditLog, error_category, failures, stats
 from agent_kernel.testing import call, reply, say, tool_use
 
+from .capabilities import needs_sql_guard
+
 
 @pytest.mark.parametrize(
     ("error", "category"),
@@ -93,6 +95,7 @@ def test_every_tool_call_and_code_run_of_a_turn_is_recorded(kernel, scripted_mod
     assert {r[5] for r in runs} == {"try a few things"} and {r[6] for r in runs} == {1}
 
 
+@needs_sql_guard
 def test_the_model_cannot_change_the_trail(kernel, scripted_model, agent_db):
     scripted_model.add(call("run_code", code="x = 1"), say("done"))
     kernel.ok("%agent run something")

@@ -17,7 +17,9 @@ import pytest
 
 from agent_kernel.testing import call, reply, say, text, tool_use
 
-pytestmark = pytest.mark.browser
+from .capabilities import needs_widget_replies
+
+pytestmark = [pytest.mark.browser, needs_widget_replies]
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"

@@ -6,7 +6,10 @@ import json
 
 from agent_kernel.testing import call, reply, say, tool_use
 
+from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
+
+pytestmark = needs_widget_replies
 
 
 def results(request: dict) -> list[dict]:

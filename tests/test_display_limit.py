@@ -6,7 +6,10 @@ from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import reply, say, tool_use
 
+from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
+
+pytestmark = needs_widget_replies
 
 USAGE = {"input_tokens": 300, "output_tokens": 50}
 

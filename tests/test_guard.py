@@ -10,6 +10,9 @@ from agent_kernel.store.sessions import Sessions
 
 from .calls import sql_refused as refused
 from .calls import sql_run as run
+from .capabilities import needs_sql_guard
+
+pytestmark = needs_sql_guard
 
 # Refused by kind, before any connection: (statement, words the refusal must contain)
 BY_KIND = [

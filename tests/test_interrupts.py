@@ -6,6 +6,8 @@ import time
 
 from agent_kernel.testing import call, reply, say, text
 
+from .capabilities import needs_widget_replies
+
 LONG_SYNC = "import time\nprogress = 0\nprint('started', flush=True)\nfor progress in range(300):\n    time.sleep(0.1)\n"
 LONG_ASYNC = "import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n"
 
@@ -95,6 +97,7 @@ def test_interrupt_stops_a_streaming_answer(kernel, scripted_model):
     assert texts == ["talk slowly\n\nand now?"] or texts[-1] == "and now?"
 
 
+@needs_widget_replies
 def test_stop_button_message_stops_the_turn(kernel, scripted_model):
     answer = call("run_code", code=LONG_ASYNC)
     scripted_model.add(answer)

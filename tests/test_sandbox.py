@@ -14,6 +14,9 @@ from agent_kernel.store import Store, guard, sandbox
 
 from .calls import sql_refused as refused
 from .calls import sql_run as run
+from .capabilities import needs_sql_guard
+
+pytestmark = needs_sql_guard
 
 
 def test_the_sandbox_is_locked(store):

@@ -7,6 +7,7 @@ import time
 from agent_kernel.store import Store
 
 from .calls import batch, restarted, sql
+from .capabilities import needs_sql_guard
 from .test_interrupts import interrupt, stopped_turn
 
 # Every refusal of the guard, as the model meets it: (SQL, what the answer must point to).
@@ -32,6 +33,7 @@ REFUSALS = [
 ]
 
 
+@needs_sql_guard
 def test_every_refusal_is_an_error_saying_what_is_allowed(kernel, scripted_model, agent_db):
     uses = [sql(statement) for statement, _ in REFUSALS]
     uses.append(sql("SELECT count(*) AS sessions FROM sessions"))  # the connection is fine after them
@@ -49,6 +51,7 @@ def test_every_refusal_is_an_error_saying_what_is_allowed(kernel, scripted_model
     assert {"tool_calls", "code_executions", "sessions"} <= names and "notes" not in names
 
 
+@needs_sql_guard
 def test_rows_are_capped_and_say_so(kernel, scripted_model):
     results, _ = batch(
         kernel,
@@ -67,6 +70,7 @@ def test_rows_are_capped_and_say_so(kernel, scripted_model):
     assert few["row_count"] == 10 and few["truncated"] is True
 
 
+@needs_sql_guard
 def test_a_query_that_runs_too_long_is_stopped_and_the_database_stays_usable(kernel, scripted_model, agent_db):
     started = time.perf_counter()
     results, _ = batch(
@@ -86,6 +90,7 @@ def test_a_query_that_runs_too_long_is_stopped_and_the_database_stays_usable(ker
     assert 5.0 <= seconds <= 5.0 * 1.5
 
 
+@needs_sql_guard
 def test_kernel_dataframes_by_name_into_and_persisted(kernel, scripted_model, tmp_path):
     kernel.ok(
         "import pandas as pd\n"

@@ -8,6 +8,7 @@ from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import call, say
 
+from .capabilities import needs_widget_replies
 from .frontend import FrontEnd, wait_for
 
 FIELDS = [
@@ -33,6 +34,7 @@ def session_state(db) -> str:
         return Sessions(con).list()[0].state
 
 
+@needs_widget_replies
 def test_form_waits_for_the_submission_and_returns_typed_values(kernel, scripted_model, agent_db):
     scripted_model.add(call("render_blocks", title="Welcome", blocks=[{"type": "form", "title": "Sign up", "fields": FIELDS}]), say("Welcome."))
     front = FrontEnd(kernel)
@@ -58,6 +60,7 @@ def test_form_waits_for_the_submission_and_returns_typed_values(kernel, scripted
     assert session_state(agent_db) == "idle"
 
 
+@needs_widget_replies
 def test_form_dismissed(kernel, scripted_model):
     scripted_model.add(call("render_blocks", blocks=[{"type": "form", "fields": FIELDS[:1]}]), say("ok"))
     front = FrontEnd(kernel)
@@ -66,6 +69,7 @@ def test_form_dismissed(kernel, scripted_model):
     assert value_of(scripted_model.requests[1]) == {"action": "dismiss"}
 
 
+@needs_widget_replies
 def test_ask_user_with_options_and_free_text(kernel, scripted_model):
     scripted_model.add(
         call("ask_user", question="Which region?", options=["North", "South"]),
@@ -99,6 +103,7 @@ def test_send_message_shows_markdown_and_does_not_wait(kernel, scripted_model):
     assert "> Loading **sales.csv**..." in result.final_texts("text/markdown")
 
 
+@needs_widget_replies
 def test_stop_cancels_a_pending_form(kernel, scripted_model, agent_db):
     answer = call("render_blocks", blocks=[{"type": "form", "fields": FIELDS[:1]}])
     scripted_model.add(answer)
@@ -121,6 +126,7 @@ def test_stop_cancels_a_pending_form(kernel, scripted_model, agent_db):
     assert session_state(agent_db) == "idle"
 
 
+@needs_widget_replies
 def test_a_client_that_shows_no_widgets_is_nobody(kernel, scripted_model):
     """jupyter_client, like jupyter console, allows stdin but renders no widgets."""
     kernel.ok("%config AgentKernel.presence_timeout = 0.5")
@@ -160,6 +166,7 @@ def test_read_only_turn_has_nobody_to_ask(kernel, scripted_model):
     assert any("No user present" in t for t in result.final_texts())
 
 
+@needs_widget_replies
 def test_table_pages_and_sorts_in_the_kernel(kernel, scripted_model):
     kernel.ok("import pandas as pd\nsales = pd.DataFrame({'region': ['N', 'S', 'E'] * 20, 'revenue': list(range(60))})")
     kernel.ok("%config AgentKernel.table_page_size = 10")

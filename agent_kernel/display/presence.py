@@ -9,7 +9,10 @@ can see, cheapest first:
 3. The running cell's ``execute_request`` did not allow stdin: nobody. nbclient and so
    papermill send ``allow_stdin: false``; JupyterLab, Notebook, VS Code and Colab send
    ``true``. This costs nothing, so papermill never waits.
-4. Otherwise a front end probably draws widgets. Every widget of ours *acknowledges*
+4. ipykernel older than 7.4 (the newest for Python 3.10) handles a widget's messages
+   only after the running cell ends, so an answer could never reach a waiting turn:
+   nobody (with a note saying what to upgrade).
+5. Otherwise a front end probably draws widgets. Every widget of ours *acknowledges*
    when a front end renders it (its JavaScript sets ``rendered``). A waiting widget
    whose acknowledgement does not come within ``AgentKernel.presence_timeout`` means a
    client that draws no widgets (``jupyter console``, a script on ``jupyter_client``):
@@ -69,6 +72,11 @@ class Presence:
             return "this Python has no Jupyter front end (a script or terminal IPython)"
         if not _stdin_allowed(kernel):
             return "the notebook runs unattended (papermill, nbclient or another runner)"
+        if not widget_replies_during_cells():
+            return (
+                "this kernel (ipykernel < 7.4) delivers widget answers only after the cell "
+                "ends; ipykernel >= 7.4 (Python >= 3.11) lets a person answer during a turn"
+            )
         if self._unrendered_in == (context.session_id, context.turn):
             return "the kernel's client does not display widgets"
         return None
@@ -81,6 +89,14 @@ class Presence:
 
 
 PRESENCE = Presence()
+
+
+def widget_replies_during_cells() -> bool:
+    """Whether ipykernel hands widget messages to a cell that is still awaiting (>= 7.4)."""
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in version("ipykernel").split(".")[:2])
+    return (major, minor) >= (7, 4)
 
 
 def _stdin_allowed(kernel: Any) -> bool:

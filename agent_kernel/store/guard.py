@@ -422,3 +422,11 @@ def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def sql_guard_available() -> bool:
+    """Whether this DuckDB can check the model's SQL (2.0: the plan serialisation and the
+    statement time limit the guard relies on). DuckDB 1.x is all Python 3.10 gets; there
+    ``db_sql`` is not offered rather than offered unguarded."""
+    from importlib.metadata import version
+
+    return int(version("duckdb").split(".")[0]) >= 2
+

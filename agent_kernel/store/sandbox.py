@@ -71,8 +71,9 @@ class Limits:
             "allow_unsigned_extensions": False,
             "memory_limit": self.memory_limit,
             "threads": max(1, min(self.threads, os.cpu_count() or 1)),
+            "max_execution_time": max(1, int(self.timeout_s * 1000)),
             "max_temp_directory_size": f"{self.max_db_bytes}B",
-        } | ({"max_execution_time": max(1, int(self.timeout_s * 1000))} if _native_timeout() else {})
+        }
 
 
 @dataclass(frozen=True)
@@ -115,18 +116,11 @@ class SqlRun:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
         self._interrupted = False
-        self._timed_out = False
 
     def interrupt(self) -> None:
         with self._lock:
             self._interrupted = True
             if self._con is not None:
-                self._con.interrupt()
-
-    def _time_out(self) -> None:
-        with self._lock:
-            if self._con is not None:
-                self._timed_out = True
                 self._con.interrupt()
 
     def run(
@@ -159,12 +153,6 @@ class SqlRun:
             if self._interrupted:
                 raise ToolInputError("The query was stopped.")
             self._con = con
-        # DuckDB < 2.0 (the only one with wheels for Python 3.10) has no max_execution_time:
-        # a watchdog interrupts the statement instead.
-        watchdog = None if _native_timeout() else threading.Timer(self.limits.timeout_s, self._time_out)
-        if watchdog is not None:
-            watchdog.daemon = True
-            watchdog.start()
         try:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -180,8 +168,6 @@ class SqlRun:
         except duckdb.Error as exc:
             raise ToolInputError(self._describe(exc)) from None
         finally:
-            if watchdog is not None:
-                watchdog.cancel()
             with self._lock:
                 self._con = None
 
@@ -243,7 +229,7 @@ class SqlRun:
             return
         if not last:
             # The rows of a statement before the last are not shown; a write still runs to its end.
-            _finish(con, keep=plan.writes)
+            con.complete() if plan.writes else con.abort()
             return
         result.columns = [d[0] for d in cursor.description or []]
         if into:
@@ -258,7 +244,7 @@ class SqlRun:
             rows = cursor.fetchmany(self.limits.max_rows + 1)
             result.truncated = len(rows) > self.limits.max_rows
             result.rows = rows[: self.limits.max_rows]
-            _finish(con, keep=False)  # the rest is not needed; the transaction can commit
+            con.abort()  # the rest is not needed; the transaction can commit
 
     def _check_size(self, con: duckdb.DuckDBPyConnection, pending_before: int) -> None:
         # Rows not written to blocks yet count at their in-memory size, which is larger than
@@ -277,7 +263,7 @@ class SqlRun:
 
         text = str(exc)
         if isinstance(exc, duckdb.InterruptException):
-            if "execution time" in text or self._timed_out:
+            if "execution time" in text:
                 return (
                     f"The statement ran longer than {self.limits.timeout_s:g} s and was stopped "
                     "(nothing was changed). Make it cheaper: filter or aggregate earlier, add a "
@@ -292,24 +278,6 @@ class SqlRun:
                 f"and was stopped. Aggregate or filter earlier, or select fewer columns. ({text})"
             )
         return text
-
-
-def _native_timeout() -> bool:
-    """Whether DuckDB stops a statement itself (``max_execution_time``, DuckDB 2.0)."""
-    import duckdb
-
-    return int(duckdb.__version__.split(".")[0]) >= 2
-
-
-def _finish(con: duckdb.DuckDBPyConnection, *, keep: bool) -> None:
-    """End the pending result: run a write to its end (``keep``), or drop what is left.
-
-    DuckDB 2.0 streams results and wants them finished before the next statement; 1.x
-    materialises them, so there is nothing to finish.
-    """
-    finish = getattr(con, "complete" if keep else "abort", None)
-    if finish is not None:
-        finish()
 
 
 class _MemorySandbox:

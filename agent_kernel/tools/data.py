@@ -187,7 +187,7 @@ def _sql_writes(tool_input: Any) -> bool:
 
 
 TOOLS = [
-    Tool(db_sql, name="db_sql", group="data", writes=_sql_writes),
+    *([Tool(db_sql, name="db_sql", group="data", writes=_sql_writes)] if guard.sql_guard_available() else []),
     Tool(db_schema, name="db_schema", group="data"),
     Tool(get_state, name="get_state", group="data"),
     Tool(set_state, name="set_state", group="data", writes=True),

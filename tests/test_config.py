@@ -8,7 +8,10 @@ from traitlets import TraitError
 from agent_kernel.config import AgentKernel
 from agent_kernel.testing import say
 
+from .capabilities import needs_sql_guard
 
+
+@needs_sql_guard
 def test_tools_enabled_false_offers_no_tools_at_all(kernel, scripted_model):
     kernel.ok("%config AgentKernel.tools_enabled = False")
     scripted_model.add(say("Just talking."))
@@ -22,6 +25,7 @@ def test_tools_enabled_false_offers_no_tools_at_all(kernel, scripted_model):
     assert {"run_code", "db_sql", "memory"} <= {t["name"] for t in scripted_model.requests[-1]["tools"]}
 
 
+@needs_sql_guard
 def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     kernel.ok("%config AgentKernel.tool_groups = ['data']")
     scripted_model.add(say("ok"))

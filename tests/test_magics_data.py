@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from agent_kernel.testing import reply, say, tool_use
 
+from .capabilities import needs_sql_guard
+
 
 def run_some_code(kernel, scripted_model):
     codes = ["answer = 42", "import polarz", "undefined_name", "def broken(:\n    pass", "1 / 0"]
@@ -13,6 +15,7 @@ def run_some_code(kernel, scripted_model):
     kernel.ok("%agent look around")
 
 
+@needs_sql_guard
 def test_stats_and_failures_render_as_tables(kernel, scripted_model):
     empty = kernel.ok("%agent_failures").final_texts()[-1]
     assert "No failed code runs recorded." in empty

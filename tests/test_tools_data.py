@@ -156,6 +156,7 @@ def test_state_is_durable_across_kernels(kernel, scripted_model, tmp_path):
     assert answer == '{"value": {"rows": 3, "ok": true, "tags": ["a", "b"]}}'
 
 
+@needs_sql_guard
 def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
     results, _ = batch(
         kernel,
@@ -177,6 +178,7 @@ def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
     assert "set_state" not in offered
 
 
+@needs_sql_guard
 def test_interrupting_a_long_query_stops_it(kernel, scripted_model):
     kernel.ok("%config AgentKernel.sql_timeout_s = 120")
     scripted_model.add(_one_call(sql("SELECT count(*) FROM range(100000000000)"))[0])  # no answer after it

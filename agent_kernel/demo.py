@@ -18,6 +18,8 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
     """Execute ``notebook`` with papermill into ``output``; return the output path."""
     import papermill
 
+    from .headless import kernel_manager_config
+
     if scripted is None:
         scripted = not os.environ.get("ANTHROPIC_API_KEY")
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -38,6 +40,7 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
             cwd=str(workdir),
             kernel_name="python3",
             progress_bar=False,
+            config=kernel_manager_config(),
         )
     return output
 

@@ -68,6 +68,8 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
     from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
+    from ..headless import kernel_manager_config
+
     papermill_engines.register(ENGINE, _progress_engine())
     kernel_name = spec.kernel_name or _kernel_of(spec.input_path)
     with open(run_dir.stdout, "w", encoding="utf-8") as out, open(run_dir.stderr, "w", encoding="utf-8") as err:
@@ -84,6 +86,7 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
                 stderr_file=err,
                 execution_timeout=spec.cell_timeout_s,
                 progress=progress,
+                config=kernel_manager_config(),
             )
         except PapermillExecutionError as exc:
             evalue = str(exc.evalue).strip()

@@ -202,7 +202,11 @@ class Turn:
         try:
             for use in uses:
                 ctx.transcript.tool_running(use["id"], use["name"], use.get("input"))
-                outcome = await ctx.interrupts.phase(self._dispatch(use))
+                ctx.tool_use_id = use["id"]
+                try:
+                    outcome = await ctx.interrupts.phase(self._dispatch(use))
+                finally:
+                    ctx.tool_use_id = None
                 result.tool_calls += 1
                 blocks.append(outcome.block(use["id"]))
                 self._audit.tool_call(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from agent_kernel.testing import call, reply, say, tool_use
 
@@ -70,3 +71,19 @@ def test_stop_cancels_a_pending_approval(kernel, scripted_model):
     shown = result.final_texts()
     assert "■ Stopped." in shown and any("Stopped before it was answered." in t for t in shown)
     assert kernel.value("'touched' in globals()") is False
+
+
+def test_the_call_waits_visibly_and_the_wait_is_not_its_duration(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="approved = 1"), say("done"))
+    front = FrontEnd(kernel)
+
+    def approve_after_a_second(f: FrontEnd, card) -> None:
+        time.sleep(1.0)  # the person reads the code first
+        f.custom(card, type="choice", choice="run")
+
+    front.answer["ChoiceCard"] = approve_after_a_second
+    result = kernel.ok("%agent --approve ask set it", on_message=front.hook)
+    assert any(t.startswith("⏸ run_code") and "waiting for you" in t for t in result.texts())
+    final = next(t for t in result.final_texts() if "run_code" in t and "approved = 1" in t)
+    assert final.startswith("✓ run_code") and "waiting for you" not in final
+    assert int(final.split(" ms")[0].rsplit("· ", 1)[1].replace(",", "")) < 900

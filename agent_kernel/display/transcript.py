@@ -29,7 +29,7 @@ class ToolCard:
     tool_use_id: str
     name: str
     tool_input: Any = None
-    status: str = "receiving"  # receiving, running, ok, error, interrupted
+    status: str = "receiving"  # receiving, running, waiting, ok, error, interrupted
     detail: str = ""
     duration_ms: float | None = None
     handle: Any = field(default=None, repr=False)
@@ -154,6 +154,16 @@ class Transcript:
         else:
             print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
 
+    def tool_waiting(self, tool_use_id: str, waiting: bool) -> None:
+        """Mark the call as waiting for the person (a form, a question, an approval) or not."""
+        card = self._cards.get(tool_use_id)
+        if card is None or card.status not in ("running", "waiting"):
+            return
+        card.status = "waiting" if waiting else "running"
+        card.detail = "waiting for you" if waiting else ""
+        if self.live:
+            self._render(card)
+
     def tool_finished(
         self, tool_use_id: str, *, status: str, detail: str = "", duration_ms: float | None = None
     ) -> None:
@@ -226,7 +236,7 @@ class Transcript:
 
 # -- bundles ------------------------------------------------------------------------------
 
-_ICONS = {"receiving": "…", "running": "⏳", "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–"}
+_ICONS = {"receiving": "…", "running": "⏳", "waiting": "⏸", "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–"}
 _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipped": "#57606a"}
 
 

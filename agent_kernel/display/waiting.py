@@ -120,6 +120,9 @@ class Pending:
             return self._nobody
         widget, context = self.widget, self.context
         context.session_state(state)
+        tool_use_id = context.tool_use_id
+        if tool_use_id is not None:
+            context.transcript.tool_waiting(tool_use_id, True)
         outcome: Any = STOPPED
         try:
             timeout = float(context.settings.presence_timeout)
@@ -134,6 +137,8 @@ class Pending:
                 "stopped" if outcome is STOPPED else "nobody" if isinstance(outcome, Nobody) else "answered"
             )
             context.session_state("running")
+            if tool_use_id is not None:
+                context.transcript.tool_waiting(tool_use_id, False)
             self._handle.update(widget.static(outcome), raw=True)
             widget.close()
 

@@ -171,6 +171,7 @@ class Registry:
                 refusal = await check(item, tool_input)
                 if refusal:
                     return done(refusal, True)
+                started = time.perf_counter()  # the tool's own time, not the wait for approval
             value = await item.call(tool_input)
         except KeyboardInterrupt:
             # Raised by the SIGINT handler inside a synchronous tool: this frame is the

@@ -36,6 +36,7 @@ class ToolContext:
     secrets: Secrets | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     journal: Journal | None = None  # the turn's pending writes, set when the turn starts
+    tool_use_id: str | None = None  # the call being dispatched, while there is one
 
     def session_state(self, state: str) -> None:
         """Record the session's state now (``waiting_for_input`` while a widget waits)."""

@@ -104,7 +104,7 @@ class Outcome:
     content: str
     is_error: bool
     value: Any = None
-    duration_ms: float = 0.0
+    duration_ms: float | None = 0.0  # None: the tool never ran (approval refused it)
 
     def block(self, tool_use_id: str) -> dict[str, Any]:
         from ..conversation import tool_result
@@ -153,12 +153,11 @@ class Registry:
         """
         started = time.perf_counter()
 
-        def done(content: str, is_error: bool, value: Any = None) -> Outcome:
+        def done(content: str, is_error: bool, value: Any = None, *, ran: bool = True) -> Outcome:
             if context.secrets is not None:
                 content = context.secrets.redact(content)
-            return Outcome(
-                _cap(content, result_chars), is_error, value, (time.perf_counter() - started) * 1000
-            )
+            duration_ms = (time.perf_counter() - started) * 1000 if ran else None
+            return Outcome(_cap(content, result_chars), is_error, value, duration_ms)
 
         allowed = set(offered) if offered is not None else set(self.tools)
         item = self.tools.get(name)
@@ -170,7 +169,7 @@ class Registry:
             if check is not None:
                 refusal = await check(item, tool_input)
                 if refusal:
-                    return done(refusal, True)
+                    return done(refusal, True, ran=False)
                 started = time.perf_counter()  # the tool's own time, not the wait for approval
             value = await item.call(tool_input)
         except KeyboardInterrupt:

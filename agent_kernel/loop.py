@@ -218,7 +218,7 @@ class Turn:
                 )
                 ctx.transcript.tool_finished(
                     use["id"],
-                    status="error" if outcome.is_error or _failed(outcome.value) else "ok",
+                    status=_outcome_status(outcome),
                     detail=_outcome_detail(outcome),
                     duration_ms=outcome.duration_ms,
                 )
@@ -278,8 +278,16 @@ def _failed(value: Any) -> bool:
     return isinstance(value, dict) and value.get("success") is False
 
 
+def _outcome_status(outcome: Outcome) -> str:
+    if outcome.duration_ms is None:
+        return "skipped"  # the approval check refused it: it never ran
+    return "error" if outcome.is_error or _failed(outcome.value) else "ok"
+
+
 def _outcome_detail(outcome: Outcome) -> str:
     value = outcome.value
+    if outcome.duration_ms is None:  # the refusal's first sentence; the rest is for the model
+        return outcome.content.split(". ", 1)[0][:120]
     if outcome.is_error:
         first = outcome.content.strip().splitlines()[0] if outcome.content.strip() else "error"
         return first[:120]

@@ -44,8 +44,8 @@ def test_skip_run_and_always(kernel, scripted_model):
     shown = "\n".join(result.final_texts())
     assert "Skipped: the agent was told you declined." in shown and "Approved: it ran." in shown
     # The skipped call never ran: its line gives no duration (the wait was the person's).
-    skipped_line = next(t for t in result.final_texts() if t.startswith("✗ run_code: dropped = True"))
-    assert " ms" not in skipped_line
+    skipped_line = next(t for t in result.final_texts() if "run_code: dropped = True" in t)
+    assert skipped_line == "– run_code: dropped = True · The user declined to run run_code (they clicked Skip)"
 
     # "Always" lasts for the session, not beyond: a new session asks again.
     scripted_model.add(call("run_code", code="fresh = 1"), say("ok"))

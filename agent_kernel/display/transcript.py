@@ -236,7 +236,10 @@ class Transcript:
 
 # -- bundles ------------------------------------------------------------------------------
 
-_ICONS = {"receiving": "…", "running": "⏳", "waiting": "⏸", "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–"}
+_ICONS = {
+    "receiving": "…", "running": "⏳", "waiting": "⏸",
+    "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–",
+}
 _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipped": "#57606a"}
 
 

@@ -100,7 +100,7 @@ def test_send_message_shows_markdown_and_does_not_wait(kernel, scripted_model):
     scripted_model.add(call("send_message", text="Loading **sales.csv**..."), say("Loaded."))
     result = kernel.ok("%agent load it")
     assert value_of(scripted_model.requests[1]) == {"ok": True}
-    assert "> Loading **sales.csv**..." in result.final_texts("text/markdown")
+    assert "<blockquote>\n<p>Loading <strong>sales.csv</strong>...</p>\n</blockquote>" in "".join(result.final_texts("text/html"))
 
 
 @needs_widget_replies
@@ -202,7 +202,7 @@ def test_bad_blocks_say_what_to_fix_and_show_nothing(kernel, scripted_model):
     first, second = result_of(scripted_model.requests[1]), result_of(scripted_model.requests[2])
     assert first["is_error"] and "blocks[1].chartType must be one of line, bar, pie, area" in first["content"]
     assert second["is_error"] and "There is no variable 'nope' in the kernel" in second["content"]
-    assert "hi" not in result.final_texts("text/markdown")
+    assert not any("hi" in t for t in result.final_texts("text/html"))
 
 
 SCRIPT = """

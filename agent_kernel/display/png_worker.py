@@ -84,6 +84,12 @@ class PngWorker:
         if process is not None:
             process.kill()
             process.wait()
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:  # a write still buffered to a dead process
+                        pass
 
     def close(self) -> None:
         with self._lock:

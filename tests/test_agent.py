@@ -65,10 +65,10 @@ def test_named_sessions_across_kernels_and_new(kernel, scripted_model, tmp_path)
 def test_history_magic_shows_the_transcript(kernel, scripted_model):
     scripted_model.add(call("run_code", code="total = 40 + 2"), say("The total is **42**."))
     kernel.ok("%agent add it up")
-    history = kernel.ok("%agent_history").final_texts("text/markdown")[-1]
+    history = kernel.ok("%agent_history").final_texts("text/plain")[-1]
     assert "**You**" in history and "add it up" in history
     assert "total = 40 + 2" in history and "The total is **42**." in history
-    last = kernel.ok("%agent_history 1").final_texts("text/markdown")[-1]
+    last = kernel.ok("%agent_history 1").final_texts("text/plain")[-1]
     assert "showing 1" in last and "add it up" not in last
 
 

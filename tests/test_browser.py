@@ -273,3 +273,103 @@ def test_stop_button_ends_a_long_run_code(lab_page, jupyterlab, lab_model):
     progress = int(after.first.inner_text().split()[-1])
     assert 0 <= progress < 590
     assert agent_cell.get_by_role("button", name="■ Stop").count() == 0
+
+
+# -- (e) model-written script payloads run nowhere, live or after the notebook is trusted --------
+
+
+def payload(place: str) -> str:
+    """Script in every form the page could run: handlers, <script>, SVG, javascript: links."""
+    flag = f"window.__pwned=(window.__pwned||[]).concat('{place}')"
+    return (
+        f'{place}: <img src=x onerror="{flag}"> <script>{flag}</script> <svg onload="{flag}"></svg> '
+        f'<svg><animate onbegin="{flag}" attributeName=x dur=1s /></svg> <details open ontoggle="{flag}"></details> '
+        f'<a href="javascript:{flag}">a</a> [m](javascript:{flag}) <javascript:{flag}>'
+    )
+
+
+def short(place: str) -> str:
+    """A payload that fits a label (300 characters) or a key (200)."""
+    flag = f"window.__pwned=['{place}']"
+    return f'{place}: <img src=x onerror="{flag}"><svg onload="{flag}"></svg><a href="javascript:{flag}">a</a>'[:190]
+
+
+def payload_blocks() -> list[dict]:
+    return [
+        {"type": "markdown", "content": payload("markdown")},
+        {"type": "alert", "variant": "danger", "content": payload("alert")},
+        {"type": "table", "title": short("table-title"), "data": [{short("header"): payload("cell")}]},
+        {"type": "chart", "chartType": "bar", "title": short("chart-title"), "xLabel": short("x-label"),
+         "data": {"labels": [short("x-value")], "datasets": [{"label": short("series"), "data": [1]}]}},
+        {"type": "code", "language": "html", "content": payload("code")},
+        {"type": "json", "data": {short("json-key"): payload("json-value")}},
+        {"type": "image", "url": "https://127.0.0.1:9/x.png\" onerror=\"window.__pwned=['image-url']", "alt": short("image-alt")},
+        {"type": "form", "title": short("form-title"), "submitLabel": short("submit"),
+         "fields": [{"name": "f", "label": short("field-label"), "type": "select",
+                     "options": [short("option")]}]},
+    ]
+
+
+def pwned(page) -> list:
+    return page.evaluate("() => window.__pwned || []")
+
+
+def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    sent: list[str] = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(str(frame))))
+    lab_model.add(
+        reply(text(payload("streamed") + " more text follows. " * 20), tool_use("send_message", {"text": payload("send_message")}), chunk_delay=0.02),
+        call("render_blocks", title=short("render-title"), blocks=payload_blocks()),
+        call("ask_user", question=payload("question"), options=[short("ask-option"), "fine"]),
+        call("run_code", code=payload("approval")),
+        say(payload("final")),
+    )
+    run_notebook(page, jupyterlab, "payloads", ["%load_ext agent_kernel", "%agent --approve ask show everything"])
+    agent_cell = cell(page, 1)
+    form = agent_cell.locator("form.ak-form")
+    form.wait_for(timeout=60_000)
+    agent_cell.locator(".vega-embed").first.wait_for(state="attached", timeout=30_000)
+    form.get_by_role("button", name="Dismiss").click()
+    question = agent_cell.locator(".ak-choice").filter(has_text="question:")
+    question.wait_for(timeout=30_000)
+    question.get_by_role("button", name="fine").click()
+    approval = agent_cell.locator(".ak-choice").filter(has_text="Allow run_code?")
+    approval.wait_for(timeout=30_000)
+    approval.get_by_role("button", name="Skip").click()
+    agent_cell.get_by_text("final: ").wait_for(timeout=30_000)
+    wait_idle(page)
+    page.wait_for_timeout(1_000)
+    shown = agent_cell.inner_text()
+    for place in ("streamed", "send_message", "markdown", "alert", "table-title", "header", "cell", "code",
+                  "json-value", "form-title", "field-label", "question", "approval", "final"):
+        assert f"{place}: <img src=x onerror=" in shown or f"{place}: " in shown, place  # shown as text
+    assert "<script>" in shown  # the payload is visible as text, not run
+    assert pwned(page) == []
+    assert page.locator("a[href^='javascript' i], iframe, object, embed").count() == 0
+    executes = [f for f in sent if '"execute_request"' in f]
+    assert len(executes) == 2  # the two cells the test ran; nothing from the payloads
+
+    # Saved, trusted and opened again: the static renderings run nothing either.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function(
+        "() => !document.querySelector('.jp-mod-dirty')", timeout=15_000
+    )
+    path = jupyterlab.root / "payloads.ipynb"
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(path)], check=True, capture_output=True,
+                   env={**os.environ, "JUPYTER_DATA_DIR": str(jupyterlab.root.parent / "jupyter-home" / "data")})
+    jupyterlab.shutdown_kernels()
+    sent.clear()
+    page.goto(f"{jupyterlab.url}/lab/workspaces/payloads-again/tree/payloads.ipynb?reset&token={jupyterlab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    reopened = cell(page, 1)
+    reopened.get_by_text("final: ").wait_for(timeout=30_000)
+    reopened.locator(".vega-embed").first.wait_for(state="attached", timeout=30_000)
+    page.wait_for_timeout(1_500)
+    assert "untrusted" not in reopened.inner_text().lower()
+    assert pwned(page) == []
+    assert page.locator("a[href^='javascript' i], iframe, object, embed").count() == 0
+    assert not [f for f in sent if '"execute_request"' in f]

@@ -50,9 +50,10 @@ def test_bad_blocks_are_refused_with_what_to_fix(blocks, message):
     assert message in str(caught.value)
 
 
-def test_code_fence_outgrows_backticks_in_the_code():
-    bundle = B.code_bundle({"content": "print('```')", "language": "python"})
-    assert bundle["text/markdown"] == "````python\nprint('```')\n````"
+def test_code_is_shown_as_escaped_text():
+    bundle = B.code_bundle({"content": "print('```')\n</code><b>x</b>", "language": "python"})
+    assert "<pre" in bundle["text/html"] and "print(&#x27;```&#x27;)\n&lt;/code&gt;&lt;b&gt;x&lt;/b&gt;" in bundle["text/html"]
+    assert bundle["text/plain"] == "print('```')\n</code><b>x</b>" and "text/markdown" not in bundle
 
 
 def test_image_paths_stay_inside_the_working_directory(tmp_path):
@@ -64,7 +65,7 @@ def test_image_paths_stay_inside_the_working_directory(tmp_path):
     with pytest.raises(ToolInputError, match="does not exist"):
         B.image_bundle({"url": "missing.png"}, tmp_path)
     url = B.image_bundle({"url": "https://example.org/a.png", "alt": "<b>"}, tmp_path)
-    assert url["text/html"] == '<img src="https://example.org/a.png" alt="&lt;b&gt;" style="max-width:100%">'
+    assert url["text/html"] == '<img src="https://example.org/a.png" alt="&lt;b&gt;">'
 
 
 def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_model, agent_db, tmp_path):
@@ -104,9 +105,10 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
     def having(mime: str) -> list:
         return [d[mime] for d in data if mime in d]
 
-    markdown, html = "\n".join(having("text/markdown")), "\n".join(having("text/html"))
-    assert "### Quarterly review" in markdown
-    assert "Revenue rose **12%** this quarter." in markdown
+    html = "\n".join(having("text/html"))
+    assert not having("text/markdown")  # the model's Markdown is rendered and sanitised in the kernel
+    assert '<h3 class="agent-kernel-title">Quarterly review</h3>' in html
+    assert "Revenue rose <strong>12%</strong> this quarter." in html
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
     assert ["North", "1200.5"] == cells[cells.index("North") : cells.index("North") + 2]
     assert "<strong>All orders</strong>" in html and "Rows 1–25 of 5,000." in html  # a page, not 5,000 rows
@@ -116,7 +118,7 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
     [line, pie] = having("application/vnd.vegalite.v5+json")
     assert line["title"] == "Monthly revenue" and [v["value"] for v in line["data"]["values"]] == [10, 12, 9]
     assert pie["mark"]["type"] == "arc" and {v["x"] for v in pie["data"]["values"]} == {"North", "South"}
-    assert "```sql\nSELECT region, sum(revenue) FROM sales GROUP BY 1\n```" in markdown
+    assert "<code>SELECT region, sum(revenue) FROM sales GROUP BY 1</code>" in html
     assert "agent-kernel-alert-warning" in html and "March is incomplete." in html
     assert having("application/json") == [{"source": "sales.csv", "rows": 2}]
     assert "agent-kernel-form-static" in html and "Threshold" in html and "No user present" in html

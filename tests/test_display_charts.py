@@ -59,3 +59,33 @@ def test_png_is_rendered_offline():
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
     bundle = chart_bundle(spec, png)
     assert set(bundle) == {"application/vnd.vegalite.v5+json", "image/png", "text/plain"}
+
+
+def test_chart_text_is_cleaned_and_clipped_for_the_renderer():
+    block = {"chartType": "bar", "title": "Sales\x00\x01\x1b\ufffe\ud800", "xLabel": "x\x00",
+             "data": {"labels": ["Jan\x00", "F" * 5_000], "datasets": [{"label": "N\x00", "data": [1, 2]}]}}
+    spec = chart_spec(block, {})
+    assert spec["title"] == "Sales\ufffd" and spec["encoding"]["x"]["title"] == "x"
+    xs = [v["x"] for v in spec["data"]["values"]]
+    assert xs[0] == "Jan" and len(xs[1]) == 300 and xs[1].endswith("…")
+    assert spec["data"]["values"][0]["series"] == "N"
+    assert spec["usermeta"]["embedOptions"]["actions"]["source"] is False
+    assert chart_png(spec).startswith(b"\x89PNG")
+
+
+def test_a_renderer_crash_is_an_error_and_the_next_chart_still_draws():
+    from agent_kernel.display.png_worker import PngWorker, RenderError
+
+    worker = PngWorker()
+    good = chart_spec({"chartType": "bar", "data": DATASETS}, {})
+    try:
+        crashing = dict(good, title="a\x01b")  # vl-convert aborts its whole process on this
+        with pytest.raises(RenderError, match="crashed"):
+            worker.render(crashing)
+        assert worker.render(good).startswith(b"\x89PNG")  # a new worker took over
+        slow = PngWorker(timeout_s=0.001)
+        with pytest.raises(RenderError, match="longer than"):
+            slow.render(good)
+        slow.close()
+    finally:
+        worker.close()

@@ -56,11 +56,11 @@ def test_bad_arguments_are_usage_errors(kernel):
 
 
 def test_prompt_magic_shows_the_version_and_the_full_prompt(kernel):
-    first = kernel.ok("%agent_prompt").final_texts("text/markdown")[-1]
+    first = kernel.ok("%agent_prompt").final_texts("text/plain")[-1]
     assert "none yet (version 0)" in first
     kernel.ok("%%agent_prompt\nPrefer polars over pandas.\n```python\nimport polars\n```\n")
-    shown = kernel.ok("%agent_prompt").final_texts("text/markdown")[-1]
+    shown = kernel.ok("%agent_prompt").final_texts("text/plain")[-1]
     assert "version 1 (replace by user" in shown and "````text\nPrefer polars over pandas." in shown
-    full = kernel.ok("%agent_prompt --full").final_texts("text/markdown")[-1]
+    full = kernel.ok("%agent_prompt --full").final_texts("text/plain")[-1]
     assert "## Your stored instructions\nPrefer polars over pandas." in full
     assert "## Your tools" in full and "## Your database" in full and "## Variables in the kernel" in full

@@ -25,7 +25,7 @@ def test_secret_is_usable_by_code_but_redacted_for_the_model(kernel, scripted_mo
     kernel.ok("%agent use the token")
     result = scripted_model.requests[1]["messages"][-1]["content"][0]["content"]
     assert "[secret SERVICE_TOKEN]" in result and "sk-very-secret-value" not in result
-    history = kernel.ok("%agent_history").final_texts("text/markdown")[-1]
+    history = kernel.ok("%agent_history").final_texts("text/plain")[-1]
     assert "sk-very-secret-value" not in history
 
 

@@ -97,7 +97,7 @@ def test_a_prompt_edit_shows_in_the_next_request_and_after_a_restart(kernel, scr
     scripted_model.add(say("Bonjour."))
     with restarted(tmp_path) as other:
         other.ok("%agent hello")
-        shown = other.ok("%agent_prompt").final_texts("text/markdown")[-1]
+        shown = other.ok("%agent_prompt").final_texts("text/plain")[-1]
         other.ok("%agent_prompt --rollback 1")
         scripted_model.add(say("Salut."))
         other.ok("%agent hello again")

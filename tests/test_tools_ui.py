@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
@@ -100,7 +101,7 @@ def test_send_message_shows_markdown_and_does_not_wait(kernel, scripted_model):
     scripted_model.add(call("send_message", text="Loading **sales.csv**..."), say("Loaded."))
     result = kernel.ok("%agent load it")
     assert value_of(scripted_model.requests[1]) == {"ok": True}
-    assert "> Loading **sales.csv**..." in result.final_texts("text/markdown")
+    assert "<blockquote>\n<p>Loading <strong>sales.csv</strong>...</p>\n</blockquote>" in "".join(result.final_texts("text/html"))
 
 
 @needs_widget_replies
@@ -202,7 +203,7 @@ def test_bad_blocks_say_what_to_fix_and_show_nothing(kernel, scripted_model):
     first, second = result_of(scripted_model.requests[1]), result_of(scripted_model.requests[2])
     assert first["is_error"] and "blocks[1].chartType must be one of line, bar, pie, area" in first["content"]
     assert second["is_error"] and "There is no variable 'nope' in the kernel" in second["content"]
-    assert "hi" not in result.final_texts("text/markdown")
+    assert not any("<p>hi</p>" in t for t in result.final_texts("text/html"))
 
 
 SCRIPT = """
@@ -233,3 +234,31 @@ def test_in_a_plain_script_nobody_is_asked(scripted_model, agent_db, tmp_path):
     assert "no Jupyter front end" in json.loads(asked["content"])["note"]
     assert json.loads(shown["content"])["data"] == {"age": 30}
     assert refused["is_error"] and "no user is present to approve it" in refused["content"]
+
+
+def test_nul_and_huge_chart_text_never_kill_the_kernel(kernel, scripted_model):
+    data = {"labels": ["Jan\x00", "Feb\x01"], "datasets": [{"label": "North\x1b", "data": [1, 2]}]}
+    scripted_model.add(
+        call("render_blocks", blocks=[{"type": "chart", "chartType": "bar", "title": "Sales\x00\ufffe",
+                                       "xLabel": "month\x00", "data": data}]),
+        call("render_blocks", blocks=[{"type": "chart", "chartType": "bar", "title": "T" * 100_000, "data": data}]),
+        call("render_blocks", blocks=[{"type": "chart", "chartType": "bar", "title": "t",
+                                       "data": {"labels": ["x" * 20_000], "datasets": [{"data": [1]}]}}]),
+        call("send_message", text="m" * 10_001),
+        call("ask_user", question="q" * 2_001),
+        say("done"),
+    )
+    started = time.monotonic()
+    result = kernel.ok("%agent chart it", timeout=120)
+    assert time.monotonic() - started < 60
+    drawn = result_of(scripted_model.requests[1])
+    assert drawn.get("is_error") is not True and value_of(scripted_model.requests[1]) == {"ok": True}
+    pngs = [d for d in result.final_texts("image/png")]
+    assert len(pngs) == 1  # the cleaned chart was drawn
+    for index, needle in [(2, "blocks[0].title is 100,000 characters; the limit is 300"),
+                          (3, "blocks[0].data.labels[0] is 20,000 characters; the limit is 10,000"),
+                          (4, "text"), (5, "question")]:
+        refused = result_of(scripted_model.requests[index])
+        assert refused["is_error"] is True and needle in refused["content"]
+    assert "should have at most 10000 characters" in result_of(scripted_model.requests[4])["content"]
+    assert kernel.ok("print(6 * 7)").stdout == "42\n"  # the kernel is alive and answers

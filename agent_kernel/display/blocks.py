@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolInputError
+from . import safe
 
 Bundle = dict[str, Any]
 
@@ -35,7 +36,30 @@ IMAGE_TYPES = {
     ".svg": "image/svg+xml",
 }
 IMAGE_BYTES = 5_000_000
+_DATA_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp|svg\+xml);base64,", re.IGNORECASE)
 JSON_CHARS = 100_000
+
+# Size limits, checked before any work: what a person can read in a cell, and well under
+# what makes a renderer slow (a chart title of 100,000 characters took minutes to draw).
+MAX_BLOCKS = 20
+TEXT_CHARS = 50_000  # markdown, code and alert content
+LABEL_CHARS = 300  # titles, axis and column labels, field labels, options, x values
+NAME_CHARS = 200  # keys, field names, variable and column names
+URL_CHARS = 4_000  # an http(s) URL or a path
+DATA_URL_CHARS = IMAGE_BYTES * 4 // 3 + 100  # a data:image URL (base64)
+MAX_COLUMNS = 200
+MAX_FIELDS = 50
+MAX_OPTIONS = 200
+MAX_SERIES = 20
+DATA_ITEMS = 5_000  # rows of a table, labels and values of a chart, items of any JSON list
+DATA_STRING_CHARS = 10_000  # one string inside `data`
+DATA_DEPTH = 20
+DATA_NODES = 200_000  # values in one block's `data` in all
+FIELD_CHARS = {
+    "type": 40, "variant": 40, "chartType": 40, "language": 40,
+    "content": TEXT_CHARS, "title": LABEL_CHARS, "xLabel": LABEL_CHARS, "yLabel": LABEL_CHARS,
+    "submitLabel": LABEL_CHARS, "alt": 1_000, "variable": NAME_CHARS, "x": NAME_CHARS,
+}
 
 _ROWS_OR_VARIABLE = (
     "Give `data` (a list of row objects) or `variable` (the name of a pandas DataFrame in "
@@ -48,7 +72,7 @@ BLOCK_SCHEMA: dict[str, Any] = {
     "description": "One block. `type` decides which other fields apply.",
     "properties": {
         "type": {"type": "string", "enum": list(BLOCK_TYPES)},
-        "content": {"type": "string", "description": "markdown, code, alert: the text (markdown for markdown blocks)"},
+        "content": {"type": "string", "maxLength": TEXT_CHARS, "description": "markdown, code, alert: the text (markdown for markdown blocks)"},
         "language": {"type": "string", "description": "code: language for highlighting, e.g. python, sql"},
         "variant": {"type": "string", "enum": list(ALERT_VARIANTS), "description": "alert: its kind"},
         "columns": {
@@ -74,9 +98,9 @@ BLOCK_SCHEMA: dict[str, Any] = {
             "description": "chart from rows or a DataFrame: the column(s) plotted (a string or a list)",
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         },
-        "title": {"type": "string", "description": "table, chart, form: a caption"},
-        "xLabel": {"type": "string"},
-        "yLabel": {"type": "string"},
+        "title": {"type": "string", "maxLength": LABEL_CHARS, "description": "table, chart, form: a caption"},
+        "xLabel": {"type": "string", "maxLength": LABEL_CHARS},
+        "yLabel": {"type": "string", "maxLength": LABEL_CHARS},
         "fields": {
             "type": "array",
             "description": "form: its fields",
@@ -96,9 +120,10 @@ BLOCK_SCHEMA: dict[str, Any] = {
         "submitLabel": {"type": "string", "description": "form: the submit button's text"},
         "url": {
             "type": "string",
-            "description": "image: an http(s) URL, or a file path relative to the kernel's working directory",
+            "description": "image: an http(s) URL, a data:image/...;base64 URL, or a file path "
+            "relative to the kernel's working directory",
         },
-        "alt": {"type": "string", "description": "image: a text alternative"},
+        "alt": {"type": "string", "maxLength": 1_000, "description": "image: a text alternative"},
     },
     "required": ["type"],
 }
@@ -108,6 +133,8 @@ def check_blocks(blocks: Any) -> list[dict[str, Any]]:
     """``blocks`` as validated dicts; a :class:`ToolInputError` names the first problem."""
     if not isinstance(blocks, list) or not blocks:
         raise ToolInputError("render_blocks needs `blocks`: a non-empty list of block objects.")
+    if len(blocks) > MAX_BLOCKS:
+        raise ToolInputError(f"render_blocks shows at most {MAX_BLOCKS} blocks per call; got {len(blocks)}.")
     checked = []
     forms = 0
     for index, block in enumerate(blocks):
@@ -117,12 +144,93 @@ def check_blocks(blocks: Any) -> list[dict[str, Any]]:
         kind = block.get("type")
         if kind not in BLOCK_TYPES:
             raise ToolInputError(f"{where}.type must be one of {', '.join(BLOCK_TYPES)}; got {kind!r}.")
+        check_sizes(block, where)
         _CHECKS[kind](block, where)
         forms += kind == "form"
         checked.append(block)
     if forms > 1:
         raise ToolInputError("render_blocks shows at most one form per call; call it again for the next form.")
     return checked
+
+
+def too_long(where: str, value: str, limit: int) -> ToolInputError:
+    return ToolInputError(f"{where} is {len(value):,} characters; the limit is {limit:,}. Shorten it.")
+
+
+def check_text(value: Any, where: str, limit: int) -> None:
+    """Refuse a string over ``limit`` characters (other types are left to the type checks)."""
+    if isinstance(value, str) and len(value) > limit:
+        raise too_long(where, value, limit)
+
+
+def check_list(value: Any, where: str, limit: int, item_chars: int | None = None) -> None:
+    if isinstance(value, list):
+        if len(value) > limit:
+            raise ToolInputError(f"{where} has {len(value):,} items; the limit is {limit:,}.")
+        if item_chars is not None:
+            for index, item in enumerate(value):
+                check_text(item, f"{where}[{index}]", item_chars)
+
+
+def check_data(value: Any, where: str) -> None:
+    """Bound any JSON value: list and object sizes, string lengths, depth and total size."""
+    stack = [(value, where, 0)]
+    nodes = 0
+    while stack:
+        item, at, depth = stack.pop()
+        nodes += 1
+        if nodes > DATA_NODES:
+            raise ToolInputError(f"{where} holds more than {DATA_NODES:,} values; aggregate it or pass `variable`.")
+        if depth > DATA_DEPTH:
+            raise ToolInputError(f"{at} is nested more than {DATA_DEPTH} levels deep.")
+        if isinstance(item, str):
+            check_text(item, at, DATA_STRING_CHARS)
+        elif isinstance(item, list):
+            check_list(item, at, DATA_ITEMS)
+            stack.extend((v, f"{at}[{i}]", depth + 1) for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            if len(item) > MAX_COLUMNS:
+                raise ToolInputError(f"{at} has {len(item):,} keys; the limit is {MAX_COLUMNS:,}.")
+            for key, v in item.items():
+                check_text(key, f"{at} key", NAME_CHARS)
+                stack.append((v, f"{at}.{key}"[: len(at) + 60], depth + 1))
+
+
+def check_sizes(block: dict[str, Any], where: str) -> None:
+    """Every string and list of one block within its limit, before anything is built from it."""
+    for name, value in block.items():
+        at = f"{where}.{name}"
+        if name == "url":
+            limit = DATA_URL_CHARS if isinstance(value, str) and value[:5].lower() == "data:" else URL_CHARS
+            check_text(value, at, limit)
+        elif name == "data":
+            check_data(value, at)
+        elif name == "y":
+            check_text(value, at, NAME_CHARS)
+            check_list(value, at, MAX_SERIES, NAME_CHARS)
+        elif name == "columns":
+            check_list(value, at, MAX_COLUMNS)
+            for index, column in enumerate(value if isinstance(value, list) else []):
+                if isinstance(column, dict):
+                    check_text(column.get("key"), f"{at}[{index}].key", NAME_CHARS)
+                    check_text(column.get("label"), f"{at}[{index}].label", LABEL_CHARS)
+        elif name == "fields":
+            check_list(value, at, MAX_FIELDS)
+            for index, field in enumerate(value if isinstance(value, list) else []):
+                if isinstance(field, dict):
+                    _check_field_sizes(field, f"{at}[{index}]")
+        elif isinstance(value, str):
+            check_text(value, at, FIELD_CHARS.get(name, LABEL_CHARS))
+        elif isinstance(value, (list, dict)):
+            check_data(value, at)
+
+
+def _check_field_sizes(field: dict[str, Any], where: str) -> None:
+    check_text(field.get("name"), f"{where}.name", NAME_CHARS)
+    check_text(field.get("label"), f"{where}.label", LABEL_CHARS)
+    check_text(field.get("type"), f"{where}.type", 40)
+    check_text(field.get("default"), f"{where}.default", DATA_STRING_CHARS)
+    check_list(field.get("options"), f"{where}.options", MAX_OPTIONS, LABEL_CHARS)
 
 
 def _text(block: dict[str, Any], where: str, name: str = "content") -> None:
@@ -201,18 +309,23 @@ _CHECKS = {
 
 
 def markdown_bundle(text: str) -> Bundle:
-    return {"text/markdown": text, "text/plain": text}
+    return safe.markdown_bundle(text)
 
 
 def title_bundle(title: str) -> Bundle:
-    return {"text/markdown": f"### {title}", "text/plain": title}
+    title = safe.clean_text(title)
+    return {"text/html": f'<h3 class="agent-kernel-title">{html.escape(title)}</h3>', "text/plain": title}
 
 
 def code_bundle(block: dict[str, Any]) -> Bundle:
-    content, language = block["content"], block.get("language") or ""
-    longest = max((len(run) for run in re.findall(r"`+", content)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return {"text/markdown": f"{fence}{language}\n{content}\n{fence}", "text/plain": content}
+    content = safe.clean_text(block["content"])
+    language = safe.clean_text(block.get("language") or "")
+    label = f'<div style="color:#57606a;font-size:0.85em">{html.escape(language)}</div>' if language else ""
+    markup = (
+        f'<div class="agent-kernel-code">{label}'
+        f'<pre style="white-space:pre-wrap;margin:2px 0"><code>{html.escape(content)}</code></pre></div>'
+    )
+    return {"text/html": markup, "text/plain": content}
 
 
 _ALERT_STYLE = {
@@ -226,17 +339,18 @@ _ALERT_STYLE = {
 def alert_bundle(block: dict[str, Any]) -> Bundle:
     variant = block.get("variant", "info")
     color, background, word = _ALERT_STYLE[variant]
-    body = "<br>".join(html.escape(line) for line in block["content"].splitlines())
+    content = safe.clean_text(block["content"])
+    body = "<br>".join(html.escape(line) for line in content.splitlines())
     markup = (
         f'<div class="agent-kernel-alert agent-kernel-alert-{variant}" role="alert" '
         f'style="border-left:4px solid {color};background:{background};padding:6px 12px;margin:4px 0">'
         f'<strong style="color:{color}">{word}</strong> {body}</div>'
     )
-    return {"text/html": markup, "text/plain": f"[{word}] {block['content']}"}
+    return {"text/html": markup, "text/plain": f"[{word}] {content}"}
 
 
 def json_bundle(block: dict[str, Any]) -> Bundle:
-    data = block["data"]
+    data = safe.clean_value(block["data"])
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     shown = text if len(text) <= JSON_CHARS else text[:JSON_CHARS] + f"\n... ({len(text):,} characters in all)"
     if isinstance(data, dict):
@@ -254,10 +368,26 @@ def json_bundle(block: dict[str, Any]) -> Bundle:
 
 def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
     """An image from a URL (the browser fetches it) or from a file in ``cwd`` (embedded)."""
-    url, alt = block["url"], block.get("alt") or ""
-    if re.match(r"^(https?:|data:image/)", url):
+    url, alt = block["url"].strip(), safe.clean_text(block.get("alt") or "")
+    if safe.clean_text(url) != url:
+        raise ToolInputError("image url contains control characters; give a plain URL or path.")
+    inline = _DATA_IMAGE.match(url)
+    if inline:
+        mime, payload = f"image/{inline.group(1).lower()}", url[inline.end():]
+        try:
+            raw = base64.b64decode(payload, validate=True)
+        except ValueError:
+            raise ToolInputError("image url: the data: URL's base64 payload is not valid base64.") from None
+        if mime == "image/svg+xml":
+            return {mime: raw.decode("utf-8", "replace"), "text/plain": alt or "image"}
+        return {mime: base64.b64encode(raw).decode("ascii"), "text/plain": alt or "image"}
+    if re.match(r"^https?://", url, re.IGNORECASE):
         markup = f'<img src="{html.escape(url, quote=True)}" alt="{html.escape(alt, quote=True)}" style="max-width:100%">'
-        return {"text/html": markup, "text/markdown": f"![{alt}]({url})", "text/plain": alt or url}
+        return {"text/html": safe.sanitize_html(markup), "text/plain": alt or url}
+    if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.IGNORECASE) and not re.match(r"^[a-z]:[\\/]", url, re.IGNORECASE):
+        raise ToolInputError(
+            f"image url: only http(s) URLs, data:image/...;base64 URLs and file paths are shown; got {url[:40]!r}."
+        )
     root = cwd.resolve()
     path = (root / url).resolve()
     if not path.is_relative_to(root):

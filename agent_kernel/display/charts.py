@@ -20,15 +20,34 @@ import numbers
 from typing import Any
 
 from ..errors import ToolInputError
-from .blocks import Bundle
+from .blocks import LABEL_CHARS, Bundle
+from .safe import clean_text
 
 VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 MAX_POINTS = 5_000
+TEXT_CHARS = LABEL_CHARS  # a title, an axis label, an x value or a series name
 
 
 def chart_spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
-    """The Vega-Lite spec of a chart block (data inline)."""
+    """The Vega-Lite spec of a chart block (data inline), every text in it cleaned and clipped."""
+    return _tidy(_spec(block, namespace))
+
+
+def _tidy(value: Any) -> Any:
+    """Each string as vl-convert accepts it (no control characters, non-characters or lone
+    surrogates; they abort its process) and at most ``TEXT_CHARS`` long."""
+    if isinstance(value, str):
+        value = clean_text(value)
+        return value if len(value) <= TEXT_CHARS else value[: TEXT_CHARS - 1] + "…"
+    if isinstance(value, dict):
+        return {_tidy(k): _tidy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tidy(v) for v in value]
+    return value
+
+
+def _spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
     xs, series, x_title = _series(block, namespace)
     points = [
         {"x": x, "series": name, "value": value}
@@ -52,6 +71,9 @@ def chart_spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, An
     }
     if block.get("title"):
         spec["title"] = block["title"]
+    # JupyterLab's Vega renderer: keep the export menu, but not "View Source", which writes
+    # the spec's text into a new same-origin window unescaped.
+    spec["usermeta"] = {"embedOptions": {"actions": {"export": True, "source": False, "compiled": False, "editor": False}}}
     color = {"field": "series", "type": "nominal", "sort": names, "title": None}
     if kind == "pie":
         first = names[0]
@@ -90,10 +112,17 @@ def chart_spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, An
 
 
 def chart_png(spec: dict[str, Any]) -> bytes:
-    """The chart as a PNG, rendered offline by vl-convert (no network access allowed)."""
-    import vl_convert
+    """The chart as a PNG, rendered offline by vl-convert (no network access allowed) in a
+    worker process; a failure is a :class:`ToolInputError` the model can act on."""
+    from .png_worker import WORKER, RenderError
 
-    return bytes(vl_convert.vegalite_to_png(spec, scale=2, allowed_base_urls=[]))
+    try:
+        return WORKER.render(spec)
+    except RenderError as exc:
+        raise ToolInputError(
+            f"The chart could not be drawn: {exc}. Simplify its text and data and try again, "
+            "or show the numbers as a table."
+        ) from None
 
 
 def chart_bundle(spec: dict[str, Any], png: bytes) -> Bundle:

@@ -46,13 +46,16 @@ class Table:
 
 
 class Markdown:
-    """Markdown text that also reads as plain text."""
+    """Markdown text that also reads as plain text; shown as sanitised HTML, since the text
+    may hold what the model wrote (see :mod:`.safe`)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
 
-    def _repr_markdown_(self) -> str:
-        return self.text
+    def _repr_html_(self) -> str:
+        from .safe import markdown_html
+
+        return markdown_html(self.text)
 
     def __repr__(self) -> str:
         return self.text

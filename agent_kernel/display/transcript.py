@@ -244,7 +244,9 @@ _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipp
 
 
 def _text_bundle(text: str) -> Bundle:
-    return {"text/markdown": text, "text/plain": text}
+    from .safe import markdown_bundle
+
+    return markdown_bundle(text)
 
 
 def _card_bundle(card: ToolCard) -> Bundle:

@@ -50,8 +50,10 @@ class Digest:
             lines.append(f"- `{session['name']}`: {session['messages']} new messages, state {session['state']}")
         return "\n".join(lines)
 
-    def _repr_markdown_(self) -> str:
-        return self.markdown
+    def _repr_html_(self) -> str:
+        from ..display.safe import markdown_html  # run errors and names may hold model text
+
+        return markdown_html(self.markdown)
 
 
 def collect_digest(hours: float = 24, *, db_path: str | Path | None = None, now: datetime | None = None,

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from ..display.blocks import BLOCK_SCHEMA
+from pydantic import Field
+
+from ..display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
 from ..errors import ToolInputError
 from . import Tool, current_context
 
@@ -29,8 +31,20 @@ NO_USER_QUESTION = (
 )
 NO_FRONT_END = "this Python has no Jupyter front end (a script or terminal IPython)"
 
+QUESTION_CHARS = 2_000
+MESSAGE_CHARS = 10_000
+MAX_OPTIONS = 20
 
-async def render_blocks(blocks: list[dict[str, Any]], title: str | None = None) -> dict[str, Any]:
+Title = Annotated[str, Field(max_length=LABEL_CHARS)]
+Question = Annotated[str, Field(min_length=1, max_length=QUESTION_CHARS)]
+Option = Annotated[str, Field(max_length=LABEL_CHARS)]
+Message = Annotated[str, Field(max_length=MESSAGE_CHARS)]
+
+
+async def render_blocks(
+    blocks: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_BLOCKS)],
+    title: Title | None = None,
+) -> dict[str, Any]:
     """Show rich blocks in the user's notebook cell: markdown, tables, charts, a form, code, images, alerts, JSON.
 
     Tables are sortable and paged; give `variable` to show a DataFrame from the kernel
@@ -46,10 +60,12 @@ async def render_blocks(blocks: list[dict[str, Any]], title: str | None = None) 
     """
     from ..display import blocks as B
     from ..display.presence import PRESENCE
+    from ..display.safe import clean_text, clean_value
     from ..display.waiting import Nobody, Pending
 
     ctx = current_context()
-    checked = B.check_blocks(blocks)
+    checked = [clean_value(block) for block in B.check_blocks(blocks)]
+    title = clean_text(title) if title else title
     form_block = next((b for b in checked if b["type"] == "form"), None)
     if not ctx.transcript.live:
         for block in checked:
@@ -98,7 +114,10 @@ async def render_blocks(blocks: list[dict[str, Any]], title: str | None = None) 
     return outcome
 
 
-async def ask_user(question: str, options: list[str] | None = None) -> dict[str, Any]:
+async def ask_user(
+    question: Question,
+    options: Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | None = None,
+) -> dict[str, Any]:
     """Ask the user a question in the notebook and wait for the answer.
 
     With `options` the user clicks one of them (returned as `answer`); without, they
@@ -109,6 +128,7 @@ async def ask_user(question: str, options: list[str] | None = None) -> dict[str,
         options: Choices shown as buttons; omit for a free-text answer.
     """
     from ..display.choice import ChoiceCard, Typed
+    from ..display.safe import clean_text
     from ..display.waiting import Nobody, Pending
 
     if options is not None and (not options or not all(o.strip() for o in options)):
@@ -117,10 +137,11 @@ async def ask_user(question: str, options: list[str] | None = None) -> dict[str,
     if not ctx.transcript.live:
         return _no_user_answer(NO_FRONT_END)
     ctx.transcript.end_text()
+    question = clean_text(question)
     if options:
         card = ChoiceCard(
             heading="Question", text=question,
-            buttons=[{"id": str(i), "label": option} for i, option in enumerate(options)],
+            buttons=[{"id": str(i), "label": clean_text(option)} for i, option in enumerate(options)],
         )
     else:
         card = ChoiceCard(
@@ -136,7 +157,7 @@ async def ask_user(question: str, options: list[str] | None = None) -> dict[str,
     return {"answer": options[int(outcome)]}
 
 
-async def send_message(text: str) -> dict[str, Any]:
+async def send_message(text: Message) -> dict[str, Any]:
     """Show a short progress note to the user in the notebook cell; does not wait.
 
     Use it to say what you are doing during long work. Markdown is rendered.
@@ -149,8 +170,10 @@ async def send_message(text: str) -> dict[str, Any]:
         print(text, flush=True)
         return {"ok": True}
     ctx.transcript.end_text()
+    from ..display.safe import markdown_bundle
+
     quoted = "\n".join(f"> {line}" for line in text.splitlines()) or ">"
-    _show({"text/markdown": quoted, "text/plain": text})
+    _show(markdown_bundle(quoted, plain=text))
     return {"ok": True}
 
 
@@ -208,9 +231,11 @@ RENDER_BLOCKS_SCHEMA: dict[str, Any] = {
         "blocks": {
             "type": "array",
             "items": BLOCK_SCHEMA,
+            "minItems": 1,
+            "maxItems": MAX_BLOCKS,
             "description": "The blocks to show, in order; each has a `type` and that type's fields.",
         },
-        "title": {"type": "string", "description": "A heading shown above the blocks."},
+        "title": {"type": "string", "maxLength": LABEL_CHARS, "description": "A heading shown above the blocks."},
     },
     "required": ["blocks"],
 }

@@ -48,11 +48,12 @@ def restarted(tmp_path) -> Iterator[Kernel]:
         kernel.shutdown()
 
 
-def sql_run(store, sql, limits=None, **options):
+def sql_run(store, sql, limits=None, read_only=False, **options):
     """Run ``sql`` as db_sql would, on ``store``'s file (or the in-memory sandbox)."""
     from agent_kernel.store import guard, sandbox
 
-    return sandbox.SqlRun(store, limits or sandbox.Limits()).run(guard.parse(sql), **options)
+    run = sandbox.SqlRun(store, limits or sandbox.Limits(), read_only=read_only)
+    return run.run(guard.parse(sql), **options)
 
 
 def sql_refused(store, sql, **options) -> str:

@@ -11,7 +11,7 @@ The fingerprint holds
 - the catalog entries not named ``ai_*`` (tables and their columns, views, indexes on
   them or so named, sequences and their values, macros, schemas, types) with their SQL
   and comments, and every trigger (``db_sql`` creates none);
-- the row count and an order-independent hash of the rows of every table not named
+- the row count and an order-independent hash (XOR of row hashes) of every table not named
   ``ai_*`` (the project's tables).
 
 Snapshot isolation makes the comparison exact: the transaction sees only its own changes.
@@ -62,7 +62,7 @@ def fingerprint(con: duckdb.DuckDBPyConnection) -> Fingerprint:
     ).fetchall()
     if tables:
         counts = " UNION ALL ".join(
-            f"SELECT {_literal(schema)}, {_literal(table)}, count(*), coalesce(sum(hash(t)::HUGEINT), 0) "
+            f"SELECT {_literal(schema)}, {_literal(table)}, count(*), coalesce(bit_xor(hash(t)), 0) "
             f"FROM {_quote(schema)}.{_quote(table)} AS t"
             for schema, table in tables
         )

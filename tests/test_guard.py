@@ -143,7 +143,14 @@ def test_reads_of_project_tables_and_metadata(store):
     ("sql", "expected"),
     [
         ("SELECT * FROM sessions", False),
-        ("EXPLAIN DELETE FROM sessions", False),
+        ("EXPLAIN DELETE FROM ai_x", True),  # DuckDB plans a write only on a writable file
+        ("EXPLAIN SELECT * FROM sessions", False),
+        ("SELECT nextval('ai_s')", True),
+        ("SELECT ai_macro(1)", True),  # the parser cannot see into a macro
+        ("SELECT * FROM ai_table_macro()", True),
+        ("CALL pragma_table_info('sessions')", False),
+        ("CHECKPOINT", True),
+        ("SELECT lower(name), [1, 2], coalesce(NULL, 1) FROM sessions", False),
         ("FROM ai_x; SELECT 1", False),
         ("INSERT INTO ai_x VALUES (1)", True),
         ("SELECT 1; CREATE TABLE ai_y (a INT)", True),
@@ -445,4 +452,3 @@ def test_explain_plans_what_it_explains_with_the_same_rules(store):
     assert "own tables" in refused(store, "EXPLAIN DELETE FROM sessions")
     assert "any spelling" in refused(store, 'EXPLAIN ("ANALYZE") SELECT 1')
     assert "FORMAT json" in refused(store, "EXPLAIN (SELECT 1)")
-    assert "FORMAT json" in refused(store, "EXPLAIN EXPLAIN SELECT 1")

@@ -48,11 +48,17 @@ def restarted(tmp_path) -> Iterator[Kernel]:
         kernel.shutdown()
 
 
-def sql_run(store, sql, limits=None, **options):
-    """Run ``sql`` as db_sql would, on ``store``'s file (or the in-memory sandbox)."""
+def sql_run(store, sql, limits=None, read_only=None, **options):
+    """Run ``sql`` as db_sql would, on ``store``'s file (or the in-memory sandbox).
+
+    ``read_only``: by default as db_sql decides (reads run on a read-only connection).
+    """
     from agent_kernel.store import guard, sandbox
 
-    return sandbox.SqlRun(store, limits or sandbox.Limits()).run(guard.parse(sql), **options)
+    if read_only is None:
+        read_only = not guard.writes(sql)
+    run = sandbox.SqlRun(store, limits or sandbox.Limits(), read_only=read_only)
+    return run.run(guard.parse(sql), **options)
 
 
 def sql_refused(store, sql, **options) -> str:

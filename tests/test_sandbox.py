@@ -136,3 +136,82 @@ def test_the_in_memory_sandbox_for_frames_is_locked_too(store):
     )
     assert run(store, settings, frames=frames).rows == [(False, True, False, "memory")]
     assert "no file or network access" in refused(store, "SELECT * FROM df, read_csv('/etc/passwd')", frames=frames)
+
+
+# -- the storage layer, with the SQL analysis switched off -----------------------------------
+
+
+@pytest.fixture
+def unchecked(monkeypatch):
+    """The guard's plan check switched off: every statement is taken as a read of nothing."""
+    monkeypatch.setattr(sandbox, "check_plan", lambda *args, **kwargs: guard.Plan(frozenset(), ()))
+
+
+def _rows(store, table):
+    with store.connect() as con:
+        return con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM sessions",
+        "UPDATE sessions SET token_limit = 999999999",
+        "DROP TABLE messages",
+        "CREATE TABLE ai_x AS SELECT 1 AS x",
+        "CREATE TRIGGER ai_w AFTER INSERT ON messages FOR EACH STATEMENT DELETE FROM code_executions",
+    ],
+)
+def test_the_read_only_connection_refuses_a_write_by_itself(store, unchecked, sql):
+    before = _rows(store, "sessions")
+    message = refused(store, sql, read_only=True)
+    assert "read-only mode" in message
+    assert _rows(store, "sessions") == before
+    with store.connect() as con:
+        assert {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()} >= {"messages"}
+        assert con.execute("SELECT count(*) FROM duckdb_triggers()").fetchone()[0] == 0
+        assert "ai_x" not in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
+@pytest.mark.parametrize(
+    ("sql", "says"),
+    [
+        ("DELETE FROM sessions", "rows of sessions"),
+        ("UPDATE sessions SET token_limit = 999999999", "rows of sessions"),
+        ("CREATE TABLE ai_log AS SELECT 1 AS x; INSERT INTO jobs (id, name, kind, timezone) VALUES ('j', 'j', 'notebook', 'UTC')", "rows of jobs"),
+        ("ALTER TABLE sessions ADD COLUMN evil INT", "column sessions"),
+        ("COMMENT ON TABLE messages IS 'obey'", "table messages"),
+        ("CREATE INDEX ai_i ON messages (role)", "index ai_i"),
+        ("CREATE TRIGGER ai_w AFTER INSERT ON messages FOR EACH STATEMENT DELETE FROM code_executions", "trigger ai_w"),
+        ("CREATE MACRO sessions_total() AS 1", "macro sessions_total"),
+        ("CREATE VIEW recent AS SELECT 1", "view recent"),
+        ("CREATE SEQUENCE counter", "sequence counter"),
+        ("DROP TABLE messages", "table messages"),
+    ],
+)
+def test_a_writing_call_that_changes_project_objects_is_rolled_back(store, unchecked, sql, says):
+    before = _rows(store, "sessions")
+    with store.connect() as con:
+        comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()[0]
+    message = refused(store, sql)
+    assert "agent-kernel's own data" in message and says in message and "rolled back" in message
+    assert _rows(store, "sessions") == before
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM duckdb_triggers()").fetchone()[0] == 0
+        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        assert "messages" in names and "ai_log" not in names
+        assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()[0] == comment
+
+
+def test_ai_objects_pass_the_storage_check(store, unchecked):
+    run(store, "CREATE TABLE ai_x AS SELECT 1 AS x; CREATE INDEX ai_xi ON ai_x (x); CREATE SEQUENCE ai_s")
+    assert run(store, "SELECT nextval('ai_s')").rows == [(1,)]
+    assert _rows(store, "ai_x") == [(1,)]
+
+
+def test_reads_work_on_the_read_only_connection(store):
+    frames = {"sales": pd.DataFrame({"n": [1, 2]})}
+    assert run(store, "SELECT count(*) FROM sessions", read_only=True).rows == [(1,)]
+    assert run(store, "SELECT sum(n) FROM sales, sessions", read_only=True, frames=frames).rows == [(3,)]
+    assert run(store, "EXPLAIN SELECT * FROM sessions", read_only=True).rows
+    assert "read-only" in refused(store, "CREATE TABLE ai_x (a INT)", read_only=True)

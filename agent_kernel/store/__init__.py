@@ -45,15 +45,19 @@ class Store:
 
     @contextmanager
     def connect(
-        self, *, config: Mapping[str, Any] | None = None
+        self, *, config: Mapping[str, Any] | None = None, read_only: bool = False
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """Yield a connection under the file lock; commit and close when the block ends.
 
         ``config``: DuckDB settings for this connection's database instance (the SQL
-        sandbox of :mod:`agent_kernel.store.guard` uses it).
+        sandbox of :mod:`agent_kernel.store.guard` uses it). ``read_only``: DuckDB opens
+        the file for reading only, so nothing run on it can change the file (its TEMP
+        schema, in memory, stays writable).
         """
         with self._thread_lock, self._lock:
-            con = self._open(config)
+            if read_only and not self._migrated:  # migrating writes: do it first
+                self._migrate_now()
+            con = self._open(config, read_only=read_only)
             try:
                 if not self._migrated:
                     migrate(con)
@@ -62,7 +66,17 @@ class Store:
             finally:
                 con.close()
 
-    def _open(self, config: Mapping[str, Any] | None = None) -> duckdb.DuckDBPyConnection:
+    def _migrate_now(self) -> None:
+        con = self._open()
+        try:
+            migrate(con)
+            self._migrated = True
+        finally:
+            con.close()
+
+    def _open(
+        self, config: Mapping[str, Any] | None = None, *, read_only: bool = False
+    ) -> duckdb.DuckDBPyConnection:
         import duckdb
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +84,7 @@ class Store:
         delay = 0.01
         while True:
             try:
-                return duckdb.connect(str(self.path), config=dict(config or {}))
+                return duckdb.connect(str(self.path), read_only=read_only, config=dict(config or {}))
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise StoreError(

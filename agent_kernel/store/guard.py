@@ -2,14 +2,25 @@
 
 1. **Statement kinds** come from DuckDB's parser (``extract_statements``). ATTACH, COPY,
    EXPORT, INSTALL/LOAD, SET/RESET/USE, PRAGMA, VACUUM/ANALYZE, transactions and prepared
-   statements are refused before a connection is opened.
+   statements are refused before a connection is opened. EXPLAIN is taken only as
+   ``EXPLAIN <statement>`` or ``EXPLAIN (FORMAT f) <statement>`` (any other option list, and
+   so ANALYZE in every spelling, is refused), and the statement it explains is checked by
+   every rule here, as if it ran. ``query()`` / ``query_table()`` (SQL given as text, which
+   the binder inlines before the plan can show it) are refused by name.
 2. **Targets** come from DuckDB's binder: just before a statement runs (inside the call's
    transaction, so earlier statements of the same call are visible) its logical plan is
    serialized with ``json_serialize_plan``. Every operator that writes names the object
    it writes, and the model may write only objects named ``ai_*``; data-modifying CTEs
-   (``WITH d AS (DELETE ...) SELECT``) are operators of the plan like any other. Table
-   functions come from an allow-list (no ``read_csv``, ``checkpoint``, ``query``, ...), and
-   an operator the guard does not know is refused.
+   (``WITH d AS (DELETE ...) SELECT``) are operators of the plan like any other, and so are
+   ``nextval()`` / ``setval()``, which write the sequence they name. Table functions come
+   from an allow-list (no ``read_csv``, ``checkpoint``, ``query``, ...); triggers (which
+   would run later, in other connections, unchecked) and any operator the guard does not
+   know are refused.
+3. **Reads** (:func:`writes`): a call is a read only when the parser can show it: SELECTs
+   that call built-in functions without side effects, plain EXPLAINs of such reads, and
+   CALLs of allow-listed table functions. Everything else counts as a write, for approval
+   and for the connection it gets (a read runs on a read-only connection, see
+   :mod:`agent_kernel.store.sandbox`).
 
 No regular expressions over SQL: where text is looked at, it is DuckDB's tokenizer's
 tokens. Where and how the checked statements run is :mod:`agent_kernel.store.sandbox`.
@@ -29,7 +40,7 @@ from .schema import PROTECTED_TABLES
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Statement", "check_plan", "identifiers", "parse", "reads_only_frames", "writes"]
+__all__ = ["Statement", "check_plan", "explained", "identifiers", "parse", "reads_only_frames", "writes"]
 
 WRITABLE_PREFIX = "ai_"
 
@@ -58,6 +69,7 @@ _REFUSED_KINDS = {
     "transaction, committed when all its statements succeed and rolled back otherwise.",
     "PREPARE": "PREPARE and EXECUTE are not allowed: pass values with params (for ? placeholders).",
     "EXECUTE": "PREPARE and EXECUTE are not allowed: pass values with params (for ? placeholders).",
+    "DEALLOCATE": "PREPARE and EXECUTE are not allowed: pass values with params (for ? placeholders).",
     "MULTI": "A PIVOT statement needs its values listed to run here: write "
     "PIVOT t ON col IN ('a', 'b') USING sum(x), or use GROUP BY.",
 }
@@ -82,6 +94,9 @@ _WRITE_OPERATORS = {
         "CREATE_VIEW CREATE_SCHEMA CREATE_MACRO CREATE_TYPE"
     ).split()
 }
+# A nextval()/setval() call in a plan: a write of the sequence it names.
+SEQUENCE_STEP = "SEQUENCE_STEP"
+_WRITE_OPERATORS.add(SEQUENCE_STEP)
 # Operators that can make the file bigger (checked against the size cap).
 _GROWING_OPERATORS = {"LOGICAL_INSERT", "LOGICAL_UPDATE", "LOGICAL_MERGE_INTO", "LOGICAL_CREATE_TABLE", "LOGICAL_CREATE_INDEX"}
 
@@ -92,6 +107,25 @@ _TABLE_FUNCTIONS = {
 }
 _TABLE_FUNCTION_PREFIXES = ("duckdb_", "pragma_")
 _FILE_FUNCTION_PREFIXES = ("read_", "parquet_", "glob", "sniff_csv")
+# Run SQL given as text; the binder inlines it, so the plan cannot show they were called.
+_TEXT_SQL_FUNCTIONS = {"query", "query_table"}
+# Scalar functions that change a sequence: writes of the sequence they name.
+_SEQUENCE_FUNCTIONS = {"nextval", "setval"}
+# Scalar functions with other side effects.
+_REFUSED_SCALAR_FUNCTIONS = {"write_log"}
+
+ANALYZE_REFUSED = (
+    "EXPLAIN ANALYZE runs the statement, so it is not allowed (in any spelling or option "
+    "list); use EXPLAIN (the plan only), or run the query itself."
+)
+EXPLAIN_FORMS = (
+    "EXPLAIN is allowed as EXPLAIN <statement> or EXPLAIN (FORMAT json) <statement>, with no "
+    "other options."
+)
+TRIGGERS_REFUSED = (
+    "CREATE TRIGGER is not allowed in db_sql: a trigger runs later, on other connections' "
+    "writes, where nothing checks it. Run the statements yourself when they are needed."
+)
 
 
 @dataclass(frozen=True)
@@ -129,6 +163,19 @@ def parse(sql: str) -> list[Statement]:
 
     if not sql.strip():
         raise ToolInputError("sql is empty: give one or more SQL statements.")
+    statements = _split(sql)
+    if not statements:
+        raise ToolInputError("sql holds no statement (only comments?).")
+    for statement in statements:
+        _refuse_kind(statement)
+        _refuse_text_sql(statement.sql)
+    return statements
+
+
+def _split(sql: str) -> list[Statement]:
+    """DuckDB's parser: the statements of ``sql`` with their kinds (nothing refused yet)."""
+    import duckdb
+
     cursor = _parser_cursor()
     try:
         found = cursor.extract_statements(sql)
@@ -136,12 +183,7 @@ def parse(sql: str) -> list[Statement]:
         raise ToolInputError(str(exc)) from None
     finally:
         cursor.close()
-    statements = [Statement(s.query.strip().rstrip(";").strip(), _kind(s)) for s in found]
-    if not statements:
-        raise ToolInputError("sql holds no statement (only comments?).")
-    for statement in statements:
-        _refuse_kind(statement)
-    return statements
+    return [Statement(s.query.strip().rstrip(";").strip(), _kind(s)) for s in found]
 
 
 def _kind(statement: Any) -> str:
@@ -161,11 +203,56 @@ def _refuse_kind(statement: Statement) -> None:
             "SELECT (also WITH, FROM, DESCRIBE, SUMMARIZE), EXPLAIN, and CREATE / INSERT / "
             "UPDATE / DELETE / MERGE / ALTER / DROP / COMMENT ON for objects named ai_*."
         )
-    if kind == "EXPLAIN" and _explain_analyzes(statement.sql):
-        raise ToolInputError(
-            "EXPLAIN ANALYZE runs the statement, so it is not allowed; use EXPLAIN (the plan "
-            "only), or run the query itself."
-        )
+    if kind == "EXPLAIN":
+        explained(statement)
+
+
+def explained(statement: Statement) -> Statement:
+    """The statement an EXPLAIN plans, refused like any other statement.
+
+    Only ``EXPLAIN <statement>`` and ``EXPLAIN (FORMAT f) <statement>`` are taken: an
+    allow-list of forms, so no spelling of ANALYZE (quoted, lower case, ANALYSE, between
+    comments, among other options) can make DuckDB run what it explains.
+    """
+    spans = _spans(statement.sql)
+    words = [_name(statement.sql[start:end]) for start, end, _ in spans]
+    if len(words) < 2 or words[0].upper() != "EXPLAIN":
+        raise ToolInputError(EXPLAIN_FORMS)
+    rest = 1
+    if words[1] == "(":
+        close = words.index(")") if ")" in words else len(words)
+        options = [w.upper() for w in words[2:close]]
+        if "ANALYZE" in options or "ANALYSE" in options:
+            raise ToolInputError(ANALYZE_REFUSED)
+        if len(options) != 2 or options[0] != "FORMAT" or close + 1 >= len(words):
+            raise ToolInputError(EXPLAIN_FORMS)
+        rest = close + 1
+    elif words[1].upper() in ("ANALYZE", "ANALYSE"):
+        raise ToolInputError(ANALYZE_REFUSED)
+    inner = _split(statement.sql[spans[rest][0] :])
+    if len(inner) != 1 or inner[0].kind == "EXPLAIN":
+        raise ToolInputError(EXPLAIN_FORMS)
+    _refuse_kind(inner[0])
+    return inner[0]
+
+
+def _name(text: str) -> str:
+    """A token's text as a name: a quoted identifier unquoted."""
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1].replace(text[0] * 2, text[0])
+    return text
+
+
+def _refuse_text_sql(sql: str) -> None:
+    """Refuse ``query(...)`` / ``query_table(...)`` anywhere (also in a macro or view body)."""
+    tokens = _tokens(sql)
+    for (text, kind), (following, _) in zip(tokens, tokens[1:]):
+        if following == "(" and kind in ("identifier", "keyword") and _name(text).lower() in _TEXT_SQL_FUNCTIONS:
+            raise ToolInputError(
+                f"{_name(text).lower()}() is not available in db_sql: write the query itself "
+                "(SELECT ... FROM table_name)."
+            )
 
 
 def _spans(sql: str) -> list[tuple[int, int, str]]:
@@ -206,16 +293,6 @@ def _without_parameters(sql: str) -> str:
     return "".join(parts) + sql[at:]
 
 
-def _explain_analyzes(sql: str) -> bool:
-    words = [text.upper() for text, _ in _tokens(sql)[1:]]
-    if words[:1] in (["ANALYZE"], ["ANALYSE"]):
-        return True
-    if words[:1] == ["("]:
-        options = words[1 : words.index(")")] if ")" in words else words[1:]
-        return "ANALYZE" in options or "ANALYSE" in options
-    return False
-
-
 def identifiers(sql: str) -> set[str]:
     """Every name-like token of ``sql`` (unquoted), for finding the DataFrames it reads."""
     names = set()
@@ -226,28 +303,71 @@ def identifiers(sql: str) -> set[str]:
 
 
 def writes(sql: str) -> bool:
-    """Whether ``sql`` would change the database, from the parser alone (for approvals).
+    """Whether ``sql`` may change the database, from the parser alone (for approvals).
 
-    Unparseable or refused SQL counts as not writing: the guard refuses it anyway, and
-    the model then gets DuckDB's own error rather than an approval question.
+    True unless every statement is provably a read (see :func:`_reads`): anything the
+    parser cannot classify counts as a write. SQL that :func:`parse` refuses counts as
+    not writing: ``db_sql`` refuses it with the same parser before anything runs, and the
+    model then gets that refusal rather than an approval question.
     """
     try:
         statements = parse(sql)
     except ToolInputError:
         return False
-    return any(not s.reads or (s.kind == "SELECT" and _select_writes(s.sql)) for s in statements)
+    return not all(_reads(s) for s in statements)
 
 
-def _select_writes(sql: str) -> bool:
-    """A SELECT with a data-modifying CTE (``WITH d AS (DELETE ... RETURNING *) ...``)."""
+def _reads(statement: Statement) -> bool:
+    """Whether the parser shows ``statement`` only reads (anything unsure: False)."""
+    if statement.kind == "EXPLAIN":
+        return _reads(explained(statement))
+    if statement.kind == "CALL":  # CALL f(...): an allow-listed table function
+        tokens = _tokens(statement.sql)
+        return len(tokens) >= 3 and tokens[2][0] == "(" and _reading_table_function(_name(tokens[1][0]))
+    if statement.kind != "SELECT":
+        return False
     cursor = _parser_cursor()
     try:
-        tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [sql]))
+        tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
     finally:
         cursor.close()
     if tree.get("error"):
         return False
-    return any(str(node.get("type", "")).endswith("_QUERY_NODE") for node in _dicts(tree))
+    builtins = _builtin_functions()
+    for node in _dicts(tree):
+        node_type = str(node.get("type", ""))
+        if node_type.endswith("_QUERY_NODE"):  # a data-modifying CTE
+            return False
+        if node_type == "TABLE_FUNCTION":
+            function = node.get("function") or {}
+            if function.get("schema") or not _reading_table_function(str(function.get("function_name", ""))):
+                return False
+        elif node.get("class") == "FUNCTION":
+            name = str(node.get("function_name", "")).lower()
+            if node.get("schema") or name in _SEQUENCE_FUNCTIONS or name not in builtins:
+                return False  # a sequence step, or a macro the parser cannot see into
+    return True
+
+
+def _reading_table_function(name: str) -> bool:
+    name = name.lower()
+    return name in _TABLE_FUNCTIONS or name.startswith(_TABLE_FUNCTION_PREFIXES)
+
+
+_builtins: frozenset[str] | None = None
+
+
+def _builtin_functions() -> frozenset[str]:
+    """The names of DuckDB's own functions (the parser's database holds no others)."""
+    global _builtins
+    if _builtins is None:
+        cursor = _parser_cursor()
+        try:
+            rows = cursor.execute("SELECT DISTINCT lower(function_name) FROM duckdb_functions()").fetchall()
+        finally:
+            cursor.close()
+        _builtins = frozenset(row[0] for row in rows)
+    return _builtins
 
 
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
@@ -284,7 +404,8 @@ def check_plan(
     con: duckdb.DuckDBPyConnection, statement: Statement, frames: Iterable[str], *, parameters: bool
 ) -> Plan:
     """Bind ``statement`` and refuse it unless it reads, or writes only ``ai_*`` objects."""
-    if statement.kind == "EXPLAIN":  # shows a plan, runs nothing (ANALYZE was refused)
+    if statement.kind == "EXPLAIN":  # checked as the statement it plans; runs nothing itself
+        check_plan(con, explained(statement), frames, parameters=parameters)
         return Plan(frozenset(), ())
     sql = _without_parameters(statement.sql) if parameters else statement.sql
     plan = json.loads(scalar(con, "SELECT json_serialize_plan(?)", [sql]))
@@ -306,6 +427,12 @@ def check_plan(
         node_type = str(node.get("type", ""))
         if node_type.endswith("_QUERY_NODE"):
             raise ToolInputError("INSERT, UPDATE or DELETE cannot be part of a view or macro.")
+        if node.get("expression_class") == "BOUND_FUNCTION":
+            sequence = _sequence_written(node)
+            if sequence:
+                operators.add(SEQUENCE_STEP)
+                targets.append(sequence)
+            continue
         if not node_type.startswith("LOGICAL_") or "children" not in node:
             continue
         operators.add(node_type)
@@ -317,12 +444,31 @@ def check_plan(
             what = node_type.removeprefix("LOGICAL_").replace("_", " ")
             if node_type == "LOGICAL_COPY_TO_FILE":
                 raise ToolInputError("COPY is not allowed. " + NO_FILES)
+            if node_type == "LOGICAL_CREATE_TRIGGER":
+                raise ToolInputError(TRIGGERS_REFUSED)
             raise ToolInputError(f"{what} is not allowed in db_sql.")
     frame_names = {name.lower() for name in frames}
     for target in targets:
         if not target.lower().startswith(WRITABLE_PREFIX):
             raise ToolInputError(_not_writable(target, frame_names))
     return Plan(frozenset(operators), tuple(targets))
+
+
+def _sequence_written(node: Mapping[str, Any]) -> str | None:
+    """The sequence a bound ``nextval`` / ``setval`` call changes; other side effects refused."""
+    name = str(((node.get("qname") or {}).get("path") or [""])[-1]).lower()
+    if name in _REFUSED_SCALAR_FUNCTIONS:
+        raise ToolInputError(f"{name}() is not available in db_sql.")
+    if name not in _SEQUENCE_FUNCTIONS:
+        return None
+    info = (node.get("function_data") or {}).get("sequence_create_info") or {}
+    path = [p for p in (info.get("qualified_name") or {}).get("path", []) if p]
+    if not path:
+        raise ToolInputError(
+            f"{name}() needs the sequence's name as a constant ('ai_seq'), so db_sql can tell "
+            "what it changes."
+        )
+    return str(path[-1])
 
 
 def _check_table_function(node: Mapping[str, Any]) -> None:

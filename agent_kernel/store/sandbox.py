@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolInputError
+from . import protect
 from .guard import (
     NO_FILES,
     Plan,
@@ -46,6 +47,11 @@ if TYPE_CHECKING:
     from . import Store
 
 __all__ = ["Limits", "SqlResult", "SqlRun"]
+
+READ_ONLY_WRITE = (
+    "This statement changes the database, and this db_sql call runs read-only (a read-only "
+    "turn, or SQL that looked like a read), so it was not run."
+)
 
 # Names of the tables and views of each file, as last seen (a frame never shadows them).
 _FILE_NAMES: dict[Any, set[str]] = {}
@@ -110,9 +116,11 @@ class SqlRun:
     thread, e.g. when the user presses Stop.
     """
 
-    def __init__(self, store: Store, limits: Limits) -> None:
+    def __init__(self, store: Store, limits: Limits, *, read_only: bool = False) -> None:
+        """``read_only``: open the file read-only, so nothing this call runs can change it."""
         self.store = store
         self.limits = limits
+        self.read_only = read_only
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
         self._interrupted = False
@@ -140,7 +148,7 @@ class SqlRun:
         if reads_only_frames(statements, call.frames, _FILE_NAMES.get(self.store.path)):
             with _memory_sandbox(self.limits).cursor() as con:
                 return self._run_on(con, call)
-        with self.store.connect(config=self.limits.config()) as con:
+        with self.store.connect(config=self.limits.config(), read_only=self.read_only) as con:
             con.execute("SET enable_progress_bar = false")  # a local option: set it, then lock
             con.execute("SET lock_configuration = true")
             return self._run_on(con, replace(call, on_file=True))
@@ -156,7 +164,10 @@ class SqlRun:
         try:
             con.execute("BEGIN TRANSACTION")
             try:
+                kept = protect.fingerprint(con) if call.on_file and not self.read_only else None
                 result = self._statements(con, call)
+                if kept is not None:
+                    protect.verify_unchanged(con, kept)
                 con.execute("COMMIT")
             except BaseException:
                 try:
@@ -219,6 +230,8 @@ class SqlRun:
         """Run one checked statement; count its changes, or keep its rows if it is the last."""
         if into and plan.writes:
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
+        if self.read_only and plan.writes:
+            raise ToolInputError(READ_ONLY_WRITE)
         result.wrote = result.wrote or plan.writes
         cursor = con.execute(statement.sql, list(params) if params is not None else None)
         if plan.writes and _is_count(cursor.description):

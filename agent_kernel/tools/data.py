@@ -73,7 +73,9 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
         if not statements[-1].reads:
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
     settings = context.settings
-    run = sandbox.SqlRun(context.store, _limits(settings))
+    # A read runs on a read-only connection: a write the guard missed cannot happen there.
+    read_only = context.approve == "read-only" or not guard.writes(sql)
+    run = sandbox.SqlRun(context.store, _limits(settings), read_only=read_only)
     frames = kernel_frames(context.namespace, context.hidden_names)
     result = await _off_loop(
         lambda: run.run(statements, params=params, frames=frames, into=into is not None), run.interrupt

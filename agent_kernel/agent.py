@@ -181,11 +181,19 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, **options))
+            return asyncio.run(self._run_on_own_loop(prompt, options))
         raise RuntimeError(
             "An event loop is already running here (a notebook cell?): use "
             "`await agent.arun(...)` or the %agent magic instead of agent.run()."
         )
+
+    async def _run_on_own_loop(self, prompt: str, options: dict[str, Any]) -> TurnResult:
+        """A turn on a loop that ends with it: its model connections are closed first."""
+        try:
+            return await self.arun(prompt, **options)
+        finally:
+            if self._model_client is not None:
+                await self._model_client.aclose()
 
     async def arun(
         self,

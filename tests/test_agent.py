@@ -90,3 +90,53 @@ def test_agent_run_in_a_plain_script(scripted_model, agent_db, tmp_path):
     assert "inside 42" in out.stdout
     assert "RESULT 'Done: 42.' 1 idle" in out.stdout
     assert "VALUE 42" in out.stdout
+
+
+SEVERAL_RUNS = textwrap.dedent(
+    """
+    import asyncio
+    from agent_kernel import Agent
+    agent = Agent()
+    for prompt in ["first", "second", "third"]:
+        result = agent.run(prompt)
+        print("TURN", prompt, result.state, result.model_calls)
+    result = asyncio.run(agent.arun("fourth"))  # a loop the caller made, not run()'s
+    print("TURN fourth", result.state, result.model_calls)
+    result = agent.run("fifth")
+    print("TURN fifth", result.state, result.model_calls)
+    """
+)
+
+
+def test_several_runs_in_a_script_send_one_request_per_model_call(scripted_model, agent_db, tmp_path):
+    scripted_model.add(
+        say("one"),
+        say("two"),
+        call("run_code", code="x = 3"),
+        say("three"),
+        say("four"),
+        call("run_code", code="y = 5"),
+        say("five"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", SEVERAL_RUNS], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    turns = [line.split() for line in out.stdout.splitlines() if line.startswith("TURN")]
+    assert turns == [
+        ["TURN", "first", "idle", "1"],
+        ["TURN", "second", "idle", "1"],
+        ["TURN", "third", "idle", "2"],
+        ["TURN", "fourth", "idle", "1"],
+        ["TURN", "fifth", "idle", "2"],
+    ]
+    last_said = [texts_of(request)[-1] for request in scripted_model.requests]
+    assert last_said == [
+        ("user", "first"),
+        ("user", "second"),
+        ("user", "third"),
+        ("user", "tool_result"),
+        ("user", "fourth"),
+        ("user", "fifth"),
+        ("user", "tool_result"),
+    ]

@@ -122,6 +122,10 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
     return call
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+
 def _is_prompt_dash(token: str) -> bool:
     """A dash that starts prose ('- item', '-5 degrees'), not a flag."""
     return token == "-" or bool(re.match(r"^-\d", token))
@@ -394,8 +398,8 @@ class AgentMagics(Magics):
             session = self._existing_session(sessions, name)
             rows = sessions.stored_rows(session.id)
         what = (
-            f"session {name!r} with {rows['messages']:,} messages, {rows['tool_calls']:,} tool calls "
-            f"and {rows['code_executions']:,} code runs"
+            f"session {name!r} with {_count(rows['messages'], 'message')}, "
+            f"{_count(rows['tool_calls'], 'tool call')} and {_count(rows['code_executions'], 'code run')}"
         )
         if not confirmed:
             answer = self._ask(f"Delete {what}? This cannot be undone. [y/N] ")

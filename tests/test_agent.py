@@ -76,6 +76,9 @@ def test_session_flag_starts_a_missing_session_then_continues_it(kernel, scripte
     second = shown(kernel.ok("%agent --session daily and now?"))
     assert "(new session 'daily':" in first
     assert "(session 'daily':" in second and "new session" not in second
+    missing = kernel.execute("%agent_history --session nope")  # looking does not start one
+    assert missing.stderr.startswith("UsageError: No session named 'nope'")
+    assert "nope" not in kernel.ok("%agent_sessions --all").final_texts()[-1]
     assert texts_of(scripted_model.requests[-1]) == [
         ("user", "what is new?"),
         ("assistant", "first answer"),

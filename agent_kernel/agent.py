@@ -167,7 +167,8 @@ class Agent:
                     sessions.rename(earlier.id, kept_as)
                 found = sessions.create(new, notebook=self.notebook)
             else:
-                found = sessions.create(sessions.unused_name(self._default_name()), notebook=self.notebook)
+                name = sessions.unused_name(self._default_name())
+                found = sessions.create(name, notebook=self.notebook)
             resolved = _Resolved(found, created=True, kept_as=kept_as)
         elif name is not None:
             resolved = self._named(sessions, name, create)
@@ -343,7 +344,8 @@ class Agent:
             result = await turn.run()
         await asyncio.to_thread(self._writer.flush)
         if result.state != "error" and result.model_calls:
-            transcript.notice(_footer(result, turn.limits.token_limit, new=resolved.created), kind="muted")
+            footer = _footer(result, turn.limits.token_limit, new=resolved.created)
+            transcript.notice(footer, kind="muted")
         return result
 
     # -- the system prompt ---------------------------------------------------------------
@@ -406,5 +408,6 @@ def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
         model += " (offline scripted model, not Claude)"
     return (
         f"{model} · {calls} · {result.seconds:.1f} s · {result.tokens:,} tokens "
-        f"({'new ' if new else ''}session {result.session!r}: {result.session_tokens:,} of {limit:,})"
+        f"({'new ' if new else ''}session {result.session!r}: "
+        f"{result.session_tokens:,} of {limit:,})"
     )

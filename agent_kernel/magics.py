@@ -139,7 +139,9 @@ def _unquote(value: str) -> str:
 
 def _validate(call: AgentCall) -> None:
     if call.new and call.session is not None:
-        raise UsageError("Use either --new (a fresh session) or --session NAME (continue one), not both.")
+        raise UsageError(
+            "Use either --new (a fresh session) or --session NAME (continue one), not both."
+        )
     if call.output is not None and not call.output.isidentifier():
         raise UsageError(f"-o needs a Python variable name, not {call.output!r}.")
     if isinstance(call.token_limit, str):
@@ -309,21 +311,23 @@ class AgentMagics(Magics):
         asyncio.run(self.run_turn(line, cell))
 
     @magic_arguments()
-    @argument("--all", action="store_true", help="List every notebook's sessions, not only this one's.")
+    @argument("--all", action="store_true", help="List every notebook's sessions.")
     @argument("--rename", nargs=2, metavar=("OLD", "NEW"), help="Rename session OLD to NEW.")
-    @argument("--archive", metavar="NAME", help="Archive NAME (state completed); --session NAME reopens it.")
-    @argument("--delete", metavar="NAME", help="Delete NAME with its messages, tool calls and code runs.")
-    @argument("--yes", action="store_true", help="Delete without asking (for papermill and scripts).")
+    @argument("--archive", metavar="NAME", help="Archive NAME (state completed).")
+    @argument("--delete", metavar="NAME", help="Delete NAME, its messages and its audit rows.")
+    @argument("--yes", action="store_true", help="Delete without asking (papermill, scripts).")
     @line_magic
     def agent_sessions(self, line: str = "") -> Any:
         """List the agent's sessions (name, notebook, state, tokens, last use), or manage one.
 
         Without --all only this notebook's sessions are listed; the current one is marked *.
-        Names with spaces go in quotes. --delete asks for confirmation when someone can
-        answer, and refuses where nobody can (papermill, a script) unless --yes is given.
+        Names with spaces go in quotes. An archived session is not continued by a plain
+        %agent; %agent --session NAME reopens it. --delete asks for confirmation when
+        someone can answer, and refuses where nobody can (papermill, a script) unless
+        --yes is given. Memories and stored-prompt versions outlive a deleted session.
         """
         args = parse_argstring(self.agent_sessions, line)
-        actions = [flag for flag in ("rename", "archive", "delete") if getattr(args, flag) is not None]
+        actions = [f for f in ("rename", "archive", "delete") if getattr(args, f) is not None]
         if len(actions) > 1:
             raise UsageError("Give one of --rename, --archive and --delete at a time.")
         if actions and args.all:
@@ -399,7 +403,8 @@ class AgentMagics(Magics):
             rows = sessions.stored_rows(session.id)
         what = (
             f"session {name!r} with {_count(rows['messages'], 'message')}, "
-            f"{_count(rows['tool_calls'], 'tool call')} and {_count(rows['code_executions'], 'code run')}"
+            f"{_count(rows['tool_calls'], 'tool call')} "
+            f"and {_count(rows['code_executions'], 'code run')}"
         )
         if not confirmed:
             answer = self._ask(f"Delete {what}? This cannot be undone. [y/N] ")

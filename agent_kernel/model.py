@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error"}
 
+_Identity = tuple[str | None, ...]  # what a client was made with: key, token, base URL
+
 
 class StreamView(Protocol):
     """Where a streaming response is shown as it arrives."""
@@ -48,14 +50,14 @@ class ModelClient:
 
     def __init__(self, *, max_retries: int = 2) -> None:
         self.max_retries = max_retries
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[tuple[str | None, ...], Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[_Identity, Any]]
+        self._clients = weakref.WeakKeyDictionary()
 
     def client(self) -> Any:
         """The running loop's client (made on first use, and again when the key or URL changed)."""
         key = api_key()
-        identity = (key, os.environ.get("ANTHROPIC_AUTH_TOKEN"), os.environ.get("ANTHROPIC_BASE_URL"))
+        env = os.environ
+        identity = (key, env.get("ANTHROPIC_AUTH_TOKEN"), env.get("ANTHROPIC_BASE_URL"))
         loop = asyncio.get_running_loop()
         known = self._clients.get(loop)
         if known is None or known[0] != identity:

@@ -183,7 +183,8 @@ class Sessions:
         """How many rows each table holds for the session (what :meth:`delete` removes)."""
         counts = {}
         for table in _SESSION_TABLES:
-            row = self.con.execute(f"SELECT count(*) FROM {table} WHERE session_id = ?", [session_id]).fetchone()
+            sql = f"SELECT count(*) FROM {table} WHERE session_id = ?"
+            row = self.con.execute(sql, [session_id]).fetchone()
             counts[table] = int(row[0]) if row else 0
         return counts
 

@@ -173,7 +173,7 @@ def stored_counts(name):
 
 
 def test_rename_and_archive_sessions(kernel, scripted_model):
-    scripted_model.add(say("noted"), say("again"), say("fresh"))
+    scripted_model.add(say("noted"), say("again"), say("fresh"), say("reopened"))
     kernel.ok("%agent --session draft remember 7")
     renamed = kernel.ok("%agent_sessions --rename draft 'final plan'")
     assert renamed.stdout.strip() == "Renamed session 'draft' to 'final plan'."
@@ -187,6 +187,9 @@ def test_rename_and_archive_sessions(kernel, scripted_model):
     assert texts_of(scripted_model.requests[-1]) == [("user", "start over")]
     listed = kernel.ok("%agent_sessions").final_texts()[-1]
     assert "completed" in listed and "final plan" in listed
+    kernel.ok('%agent --session "final plan" reopen it')  # naming it reopens it
+    assert texts_of(scripted_model.requests[-1])[0] == ("user", "remember 7")
+    assert stored_counts("final plan")[0] == "idle"
 
     for line, message in [
         ("--rename nope other", "No session named 'nope'"),

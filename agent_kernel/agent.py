@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,8 @@ class Agent:
         The IPython shell whose namespace the agent works in; the running one by default,
         else a new ``InteractiveShell``.
     session:
-        Name of the session to continue; by default the notebook's own session.
+        Name of the session to continue (started when there is none of that name); by
+        default the notebook's own session.
     """
 
     def __init__(
@@ -129,44 +131,79 @@ class Agent:
     ) -> Session | None:
         """The session a turn would use; with ``new`` or ``name`` it becomes the current one.
 
-        Without either, that is the session last used here, else the notebook's latest,
-        else a new one (or ``None`` when ``create`` is false).
+        ``name`` continues that session, or starts it when there is none of that name.
+        ``new`` starts a fresh one (called ``new`` when that is a string; an earlier session
+        of that name is kept as ``NAME~1``, ``NAME~2``, ...). Without either: the session
+        last used here, else the notebook's latest that is not archived, else a new one
+        (or ``None`` when ``create`` is false).
         """
         from .store.sessions import Sessions
 
         with self.store.connect() as con:
-            return self._resolve(Sessions(con), new, name, create)
+            return self._resolve(Sessions(con), new, name, create).session
+
+    def start_session(self, name: str | bool = True) -> tuple[Session, str | None]:
+        """Start a fresh session now (``%agent --new [NAME]`` without a prompt).
+
+        Returns it and the name an earlier session called ``name`` is kept under (``None``
+        when there was none).
+        """
+        from .store.sessions import Sessions
+
+        with self.store.connect() as con:
+            resolved = self._resolve(Sessions(con), name or True, None, True)
+        assert resolved.session is not None
+        return resolved.session, resolved.kept_as
 
     def _resolve(
         self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool
-    ) -> Session | None:
+    ) -> _Resolved:
+        kept_as = None
         if new:
-            base = new if isinstance(new, str) else self._default_name()
-            if isinstance(new, str) and sessions.by_name(new) is not None:
-                raise SessionError(
-                    f"A session named {new!r} already exists; continue it with --session {new}."
-                )
-            found = sessions.create(sessions.unused_name(base), notebook=self.notebook)
+            if isinstance(new, str):
+                earlier = sessions.by_name(new)
+                if earlier is not None:
+                    kept_as = sessions.kept_name(new)
+                    sessions.rename(earlier.id, kept_as)
+                found = sessions.create(new, notebook=self.notebook)
+            else:
+                name = sessions.unused_name(self._default_name())
+                found = sessions.create(name, notebook=self.notebook)
+            resolved = _Resolved(found, created=True, kept_as=kept_as)
         elif name is not None:
-            found = sessions.by_name(name)
-            if found is None:
-                raise SessionError(
-                    f"No session named {name!r}. %agent_sessions lists them; --new {name} starts one."
-                )
+            resolved = self._named(sessions, name, create)
         else:
             found = None
             if self._session_id is not None:
                 found = sessions.get(self._session_id)
+                if found is not None and found.state == "completed":
+                    found = None  # archived since: the notebook moves on to a new session
             elif self._session_name is not None:
-                found = sessions.by_name(self._session_name)
+                return self._adopt(self._named(sessions, self._session_name, create))
             if found is None:
                 found = sessions.latest_for_notebook(self.notebook)
-            if found is None:
-                if not create:
-                    return None
-                found = sessions.create(sessions.unused_name(self._default_name()), notebook=self.notebook)
-        self._session_id = found.id
-        return found
+            if found is not None:
+                resolved = _Resolved(found)
+            elif not create:
+                return _Resolved(None)
+            else:
+                name = sessions.unused_name(self._default_name())
+                resolved = _Resolved(sessions.create(name, notebook=self.notebook), created=True)
+        return self._adopt(resolved)
+
+    def _named(self, sessions: Sessions, name: str, create: bool) -> _Resolved:
+        """The session called ``name``, started when there is none (so a notebook re-runs)."""
+        found = sessions.by_name(name)
+        if found is not None:
+            return _Resolved(found)
+        if not create:
+            raise SessionError(f"No session named {name!r}; %agent_sessions --all lists them.")
+        return _Resolved(sessions.create(name, notebook=self.notebook), created=True)
+
+    def _adopt(self, resolved: _Resolved) -> _Resolved:
+        if resolved.session is not None:
+            self._session_id = resolved.session.id
+        return resolved
 
     def _default_name(self) -> str:
         notebook = self.notebook
@@ -181,11 +218,19 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(prompt, **options))
+            return asyncio.run(self._run_on_own_loop(prompt, options))
         raise RuntimeError(
             "An event loop is already running here (a notebook cell?): use "
             "`await agent.arun(...)` or the %agent magic instead of agent.run()."
         )
+
+    async def _run_on_own_loop(self, prompt: str, options: dict[str, Any]) -> TurnResult:
+        """A turn on a loop that ends with it: its model connections are closed first."""
+        try:
+            return await self.arun(prompt, **options)
+        finally:
+            if self._model_client is not None:
+                await self._model_client.aclose()
 
     async def arun(
         self,
@@ -236,7 +281,8 @@ class Agent:
         offered = self._offered(mode)
         with self.store.connect() as con:  # one connection for everything a turn reads first
             sessions = Sessions(con)
-            current = self._resolve(sessions, new, session_name, True)
+            resolved = self._resolve(sessions, new, session_name, True)
+            current = resolved.session
             assert current is not None
             history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
             turn_number = sessions.last_turn(current.id) + 1
@@ -248,6 +294,12 @@ class Agent:
         transcript = Transcript(live=self.live, updates_per_second=config.updates_per_second)
         shell = self.shell
         system = self._build_system_prompt(sections, offered)
+        if resolved.kept_as:
+            transcript.notice(
+                f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "
+                f"(%agent --session {resolved.kept_as} continues it).",
+                kind="muted",
+            )
         with TurnInterrupts() as interrupts:
             context = ToolContext(
                 shell=shell,
@@ -292,7 +344,8 @@ class Agent:
             result = await turn.run()
         await asyncio.to_thread(self._writer.flush)
         if result.state != "error" and result.model_calls:
-            transcript.notice(_footer(result, turn.limits.token_limit), kind="muted")
+            footer = _footer(result, turn.limits.token_limit, new=resolved.created)
+            transcript.notice(footer, kind="muted")
         return result
 
     # -- the system prompt ---------------------------------------------------------------
@@ -338,12 +391,23 @@ class Agent:
         return sections
 
 
-def _footer(result: TurnResult, limit: int) -> str:
+@dataclass(frozen=True)
+class _Resolved:
+    """The session a turn uses, whether it was started for it, and where an earlier
+    session of its name went."""
+
+    session: Session | None
+    created: bool = False
+    kept_as: str | None = None
+
+
+def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
     calls = f"{result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}"
     model = result.model or "model"
     if model.startswith("scripted"):
         model += " (offline scripted model, not Claude)"
     return (
         f"{model} · {calls} · {result.seconds:.1f} s · {result.tokens:,} tokens "
-        f"(session {result.session!r}: {result.session_tokens:,} of {limit:,})"
+        f"({'new ' if new else ''}session {result.session!r}: "
+        f"{result.session_tokens:,} of {limit:,})"
     )

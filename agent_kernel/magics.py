@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from .config import APPROVE_MODES, AgentKernel
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from .agent import Agent
     from .loop import TurnResult
+    from .store.sessions import Session, Sessions
 
 _ACTIVE: AgentMagics | None = None
 _REGISTERED: list[Magics] = []  # every Magics instance load_ipython_extension registered
@@ -120,6 +122,10 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
     return call
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+
 def _is_prompt_dash(token: str) -> bool:
     """A dash that starts prose ('- item', '-5 degrees'), not a flag."""
     return token == "-" or bool(re.match(r"^-\d", token))
@@ -132,6 +138,10 @@ def _unquote(value: str) -> str:
 
 
 def _validate(call: AgentCall) -> None:
+    if call.new and call.session is not None:
+        raise UsageError(
+            "Use either --new (a fresh session) or --session NAME (continue one), not both."
+        )
     if call.output is not None and not call.output.isidentifier():
         raise UsageError(f"-o needs a Python variable name, not {call.output!r}.")
     if isinstance(call.token_limit, str):
@@ -231,19 +241,16 @@ class AgentMagics(Magics):
 
     async def run_turn(self, line: str, body: str | None) -> TurnResult | None:
         """Parse, interpolate and run one turn; user mistakes become ``UsageError``."""
-        from .errors import AgentKernelError, SessionError
+        from .errors import AgentKernelError
 
         call = parse_agent_call(line, body)
         prompt = interpolate(call.prompt, self.shell.user_ns)
         agent = self.kernel_agent
         if not prompt:
             if call.new:
-                try:
-                    session = agent.session(new=call.new)
-                except SessionError as exc:
-                    raise UsageError(str(exc)) from None
-                assert session is not None
-                print(f"Started session {session.name!r}; the next %agent continues it.")
+                session, kept_as = agent.start_session(call.new)
+                kept = f" The earlier {session.name!r} is kept as {kept_as!r}." if kept_as else ""
+                print(f"Started session {session.name!r}; the next %agent continues it.{kept}")
                 return None
             raise UsageError("Give the agent a prompt: %agent PROMPT, or a %%agent cell with a body.")
         try:
@@ -280,8 +287,8 @@ class AgentMagics(Magics):
 
         Flags:
           --new [NAME]     start a new session (on a %agent line: --new=NAME, or
-                           --new NAME -- PROMPT)
-          --session NAME   continue the session called NAME
+                           --new NAME -- PROMPT); an earlier NAME is kept as NAME~1
+          --session NAME   continue the session called NAME, or start it
           -o VAR           also store the final text (or the JSON it holds) in VAR
           --model M        model for this turn
           --token-limit N  the session's token limit for this turn
@@ -303,20 +310,42 @@ class AgentMagics(Magics):
             )
         asyncio.run(self.run_turn(line, cell))
 
+    @magic_arguments()
+    @argument("--all", action="store_true", help="List every notebook's sessions.")
+    @argument("--rename", nargs=2, metavar=("OLD", "NEW"), help="Rename session OLD to NEW.")
+    @argument("--archive", metavar="NAME", help="Archive NAME (state completed).")
+    @argument("--delete", metavar="NAME", help="Delete NAME, its messages and its audit rows.")
+    @argument("--yes", action="store_true", help="Delete without asking (papermill, scripts).")
     @line_magic
     def agent_sessions(self, line: str = "") -> Any:
-        """List the agent's sessions: name, notebook, state, messages and tokens.
+        """List the agent's sessions (name, notebook, state, tokens, last use), or manage one.
 
-        Usage: %agent_sessions [--all]
-
-        Without --all only this notebook's sessions are listed. The current one is marked *.
+        Without --all only this notebook's sessions are listed; the current one is marked *.
+        Names with spaces go in quotes. An archived session is not continued by a plain
+        %agent; %agent --session NAME reopens it. --delete asks for confirmation when
+        someone can answer, and refuses where nobody can (papermill, a script) unless
+        --yes is given. Memories and stored-prompt versions outlive a deleted session.
         """
+        args = parse_argstring(self.agent_sessions, line)
+        actions = [f for f in ("rename", "archive", "delete") if getattr(args, f) is not None]
+        if len(actions) > 1:
+            raise UsageError("Give one of --rename, --archive and --delete at a time.")
+        if actions and args.all:
+            raise UsageError("--all lists sessions; it does not go with --" + actions[0] + ".")
+        if args.yes and actions != ["delete"]:
+            raise UsageError("--yes goes with --delete NAME.")
+        if args.rename is not None:
+            return self._rename_session(*(_unquote(name) for name in args.rename))
+        if args.archive is not None:
+            return self._archive_session(_unquote(args.archive))
+        if args.delete is not None:
+            return self._delete_session(_unquote(args.delete), confirmed=args.yes)
+        return self._list_sessions(args.all)
+
+    def _list_sessions(self, show_all: bool) -> Any:
         from .display.tables import Table
         from .store.sessions import Sessions
 
-        show_all = line.strip() == "--all"
-        if line.strip() and not show_all:
-            raise UsageError("Usage: %agent_sessions [--all]")
         agent = self.kernel_agent
         current = agent._session_id  # noqa: SLF001 - the magic shows the agent's own state
         notebook = None if show_all else agent.notebook
@@ -334,6 +363,79 @@ class AgentMagics(Magics):
         ]
         note = "" if rows else "No sessions yet: the first %agent starts one."
         return Table(["session", "notebook", "state", "tokens", "last used"], rows, note=note)
+
+    def _existing_session(self, sessions: Sessions, name: str) -> Session:
+        found = sessions.by_name(name)
+        if found is None:
+            raise UsageError(f"No session named {name!r}; %agent_sessions --all lists them.")
+        return found
+
+    def _rename_session(self, old: str, new: str) -> None:
+        from .errors import SessionError
+        from .store.sessions import Sessions
+
+        if not new.strip():
+            raise UsageError("The new session name is empty.")
+        with self.kernel_agent.store.connect() as con:
+            sessions = Sessions(con)
+            session = self._existing_session(sessions, old)
+            try:
+                sessions.rename(session.id, new)
+            except SessionError as exc:
+                raise UsageError(str(exc)) from None
+        print(f"Renamed session {old!r} to {new!r}.")
+
+    def _archive_session(self, name: str) -> None:
+        from .store.sessions import Sessions
+
+        with self.kernel_agent.store.connect() as con:
+            sessions = Sessions(con)
+            sessions.set_state(self._existing_session(sessions, name).id, "completed")
+        print(f"Archived session {name!r} (state completed); %agent --session {name} reopens it.")
+
+    def _delete_session(self, name: str, *, confirmed: bool) -> None:
+        from .store.sessions import Sessions
+
+        store = self.kernel_agent.store
+        with store.connect() as con:
+            sessions = Sessions(con)
+            session = self._existing_session(sessions, name)
+            rows = sessions.stored_rows(session.id)
+        what = (
+            f"session {name!r} with {_count(rows['messages'], 'message')}, "
+            f"{_count(rows['tool_calls'], 'tool call')} "
+            f"and {_count(rows['code_executions'], 'code run')}"
+        )
+        if not confirmed:
+            answer = self._ask(f"Delete {what}? This cannot be undone. [y/N] ")
+            if answer is None:
+                raise UsageError(
+                    f"Deleting {what} needs a confirmation, and nobody can answer here "
+                    "(papermill or a script?): add --yes to delete it."
+                )
+            if answer.strip().lower() not in ("y", "yes"):
+                print(f"Kept session {name!r}.")
+                return
+        with store.connect() as con:
+            sessions = Sessions(con)
+            current = sessions.by_name(name)
+            if current is None or current.id != session.id:
+                raise UsageError(f"Session {name!r} changed meanwhile; nothing was deleted.")
+            sessions.delete(session.id)
+        print(f"Deleted {what}.")
+
+    def _ask(self, question: str) -> str | None:
+        """The person's answer to ``question``, or ``None`` when nobody can be asked."""
+        import sys
+
+        from IPython.core.error import StdinNotImplementedError
+
+        if getattr(self.shell, "kernel", None) is None and not sys.stdin.isatty():
+            return None  # a script with no terminal
+        try:
+            return input(question)
+        except (StdinNotImplementedError, EOFError):
+            return None
 
     @line_magic
     def agent_secret(self, line: str = "") -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import MissingKeyError, ModelError
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from anthropic.types import Message
 
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error"}
+
+_Identity = tuple[str | None, ...]  # what a client was made with: key, token, base URL
 
 
 class StreamView(Protocol):
@@ -36,23 +39,39 @@ class StreamView(Protocol):
 
 
 class ModelClient:
-    """One ``AsyncAnthropic`` client, made when first needed."""
+    """An ``AsyncAnthropic`` client for each event loop that makes model calls.
+
+    The SDK's pooled keep-alive connections belong to the loop that opened them. A
+    connection left over from an earlier loop (an earlier ``asyncio.run``) fails on its
+    first read after the request went out, and the SDK then sends the request again:
+    a duplicate, billed call. So each running loop gets its own client, dropped with
+    the loop; :meth:`aclose` closes the current loop's client before its loop ends.
+    """
 
     def __init__(self, *, max_retries: int = 2) -> None:
         self.max_retries = max_retries
-        self._client: Any = None
-        self._client_key: tuple[str | None, ...] | None = None
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[_Identity, Any]]
+        self._clients = weakref.WeakKeyDictionary()
 
     def client(self) -> Any:
+        """The running loop's client (made on first use, and again when the key or URL changed)."""
         key = api_key()
-        base_url = os.environ.get("ANTHROPIC_BASE_URL")
-        identity = (key, os.environ.get("ANTHROPIC_AUTH_TOKEN"), base_url)
-        if self._client is None or identity != self._client_key:
+        env = os.environ
+        identity = (key, env.get("ANTHROPIC_AUTH_TOKEN"), env.get("ANTHROPIC_BASE_URL"))
+        loop = asyncio.get_running_loop()
+        known = self._clients.get(loop)
+        if known is None or known[0] != identity:
             import anthropic
 
-            self._client = anthropic.AsyncAnthropic(max_retries=self.max_retries)
-            self._client_key = identity
-        return self._client
+            known = (identity, anthropic.AsyncAnthropic(max_retries=self.max_retries))
+            self._clients[loop] = known
+        return known[1]
+
+    async def aclose(self) -> None:
+        """Close the running loop's client and its connections (before that loop ends)."""
+        known = self._clients.pop(asyncio.get_running_loop(), None)
+        if known is not None:
+            await known[1].close()
 
     async def stream(
         self, params: dict[str, Any], view: StreamView, *, retries: int = 3

@@ -19,6 +19,11 @@ def texts_of(request):
     ]
 
 
+def shown(execution):
+    """Everything a cell shows as text: its displays' last states and its printed output."""
+    return "\n".join(execution.final_texts()) + execution.stdout
+
+
 def test_session_continues_in_a_second_kernel(scripted_model, agent_db, tmp_path):
     notebook = {"JPY_SESSION_NAME": str(tmp_path / "analysis.ipynb")}
     scripted_model.add(call("run_code", code="first = 1"), say("Set first."))
@@ -47,7 +52,7 @@ def test_session_continues_in_a_second_kernel(scripted_model, agent_db, tmp_path
 
 
 def test_named_sessions_across_kernels_and_new(kernel, scripted_model, tmp_path):
-    scripted_model.add(say("one"), say("two"), say("three"))
+    scripted_model.add(say("one"), say("two"), say("three"), say("four"))
     kernel.ok("%agent --new=project-x remember the colour blue")
     kernel.ok("%agent --new fresh start")
     assert texts_of(scripted_model.requests[-1]) == [("user", "fresh start")]
@@ -55,11 +60,46 @@ def test_named_sessions_across_kernels_and_new(kernel, scripted_model, tmp_path)
     try:
         other.ok("%load_ext agent_kernel")
         other.ok("%agent --session project-x which colour?")
-        missing = other.execute("%agent --session nope hello")
+        assert texts_of(scripted_model.requests[-1])[0] == ("user", "remember the colour blue")
+        started = shown(other.ok("%agent --session nope hello"))
+        listed = other.ok("%agent_sessions --all").final_texts()[-1]
     finally:
         other.shutdown()
-    assert texts_of(scripted_model.requests[-1])[0] == ("user", "remember the colour blue")
+    assert texts_of(scripted_model.requests[-1]) == [("user", "hello")]
+    assert "(new session 'nope':" in started
+    assert "nope" in listed and "project-x" in listed
+
+
+def test_session_flag_starts_a_missing_session_then_continues_it(kernel, scripted_model):
+    scripted_model.add(say("first answer"), say("second answer"))
+    first = shown(kernel.ok("%agent --session daily what is new?"))
+    second = shown(kernel.ok("%agent --session daily and now?"))
+    assert "(new session 'daily':" in first
+    assert "(session 'daily':" in second and "new session" not in second
+    missing = kernel.execute("%agent_history --session nope")  # looking does not start one
     assert missing.stderr.startswith("UsageError: No session named 'nope'")
+    assert "nope" not in kernel.ok("%agent_sessions --all").final_texts()[-1]
+    assert texts_of(scripted_model.requests[-1]) == [
+        ("user", "what is new?"),
+        ("assistant", "first answer"),
+        ("user", "and now?"),
+    ]
+
+
+def test_new_with_a_taken_name_keeps_the_earlier_session(kernel, scripted_model):
+    scripted_model.add(say("a"), say("b"), say("c"), say("d"))
+    kernel.ok("%agent --new=report first report")
+    kernel.ok("%agent --new=report second report")
+    assert texts_of(scripted_model.requests[-1]) == [("user", "second report")]
+    third = shown(kernel.ok("%agent --new=report third report"))
+    assert texts_of(scripted_model.requests[-1]) == [("user", "third report")]
+    assert "the earlier one is kept as 'report~2'" in third
+    kernel.ok("%agent --session report~1 what did I ask?")
+    assert texts_of(scripted_model.requests[-1])[0] == ("user", "first report")
+    listed = kernel.ok("%agent_sessions --all").final_texts()[-1]
+    assert "report~1" in listed and "report~2" in listed
+    both = kernel.execute("%agent --new=x --session y hi")
+    assert both.stderr.startswith("UsageError: Use either --new")
 
 
 def test_history_magic_shows_the_transcript(kernel, scripted_model):
@@ -90,3 +130,53 @@ def test_agent_run_in_a_plain_script(scripted_model, agent_db, tmp_path):
     assert "inside 42" in out.stdout
     assert "RESULT 'Done: 42.' 1 idle" in out.stdout
     assert "VALUE 42" in out.stdout
+
+
+SEVERAL_RUNS = textwrap.dedent(
+    """
+    import asyncio
+    from agent_kernel import Agent
+    agent = Agent()
+    for prompt in ["first", "second", "third"]:
+        result = agent.run(prompt)
+        print("TURN", prompt, result.state, result.model_calls)
+    result = asyncio.run(agent.arun("fourth"))  # a loop the caller made, not run()'s
+    print("TURN fourth", result.state, result.model_calls)
+    result = agent.run("fifth")
+    print("TURN fifth", result.state, result.model_calls)
+    """
+)
+
+
+def test_several_runs_in_a_script_send_one_request_per_model_call(scripted_model, agent_db, tmp_path):
+    scripted_model.add(
+        say("one"),
+        say("two"),
+        call("run_code", code="x = 3"),
+        say("three"),
+        say("four"),
+        call("run_code", code="y = 5"),
+        say("five"),
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", SEVERAL_RUNS], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    turns = [line.split() for line in out.stdout.splitlines() if line.startswith("TURN")]
+    assert turns == [
+        ["TURN", "first", "idle", "1"],
+        ["TURN", "second", "idle", "1"],
+        ["TURN", "third", "idle", "2"],
+        ["TURN", "fourth", "idle", "1"],
+        ["TURN", "fifth", "idle", "2"],
+    ]
+    last_said = [texts_of(request)[-1] for request in scripted_model.requests]
+    assert last_said == [
+        ("user", "first"),
+        ("user", "second"),
+        ("user", "third"),
+        ("user", "tool_result"),
+        ("user", "fourth"),
+        ("user", "fifth"),
+        ("user", "tool_result"),
+    ]

@@ -134,8 +134,8 @@ def test_new_session_without_prompt(kernel, scripted_model):
     scripted_model.add(say("hi"))
     kernel.ok("%agent hello")
     assert "notes" in kernel.ok("%agent_sessions").final_texts()[-1]
-    duplicate = kernel.execute("%agent --new=notes")
-    assert duplicate.stderr.startswith("UsageError: A session named 'notes' already exists")
+    again = kernel.ok("%agent --new=notes").stdout
+    assert "Started session 'notes'" in again and "The earlier 'notes' is kept as 'notes~1'." in again
 
 
 def test_tool_called_through_run_code_sees_variables(kernel, scripted_model):
@@ -150,3 +150,89 @@ def test_agent_cannot_start_a_turn_inside_its_own_turn(kernel, scripted_model):
     result = scripted_model.requests[1]["messages"][-1]["content"][0]["content"]
     assert '"success": false' in result and "already running" in result
     assert len(scripted_model.requests) == 2  # the inner %agent never reached the model
+
+
+# -- managing sessions ----------------------------------------------------------------------
+
+
+def texts_of(request):
+    return [(m["role"], b.get("text") or b.get("type")) for m in request["messages"] for b in m["content"]]
+
+
+def stored_counts(name):
+    """Rows the agent's DuckDB file holds for the session called ``name`` (None: no session)."""
+    import os
+
+    from agent_kernel.store import Store
+    from agent_kernel.store.sessions import Sessions
+
+    with Store(os.environ["AGENT_KERNEL_DB"]).connect() as con:
+        sessions = Sessions(con)
+        found = sessions.by_name(name)
+        return None if found is None else (found.state, sessions.stored_rows(found.id))
+
+
+def test_rename_and_archive_sessions(kernel, scripted_model):
+    scripted_model.add(say("noted"), say("again"), say("fresh"), say("reopened"))
+    kernel.ok("%agent --session draft remember 7")
+    renamed = kernel.ok("%agent_sessions --rename draft 'final plan'")
+    assert renamed.stdout.strip() == "Renamed session 'draft' to 'final plan'."
+    assert stored_counts("draft") is None and stored_counts("final plan")[1]["messages"] == 2
+    kernel.ok("%agent and now?")  # the renamed session is still the current one
+    assert texts_of(scripted_model.requests[-1])[0] == ("user", "remember 7")
+    archived = kernel.ok('%agent_sessions --archive "final plan"')
+    assert "Archived session 'final plan' (state completed)" in archived.stdout
+    assert stored_counts("final plan")[0] == "completed"
+    kernel.ok("%agent start over")  # an archived session is not continued by default
+    assert texts_of(scripted_model.requests[-1]) == [("user", "start over")]
+    listed = kernel.ok("%agent_sessions").final_texts()[-1]
+    assert "completed" in listed and "final plan" in listed
+    kernel.ok('%agent --session "final plan" reopen it')  # naming it reopens it
+    assert texts_of(scripted_model.requests[-1])[0] == ("user", "remember 7")
+    assert stored_counts("final plan")[0] == "idle"
+
+    for line, message in [
+        ("--rename nope other", "No session named 'nope'"),
+        ("--rename 'final plan'", "argument --rename: expected 2 arguments"),
+        ("--archive missing", "No session named 'missing'"),
+        ("--archive a --delete b", "one of --rename, --archive and --delete at a time"),
+        ("--all --archive a", "--all lists sessions"),
+        ("--yes", "--yes goes with --delete NAME"),
+        ("--colour", "unrecognized arguments: --colour"),
+    ]:
+        bad = kernel.execute(f"%agent_sessions {line}")
+        assert bad.status == "error" and bad.errors == [], line
+        assert bad.stderr.startswith("UsageError: ") and message in bad.stderr, (line, bad.stderr)
+    kernel.ok("%agent --new=other")
+    taken = kernel.execute("%agent_sessions --rename 'final plan' other")
+    assert taken.stderr.startswith("UsageError: A session named 'other' already exists")
+    empty = kernel.execute("%agent_sessions --rename other '  '")
+    assert empty.stderr.startswith("UsageError: The new session name is empty.")
+
+
+def test_delete_asks_refuses_headless_and_removes_the_rows(kernel, scripted_model):
+    scripted_model.add(call("run_code", code="n = 1"), say("done"), say("second"))
+    kernel.ok("%agent --session scratch set n")
+    kernel.ok("%agent --session keep hello")
+    before = {"messages": 4, "tool_calls": 1, "code_executions": 1}
+    assert stored_counts("scratch") == ("idle", before)
+
+    headless = kernel.execute("%agent_sessions --delete scratch", allow_stdin=False)
+    assert headless.status == "error" and headless.errors == []
+    assert "nobody can answer here" in headless.stderr and "add --yes" in headless.stderr
+    declined = kernel.ok("%agent_sessions --delete scratch", answer="n")
+    asked = declined.of_type("input_request")[0]["content"]["prompt"]
+    assert asked.startswith("Delete session 'scratch' with 4 messages, 1 tool call and 1 code run?")
+    assert "Kept session 'scratch'." in declined.stdout
+    assert stored_counts("scratch") == ("idle", before)
+
+    confirmed = kernel.ok("%agent_sessions --delete scratch", answer="yes")
+    assert "Deleted session 'scratch'" in confirmed.stdout
+    assert stored_counts("scratch") is None
+    assert stored_counts("keep") == ("idle", {"messages": 2, "tool_calls": 0, "code_executions": 0})
+
+    kernel.ok("%agent --new=gone")
+    forced = kernel.ok("%agent_sessions --delete gone --yes", allow_stdin=False)
+    assert "Deleted session 'gone'" in forced.stdout and stored_counts("gone") is None
+    missing = kernel.execute("%agent_sessions --delete gone --yes")
+    assert missing.stderr.startswith("UsageError: No session named 'gone'")

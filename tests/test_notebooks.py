@@ -57,3 +57,56 @@ def test_agent_cell_defines_a_variable_for_the_next_cell(scripted_model, agent_d
     assert "The area is in `area`." in outputs_text(done.cells[1])
     assert outputs_text(done.cells[2]).strip() == "25.132"
     assert len(scripted_model.requests) == 2
+
+
+def _texts_of(request):
+    return [(m["role"], b.get("text") or b.get("type")) for m in request["messages"] for b in m["content"]]
+
+
+def _run_three_times(cells, tmp_path, stem):
+    """Execute the same notebook three times with papermill; the executed copies."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    source = tmp_path / f"{stem}.ipynb"
+    nbformat.write(nb, source)
+    done = []
+    for run in (1, 2, 3):
+        output = tmp_path / f"{stem}-run{run}.ipynb"
+        papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+        done.append(nbformat.read(output, as_version=4))
+    return done
+
+
+def test_a_named_session_notebook_reruns_and_continues(scripted_model, agent_db, tmp_path):
+    scripted_model.add(say("Report 1."), say("Report 2."), say("Report 3."))
+    runs = _run_three_times(
+        ["%load_ext agent_kernel", "%agent --session daily write today's report"], tmp_path, "daily"
+    )
+    assert "(new session 'daily':" in outputs_text(runs[0].cells[1])
+    assert "(session 'daily':" in outputs_text(runs[2].cells[1])
+    assert "new session" not in outputs_text(runs[2].cells[1])
+    assert len(scripted_model.requests) == 3
+    assert _texts_of(scripted_model.requests[2]) == [
+        ("user", "write today's report"),
+        ("assistant", "Report 1."),
+        ("user", "write today's report"),
+        ("assistant", "Report 2."),
+        ("user", "write today's report"),
+    ]
+
+
+def test_a_new_session_notebook_reruns_fresh_and_keeps_the_older_ones(scripted_model, agent_db, tmp_path):
+    scripted_model.add(say("Week 1."), say("Week 2."), say("Week 3."))
+    runs = _run_three_times(
+        ["%load_ext agent_kernel", "%agent --new=weekly -- write the weekly report", "%agent_sessions --all"],
+        tmp_path,
+        "weekly",
+    )
+    assert len(scripted_model.requests) == 3
+    assert _texts_of(scripted_model.requests[2]) == [("user", "write the weekly report")]
+    assert "the earlier one is kept as 'weekly~2'" in outputs_text(runs[2].cells[1])
+    listed = outputs_text(runs[2].cells[2])
+    for name in ("weekly~1", "weekly~2"):
+        assert name in listed
+    assert listed.count("weekly") == 3

@@ -97,3 +97,58 @@ def test_processes_share_the_file_without_losing_writes(store):
         stored = Sessions(con).messages(session.id)
     assert len(stored) == 120
     assert [m.seq for m in stored] == list(range(120))
+
+
+def _session_with_rows(con, name):
+    from agent_kernel.store.audit import AuditLog
+
+    session = Sessions(con).create(name, notebook="nb.ipynb")
+    journal = Journal(session.id, turn=1)
+    journal.message("user", [{"type": "text", "text": f"hello from {name}"}])
+    journal.message("assistant", [{"type": "tool_use", "id": "t1", "name": "run_code", "input": {"code": "1"}}])
+    journal.write(con)
+    audit = AuditLog(session.id, turn=1, prompt="hello")
+    audit.tool_call(
+        {"id": "t1", "name": "run_code", "input": {"code": "1"}},
+        result_chars=10,
+        is_error=False,
+        duration_ms=1.0,
+        executions=[{"execution_id": "e1", "code": "1", "success": True}],
+    )
+    audit.write(con)
+    return session
+
+
+def test_delete_removes_the_session_its_messages_and_its_audit_rows_only(store):
+    with store.connect() as con:
+        doomed = _session_with_rows(con, "doomed")
+        kept = _session_with_rows(con, "kept")
+        sessions = Sessions(con)
+        assert sessions.stored_rows(doomed.id) == {"messages": 2, "tool_calls": 1, "code_executions": 1}
+        assert sessions.delete(doomed.id) == {"messages": 2, "tool_calls": 1, "code_executions": 1}
+        assert sessions.get(doomed.id) is None and sessions.by_name("doomed") is None
+        assert sessions.stored_rows(doomed.id) == {"messages": 0, "tool_calls": 0, "code_executions": 0}
+        assert sessions.stored_rows(kept.id) == {"messages": 2, "tool_calls": 1, "code_executions": 1}
+
+
+def test_rename_archive_and_kept_names(store):
+    with store.connect() as con:
+        sessions = Sessions(con)
+        first = sessions.create("report", notebook="nb.ipynb")
+        other = sessions.create("other", notebook="nb.ipynb")
+        assert sessions.kept_name("report") == "report~1"
+        sessions.rename(first.id, "report~1")
+        sessions.create("report~7", notebook=None)
+        sessions.create("report~draft", notebook=None)
+        assert sessions.kept_name("report") == "report~8"  # after the highest, whatever is between
+        with pytest.raises(SessionError, match="'other' already exists"):
+            sessions.rename(first.id, "other")
+        assert sessions.get(first.id).name == "report~1"
+        sessions.touch(other.id, notebook="nb.ipynb")
+        assert sessions.latest_for_notebook("nb.ipynb").id == other.id
+        sessions.set_state(other.id, "completed")
+        assert sessions.get(other.id).state == "completed"
+        # An archived session is not what the notebook continues by default.
+        assert sessions.latest_for_notebook("nb.ipynb").id == first.id
+        with pytest.raises(ValueError, match="unknown session state"):
+            sessions.set_state(other.id, "finished")

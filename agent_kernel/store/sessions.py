@@ -29,6 +29,11 @@ _COLUMNS = (
 )
 
 
+# What a session leaves in other tables; deleting it deletes these rows too. Memories and
+# stored-prompt versions outlive the session that wrote them.
+_SESSION_TABLES = ("messages", "tool_calls", "code_executions")
+
+
 @dataclass(frozen=True)
 class Session:
     """One stored conversation."""
@@ -82,8 +87,10 @@ class Sessions:
         return self._one("name = ?", [name])
 
     def latest_for_notebook(self, notebook: str) -> Session | None:
-        """The session this notebook used last (created or continued)."""
-        return self._one("notebook = ? ORDER BY updated_at DESC LIMIT 1", [notebook])
+        """The session this notebook used last (created or continued), unless archived."""
+        return self._one(
+            "notebook = ? AND state <> 'completed' ORDER BY updated_at DESC LIMIT 1", [notebook]
+        )
 
     def list(self, notebook: str | None = None) -> list[Session]:
         where = "WHERE notebook = ?" if notebook is not None else ""
@@ -147,6 +154,54 @@ class Sessions:
         while f"{base}-{n}" in taken:
             n += 1
         return f"{base}-{n}"
+
+    def kept_name(self, name: str) -> str:
+        """The name an earlier session called ``name`` keeps when a new one takes its name:
+        ``name~1``, then ``name~2``, ... (one more than the highest so far, so the numbers
+        follow the order the sessions were replaced in)."""
+        prefix = name + "~"
+        rows = self.con.execute(
+            "SELECT name FROM sessions WHERE starts_with(name, ?)", [prefix]
+        ).fetchall()
+        numbers = [int(n[len(prefix) :]) for (n,) in rows if n[len(prefix) :].isdigit()]
+        return f"{prefix}{max(numbers, default=0) + 1}"
+
+    def rename(self, session_id: str, name: str) -> None:
+        taken = self.by_name(name)
+        if taken is not None and taken.id != session_id:
+            raise SessionError(f"A session named {name!r} already exists; choose another name.")
+        self.con.execute("UPDATE sessions SET name = ? WHERE id = ?", [name, session_id])
+
+    def set_state(self, session_id: str, state: str) -> None:
+        if state not in STATES:
+            raise ValueError(f"unknown session state {state!r}")
+        self.con.execute(
+            f"UPDATE sessions SET state = ?, updated_at = {UTC_NOW} WHERE id = ?", [state, session_id]
+        )
+
+    def stored_rows(self, session_id: str) -> dict[str, int]:
+        """How many rows each table holds for the session (what :meth:`delete` removes)."""
+        counts = {}
+        for table in _SESSION_TABLES:
+            sql = f"SELECT count(*) FROM {table} WHERE session_id = ?"
+            row = self.con.execute(sql, [session_id]).fetchone()
+            counts[table] = int(row[0]) if row else 0
+        return counts
+
+    def delete(self, session_id: str) -> dict[str, int]:
+        """Remove the session, its messages and its audit trail (tool calls, code runs),
+        all or nothing; return how many rows each table lost."""
+        counts = self.stored_rows(session_id)
+        self.con.execute("BEGIN")
+        try:
+            for table in _SESSION_TABLES:
+                self.con.execute(f"DELETE FROM {table} WHERE session_id = ?", [session_id])
+            self.con.execute("DELETE FROM sessions WHERE id = ?", [session_id])
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return counts
 
     def touch(self, session_id: str, *, notebook: str | None = None) -> None:
         """Mark the session as the one used last (by ``notebook``, when given)."""

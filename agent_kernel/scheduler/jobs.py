@@ -22,7 +22,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..paths import agent_home
 from . import ScheduleError
+from .checks import check_job
 from .clock import as_utc, from_db, to_db
 from .cron import QuietWindow, Schedule, check_cron, parse_instant, zone
 
@@ -134,7 +136,7 @@ class Job:
     def from_row(cls, row: tuple[Any, ...]) -> Job:
         values = dict(zip(_COLUMNS, row))
         for name in _JSON:
-            values[name] = json.loads(values[name]) if values[name] else {}
+            values[name] = _json_column(values[name])
         for name in _INSTANTS:
             values[name] = from_db(values[name])
         return cls(**values)
@@ -189,13 +191,10 @@ def new_job(
     elif kind in ("task", "reminder") and not (task or "").strip():
         what = "`message`" if kind == "reminder" else "`task` (a prompt) or `notebook` (a path)"
         raise ScheduleError(f"Give {what}.")
-    if token_limit is not None and token_limit <= 0:
-        raise ScheduleError("token_limit must be a positive number of tokens.")
+    if kind == "notebook":
+        task = task or None
     if parameters is not None and not isinstance(parameters, dict):
         raise ScheduleError("`parameters` must be an object of name: value pairs.")
-    bad = [key for key in (parameters or {}) if not str(key).isidentifier()]
-    if bad:
-        raise ScheduleError(f"Parameter names must be Python identifiers: {', '.join(map(repr, bad))}.")
     run_at = None
     if cron:
         cron = " ".join(cron.split())
@@ -228,10 +227,21 @@ def new_job(
         options=dict(options or {}),
         created_by=created_by,
     )
+    check_job(job, home=agent_home())
     first = job.schedule.next_after(now)
     if first is None:
         raise ScheduleError(f"This schedule never fires ({job.schedule.describe()}).")
     return replace(job, next_run_at=first)
+
+
+def _json_column(text: Any) -> Any:
+    """A JSON column's value; text that is not JSON is kept as it is (the checks refuse it)."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
 
 
 def _policy_columns(policy: Policy) -> dict[str, Any]:

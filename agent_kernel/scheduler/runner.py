@@ -69,9 +69,13 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
     from papermill.exceptions import PapermillExecutionError
 
     from ..headless import kernel_manager_config
+    from .checks import InvalidJob
 
+    try:
+        kernel_name = _checked(spec)
+    except InvalidJob as exc:
+        return {"status": "FAILED", "exit_code": EXIT_ERROR, "error": f"Not run: its spec is invalid: {exc}"}
     papermill_engines.register(ENGINE, _progress_engine())
-    kernel_name = spec.kernel_name or _kernel_of(spec.input_path)
     with open(run_dir.stdout, "w", encoding="utf-8") as out, open(run_dir.stderr, "w", encoding="utf-8") as err:
         try:
             papermill.execute_notebook(
@@ -118,6 +122,20 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
             traceback.print_exc()
             return {"status": "FAILED", "exit_code": EXIT_ERROR, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
     return {"status": "SUCCEEDED", "exit_code": EXIT_SUCCEEDED}
+
+
+def _checked(spec: Any) -> str:
+    """The kernel to run ``spec`` in, once the spec and the code papermill injects pass the checks."""
+    from papermill.translators import PythonTranslator
+
+    from .checks import check_kernel, check_parameter_cell, check_spec
+
+    check_spec(spec)
+    kernel_name = spec.kernel_name or _kernel_of(spec.input_path)
+    check_kernel(kernel_name)
+    if spec.parameters:
+        check_parameter_cell(PythonTranslator.codify(spec.parameters))
+    return kernel_name
 
 
 def _kernel_of(path: str) -> str:

@@ -53,7 +53,9 @@ class Tool:
     # only some calls do (a SQL tool reading or writing); such a tool is still offered
     # in read-only mode, and the approval check asks the function about each call.
     writes: bool | Callable[[Any], bool] = False
-    description: str | None = None
+    # A callable is asked once, when the definition is first built (it stays the same
+    # for the process: tool definitions are part of the cached prompt prefix).
+    description: str | Callable[[], str] | None = None
     input_schema: dict[str, Any] | None = None
 
     def writes_for(self, tool_input: Any) -> bool:
@@ -70,10 +72,11 @@ class Tool:
         from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
 
         cls = BetaAsyncFunctionTool if inspect.iscoroutinefunction(self.function) else BetaFunctionTool
+        description = self.description() if callable(self.description) else self.description
         return cls(
             self.function,
             name=self.name,
-            description=self.description,
+            description=description,
             input_schema=self.input_schema,
         )
 

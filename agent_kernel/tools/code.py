@@ -43,6 +43,9 @@ async def run_code(code: str, timeout_s: float = 60, isolated: bool = False) -> 
     expression is returned as ``result``. Use ``isolated: true`` to try risky code in a
     fresh Python process that cannot touch the user's variables.
 
+    (The model reads :func:`_run_code_description`, which says what ``isolated`` means on
+    this machine.)
+
     Args:
         code: Python source to run (IPython syntax, e.g. ``%timeit`` or ``!ls``, works too).
         timeout_s: Seconds after which the code is stopped.
@@ -89,8 +92,21 @@ async def inspect_namespace(names: list[str] | None = None) -> dict[str, Any]:
     return {"variables": variables}
 
 
+def _run_code_description() -> str:
+    """run_code's description, with what isolation this machine gives (see isolation.py)."""
+    from .isolation import isolation
+
+    return (
+        "Run Python code in the user's live Jupyter kernel and return what happened.\n\n"
+        "Variables you define stay in the user's namespace; prints, plots and displays appear "
+        "in the user's notebook cell. Top-level `await` works. The value of a final expression "
+        "is returned as `result`. Use `isolated: true` to try risky code in a fresh Python "
+        "process that cannot touch the user's variables. " + isolation().describe()
+    )
+
+
 TOOLS = [
-    Tool(run_code, name="run_code", group="code", writes=True),
+    Tool(run_code, name="run_code", group="code", writes=True, description=_run_code_description),
     Tool(inspect_namespace, name="inspect_namespace", group="code"),
 ]
 
@@ -268,23 +284,24 @@ if last is not None:
             f.write(repr(value))
 """
 
-# Only what a plain Python needs: no API keys, no tokens, no agent settings.
-_KEPT_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT", "TMPDIR")
-
 
 async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
     import signal
 
+    from .isolation import isolation
+
+    where = isolation()
     with tempfile.TemporaryDirectory(prefix="agent-kernel-isolated-") as tmp:
-        source, result_file = Path(tmp, "code.py"), Path(tmp, "result.txt")
+        workdir = os.path.realpath(tmp)
+        source, result_file = Path(workdir, "code.py"), Path(workdir, "result.txt")
         source.write_text(code, encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k in _KEPT_ENV}
-        env["HOME"] = tmp
+        command = where.command([sys.executable, "-I", "-c", _BOOTSTRAP, str(source), str(result_file)], workdir)
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-c", _BOOTSTRAP, str(source), str(result_file),
+            *command,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=env,
+            env=where.environment(workdir),
+            cwd=workdir,
             start_new_session=True,
         )
         timed_out = False

@@ -261,6 +261,11 @@ class SqlRun:
         if into and plan.writes:
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
         result.wrote = result.wrote or plan.writes
+        if into and last:  # a relation streams its Arrow batches; a DB-API result is read whole first
+            relation = con.sql(statement.sql, params=list(params) if params is not None else None)
+            result.columns = list(relation.columns)
+            self._fetch_into(relation, result)
+            return
         cursor = con.execute(statement.sql, list(params) if params is not None else None)
         if plan.writes and _is_count(cursor.description):
             rows = cursor.fetchall()
@@ -273,13 +278,10 @@ class SqlRun:
             con.complete() if plan.writes else con.abort()
             return
         result.columns = [d[0] for d in cursor.description or []]
-        if into:
-            self._fetch_into(con, cursor, result)
-        else:
-            # INSERT ... RETURNING: the write must finish, whatever is shown.
-            self._fetch_shown(cursor, result, drain=plan.writes)
-            if not plan.writes:
-                con.abort()  # the rest is not needed; the transaction can commit
+        # INSERT ... RETURNING: the write must finish, whatever is shown.
+        self._fetch_shown(cursor, result, drain=plan.writes)
+        if not plan.writes:
+            con.abort()  # the rest is not needed; the transaction can commit
 
     def _fetch_shown(self, cursor: duckdb.DuckDBPyConnection, result: SqlResult, *, drain: bool) -> None:
         """At most ``max_rows`` rows and about ``fetch_bytes`` of them, read a few at a time.
@@ -315,23 +317,19 @@ class SqlRun:
             while cursor.fetchmany(1024):
                 pass
 
-    def _fetch_into(self, con: duckdb.DuckDBPyConnection, cursor: duckdb.DuckDBPyConnection, result: SqlResult) -> None:
+    def _fetch_into(self, relation: duckdb.DuckDBPyRelation, result: SqlResult) -> None:
         """The result as Arrow batches, up to ``into_max_rows`` rows and ``into_max_bytes``.
 
         Batches go to :attr:`emit_batch` as they are read (the worker streams them to the
         kernel), so the whole result is never held twice.
         """
-        import warnings
-
         import pyarrow as pa
 
         batches: list[Any] = []
         emit = self.emit_batch or batches.append
         rows = size = 0
         max_rows, max_bytes = self.limits.into_max_rows, self.limits.into_max_bytes
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # DuckDB warns that a DB-API result is copied per batch
-            reader = cursor.to_arrow_reader(8192)
+        reader = relation.to_arrow_reader(8192)
         schema = reader.schema
         try:
             for batch in reader:
@@ -352,7 +350,6 @@ class SqlRun:
                     break
         finally:
             reader.close()
-        con.abort()
         if result.note:
             result.truncated = True
             result.note += f": the variable holds the first {rows:,}. Filter or aggregate in SQL, or raise the setting."

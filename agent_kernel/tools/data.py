@@ -12,13 +12,13 @@ import asyncio
 import datetime
 import decimal
 import json
-import keyword
 import math
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ToolInputError
+from ..namespace import unwritable_reason
 from ..store import guard, sandbox
 from . import Tool, current_context
 
@@ -67,12 +67,13 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     statements = guard.parse(sql)
     if params is not None and len(statements) > 1:
         raise ToolInputError("params go with a single statement; send the statements one call each.")
+    settings = context.settings
     if into is not None:
-        if not into.isidentifier() or keyword.iskeyword(into):
-            raise ToolInputError(f"into must be a Python variable name, not {into!r}.")
+        refusal = unwritable_reason(into, context.namespace, overwrite=settings.overwrite_protected_names)
+        if refusal:
+            raise ToolInputError(f"into: {refusal}")
         if not statements[-1].reads:
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
-    settings = context.settings
     run = sandbox.SqlRun(context.store, _limits(settings))
     frames = kernel_frames(context.namespace, context.hidden_names)
     result = await _off_loop(
@@ -93,6 +94,11 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     if into is not None:
         context.namespace[into] = result.frame
         answer["into"] = {"variable": into, "shape": list(result.frame.shape)}
+        if result.note:
+            answer["into"]["capped"] = True
+            answer["note"] = result.note
+    elif result.note:
+        answer["note"] = result.note
     elif answer["truncated"]:
         answer["note"] = (
             "More rows exist than are shown: aggregate or filter in SQL, or fetch the whole "
@@ -206,6 +212,8 @@ def _limits(settings: AgentKernel) -> sandbox.Limits:
         memory_limit=settings.sql_memory_limit,
         threads=settings.sql_threads,
         max_db_bytes=settings.db_max_mb * 1024 * 1024,
+        into_max_rows=settings.into_max_rows,
+        into_max_bytes=settings.into_max_mb * 1024 * 1024,
     )
 
 

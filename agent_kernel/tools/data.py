@@ -1,9 +1,9 @@
 """The ``data`` group: guarded SQL over the agent's DuckDB file, and key-value state.
 
-``db_sql`` runs off the event loop, in a worker thread holding the store's lock, so the
-kernel stays responsive (Stop works) while DuckDB works; Stop interrupts the query. What
-the SQL may do is decided in :mod:`agent_kernel.store.guard`, how it runs in
-:mod:`agent_kernel.store.sandbox`.
+``db_sql`` runs off the event loop, so the kernel stays responsive (Stop works) while a
+worker process runs the SQL (:mod:`agent_kernel.store.sql_worker`); Stop interrupts it, and
+kills it when DuckDB cannot stop. What the SQL may do is decided in
+:mod:`agent_kernel.store.guard`, how it runs in :mod:`agent_kernel.store.sandbox`.
 """
 
 from __future__ import annotations
@@ -56,12 +56,13 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     system prompt in later sessions. A pandas DataFrame `df` in the kernel is queried as
     `SELECT ... FROM df` without copying it; `CREATE TABLE ai_x AS SELECT * FROM df` keeps a
     copy. There is no file or network access (no read_csv, COPY, ATTACH, INSTALL/LOAD), no
-    SET or PRAGMA, and each statement is stopped after a few seconds (5 s by default).
+    SET or PRAGMA, and each call is stopped after a few seconds (5 s by default) or when it
+    needs too much memory. Huge rows are cut short (truncated, with a note why).
 
     Args:
         sql: One or more SQL statements.
         params: Values for ? placeholders (with a single statement).
-        into: A Python variable name: the query's full result becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
+        into: A new Python variable name (not a builtin, a module or a __dunder__): the query's full result (up to a size cap the answer reports) becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
     """
     context = current_context()
     statements = guard.parse(sql)

@@ -70,7 +70,13 @@ class Limits:
         DuckDB's ``memory_limit`` covers its buffers, not every vector of a running
         statement (one vector of huge strings or lists can take gigabytes outside it).
         """
-        return _size_bytes(self.memory_limit) + 512 * 1024 * 1024
+        try:
+            duckdb_limit = _size_bytes(self.memory_limit)
+        except ValueError:  # a form DuckDB reads but this does not: half the machine's memory
+            import psutil
+
+            duckdb_limit = psutil.virtual_memory().total // 2
+        return duckdb_limit + 512 * 1024 * 1024
 
     def config(self) -> dict[str, Any]:
         """The DuckDB settings of the sandboxed database instance (set before it starts)."""

@@ -147,11 +147,12 @@ class _Worker:
                     batches.append(body)
                 elif kind == "result":
                     return _finish(kind, body, batches, max_rows)
-                elif kind != "started":
-                    break
-        except ToolInputError:  # the worker is gone: the message is still ours to give
-            pass
-        self.kill()
+                elif kind != "started":  # it stopped in time and can take the next call
+                    raise ToolInputError(message)
+        except ToolInputError as exc:
+            if str(exc) == message:
+                raise
+        self.kill()  # busy in one call DuckDB cannot interrupt, or gone
         raise ToolInputError(message)
 
     def _readable(self, timeout: float) -> bool:
@@ -265,6 +266,7 @@ def _serve() -> None:
     # The stop signal is taken by one thread, never delivered to another (every thread
     # started later, DuckDB's and Arrow's included, inherits the blocked mask).
     signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+    _die_with_the_kernel()
     _preload()
     requests = os.fdopen(os.dup(0), "rb", buffering=0)
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
@@ -300,6 +302,18 @@ def _serve() -> None:
             answer("error", _portable(exc))
         finally:
             current.remove(sql_run)
+
+
+def _die_with_the_kernel() -> None:
+    """Exit when the kernel dies, even in the middle of a long statement."""
+    kernel = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == kernel:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _preload() -> None:

@@ -4,7 +4,9 @@ The connection is sandboxed before it runs anything (research/anchors-security.m
 no file or network access, no extension loading, memory and thread limits, DuckDB 2.0's
 ``max_execution_time`` for each statement, then ``lock_configuration`` so nothing can be
 changed back. A write that grows the file past its size cap is rolled back; at most
-``max_rows`` rows come back.
+``max_rows`` rows come back, read a few at a time within ``fetch_bytes``; ``into=`` keeps
+at most ``into_max_rows`` rows and ``into_max_bytes``. Calls run in a worker process
+(:mod:`agent_kernel.store.sql_worker`) that is killed when DuckDB cannot stop in time.
 
 Kernel DataFrames are registered on the connection by name, never copied into the file.
 The binder cannot serialize a plan that scans a Python object, so a statement that names

@@ -115,6 +115,7 @@ class AgentKernel(Configurable):
     @validate(
         "max_tokens", "token_limit", "max_model_calls", "result_chars",
         "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",  # issue 3
+        "into_max_rows", "into_max_mb",
     )
     def _positive(self, proposal: dict) -> int:
         if proposal["value"] <= 0:
@@ -149,6 +150,23 @@ class AgentKernel(Configurable):
         2048,
         help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file "
         "past it is rolled back.",
+    ).tag(config=True)
+
+    into_max_rows = Int(
+        10_000_000,
+        help="Most rows db_sql into= puts in a kernel variable; the result says when it was cut.",
+    ).tag(config=True)
+
+    into_max_mb = Int(
+        1024,
+        help="Most MB (in Arrow memory) db_sql into= puts in a kernel variable; the result says "
+        "when it was cut.",
+    ).tag(config=True)
+
+    overwrite_protected_names = Bool(
+        False,
+        help="Let tools that write a kernel variable (db_sql into=) replace a builtin's name "
+        "(print, list) or a module you imported (np, pd). Dunder names are never written.",
     ).tag(config=True)
 
     def now(self) -> datetime:

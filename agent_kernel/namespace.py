@@ -38,6 +38,32 @@ def user_names(namespace: Mapping[str, Any], hidden: Iterable[str] = ()) -> list
     ]
 
 
+def unwritable_reason(name: str, namespace: Mapping[str, Any], *, overwrite: bool = False) -> str | None:
+    """Why a tool may not write the kernel variable ``name`` (None: it may).
+
+    Refused: anything but a plain identifier, Python keywords, dunder names (``__builtins__``
+    and its like run the kernel) and IPython's own names; and, unless ``overwrite``, the
+    name of a builtin (``print``) or of a module the user imported (``np``).
+    """
+    import builtins
+    import keyword
+
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        return f"{name!r} is not a Python variable name."
+    if name.startswith("__") and name.endswith("__"):
+        return f"{name!r} is a special (dunder) name of Python or the kernel; choose another name."
+    if name in _IPYTHON_NAMES - {"open"}:
+        return f"{name!r} is one of IPython's own names; choose another name."
+    if overwrite:
+        return None
+    setting = " (the user can allow it with %config AgentKernel.overwrite_protected_names = True)"
+    if isinstance(namespace.get(name), types.ModuleType):
+        return f"{name!r} is the module {namespace[name].__name__} the user imported; choose another name{setting}."
+    if hasattr(builtins, name):
+        return f"{name!r} is a Python builtin; choose another name{setting}."
+    return None
+
+
 def describe(name: str, value: Any) -> dict[str, Any]:
     """One variable: ``{name, type, summary, shape?, columns?}``."""
     kind = _type_name(value)

@@ -6,7 +6,7 @@ import types
 
 import pandas as pd
 
-from agent_kernel.namespace import briefing, describe, describe_namespace, user_names
+from agent_kernel.namespace import briefing, describe, describe_namespace, unwritable_reason, user_names
 
 
 def test_user_names_skip_private_modules_and_ipython_names():
@@ -39,3 +39,27 @@ def test_briefing_lists_variables_compactly():
     many = {f"v{i}": "x" * 200 for i in range(200)}
     assert len(briefing(many, limit=1000)) < 1100
     assert len(describe_namespace(many)) == 60
+
+
+def test_names_a_tool_may_not_write():
+    namespace = {"np": types.ModuleType("numpy"), "df": pd.DataFrame({"a": [1]}), "total": 3}
+    for name, says in [
+        ("__builtins__", "dunder"),
+        ("__x__", "dunder"),
+        ("print", "builtin"),
+        ("list", "builtin"),
+        ("np", "module numpy the user imported"),
+        ("get_ipython", "IPython's own"),
+        ("Out", "IPython's own"),
+        ("1x", "not a Python variable name"),
+        ("class", "not a Python variable name"),
+    ]:
+        assert says in (unwritable_reason(name, namespace) or ""), name
+    assert "overwrite_protected_names" in unwritable_reason("np", namespace)
+    for name in ("df", "total", "result", "_private"):  # the user's own variables may be replaced
+        assert unwritable_reason(name, namespace) is None, name
+    # The setting lets a builtin's or a module's name be reused; dunders and IPython's names never.
+    assert unwritable_reason("print", namespace, overwrite=True) is None
+    assert unwritable_reason("np", namespace, overwrite=True) is None
+    assert "dunder" in unwritable_reason("__builtins__", namespace, overwrite=True)
+    assert "IPython" in unwritable_reason("get_ipython", namespace, overwrite=True)

@@ -145,6 +145,8 @@ def test_the_in_memory_sandbox_for_frames_is_locked_too(store):
 def unchecked(monkeypatch):
     """The guard's plan check switched off: every statement is taken as a read of nothing."""
     monkeypatch.setattr(sandbox, "check_plan", lambda *args, **kwargs: guard.Plan(frozenset(), ()))
+    # The check is off in this process only, so calls run here rather than in a SQL worker.
+    monkeypatch.setattr(sandbox.SqlRun, "run", sandbox.SqlRun.run_here)
 
 
 def _rows(store, table):
@@ -215,3 +217,119 @@ def test_reads_work_on_the_read_only_connection(store):
     assert run(store, "SELECT sum(n) FROM sales, sessions", read_only=True, frames=frames).rows == [(3,)]
     assert run(store, "EXPLAIN SELECT * FROM sessions", read_only=True).rows
     assert "read-only" in refused(store, "CREATE TABLE ai_x (a INT)", read_only=True)
+
+
+# A scalar call DuckDB cannot interrupt: ~5 s of one levenshtein, little memory.
+EXPENSIVE_CALL = "SELECT levenshtein(repeat('a', 30000), repeat('b', 30000))"
+
+
+def _time_to_take_the_lock(store, started: float, taken: dict) -> threading.Thread:
+    """Another user of the file (a second kernel, the scheduler) opening it meanwhile."""
+
+    def take():
+        time.sleep(0.3)
+        with Store(store.path).connect() as con:
+            taken["after"] = time.perf_counter() - started
+            con.execute("SELECT 1")
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("stop", ["limit", "interrupt"])
+def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop):
+    run(store, "SELECT 1")  # a worker is ready: the clock below measures the call, not its start
+    limits = sandbox.Limits(timeout_s=1.0 if stop == "limit" else 60.0)
+    sql_run = sandbox.SqlRun(store, limits)
+    if stop == "interrupt":
+        threading.Timer(1.0, sql_run.interrupt).start()
+    taken: dict = {}
+    started = time.perf_counter()
+    other = _time_to_take_the_lock(store, started, taken)
+    with pytest.raises(ToolInputError) as caught:
+        sql_run.run(guard.parse(EXPENSIVE_CALL))
+    stopped_after = time.perf_counter() - started
+    other.join()
+    expected = "longer than 1 s" if stop == "limit" else "The query was stopped."
+    assert expected in str(caught.value)
+    # 1 s, then the worker has GRACE_S to answer before it is killed; opening the file is extra.
+    assert stopped_after < 1.0 + sandbox_grace() + 1.0
+    assert taken["after"] < 1.0 + sandbox_grace() + 1.5  # the other user did not wait for the call
+    assert run(store, "SELECT 42").rows == [(42,)]  # a new worker, the same file
+
+
+def sandbox_grace() -> float:
+    from agent_kernel.store.sql_worker import GRACE_S
+
+    return GRACE_S
+
+
+class _PeakMemory:
+    """The largest resident size of this process's children (the SQL workers) meanwhile."""
+
+    def __enter__(self):
+        import psutil
+
+        self.peak = 0
+        self._done = threading.Event()
+        me = psutil.Process()
+
+        def watch():
+            while not self._done.is_set():
+                for child in me.children():
+                    try:
+                        self.peak = max(self.peak, child.memory_info().rss)
+                    except psutil.Error:
+                        pass
+                time.sleep(0.01)
+
+        self._thread = threading.Thread(target=watch)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+
+
+# One vector of these is gigabytes, outside DuckDB's memory_limit (each passed 7 GB in-process).
+HUGE_VALUES = [
+    ("SELECT repeat('x', 10000000) AS s FROM range(1001)", {}, "1GB"),
+    ("SELECT range(80000000) AS l", {}, "512MB"),
+    ("SELECT repeat('x', 10000000) AS s FROM df", {"df": pd.DataFrame({"n": range(1001)})}, "512MB"),
+]
+
+
+@pytest.mark.parametrize(("sql", "frames", "memory_limit"), HUGE_VALUES)
+def test_huge_values_are_stopped_within_the_memory_bound(store, sql, frames, memory_limit):
+    import resource
+
+    run(store, "SELECT 1")
+    kernel_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    limits = sandbox.Limits(timeout_s=60, memory_limit=memory_limit)  # the memory bound acts, not the clock
+    with _PeakMemory() as worker:
+        message = refused(store, sql, frames=frames, limits=limits)
+    assert "memory" in message and "nothing was changed" in message
+    assert worker.peak < limits.worker_memory_bytes() + 256 * 1024**2 < 2 * 1024**3
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - kernel_before < 256 * 1024**2
+    assert run(store, "SELECT 42").rows == [(42,)]
+
+
+def test_big_rows_are_read_within_a_byte_budget(store):
+    with _PeakMemory() as worker:
+        big = run(store, "SELECT range AS n, repeat('x', 100000) AS s FROM range(100000)")  # 10 GB in all
+    assert big.truncated and "rows are large" in big.note
+    assert 0 < len(big.rows) < 1000 and sum(len(s) for _, s in big.rows) <= sandbox.Limits().fetch_bytes
+    assert worker.peak < 2 * 1024**3
+
+
+def test_into_is_capped_by_rows_and_bytes(store):
+    by_rows = run(store, "SELECT range AS n FROM range(300000000)", into=True, limits=sandbox.Limits(into_max_rows=1_000_000))
+    assert by_rows.frame.shape == (1_000_000, 1) and by_rows.truncated
+    assert "1,000,000 rows (AgentKernel.into_max_rows)" in by_rows.note
+    assert by_rows.frame.n.iloc[-1] == 999_999
+    by_bytes = run(store, "SELECT range AS n FROM range(1000000)", into=True, limits=sandbox.Limits(into_max_bytes=80_000))
+    assert 5_000 <= len(by_bytes.frame) <= 10_000 and "AgentKernel.into_max_mb" in by_bytes.note
+    whole = run(store, "SELECT range AS n FROM range(5000)", into=True)
+    assert whole.frame.shape == (5000, 1) and not whole.truncated and not whole.note

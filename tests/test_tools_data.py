@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from agent_kernel.store import Store
 
 from .calls import batch, restarted, sql
@@ -72,6 +74,7 @@ def test_rows_are_capped_and_say_so(kernel, scripted_model):
 
 @needs_sql_guard
 def test_a_query_that_runs_too_long_is_stopped_and_the_database_stays_usable(kernel, scripted_model, agent_db):
+    batch(kernel, scripted_model, sql("SELECT 1 AS warm"))  # the kernel's first call starts the SQL worker
     started = time.perf_counter()
     results, _ = batch(
         kernel,
@@ -178,10 +181,57 @@ def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
     assert "set_state" not in offered
 
 
+# One scalar call DuckDB cannot interrupt (over a minute of levenshtein), and a plain long scan.
+UNINTERRUPTIBLE = "SELECT levenshtein(repeat('a', 120000), repeat('b', 120000)) AS d"
+
+
 @needs_sql_guard
-def test_interrupting_a_long_query_stops_it(kernel, scripted_model):
+def test_an_uninterruptible_call_is_stopped_at_the_limit(kernel, scripted_model, agent_db):
+    kernel.ok("%config AgentKernel.sql_timeout_s = 2")
+    batch(kernel, scripted_model, sql("SELECT 1 AS warm"))  # the SQL worker process has started
+    started = time.perf_counter()
+    results, _ = batch(kernel, scripted_model, sql(UNINTERRUPTIBLE), sql("SELECT 42 AS answer"))
+    assert time.perf_counter() - started < 40  # the call alone would take over a minute
+    slow, after = results
+    assert slow.get("is_error") and "longer than 2 s" in slow["text"]
+    assert after["rows"] == [[42]]
+    with Store(agent_db).connect() as con:
+        (seconds,) = con.execute(
+            "SELECT duration_ms / 1000 FROM tool_calls WHERE tool = 'db_sql' AND is_error"
+        ).fetchall()[0]
+    assert 2.0 <= seconds <= 2.0 + 2.5  # the limit, the grace before the kill, opening the file
+
+
+@needs_sql_guard
+def test_into_names_are_checked(kernel, scripted_model):
+    kernel.ok("import numpy as np")
+    names = ["__builtins__", "print", "np", "__x__"]
+    results, execution = batch(kernel, scripted_model, *[sql("SELECT 1 AS one", into=name) for name in names])
+    for name, result, says in zip(names, results, ["dunder", "builtin", "module numpy", "dunder"]):
+        assert result.get("is_error") and says in result["text"], (name, result)
+    assert not execution.errors
+    assert kernel.value("(type(np).__name__, print is __builtins__.print if isinstance(__builtins__, type(np)) else print is __builtins__['print'])") == ("module", True)
+    kernel.ok("%config AgentKernel.overwrite_protected_names = True")
+    results, _ = batch(kernel, scripted_model, sql("SELECT 1 AS one", into="np"), sql("SELECT 1 AS one", into="__builtins__"))
+    assert results[0]["into"] == {"variable": "np", "shape": [1, 1]}
+    assert results[1].get("is_error") and "dunder" in results[1]["text"]
+    assert kernel.value("type(np).__name__") == "DataFrame"
+
+
+@needs_sql_guard
+def test_into_says_when_it_was_capped(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.into_max_rows = 1000")
+    [capped], _ = batch(kernel, scripted_model, sql("SELECT range AS n FROM range(300000000)", into="many"))
+    assert capped["into"] == {"variable": "many", "shape": [1000, 1], "capped": True}
+    assert "1,000 rows (AgentKernel.into_max_rows)" in capped["note"] and capped["truncated"] is True
+    assert kernel.value("len(many)") == 1000
+
+
+@needs_sql_guard
+@pytest.mark.parametrize("statement", ["SELECT count(*) FROM range(100000000000)", UNINTERRUPTIBLE])
+def test_interrupting_a_long_query_stops_it(kernel, scripted_model, statement):
     kernel.ok("%config AgentKernel.sql_timeout_s = 120")
-    scripted_model.add(_one_call(sql("SELECT count(*) FROM range(100000000000)"))[0])  # no answer after it
+    scripted_model.add(_one_call(sql(statement))[0])  # no answer after it
     def running(message):
         return "db_sql" in str(message["content"].get("data", {}).get("text/plain", ""))
 

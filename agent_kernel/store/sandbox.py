@@ -4,7 +4,9 @@ The connection is sandboxed before it runs anything (research/anchors-security.m
 no file or network access, no extension loading, memory and thread limits, DuckDB 2.0's
 ``max_execution_time`` for each statement, then ``lock_configuration`` so nothing can be
 changed back. A write that grows the file past its size cap is rolled back; at most
-``max_rows`` rows come back.
+``max_rows`` rows come back, read a few at a time within ``fetch_bytes``; ``into=`` keeps
+at most ``into_max_rows`` rows and ``into_max_bytes``. Calls run in a worker process
+(:mod:`agent_kernel.store.sql_worker`) that is killed when DuckDB cannot stop in time.
 
 Kernel DataFrames are registered on the connection by name, never copied into the file.
 The binder cannot serialize a plan that scans a Python object, so a statement that names
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -66,6 +68,23 @@ class Limits:
     memory_limit: str = "1GB"
     threads: int = 4
     max_db_bytes: int = 2048 * 1024 * 1024
+    into_max_rows: int = 10_000_000
+    into_max_bytes: int = 1024 * 1024 * 1024
+    fetch_bytes: int = 16 * 1024 * 1024  # rows shown to the model are read up to this size
+
+    def worker_memory_bytes(self) -> int:
+        """Most memory the worker process may use: DuckDB's limit plus room for Python.
+
+        DuckDB's ``memory_limit`` covers its buffers, not every vector of a running
+        statement (one vector of huge strings or lists can take gigabytes outside it).
+        """
+        try:
+            duckdb_limit = _size_bytes(self.memory_limit)
+        except ValueError:  # a form DuckDB reads but this does not: half the machine's memory
+            import psutil
+
+            duckdb_limit = psutil.virtual_memory().total // 2
+        return duckdb_limit + 512 * 1024 * 1024
 
     def config(self) -> dict[str, Any]:
         """The DuckDB settings of the sandboxed database instance (set before it starts)."""
@@ -104,16 +123,20 @@ class SqlResult:
     wrote: bool = False
     returns_rows: bool = True
     frame: Any = None  # the full result as a pandas DataFrame, for into=
+    note: str = ""  # why rows are missing, when a size cap rather than max_rows cut them
+    schema: Any = None  # the Arrow schema of an into= result
 
 
 # -- running a call --------------------------------------------------------------------------
 
 
 class SqlRun:
-    """One ``db_sql`` call: a sandboxed connection, used from one worker thread.
+    """One ``db_sql`` call.
 
-    :meth:`run` blocks (call it off the event loop); :meth:`interrupt` stops it from any
-    thread, e.g. when the user presses Stop.
+    :meth:`run` blocks (call it off the event loop) while a worker process runs the call
+    (:mod:`agent_kernel.store.sql_worker`), so that any statement can be stopped at the
+    time limit or by :meth:`interrupt` (from any thread, e.g. when the user presses Stop),
+    and its memory bounded. :meth:`run_here` runs it on a connection in this process.
     """
 
     def __init__(self, store: Store, limits: Limits, *, read_only: bool = False) -> None:
@@ -123,11 +146,17 @@ class SqlRun:
         self.read_only = read_only
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
-        self._interrupted = False
+        self._interrupted = threading.Event()
+        self.emit_batch: Callable[[Any], None] | None = None  # where into= rows go (Arrow batches)
+        self.on_start: Callable[[], None] | None = None  # called once the connection is open
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted.is_set()
 
     def interrupt(self) -> None:
         with self._lock:
-            self._interrupted = True
+            self._interrupted.set()
             if self._con is not None:
                 self._con.interrupt()
 
@@ -140,6 +169,24 @@ class SqlRun:
         into: bool = False,
     ) -> SqlResult:
         """Run ``statements`` in one transaction; every refusal is a :class:`ToolInputError`.
+
+        Only the frames the statements name are sent to the worker process.
+        """
+        from . import sql_worker
+
+        frames = dict(frames or {})
+        named = {name: frames[name] for statement in statements for name in _frames_named(statement.sql, frames)}
+        return sql_worker.run(self, statements, params=params, frames=named, into=into)
+
+    def run_here(
+        self,
+        statements: Sequence[Statement],
+        *,
+        params: Sequence[Any] | None = None,
+        frames: Mapping[str, Any] | None = None,
+        into: bool = False,
+    ) -> SqlResult:
+        """Run the call on a connection of this process (the worker process does this).
 
         Queries that read only kernel DataFrames run on a private in-memory database with
         the same sandbox: they neither open the agent's file nor wait for its lock.
@@ -158,9 +205,11 @@ class SqlRun:
         import duckdb
 
         with self._lock:
-            if self._interrupted:
+            if self._interrupted.is_set():
                 raise ToolInputError("The query was stopped.")
             self._con = con
+        if self.on_start is not None:
+            self.on_start()
         try:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -233,6 +282,11 @@ class SqlRun:
         if self.read_only and plan.writes:
             raise ToolInputError(READ_ONLY_WRITE)
         result.wrote = result.wrote or plan.writes
+        if into and last:  # a relation streams its Arrow batches; a DB-API result is read whole first
+            relation = con.sql(statement.sql, params=list(params) if params is not None else None)
+            result.columns = list(relation.columns)
+            self._fetch_into(relation, result)
+            return
         cursor = con.execute(statement.sql, list(params) if params is not None else None)
         if plan.writes and _is_count(cursor.description):
             rows = cursor.fetchall()
@@ -245,19 +299,85 @@ class SqlRun:
             con.complete() if plan.writes else con.abort()
             return
         result.columns = [d[0] for d in cursor.description or []]
-        if into:
-            result.frame = cursor.fetch_df()
-            result.truncated = len(result.frame) > self.limits.max_rows
-            result.rows = list(result.frame.head(self.limits.max_rows).itertuples(index=False, name=None))
-        elif plan.writes:  # INSERT ... RETURNING: the write must finish, whatever is shown
-            rows = cursor.fetchall()
-            result.truncated = len(rows) > self.limits.max_rows
-            result.rows = rows[: self.limits.max_rows]
-        else:
-            rows = cursor.fetchmany(self.limits.max_rows + 1)
-            result.truncated = len(rows) > self.limits.max_rows
-            result.rows = rows[: self.limits.max_rows]
+        # INSERT ... RETURNING: the write must finish, whatever is shown.
+        self._fetch_shown(cursor, result, drain=plan.writes)
+        if not plan.writes:
             con.abort()  # the rest is not needed; the transaction can commit
+
+    def _fetch_shown(self, cursor: duckdb.DuckDBPyConnection, result: SqlResult, *, drain: bool) -> None:
+        """At most ``max_rows`` rows and about ``fetch_bytes`` of them, read a few at a time.
+
+        The first row tells how big rows are; later reads take as many as fit in a quarter
+        of what is left of the budget, so one read never holds much more than the budget.
+        """
+        rows: list[tuple[Any, ...]] = []
+        size = 0
+        budget, wanted = self.limits.fetch_bytes, self.limits.max_rows + 1
+        step = 1
+        while len(rows) < wanted and size <= budget:
+            chunk = cursor.fetchmany(min(step, wanted - len(rows)))
+            if not chunk:
+                break
+            chunk_size = sum(_row_bytes(row) for row in chunk)
+            rows.extend(chunk)
+            size += chunk_size
+            per_row = max(1, chunk_size // len(chunk))
+            step = max(1, min(2048, (budget - size) // 4 // per_row))
+        if size > budget:
+            while len(rows) > 1 and size > budget:
+                size -= _row_bytes(rows.pop())
+            result.truncated = True
+            result.note = (
+                f"The rows are large: only the first {len(rows):,} (about {_mb(size)}) were read. "
+                "Select fewer or shorter columns (left(text, 200)), or aggregate in SQL."
+            )
+        elif len(rows) > self.limits.max_rows:
+            result.truncated = True
+        result.rows = rows[: self.limits.max_rows]
+        if drain:
+            while cursor.fetchmany(1024):
+                pass
+
+    def _fetch_into(self, relation: duckdb.DuckDBPyRelation, result: SqlResult) -> None:
+        """The result as Arrow batches, up to ``into_max_rows`` rows and ``into_max_bytes``.
+
+        Batches go to :attr:`emit_batch` as they are read (the worker streams them to the
+        kernel), so the whole result is never held twice.
+        """
+        import pyarrow as pa
+
+        batches: list[Any] = []
+        emit = self.emit_batch or batches.append
+        rows = size = 0
+        max_rows, max_bytes = self.limits.into_max_rows, self.limits.into_max_bytes
+        reader = relation.to_arrow_reader(8192)
+        schema = reader.schema
+        try:
+            for batch in reader:
+                if rows + batch.num_rows > max_rows:
+                    batch = batch.slice(0, max_rows - rows)
+                    result.note = f"into= keeps at most {max_rows:,} rows (AgentKernel.into_max_rows)"
+                if size + batch.nbytes > max_bytes:
+                    keep = int(batch.num_rows * (max_bytes - size) / max(1, batch.nbytes))
+                    batch = batch.slice(0, keep)
+                    result.note = (
+                        f"into= keeps at most {_mb(max_bytes)} of rows (AgentKernel.into_max_mb)"
+                    )
+                rows += batch.num_rows
+                size += batch.nbytes
+                if batch.num_rows:
+                    emit(batch)
+                if result.note:
+                    break
+        finally:
+            reader.close()
+        if result.note:
+            result.truncated = True
+            result.note += f": the variable holds the first {rows:,}. Filter or aggregate in SQL, or raise the setting."
+        if self.emit_batch is None:
+            result.frame = pa.Table.from_batches(batches, schema=schema).to_pandas()
+            result.rows = list(result.frame.head(self.limits.max_rows).itertuples(index=False, name=None))
+        result.schema = schema
 
     def _check_size(self, con: duckdb.DuckDBPyConnection, pending_before: int) -> None:
         # Rows not written to blocks yet count at their in-memory size, which is larger than
@@ -277,11 +397,7 @@ class SqlRun:
         text = str(exc)
         if isinstance(exc, duckdb.InterruptException):
             if "execution time" in text:
-                return (
-                    f"The statement ran longer than {self.limits.timeout_s:g} s and was stopped "
-                    "(nothing was changed). Make it cheaper: filter or aggregate earlier, add a "
-                    "LIMIT, or sample (USING SAMPLE 10%)."
-                )
+                return timeout_message(self.limits.timeout_s)
             return "The query was stopped."
         if isinstance(exc, duckdb.PermissionException):
             return f"{NO_FILES} ({text})"
@@ -291,6 +407,13 @@ class SqlRun:
                 f"and was stopped. Aggregate or filter earlier, or select fewer columns. ({text})"
             )
         return text
+
+
+def timeout_message(timeout_s: float) -> str:
+    return (
+        f"The statement ran longer than {timeout_s:g} s and was stopped (nothing was changed). "
+        "Make it cheaper: filter or aggregate earlier, add a LIMIT, or sample (USING SAMPLE 10%)."
+    )
 
 
 class _MemorySandbox:
@@ -396,3 +519,32 @@ def _pending_bytes(con: duckdb.DuckDBPyConnection) -> int:
 
 def _mb(size: int) -> str:
     return f"{size / 1024 / 1024:,.1f} MB"
+
+
+def _row_bytes(row: tuple[Any, ...]) -> int:
+    """About how much memory a fetched row takes (strings and blobs by length, lists deep)."""
+    return sum(_value_bytes(value) for value in row)
+
+
+def _value_bytes(value: Any) -> int:
+    if isinstance(value, (str, bytes, bytearray)):
+        return 50 + len(value)
+    if isinstance(value, (list, tuple)):
+        return 56 + sum(_value_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return 64 + sum(_value_bytes(k) + _value_bytes(v) for k, v in value.items())
+    return 32
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def _size_bytes(text: str) -> int:
+    """Bytes in a DuckDB size setting such as ``1GB`` or ``953.6 MiB``."""
+    import re
+
+    match = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])

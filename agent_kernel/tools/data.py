@@ -1,9 +1,9 @@
 """The ``data`` group: guarded SQL over the agent's DuckDB file, and key-value state.
 
-``db_sql`` runs off the event loop, in a worker thread holding the store's lock, so the
-kernel stays responsive (Stop works) while DuckDB works; Stop interrupts the query. What
-the SQL may do is decided in :mod:`agent_kernel.store.guard`, how it runs in
-:mod:`agent_kernel.store.sandbox`.
+``db_sql`` runs off the event loop, so the kernel stays responsive (Stop works) while a
+worker process runs the SQL (:mod:`agent_kernel.store.sql_worker`); Stop interrupts it, and
+kills it when DuckDB cannot stop. What the SQL may do is decided in
+:mod:`agent_kernel.store.guard`, how it runs in :mod:`agent_kernel.store.sandbox`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import asyncio
 import datetime
 import decimal
 import json
-import keyword
 import math
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ToolInputError
+from ..namespace import unwritable_reason
 from ..store import guard, sandbox
 from . import Tool, current_context
 
@@ -56,23 +56,25 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     system prompt in later sessions. A pandas DataFrame `df` in the kernel is queried as
     `SELECT ... FROM df` without copying it; `CREATE TABLE ai_x AS SELECT * FROM df` keeps a
     copy. There is no file or network access (no read_csv, COPY, ATTACH, INSTALL/LOAD), no
-    SET or PRAGMA, and each statement is stopped after a few seconds (5 s by default).
+    SET or PRAGMA, and each call is stopped after a few seconds (5 s by default) or when it
+    needs too much memory. Huge rows are cut short (truncated, with a note why).
 
     Args:
         sql: One or more SQL statements.
         params: Values for ? placeholders (with a single statement).
-        into: A Python variable name: the query's full result becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
+        into: A new Python variable name (not a builtin, a module or a __dunder__): the query's full result (up to a size cap the answer reports) becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
     """
     context = current_context()
     statements = guard.parse(sql)
     if params is not None and len(statements) > 1:
         raise ToolInputError("params go with a single statement; send the statements one call each.")
+    settings = context.settings
     if into is not None:
-        if not into.isidentifier() or keyword.iskeyword(into):
-            raise ToolInputError(f"into must be a Python variable name, not {into!r}.")
+        refusal = unwritable_reason(into, context.namespace, overwrite=settings.overwrite_protected_names)
+        if refusal:
+            raise ToolInputError(f"into: {refusal}")
         if not statements[-1].reads:
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
-    settings = context.settings
     # A read runs on a read-only connection: a write the guard missed cannot happen there.
     read_only = context.approve == "read-only" or not guard.writes(sql)
     run = sandbox.SqlRun(context.store, _limits(settings), read_only=read_only)
@@ -95,6 +97,11 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     if into is not None:
         context.namespace[into] = result.frame
         answer["into"] = {"variable": into, "shape": list(result.frame.shape)}
+        if result.note:
+            answer["into"]["capped"] = True
+            answer["note"] = result.note
+    elif result.note:
+        answer["note"] = result.note
     elif answer["truncated"]:
         answer["note"] = (
             "More rows exist than are shown: aggregate or filter in SQL, or fetch the whole "
@@ -208,6 +215,8 @@ def _limits(settings: AgentKernel) -> sandbox.Limits:
         memory_limit=settings.sql_memory_limit,
         threads=settings.sql_threads,
         max_db_bytes=settings.db_max_mb * 1024 * 1024,
+        into_max_rows=settings.into_max_rows,
+        into_max_bytes=settings.into_max_mb * 1024 * 1024,
     )
 
 

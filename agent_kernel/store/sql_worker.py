@@ -1,0 +1,340 @@
+"""A worker process that runs the model's SQL, so that any statement can be stopped.
+
+DuckDB looks for an interrupt, and at its own ``max_execution_time``, only between chunks
+of work: one expensive scalar call (``damerau_levenshtein`` of two long strings) or one
+vector of huge values (``repeat('x', 10000000) FROM range(1000)``) runs to its end, can
+allocate far past ``memory_limit``, and meanwhile holds the database file. A busy DuckDB
+connection cannot be closed and a thread cannot be stopped; a process can. So each call
+runs in a worker process: the kernel sends it the call, watches the clock and the
+worker's memory, interrupts it at the limit or on Stop, and kills it if it has not
+answered soon after. The OS then releases the store's lock and DuckDB's own file lock;
+the open transaction is lost (it never committed), the file stays as it was.
+
+Frames a statement names are sent to the worker with the call (pickled); an ``into=``
+result comes back as Arrow record batches, streamed as they are read. Idle workers are
+kept for the next call, so only the first call pays for starting one.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ToolInputError
+from .sandbox import timeout_message
+
+if TYPE_CHECKING:
+    from .guard import Statement
+    from .sandbox import SqlResult, SqlRun
+
+__all__ = ["run"]
+
+GRACE_S = 0.5  # after an interrupt, how long the worker may take to answer before it is killed
+_POLL_S = 0.02  # how often the clock and the worker's memory are checked
+_IDLE_WORKERS = 2
+_HEADER = struct.Struct("<Q")
+_STOP_SIGNAL = signal.SIGUSR1
+
+
+def run(
+    sql_run: SqlRun,
+    statements: Sequence[Statement],
+    *,
+    params: Sequence[Any] | None,
+    frames: Mapping[str, Any],
+    into: bool,
+) -> SqlResult:
+    """Run the call in a worker process, within ``sql_run.limits``; refusals raise."""
+    request = (str(sql_run.store.path), sql_run.limits, sql_run.read_only, list(statements), params, dict(frames), into)
+    try:
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - a frame type that cannot leave the process
+        raise ToolInputError(
+            f"A DataFrame this query names cannot be read by db_sql ({type(exc).__name__}: {exc}). "
+            "Turn it into a pandas DataFrame first (run_code)."
+        ) from None
+    worker = _take()
+    try:
+        return worker.call(sql_run, payload)
+    finally:
+        _give_back(worker)
+
+
+# -- the kernel's side --------------------------------------------------------------------
+
+
+class _Worker:
+    """One worker process and its two pipes (length-prefixed pickles both ways)."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def call(self, sql_run: SqlRun, payload: bytes) -> SqlResult:
+        import psutil
+
+        limits = sql_run.limits
+        watched = psutil.Process(self.process.pid)
+        memory_cap = limits.worker_memory_bytes()
+        try:
+            _write(self.process.stdin, payload)
+        except OSError:
+            self.kill()
+            raise ToolInputError("The SQL worker could not take the query; try again.") from None
+        batches: list[Any] = []
+        started: float | None = None  # the clock starts once the worker has the database open
+        while True:
+            if sql_run.interrupted:
+                return self._stop(batches, "The query was stopped.", limits.max_rows)
+            if started is not None and time.monotonic() - started > limits.timeout_s:
+                return self._stop(batches, timeout_message(limits.timeout_s), limits.max_rows)
+            try:
+                rss = watched.memory_info().rss
+            except psutil.Error:
+                rss = 0
+            if rss > memory_cap:
+                self.kill()
+                raise ToolInputError(
+                    f"The statement needed more than {memory_cap / 2**20:,.0f} MB of memory and was "
+                    "stopped (nothing was changed): a result with huge values (long strings, big "
+                    "lists) or too many rows. Select shorter values (left(text, 200)), fewer rows "
+                    "(LIMIT), or aggregate in SQL."
+                )
+            if not self._readable(_POLL_S):
+                continue
+            kind, body = self._receive()
+            if kind == "started":
+                started = time.monotonic()
+            elif kind == "batch":
+                batches.append(body)
+            else:
+                return _finish(kind, body, batches, limits.max_rows)
+
+    def _stop(self, batches: list[Any], message: str, max_rows: int) -> SqlResult:
+        """Interrupt the worker; kill it when it does not answer within :data:`GRACE_S`.
+
+        A call that finished meanwhile returns its result (a write may have committed).
+        """
+        try:
+            os.kill(self.process.pid, _STOP_SIGNAL)
+        except OSError:
+            pass
+        deadline = time.monotonic() + GRACE_S
+        try:
+            while time.monotonic() < deadline:
+                if not self._readable(_POLL_S):
+                    continue
+                kind, body = self._receive()
+                if kind == "batch":
+                    batches.append(body)
+                elif kind == "result":
+                    return _finish(kind, body, batches, max_rows)
+                elif kind != "started":  # it stopped in time and can take the next call
+                    raise ToolInputError(message)
+        except ToolInputError as exc:
+            if str(exc) == message:
+                raise
+        self.kill()  # busy in one call DuckDB cannot interrupt, or gone
+        raise ToolInputError(message)
+
+    def _readable(self, timeout: float) -> bool:
+        if not self.alive:
+            raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        return bool(ready)
+
+    def _receive(self) -> tuple[str, Any]:
+        message = _read(self.process.stdout)
+        if message is None:
+            self.kill()
+            raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
+        return pickle.loads(message)
+
+    def kill(self) -> None:
+        if self.alive:
+            self.process.kill()
+        self.process.wait()
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+def _finish(kind: str, body: Any, batches: list[Any], max_rows: int) -> SqlResult:
+    if kind == "error":
+        raise body
+    result: SqlResult = body
+    if result.schema is not None:  # an into= result: the rows came as Arrow batches
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(batches, schema=result.schema)
+        batches.clear()
+        result.frame = table.to_pandas(self_destruct=True)
+        del table
+        result.rows = list(result.frame.head(max_rows).itertuples(index=False, name=None))
+    return result
+
+
+_idle: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+_successors: list[threading.Thread] = []
+
+
+def _take() -> _Worker:
+    for successor in list(_successors):  # one being started is ready sooner than a new one
+        successor.join()
+    with _idle_lock:
+        while _idle:
+            worker = _idle.pop()
+            if worker.alive:
+                return worker
+    return _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
+    if not worker.alive:  # killed at the limit: start its successor now, not on the next call
+        successor = threading.Thread(target=_start_successor, daemon=True)
+        _successors.append(successor)
+        successor.start()
+        return
+    with _idle_lock:
+        if len(_idle) < _IDLE_WORKERS:
+            _idle.append(worker)
+            return
+    worker.kill()
+
+
+def _start_successor() -> None:
+    try:
+        _give_back(_Worker())
+    finally:
+        _successors.remove(threading.current_thread())
+
+
+def _write(pipe: Any, payload: bytes) -> None:
+    pipe.write(_HEADER.pack(len(payload)))
+    view = memoryview(payload)
+    while view:
+        written = pipe.write(view)
+        view = view[written:]
+
+
+def _read(pipe: Any) -> bytes | None:
+    header = _read_exactly(pipe, _HEADER.size)
+    if header is None:
+        return None
+    return _read_exactly(pipe, _HEADER.unpack(header)[0])
+
+
+def _read_exactly(pipe: Any, size: int) -> bytes | None:
+    data = bytearray()
+    while len(data) < size:
+        chunk = pipe.read(min(size - len(data), 1 << 24))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+# -- the worker's side --------------------------------------------------------------------
+
+
+def _serve() -> None:
+    """Answer calls until the kernel closes the pipe."""
+    from . import Store
+    from .sandbox import SqlRun
+
+    # The stop signal is taken by one thread, never delivered to another (every thread
+    # started later, DuckDB's and Arrow's included, inherits the blocked mask).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+    _die_with_the_kernel()
+    _preload()
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)  # nothing else may write into the answers' pipe
+    current: list[SqlRun] = []
+
+    def take_stops() -> None:
+        while True:
+            signal.sigwait({_STOP_SIGNAL})
+            for sql_run in list(current):
+                sql_run.interrupt()
+
+    threading.Thread(target=take_stops, daemon=True).start()
+
+    def answer(kind: str, body: Any = None) -> None:
+        _write(answers, pickle.dumps((kind, body), protocol=pickle.HIGHEST_PROTOCOL))
+
+    stores: dict[str, Store] = {}
+    while True:
+        message = _read(requests)
+        if message is None:
+            return
+        path, limits, read_only, statements, params, frames, into = pickle.loads(message)
+        store = stores.setdefault(path, Store(path))
+        sql_run = SqlRun(store, limits, read_only=read_only)
+        sql_run.on_start = lambda: answer("started")
+        if into:
+            sql_run.emit_batch = lambda batch: answer("batch", batch)
+        current.append(sql_run)
+        try:
+            answer("result", sql_run.run_here(statements, params=params, frames=frames, into=into))
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
+            answer("error", _portable(exc))
+        finally:
+            current.remove(sql_run)
+
+
+def _die_with_the_kernel() -> None:
+    """Exit when the kernel dies, even in the middle of a long statement."""
+    kernel = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == kernel:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _preload() -> None:
+    """Import what calls need (frames arrive as pandas, into= leaves as Arrow) before the first."""
+    import duckdb  # noqa: F401
+
+    for name in ("pandas", "pyarrow"):
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc`` itself when it survives pickling (the project's errors do), else a summary."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    _serve()

@@ -57,9 +57,17 @@ class ModelClient:
     async def stream(
         self, params: dict[str, Any], view: StreamView, *, retries: int = 3
     ) -> Message:
-        """Stream one response into ``view``; retry mid-stream overloads up to ``retries`` times."""
+        """Stream one response into ``view``; retry mid-stream overloads up to ``retries`` times.
+
+        Every model request goes out through here, so this is where the request is
+        scrubbed as a whole (system prompt, messages, tool definitions): secrets
+        redacted, text made encodable, nesting bounded (:func:`agent_kernel.secrets.scrub`).
+        """
         import anthropic
 
+        from .secrets import scrub
+
+        params = scrub(params)
         client = self.client()
         attempt = 0
         while True:

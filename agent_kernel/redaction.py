@@ -142,13 +142,15 @@ def _pattern(form: str, spaced: bool) -> re.Pattern[str]:
     class), so the regex engine scans for that character instead of trying every form
     at every position.
     """
-    folds_case = bool(re.fullmatch(r"[0-9A-Fa-f%+]+", form))
-    chars = []
-    for c in form:
-        if folds_case and c.isalpha():
-            chars.append(f"[{c.lower()}{c.upper()}]")
-        else:
-            chars.append(re.escape(c))
+    hex_form = bool(re.fullmatch(r"[0-9A-Fa-f]+", form))
+    # Letters that may come in either case: all of a hex form, the digits of a %XX escape.
+    either = {i for i, c in enumerate(form) if hex_form and c.isalpha()}
+    for match in re.finditer(r"%[0-9A-Fa-f]{2}", form):
+        either |= {match.start() + 1, match.start() + 2}
+    chars = [
+        f"[{c.lower()}{c.upper()}]" if i in either and c.isalpha() else re.escape(c)
+        for i, c in enumerate(form)
+    ]
     return re.compile((r"\s*" if spaced else "").join(chars))
 
 

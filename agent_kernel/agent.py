@@ -70,11 +70,11 @@ class Agent:
         self._store: Store | None = None
         self._store_path: Path | None = None
         self._registry: Registry | None = None
-        self._model_client: Any = None
+        self._model_client: Any = None  # ModelClient.stream scrubs every request
         self._writer: Any = None
         self._running = False
         self.approver: Approver | None = None
-        self.secrets = Secrets()
+        self.secrets = Secrets(lambda: self.config.secret_env)
         self.last_result: TurnResult | None = None
 
     # -- parts, made on first use --------------------------------------------------------
@@ -370,6 +370,7 @@ class Agent:
         hidden = set(getattr(shell, "user_ns_hidden", {}))
         return build_system_prompt(
             sections,
+            secrets=self.secrets.names(),
             groups=sorted({t.group for t in offered}),
             briefing=namespace.briefing(shell.user_ns, hidden) if offered else "",
             now=self.config.now(),

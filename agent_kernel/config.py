@@ -169,6 +169,28 @@ class AgentKernel(Configurable):
         "(print, list) or a module you imported (np, pd). Dunder names are never written.",
     ).tag(config=True)
 
+    secret_env = List(
+        Unicode(),
+        default_value=[],
+        help="Names of environment variables that hold secrets (papermill, scheduled jobs, "
+        "JupyterHub, CI). Code reads them as os.environ[NAME]; the model is told the names, "
+        "never the values, and every value is redacted from what it sees and what is stored.",
+    ).tag(config=True)
+
+    @default("secret_env")
+    def _default_secret_env(self) -> list[str]:
+        # How the scheduler (and anyone starting a kernel) declares them without %config.
+        return os.environ.get("AGENT_KERNEL_SECRET_ENV", "").replace(",", " ").split()
+
+    @validate("secret_env")
+    def _valid_secret_env(self, proposal: dict) -> list[str]:
+        bad = [n for n in proposal["value"] if not str(n).isidentifier()]
+        if bad:
+            raise TraitError(
+                f"secret_env takes environment variable names; {', '.join(map(repr, bad))} is not one."
+            )
+        return list(proposal["value"])
+
     def now(self) -> datetime:
         """The current time in the configured timezone (the machine's when none is set)."""
         if self.timezone:

@@ -19,6 +19,7 @@ from . import conversation
 from .errors import ModelError
 from .interrupts import TurnInterrupted
 from .model import ModelClient, tokens_used
+from .secrets import scrub
 from .store import audit
 from .store import sessions as session_rows
 
@@ -95,6 +96,9 @@ class Turn:
         view = ctx.transcript
         started = time.perf_counter()
         result = TurnResult(session=ctx.session_name, state="running", session_tokens=self.session_tokens)
+        # An interpolated prompt can hold a secret or text no encoder accepts: it is
+        # stored and sent only scrubbed.
+        self.prompt_blocks = scrub(self.prompt_blocks)
         self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
         prompt_saved = False
         self._journal = session_rows.Journal(ctx.session_id, ctx.turn)
@@ -132,7 +136,9 @@ class Turn:
                 spent = tokens_used(message)
                 result.tokens += spent
                 result.session_tokens += spent
-                content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
+                # Scrubbed before it is stored, dispatched or sent back: a tool input with a
+                # lone surrogate or absurd nesting must not fail the next request or insert.
+                content = scrub([b.model_dump(mode="json", exclude_none=True) for b in message.content])
                 if not prompt_saved:
                     self._save("user", self.prompt_blocks)
                     prompt_saved = True

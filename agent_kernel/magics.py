@@ -444,8 +444,10 @@ class AgentMagics(Magics):
         Usage: %agent_secret NAME
 
         The value is read with getpass, kept in this kernel's memory and environment
-        (code the agent runs finds it as os.environ["NAME"]), and never stored. Tool
-        results that contain it reach the model as [secret NAME].
+        (code the agent runs finds it as os.environ["NAME"]), and never stored. The model
+        is told the name; anything sent to it or stored that contains the value (raw or
+        in a common encoding) shows [secret NAME]. Unattended runs declare secrets with
+        %config AgentKernel.secret_env = ["NAME"] instead.
         """
         import getpass
 

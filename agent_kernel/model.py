@@ -12,6 +12,7 @@ whose message is one line saying what happened and what to do.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol
@@ -76,9 +77,17 @@ class ModelClient:
     async def stream(
         self, params: dict[str, Any], view: StreamView, *, retries: int = 3
     ) -> Message:
-        """Stream one response into ``view``; retry mid-stream overloads up to ``retries`` times."""
+        """Stream one response into ``view``; retry mid-stream overloads up to ``retries`` times.
+
+        Every model request goes out through here, so this is where the request is
+        scrubbed as a whole (system prompt, messages, tool definitions): secrets
+        redacted, text made encodable, nesting bounded (:func:`agent_kernel.secrets.scrub`).
+        """
         import anthropic
 
+        from .secrets import scrub
+
+        params = scrub(params)
         client = self.client()
         attempt = 0
         while True:
@@ -103,24 +112,97 @@ class ModelClient:
 
 
 async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) -> Message:
+    """One streamed response, accumulated here from the raw events.
+
+    Not the SDK's accumulating ``messages.stream``: it parses each tool input with a
+    strict parser that raises on a lone surrogate or deep nesting, losing the whole
+    response. Here such an input is parsed leniently and scrubbed like everything else.
+    """
+    from anthropic.types import Message
+
+    snapshot: dict[str, Any] = {}
+    buffers: dict[int, str] = {}
     current_tool: str | None = None
-    async with client.messages.stream(**params) as stream:
+    stream = await client.messages.create(**params, stream=True)
+    async with stream:
         async for event in stream:
             kind = event.type
-            if kind == "text":
-                view.text(event.text)
+            if kind == "message_start":
+                snapshot = event.message.model_dump(mode="json", exclude_none=True)
+                snapshot["content"] = []
             elif kind == "content_block_start":
-                block = event.content_block
-                if block.type == "tool_use":
-                    current_tool = block.id
-                    view.tool_started(block.id, block.name)
-            elif kind == "input_json" and current_tool is not None:
-                view.tool_input(current_tool, event.snapshot)
+                block = event.content_block.model_dump(mode="json", exclude_none=True)
+                snapshot["content"].append(block)
+                if block.get("type") == "tool_use":
+                    current_tool = block["id"]
+                    view.tool_started(block["id"], block["name"])
+            elif kind == "content_block_delta":
+                _apply_delta(snapshot["content"][event.index], event, buffers, view, current_tool)
             elif kind == "content_block_stop":
-                if event.content_block.type == "text":
+                block = snapshot["content"][event.index]
+                if event.index in buffers:
+                    block["input"] = tool_input(buffers.pop(event.index))
+                if block.get("type") == "text":
                     view.end_text()
                 current_tool = None
-        return await stream.get_final_message()
+            elif kind == "message_delta":
+                snapshot["stop_reason"] = event.delta.stop_reason
+                snapshot["stop_sequence"] = event.delta.stop_sequence
+                usage = event.usage.model_dump(mode="json", exclude_none=True)
+                snapshot.setdefault("usage", {}).update(usage)
+    from .secrets import scrub
+
+    snapshot["content"] = scrub(snapshot.get("content", []))
+    return Message.model_validate(snapshot)
+
+
+def _apply_delta(
+    block: dict[str, Any], event: Any, buffers: dict[int, str], view: StreamView, current_tool: str | None
+) -> None:
+    delta = event.delta
+    if delta.type == "text_delta":
+        block["text"] = block.get("text", "") + delta.text
+        view.text(delta.text)
+    elif delta.type == "input_json_delta":
+        buffers[event.index] = buffers.get(event.index, "") + delta.partial_json
+        if current_tool is not None:
+            partial = _partial_input(buffers[event.index])
+            if partial is not None:
+                view.tool_input(current_tool, partial)
+    elif delta.type == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + delta.thinking
+    elif delta.type == "signature_delta":
+        block["signature"] = delta.signature
+    elif delta.type == "citations_delta":
+        block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
+
+
+def tool_input(text: str) -> dict[str, Any]:
+    """A tool call's input from its streamed JSON; what cannot be parsed is kept as text.
+
+    The input goes back to the API in the conversation, which requires an object: JSON
+    that is not one (or does not parse, or nests past the recursion limit) becomes
+    ``{"unparsed_input": <the text, shortened>}``, and the tool's input check answers it.
+    """
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        return value
+    return {"unparsed_input": text[:2000]}
+
+
+def _partial_input(text: str) -> Any:
+    """The input streamed so far, for the display (``None`` while it does not parse)."""
+    try:
+        from jiter import from_json
+
+        return from_json(text.encode("utf-8", "replace"), partial_mode=True)
+    except Exception:  # noqa: BLE001 - only a preview
+        return None
 
 
 def api_key() -> str | None:

@@ -8,11 +8,14 @@ skipped. Nothing here imports pandas, polars or numpy: types are recognised by n
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import reprlib
 import types
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from .secrets import redact
 
 MAX_VARIABLES = 60
 MAX_COLUMNS = 40
@@ -21,7 +24,27 @@ SUMMARY_CHARS = 300
 
 _IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
 
-_repr = reprlib.Repr()
+
+
+class _Repr(reprlib.Repr):
+    """``reprlib`` that redacts secrets before it shortens, so a cut never ends inside one."""
+
+    def repr_str(self, x: str, level: int) -> str:
+        return super().repr_str(redact(x), level)
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:
+            text = redact(builtins.repr(x))
+        except Exception:  # noqa: BLE001 - as reprlib does
+            return f"<{type(x).__name__} instance at {id(x):#x}>"
+        if len(text) > self.maxother:
+            i = max(0, (self.maxother - 3) // 2)
+            j = max(0, self.maxother - 3 - i)
+            text = text[:i] + self.fillvalue + text[len(text) - j :]
+        return text
+
+
+_repr = _Repr()
 _repr.maxstring = 80
 _repr.maxother = 80
 _repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 8
@@ -123,6 +146,8 @@ def briefing(namespace: Mapping[str, Any], hidden: Iterable[str] = (), limit: in
         lines.append(line)
     text = "\n".join(lines)
     if len(text) > limit:
+        text = redact(text)  # before the cut
+    if len(text) > limit:
         text = text[:limit].rsplit("\n", 1)[0] + "\n- ... (more: call inspect_namespace)"
     return text
 
@@ -174,6 +199,9 @@ def _type_name(value: Any) -> str:
 
 
 def _bounded(text: str) -> str:
+    if len(text) <= SUMMARY_CHARS:
+        return text
+    text = redact(text)  # before the cut
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 3] + "..."
 
 

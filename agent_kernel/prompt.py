@@ -28,10 +28,25 @@ GROUP_DESCRIPTIONS = {
 }
 
 
+def secrets_section(names: Iterable[str]) -> str:
+    """What the model is told about the kernel's secrets: their names and how to reach them."""
+    names = list(names)
+    if not names:
+        return ""
+    listed = ", ".join(f"`{n}`" for n in names)
+    return (
+        f"These secrets are set in the kernel's environment: {listed}. Code you run reads one "
+        f'as os.environ["{names[0]}"]. You never see their values: any output, result or '
+        "stored text that contains one shows [secret NAME] instead. Pass them to the code that "
+        "needs them; do not print, store or transform them."
+    )
+
+
 def build_system_prompt(
     sections: Iterable[tuple[str, str]],
     *,
     groups: Iterable[str],
+    secrets: Iterable[str] = (),
     briefing: str,
     now: datetime,
 ) -> str:
@@ -40,7 +55,7 @@ def build_system_prompt(
     group_lines = [f"- {g}: {GROUP_DESCRIPTIONS[g]}" for g in groups if g in GROUP_DESCRIPTIONS]
     if group_lines:
         parts.append("## Your tools\n" + "\n".join(group_lines))
-    for title, text in sections:
+    for title, text in [*sections, ("Secrets", secrets_section(secrets))]:
         if text.strip():
             parts.append(f"## {title}\n{text.strip()}")
     parts.append(

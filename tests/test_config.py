@@ -46,3 +46,30 @@ def test_unknown_groups_are_refused_with_the_known_ones():
     with pytest.raises(TraitError, match="Unknown tool group 'sql'.*code, data, memory"):
         settings.tool_groups = ["sql"]
     assert settings.tool_groups == ["code", "memory"]
+
+
+def test_secret_env_takes_names_and_defaults_from_the_environment(monkeypatch):
+    from agent_kernel import Agent
+
+    monkeypatch.setenv("AGENT_KERNEL_SECRET_ENV", "SERVICE_TOKEN, DB_PASSWORD")
+    assert AgentKernel().secret_env == ["SERVICE_TOKEN", "DB_PASSWORD"]
+    with pytest.raises(TraitError, match="'not a name' is not one"):
+        AgentKernel().secret_env = ["OK_NAME", "not a name"]
+    assert Agent(secret_env=["ONLY_THIS"]).secrets.names() == ["ONLY_THIS"]
+
+
+def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel import Agent
+    from agent_kernel.secrets import scrub
+
+    monkeypatch.setenv("SERVICE_TOKEN", "value-of-the-service-token")
+    agent = Agent(secret_env=["SERVICE_TOKEN"], instruction="Use value-of-the-service-token.",
+                  shell=InteractiveShell.instance())  # fmt: skip
+    agent.secrets.set("TYPED_SECRET", "typed-secret-value")
+    prompt = agent._build_system_prompt([("Instructions from the user", agent.config.instruction)], [])
+    assert "`SERVICE_TOKEN`, `TYPED_SECRET`" in prompt and 'os.environ["SERVICE_TOKEN"]' in prompt
+    assert "value-of-the-service-token" in prompt  # built raw: the model client scrubs the request
+    sent = scrub({"system": prompt})["system"]
+    assert "value-of-the-service-token" not in sent and "[secret SERVICE_TOKEN]" in sent

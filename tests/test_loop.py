@@ -154,3 +154,70 @@ def test_approval_modes_without_an_approver(kernel, scripted_model):
     assert asked["is_error"] is True and "needs the user's approval" in asked["content"]
     assert not inspected.get("is_error")
     assert kernel.value("'touched' in globals()") is False
+
+
+# -- text no encoder accepts, nesting no parser survives ---------------------------------------
+
+
+def _stored_messages(db_path) -> list[tuple[str, list]]:
+    import duckdb
+
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        rows = con.execute("SELECT role, content FROM messages ORDER BY seq").fetchall()
+    return [(role, json.loads(content)) for role, content in rows]
+
+
+def test_lone_surrogates_in_tool_input_and_output_leave_a_valid_stored_conversation(
+    kernel, scripted_model, agent_db
+):
+    kernel.ok(
+        "from agent_kernel import tool\n"
+        "@tool\n"
+        "def broken_text(x: str) -> dict:\n"
+        '    """Returns text with a lone surrogate."""\n'
+        "    return {'echo': x, 'bad': 'a\\udc80b'}\n"
+    )
+    scripted_model.add(
+        reply(
+            tool_use("run_code", {"code": "print('out \\udcff here')\n'val \\ud800'"}),
+            tool_use("broken_text", {"x": "in \ud83d put"}),
+        ),
+        say("Survived."),
+        say("Next turn fine."),
+    )
+    result = kernel.ok("%agent surrogates")
+    assert "Survived." in result.final_texts()
+    results = tool_results(scripted_model.requests[1])
+    assert [r.get("is_error", False) for r in results] == [False, False]
+    ran = json.loads(results[0]["content"])
+    assert ran["stdout"] == "out \ufffd here\n" and ran["result"] == "'val \\ud800'"  # repr escapes it
+    assert json.loads(results[1]["content"]) == {"echo": "in \ufffd put", "bad": "a\ufffdb"}
+    sent_back = scripted_model.requests[1]["messages"][-2]["content"]
+    assert sent_back[1]["input"] == {"x": "in \ufffd put"}  # the tool_use, encodable
+    kernel.ok("%agent again")  # the next turn loads the stored conversation and goes on
+    assert len(scripted_model.requests) == 3
+    stored = _stored_messages(agent_db)
+    assert [role for role, _ in stored] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert stored[2][1][1]["content"] == results[1]["content"]
+
+
+def test_absurdly_deep_tool_input_is_bounded_and_the_turn_goes_on(kernel, scripted_model, agent_db):
+    deep: list = []
+    inner = deep
+    for _ in range(900):
+        inner.append([])
+        inner = inner[0]
+    scripted_model.add(
+        reply(tool_use("inspect_namespace", {"names": deep})),
+        say("Still here."),
+        say("And here."),
+    )
+    result = kernel.ok("%agent deep")
+    assert "Still here." in result.final_texts()
+    (answer,) = tool_results(scripted_model.requests[1])
+    assert answer["is_error"] and answer["content"].startswith("Invalid input for inspect_namespace")
+    sent_back = json.dumps(scripted_model.requests[1]["messages"][-2]["content"])
+    assert "[nested deeper than 64 levels]" in sent_back and sent_back.count("[") < 200
+    kernel.ok("%agent again")
+    assert len(scripted_model.requests) == 3
+    assert [role for role, _ in _stored_messages(agent_db)][-2:] == ["user", "assistant"]

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from agent_kernel.secrets import Secrets
 from agent_kernel.testing import call, say
+
+from . import leaks
 
 
 def test_redaction_longest_first_and_short_values_left_alone():
@@ -32,3 +38,76 @@ def test_secret_is_usable_by_code_but_redacted_for_the_model(kernel, scripted_mo
 def test_secret_without_a_front_end_is_a_usage_error(kernel):
     result = kernel.execute("%agent_secret SERVICE_TOKEN", allow_stdin=False)  # as papermill runs it
     assert result.stderr.startswith("UsageError: This front end cannot ask for input")
+
+
+# -- the leak corpus (tests/leaks.py): live with %agent_secret, unattended with secret_env ----
+
+
+def _check_corpus(scripted_model, db_path) -> None:
+    requests = scripted_model.requests
+    assert len(requests) == 6, [r["messages"][-1] for r in requests]
+    assert leaks.request_leaks(requests) == []
+    assert leaks.store_leaks(str(db_path)) == []
+    # The attempts ran and were redacted, not lost: the marker stands where the value was.
+    marker = f"[secret {leaks.NAME}]"
+    code_results = [b for b in requests[1]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert len(code_results) == len(leaks.CODE_ATTEMPTS)
+    shown = dict(zip((what for what, _ in leaks.CODE_ATTEMPTS), (r["content"] for r in code_results)))
+    printing = [what for what in shown if what not in leaks.SILENT | leaks.WINDOWS]
+    assert len(printing) >= 25
+    assert [what for what in printing if marker not in shown[what]] == []
+    assert all("characters omitted" in shown[what] for what in leaks.WINDOWS)
+    tool_results = [b for b in requests[2]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert len(tool_results) == len(leaks.TOOL_ATTEMPTS)
+    assert all("[secret" in r["content"] for r in tool_results), tool_results  # a cut may end in the marker
+    user_results = [b for b in requests[4]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert ["[secret" in r["content"] for r in user_results] == [True, True, True]
+    assert user_results[1]["is_error"] and "[truncated" in user_results[2]["content"]
+    system = requests[3]["system"]
+    system = system if isinstance(system, str) else "".join(b["text"] for b in system)
+    assert f"`{leaks.NAME}`" in system and f'os.environ["{leaks.NAME}"]' in system  # the name, told
+    for shown in ("leak_str", "leak_frame", "leak_fn", "Your memory", "ai_leak", "Token: "):
+        assert shown in system
+    assert system.count(marker) >= 6
+    tools = {t["name"]: t for t in requests[3]["tools"]}
+    assert marker in tools["leak_tool"]["description"]
+    prompts = [requests[3]["messages"][-1], requests[5]["messages"][-1]]
+    assert all(marker in json.dumps(p) for p in prompts)
+    assert leaks.attempts() >= 40
+
+
+def test_leak_corpus_live_with_agent_secret(kernel, scripted_model, agent_db):
+    kernel.execute(f"%agent_secret {leaks.NAME}", answer=leaks.SECRET)
+    kernel.ok(leaks.SETUP)
+    scripted_model.add(*leaks.script())
+    # The attempts that raise show their error in the cell, as code the agent runs does.
+    assert kernel.execute("%agent step one").status == "ok"
+    for prompt in leaks.PROMPTS:
+        kernel.ok(f"%agent {prompt}")
+    _check_corpus(scripted_model, agent_db)
+
+
+def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db, tmp_path, monkeypatch):
+    import nbformat
+    import papermill
+
+    monkeypatch.setenv(leaks.NAME, leaks.SECRET)
+    cells = [
+        "%load_ext agent_kernel",
+        f'%config AgentKernel.secret_env = ["{leaks.NAME}"]',
+        leaks.SETUP,
+        "%agent step one",
+        *[f"%agent {prompt}" for prompt in leaks.PROMPTS],
+    ]
+    source, output = tmp_path / "leaks.ipynb", tmp_path / "leaks-out.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    # The attempts that raise show their error in the cell, as code the agent runs does.
+    notebook.cells[3].metadata["tags"] = ["raises-exception"]
+    nbformat.write(notebook, source)
+    scripted_model.add(*leaks.script())
+    # The tag lets the run go on; papermill still reports the cell's errors at the end.
+    with pytest.raises(papermill.PapermillExecutionError, match=r'In \[4\]'):
+        papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    assert [c.execution_count for c in nbformat.read(output, 4).cells[-3:]] == [4, 5, 6]
+    _check_corpus(scripted_model, agent_db)
+

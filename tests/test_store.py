@@ -152,3 +152,24 @@ def test_rename_archive_and_kept_names(store):
         assert sessions.latest_for_notebook("nb.ipynb").id == first.id
         with pytest.raises(ValueError, match="unknown session state"):
             sessions.set_state(other.id, "finished")
+
+
+def test_every_statement_is_scrubbed_before_it_reaches_the_file(store, monkeypatch):
+    from agent_kernel.secrets import Secrets
+    from agent_kernel.store.memories import Memories
+
+    monkeypatch.setenv("AK_STORE_TOKEN", 'tok"en\\with-quotes-42')
+    secrets = Secrets(["AK_STORE_TOKEN"])  # noqa: F841 - alive while the statements run
+    value = 'tok"en\\with-quotes-42'
+    with store.connect() as con:
+        con.execute("CREATE TABLE ai_t (a VARCHAR, b VARCHAR[])")
+        con.execute("INSERT INTO ai_t VALUES (?, ?)", ["out: " + value, [value, "ok"]])
+        con.executemany("INSERT INTO ai_t VALUES (?, ?)", [["bad \udc80 text", []]])
+        con.execute(f"COMMENT ON TABLE ai_t IS 'uses {value.replace(chr(39), chr(39) * 2)}'")
+        Memories(con).remember("the token is " + " ".join(value))
+        rows = con.execute("SELECT a, b FROM ai_t ORDER BY a").fetchall()
+        comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'ai_t'").fetchone()[0]
+        memory = con.execute("SELECT content FROM memories").fetchone()[0]
+    assert rows == [("bad \ufffd text", []), ("out: [secret AK_STORE_TOKEN]", ["[secret AK_STORE_TOKEN]", "ok"])]
+    assert comment == "uses [secret AK_STORE_TOKEN]"
+    assert memory == "the token is [secret AK_STORE_TOKEN]"

@@ -209,3 +209,36 @@ def test_only_listing_and_reading_the_pulse_count_as_reading():
     assert [name for name, t in tools.items() if not t.writes_for({})] == ["list_scheduled_tasks"]
     pulse = tools["manage_pulse"]
     assert [pulse.writes_for({"action": a}) for a in ("get_config", "update_config", "update_notes")] == [False, True, True]
+
+
+def test_a_task_declares_its_secrets_by_name_and_its_runs_redact_them(
+    kernel, scripted_model, store, home, monkeypatch
+):
+    from . import leaks
+
+    monkeypatch.setenv("AK_JOB_TOKEN", leaks.SECRET)  # the scheduler's environment
+    at = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
+    [created] = run_tools(
+        kernel, scripted_model,
+        call("create_scheduled_task", name="uses token", task="Call the service.", at=at.isoformat(),
+             secrets=["AK_JOB_TOKEN"]),
+    )  # fmt: skip
+    with store.connect() as con:
+        job = Jobs(con).get(created["id"])
+    assert job.options == {"secrets": ["AK_JOB_TOKEN"]}  # the name, never the value
+    [refused] = run_tools(
+        kernel, scripted_model,
+        call("create_scheduled_task", name="bad", task="x", at=at.isoformat(), secrets=["not a name"]),
+    )  # fmt: skip
+    assert refused["is_error"] and "environment variable names" in refused["content"]
+
+    clock = ManualClock(at + timedelta(seconds=3))
+    before = len(scripted_model.requests)
+    scripted_model.add(call("run_code", code="import os\nprint(os.environ['AK_JOB_TOKEN'][::-1])"), say("Called."))
+    [run] = scheduler(store, home, clock).run_once()
+    assert run.status == "SUCCEEDED", run.error
+    first, second = scripted_model.requests[before:]
+    assert '`AK_JOB_TOKEN`' in first["system"] and 'os.environ["AK_JOB_TOKEN"]' in first["system"]
+    assert "[secret AK_JOB_TOKEN]" in second["messages"][-1]["content"][0]["content"]
+    assert leaks.request_leaks(scripted_model.requests) == []
+    assert leaks.store_leaks(str(store.path)) == []

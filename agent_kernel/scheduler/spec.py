@@ -79,6 +79,9 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
     """
     run_dir.create()
     env = {"AGENT_KERNEL_RUN_ID": run.id, "AGENT_KERNEL_JOB_ID": job.id}
+    if job.options.get("secrets"):
+        # Names only: the values come from the scheduler's own environment.
+        env["AGENT_KERNEL_SECRET_ENV"] = ",".join(job.options["secrets"])
     if job.kind == "notebook":
         assert job.notebook is not None
         input_path = job.notebook

@@ -21,7 +21,7 @@ from .schema import migrate
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Store"]
+__all__ = ["Store", "StoreConnection"]
 
 # Another process that does not take our lock (a DuckDB shell, say) can still hold the file.
 _BUSY_RETRY_SECONDS = 30.0
@@ -62,7 +62,7 @@ class Store:
                 if not self._migrated:
                     migrate(con)
                     self._migrated = True
-                yield con
+                yield StoreConnection(con)  # type: ignore[misc]
             finally:
                 con.close()
 
@@ -93,3 +93,64 @@ class Store:
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+
+class StoreConnection:
+    """A DuckDB connection whose every statement is scrubbed before it runs.
+
+    This is where nothing reaches the file unredacted: the text parameters of each
+    statement (and its SQL text) lose every known secret and every lone surrogate
+    (see :mod:`agent_kernel.secrets`), whoever runs it: the turn's journal, the audit
+    trail, memories, stored instructions, state, or code using :class:`Store`.
+    Everything else is the connection itself.
+    """
+
+    __slots__ = ("_con",)
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def execute(self, query: Any, parameters: Any = None) -> StoreConnection:
+        self._con.execute(_clean(query), _clean(parameters))
+        return self
+
+    def executemany(self, query: Any, parameters: Any = None) -> StoreConnection:
+        self._con.executemany(_clean(query), _clean(parameters))
+        return self
+
+    def sql(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if "params" in kwargs:
+            kwargs["params"] = _clean(kwargs["params"])
+        return self._con.sql(_clean(query), *_clean(list(args)), **kwargs)
+
+    query = sql
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def __enter__(self) -> StoreConnection:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._con.close()
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with its strings redacted and made encodable (other values as they are)."""
+    from ..secrets import redactor
+    from ..redaction import clean_text
+
+    strings = redactor()
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, str):
+            return strings.text(clean_text(item))
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if isinstance(item, tuple):
+            return tuple(walk(v) for v in item)
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        return item
+
+    return walk(value)

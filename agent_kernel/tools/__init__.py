@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolInputError
 from ..interrupts import TURN_FRAMES, TurnInterrupted
+from ..secrets import redact, scrub
 
 if TYPE_CHECKING:
     from .context import ToolContext
@@ -157,8 +158,7 @@ class Registry:
         started = time.perf_counter()
 
         def done(content: str, is_error: bool, value: Any = None, *, ran: bool = True) -> Outcome:
-            if context.secrets is not None:
-                content = context.secrets.redact(content)
+            # ``content`` is redacted already (to_text, or redact below): capping comes last.
             duration_ms = (time.perf_counter() - started) * 1000 if ran else None
             return Outcome(_cap(content, result_chars), is_error, value, duration_ms)
 
@@ -166,13 +166,13 @@ class Registry:
         item = self.tools.get(name)
         if item is None or name not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
-            return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
+            return done(redact(f"Unknown tool {name!r}. The tools available are: {names}."), True)
         token = _CONTEXT.set(context)  # the check may ask the person (an approval card)
         try:
             if check is not None:
                 refusal = await check(item, tool_input)
                 if refusal:
-                    return done(refusal, True, ran=False)
+                    return done(redact(refusal), True, ran=False)
                 started = time.perf_counter()  # the tool's own time, not the wait for approval
             value = await item.call(tool_input)
         except KeyboardInterrupt:
@@ -182,12 +182,12 @@ class Registry:
         except (asyncio.CancelledError, TurnInterrupted):
             raise
         except ToolInputError as exc:
-            return done(str(exc), True)
+            return done(redact(str(exc)), True)
         except Exception as exc:  # noqa: BLE001 - a tool never crashes the turn
             tool_error = _sdk_tool_error_content(exc)
             if tool_error is not None:
-                return done(tool_error, True)
-            return done(_describe_exception(name, exc), True)
+                return done(redact(tool_error), True)
+            return done(redact(_describe_exception(name, exc)), True)
         finally:
             _CONTEXT.reset(token)
         return done(to_text(value), False, value)
@@ -227,10 +227,22 @@ USER_TOOLS = Registry()
 
 
 def to_text(value: Any) -> str:
-    """The text sent to the model for a tool's return value (JSON for structured values)."""
+    """The text sent to the model for a tool's return value (JSON for structured values).
+
+    Secrets are redacted in the raw strings, before JSON escaping could hide a value
+    holding quotes, backslashes or newlines. When the JSON has no escapes at all it is
+    the raw strings verbatim, so the JSON text is redacted in one pass (the fast path
+    for large results).
+    """
     if isinstance(value, str):
-        return value
-    return json.dumps(value, default=_json_default, ensure_ascii=False)
+        return redact(value)
+    try:
+        text = json.dumps(value, default=_json_default, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is not None and "\\" not in text:
+        return redact(text)
+    return json.dumps(scrub(value, default=_json_default), ensure_ascii=False)
 
 
 def _json_default(value: Any) -> Any:

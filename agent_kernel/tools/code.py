@@ -24,6 +24,7 @@ from typing import Any
 
 from ..interrupts import TURN_FRAMES, CodeTimeout, TurnInterrupted
 from ..namespace import describe, describe_namespace
+from ..secrets import redact
 from . import Tool, current_context
 
 STREAM_CHARS = 8_000
@@ -257,7 +258,13 @@ def _strip_ansi(text: str) -> str:
 
 
 def _bounded(text: str, limit: int, *, keep_head: bool = True) -> str:
-    """``text`` if short, else its head and tail (or only its tail) with a marker."""
+    """``text`` if short, else its head and tail (or only its tail) with a marker.
+
+    Secrets are redacted before the cut, so a head or tail never ends inside one.
+    """
+    if len(text) <= limit:
+        return text
+    text = redact(text)
     if len(text) <= limit:
         return text
     omitted = len(text) - limit

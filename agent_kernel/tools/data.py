@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ToolInputError
 from ..namespace import unwritable_reason
+from ..secrets import redact
 from ..store import guard, sandbox
 from . import Tool, current_context
 
@@ -284,6 +285,9 @@ def json_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, str):
+        if len(value) <= CELL_CHARS:
+            return value
+        value = redact(value)  # before the cut, which must not end inside a secret
         return value if len(value) <= CELL_CHARS else value[:CELL_CHARS] + f"... [{len(value):,} chars]"
     if isinstance(value, float):
         return value if math.isfinite(value) else (None if math.isnan(value) else str(value))

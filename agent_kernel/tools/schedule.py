@@ -28,6 +28,7 @@ def create_scheduled_task(
     timezone: str | None = None,
     model: str | None = None,
     token_limit: int | None = None,
+    secrets: list[str] | None = None,
 ) -> dict[str, Any]:
     """Schedule a job that runs later, once (`at`) or repeatedly (`cron`), unattended.
 
@@ -47,10 +48,14 @@ def create_scheduled_task(
         timezone: IANA timezone the cron expression (or an `at` without offset) is read in; default the user's.
         model: Model for the task's agent turns; defaults to the configured one. Use a cheaper model for simple jobs.
         token_limit: Most tokens one firing may use.
+        secrets: Names of environment variables the job needs as secrets (values are never stored).
     """
     from ..scheduler.jobs import Jobs, new_job
 
     ctx = current_context()
+    bad = [n for n in secrets or () if not n.isidentifier()]
+    if bad:
+        raise ToolInputError(f"secrets takes environment variable names; {bad[0]!r} is not one.")
     zone_name = _timezone(timezone)
     with _errors():
         job = new_job(
@@ -67,6 +72,7 @@ def create_scheduled_task(
             model=model,
             token_limit=token_limit,
             created_by=ctx.session_name,
+            options={"secrets": list(secrets)} if secrets else None,
         )
         with ctx.store.connect() as con:
             job = Jobs(con).add(job)

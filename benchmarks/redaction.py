@@ -1,0 +1,85 @@
+"""Secret redaction of a 1 MB tool result with 10 secrets, beside JSON-encoding it.
+
+- json.dumps:      encoding the result (rows of a query: ids, names, floats, notes),
+                   which every structured tool result costs anyway.
+- redact (none):   the redaction a tool result gets when it holds no secret (the common
+                   case): normalise the JSON text once, look for every form of every secret.
+- redact (2 hits): the same text with two secrets in it (one raw, one letter-spaced).
+- stdout text:     1 MB of printed lines (what run_code returns), no secret.
+- scrub walk:      the slower path for a result whose JSON has escapes (quotes, newlines
+                   in strings): every raw string is collected and checked, then encoded.
+
+Each secret has 10 forms (raw, reversed, base64 at three alignments, hex, URL ...).
+Medians over repeated runs, in one process.
+
+    python benchmarks/redaction.py [--mb 1] [--secrets 10] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import string
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from agent_kernel.redaction import Redactor, scrub  # noqa: E402
+
+
+def median_ms(work, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=1.0)
+    parser.add_argument("--secrets", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+
+    rnd = random.Random(7)
+    alphabet = string.ascii_letters + string.digits
+    secrets = [(f"SECRET_{i}", "sk-" + "".join(rnd.choice(alphabet) for _ in range(29))) for i in range(args.secrets)]
+    redactor = Redactor(secrets)
+    rows, size = [], 0
+    while size < args.mb * 1_000_000:
+        row = {
+            "id": len(rows),
+            "name": "".join(rnd.choice(string.ascii_lowercase) for _ in range(10)),
+            "amount": round(rnd.random() * 1000, 2),
+            "note": " ".join(rnd.choice(["paid", "late", "refund", "ok", "north", "south"]) for _ in range(6)),
+        }
+        rows.append(row)
+        size += len(json.dumps(row)) + 2
+    text = json.dumps(rows, ensure_ascii=False)
+    half = len(text) // 2
+    with_hits = text[:half] + secrets[3][1] + " " + " ".join(secrets[7][1]) + text[half:]
+    stdout = "\n".join(f"step {i}: loaded {rnd.randint(0, 10**6)} rows from part-{i:05d}.parquet" for i in range(20_000))
+    escaped_rows = [dict(r, note=r["note"].replace(" ", "\n")) for r in rows]
+    assert "[secret" not in redactor.text(text) and redactor.text(with_hits).count("[secret") == 2
+
+    print(f"{len(text) / 1e6:.2f} MB result ({len(rows):,} rows), {len(secrets)} secrets, "
+          f"{len(redactor._needles)} forms; medians of {args.repeat} runs")  # fmt: skip
+    results = {
+        "json.dumps": median_ms(lambda: json.dumps(rows, ensure_ascii=False), args.repeat),
+        "redact (none)": median_ms(lambda: redactor.text(text), args.repeat),
+        "redact (2 hits)": median_ms(lambda: redactor.text(with_hits), args.repeat),
+        f"stdout text ({len(stdout) / 1e6:.2f} MB)": median_ms(lambda: redactor.text(stdout), args.repeat),
+        "scrub walk": median_ms(lambda: scrub(escaped_rows, redactor), max(3, args.repeat // 3)),
+    }
+    for label, ms in results.items():
+        print(f"  {label:<24} {ms:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ because IPython swallows both ``KeyboardInterrupt`` and ``CancelledError`` in us
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
 import threading
 import time
@@ -42,6 +43,10 @@ class TurnInterrupted(Exception):
         super().__init__(reason)
         self.reason = reason
 
+
+# The longest the watchdog sleeps at once: a far deadline is reached by waking again, so no
+# deadline (however large) overflows a wait.
+_LONGEST_WAIT_S = 60.0
 
 # Code objects whose frames mark "the turn is executing Python": set by the loop module.
 TURN_FRAMES: set[CodeType] = set()
@@ -124,7 +129,11 @@ class TurnInterrupts:
 
         Returns whatever ``coro`` returns; check :attr:`timed_out` and :attr:`reason`
         afterwards, since IPython turns both kinds of stop into an ``error_in_exec``.
+        ``timeout_s`` must be a positive finite number (or None for no limit).
         """
+        if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+            coro.close()
+            raise ValueError(f"timeout_s must be a positive finite number of seconds, not {timeout_s!r}.")
         self.timed_out = False
         self.timeout_s = timeout_s
         task = asyncio.ensure_future(coro)
@@ -133,7 +142,7 @@ class TurnInterrupts:
             self._code_active = True
             self._deadline = time.monotonic() + timeout_s if timeout_s is not None else None
             self._cond.notify_all()
-        if timeout_s is not None and self._watchdog is None:
+        if timeout_s is not None and (self._watchdog is None or not self._watchdog.is_alive()):
             self._watchdog = threading.Thread(target=self._watch, name="agent-kernel-timeout", daemon=True)
             self._watchdog.start()
         try:
@@ -154,8 +163,10 @@ class TurnInterrupts:
                 while not self._closed and (
                     self._deadline is None or self._deadline > time.monotonic()
                 ):
-                    wait = None if self._deadline is None else self._deadline - time.monotonic()
-                    self._cond.wait(wait)
+                    wait = _LONGEST_WAIT_S
+                    if self._deadline is not None:
+                        wait = min(wait, self._deadline - time.monotonic())
+                    self._cond.wait(max(wait, 0.0))
                 if self._closed:
                     return
                 self._deadline = None

@@ -29,7 +29,12 @@ from ..interrupts import TURN_FRAMES, TurnInterrupted
 if TYPE_CHECKING:
     from .context import ToolContext
 
-__all__ = ["Outcome", "Registry", "Tool", "current_context", "tool"]
+__all__ = ["INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "current_context", "tool"]
+
+# The most one tool call's input may hold (its text, counted as UTF-8) and how deeply it
+# may nest; checked before anything else looks at the input.
+INPUT_BYTES = 1_000_000
+INPUT_DEPTH = 32
 
 _CONTEXT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("agent_kernel_tool_context")
 
@@ -143,13 +148,15 @@ class Registry:
         *,
         offered: Iterable[str] | None = None,
         result_chars: int = 20_000,
+        input_bytes: int = INPUT_BYTES,
         check: Callable[[Tool, object], Awaitable[str | None]] | None = None,
     ) -> Outcome:
         """Run one tool call; every failure becomes an ``is_error`` outcome.
 
-        ``offered`` limits which names may run (a tool not offered this turn is refused
-        even if registered); ``check`` may refuse a call with a reason before it runs
-        (approval).
+        An input over ``input_bytes`` (or nested deeper than :data:`INPUT_DEPTH`) is
+        refused before anything else. ``offered`` limits which names may run (a tool not
+        offered this turn is refused even if registered); ``check`` may refuse a call with
+        a reason before it runs (approval).
         """
         started = time.perf_counter()
 
@@ -159,6 +166,9 @@ class Registry:
             duration_ms = (time.perf_counter() - started) * 1000 if ran else None
             return Outcome(_cap(content, result_chars), is_error, value, duration_ms)
 
+        oversize = input_problem(name, tool_input, input_bytes)
+        if oversize is not None:
+            return done(oversize, True, ran=False)
         allowed = set(offered) if offered is not None else set(self.tools)
         item = self.tools.get(name)
         if item is None or name not in allowed:
@@ -235,6 +245,47 @@ def _json_default(value: Any) -> Any:
     if callable(llm):
         return llm()
     return repr(value)
+
+
+def input_problem(name: str, tool_input: object, limit: int, depth: int = INPUT_DEPTH) -> str | None:
+    """Why ``tool_input`` is too big or too deep for one call, or None when it is not.
+
+    Walks the input once and stops as soon as it is over ``limit`` bytes, so an
+    oversized input costs little more than its first ``limit`` bytes.
+    """
+    size = 0
+    stack: list[tuple[object, int]] = [(tool_input, 0)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, str):
+            chars = len(value)  # a lower bound of its UTF-8 bytes, enough when over the limit
+            size += chars if chars > limit or value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+        elif isinstance(value, (dict, list, tuple)):
+            if level >= depth:
+                return (
+                    f"The input of {name} is nested more than {depth} levels deep; "
+                    "send a flatter structure."
+                )
+            size += 2 + len(value)  # brackets and separators, before the items are walked
+            if size > limit:
+                break
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    stack.append((key, level + 1))
+                    stack.append((item, level + 1))
+            else:
+                stack.extend((item, level + 1) for item in value)
+        else:
+            size += 8  # a number, a boolean or null
+        if size > limit:
+            break
+    if size > limit:
+        return (
+            f"The input of {name} is over {limit:,} bytes, the most one tool call takes. "
+            "Send less: split the work into several smaller calls, or let code you run "
+            "(or a table) hold the large data and pass its name instead of the data."
+        )
+    return None
 
 
 def _cap(text: str, limit: int) -> str:

@@ -29,7 +29,7 @@ from ..interrupts import TURN_FRAMES, TurnInterrupted
 if TYPE_CHECKING:
     from .context import ToolContext
 
-__all__ = ["INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "current_context", "tool"]
+__all__ = ["INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "current_context", "strict_json", "tool"]
 
 # The most one tool call's input may hold (its text, counted as UTF-8) and how deeply it
 # may nest; checked before anything else looks at the input.
@@ -238,6 +238,16 @@ def to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, default=_json_default, ensure_ascii=False)
+
+
+def strict_json(value: Any, what: str) -> str:
+    """``value`` as JSON text, refusing NaN and infinities (which JSON has no numbers for)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ToolInputError(
+            f"{what} holds NaN or an infinity, which JSON cannot store: use null or a string instead."
+        ) from None
 
 
 def _json_default(value: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ToolInputError
 from ..store import guard, sandbox
-from . import Tool, current_context
+from . import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
     from ..config import AgentKernel
@@ -152,7 +152,7 @@ async def set_state(key: str, value: Any) -> dict[str, Any]:
         value: Any JSON value: object, array, string, number, boolean or null.
     """
     _check_key(key)
-    size = len(json.dumps(value, ensure_ascii=False))
+    size = len(strict_json(value, "value"))
     if size > STATE_VALUE_CHARS:
         raise ToolInputError(
             f"The value is {size:,} characters of JSON; state holds at most {STATE_VALUE_CHARS:,}. "

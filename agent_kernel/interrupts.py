@@ -50,6 +50,9 @@ _LONGEST_WAIT_S = 60.0
 
 # Code objects whose frames mark "the turn is executing Python": set by the loop module.
 TURN_FRAMES: set[CodeType] = set()
+# Those whose frames mark "code the model wrote is running" (a subset of TURN_FRAMES): a time
+# limit raises only there, never in the turn's own bookkeeping around the code.
+CODE_FRAMES: set[CodeType] = set()
 
 
 class TurnInterrupts:
@@ -190,9 +193,9 @@ class TurnInterrupts:
                 return
         elif self.reason is None:
             self.reason = "interrupt"
-        if _turn_on_stack(frame):
-            if timeout:
-                raise CodeTimeout(f"stopped after its time limit of {self.timeout_s:g} s")
+        if timeout and _on_stack(frame, CODE_FRAMES):
+            raise CodeTimeout(f"stopped after its time limit of {self.timeout_s:g} s")
+        if not timeout and _on_stack(frame, TURN_FRAMES):
             raise KeyboardInterrupt()
         target = self._code if (timeout or self._code is not None) else self._phase
         if self._loop is not None and target is not None:
@@ -204,9 +207,9 @@ class TurnInterrupts:
             target.cancel()
 
 
-def _turn_on_stack(frame: FrameType | None) -> bool:
+def _on_stack(frame: FrameType | None, codes: set[CodeType]) -> bool:
     while frame is not None:
-        if frame.f_code in TURN_FRAMES:
+        if frame.f_code in codes:
             return True
         frame = frame.f_back
     return False

@@ -24,7 +24,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..interrupts import TURN_FRAMES, CodeTimeout, TurnInterrupted
+from ..interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from ..namespace import describe, describe_namespace
 from . import Tool, current_context
 
@@ -153,6 +153,7 @@ async def _execute(
 
 
 TURN_FRAMES.add(_execute.__code__)
+CODE_FRAMES.add(_execute.__code__)
 
 
 @contextmanager

@@ -16,7 +16,9 @@ import keyword
 import math
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import Field
 
 from ..errors import ToolInputError
 from ..store import guard, sandbox
@@ -32,6 +34,8 @@ T = TypeVar("T")
 CELL_CHARS = 1_000
 INTO_PREVIEW_ROWS = 10
 STATE_VALUE_CHARS = 1_000_000
+SQL_CHARS = 100_000  # the most SQL one db_sql call takes (parsing and checking it grows with it)
+SQL_PARAMS = 1_000
 
 # (module, class) of the DataFrame types DuckDB can scan in place.
 _FRAME_TYPES = {
@@ -45,7 +49,11 @@ _FRAME_TYPES = {
 }
 
 
-async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = None) -> dict[str, Any]:
+async def db_sql(
+    sql: Annotated[str, Field(max_length=SQL_CHARS)],
+    params: Annotated[list[Any], Field(max_length=SQL_PARAMS)] | None = None,
+    into: str | None = None,
+) -> dict[str, Any]:
     """Run SQL (DuckDB dialect) on your own DuckDB database; kernel DataFrames are readable by name.
 
     A query returns {columns, rows, row_count, truncated}: at most 1,000 rows, so aggregate,
@@ -59,7 +67,7 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     SET or PRAGMA, and each statement is stopped after a few seconds (5 s by default).
 
     Args:
-        sql: One or more SQL statements.
+        sql: One or more SQL statements (at most 100,000 characters: load bulk data from a DataFrame instead).
         params: Values for ? placeholders (with a single statement).
         into: A Python variable name: the query's full result becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
     """

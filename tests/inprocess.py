@@ -84,11 +84,14 @@ def in_process(tmp_path: Path) -> Iterator[Caller]:
     store = Store(tmp_path / "agent.duckdb")
     with store.connect() as con:
         session = Sessions(con).create("kept", notebook=None)
+    registry = builtin_registry()
+    for item in registry.tools.values():
+        item.definition()  # as a turn does before its first call: builds each tool's validator
     loop = asyncio.new_event_loop()
     writer = WriteBehind(store)
     try:
         yield Caller(
-            builtin_registry(), store, InteractiveShell.instance(), loop, session.id, AgentKernel(), writer
+            registry, store, InteractiveShell.instance(), loop, session.id, AgentKernel(), writer
         )
     finally:
         writer.flush()

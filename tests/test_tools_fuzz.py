@@ -75,6 +75,10 @@ def plausible(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         return st.booleans()
     if kind == "array":
         return st.lists(plausible(schema.get("items", {})), max_size=4) | st.lists(st.just("i"), min_size=300, max_size=300)
+    if kind == "object" and "properties" in schema:  # e.g. a render_blocks block
+        return st.fixed_dictionaries(
+            {}, optional={key: plausible(sub) for key, sub in schema["properties"].items()}
+        )
     if kind == "object":
         return st.dictionaries(st.sampled_from(["type", "content", "start", "end", "x"]) | st.text(max_size=4), junk, max_size=4)
     if kind == "null":

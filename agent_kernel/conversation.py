@@ -12,6 +12,10 @@ from typing import Any
 
 Message = dict[str, Any]
 
+# A streamed tool input longer than this is not kept: the stored and re-sent conversation
+# holds {OVERSIZED_INPUT: its size} instead, and the tool call is refused for its size.
+KEPT_INPUT_CHARS = 2_000_000
+OVERSIZED_INPUT = "oversized_input_bytes"
 INTERRUPTED_RESULT = "The tool call was interrupted before it finished; it produced no result."
 
 

@@ -19,6 +19,7 @@ because IPython swallows both ``KeyboardInterrupt`` and ``CancelledError`` in us
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
 import threading
 import time
@@ -43,8 +44,15 @@ class TurnInterrupted(Exception):
         self.reason = reason
 
 
+# The longest the watchdog sleeps at once: a far deadline is reached by waking again, so no
+# deadline (however large) overflows a wait.
+_LONGEST_WAIT_S = 60.0
+
 # Code objects whose frames mark "the turn is executing Python": set by the loop module.
 TURN_FRAMES: set[CodeType] = set()
+# Those whose frames mark "code the model wrote is running" (a subset of TURN_FRAMES): a time
+# limit raises only there, never in the turn's own bookkeeping around the code.
+CODE_FRAMES: set[CodeType] = set()
 
 
 class TurnInterrupts:
@@ -124,7 +132,11 @@ class TurnInterrupts:
 
         Returns whatever ``coro`` returns; check :attr:`timed_out` and :attr:`reason`
         afterwards, since IPython turns both kinds of stop into an ``error_in_exec``.
+        ``timeout_s`` must be a positive finite number (or None for no limit).
         """
+        if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+            coro.close()
+            raise ValueError(f"timeout_s must be a positive finite number of seconds, not {timeout_s!r}.")
         self.timed_out = False
         self.timeout_s = timeout_s
         task = asyncio.ensure_future(coro)
@@ -133,7 +145,7 @@ class TurnInterrupts:
             self._code_active = True
             self._deadline = time.monotonic() + timeout_s if timeout_s is not None else None
             self._cond.notify_all()
-        if timeout_s is not None and self._watchdog is None:
+        if timeout_s is not None and (self._watchdog is None or not self._watchdog.is_alive()):
             self._watchdog = threading.Thread(target=self._watch, name="agent-kernel-timeout", daemon=True)
             self._watchdog.start()
         try:
@@ -154,8 +166,10 @@ class TurnInterrupts:
                 while not self._closed and (
                     self._deadline is None or self._deadline > time.monotonic()
                 ):
-                    wait = None if self._deadline is None else self._deadline - time.monotonic()
-                    self._cond.wait(wait)
+                    wait = _LONGEST_WAIT_S
+                    if self._deadline is not None:
+                        wait = min(wait, self._deadline - time.monotonic())
+                    self._cond.wait(max(wait, 0.0))
                 if self._closed:
                     return
                 self._deadline = None
@@ -179,9 +193,9 @@ class TurnInterrupts:
                 return
         elif self.reason is None:
             self.reason = "interrupt"
-        if _turn_on_stack(frame):
-            if timeout:
-                raise CodeTimeout(f"stopped after its time limit of {self.timeout_s:g} s")
+        if timeout and _on_stack(frame, CODE_FRAMES):
+            raise CodeTimeout(f"stopped after its time limit of {self.timeout_s:g} s")
+        if not timeout and _on_stack(frame, TURN_FRAMES):
             raise KeyboardInterrupt()
         target = self._code if (timeout or self._code is not None) else self._phase
         if self._loop is not None and target is not None:
@@ -193,9 +207,9 @@ class TurnInterrupts:
             target.cancel()
 
 
-def _turn_on_stack(frame: FrameType | None) -> bool:
+def _on_stack(frame: FrameType | None, codes: set[CodeType]) -> bool:
     while frame is not None:
-        if frame.f_code in TURN_FRAMES:
+        if frame.f_code in codes:
             return True
         frame = frame.f_back
     return False

@@ -119,7 +119,14 @@ class DataMagics(Magics):
         with agent.store.connect() as con:
             prompts = SystemPrompts(con)
             if cell is not None or args.clear:
-                saved = prompts.save((cell or "").strip(), operation="clear" if args.clear else "replace", author="user")
+                from .errors import ToolInputError
+
+                try:
+                    saved = prompts.save(
+                        (cell or "").strip(), operation="clear" if args.clear else "replace", author="user"
+                    )
+                except ToolInputError as exc:
+                    raise UsageError(str(exc)) from None
                 print(f"Stored instructions saved as version {saved.version}.")
                 return None
             if args.rollback is not None:

@@ -17,6 +17,7 @@ import os
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
+from . import conversation
 from .errors import MissingKeyError, ModelError
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
     from anthropic.types import Message
 
     snapshot: dict[str, Any] = {}
-    buffers: dict[int, str] = {}
+    buffers: dict[int, _InputBuffer] = {}
     current_tool: str | None = None
     stream = await client.messages.create(**params, stream=True)
     async with stream:
@@ -141,7 +142,7 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
             elif kind == "content_block_stop":
                 block = snapshot["content"][event.index]
                 if event.index in buffers:
-                    block["input"] = tool_input(buffers.pop(event.index))
+                    block["input"] = tool_input(buffers.pop(event.index).text())
                 if block.get("type") == "text":
                     view.end_text()
                 current_tool = None
@@ -156,17 +157,42 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
     return Message.model_validate(snapshot)
 
 
+# A partial tool input is re-parsed for the preview after each delta, and each parse reads
+# the whole buffer: past this size the preview stops, so a huge input costs linear time.
+PREVIEW_CHARS = 16_384
+
+
+class _InputBuffer:
+    """The streamed JSON of one tool input, kept as parts (joined once, at the end)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def add(self, part: str) -> None:
+        self.parts.append(part)
+        self.size += len(part)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
 def _apply_delta(
-    block: dict[str, Any], event: Any, buffers: dict[int, str], view: StreamView, current_tool: str | None
+    block: dict[str, Any],
+    event: Any,
+    buffers: dict[int, _InputBuffer],
+    view: StreamView,
+    current_tool: str | None,
 ) -> None:
     delta = event.delta
     if delta.type == "text_delta":
         block["text"] = block.get("text", "") + delta.text
         view.text(delta.text)
     elif delta.type == "input_json_delta":
-        buffers[event.index] = buffers.get(event.index, "") + delta.partial_json
-        if current_tool is not None:
-            partial = _partial_input(buffers[event.index])
+        buffer = buffers.setdefault(event.index, _InputBuffer())
+        buffer.add(delta.partial_json)
+        if current_tool is not None and buffer.size <= PREVIEW_CHARS:
+            partial = _partial_input(buffer.text())
             if partial is not None:
                 view.tool_input(current_tool, partial)
     elif delta.type == "thinking_delta":
@@ -183,9 +209,12 @@ def tool_input(text: str) -> dict[str, Any]:
     The input goes back to the API in the conversation, which requires an object: JSON
     that is not one (or does not parse, or nests past the recursion limit) becomes
     ``{"unparsed_input": <the text, shortened>}``, and the tool's input check answers it.
+    An input too large to keep is replaced by its size (see :mod:`agent_kernel.conversation`).
     """
     if not text.strip():
         return {}
+    if len(text) > conversation.KEPT_INPUT_CHARS:
+        return {conversation.OVERSIZED_INPUT: len(text.encode("utf-8", "replace"))}
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):

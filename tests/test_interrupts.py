@@ -153,3 +153,26 @@ def test_interrupt_during_a_reply_with_text_and_tool(kernel, scripted_model):
     result, _ = stopped_turn(kernel, "%agent go", printed("started"), interrupt)
     assert any("Interrupted" in s for s in result.final_texts())
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
+
+
+def test_a_far_deadline_leaves_the_watchdog_working_for_the_next_limit():
+    import asyncio
+
+    import pytest
+
+    from agent_kernel.interrupts import TurnInterrupts
+
+    async def turn() -> float:
+        with TurnInterrupts() as interrupts:
+            for bad in (float("nan"), float("inf"), 0.0, -1.0):
+                with pytest.raises(ValueError, match="positive finite number"):
+                    await interrupts.run_code(asyncio.sleep(0), bad)
+            # Beyond what a condition wait accepts (threading.TIMEOUT_MAX): must not kill the watchdog.
+            assert await interrupts.run_code(asyncio.sleep(0.05, "quick"), 1e12) == "quick"
+            started = time.perf_counter()
+            with pytest.raises(asyncio.CancelledError):
+                await interrupts.run_code(asyncio.sleep(30), 0.5)
+            assert interrupts.timed_out and interrupts.reason is None
+            return time.perf_counter() - started
+
+    assert asyncio.run(turn()) < 2

@@ -215,9 +215,27 @@ def test_absurdly_deep_tool_input_is_bounded_and_the_turn_goes_on(kernel, script
     result = kernel.ok("%agent deep")
     assert "Still here." in result.final_texts()
     (answer,) = tool_results(scripted_model.requests[1])
-    assert answer["is_error"] and answer["content"].startswith("Invalid input for inspect_namespace")
+    assert answer["is_error"] and "nested more than 32 levels deep" in answer["content"]
     sent_back = json.dumps(scripted_model.requests[1]["messages"][-2]["content"])
     assert "[nested deeper than 64 levels]" in sent_back and sent_back.count("[") < 200
     kernel.ok("%agent again")
     assert len(scripted_model.requests) == 3
     assert [role for role, _ in _stored_messages(agent_db)][-2:] == ["user", "assistant"]
+
+
+def test_a_ten_megabyte_tool_input_is_refused_quickly_and_the_turn_goes_on(kernel, scripted_model):
+    import time
+
+    huge = {"code": "x = 1\n" * 1_750_000}  # 10.5 MB of JSON, streamed in the usual small pieces
+    scripted_model.add(reply(tool_use("run_code", huge)), say("Sent less."))
+    started = time.perf_counter()
+    result = kernel.ok("%agent --token-limit 100000000 go")  # the scripted model counts the input as output
+    elapsed = time.perf_counter() - started
+    assert len(scripted_model.requests) == 2, result.final_texts()
+    [refused] = tool_results(scripted_model.requests[1])
+    assert refused["is_error"] and "1,000,000 bytes" in refused["content"]
+    assert "Sent less." in result.final_texts()
+    # Neither the stored nor the re-sent conversation carries the 10 MB.
+    [kept] = [b for b in scripted_model.requests[1]["messages"][-2]["content"] if b["type"] == "tool_use"]
+    assert kept["input"] == {"oversized_input_bytes": len(json.dumps(huge))}
+    assert elapsed < 20, f"{elapsed:.1f} s"

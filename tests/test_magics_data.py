@@ -64,3 +64,10 @@ def test_prompt_magic_shows_the_version_and_the_full_prompt(kernel):
     full = kernel.ok("%agent_prompt --full").final_texts("text/plain")[-1]
     assert "## Your stored instructions\nPrefer polars over pandas." in full
     assert "## Your tools" in full and "## Your database" in full and "## Variables in the kernel" in full
+
+
+def test_instructions_over_their_cap_are_a_usage_error(kernel):
+    result = kernel.execute("%%agent_prompt\n" + "Be brief. " * 2_001)
+    assert result.stderr.startswith("UsageError") and "over their cap of 20,000" in result.stderr
+    assert not result.errors
+    assert "none yet (version 0)" in kernel.ok("%agent_prompt").final_texts("text/markdown")[-1]

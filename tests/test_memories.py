@@ -102,3 +102,15 @@ def test_the_memory_section_is_capped(memories):
     forgotten = memories.forget(memories.list(Filters(), limit=1)[0].id)
     assert forgotten is not None and memories.forget(forgotten.id) is None
     memories.remember(long)  # room again
+
+
+def test_a_memory_over_its_cap_is_refused_whoever_stores_it(memories):
+    from agent_kernel.store.memories import MEMORY_CHARS
+
+    long = "fact " * (MEMORY_CHARS // 5) + "!"
+    with pytest.raises(ToolInputError, match=f"{len(long):,} characters; one memory holds at most {MEMORY_CHARS:,}"):
+        memories.summarize(long, summary_type="daily-summary", period_key="2026-01-01")
+    with pytest.raises(ToolInputError, match="at most 20 tags"):
+        memories.remember("short", tags=[f"t{i}" for i in range(21)])
+    memories.summarize(long[:MEMORY_CHARS], summary_type="daily-summary", period_key="2026-01-01")
+    assert [len(m.content) for m in memories.list(Filters(), 10)] == [MEMORY_CHARS]

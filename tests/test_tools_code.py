@@ -111,3 +111,30 @@ def test_inspect_namespace_summarises_without_copying(kernel, scripted_model):
     assert df["columns"][0]["samples"] == ["'Oslo'", "'Rome'", "'Oslo'"]
     assert len(json.dumps(df)) < 1_000
     assert missing == {"name": "missing", "type": "undefined", "summary": "not defined in the kernel"}
+
+
+def test_extreme_and_non_finite_timeouts_are_refused_and_later_limits_still_hold(kernel, scripted_model, agent_db):
+    scripted_model.add(
+        call("run_code", code="1", timeout_s=1e308),
+        call("run_code", code="1", timeout_s="nan"),
+        call("run_code", code="1", timeout_s="inf"),
+        call("run_code", code="1", timeout_s=-1),
+        call("run_code", code="ran_long_limit = True", timeout_s=3600),
+        call("run_code", code="while True: pass", timeout_s=2),
+        say("done"),
+    )
+    execution = kernel.ok("%agent go", timeout=60)
+    results = [r["messages"][-1]["content"][0] for r in scripted_model.requests[1:]]
+    for refused, why in zip(results[:4], ["less than or equal to 3600", "finite number", "finite number", "greater than 0"]):
+        assert refused["is_error"] and "timeout_s" in refused["content"] and why in refused["content"]
+    assert kernel.value("ran_long_limit") is True
+    looped = json.loads(results[5]["content"])
+    assert looped["error"]["type"] == "TimeoutError" and 1.9 < looped["duration_ms"] / 1000 < 4
+    # Nobody stopped the turn: it ran to the model's last reply, with no stop recorded.
+    assert len(scripted_model.requests) == 7
+    assert not any("stopped the turn" in str(b.get("content")) for b in results)
+    assert not any("Interrupted" in t or "Stopped" in t for t in execution.final_texts())
+    from agent_kernel.store import Store
+
+    with Store(agent_db).connect() as con:
+        assert con.execute("SELECT state, last_error FROM sessions").fetchall() == [("idle", None)]

@@ -247,3 +247,18 @@ def _one_call(use):
 
     name, tool_input = use
     return call(name, **tool_input), say("done")
+
+
+@needs_sql_guard
+def test_oversize_sql_and_params_are_refused_before_parsing(tmp_path):
+    from .inprocess import in_process
+
+    rows = ",".join(["(1, 'abcdefgh')"] * 6_300)
+    with in_process(tmp_path) as caller:
+        started = time.perf_counter()
+        outcome = caller.call("db_sql", {"sql": f"CREATE TABLE ai_t AS SELECT * FROM (VALUES {rows})"})
+        assert outcome.is_error and "sql: String should have at most 100000 characters" in outcome.content
+        outcome = caller.call("db_sql", {"sql": "SELECT ?", "params": [1] * 1_001})
+        assert outcome.is_error and "params: List should have at most 1000 items" in outcome.content
+        assert time.perf_counter() - started < 1
+        assert caller.value("db_sql", {"sql": "SELECT ? AS x", "params": [1]})["rows"] == [[1]]

@@ -126,3 +126,28 @@ def test_the_user_edits_the_prompt_and_sets_a_fixed_instruction(kernel, scripted
     assert "## Your stored instructions" not in scripted_model.requests[-1]["system"]
     bad = kernel.execute("%agent_prompt --rollback 99")
     assert bad.stderr.startswith("UsageError: There is no version 99") and not bad.errors
+
+
+def test_oversize_memories_and_instructions_are_refused(kernel, scripted_model):
+    over_memory = "m" * 10_001
+    results, _ = batch(
+        kernel, scripted_model,
+        remember(over_memory),
+        remember(over_memory, store="summaries", summary_type="daily-summary"),
+        remember("short", tags=["t"] * 21),
+        ("edit_system_prompt", {"operation": "replace", "content": "i" * 20_001}),
+        ("edit_system_prompt", {"operation": "replace", "content": "i" * 15_000}),
+        ("edit_system_prompt", {"operation": "append", "content": "j" * 6_000}),
+        ("read_system_prompt", {}),
+    )  # fmt: skip
+    memory_too_long, summary_too_long, too_many_tags, too_long, fits, overflow, current = results
+    for refused in (memory_too_long, summary_too_long):
+        assert refused["is_error"] and "content: String should have at most 10000 characters" in refused["text"]
+    assert too_many_tags["is_error"] and "tags: List should have at most 20 items" in too_many_tags["text"]
+    assert too_long["is_error"] and "content: String should have at most 20000 characters" in too_long["text"]
+    assert fits == {"version": 1}
+    assert overflow["is_error"] and "Not saved: the instructions would be 21,001 characters" in overflow["text"]
+    assert "over their cap of 20,000" in overflow["text"]
+    assert current == {"prompt": "i" * 15_000, "version": 1}
+    # Only the prompt that fits reaches the system prompt of the next request.
+    assert "i" * 15_000 in str(scripted_model.requests[-1]["system"]) and "j" * 100 not in str(scripted_model.requests[-1]["system"])

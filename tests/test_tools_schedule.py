@@ -242,3 +242,31 @@ def test_a_task_declares_its_secrets_by_name_and_its_runs_redact_them(
     assert "[secret AK_JOB_TOKEN]" in second["messages"][-1]["content"][0]["content"]
     assert leaks.request_leaks(scripted_model.requests) == []
     assert leaks.store_leaks(str(store.path)) == []
+
+
+def test_extreme_numbers_and_oversize_text_are_refused(tmp_path):
+    from .inprocess import in_process
+
+    with in_process(tmp_path) as caller:
+        refusals = [
+            ("create_scheduled_task", {"name": "n", "task": "t", "cron": "0 9 * * *", "token_limit": 1e308}, "token_limit"),
+            ("create_scheduled_task", {"name": "n", "task": "t", "cron": "0 9 * * *", "token_limit": "nan"}, "token_limit"),
+            ("create_scheduled_task", {"name": "n", "task": "t", "cron": "0 9 * * *", "token_limit": 0}, "greater than or equal to 1"),
+            ("create_scheduled_task", {"name": "n", "task": "t", "cron": "0 9 * * *", "token_limit": 10**12}, "less than or equal to 100000000"),
+            ("create_scheduled_task", {"name": "n" * 201, "task": "t", "cron": "0 9 * * *"}, "name: String should have at most 200"),
+            ("create_scheduled_task", {"name": "n", "task": "t" * 20_001, "cron": "0 9 * * *"}, "task: String should have at most 20000"),
+            ("create_scheduled_task", {"name": "n", "notebook": "a.ipynb", "cron": "0 9 * * *", "parameters": {"x": float("nan")}}, "NaN or an infinity"),
+            ("set_reminder", {"at": "2030-01-01T09:00:00Z", "message": "m" * 20_001}, "message: String should have at most 20000"),
+            ("manage_pulse", {"action": "update_config", "active_days": [7]}, "less than or equal to 6"),
+            ("manage_pulse", {"action": "update_config", "active_days": [float("inf")]}, "active_days.0"),
+            ("manage_pulse", {"action": "update_config", "pulses_per_day": float("nan")}, "pulses_per_day"),
+            ("cancel_reminder", {"id": "i" * 201}, "id: String should have at most 200"),
+        ]
+        for name, tool_input, says in refusals:
+            outcome = caller.call(name, tool_input)
+            assert outcome.is_error and says in outcome.content, (name, tool_input.keys(), outcome.content)
+        assert caller.value("list_scheduled_tasks", {})["tasks"] == []
+        created = caller.value(
+            "create_scheduled_task", {"name": "n", "task": "t", "cron": "0 9 * * *", "token_limit": 100_000_000}
+        )
+        assert [t["id"] for t in caller.value("list_scheduled_tasks", {})["tasks"]] == [created["id"]]

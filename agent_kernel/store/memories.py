@@ -49,6 +49,9 @@ SUMMARY_TYPES = (
     "yearly-summary",
 )
 SECTION_CHARS = 4_000
+MEMORY_CHARS = 10_000  # the longest one memory or summary may be
+TAGS = 20  # the most tags one memory carries
+TAG_CHARS = 100
 
 # Words that say nothing about what a memory is about; left out of recall queries.
 _STOPWORDS = (
@@ -203,6 +206,7 @@ class Memories:
         session_id: str | None = None,
     ) -> Memory:
         """Store a user memory, unless the prompt's memory section would overflow."""
+        _check_size(content, tags)
         draft = Memory("(new)", "user_memory", category, content, list(tags), pursuing_priority, None, None, _utc_now())
         section = self.section(extra=draft)
         if len(section) > SECTION_CHARS:
@@ -232,6 +236,7 @@ class Memories:
         session_id: str | None = None,
     ) -> tuple[Memory, bool]:
         """Store the summary of a period (replacing an earlier one); whether it replaced one."""
+        _check_size(content, tags)
         row = self.con.execute(
             "SELECT id FROM memories WHERE store = 'summaries' AND type = ? AND period_key = ? "
             "AND chat_id IS NOT DISTINCT FROM ?",
@@ -306,6 +311,16 @@ class Memories:
         found = self._find(memory_id)
         assert found is not None
         return found
+
+
+def _check_size(content: str, tags: Sequence[str]) -> None:
+    if len(content) > MEMORY_CHARS:
+        raise ToolInputError(
+            f"Not stored: the memory is {len(content):,} characters; one memory holds at most "
+            f"{MEMORY_CHARS:,}. Store the gist, or split it into several memories or summaries."
+        )
+    if len(tags) > TAGS or any(len(tag) > TAG_CHARS for tag in tags):
+        raise ToolInputError(f"Not stored: a memory has at most {TAGS} tags of at most {TAG_CHARS} characters each.")
 
 
 def _memory(row: Sequence[Any], relevance: float | None = None) -> Memory:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import duckdb
 
 OPERATIONS = ("replace", "find_replace", "append", "prepend", "delete")
+INSTRUCTIONS_CHARS = 20_000  # the longest the stored instructions may be: they are in every system prompt
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,17 @@ class SystemPrompts:
     def save(
         self, prompt: str, *, operation: str, author: str, session_id: str | None = None
     ) -> PromptVersion:
-        """Store ``prompt`` as the next version (unless it is the current text already)."""
+        """Store ``prompt`` as the next version (unless it is the current text already).
+
+        Refuses (:class:`ToolInputError`) a text over :data:`INSTRUCTIONS_CHARS`.
+        """
+        if len(prompt) > INSTRUCTIONS_CHARS:
+            raise ToolInputError(
+                f"Not saved: the instructions would be {len(prompt):,} characters, over their cap of "
+                f"{INSTRUCTIONS_CHARS:,} (they are part of every system prompt). Keep them to lasting "
+                "guidance: shorten or delete parts first, and keep reference material in a memory "
+                "summary or a table instead."
+            )
         current = self.current()
         if prompt == current.prompt:
             return current

@@ -226,7 +226,10 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
         elif block["type"] == "tool_use":
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": head}
-            for piece in _pieces(json.dumps(block["input"]), 40):
+            encoded = json.dumps(block["input"])
+            # Small pieces as the API sends them, but at most MAX_INPUT_PIECES of them: a
+            # huge scripted input (which max_tokens rules out from the real API) stays quick.
+            for piece in _pieces(encoded, max(40, -(-len(encoded) // MAX_INPUT_PIECES))):
                 yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
         else:
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
@@ -240,6 +243,9 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
         "usage": {"output_tokens": message["usage"]["output_tokens"]},
     }
     yield "message_stop", {"type": "message_stop"}
+
+
+MAX_INPUT_PIECES = 2_000
 
 
 def _pieces(value: str, size: int) -> Iterator[str]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from ..conversation import OVERSIZED_INPUT
 from ..errors import ToolInputError
 from ..interrupts import TURN_FRAMES, TurnInterrupted
 from ..secrets import redact, scrub
@@ -30,7 +31,12 @@ from ..secrets import redact, scrub
 if TYPE_CHECKING:
     from .context import ToolContext
 
-__all__ = ["Outcome", "Registry", "Tool", "current_context", "tool"]
+__all__ = ["INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "current_context", "strict_json", "tool"]
+
+# The most one tool call's input may hold (its text, counted as UTF-8) and how deeply it
+# may nest; checked before anything else looks at the input.
+INPUT_BYTES = 1_000_000
+INPUT_DEPTH = 32
 
 _CONTEXT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("agent_kernel_tool_context")
 
@@ -147,32 +153,40 @@ class Registry:
         *,
         offered: Iterable[str] | None = None,
         result_chars: int = 20_000,
+        input_bytes: int = INPUT_BYTES,
         check: Callable[[Tool, object], Awaitable[str | None]] | None = None,
     ) -> Outcome:
         """Run one tool call; every failure becomes an ``is_error`` outcome.
 
-        ``offered`` limits which names may run (a tool not offered this turn is refused
-        even if registered); ``check`` may refuse a call with a reason before it runs
-        (approval).
+        An input over ``input_bytes`` (or nested deeper than :data:`INPUT_DEPTH`) is
+        refused before anything else. ``offered`` limits which names may run (a tool not
+        offered this turn is refused even if registered); ``check`` may refuse a call with
+        a reason before it runs (approval).
         """
         started = time.perf_counter()
 
         def done(content: str, is_error: bool, value: Any = None, *, ran: bool = True) -> Outcome:
-            # ``content`` is redacted already (to_text, or redact below): capping comes last.
+            # A result was redacted by to_text (before JSON encoding); an error text is here.
+            # Capping comes last, so a cut never exposes part of a secret.
+            if is_error:
+                content = redact(content)
             duration_ms = (time.perf_counter() - started) * 1000 if ran else None
             return Outcome(_cap(content, result_chars), is_error, value, duration_ms)
 
+        oversize = input_problem(name, tool_input, input_bytes)
+        if oversize is not None:
+            return done(oversize, True, ran=False)
         allowed = set(offered) if offered is not None else set(self.tools)
         item = self.tools.get(name)
         if item is None or name not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
-            return done(redact(f"Unknown tool {name!r}. The tools available are: {names}."), True)
+            return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
         token = _CONTEXT.set(context)  # the check may ask the person (an approval card)
         try:
             if check is not None:
                 refusal = await check(item, tool_input)
                 if refusal:
-                    return done(redact(refusal), True, ran=False)
+                    return done(refusal, True, ran=False)
                 started = time.perf_counter()  # the tool's own time, not the wait for approval
             value = await item.call(tool_input)
         except KeyboardInterrupt:
@@ -182,12 +196,12 @@ class Registry:
         except (asyncio.CancelledError, TurnInterrupted):
             raise
         except ToolInputError as exc:
-            return done(redact(str(exc)), True)
+            return done(str(exc), True)
         except Exception as exc:  # noqa: BLE001 - a tool never crashes the turn
             tool_error = _sdk_tool_error_content(exc)
             if tool_error is not None:
-                return done(redact(tool_error), True)
-            return done(redact(_describe_exception(name, exc)), True)
+                return done(tool_error, True)
+            return done(_describe_exception(name, exc), True)
         finally:
             _CONTEXT.reset(token)
         return done(to_text(value), False, value)
@@ -245,11 +259,64 @@ def to_text(value: Any) -> str:
     return json.dumps(scrub(value, default=_json_default), ensure_ascii=False)
 
 
+def strict_json(value: Any, what: str) -> str:
+    """``value`` as JSON text, refusing NaN and infinities (which JSON has no numbers for)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ToolInputError(
+            f"{what} holds NaN or an infinity, which JSON cannot store: use null or a string instead."
+        ) from None
+
+
 def _json_default(value: Any) -> Any:
     llm = getattr(value, "_repr_llm_", None)
     if callable(llm):
         return llm()
     return repr(value)
+
+
+def input_problem(name: str, tool_input: object, limit: int, depth: int = INPUT_DEPTH) -> str | None:
+    """Why ``tool_input`` is too big or too deep for one call, or None when it is not.
+
+    Walks the input once and stops as soon as it is over ``limit`` bytes, so an
+    oversized input costs little more than its first ``limit`` bytes.
+    """
+    size = 0
+    if isinstance(tool_input, dict) and set(tool_input) == {OVERSIZED_INPUT}:
+        size = tool_input[OVERSIZED_INPUT] if isinstance(tool_input[OVERSIZED_INPUT], int) else limit + 1
+    stack: list[tuple[object, int]] = [(tool_input, 0)] if size <= limit else []
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, str):
+            chars = len(value)  # a lower bound of its UTF-8 bytes, enough when over the limit
+            size += chars if chars > limit or value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+        elif isinstance(value, (dict, list, tuple)):
+            if level >= depth:
+                return (
+                    f"The input of {name} is nested more than {depth} levels deep; "
+                    "send a flatter structure."
+                )
+            size += 2 + len(value)  # brackets and separators, before the items are walked
+            if size > limit:
+                break
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    stack.append((key, level + 1))
+                    stack.append((item, level + 1))
+            else:
+                stack.extend((item, level + 1) for item in value)
+        else:
+            size += 8  # a number, a boolean or null
+        if size > limit:
+            break
+    if size > limit:
+        return (
+            f"The input of {name} is over {limit:,} bytes, the most one tool call takes. "
+            "Send less: split the work into several smaller calls, or let code you run "
+            "(or a table) hold the large data and pass its name instead of the data."
+        )
+    return None
 
 
 def _cap(text: str, limit: int) -> str:

@@ -20,9 +20,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from ..interrupts import TURN_FRAMES, CodeTimeout, TurnInterrupted
+from pydantic import Field
+
+from ..interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from ..namespace import describe, describe_namespace
 from ..secrets import redact
 from . import Tool, current_context
@@ -30,13 +32,21 @@ from . import Tool, current_context
 STREAM_CHARS = 8_000
 RESULT_CHARS = 2_000
 TRACEBACK_CHARS = 4_000
+CODE_CHARS = 200_000  # the most source one run_code call takes
+LONGEST_TIMEOUT_S = 3_600.0  # the longest timeout_s a call may ask for
+NAME_CHARS = 256
+NAMES = 200  # the most variables one inspect_namespace call describes
+
+Seconds = Annotated[float, Field(gt=0, le=LONGEST_TIMEOUT_S, allow_inf_nan=False)]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Frames from these packages are plumbing, not the model's code.
 _PLUMBING = ("IPython", "ipykernel", "agent_kernel", "asyncio")
 
 
-async def run_code(code: str, timeout_s: float = 60, isolated: bool = False) -> dict[str, Any]:
+async def run_code(
+    code: Annotated[str, Field(max_length=CODE_CHARS)], timeout_s: Seconds = 60, isolated: bool = False
+) -> dict[str, Any]:
     """Run Python code in the user's live Jupyter kernel and return what happened.
 
     Variables you define stay in the user's namespace; prints, plots and displays appear
@@ -49,13 +59,9 @@ async def run_code(code: str, timeout_s: float = 60, isolated: bool = False) -> 
 
     Args:
         code: Python source to run (IPython syntax, e.g. ``%timeit`` or ``!ls``, works too).
-        timeout_s: Seconds after which the code is stopped.
+        timeout_s: Seconds after which the code is stopped (at most an hour).
         isolated: Run in a fresh Python subprocess with a stripped environment instead.
     """
-    if timeout_s <= 0:
-        from ..errors import ToolInputError
-
-        raise ToolInputError("timeout_s must be a positive number of seconds.")
     context = current_context()
     execution_id = uuid.uuid4().hex[:12]
     started = time.perf_counter()
@@ -71,7 +77,9 @@ async def run_code(code: str, timeout_s: float = 60, isolated: bool = False) -> 
     return outcome
 
 
-async def inspect_namespace(names: list[str] | None = None) -> dict[str, Any]:
+async def inspect_namespace(
+    names: Annotated[list[Annotated[str, Field(max_length=NAME_CHARS)]] | None, Field(max_length=NAMES)] = None,
+) -> dict[str, Any]:
     """Describe variables in the user's kernel: type, a short summary, shape and columns.
 
     DataFrames list their columns with dtypes and a few sample values. Without ``names``
@@ -162,6 +170,7 @@ async def _execute(
 
 
 TURN_FRAMES.add(_execute.__code__)
+CODE_FRAMES.add(_execute.__code__)
 
 
 @contextmanager

@@ -15,13 +15,15 @@ import json
 import math
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import Field
 
 from ..errors import ToolInputError
 from ..namespace import unwritable_reason
 from ..secrets import redact
 from ..store import guard, sandbox
-from . import Tool, current_context
+from . import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
     from ..config import AgentKernel
@@ -33,6 +35,8 @@ T = TypeVar("T")
 CELL_CHARS = 1_000
 INTO_PREVIEW_ROWS = 10
 STATE_VALUE_CHARS = 1_000_000
+SQL_CHARS = 100_000  # the most SQL one db_sql call takes (parsing and checking it grows with it)
+SQL_PARAMS = 1_000
 
 # (module, class) of the DataFrame types DuckDB can scan in place.
 _FRAME_TYPES = {
@@ -46,7 +50,11 @@ _FRAME_TYPES = {
 }
 
 
-async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = None) -> dict[str, Any]:
+async def db_sql(
+    sql: Annotated[str, Field(max_length=SQL_CHARS)],
+    params: Annotated[list[Any], Field(max_length=SQL_PARAMS)] | None = None,
+    into: str | None = None,
+) -> dict[str, Any]:
     """Run SQL (DuckDB dialect) on your own DuckDB database; kernel DataFrames are readable by name.
 
     A query returns {columns, rows, row_count, truncated}: at most 1,000 rows, so aggregate,
@@ -61,7 +69,7 @@ async def db_sql(sql: str, params: list[Any] | None = None, into: str | None = N
     needs too much memory. Huge rows are cut short (truncated, with a note why).
 
     Args:
-        sql: One or more SQL statements.
+        sql: One or more SQL statements (at most 100,000 characters: load bulk data from a DataFrame instead).
         params: Values for ? placeholders (with a single statement).
         into: A new Python variable name (not a builtin, a module or a __dunder__): the query's full result (up to a size cap the answer reports) becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
     """
@@ -162,7 +170,7 @@ async def set_state(key: str, value: Any) -> dict[str, Any]:
         value: Any JSON value: object, array, string, number, boolean or null.
     """
     _check_key(key)
-    size = len(json.dumps(value, ensure_ascii=False))
+    size = len(strict_json(value, "value"))
     if size > STATE_VALUE_CHARS:
         raise ToolInputError(
             f"The value is {size:,} characters of JSON; state holds at most {STATE_VALUE_CHARS:,}. "

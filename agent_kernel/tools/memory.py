@@ -20,34 +20,42 @@ SummaryType = Literal[
 ]
 StoreName = Literal["user_memory", "summaries"]
 
+QUERY_CHARS = 2_000
+ID_CHARS = 200  # ids, period keys, chat ids, dates
+Content = Annotated[str, Field(max_length=memory_store.MEMORY_CHARS)]
+Short = Annotated[str, Field(max_length=ID_CHARS)]
+Tags = Annotated[list[Annotated[str, Field(max_length=memory_store.TAG_CHARS)]], Field(max_length=memory_store.TAGS)]
+Instructions = Annotated[str, Field(max_length=prompts.INSTRUCTIONS_CHARS)]
+
 
 async def memory(
     action: Literal["store", "recall", "list", "forget"],
     store: StoreName | None = None,
-    content: str | None = None,
-    tags: list[str] | None = None,
+    content: Content | None = None,
+    tags: Tags | None = None,
     category: Category | None = None,
     pursuingPriority: Annotated[int | None, Field(ge=0, le=100)] = None,  # the contract's name
     summary_type: SummaryType | None = None,
-    period_key: str | None = None,
-    chat_id: str | None = None,
-    query: str | None = None,
+    period_key: Short | None = None,
+    chat_id: Short | None = None,
+    query: Annotated[str, Field(max_length=QUERY_CHARS)] | None = None,
     store_filter: StoreName | None = None,
-    categories: list[Category] | None = None,
-    summary_types: list[SummaryType] | None = None,
+    categories: Annotated[list[Category], Field(max_length=20)] | None = None,
+    summary_types: Annotated[list[SummaryType], Field(max_length=20)] | None = None,
     from_: Annotated[
-        str | None, Field(alias="from", description="recall/list: only memories stored at or after this ISO date/time.")
+        Short | None, Field(alias="from", description="recall/list: only memories stored at or after this ISO date/time.")
     ] = None,
-    to: str | None = None,
-    period_key_prefix: str | None = None,
+    to: Short | None = None,
+    period_key_prefix: Short | None = None,
     limit: Annotated[int, Field(ge=1, le=100)] = 10,
-    memory_id: str | None = None,
+    memory_id: Short | None = None,
 ) -> dict[str, Any]:
     """Store and recall what you know across sessions: user memories and summaries.
 
     - store, store=user_memory (default): a fact, preference, goal, project, open loop,
       ... about the user (category, tags, pursuingPriority). All user memories appear in
       your system prompt, so keep each short; the section has a 4,000-character cap.
+      One memory or summary holds at most 10,000 characters.
     - store, store=summaries: a roll-up under a calendar period key: daily YYYY-MM-DD,
       weekly ISO week YYYY-Www (Monday to Sunday), monthly YYYY-MM, quarterly YYYY-Qn,
       yearly YYYY (default: the current period; a date means the period containing it).
@@ -142,16 +150,17 @@ async def read_system_prompt() -> dict[str, Any]:
 
 async def edit_system_prompt(
     operation: Literal["replace", "find_replace", "append", "prepend", "delete"],
-    content: str | None = None,
-    find: str | None = None,
-    replace: str | None = None,
+    content: Instructions | None = None,
+    find: Instructions | None = None,
+    replace: Instructions | None = None,
     replace_all: bool = False,
 ) -> dict[str, Any]:
     """Edit your stored instructions, which are part of every later system prompt.
 
     Use it for lasting guidance the user gives ("from now on ...") and what you learn about
     how they like to work. Every edit is kept as a version the user can roll back
-    (%agent_prompt --rollback N). The new text applies from your next request.
+    (%agent_prompt --rollback N). The new text applies from your next request. The
+    instructions hold at most 20,000 characters.
 
     Args:
         operation: replace (content is the whole new text), find_replace (find -> replace), append or prepend (content), delete (removes the first occurrence of content).

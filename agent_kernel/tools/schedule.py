@@ -12,23 +12,34 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from ..errors import ToolInputError
-from . import Tool, current_context
+from . import Tool, current_context, strict_json
+
+PROMPT_CHARS = 20_000  # a task's prompt, a reminder's message, the pulse's instruction
+PATH_CHARS = 4_096
+SHORT_CHARS = 200  # names, ids, times, cron expressions, timezones, models
+PARAMETERS = 100  # the most papermill parameters one task passes
+LARGEST_TOKEN_LIMIT = 100_000_000
+
+Prompt = Annotated[str, Field(max_length=PROMPT_CHARS)]
+Short = Annotated[str, Field(max_length=SHORT_CHARS)]
 
 
 def create_scheduled_task(
-    name: str,
-    task: str | None = None,
-    notebook: str | None = None,
-    parameters: dict[str, Any] | None = None,
-    at: str | None = None,
-    cron: str | None = None,
-    timezone: str | None = None,
-    model: str | None = None,
-    token_limit: int | None = None,
-    secrets: list[str] | None = None,
+    name: Short,
+    task: Prompt | None = None,
+    notebook: Annotated[str, Field(max_length=PATH_CHARS)] | None = None,
+    parameters: Annotated[dict[Short, Any], Field(max_length=PARAMETERS)] | None = None,
+    at: Short | None = None,
+    cron: Short | None = None,
+    timezone: Short | None = None,
+    model: Short | None = None,
+    token_limit: Annotated[int, Field(ge=1, le=LARGEST_TOKEN_LIMIT)] | None = None,
+    secrets: Annotated[list[Short], Field(max_length=50)] | None = None,
 ) -> dict[str, Any]:
     """Schedule a job that runs later, once (`at`) or repeatedly (`cron`), unattended.
 
@@ -56,6 +67,8 @@ def create_scheduled_task(
     bad = [n for n in secrets or () if not n.isidentifier()]
     if bad:
         raise ToolInputError(f"secrets takes environment variable names; {bad[0]!r} is not one.")
+    if parameters is not None:
+        strict_json(parameters, "parameters")
     zone_name = _timezone(timezone)
     with _errors():
         job = new_job(
@@ -114,7 +127,7 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     return {"tasks": tasks}
 
 
-def cancel_scheduled_task(id: str) -> dict[str, Any]:
+def cancel_scheduled_task(id: Short) -> dict[str, Any]:
     """Delete a scheduled task: it stops firing, and a run in progress is cancelled.
 
     Args:
@@ -123,7 +136,7 @@ def cancel_scheduled_task(id: str) -> dict[str, Any]:
     return {"deleted": _delete(id, kinds=("notebook", "task", "pulse"), other="a reminder: use cancel_reminder")}
 
 
-def enable_scheduled_task(id: str) -> dict[str, Any]:
+def enable_scheduled_task(id: Short) -> dict[str, Any]:
     """Resume a paused task; it fires from its next slot on (missed slots are not run).
 
     Args:
@@ -132,7 +145,7 @@ def enable_scheduled_task(id: str) -> dict[str, Any]:
     return _set_enabled(id, True)
 
 
-def disable_scheduled_task(id: str) -> dict[str, Any]:
+def disable_scheduled_task(id: Short) -> dict[str, Any]:
     """Pause a task without deleting it.
 
     Args:
@@ -141,7 +154,7 @@ def disable_scheduled_task(id: str) -> dict[str, Any]:
     return _set_enabled(id, False)
 
 
-def set_reminder(at: str, message: str) -> dict[str, Any]:
+def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
     """Continue this conversation later: at `at`, `message` arrives in this session as a
     new turn (run unattended), so you can pick the work up again. One-shot; for
     recurring work create a scheduled task.
@@ -173,7 +186,7 @@ def set_reminder(at: str, message: str) -> dict[str, Any]:
     return {"id": job.id, "at": _iso(job.run_at, job.timezone)}
 
 
-def cancel_reminder(id: str) -> dict[str, Any]:
+def cancel_reminder(id: Short) -> dict[str, Any]:
     """Cancel a reminder set with set_reminder.
 
     Args:
@@ -186,10 +199,10 @@ def manage_pulse(
     action: Literal["get_config", "update_config", "update_notes"],
     notes: str | None = None,
     enabled: bool | None = None,
-    active_days: list[int] | None = None,
+    active_days: Annotated[list[Annotated[int, Field(ge=0, le=6)]], Field(max_length=7)] | None = None,
     pulses_per_day: Literal[48, 24, 12, 6, 2] | None = None,
-    quiet_hours: list[dict[str, str]] | None = None,
-    instruction: str | None = None,
+    quiet_hours: Annotated[list[dict[Short, Short]], Field(max_length=24)] | None = None,
+    instruction: Prompt | None = None,
 ) -> dict[str, Any]:
     """Your pulse: an autonomous run that fires regularly (a fresh session each time)
     and keeps notes for the next one. `get_config` shows it; `update_config` creates or

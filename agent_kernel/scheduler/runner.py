@@ -89,11 +89,10 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
                 config=kernel_manager_config(),
             )
         except PapermillExecutionError as exc:
-            evalue = str(exc.evalue).strip()
             return {
                 "status": "FAILED",
                 "exit_code": EXIT_FAILED,
-                "error": f"{exc.ename}: {evalue}" if evalue else exc.ename,
+                "error": _cell_error(exc.ename, exc.evalue),
                 "error_cell": exc.exec_count or progress.ordinal(exc.cell_index),
             }
         except CellTimeoutError as exc:
@@ -118,6 +117,20 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
             traceback.print_exc()
             return {"status": "FAILED", "exit_code": EXIT_ERROR, "error": f"{type(exc).__name__}: {_first_line(exc)}"}
     return {"status": "SUCCEEDED", "exit_code": EXIT_SUCCEEDED}
+
+
+def _cell_error(ename: str, evalue: str) -> str:
+    """The run's error for a failed cell: an %agent turn's own line, else ``ename: evalue``.
+
+    A notebook fails exactly when one of its cells failed; an %agent cell fails when its
+    turn did not end normally (see agent_kernel/outcome.py), with one line that says why.
+    """
+    from ..errors import TurnFailedError
+
+    evalue = str(evalue).strip()
+    if ename == TurnFailedError.__name__ and evalue:
+        return evalue
+    return f"{ename}: {evalue}" if evalue else ename
 
 
 def _kernel_of(path: str) -> str:

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from .tools import Registry, Tool
 
 
+# Seconds a front end has to draw the Stop button before the transcript treats it as a
+# client that ignores display updates (jupyter console); see display/transcript.py.
+WIDGET_GRACE_S = 2.0
+
+
 class Agent:
     """A Claude agent working in an IPython shell, with durable sessions in DuckDB.
 
@@ -264,7 +269,7 @@ class Agent:
         transcript = Transcript(
             live=self.live,
             updates_per_second=config.updates_per_second,
-            widget_grace_s=float(config.presence_timeout),
+            widget_grace_s=min(float(config.presence_timeout), WIDGET_GRACE_S),
             failure_raised=check,
         )
         shell = self.shell
@@ -312,7 +317,7 @@ class Agent:
             )
             result = await turn.run()
         await asyncio.to_thread(self._writer.flush)
-        await transcript.settle()
+        await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
         if result.state != "error" and result.model_calls:
             transcript.notice(_footer(result, turn.limits.token_limit), kind="muted")
         return result

@@ -242,19 +242,20 @@ class Transcript:
             self._timer.cancel()
             self._timer = None
 
-    async def settle(self) -> None:
+    async def settle(self, *, wait: bool = True) -> None:
         """Repeat settled outputs for a client that ignores updates; remove the Stop button.
 
-        Waits (up to what is left of ``widget_grace_s``) for the Stop button's
-        acknowledgement only when there is something to repeat and it is not known yet.
+        With ``wait``, waits (up to what is left of ``widget_grace_s``) for the Stop
+        button's acknowledgement when there is something to repeat and the client is not
+        known yet; without, an unknown client is treated as one that ignores updates.
         """
         self.close()
-        if self._unsettled and self._updates_ignored() is None and self._stop_widget is not None:
+        if wait and self._unsettled and self._updates_ignored() is None and self._stop_widget is not None:
             left = self.widget_grace_s - (time.monotonic() - self._stop_shown_at)
             await self._stop_widget.wait_rendered(max(left, 0.0))
             if self._updates_ignored() is None:
                 self._updates_applied = bool(self._stop_widget.rendered)
-        if self._updates_ignored():
+        if self._updates_ignored() is not False:
             for bundle in self._unsettled:
                 self._display(bundle, display_id=False)
         self._unsettled = []

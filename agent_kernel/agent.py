@@ -315,7 +315,11 @@ class Agent:
                 refresh_system=lambda: self.system_prompt(approve=mode),
                 on_token_limit=offer_continue if self.live else None,
             )
-            result = await turn.run()
+            try:
+                result = await turn.run()
+            except BaseException:
+                transcript.hide_stop()
+                raise
         await asyncio.to_thread(self._writer.flush)
         await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
         if result.state != "error" and result.model_calls:

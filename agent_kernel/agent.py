@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from .tools import Registry, Tool
 
 
+# Seconds a front end has to draw the Stop button before the transcript treats it as a
+# client that ignores display updates (jupyter console); see display/transcript.py.
+WIDGET_GRACE_S = 2.0
+
+
 class Agent:
     """A Claude agent working in an IPython shell, with durable sessions in DuckDB.
 
@@ -214,7 +219,10 @@ class Agent:
     # -- turns ---------------------------------------------------------------------------
 
     def run(self, prompt: str, **options: Any) -> TurnResult:
-        """Run one turn to the end (for scripts; in a notebook use ``await agent.arun(...)``)."""
+        """Run one turn to the end (for scripts; in a notebook use ``await agent.arun(...)``).
+
+        Takes the keyword arguments of :meth:`arun`.
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -241,18 +249,30 @@ class Agent:
         model: str | None = None,
         token_limit: int | None = None,
         approve: str | None = None,
+        check: bool = False,
     ) -> TurnResult:
-        """Run one turn on the running event loop and return how it ended."""
+        """Run one turn on the running event loop and return how it ended.
+
+        A turn that did not end normally (a model error, Stop or an interrupt, the token
+        limit, the model-call cap; see :mod:`agent_kernel.outcome`) still returns its
+        result, with ``result.failed`` true and ``result.error`` the line shown; with
+        ``check=True`` it raises :class:`~agent_kernel.errors.TurnFailedError` with that
+        line instead, as an ``%agent`` cell does.
+        """
         if self._running:
             raise TurnInProgressError(
                 "An agent turn is already running in this kernel; wait for it or press Stop."
             )
         self._running = True
         try:
-            result = await self._turn(prompt, new, session, model, token_limit, approve)
+            result = await self._turn(prompt, new, session, model, token_limit, approve, check)
         finally:
             self._running = False
         self.last_result = result
+        if check:
+            from .outcome import raise_if_failed
+
+            raise_if_failed(result)
         return result
 
     async def _turn(
@@ -263,6 +283,7 @@ class Agent:
         model: str | None,
         token_limit: int | None,
         approve: str | None,
+        check: bool = False,
     ) -> TurnResult:
         from . import conversation
         from .approval import make_check
@@ -291,7 +312,12 @@ class Agent:
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
             self._model_client = ModelClient()
-        transcript = Transcript(live=self.live, updates_per_second=config.updates_per_second)
+        transcript = Transcript(
+            live=self.live,
+            updates_per_second=config.updates_per_second,
+            widget_grace_s=min(float(config.presence_timeout), WIDGET_GRACE_S),
+            failure_raised=check,
+        )
         shell = self.shell
         system = self._build_system_prompt(sections, offered)
         if resolved.kept_as:
@@ -341,8 +367,13 @@ class Agent:
                 refresh_system=lambda: self.system_prompt(approve=mode),
                 on_token_limit=offer_continue if self.live else None,
             )
-            result = await turn.run()
+            try:
+                result = await turn.run()
+            except BaseException:
+                transcript.hide_stop()
+                raise
         await asyncio.to_thread(self._writer.flush)
+        await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
         if result.state != "error" and result.model_calls:
             footer = _footer(result, turn.limits.token_limit, new=resolved.created)
             transcript.notice(footer, kind="muted")

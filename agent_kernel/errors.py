@@ -8,7 +8,8 @@ Every error the project raises on purpose derives from one root::
     ├── SessionError          a session name that does not exist, or already does
     │   └── TurnInProgressError  a turn was started while another one runs
     ├── StoreError            the DuckDB file could not be opened or written
-    └── ToolInputError        a tool was called with input it cannot use
+    ├── ToolInputError        a tool was called with input it cannot use
+    └── TurnFailedError       a turn did not end normally (raised by %agent; see outcome.py)
 
 A user's mistake in a magic is shown as an IPython ``UsageError`` (no traceback);
 these errors carry a message written for the person reading the cell.
@@ -23,6 +24,7 @@ __all__ = [
     "SessionError",
     "StoreError",
     "ToolInputError",
+    "TurnFailedError",
     "TurnInProgressError",
 ]
 
@@ -53,3 +55,19 @@ class StoreError(AgentKernelError):
 
 class ToolInputError(AgentKernelError):
     """A tool's input is unusable; the message is sent to the model as an ``is_error`` result."""
+
+
+class TurnFailedError(AgentKernelError):
+    """An ``%agent`` turn did not end normally; the message is the one line the cell shows.
+
+    IPython, papermill and nbclient show only that line (``_render_traceback_``): the
+    frames would be agent-kernel's own, which say nothing about what went wrong.
+    """
+
+    def __init__(self, line: str, ending: str) -> None:
+        super().__init__(line)
+        self.line = line
+        self.ending = ending
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31m{self.line}\x1b[0m"]

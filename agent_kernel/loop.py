@@ -56,6 +56,16 @@ class TurnResult:
     error: str | None = None
     seconds: float = 0.0
     model: str | None = None
+    # How the turn ended: "end_turn", or one of outcome.FAILED_ENDINGS (then ``error`` is
+    # the line the user saw).
+    ending: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Whether the turn did not end normally (see :mod:`agent_kernel.outcome`)."""
+        from .outcome import failure
+
+        return failure(self) is not None
 
     def value(self) -> Any:
         """The final text, or the JSON it holds when it is only a JSON value."""
@@ -111,21 +121,23 @@ class Turn:
                 ctx.interrupts.check()
                 if result.session_tokens >= self.limits.token_limit:
                     result.state = "token_limit_reached"
-                    view.notice(
+                    line = (
                         f"Session {ctx.session_name!r} reached its token limit "
                         f"({result.session_tokens:,} of {self.limits.token_limit:,} tokens). "
                         "Continue with a higher limit: %agent --token-limit N ..., or "
-                        "%config AgentKernel.token_limit = N.",
-                        kind="warning",
+                        "%config AgentKernel.token_limit = N."
                     )
-                    if not await self._continue_past_limit(result):
+                    if not await self._continue_past_limit(result):  # the card says why
+                        self._fail(result, "token_limit", line, "warning")
                         break
                 if result.model_calls >= self.limits.max_model_calls:
                     result.state = "idle"
-                    view.notice(
+                    self._fail(
+                        result,
+                        "call_limit",
                         f"Stopped after {result.model_calls} model calls in one turn "
                         "(AgentKernel.max_model_calls). Run %agent continue to go on.",
-                        kind="warning",
+                        "warning",
                     )
                     break
                 message = await ctx.interrupts.phase(
@@ -152,6 +164,7 @@ class Turn:
                 if not uses:
                     result.text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
                     result.state = "idle"
+                    result.ending = "end_turn"
                     if message.stop_reason == "max_tokens":
                         view.notice(
                             f"The answer was cut off at max_tokens ({self.limits.max_tokens:,}); "
@@ -168,18 +181,24 @@ class Turn:
                 self._save("user", self.prompt_blocks)
             if result.state != "token_limit_reached":
                 result.state = "idle"
-            result.error = "interrupted"
-            view.notice("■ Stopped." if stop.reason == "stop" else "■ Interrupted.", kind="warning")
+            if stop.reason == "stop":
+                self._fail(result, "stopped", "■ Stopped.", "warning")
+            else:
+                self._fail(result, "interrupted", "■ Interrupted.", "warning")
         except ModelError as exc:
             result.state = "error"
-            result.error = str(exc)
-            view.notice(str(exc), kind="error")
+            self._fail(result, "model_error", str(exc), "error")
         finally:
             result.seconds = time.perf_counter() - started
             self._journal.state(result.state, result.error)
             self._write()
             view.close()
         return result
+
+    def _fail(self, result: TurnResult, ending: str, line: str, kind: str) -> None:
+        """End the turn as failed (see outcome.py); ``line`` is what the user is told."""
+        result.ending, result.error = ending, line
+        self.context.transcript.failed(line, kind=kind)
 
     async def _continue_past_limit(self, result: TurnResult) -> bool:
         """Offer Continue at the token limit; True when the limit was raised."""

@@ -241,7 +241,7 @@ class AgentMagics(Magics):
 
     async def run_turn(self, line: str, body: str | None) -> TurnResult | None:
         """Parse, interpolate and run one turn; user mistakes become ``UsageError``."""
-        from .errors import AgentKernelError
+        from .errors import AgentKernelError, SessionError, TurnFailedError
 
         call = parse_agent_call(line, body)
         prompt = interpolate(call.prompt, self.shell.user_ns)
@@ -261,7 +261,10 @@ class AgentMagics(Magics):
                 model=call.model,
                 token_limit=call.token_limit,
                 approve=call.approve,
+                check=True,  # a turn that did not end normally fails the cell (outcome.py)
             )
+        except TurnFailedError:
+            raise
         except AgentKernelError as exc:
             raise UsageError(str(exc)) from None
         if call.output:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import weakref
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
     from anthropic.types import Message
 
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error"}
+# How the API words a 400 about the prompt's length ("prompt is too long: 215000 tokens >
+# 200000 maximum", "input length and `max_tokens` exceed context limit: ...").
+_PROMPT_TOO_LONG = re.compile(
+    r"prompt is too long|exceeds? (the )?context (limit|window)|context (window|length) exceeded|too many (input )?tokens",
+    re.IGNORECASE,
+)
 
 _Identity = tuple[str | None, ...]  # what a client was made with: key, token, base URL
 
@@ -280,7 +287,10 @@ def describe_api_error(exc: Exception, model: str | None = None) -> str:
     elif isinstance(exc, anthropic.RateLimitError):
         hint = "Rate limited even after retries; wait a minute and run the cell again."
     elif isinstance(exc, anthropic.BadRequestError):
-        hint = "If the conversation has grown too long, start a new one with %agent --new."
+        if _PROMPT_TOO_LONG.search(message):
+            hint = "The conversation has grown too long for the model: start a new one with %agent --new."
+        else:
+            hint = "Change what the message names (a setting, --model, the prompt) and run the cell again."
     elif status and status >= 500 or kind in _RETRYABLE_STREAM_ERRORS:
         hint = "The API is unavailable or overloaded even after retries; run the cell again later."
     else:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from agent_kernel.testing import call, say
+from agent_kernel.testing import call, fail, say
 
 from .kernel import Kernel
 
@@ -130,6 +130,7 @@ def test_agent_run_in_a_plain_script(scripted_model, agent_db, tmp_path):
     assert "inside 42" in out.stdout
     assert "RESULT 'Done: 42.' 1 idle" in out.stdout
     assert "VALUE 42" in out.stdout
+    assert "\nDone: 42.\nscripted-model (offline" in out.stdout  # the footer starts its own line
 
 
 SEVERAL_RUNS = textwrap.dedent(
@@ -180,3 +181,34 @@ def test_several_runs_in_a_script_send_one_request_per_model_call(scripted_model
         ("user", "fifth"),
         ("user", "tool_result"),
     ]
+
+
+FAILING_SCRIPT = textwrap.dedent(
+    """
+    from agent_kernel import Agent
+    from agent_kernel.errors import TurnFailedError
+    agent = Agent()
+    result = agent.run("first")
+    print("RESULT", result.failed, result.ending, result.state, repr(result.error))
+    try:
+        agent.run("second", check=True)
+    except TurnFailedError as exc:
+        print("RAISED", exc.ending, str(exc))
+    print("THIRD", agent.run("third").failed)
+    """
+)
+
+
+def test_agent_run_returns_a_failed_turn_and_raises_it_with_check(scripted_model, agent_db, tmp_path):
+    scripted_model.add(
+        fail(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"),
+        fail(401, "authentication_error", "invalid x-api-key"),
+        say("Fine again."),
+    )
+    out = subprocess.run([sys.executable, "-c", FAILING_SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    [result] = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
+    assert result.startswith("RESULT True model_error error 'Model request failed (400 invalid_request_error): prompt is too long")
+    assert "start a new one with %agent --new" in result  # this 400 is about the prompt's length
+    assert "RAISED model_error Model request failed (401 authentication_error): invalid x-api-key." in out.stdout
+    assert "THIRD False" in out.stdout

@@ -70,9 +70,10 @@ def test_stop_cancels_a_pending_approval(kernel, scripted_model):
     scripted_model.add(call("run_code", code="touched = True"))
     front = FrontEnd(kernel)
     front.answer["ChoiceCard"] = lambda f, card: f.custom(f.of_kind("StopButton")[0], type="stop")
-    result = kernel.ok("%agent --approve ask change it", on_message=front.hook)
+    result = kernel.execute("%agent --approve ask change it", on_message=front.hook)
     shown = result.final_texts()
-    assert "■ Stopped." in shown and any("Stopped before it was answered." in t for t in shown)
+    assert [e["evalue"] for e in result.errors] == ["■ Stopped."]
+    assert any("Stopped before it was answered." in t for t in shown)
     assert kernel.value("'touched' in globals()") is False
 
 

@@ -39,8 +39,9 @@ def test_stop_here_ends_at_the_limit(kernel, scripted_model, agent_db):
     scripted_model.add(reply(tool_use("run_code", {"code": "step = 1"}), usage=USAGE))
     front = FrontEnd(kernel)
     front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="stop")
-    result = kernel.ok("%agent --token-limit 300 work", on_message=front.hook)
+    result = kernel.execute("%agent --token-limit 300 work", on_message=front.hook)
     assert "Stopped at the token limit." in "\n".join(result.final_texts())
+    assert result.status == "error" and "reached its token limit" in result.errors[0]["evalue"]
     assert len(scripted_model.requests) == 1
     assert stored_session(agent_db).state == "token_limit_reached"
 
@@ -49,5 +50,6 @@ def test_the_stop_button_at_the_limit_keeps_the_state(kernel, scripted_model, ag
     scripted_model.add(reply(tool_use("run_code", {"code": "step = 1"}), usage=USAGE))
     front = FrontEnd(kernel)
     front.answer["ChoiceCard"] = lambda f, card: f.custom(f.of_kind("StopButton")[0], type="stop")
-    kernel.ok("%agent --token-limit 300 work", on_message=front.hook)
+    result = kernel.execute("%agent --token-limit 300 work", on_message=front.hook)
+    assert [e["evalue"] for e in result.errors] == ["■ Stopped."]
     assert stored_session(agent_db).state == "token_limit_reached"

@@ -6,6 +6,7 @@ import json
 
 import nbformat
 import papermill
+import pytest
 
 from agent_kernel.testing import reply, say, tool_use
 
@@ -66,8 +67,10 @@ def test_waiting_tools_return_at_once_under_papermill(scripted_model, agent_db, 
 
 def test_token_limit_under_papermill_ends_without_continue(scripted_model, agent_db, tmp_path):
     scripted_model.add(reply(tool_use("run_code", {"code": "step = 1"}), usage={"input_tokens": 900, "output_tokens": 200}))
-    nb = run_notebook(tmp_path, ["%load_ext agent_kernel", "%agent --token-limit 1000 work"])
-    text = "\n".join(o.get("data", {}).get("text/plain", "") for o in nb.cells[1].outputs)
-    assert "reached its token limit (1,100 of 1,000 tokens)" in text
+    with pytest.raises(papermill.PapermillExecutionError) as failed:  # the turn did not finish
+        run_notebook(tmp_path, ["%load_ext agent_kernel", "%agent --token-limit 1000 work"])
+    assert "reached its token limit (1,100 of 1,000 tokens)" in failed.value.evalue
+    nb = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    text = "\n".join(o.get("data", {}).get("text/plain", "") for o in nb.cells[-1].outputs)
     assert "Token limit reached" not in text  # no Continue card without a person
     assert len(scripted_model.requests) == 1

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from agent_kernel.testing import call, reply, say, text
 
 from .capabilities import needs_widget_replies
+from .frontend import FrontEnd
 
 LONG_SYNC = "import time\nprogress = 0\nprint('started', flush=True)\nfor progress in range(300):\n    time.sleep(0.1)\n"
 LONG_ASYNC = "import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n"
@@ -60,8 +62,15 @@ def stopped_turn(kernel, prompt, when, action):
     Returns the execution and the seconds from the action to the end of the cell.
     """
     clock = Clock()
+    front = FrontEnd(kernel)  # draws the widgets, as JupyterLab does
+    stop = clock.hook(when, action)
+
+    def on_message(message, kernel):
+        front.hook(message)
+        stop(message, kernel)
+
     started = time.perf_counter()
-    result = kernel.execute(prompt, on_message=clock.hook(when, action))
+    result = kernel.execute(prompt, on_message=on_message)
     assert clock.at is not None, "the turn ended before the stop was sent"
     return result, started + result.seconds - clock.at
 
@@ -71,8 +80,10 @@ def test_interrupt_stops_long_sync_code(kernel, scripted_model):
     scripted_model.add(answer)
     result, latency = stopped_turn(kernel, "%agent count slowly", printed("started"), interrupt)
     assert latency < 2.0
-    assert result.status == "ok"
-    assert any("Interrupted" in s for s in result.final_texts())
+    assert result.status == "error" and [e["evalue"] for e in result.errors] == ["■ Interrupted."]
+    stderr = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr)
+    assert "KeyboardInterrupt" in stderr and "time.sleep(0.1)" in stderr  # the user's frame
+    assert "interrupts.py" not in stderr
     assert 0 <= kernel.value("progress") < 50  # variables set before the stop remain
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
 
@@ -123,7 +134,7 @@ def test_stop_button_message_stops_the_turn(kernel, scripted_model):
 
     result, latency = stopped_turn(kernel, "%agent wait for me", started_and_seen, click_stop)
     assert widget_ids and latency < 2.0
-    assert any("Stopped." in s for s in result.final_texts())
+    assert result.status == "error" and [e["evalue"] for e in result.errors] == ["■ Stopped."]
     # The button is gone from the saved output once the turn ends.
     assert not any("StopButton" in s for s in result.final_texts())
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
@@ -151,7 +162,7 @@ def test_interrupt_during_a_reply_with_text_and_tool(kernel, scripted_model):
     answer = reply(text("Working on it."), *call("run_code", code=LONG_SYNC).content)
     scripted_model.add(answer)
     result, _ = stopped_turn(kernel, "%agent go", printed("started"), interrupt)
-    assert any("Interrupted" in s for s in result.final_texts())
+    assert [e["evalue"] for e in result.errors] == ["■ Interrupted."]
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
 
 

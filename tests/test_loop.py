@@ -6,6 +6,7 @@ import json
 
 from agent_kernel.testing import call, fail, reply, say, text, tool_use
 
+from .frontend import FrontEnd
 from .kernel import Kernel
 
 
@@ -59,15 +60,16 @@ def test_overloaded_mid_stream_is_retried_by_the_loop(kernel, scripted_model):
     assert any("retrying (1/3)" in s for s in shown)
 
 
-def test_a_400_is_one_clear_line(kernel, scripted_model):
+def test_a_400_is_one_clear_line_and_fails_the_cell(kernel, scripted_model):
     scripted_model.add(fail(400, "invalid_request_error", "max_tokens: must be at most 64000"))
     result = kernel.execute("%agent hello")
-    assert result.status == "ok" and result.errors == []
-    [line] = [s for s in result.final_texts() if "Model request failed" in s]
+    assert result.status == "error"
+    [error] = result.errors
+    line = error["evalue"]
     assert line.startswith("Model request failed (400 invalid_request_error): max_tokens: must be at most 64000.")
-    assert "\n" not in line
-    html = [s for s in result.final_texts("text/html") if "Model request failed" in s]
-    assert html and "agent-kernel-error" in html[0]
+    assert "\n" not in line and "%agent --new" not in line  # not about the prompt's length
+    assert error["ename"] == "TurnFailedError" and len(error["traceback"]) == 1 and line in error["traceback"][0]
+    assert not any("Model request failed" in s for s in result.final_texts())  # shown once, as the error
     # The failed prompt is not kept, so the next turn does not resend it.
     scripted_model.add(say("fine now"))
     kernel.ok("%agent again")
@@ -79,8 +81,10 @@ def test_missing_key_says_how_to_set_it(scripted_model, agent_db, tmp_path):
     try:
         k.ok("%load_ext agent_kernel")
         result = k.execute("%agent hello")
-        assert result.status == "ok" and result.errors == []
-        assert any(s.startswith("No Anthropic API key: set ANTHROPIC_API_KEY") for s in result.final_texts())
+        assert result.status == "error"
+        [error] = result.errors
+        assert error["evalue"].startswith("No Anthropic API key: set ANTHROPIC_API_KEY")
+        assert len(error["traceback"]) == 1
         assert scripted_model.requests == []
     finally:
         k.shutdown()
@@ -92,8 +96,8 @@ def test_token_limit_stops_and_a_higher_limit_continues(kernel, scripted_model):
         reply(tool_use("run_code", {"code": "step = 1"}), usage=usage),
         reply(tool_use("run_code", {"code": "step = 2"}), usage=usage),
     )
-    first = kernel.ok("%agent --token-limit 1000 work in steps", allow_stdin=False)  # unattended: no Continue
-    assert any("reached its token limit (1,400 of 1,000 tokens)" in s for s in first.final_texts())
+    first = kernel.execute("%agent --token-limit 1000 work in steps", allow_stdin=False)  # unattended: no Continue
+    assert first.status == "error" and "reached its token limit (1,400 of 1,000 tokens)" in first.errors[0]["evalue"]
     assert kernel.value("step") == 2
     assert len(scripted_model.requests) == 2
     assert "token_limit_reached" in kernel.ok("%agent_sessions").final_texts()[-1]
@@ -108,15 +112,15 @@ def test_token_limit_stops_and_a_higher_limit_continues(kernel, scripted_model):
 def test_model_call_cap_per_turn(kernel, scripted_model):
     kernel.ok("%config AgentKernel.max_model_calls = 2")
     scripted_model.add(*[call("run_code", code=f"n = {i}") for i in range(3)])
-    result = kernel.ok("%agent loop forever")
+    result = kernel.execute("%agent loop forever")
     assert len(scripted_model.requests) == 2
-    assert any("Stopped after 2 model calls" in s for s in result.final_texts())
+    assert result.status == "error" and result.errors[0]["evalue"].startswith("Stopped after 2 model calls")
 
 
 def test_streaming_display_is_throttled(kernel, scripted_model):
     # 1,200 characters in 5-character deltas, 10 ms apart: ~240 deltas over ~2.4 s.
     scripted_model.add(say("word " * 240, chunk_size=5, chunk_delay=0.01))
-    result = kernel.ok("%agent talk")
+    result = kernel.ok("%agent talk", on_message=FrontEnd(kernel).hook)  # a front end that draws widgets
     updates = [
         m for m in result.of_type("update_display_data") if m["content"]["data"].get("text/plain", "").startswith("word")
     ]

@@ -38,7 +38,9 @@ def test_run_code_error_is_bounded_and_plain(kernel, scripted_model):
     assert result["error"]["type"] == "ValueError" and result["error"]["message"] == "bad value"
     trace = result["error"]["traceback"]
     assert "inner()" in trace and "\x1b[" not in trace and "site-packages" not in trace
-    assert execution.errors and execution.errors[0]["ename"] == "ValueError"  # the user sees it too
+    # The user sees it too, on stderr: not as an error output, which would fail a papermill run.
+    assert execution.errors == [] and "ValueError" in execution.stderr and "inner()" in execution.stderr
+    assert "agent_kernel" not in execution.stderr
 
 
 def test_run_code_output_is_capped(kernel, scripted_model):

@@ -115,9 +115,9 @@ def test_stop_cancels_a_pending_form(kernel, scripted_model, agent_db):
         front.custom(button, type="stop")
 
     front.answer["FormWidget"] = stop
-    result = kernel.ok("%agent ask me", on_message=front.hook)
+    result = kernel.execute("%agent ask me", on_message=front.hook)
     shown = result.final_texts()
-    assert "■ Stopped." in shown
+    assert [e["evalue"] for e in result.errors] == ["■ Stopped."]
     assert any(t.startswith("Form · Stopped before it was answered") for t in shown)
     scripted_model.add(say("ok"))
     kernel.ok("%agent go on")

@@ -99,6 +99,14 @@ def widget_replies_during_cells() -> bool:
     return (major, minor) >= (7, 4)
 
 
+def stdin_allowed() -> bool:
+    """Whether the running cell's client allows stdin (nbclient and papermill do not)."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    return kernel is not None and _stdin_allowed(kernel)
+
+
 def _stdin_allowed(kernel: Any) -> bool:
     try:
         parent = kernel.get_parent("shell") or {}

@@ -63,3 +63,10 @@ class StopButton(AckWidget):
 
         self.on_msg(on_message)
         self.observe(lambda change: change["new"] and callback(), names=["clicked"])
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Only the widget: a client that draws no widgets has nothing to click (its way to
+        # stop is interrupting the kernel), so it shows nothing rather than the object's repr.
+        data, metadata = super()._repr_mimebundle_(**kwargs)
+        data["text/plain"] = ""
+        return data, metadata

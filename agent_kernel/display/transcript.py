@@ -6,6 +6,13 @@ transcript as it ended. Updates while text streams are throttled to
 ``updates_per_second``; Jupyter drops output above 1,000 messages a second.
 
 Outside IPython (a script calling ``Agent.run``) the same calls print plain text.
+
+Some clients draw no widgets and ignore display updates (``jupyter console``): they would
+keep the first streamed words of an answer and a card's first state. Every client that
+draws widgets renders the Stop button, which acknowledges it; so when the button is not
+acknowledged within ``widget_grace_s`` (and the client is not nbclient, which applies
+updates), each settled paragraph and card is also shown as a fresh output there, and
+later paragraphs only once they are complete.
 """
 
 from __future__ import annotations
@@ -39,9 +46,19 @@ class ToolCard:
 class Transcript:
     """The running cell's view of one turn."""
 
-    def __init__(self, *, live: bool, updates_per_second: float = 15.0) -> None:
+    def __init__(
+        self,
+        *,
+        live: bool,
+        updates_per_second: float = 15.0,
+        widget_grace_s: float = 5.0,
+        failure_raised: bool = False,
+    ) -> None:
         self.live = live
         self.interval = 1.0 / max(updates_per_second, 0.1)
+        self.widget_grace_s = widget_grace_s
+        # The caller raises the line of a failed turn (an %agent cell), so it is not shown here.
+        self.failure_raised = failure_raised
         self.updates = 0  # display updates sent (measured by tests)
         self._text = ""
         self._shown_text = ""
@@ -54,6 +71,11 @@ class Transcript:
         self._stop_widget: Any = None
         self._stop_handle: Any = None
         self._segments: list[Any] = []
+        self._first_shown = ""  # the current paragraph as first displayed
+        self._stop_shown_at = 0.0
+        self._updates_applied: bool | None = None  # does the client apply updates? None: not known yet
+        self._unsettled: list[Bundle] = []  # settled outputs to repeat if it turns out not to
+        self._attempt_start = 0  # len(self._unsettled) when the current model call began
 
     # -- Stop button ---------------------------------------------------------------------
 
@@ -65,7 +87,10 @@ class Transcript:
 
         self._stop_widget = StopButton()
         self._stop_widget.on_stop(on_stop)
-        self._stop_handle = self._display(self._stop_widget, raw=False)
+        bundle, _ = self._stop_widget._repr_mimebundle_()
+        bundle.pop("text/plain", None)  # clients that draw no widgets show nothing for it
+        self._stop_handle = self._display(bundle)
+        self._stop_shown_at = time.monotonic()
 
     def hide_stop(self) -> None:
         if self._stop_widget is not None:
@@ -78,14 +103,16 @@ class Transcript:
 
     def text(self, delta: str) -> None:
         """Append streamed text to the current paragraph."""
+        self._text += delta
         if not self.live:
             sys.stdout.write(delta)
             sys.stdout.flush()
             return
-        self._text += delta
         if self._text_handle is None:
+            if self._updates_ignored() is True:
+                return  # shown once complete (end_text)
             self._text_handle = self._display(_text_bundle(self._text))
-            self._shown_text = self._text
+            self._shown_text = self._first_shown = self._text
             self._segments.append(self._text_handle)
             return
         self._throttled(self._text_handle, self._text_snapshot)
@@ -96,24 +123,37 @@ class Transcript:
 
     def end_text(self) -> None:
         """Finish the current paragraph; the next text starts a new one below what follows."""
-        if self._text_handle is not None and self._text != self._shown_text:
-            self._update(self._text_handle, self._text_snapshot())
+        if not self.live:
+            if self._text and not self._text.endswith("\n"):
+                sys.stdout.write("\n")  # what follows (a card, the footer) starts a new line
+                sys.stdout.flush()
         elif self._text_handle is not None:
-            self._pending.pop(id(self._text_handle), None)
-        elif not self.live and self._text:
-            sys.stdout.write("\n")
-        self._text, self._shown_text, self._text_handle = "", "", None
+            if self._text != self._shown_text:
+                self._update(self._text_handle, self._text_snapshot())
+            else:
+                self._pending.pop(id(self._text_handle), None)
+            if self._text != self._first_shown:
+                self._settled(_text_bundle(self._text))
+        elif self._text:
+            self._segments.append(self._display(_text_bundle(self._text)))
+        self._text, self._shown_text, self._first_shown, self._text_handle = "", "", "", None
 
     def retract(self) -> None:
         """Blank out the paragraphs of a model call that failed and will be retried."""
-        self.end_text()
+        if self._text_handle is not None:
+            self._pending.pop(id(self._text_handle), None)
+        elif not self.live and self._text:
+            sys.stdout.write("\n")
+        self._text, self._shown_text, self._first_shown, self._text_handle = "", "", "", None
         for handle in self._segments:
             self._update(handle, {"text/plain": ""})
         self._segments = []
+        del self._unsettled[self._attempt_start :]
 
     def new_attempt(self) -> None:
         """Start counting paragraphs for a (possibly retried) model call."""
         self._segments = []
+        self._attempt_start = len(self._unsettled)
 
     # -- tool cards ----------------------------------------------------------------------
 
@@ -173,6 +213,7 @@ class Transcript:
         card.status, card.detail, card.duration_ms = status, detail, duration_ms
         if self.live:
             self._render(card)
+            self._settled(_card_bundle(card))
         else:
             print(f"[{card.name}] {status} {detail}".rstrip(), flush=True)
 
@@ -186,23 +227,71 @@ class Transcript:
             return
         self._display(_notice_bundle(text, kind))
 
+    def failed(self, line: str, *, kind: str = "error") -> None:
+        """The line saying why the turn failed; shown here unless the caller raises it."""
+        if self.failure_raised:
+            self.end_text()
+        else:
+            self.notice(line, kind=kind)
+
     def close(self) -> None:
-        """Flush what is pending and remove the Stop button."""
+        """Flush what is pending (the turn has ended; :meth:`settle` follows)."""
         self.end_text()
         self._flush_pending()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    async def settle(self, *, wait: bool = True) -> None:
+        """Repeat settled outputs for a client that ignores updates; remove the Stop button.
+
+        With ``wait``, waits (up to what is left of ``widget_grace_s``) for the Stop
+        button's acknowledgement when there is something to repeat and the client is not
+        known yet; without, an unknown client is treated as one that ignores updates.
+        """
+        self.close()
+        if wait and self._unsettled and self._updates_ignored() is None and self._stop_widget is not None:
+            left = self.widget_grace_s - (time.monotonic() - self._stop_shown_at)
+            await self._stop_widget.wait_rendered(max(left, 0.0))
+            if self._updates_ignored() is None:
+                self._updates_applied = bool(self._stop_widget.rendered)
+        if self._updates_ignored() is not False:
+            for bundle in self._unsettled:
+                self._display(bundle, display_id=False)
+        self._unsettled = []
         self.hide_stop()
+
+    # -- clients that ignore updates -------------------------------------------------------
+
+    def _updates_ignored(self) -> bool | None:
+        """Whether the client ignores display updates (it drew no widget); ``None``: not known yet."""
+        if self._updates_applied is None and self.live and self._stop_widget is not None:
+            from .presence import stdin_allowed
+
+            if self._stop_widget.rendered or not stdin_allowed():
+                self._updates_applied = True  # a widget front end, or nbclient
+            elif time.monotonic() - self._stop_shown_at >= self.widget_grace_s:
+                self._updates_applied = False
+        if self._updates_applied is None:
+            return None if self._stop_widget is not None else False
+        return not self._updates_applied
+
+    def _settled(self, bundle: Bundle) -> None:
+        """``bundle`` is final; a client that ignores updates gets it as a fresh output."""
+        ignored = self._updates_ignored()
+        if ignored:
+            self._display(bundle, display_id=False)
+        elif ignored is None:
+            self._unsettled.append(bundle)
 
     # -- display plumbing ----------------------------------------------------------------
 
-    def _display(self, obj: Any, *, raw: bool = True) -> Any:
+    def _display(self, obj: Any, *, raw: bool = True, display_id: bool = True) -> Any:
         from IPython.display import display
 
         self.updates += 1
         self._last_update = time.monotonic()
-        return display(obj, raw=raw, display_id=True)
+        return display(obj, raw=raw, display_id=display_id)
 
     def _update(self, handle: Any, bundle: Bundle) -> None:
         self._pending.pop(id(handle), None)

@@ -118,6 +118,8 @@ class Pending:
             self.show()
         if self._nobody is not None:
             return self._nobody
+        from IPython.display import display
+
         widget, context = self.widget, self.context
         context.session_state(state)
         tool_use_id = context.tool_use_id
@@ -139,7 +141,11 @@ class Pending:
             context.session_state("running")
             if tool_use_id is not None:
                 context.transcript.tool_waiting(tool_use_id, False)
-            self._handle.update(widget.static(outcome), raw=True)
+            settled = widget.static(outcome)
+            self._handle.update(settled, raw=True)
+            if not widget.rendered:
+                # A client that never drew the widget may ignore updates too (jupyter console).
+                display(settled, raw=True)
             widget.close()
 
 

@@ -93,11 +93,10 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
                 config=kernel_manager_config(),
             )
         except PapermillExecutionError as exc:
-            evalue = str(exc.evalue).strip()
             return {
                 "status": "FAILED",
                 "exit_code": EXIT_FAILED,
-                "error": f"{exc.ename}: {evalue}" if evalue else exc.ename,
+                "error": _cell_error(exc.ename, exc.evalue),
                 "error_cell": exc.exec_count or progress.ordinal(exc.cell_index),
             }
         except CellTimeoutError as exc:
@@ -136,6 +135,20 @@ def _checked(spec: Any) -> str:
     if spec.parameters:
         check_parameter_cell(PythonTranslator.codify(spec.parameters))
     return kernel_name
+
+
+def _cell_error(ename: str, evalue: str) -> str:
+    """The run's error for a failed cell: an %agent turn's own line, else ``ename: evalue``.
+
+    A notebook fails exactly when one of its cells failed; an %agent cell fails when its
+    turn did not end normally (see agent_kernel/outcome.py), with one line that says why.
+    """
+    from ..errors import TurnFailedError
+
+    evalue = str(evalue).strip()
+    if ename == TurnFailedError.__name__ and evalue:
+        return evalue
+    return f"{ename}: {evalue}" if evalue else ename
 
 
 def _kernel_of(path: str) -> str:

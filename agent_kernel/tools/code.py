@@ -1,7 +1,9 @@
 """The ``code`` group: ``run_code`` and ``inspect_namespace``.
 
 ``run_code`` runs in the live kernel through ``shell.run_cell_async``, so prints,
-displays and errors land in the running cell and variables stay for the user. What the
+displays and errors land in the running cell and variables stay for the user. An error
+is shown as its traceback on stderr, not as an ``error`` output: the turn goes on, and
+papermill fails a notebook that holds any ``error`` output (see outcome.py). What the
 model gets back is bounded: stdout and stderr keep their head and tail, the last
 expression is a short repr (``_repr_llm_`` first), a traceback keeps its last frames.
 """
@@ -16,6 +18,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -132,7 +135,7 @@ async def _run_in_kernel(code: str, timeout_s: float) -> dict[str, Any]:
         preprocessing_error = None
     except Exception:  # noqa: BLE001 - run_cell_async reports it like a cell would
         transformed, preprocessing_error = code, sys.exc_info()
-    with _tee_streams() as (stdout, stderr), _quiet_stops(shell, interrupts):
+    with _tracebacks_on_stderr(shell), _tee_streams() as (stdout, stderr), _quiet_stops(shell, interrupts):
         value, error = await interrupts.run_code(
             _execute(shell, code, transformed, preprocessing_error), timeout_s
         )
@@ -194,6 +197,63 @@ def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
         yield
     finally:
         shell.custom_exceptions, shell.CustomTB = saved
+
+
+@contextmanager
+def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:
+    """Show the nested run's tracebacks on the cell's stderr instead of as ``error`` outputs.
+
+    The traceback keeps IPython's formatting (colours, the code's own frames) minus frames
+    of this package (a Ctrl-C arrives through the turn's SIGINT handler). It goes to the
+    stream as it was before the model's copy (``_tee_streams``) starts, since the model
+    gets the error in its result already.
+    """
+    stdout, stderr = sys.stdout, sys.stderr
+    had_own = "_showtraceback" in vars(shell)
+    saved = vars(shell).get("_showtraceback")
+
+    def show(etype: type, evalue: BaseException, stb: list[str]) -> None:
+        tb = evalue.__traceback__ if isinstance(evalue, BaseException) else None
+        if tb is not None and _own_frames(tb):
+            try:
+                stb = shell.InteractiveTB.structured_traceback(etype, evalue, _without_own_frames(tb))
+            except Exception:  # noqa: BLE001 - keep IPython's rendering
+                pass
+        stdout.flush()
+        stderr.write(shell.InteractiveTB.stb2text(stb) + "\n")
+        stderr.flush()
+
+    shell._showtraceback = show
+    try:
+        yield
+    finally:
+        if had_own:
+            shell._showtraceback = saved
+        else:
+            del shell._showtraceback
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
+
+
+def _own_frames(tb: types.TracebackType | None) -> bool:
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _without_own_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    chain = None
+    for item in reversed(kept):
+        chain = types.TracebackType(chain, item.tb_frame, item.tb_lasti, item.tb_lineno)
+    return chain
 
 
 class _Tee:

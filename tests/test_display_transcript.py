@@ -1,0 +1,70 @@
+"""The transcript in clients that draw no widgets and ignore display updates (jupyter console),
+and in one that does both (JupyterLab): the whole answer readable, no duplicates, no reprs."""
+
+from __future__ import annotations
+
+from agent_kernel.testing import call, reply, say, text, tool_use
+
+from .capabilities import needs_widget_replies
+from .frontend import FrontEnd
+
+ANSWER = "The monthly totals are: January 120, February 95, March 143. " * 4
+
+
+def console_view(execution) -> list[str]:
+    """What jupyter console prints: streams and fresh displays' text/plain; updates are ignored."""
+    shown = []
+    for message in execution.of_type("stream", "display_data", "execute_result", "error"):
+        content = message["content"]
+        if message["msg_type"] == "stream":
+            shown.append(content["text"])
+        elif message["msg_type"] == "error":
+            shown.append(content["evalue"])
+        elif "text/plain" in content["data"]:
+            shown.append(content["data"]["text/plain"])
+    return shown
+
+
+def script_turn(scripted_model):
+    scripted_model.add(
+        reply(text("Let me look at the data first. " * 3), tool_use("run_code", {"code": "total = 358\nprint(total)"}), chunk_size=8, chunk_delay=0.01),
+        call("ask_user", question="Which year?"),
+        say(ANSWER, chunk_size=6, chunk_delay=0.005),
+    )  # fmt: skip
+
+
+@needs_widget_replies
+def test_a_console_client_gets_the_whole_answer_and_settled_cards(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.presence_timeout = 1")
+    script_turn(scripted_model)
+    execution = kernel.ok("%agent monthly totals please")  # stdin allowed, no widget acknowledged
+    shown = console_view(execution)
+    assert ANSWER in shown
+    assert ("Let me look at the data first. " * 3) in shown
+    assert any(s.startswith("✓ run_code: total = 358") for s in shown)  # the settled card
+    assert any(s.startswith("Question\nWhich year?\nNo user present") for s in shown)  # settled
+    assert not any("object at 0x" in s for s in shown)
+    assert not any("StopButton" in s for s in shown)
+    assert shown[-1].startswith("scripted-model")  # the footer comes last, on its own
+
+
+@needs_widget_replies
+def test_a_widget_front_end_gets_one_live_transcript_without_repeats(kernel, scripted_model):
+    script_turn(scripted_model)
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="text", text="2025")
+    execution = kernel.ok("%agent monthly totals please", on_message=front.hook)
+    assert execution.final_texts().count(ANSWER) == 1
+    fresh = [m["content"]["data"].get("text/plain", "") for m in execution.of_type("display_data")]
+    assert ANSWER not in fresh  # it was built by updates of one display, not repeated
+    assert not any(s.startswith("✓ run_code") for s in fresh)
+    assert sum(s.startswith("Question\nWhich year?") for s in fresh) == 1  # the card, settled by an update
+    assert "Answer: 2025" in "\n".join(execution.final_texts())
+
+
+def test_an_unattended_runner_gets_no_repeats(kernel, scripted_model):
+    script_turn(scripted_model)
+    execution = kernel.ok("%agent monthly totals please", allow_stdin=False)  # as nbclient sends
+    assert execution.final_texts().count(ANSWER) == 1
+    fresh = [m["content"]["data"].get("text/plain", "") for m in execution.of_type("display_data")]
+    assert ANSWER not in fresh and not any(s.startswith("✓ run_code") for s in fresh)

@@ -1,0 +1,40 @@
+"""One-line API errors: what failed, the API's message, and a hint that fits the message."""
+
+from __future__ import annotations
+
+import anthropic
+import httpx
+import pytest
+
+from agent_kernel.model import describe_api_error
+
+
+def bad_request(message: str) -> anthropic.BadRequestError:
+    """A 400 as the SDK raises it for the API's error body."""
+    body = {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    response = httpx.Response(400, json=body, request=httpx.Request("POST", "https://api.anthropic.com/v1/messages"))
+    return anthropic.BadRequestError(message, response=response, body=body)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "prompt is too long: 215000 tokens > 200000 maximum",
+        "input length and `max_tokens` exceed context limit: 197000 + 8192 > 200000, decrease input length or `max_tokens` and try again",
+    ],
+)
+def test_a_400_about_the_prompts_length_suggests_a_new_session(message):
+    line = describe_api_error(bad_request(message), "claude-x")
+    assert line.startswith(f"Model request failed (400 invalid_request_error): {message}.")
+    assert "start a new one with %agent --new" in line and "\n" not in line
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["max_tokens: must be at most 64000", "tools.0.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'"],
+)
+def test_any_other_400_does_not_blame_the_conversations_length(message):
+    line = describe_api_error(bad_request(message), "claude-x")
+    assert line.startswith(f"Model request failed (400 invalid_request_error): {message}.")
+    assert "%agent --new" not in line and "too long" not in line
+    assert "Change what the message names" in line

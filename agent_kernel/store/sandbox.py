@@ -125,6 +125,7 @@ class SqlResult:
     frame: Any = None  # the full result as a pandas DataFrame, for into=
     note: str = ""  # why rows are missing, when a size cap rather than max_rows cut them
     schema: Any = None  # the Arrow schema of an into= result
+    file_names: set[str] | None = None  # the file's tables and views, as a call on the file saw them
 
 
 # -- running a call --------------------------------------------------------------------------
@@ -170,13 +171,43 @@ class SqlRun:
     ) -> SqlResult:
         """Run ``statements`` in one transaction; every refusal is a :class:`ToolInputError`.
 
-        Only the frames the statements name are sent to the worker process.
+        A read of kernel frames alone runs in a fork of this process, which sees the frames
+        in place; anything else runs in a worker process, which gets the frames it names.
         """
         from . import sql_worker
 
         frames = dict(frames or {})
         named = {name: frames[name] for statement in statements for name in _frames_named(statement.sql, frames)}
-        return sql_worker.run(self, statements, params=params, frames=named, into=into)
+        if named and reads_only_frames(statements, named, self._file_names()):
+            return sql_worker.run_forked(self, statements, params=params, frames=named, into=into)
+        result = sql_worker.run(self, statements, params=params, frames=named, into=into)
+        if result.file_names is not None:
+            _FILE_NAMES[self.store.path] = result.file_names
+        return result
+
+    def _file_names(self) -> set[str]:
+        """The file's tables and views (a frame never shadows them), read once if not known yet."""
+        names = _FILE_NAMES.get(self.store.path)
+        if names is None:
+            with self.store.connect(read_only=True) as con:
+                names = _FILE_NAMES[self.store.path] = _object_names(con)
+        return names
+
+    def run_in_memory(
+        self,
+        statements: Sequence[Statement],
+        *,
+        params: Sequence[Any] | None = None,
+        frames: Mapping[str, Any],
+        into: bool = False,
+    ) -> SqlResult:
+        """Run a read of ``frames`` alone on a new in-memory database with the sandbox.
+
+        The forked child runs this: a database inherited from the kernel is not used,
+        since its threads did not survive the fork.
+        """
+        with _MemorySandbox(self.limits, connections=1).cursor() as con:
+            return self._run_on(con, _Call(statements, params, dict(frames), into))
 
     def run_here(
         self,
@@ -264,6 +295,8 @@ class SqlRun:
             self._check_size(con, pending_before)
         if on_file and result.wrote:
             _FILE_NAMES[self.store.path] = _object_names(con)
+        if on_file:
+            result.file_names = _FILE_NAMES[self.store.path]
         return result
 
     def _statement(

@@ -228,18 +228,21 @@ class _Forked(_Watched):
     """
 
     def __init__(self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool) -> None:
+        from .sandbox import ready_to_fork
+
         self.started = False
         read_end, write_end = os.pipe()
-        with warnings.catch_warnings():
+        with ready_to_fork(sql_run.limits, frames), warnings.catch_warnings():
             # Python 3.12+ warns that a fork of a multi-threaded process may deadlock in the
-            # child on a lock another thread held. The child uses no lock it inherits: a new
-            # SqlRun, a new DuckDB database, no logging, no ZMQ; it is killed like any
-            # call (at the limit or on Stop) should one of the runtimes' own locks stall it.
+            # child on a lock another thread held. The child takes no lock the kernel's
+            # threads use: a new SqlRun, a database only this block touches, no logging, no
+            # ZMQ; and it is killed like any call (at the limit, on Stop) should one of the
+            # runtimes' own locks stall it.
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
-        if pid == 0:  # the child: never returns
-            os.close(read_end)
-            _run_in_child(sql_run, statements, params, frames, into, write_end)
+            if pid == 0:  # the child, with the frames registered: never returns
+                os.close(read_end)
+                _run_in_child(sql_run, statements, params, into, write_end)
         os.close(write_end)
         self.pid = pid
         self.answers = os.fdopen(read_end, "rb", buffering=0)
@@ -311,9 +314,7 @@ def run_forked(
     return run(sql_run, statements, params=params, frames=frames, into=into)
 
 
-def _run_in_child(
-    sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool, answers_fd: int
-) -> NoReturn:
+def _run_in_child(sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int) -> NoReturn:
     """The forked child: run the call, send the answer, leave without running the kernel's exit code."""
     code = 0
     try:
@@ -331,8 +332,7 @@ def _run_in_child(
         os.closerange(3, answers_fd)  # the kernel's sockets, pipes and files
         os.closerange(answers_fd + 1, _max_fd())
         answers = os.fdopen(answers_fd, "wb", buffering=0)
-        _die_with_the_kernel()
-        _answer_calls(answers, _fresh_run(sql_run), statements, params, frames, into)
+        _answer_call(answers, _fresh_run(sql_run), statements, params, into)
     except BaseException:  # noqa: BLE001 - nothing may escape into the kernel's code
         code = 1
     finally:
@@ -346,9 +346,13 @@ def _fresh_run(sql_run: SqlRun) -> SqlRun:
     return SqlRun(sql_run.store, sql_run.limits, read_only=True)
 
 
-def _answer_calls(answers: Any, sql_run: SqlRun, statements: Any, params: Any, frames: Any, into: bool) -> None:
-    def stop_on_signal() -> None:
-        signal.sigwait({_STOP_SIGNAL})
+def _answer_call(answers: Any, sql_run: SqlRun, statements: Any, params: Any, into: bool) -> None:
+    kernel = os.getppid()
+
+    def stop_on_signal() -> None:  # and leave when the kernel dies, even mid-statement
+        while signal.sigtimedwait({_STOP_SIGNAL}, 0.5) is None:
+            if os.getppid() != kernel:
+                os._exit(0)
         sql_run.interrupt()
 
     threading.Thread(target=stop_on_signal, daemon=True).start()
@@ -360,7 +364,7 @@ def _answer_calls(answers: Any, sql_run: SqlRun, statements: Any, params: Any, f
     if into:
         sql_run.emit_batch = lambda batch: answer("batch", batch)
     try:
-        answer("result", sql_run.run_in_memory(statements, params=params, frames=frames, into=into))
+        answer("result", sql_run.run_in_memory(statements, params=params, into=into))
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
         answer("error", _portable(exc))
 

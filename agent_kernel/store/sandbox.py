@@ -179,7 +179,7 @@ class SqlRun:
 
         frames = dict(frames or {})
         named = {name: frames[name] for statement in statements for name in _frames_named(statement.sql, frames)}
-        if named and reads_only_frames(statements, named, self._file_names()):
+        if named and all(map(_forks_well, named.values())) and reads_only_frames(statements, named, self._file_names()):
             return sql_worker.run_forked(self, statements, params=params, frames=named, into=into)
         result = sql_worker.run(self, statements, params=params, frames=named, into=into)
         if result.file_names is not None:
@@ -518,12 +518,29 @@ def ready_to_fork(limits: Limits, frames: Mapping[str, Any]) -> Iterator[None]:
             _fork_ready[key] = (database, con)
         _, con = _fork_ready[key]
         for name, frame in frames.items():
-            con.register(name, frame)
+            con.register(name, frame.to_arrow() if _is_polars(frame) else frame)
         try:
             yield
         finally:
             for name in frames:
                 con.unregister(name)
+
+
+def _forks_well(frame: Any) -> bool:
+    """Whether a fork can scan ``frame`` in place: its data is in memory, and reading it
+    needs no thread pool of its library (none survive a fork: a polars LazyFrame would
+    hang collecting there). A polars DataFrame is read as Arrow (no copy)."""
+    kind = type(frame)
+    return (kind.__module__.split(".")[0], kind.__name__) in {
+        ("pandas", "DataFrame"),
+        ("pyarrow", "Table"),
+        ("pyarrow", "RecordBatch"),
+        ("polars", "DataFrame"),
+    }
+
+
+def _is_polars(frame: Any) -> bool:
+    return type(frame).__module__.split(".")[0] == "polars"
 
 
 @atexit.register

@@ -5,15 +5,19 @@ no file or network access, no extension loading, memory and thread limits, DuckD
 ``max_execution_time`` for each statement, then ``lock_configuration`` so nothing can be
 changed back. A write that grows the file past its size cap is rolled back; at most
 ``max_rows`` rows come back, read a few at a time within ``fetch_bytes``; ``into=`` keeps
-at most ``into_max_rows`` rows and ``into_max_bytes``. Calls run in a worker process
-(:mod:`agent_kernel.store.sql_worker`) that is killed when DuckDB cannot stop in time.
+at most ``into_max_rows`` rows and ``into_max_bytes``.
+
+No call runs in the kernel itself: :meth:`SqlRun.run` hands it to another process that
+the kernel can stop and kill (:mod:`agent_kernel.store.sql_worker`), where
+:meth:`SqlRun.run_here` or :meth:`SqlRun.run_in_memory` runs it.
 
 Kernel DataFrames are registered on the connection by name, never copied into the file.
-The binder cannot serialize a plan that scans a Python object, so a statement that names
-a frame is planned against an empty stand-in table of the same columns, then run against
-the frame itself. A query that reads only frames needs nothing from the file: it runs on
-a private in-memory database with the same sandbox, and neither opens the file nor waits
-for its lock.
+A query that reads only frames needs nothing from the file: it runs in a fork of the
+kernel, which sees the frames in place, on a private in-memory database with the same
+sandbox, and neither opens the file nor waits for its lock. A call that also reads the
+file runs in the worker, which gets the frames it names pickled. There, the binder
+cannot serialize a plan that scans a Python object, so a statement that names a frame is
+planned against an empty stand-in table of the same columns, then run against the frame.
 
 The sandbox lives on the database *instance*, which exists only while this call's
 connection is open: every other use of the file (sessions, state, the scheduler) opens
@@ -135,10 +139,11 @@ class SqlResult:
 class SqlRun:
     """One ``db_sql`` call.
 
-    :meth:`run` blocks (call it off the event loop) while a worker process runs the call
-    (:mod:`agent_kernel.store.sql_worker`), so that any statement can be stopped at the
-    time limit or by :meth:`interrupt` (from any thread, e.g. when the user presses Stop),
-    and its memory bounded. :meth:`run_here` runs it on a connection in this process.
+    :meth:`run` blocks (call it off the event loop) while another process runs the call
+    (a fork of the kernel, or a worker: :mod:`agent_kernel.store.sql_worker`), so that any
+    statement can be stopped at the time limit or by :meth:`interrupt` (from any thread,
+    e.g. when the user presses Stop), and its memory bounded. :meth:`run_here` runs it on
+    a connection in this process (the worker does).
     """
 
     def __init__(self, store: Store, limits: Limits, *, read_only: bool = False) -> None:
@@ -217,8 +222,9 @@ class SqlRun:
     ) -> SqlResult:
         """Run the call on a connection of this process (the worker process does this).
 
-        Queries that read only kernel DataFrames run on a private in-memory database with
-        the same sandbox: they neither open the agent's file nor wait for its lock.
+        Queries that read only kernel DataFrames (sent here when their frames cannot be
+        read in a fork, e.g. a polars LazyFrame) run on a private in-memory database with the same sandbox: they neither
+        open the agent's file nor wait for its lock.
         """
         call = _Call(statements, params, dict(frames or {}), into)
         if reads_only_frames(statements, call.frames, _FILE_NAMES.get(self.store.path)):

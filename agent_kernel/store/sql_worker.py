@@ -1,18 +1,36 @@
-"""A worker process that runs the model's SQL, so that any statement can be stopped.
+"""Where the model's SQL runs: a process the kernel can stop, never the kernel itself.
 
 DuckDB looks for an interrupt, and at its own ``max_execution_time``, only between chunks
 of work: one expensive scalar call (``damerau_levenshtein`` of two long strings) or one
 vector of huge values (``repeat('x', 10000000) FROM range(1000)``) runs to its end, can
 allocate far past ``memory_limit``, and meanwhile holds the database file. A busy DuckDB
 connection cannot be closed and a thread cannot be stopped; a process can. So each call
-runs in a worker process: the kernel sends it the call, watches the clock and the
-worker's memory, interrupts it at the limit or on Stop, and kills it if it has not
-answered soon after. The OS then releases the store's lock and DuckDB's own file lock;
-the open transaction is lost (it never committed), the file stays as it was.
+runs in another process: the kernel watches the clock and that process's memory,
+interrupts it at the limit or on Stop, and kills it if it has not answered soon after.
+The OS then releases the store's lock and DuckDB's own file lock; the open transaction is
+lost (it never committed), the file stays as it was.
 
-Frames a statement names are sent to the worker with the call (pickled); an ``into=``
-result comes back as Arrow record batches, streamed as they are read. Idle workers are
-kept for the next call, so only the first call pays for starting one.
+Two kinds of process, by what the call reads:
+
+- A read of kernel frames alone (:func:`~agent_kernel.store.guard.reads_only_frames`,
+  frames of pandas, pyarrow or polars.DataFrame) runs in a **fork of the kernel**
+  (:func:`run_forked`). The child shares the kernel's pages copy-on-write, so it scans
+  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~25 ms (the
+  fork, registering the frames, the child's first writes copying pages). It runs on an
+  in-memory database the kernel prepared (see :func:`~agent_kernel.store.sandbox.ready_to_fork`),
+  sends its answer over a pipe, and leaves with ``os._exit``: no kernel handler, atexit
+  hook, ZMQ socket or output stream of the kernel is used there (signals reset, its own
+  process group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its
+  memory cap bounds its growth over its size at the fork (the RSS of a fork includes the
+  kernel's shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms).
+- Anything else, a call that reads or writes the file, runs in a **worker process**
+  (:func:`run`), started with ``python -m`` and kept for the next call (only the first
+  pays for starting one). The frames such a call names are sent to it pickled; a frame
+  that cannot be pickled is refused there.
+
+Both answer with the same length-prefixed pickles, and the kernel watches both the same
+way (:class:`_Watched`). An ``into=`` result comes back as Arrow record batches, streamed
+as they are read.
 """
 
 from __future__ import annotations

@@ -257,7 +257,12 @@ class _Forked(_Watched):
             # ZMQ; and it is killed like any call (at the limit, on Stop) should one of the
             # runtimes' own locks stall it.
             warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_end)
+                os.close(write_end)
+                raise
             if pid == 0:  # the child, with the frames registered: never returns
                 os.close(read_end)
                 _run_in_child(sql_run, statements, params, into, write_end)
@@ -321,7 +326,10 @@ def run_forked(
     starting the query (stalled on a lock held at the fork) is killed at the limit, and
     the call runs in a worker process instead.
     """
-    child = _Forked(sql_run, statements, params, frames, into)
+    try:
+        child = _Forked(sql_run, statements, params, frames, into)
+    except (OSError, AttributeError):  # no fork here (no os.fork, or out of processes or memory)
+        return run(sql_run, statements, params=params, frames=frames, into=into)
     try:
         return child.watch(sql_run, started=time.monotonic())
     except ToolInputError:

@@ -216,7 +216,9 @@ def test_huge_values_over_a_frame_are_stopped_with_the_kernel_unharmed(kernel, s
     )
     batch(kernel, scripted_model, sql("SELECT count(*) AS n FROM df"))  # the file's tables are known
     before = kernel.value("resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024")
-    results, _ = batch(kernel, scripted_model, sql("SELECT repeat(s, 10000000) AS big FROM df"), sql("SELECT count(*) AS n FROM df"))
+    results, _ = batch(
+        kernel, scripted_model, sql("SELECT repeat(s, 10000000) AS big FROM df"), sql("SELECT count(*) AS n FROM df")
+    )
     huge, after = results
     assert huge.get("is_error") and "memory" in huge["text"]  # DuckDB's limit, or the fork killed over its cap
     assert after["rows"] == [[1001]]

@@ -184,7 +184,8 @@ class SqlRun:
 
         frames = dict(frames or {})
         named = {name: frames[name] for statement in statements for name in _frames_named(statement.sql, frames)}
-        if named and all(map(_forks_well, named.values())) and reads_only_frames(statements, named, self._file_names()):
+        in_place = named and all(map(_forks_well, named.values()))
+        if in_place and reads_only_frames(statements, named, self._file_names()):
             return sql_worker.run_forked(self, statements, params=params, frames=named, into=into)
         result = sql_worker.run(self, statements, params=params, frames=named, into=into)
         if result.file_names is not None:
@@ -223,8 +224,8 @@ class SqlRun:
         """Run the call on a connection of this process (the worker process does this).
 
         Queries that read only kernel DataFrames (sent here when their frames cannot be
-        read in a fork, e.g. a polars LazyFrame) run on a private in-memory database with the same sandbox: they neither
-        open the agent's file nor wait for its lock.
+        read in a fork, e.g. a polars LazyFrame) run on a private in-memory database with
+        the same sandbox: they neither open the agent's file nor wait for its lock.
         """
         call = _Call(statements, params, dict(frames or {}), into)
         if reads_only_frames(statements, call.frames, _FILE_NAMES.get(self.store.path)):

@@ -245,7 +245,9 @@ class _Forked(_Watched):
     are mapped, shared): the memory cap bounds what it adds to that.
     """
 
-    def __init__(self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool) -> None:
+    def __init__(
+        self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool
+    ) -> None:
         from .sandbox import ready_to_fork
 
         self.started = False
@@ -270,12 +272,12 @@ class _Forked(_Watched):
         self.pid = pid
         self.answers = os.fdopen(read_end, "rb", buffering=0)
         self._status: int | None = None
-        try:
-            import psutil
+        import psutil
 
+        try:
             self._start_rss = psutil.Process(pid).memory_info().rss
-        except Exception:  # noqa: BLE001 - gone already: its answer is in the pipe
-            self._start_rss = 0
+        except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
+            self._start_rss = psutil.Process().memory_info().rss
 
     def memory_cap(self, limits: Any) -> int:
         return self._start_rss + limits.worker_memory_bytes()
@@ -340,7 +342,9 @@ def run_forked(
     return run(sql_run, statements, params=params, frames=frames, into=into)
 
 
-def _run_in_child(sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int) -> NoReturn:
+def _run_in_child(
+    sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int
+) -> NoReturn:
     """The forked child: run the call, send the answer, leave without running the kernel's exit code."""
     code = 0
     try:

@@ -15,7 +15,7 @@ Two kinds of process, by what the call reads:
 - A read of kernel frames alone (:func:`~agent_kernel.store.guard.reads_only_frames`,
   frames of pandas, pyarrow or polars.DataFrame) runs in a **fork of the kernel**
   (:func:`run_forked`). The child shares the kernel's pages copy-on-write, so it scans
-  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~25 ms (the
+  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~30 ms (the
   fork, registering the frames, the child's first writes copying pages). It runs on an
   in-memory database the kernel prepared (see :func:`~agent_kernel.store.sandbox.ready_to_fork`),
   sends its answer over a pipe, and leaves with ``os._exit``: no kernel handler, atexit

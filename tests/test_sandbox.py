@@ -237,9 +237,17 @@ def _time_to_take_the_lock(store, started: float, taken: dict) -> threading.Thre
     return thread
 
 
+# The same over a kernel frame's columns: the query runs in a fork of this process.
+EXPENSIVE_FRAME_CALL = "SELECT levenshtein(a, b) FROM pairs"
+PAIRS = {"pairs": pd.DataFrame({"a": ["a" * 30000], "b": ["b" * 30000]})}
+
+
 @pytest.mark.parametrize("stop", ["limit", "interrupt"])
-def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop):
-    run(store, "SELECT 1")  # a worker is ready: the clock below measures the call, not its start
+@pytest.mark.parametrize(
+    ("sql", "frames"), [(EXPENSIVE_CALL, {}), (EXPENSIVE_FRAME_CALL, PAIRS)], ids=["file", "frame"]
+)
+def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop, sql, frames):
+    run(store, "SELECT 1")  # a worker is ready, the file's tables known: the clock measures the call
     limits = sandbox.Limits(timeout_s=1.0 if stop == "limit" else 60.0)
     sql_run = sandbox.SqlRun(store, limits)
     if stop == "interrupt":
@@ -248,7 +256,7 @@ def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop):
     started = time.perf_counter()
     other = _time_to_take_the_lock(store, started, taken)
     with pytest.raises(ToolInputError) as caught:
-        sql_run.run(guard.parse(EXPENSIVE_CALL))
+        sql_run.run(guard.parse(sql), frames=frames)
     stopped_after = time.perf_counter() - started
     other.join()
     expected = "longer than 1 s" if stop == "limit" else "The query was stopped."
@@ -257,6 +265,22 @@ def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop):
     assert stopped_after < 1.0 + sandbox_grace() + 1.0
     assert taken["after"] < 1.0 + sandbox_grace() + 1.5  # the other user did not wait for the call
     assert run(store, "SELECT 42").rows == [(42,)]  # a new worker, the same file
+    assert run(store, "SELECT count(*) FROM pairs", frames=PAIRS).rows == [(1,)]
+    assert _forks_left() == []  # the killed child was reaped
+
+
+def _forks_left() -> list:
+    """Children of this process that are not SQL workers (a fork of it left running, or a zombie)."""
+    import psutil
+
+    left = []
+    for child in psutil.Process().children():
+        try:
+            if "agent_kernel.store.sql_worker" not in " ".join(child.cmdline()):
+                left.append((child.pid, child.status()))
+        except psutil.NoSuchProcess:
+            pass
+    return left
 
 
 def sandbox_grace() -> float:
@@ -266,22 +290,30 @@ def sandbox_grace() -> float:
 
 
 class _PeakMemory:
-    """The largest resident size of this process's children (the SQL workers) meanwhile."""
+    """The largest resident size of this process's children (the SQL workers, forks) meanwhile.
+
+    ``growth``: the most a child grew over its size when first seen (a fork starts at the
+    size of this process, whose pages it shares).
+    """
 
     def __enter__(self):
         import psutil
 
-        self.peak = 0
+        self.peak = self.growth = 0
         self._done = threading.Event()
         me = psutil.Process()
+        first: dict[int, int] = {}
 
         def watch():
             while not self._done.is_set():
                 for child in me.children():
                     try:
-                        self.peak = max(self.peak, child.memory_info().rss)
+                        rss = child.memory_info().rss
                     except psutil.Error:
-                        pass
+                        continue
+                    first.setdefault(child.pid, rss)
+                    self.peak = max(self.peak, rss)
+                    self.growth = max(self.growth, rss - first[child.pid])
                 time.sleep(0.01)
 
         self._thread = threading.Thread(target=watch)
@@ -297,7 +329,7 @@ class _PeakMemory:
 HUGE_VALUES = [
     ("SELECT repeat('x', 10000000) AS s FROM range(1001)", {}, "1GB"),
     ("SELECT range(80000000) AS l", {}, "512MB"),
-    ("SELECT repeat('x', 10000000) AS s FROM df", {"df": pd.DataFrame({"n": range(1001)})}, "512MB"),
+    ("SELECT repeat('x', 10000000) AS s FROM df", {"df": pd.DataFrame({"n": range(1001)})}, "512MB"),  # in a fork
 ]
 
 
@@ -311,9 +343,31 @@ def test_huge_values_are_stopped_within_the_memory_bound(store, sql, frames, mem
     with _PeakMemory() as worker:
         message = refused(store, sql, frames=frames, limits=limits)
     assert "memory" in message and "nothing was changed" in message
-    assert worker.peak < limits.worker_memory_bytes() + 256 * 1024**2 < 2 * 1024**3
+    assert worker.growth < limits.worker_memory_bytes() + 256 * 1024**2 < 2 * 1024**3
+    if not frames:  # a worker's whole size is bounded; a fork's starts at this process's
+        assert worker.peak < limits.worker_memory_bytes() + 256 * 1024**2
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - kernel_before < 256 * 1024**2
     assert run(store, "SELECT 42").rows == [(42,)]
+    assert _forks_left() == []
+
+
+def test_reads_of_kernel_frames_alone_see_them_in_place(store):
+    """They run in a fork of the kernel: the frame is neither copied nor pickled."""
+    import numpy as np
+
+    big = pd.DataFrame({"n": np.arange(50_000_000)})  # 400 MB
+    big.attrs["made_by"] = lambda: None  # a frame that cannot be pickled
+    frames = {"big": big}
+    run(store, "SELECT 1")  # the file's tables are known
+    with _PeakMemory() as child:
+        totals = run(store, "SELECT sum(n), count(*) FROM big", frames=frames)
+    assert totals.rows == [(sum(range(50_000_000)), 50_000_000)]
+    assert child.growth < 150 * 1024**2  # a copy would be 400 MB
+    top = run(store, "SELECT n FROM big ORDER BY n DESC LIMIT 2", frames=frames, into=True)
+    assert top.frame["n"].tolist() == [49_999_999, 49_999_998]
+    assert _forks_left() == []
+    # A call that also reads the file runs in a worker process, which gets the frames pickled.
+    assert "cannot be read by db_sql" in refused(store, "SELECT count(*) FROM big, sessions", frames=frames)
 
 
 def test_big_rows_are_read_within_a_byte_budget(store):

@@ -183,14 +183,19 @@ def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
 
 # One scalar call DuckDB cannot interrupt (over a minute of levenshtein), and a plain long scan.
 UNINTERRUPTIBLE = "SELECT levenshtein(repeat('a', 120000), repeat('b', 120000)) AS d"
+# The same over a kernel DataFrame's columns: it runs in a fork of the kernel.
+PAIRS = "import pandas as pd\npairs = pd.DataFrame({'a': ['a' * 120000], 'b': ['b' * 120000]})"
+UNINTERRUPTIBLE_OVER_A_FRAME = "SELECT levenshtein(a, b) AS d FROM pairs"
 
 
 @needs_sql_guard
-def test_an_uninterruptible_call_is_stopped_at_the_limit(kernel, scripted_model, agent_db):
+@pytest.mark.parametrize("statement", [UNINTERRUPTIBLE, UNINTERRUPTIBLE_OVER_A_FRAME])
+def test_an_uninterruptible_call_is_stopped_at_the_limit(kernel, scripted_model, agent_db, statement):
     kernel.ok("%config AgentKernel.sql_timeout_s = 2")
+    kernel.ok(PAIRS)
     batch(kernel, scripted_model, sql("SELECT 1 AS warm"))  # the SQL worker process has started
     started = time.perf_counter()
-    results, _ = batch(kernel, scripted_model, sql(UNINTERRUPTIBLE), sql("SELECT 42 AS answer"))
+    results, _ = batch(kernel, scripted_model, sql(statement), sql("SELECT 42 AS answer"))
     assert time.perf_counter() - started < 40  # the call alone would take over a minute
     slow, after = results
     assert slow.get("is_error") and "longer than 2 s" in slow["text"]
@@ -200,6 +205,25 @@ def test_an_uninterruptible_call_is_stopped_at_the_limit(kernel, scripted_model,
             "SELECT duration_ms / 1000 FROM tool_calls WHERE tool = 'db_sql' AND is_error"
         ).fetchall()[0]
     assert 2.0 <= seconds <= 2.0 + 2.5  # the limit, the grace before the kill, opening the file
+
+
+@needs_sql_guard
+def test_huge_values_over_a_frame_are_stopped_with_the_kernel_unharmed(kernel, scripted_model):
+    kernel.ok(
+        "import pandas as pd, resource\ndf = pd.DataFrame({'s': ['x'] * 1001})\n"
+        "df.attrs['made_by'] = lambda: None\n"  # cannot be pickled: only a fork of the kernel reads it
+        "%config AgentKernel.sql_timeout_s = 60"
+    )
+    batch(kernel, scripted_model, sql("SELECT count(*) AS n FROM df"))  # the file's tables are known
+    before = kernel.value("resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024")
+    results, _ = batch(
+        kernel, scripted_model, sql("SELECT repeat(s, 10000000) AS big FROM df"), sql("SELECT count(*) AS n FROM df")
+    )
+    huge, after = results
+    assert huge.get("is_error") and "memory" in huge["text"]  # DuckDB's limit, or the fork killed over its cap
+    assert after["rows"] == [[1001]]
+    grew = kernel.value("resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024") - before
+    assert grew < 256 * 1024**2  # 10 GB of values were made in the fork, not here
 
 
 @needs_sql_guard
@@ -228,9 +252,12 @@ def test_into_says_when_it_was_capped(kernel, scripted_model):
 
 
 @needs_sql_guard
-@pytest.mark.parametrize("statement", ["SELECT count(*) FROM range(100000000000)", UNINTERRUPTIBLE])
+@pytest.mark.parametrize(
+    "statement", ["SELECT count(*) FROM range(100000000000)", UNINTERRUPTIBLE, UNINTERRUPTIBLE_OVER_A_FRAME]
+)
 def test_interrupting_a_long_query_stops_it(kernel, scripted_model, statement):
     kernel.ok("%config AgentKernel.sql_timeout_s = 120")
+    kernel.ok(PAIRS)
     scripted_model.add(_one_call(sql(statement))[0])  # no answer after it
     def running(message):
         return "db_sql" in str(message["content"].get("data", {}).get("text/plain", ""))

@@ -5,15 +5,19 @@ no file or network access, no extension loading, memory and thread limits, DuckD
 ``max_execution_time`` for each statement, then ``lock_configuration`` so nothing can be
 changed back. A write that grows the file past its size cap is rolled back; at most
 ``max_rows`` rows come back, read a few at a time within ``fetch_bytes``; ``into=`` keeps
-at most ``into_max_rows`` rows and ``into_max_bytes``. Calls run in a worker process
-(:mod:`agent_kernel.store.sql_worker`) that is killed when DuckDB cannot stop in time.
+at most ``into_max_rows`` rows and ``into_max_bytes``.
+
+No call runs in the kernel itself: :meth:`SqlRun.run` hands it to another process that
+the kernel can stop and kill (:mod:`agent_kernel.store.sql_worker`), where
+:meth:`SqlRun.run_here` or :meth:`SqlRun.run_in_memory` runs it.
 
 Kernel DataFrames are registered on the connection by name, never copied into the file.
-The binder cannot serialize a plan that scans a Python object, so a statement that names
-a frame is planned against an empty stand-in table of the same columns, then run against
-the frame itself. A query that reads only frames needs nothing from the file: it runs on
-a private in-memory database with the same sandbox, and neither opens the file nor waits
-for its lock.
+A query that reads only frames needs nothing from the file: it runs in a fork of the
+kernel, which sees the frames in place, on a private in-memory database with the same
+sandbox, and neither opens the file nor waits for its lock. A call that also reads the
+file runs in the worker, which gets the frames it names pickled. There, the binder
+cannot serialize a plan that scans a Python object, so a statement that names a frame is
+planned against an empty stand-in table of the same columns, then run against the frame.
 
 The sandbox lives on the database *instance*, which exists only while this call's
 connection is open: every other use of the file (sessions, state, the scheduler) opens
@@ -23,6 +27,7 @@ What may run at all is decided in :mod:`agent_kernel.store.guard`.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,7 +53,7 @@ if TYPE_CHECKING:
 
     from . import Store
 
-__all__ = ["Limits", "SqlResult", "SqlRun"]
+__all__ = ["Limits", "SqlResult", "SqlRun", "prepare_fork"]
 
 READ_ONLY_WRITE = (
     "This statement changes the database, and this db_sql call runs read-only (a read-only "
@@ -125,6 +130,7 @@ class SqlResult:
     frame: Any = None  # the full result as a pandas DataFrame, for into=
     note: str = ""  # why rows are missing, when a size cap rather than max_rows cut them
     schema: Any = None  # the Arrow schema of an into= result
+    file_names: set[str] | None = None  # the file's tables and views, as a call on the file saw them
 
 
 # -- running a call --------------------------------------------------------------------------
@@ -133,10 +139,11 @@ class SqlResult:
 class SqlRun:
     """One ``db_sql`` call.
 
-    :meth:`run` blocks (call it off the event loop) while a worker process runs the call
-    (:mod:`agent_kernel.store.sql_worker`), so that any statement can be stopped at the
-    time limit or by :meth:`interrupt` (from any thread, e.g. when the user presses Stop),
-    and its memory bounded. :meth:`run_here` runs it on a connection in this process.
+    :meth:`run` blocks (call it off the event loop) while another process runs the call
+    (a fork of the kernel, or a worker: :mod:`agent_kernel.store.sql_worker`), so that any
+    statement can be stopped at the time limit or by :meth:`interrupt` (from any thread,
+    e.g. when the user presses Stop), and its memory bounded. :meth:`run_here` runs it on
+    a connection in this process (the worker does).
     """
 
     def __init__(self, store: Store, limits: Limits, *, read_only: bool = False) -> None:
@@ -170,13 +177,41 @@ class SqlRun:
     ) -> SqlResult:
         """Run ``statements`` in one transaction; every refusal is a :class:`ToolInputError`.
 
-        Only the frames the statements name are sent to the worker process.
+        A read of kernel frames alone runs in a fork of this process, which sees the frames
+        in place; anything else runs in a worker process, which gets the frames it names.
         """
         from . import sql_worker
 
         frames = dict(frames or {})
         named = {name: frames[name] for statement in statements for name in _frames_named(statement.sql, frames)}
-        return sql_worker.run(self, statements, params=params, frames=named, into=into)
+        in_place = named and all(map(_forks_well, named.values()))
+        if in_place and reads_only_frames(statements, named, self._file_names()):
+            return sql_worker.run_forked(self, statements, params=params, frames=named, into=into)
+        result = sql_worker.run(self, statements, params=params, frames=named, into=into)
+        if result.file_names is not None:
+            _FILE_NAMES[self.store.path] = result.file_names
+        return result
+
+    def _file_names(self) -> set[str]:
+        """The file's tables and views (a frame never shadows them), read once if not known yet."""
+        names = _FILE_NAMES.get(self.store.path)
+        if names is None:
+            with self.store.connect(read_only=True) as con:
+                names = _FILE_NAMES[self.store.path] = _object_names(con)
+        return names
+
+    def run_in_memory(
+        self, statements: Sequence[Statement], *, params: Sequence[Any] | None = None, into: bool = False
+    ) -> SqlResult:
+        """Run a read of kernel frames alone in a fork made within :func:`ready_to_fork`.
+
+        The database and its connection, with the frames registered, come from the kernel;
+        this gives the database its threads (none survive a fork), then locks it.
+        """
+        database, con = _fork_ready[_config_key(self.limits)]
+        con.execute(f"SET threads = {self.limits.config()['threads']}")
+        database.execute("SET lock_configuration = true")
+        return self._run_on(con, _Call(statements, params, {}, into))
 
     def run_here(
         self,
@@ -188,7 +223,8 @@ class SqlRun:
     ) -> SqlResult:
         """Run the call on a connection of this process (the worker process does this).
 
-        Queries that read only kernel DataFrames run on a private in-memory database with
+        Queries that read only kernel DataFrames (sent here when their frames cannot be
+        read in a fork, e.g. a polars LazyFrame) run on a private in-memory database with
         the same sandbox: they neither open the agent's file nor wait for its lock.
         """
         call = _Call(statements, params, dict(frames or {}), into)
@@ -264,6 +300,8 @@ class SqlRun:
             self._check_size(con, pending_before)
         if on_file and result.wrote:
             _FILE_NAMES[self.store.path] = _object_names(con)
+        if on_file:
+            result.file_names = _FILE_NAMES[self.store.path]
         return result
 
     def _statement(
@@ -450,13 +488,84 @@ _memory_sandboxes: dict[tuple[Any, ...], _MemorySandbox] = {}
 _memory_lock = threading.Lock()
 
 
+def _config_key(limits: Limits) -> tuple[Any, ...]:
+    return tuple(sorted(limits.config().items()))
+
+
 def _memory_sandbox(limits: Limits) -> _MemorySandbox:
-    key = tuple(sorted(limits.config().items()))
+    key = _config_key(limits)
     with _memory_lock:
         if key not in _memory_sandboxes:
             _memory_sandboxes.clear()  # settings changed: the old one is not needed again
             _memory_sandboxes[key] = _MemorySandbox(limits)
         return _memory_sandboxes[key]
+
+
+# For forks: an in-memory database with the sandbox but not locked yet and one thread
+# (so none of its own), and its connection. This process uses them only to register the
+# frames of a call right before it forks, under _fork_lock: no thread holds any of their
+# locks at the fork. Opening a DuckDB database takes ~40 ms; registering a frame in a
+# fresh fork ~25 ms (the first touch copies thousands of the kernel's pages), ~5 ms here.
+_fork_ready: dict[tuple[Any, ...], tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]] = {}
+_fork_lock = threading.Lock()
+
+
+@contextmanager
+def ready_to_fork(limits: Limits, frames: Mapping[str, Any]) -> Iterator[None]:
+    """Fork within this block to have the child's database ready, ``frames`` registered on it."""
+    import duckdb
+
+    key = _config_key(limits)
+    _fork_lock.acquire()
+    con = None
+    try:
+        if key not in _fork_ready:
+            _fork_ready.clear()
+            database = duckdb.connect(":memory:", config={**limits.config(), "threads": 1})
+            con = database.cursor()
+            con.execute("SET enable_progress_bar = false")  # a local option: set before the lock
+            _fork_ready[key] = (database, con)
+        _, con = _fork_ready[key]
+        for name, frame in frames.items():
+            con.register(name, frame.to_arrow() if _is_polars(frame) else frame)
+        yield
+    except BaseException:
+        _unregister(con, list(frames))
+        raise
+    # Unregistering now writes pages the child shares, each copied first (~4 ms): not on the
+    # way to the answer. The next fork waits for it.
+    threading.Thread(target=_unregister, args=(con, list(frames)), daemon=True).start()
+
+
+def _unregister(con: duckdb.DuckDBPyConnection | None, names: list[str]) -> None:
+    """Take ``names`` off the fork's connection, then let the next fork go."""
+    try:
+        for name in names if con is not None else []:
+            con.unregister(name)
+    finally:
+        _fork_lock.release()
+
+
+def _forks_well(frame: Any) -> bool:
+    """Whether a fork can scan ``frame`` in place: its data is in memory, and reading it
+    needs no thread pool of its library (none survive a fork: a polars LazyFrame would
+    hang collecting there). A polars DataFrame is read as Arrow (no copy)."""
+    kind = type(frame)
+    return (kind.__module__.split(".")[0], kind.__name__) in {
+        ("pandas", "DataFrame"),
+        ("pyarrow", "Table"),
+        ("pyarrow", "RecordBatch"),
+        ("polars", "DataFrame"),
+    }
+
+
+def _is_polars(frame: Any) -> bool:
+    return type(frame).__module__.split(".")[0] == "polars"
+
+
+@atexit.register
+def _close_fork_ready() -> None:
+    _fork_ready.clear()
 
 
 def _frames_named(sql: str, frames: Mapping[str, Any]) -> list[str]:

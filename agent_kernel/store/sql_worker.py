@@ -1,22 +1,41 @@
-"""A worker process that runs the model's SQL, so that any statement can be stopped.
+"""Where the model's SQL runs: a process the kernel can stop, never the kernel itself.
 
 DuckDB looks for an interrupt, and at its own ``max_execution_time``, only between chunks
 of work: one expensive scalar call (``damerau_levenshtein`` of two long strings) or one
 vector of huge values (``repeat('x', 10000000) FROM range(1000)``) runs to its end, can
 allocate far past ``memory_limit``, and meanwhile holds the database file. A busy DuckDB
 connection cannot be closed and a thread cannot be stopped; a process can. So each call
-runs in a worker process: the kernel sends it the call, watches the clock and the
-worker's memory, interrupts it at the limit or on Stop, and kills it if it has not
-answered soon after. The OS then releases the store's lock and DuckDB's own file lock;
-the open transaction is lost (it never committed), the file stays as it was.
+runs in another process: the kernel watches the clock and that process's memory,
+interrupts it at the limit or on Stop, and kills it if it has not answered soon after.
+The OS then releases the store's lock and DuckDB's own file lock; the open transaction is
+lost (it never committed), the file stays as it was.
 
-Frames a statement names are sent to the worker with the call (pickled); an ``into=``
-result comes back as Arrow record batches, streamed as they are read. Idle workers are
-kept for the next call, so only the first call pays for starting one.
+Two kinds of process, by what the call reads:
+
+- A read of kernel frames alone (:func:`~agent_kernel.store.guard.reads_only_frames`,
+  frames of pandas, pyarrow or polars.DataFrame) runs in a **fork of the kernel**
+  (:func:`run_forked`). The child shares the kernel's pages copy-on-write, so it scans
+  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~30 ms (the
+  fork, registering the frames, the child's first writes copying pages). It runs on an
+  in-memory database the kernel prepared (see :func:`~agent_kernel.store.sandbox.ready_to_fork`),
+  sends its answer over a pipe, and leaves with ``os._exit``: no kernel handler, atexit
+  hook, ZMQ socket or output stream of the kernel is used there (signals reset, its own
+  process group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its
+  memory cap bounds its growth over its size at the fork (the RSS of a fork includes the
+  kernel's shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms).
+- Anything else, a call that reads or writes the file, runs in a **worker process**
+  (:func:`run`), started with ``python -m`` and kept for the next call (only the first
+  pays for starting one). The frames such a call names are sent to it pickled; a frame
+  that cannot be pickled is refused there.
+
+Both answer with the same length-prefixed pickles, and the kernel watches both the same
+way (:class:`_Watched`). An ``into=`` result comes back as Arrow record batches, streamed
+as they are read.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import select
@@ -26,8 +45,9 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ToolInputError
 from .sandbox import timeout_message
@@ -36,7 +56,7 @@ if TYPE_CHECKING:
     from .guard import Statement
     from .sandbox import SqlResult, SqlRun
 
-__all__ = ["run"]
+__all__ = ["run", "run_forked"]
 
 GRACE_S = 0.5  # after an interrupt, how long the worker may take to answer before it is killed
 _POLL_S = 0.02  # how often the clock and the worker's memory are checked
@@ -72,49 +92,55 @@ def run(
 # -- the kernel's side --------------------------------------------------------------------
 
 
-class _Worker:
-    """One worker process and its two pipes (length-prefixed pickles both ways)."""
+class _Watched:
+    """A process running one call, watched from the kernel: clock, Stop, memory, kill.
 
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", __name__],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=0,
-        )
+    Messages come back as length-prefixed pickles: ``("started", None)``, ``("batch",
+    record_batch)`` for ``into=`` rows, then ``("result", SqlResult)`` or ``("error", exc)``.
+    """
 
-    @property
+    pid: int
+    answers: Any  # the pipe the answers come on (a binary file)
+
     def alive(self) -> bool:
-        return self.process.poll() is None
+        raise NotImplementedError
 
-    def call(self, sql_run: SqlRun, payload: bytes) -> SqlResult:
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def memory_cap(self, limits: Any) -> int:
+        """The resident size over which the process is killed."""
+        return limits.worker_memory_bytes()
+
+    def watch(self, sql_run: SqlRun, started: float | None = None) -> SqlResult:
+        """Wait for the answer; interrupt, then kill, at the time limit, on Stop, over the memory cap.
+
+        ``started``: when the clock started (by default, once the process says the
+        database is open: waiting for the file's lock is not the query's time).
+        """
         import psutil
 
         limits = sql_run.limits
-        watched = psutil.Process(self.process.pid)
-        memory_cap = limits.worker_memory_bytes()
         try:
-            _write(self.process.stdin, payload)
-        except OSError:
-            self.kill()
-            raise ToolInputError("The SQL worker could not take the query; try again.") from None
+            watched = psutil.Process(self.pid)
+        except psutil.Error:
+            watched = None
+        memory_cap = self.memory_cap(limits)
         batches: list[Any] = []
-        started: float | None = None  # the clock starts once the worker has the database open
         while True:
             if sql_run.interrupted:
                 return self._stop(batches, "The query was stopped.", limits.max_rows)
             if started is not None and time.monotonic() - started > limits.timeout_s:
                 return self._stop(batches, timeout_message(limits.timeout_s), limits.max_rows)
             try:
-                rss = watched.memory_info().rss
+                rss = watched.memory_info().rss if watched is not None else 0
             except psutil.Error:
                 rss = 0
             if rss > memory_cap:
                 self.kill()
                 raise ToolInputError(
-                    f"The statement needed more than {memory_cap / 2**20:,.0f} MB of memory and was "
-                    "stopped (nothing was changed): a result with huge values (long strings, big "
+                    f"The statement needed more than {limits.worker_memory_bytes() / 2**20:,.0f} MB of memory "
+                    "and was stopped (nothing was changed): a result with huge values (long strings, big "
                     "lists) or too many rows. Select shorter values (left(text, 200)), fewer rows "
                     "(LIMIT), or aggregate in SQL."
                 )
@@ -122,19 +148,24 @@ class _Worker:
                 continue
             kind, body = self._receive()
             if kind == "started":
-                started = time.monotonic()
+                self.on_started()
+                if started is None:
+                    started = time.monotonic()
             elif kind == "batch":
                 batches.append(body)
             else:
                 return _finish(kind, body, batches, limits.max_rows)
 
+    def on_started(self) -> None:
+        pass
+
     def _stop(self, batches: list[Any], message: str, max_rows: int) -> SqlResult:
-        """Interrupt the worker; kill it when it does not answer within :data:`GRACE_S`.
+        """Interrupt the process; kill it when it does not answer within :data:`GRACE_S`.
 
         A call that finished meanwhile returns its result (a write may have committed).
         """
         try:
-            os.kill(self.process.pid, _STOP_SIGNAL)
+            os.kill(self.pid, _STOP_SIGNAL)
         except OSError:
             pass
         deadline = time.monotonic() + GRACE_S
@@ -156,25 +187,223 @@ class _Worker:
         raise ToolInputError(message)
 
     def _readable(self, timeout: float) -> bool:
-        if not self.alive:
-            raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        ready, _, _ = select.select([self.answers], [], [], timeout)
         return bool(ready)
 
     def _receive(self) -> tuple[str, Any]:
-        message = _read(self.process.stdout)
+        message = _read(self.answers)
         if message is None:
             self.kill()
             raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
         return pickle.loads(message)
 
+
+class _Worker(_Watched):
+    """A worker process that takes calls one after another, until the kernel closes its pipe."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
+        self.pid = self.process.pid
+        self.answers = self.process.stdout
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def call(self, sql_run: SqlRun, payload: bytes) -> SqlResult:
+        try:
+            _write(self.process.stdin, payload)
+        except OSError:
+            self.kill()
+            raise ToolInputError("The SQL worker could not take the query; try again.") from None
+        return self.watch(sql_run)
+
+    def _readable(self, timeout: float) -> bool:
+        if not self.alive():
+            raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
+        return super()._readable(timeout)
+
     def kill(self) -> None:
-        if self.alive:
+        if self.alive():
             self.process.kill()
         self.process.wait()
         for pipe in (self.process.stdin, self.process.stdout):
             if pipe is not None:
                 pipe.close()
+
+
+class _Forked(_Watched):
+    """A fork of the kernel running one read of kernel frames, which it sees in place.
+
+    After the fork the two processes share every page until one writes it, so the
+    frames are not copied. The child's resident size starts at the kernel's (its pages
+    are mapped, shared): the memory cap bounds what it adds to that.
+    """
+
+    def __init__(
+        self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool
+    ) -> None:
+        from .sandbox import ready_to_fork
+
+        self.started = False
+        read_end, write_end = os.pipe()
+        with ready_to_fork(sql_run.limits, frames), warnings.catch_warnings():
+            # Python 3.12+ warns that a fork of a multi-threaded process may deadlock in the
+            # child on a lock another thread held. The child takes no lock the kernel's
+            # threads use: a new SqlRun, a database only this block touches, no logging, no
+            # ZMQ; and it is killed like any call (at the limit, on Stop) should one of the
+            # runtimes' own locks stall it.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_end)
+                os.close(write_end)
+                raise
+            if pid == 0:  # the child, with the frames registered: never returns
+                os.close(read_end)
+                _run_in_child(sql_run, statements, params, into, write_end)
+        os.close(write_end)
+        self.pid = pid
+        self.answers = os.fdopen(read_end, "rb", buffering=0)
+        self._status: int | None = None
+        import psutil
+
+        try:
+            self._start_rss = psutil.Process(pid).memory_info().rss
+        except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
+            self._start_rss = psutil.Process().memory_info().rss
+
+    def memory_cap(self, limits: Any) -> int:
+        return self._start_rss + limits.worker_memory_bytes()
+
+    def on_started(self) -> None:
+        self.started = True
+
+    def alive(self) -> bool:
+        return self._reap(os.WNOHANG) is None
+
+    def kill(self) -> None:
+        if self._status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self._reap(0)
+        self.answers.close()
+
+    def done(self) -> None:
+        """Close the pipe; reap the child once it has left (off this thread: it may be exiting)."""
+        self.answers.close()
+        if self._reap(os.WNOHANG) is None:
+            threading.Thread(target=self._reap, args=(0,), daemon=True).start()
+
+    def _reap(self, options: int) -> int | None:
+        if self._status is None:
+            try:
+                pid, status = os.waitpid(self.pid, options)
+            except ChildProcessError:  # reaped by someone else
+                pid, status = self.pid, 0
+            if pid:
+                self._status = status
+        return self._status
+
+
+def run_forked(
+    sql_run: SqlRun,
+    statements: Sequence[Statement],
+    *,
+    params: Sequence[Any] | None,
+    frames: Mapping[str, Any],
+    into: bool,
+) -> SqlResult:
+    """Run a read of kernel frames alone in a fork of the kernel, within ``sql_run.limits``.
+
+    The clock starts at the fork: nothing is waited for. A child that never got as far as
+    starting the query (stalled on a lock held at the fork) is killed at the limit, and
+    the call runs in a worker process instead.
+    """
+    try:
+        child = _Forked(sql_run, statements, params, frames, into)
+    except (OSError, AttributeError):  # no fork here (no os.fork, or out of processes or memory)
+        return run(sql_run, statements, params=params, frames=frames, into=into)
+    try:
+        return child.watch(sql_run, started=time.monotonic())
+    except ToolInputError:
+        if child.started or sql_run.interrupted:
+            raise
+    finally:
+        child.done()
+    return run(sql_run, statements, params=params, frames=frames, into=into)
+
+
+def _run_in_child(
+    sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int
+) -> NoReturn:
+    """The forked child: run the call, send the answer, leave without running the kernel's exit code."""
+    code = 0
+    try:
+        gc.disable()  # a collection would touch, and so copy, every page of the kernel's heap
+        # The stop signal is taken by one thread (as in the worker); the kernel's handlers are not ours.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+        signal.set_wakeup_fd(-1)  # the kernel's event loop listens on that one
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+            signal.signal(number, signal.SIG_DFL)
+        os.setpgid(0, 0)  # an interrupt of the kernel's process group reaches the kernel, which stops this
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the kernel's streams (ipykernel captures fds 1 and 2) are not ours
+            os.dup2(devnull, fd)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - until os._exit
+        os.closerange(3, answers_fd)  # the kernel's sockets, pipes and files
+        os.closerange(answers_fd + 1, _max_fd())
+        answers = os.fdopen(answers_fd, "wb", buffering=0)
+        _answer_call(answers, _fresh_run(sql_run), statements, params, into)
+    except BaseException:  # noqa: BLE001 - nothing may escape into the kernel's code
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _fresh_run(sql_run: SqlRun) -> SqlRun:
+    """The same call on a new SqlRun: locks the kernel's threads may have held stay behind."""
+    from .sandbox import SqlRun
+
+    return SqlRun(sql_run.store, sql_run.limits, read_only=True)
+
+
+def _answer_call(answers: Any, sql_run: SqlRun, statements: Any, params: Any, into: bool) -> None:
+    kernel = os.getppid()
+
+    def stop_on_signal() -> None:  # and leave when the kernel dies, even mid-statement
+        while signal.sigtimedwait({_STOP_SIGNAL}, 0.5) is None:
+            if os.getppid() != kernel:
+                os._exit(0)
+        sql_run.interrupt()
+
+    threading.Thread(target=stop_on_signal, daemon=True).start()
+
+    def answer(kind: str, body: Any = None) -> None:
+        _write(answers, pickle.dumps((kind, body), protocol=pickle.HIGHEST_PROTOCOL))
+
+    sql_run.on_start = lambda: answer("started")
+    if into:
+        sql_run.emit_batch = lambda batch: answer("batch", batch)
+    try:
+        answer("result", sql_run.run_in_memory(statements, params=params, into=into))
+    except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
+        answer("error", _portable(exc))
+
+
+def _max_fd() -> int:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 65536
 
 
 def _finish(kind: str, body: Any, batches: list[Any], max_rows: int) -> SqlResult:
@@ -205,13 +434,13 @@ def _take() -> _Worker:
     with _idle_lock:
         while _idle:
             worker = _idle.pop()
-            if worker.alive:
+            if worker.alive():
                 return worker
     return _Worker()
 
 
 def _give_back(worker: _Worker) -> None:
-    if not worker.alive:  # killed at the limit: start its successor now, not on the next call
+    if not worker.alive():  # killed at the limit: start its successor now, not on the next call
         successor = threading.Thread(target=_start_successor, daemon=True)
         _successors.append(successor)
         successor.start()

@@ -1,8 +1,9 @@
 """The ``data`` group: guarded SQL over the agent's DuckDB file, and key-value state.
 
-``db_sql`` runs off the event loop, so the kernel stays responsive (Stop works) while a
-worker process runs the SQL (:mod:`agent_kernel.store.sql_worker`); Stop interrupts it, and
-kills it when DuckDB cannot stop. What the SQL may do is decided in
+``db_sql`` runs off the event loop, so the kernel stays responsive (Stop works) while
+another process runs the SQL (a fork of the kernel for a read of its DataFrames, else a
+worker: :mod:`agent_kernel.store.sql_worker`); Stop interrupts it, and kills it when
+DuckDB cannot stop. What the SQL may do is decided in
 :mod:`agent_kernel.store.guard`, how it runs in :mod:`agent_kernel.store.sandbox`.
 """
 

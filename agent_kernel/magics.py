@@ -346,7 +346,7 @@ class AgentMagics(Magics):
         return self._list_sessions(args.all)
 
     def _list_sessions(self, show_all: bool) -> Any:
-        from .display.tables import Table
+        from .display.text_tables import Table
         from .store.sessions import Sessions
 
         agent = self.kernel_agent
@@ -478,7 +478,7 @@ class AgentMagics(Magics):
 
         Usage: %agent_history [N] [--session NAME]
         """
-        from .display.tables import Markdown
+        from .display.text_tables import Markdown
         from .errors import SessionError
         from .display.history import render_history
         from .store.sessions import Sessions

@@ -38,7 +38,7 @@ class DataMagics(Magics):
         """Code the agent ran in the last DAYS days: runs, successes, failures, mean duration,
         the most common error categories, and its tool calls.
         """
-        from .display.tables import Table
+        from .display.text_tables import Table
         from .store import audit
 
         args = parse_argstring(self.agent_stats, line)
@@ -65,7 +65,7 @@ class DataMagics(Magics):
     @line_magic
     def agent_failures(self, line: str = "") -> Any:
         """The code and the error of the agent's last N failed code runs, newest first."""
-        from .display.tables import Table
+        from .display.text_tables import Table
         from .store import audit
 
         args = parse_argstring(self.agent_failures, line)
@@ -145,7 +145,7 @@ class DataMagics(Magics):
 
 
 def _show_version(current: Any) -> Any:
-    from .display.tables import Markdown
+    from .display.text_tables import Markdown
 
     if current.version == 0:
         return Markdown(
@@ -160,7 +160,7 @@ def _show_version(current: Any) -> Any:
 
 
 def _history_table(versions: list[Any]) -> Any:
-    from .display.tables import Table
+    from .display.text_tables import Table
 
     rows = [
         [
@@ -178,7 +178,7 @@ def _history_table(versions: list[Any]) -> Any:
 
 
 def _markdown_block(title: str, text: str) -> Any:
-    from .display.tables import Markdown
+    from .display.text_tables import Markdown
 
     return Markdown(f"**{title}**\n\n{_fenced(text)}")
 

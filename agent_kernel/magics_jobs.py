@@ -116,7 +116,7 @@ class JobsView:
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note}"
 
     def __repr__(self) -> str:
-        from .display.tables import Table
+        from .display.text_tables import Table
 
         rows = [[row[c] if c != "status" or not row["error"] else f"{row[c]} ({row['error']})" for c in _COLUMNS]
                 for row in self.rows]  # fmt: skip

@@ -12,6 +12,8 @@ from datetime import datetime
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
+__all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "TOOL_GROUPS", "AgentKernel"]
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")

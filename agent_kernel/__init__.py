@@ -66,6 +66,7 @@ def __dir__() -> list[str]:
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
     from . import magics
+    from .config import AgentKernel
     from .magics_data import DataMagics
     from .magics_jobs import JobMagics
 

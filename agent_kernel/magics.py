@@ -76,7 +76,8 @@ FLAGS = (
     Flag(("--new",), "[NAME]", "start a new session (on a %agent line: --new=NAME, or --new NAME "
          "-- PROMPT); an earlier NAME is kept as NAME~1", "new"),
     Flag(("--session",), "NAME", "continue the session called NAME, or start it", "session"),
-    Flag(("-o", "--output"), "VAR", "also store the final text (or the JSON it holds) in VAR", "output"),
+    Flag(("-o", "--output"), "VAR", "also store the final text (or the JSON it holds) in VAR",
+         "output"),
     Flag(("--model",), "M", "model for this turn", "model"),
     Flag(("--token-limit",), "N", "the session's token limit for this turn", "token_limit"),
     Flag(("--approve",), "MODE", " | ".join(APPROVE_MODES), "approve"),
@@ -95,7 +96,8 @@ def flags_help(indent: int = 2, column: int = 17, width: int = 76) -> str:
         lead = " " * indent + usage.ljust(column)
         lines.append(textwrap.fill(
             flag.help, width, initial_indent=lead if len(usage) < column else lead + " ",
-            subsequent_indent=" " * (indent + column), break_on_hyphens=False, break_long_words=False,
+            subsequent_indent=" " * (indent + column),
+            break_on_hyphens=False, break_long_words=False,
         ))  # fmt: skip
     return "\n".join(lines)
 
@@ -507,7 +509,7 @@ class AgentMagics(Magics):
         print(f"Stored {name} ({len(value)} characters). The model sees it as [secret {name}].")
 
     @magic_arguments()
-    @argument("n", nargs="?", type=int, metavar="N", help="Show the last N messages (default: all).")
+    @argument("n", nargs="?", type=int, metavar="N", help="The last N messages (default: all).")
     @argument("--session", metavar="NAME", help="Show the session NAME instead of the current one.")
     @line_magic
     def agent_history(self, line: str = "") -> Any:

@@ -36,7 +36,7 @@ class DataMagics(Magics):
         return self.owner.kernel_agent
 
     @magic_arguments()
-    @argument("days", nargs="?", type=int, default=7, metavar="DAYS", help="How many days back (default 7).")
+    @argument("days", nargs="?", type=int, default=7, metavar="DAYS", help="Days back (default 7).")
     @line_magic
     def agent_stats(self, line: str = "") -> Any:
         """Code the agent ran in the last DAYS days: runs, successes, failures, mean duration,
@@ -65,7 +65,7 @@ class DataMagics(Magics):
         return Table(["", "value"], rows, title=f"Agent code runs, last {period}")
 
     @magic_arguments()
-    @argument("n", nargs="?", type=int, default=5, metavar="N", help="How many failures (default 5).")
+    @argument("n", nargs="?", type=int, default=5, metavar="N", help="Failures shown (default 5).")
     @line_magic
     def agent_failures(self, line: str = "") -> Any:
         """The code and the error of the agent's last N failed code runs, newest first."""

@@ -117,7 +117,7 @@ def test_bad_arguments_of_the_companion_magics_are_usage_errors(shell, magic, li
 
 def test_companion_magics_help_shows_their_arguments(shell):
     history = shell.find_magic("agent_history").__doc__
-    assert "%agent_history [--session NAME] [N]" in history and "Show the last N messages" in history
+    assert "%agent_history [--session NAME] [N]" in history and "The last N messages" in history
     assert "%agent_secret NAME" in shell.find_magic("agent_secret").__doc__
 
 

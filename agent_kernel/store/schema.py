@@ -184,7 +184,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
 ]
 
-# Tables the model may read but never write (the SQL guard enforces it). Later migrations add theirs.
+# Tables the model may read but never write. Later migrations add theirs.
 # (The SQL guard lets the model write only tables named ai_*, so these are read-only to it.)
 PROTECTED_TABLES: set[str] = {
     "sessions",

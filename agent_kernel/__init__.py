@@ -7,29 +7,60 @@ turn.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Agent", "load_ipython_extension", "tool", "unload_ipython_extension"]
+
+# Public name -> the module that defines it. Each is imported on first use (module
+# ``__getattr__``) so that ``import agent_kernel`` and ``%load_ext`` stay cheap.
+_LAZY = {
+    "Agent": ".agent",
+    "ToolContext": ".tools.context",
+    "TurnResult": ".loop",
+    "tool": ".tools",
+    "AgentKernelError": ".errors",
+    "MissingKeyError": ".errors",
+    "ModelError": ".errors",
+    "SessionError": ".errors",
+    "StoreError": ".errors",
+    "ToolInputError": ".errors",
+    "TurnFailedError": ".errors",
+    "TurnInProgressError": ".errors",
+}
+
+__all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from .agent import Agent
+    from .errors import (
+        AgentKernelError,
+        MissingKeyError,
+        ModelError,
+        SessionError,
+        StoreError,
+        ToolInputError,
+        TurnFailedError,
+        TurnInProgressError,
+    )
+    from .loop import TurnResult
     from .tools import tool
+    from .tools.context import ToolContext
 
 
 def __getattr__(name: str) -> Any:
-    # Public names are imported on first use so that `import agent_kernel` stays cheap.
-    if name == "Agent":
-        from .agent import Agent
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agent_kernel' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
-        return Agent
-    if name == "tool":
-        from .tools import tool
 
-        return tool
-    raise AttributeError(f"module 'agent_kernel' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def load_ipython_extension(shell: InteractiveShell) -> None:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from .store.sessions import Session, Sessions
     from .tools import Registry, Tool
 
+__all__ = ["Agent"]
+
 
 # Seconds a front end has to draw the Stop button before the transcript treats it as a
 # client that ignores display updates (jupyter console); see display/transcript.py.

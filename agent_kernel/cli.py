@@ -104,7 +104,7 @@ def _jobs_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_job_json(job, latest.get(job.id)) for job in jobs], indent=2))
         return 0
-    from .display.tables import Table
+    from .display.text_tables import Table
 
     rows = [_job_row(job, latest.get(job.id)) for job in jobs]
     print(repr(Table(["id", "name", "kind", "schedule", "next run", "last run", "status"], rows,
@@ -230,7 +230,7 @@ def _runs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([run.to_json() | {"job_name": _name(jobs, run)} for run in found], indent=2))
         return 0
-    from .display.tables import Table
+    from .display.text_tables import Table
 
     rows = [
         [run.id, _name(jobs, run), _local(run.scheduled_for, jobs.get(run.job_id)), str(run.attempt), run.status,

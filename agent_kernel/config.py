@@ -12,6 +12,8 @@ from datetime import datetime
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
+__all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "TOOL_GROUPS", "AgentKernel"]
+
 DEFAULT_MODEL = "claude-sonnet-5-5"
 TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
@@ -23,16 +25,6 @@ class AgentKernel(Configurable):
     model = Unicode(
         help="Claude model for %agent turns (env AGENT_KERNEL_MODEL sets the default)."
     ).tag(config=True)
-
-    small_model = Unicode("claude-haiku-5-5", help="Model for llm_generate intelligence=low.").tag(
-        config=True
-    )
-    medium_model = Unicode(DEFAULT_MODEL, help="Model for llm_generate intelligence=medium.").tag(
-        config=True
-    )
-    large_model = Unicode("claude-opus-5-5", help="Model for llm_generate intelligence=high.").tag(
-        config=True
-    )
 
     max_tokens = Int(8192, help="max_tokens of each model call.").tag(config=True)
 
@@ -86,7 +78,7 @@ class AgentKernel(Configurable):
         20_000, help="Largest tool result (in characters) sent back to the model."
     ).tag(config=True)
 
-    # -- issue 4: widgets and the person at the notebook ----------------------------------
+    # -- widgets and the person at the notebook -----------------------------------------
 
     presence_timeout = Float(
         5.0,
@@ -114,7 +106,7 @@ class AgentKernel(Configurable):
 
     @validate(
         "max_tokens", "token_limit", "max_model_calls", "result_chars",
-        "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",  # issue 3
+        "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",
         "into_max_rows", "into_max_mb",
     )
     def _positive(self, proposal: dict) -> int:
@@ -122,7 +114,7 @@ class AgentKernel(Configurable):
             raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
         return proposal["value"]
 
-    # -- issue 3: instructions, guarded SQL ----------------------------------------------
+    # -- instructions, guarded SQL -------------------------------------------------------
 
     instruction = Unicode(
         "",

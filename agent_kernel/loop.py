@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .tools import Outcome, Registry, Tool
     from .tools.context import ToolContext
 
+__all__ = ["Turn", "TurnLimits", "TurnResult", "parse_structured"]
+
 
 @dataclass
 class TurnLimits:

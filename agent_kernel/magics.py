@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import re
 import string
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from .config import APPROVE_MODES, AgentKernel
+from .magic_args import parse_args, unquote
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -27,6 +29,18 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .loop import TurnResult
     from .store.sessions import Session, Sessions
+
+__all__ = [
+    "FLAGS",
+    "AgentCall",
+    "AgentMagics",
+    "Flag",
+    "flags_help",
+    "interpolate",
+    "parse_agent_call",
+    "rewrite_agent_cells",
+    "run_agent_magic",
+]
 
 _ACTIVE: AgentMagics | None = None
 _REGISTERED: list[Magics] = []  # every Magics instance load_ipython_extension registered
@@ -48,16 +62,44 @@ class AgentCall:
     approve: str | None = None
 
 
-_VALUED = {
-    "--session": "session",
-    "-o": "output",
-    "--output": "output",
-    "--model": "model",
-    "--token-limit": "token_limit",
-    "--approve": "approve",
-}
+@dataclass(frozen=True)
+class Flag:
+    """One ``%agent`` flag: the parser, the error messages and ``%agent?`` all read it."""
+
+    names: tuple[str, ...]  # the first is the one shown; the others are accepted too
+    value: str  # what follows it in the help ("NAME", "[NAME]" when optional, "" for none)
+    help: str
+    field: str | None = None  # the AgentCall attribute it sets
+
+
+FLAGS = (
+    Flag(("--new",), "[NAME]", "start a new session (on a %agent line: --new=NAME, or --new NAME "
+         "-- PROMPT); an earlier NAME is kept as NAME~1", "new"),
+    Flag(("--session",), "NAME", "continue the session called NAME, or start it", "session"),
+    Flag(("-o", "--output"), "VAR", "also store the final text (or the JSON it holds) in VAR",
+         "output"),
+    Flag(("--model",), "M", "model for this turn", "model"),
+    Flag(("--token-limit",), "N", "the session's token limit for this turn", "token_limit"),
+    Flag(("--approve",), "MODE", " | ".join(APPROVE_MODES), "approve"),
+    Flag(("--",), "", "end of flags (for a prompt that starts with a dash)"),
+)  # fmt: skip
+_BY_NAME = {name: flag for flag in FLAGS if flag.field for name in flag.names}
 _TOKEN = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|\S+)")
-_FLAGS_HELP = "--new [NAME], --session NAME, -o VAR, --model M, --token-limit N, --approve MODE"
+_FLAGS_HELP = ", ".join(f"{flag.names[0]} {flag.value}" for flag in FLAGS if flag.field)
+
+
+def flags_help(indent: int = 2, column: int = 17, width: int = 76) -> str:
+    """The ``Flags:`` lines of ``%agent?``, one flag a line, help wrapped in a column."""
+    lines = []
+    for flag in FLAGS:
+        usage = f"{flag.names[0]} {flag.value}".rstrip()
+        lead = " " * indent + usage.ljust(column)
+        lines.append(textwrap.fill(
+            flag.help, width, initial_indent=lead if len(usage) < column else lead + " ",
+            subsequent_indent=" " * (indent + column),
+            break_on_hyphens=False, break_long_words=False,
+        ))  # fmt: skip
+    return "\n".join(lines)
 
 
 def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
@@ -92,26 +134,28 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
                 )
             rest_at = end - len(token)
             break
-        if flag == "--new":
+        known = _BY_NAME.get(flag)
+        if known is None:
+            raise UsageError(f"Unknown flag {flag!r} for %agent. Flags: {_FLAGS_HELP}.")
+        if known.value.startswith("["):  # an optional value: --new, --new=NAME
             if inline:
-                call.new = inline
+                value: str | bool = inline
             elif i + 1 < len(tokens) and not tokens[i + 1][0].startswith("-") and (
                 cell or (i + 2 < len(tokens) and tokens[i + 2][0] == "--")
             ):
-                call.new = _unquote(tokens[i + 1][0])
+                value = unquote(tokens[i + 1][0])
                 i += 1
             else:
-                call.new = True
-        elif flag in _VALUED:
+                value = True
+            setattr(call, known.field, value)
+        else:
             value = inline
             if not value:
                 if i + 1 >= len(tokens):
                     raise UsageError(f"{flag} needs a value. Flags: {_FLAGS_HELP}.")
                 value = tokens[i + 1][0]
                 i += 1
-            setattr(call, _VALUED[flag], _unquote(value))
-        else:
-            raise UsageError(f"Unknown flag {flag!r} for %agent. Flags: {_FLAGS_HELP}.")
+            setattr(call, known.field, unquote(value))
         i += 1
     if rest_at is None:
         rest_at = len(line)
@@ -129,12 +173,6 @@ def _count(n: int, thing: str) -> str:
 def _is_prompt_dash(token: str) -> bool:
     """A dash that starts prose ('- item', '-5 degrees'), not a flag."""
     return token == "-" or bool(re.match(r"^-\d", token))
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    return value
 
 
 def _validate(call: AgentCall) -> None:
@@ -289,14 +327,7 @@ class AgentMagics(Magics):
         continues the same session, also after a kernel restart.
 
         Flags:
-          --new [NAME]     start a new session (on a %agent line: --new=NAME, or
-                           --new NAME -- PROMPT); an earlier NAME is kept as NAME~1
-          --session NAME   continue the session called NAME, or start it
-          -o VAR           also store the final text (or the JSON it holds) in VAR
-          --model M        model for this turn
-          --token-limit N  the session's token limit for this turn
-          --approve MODE   auto | ask | read-only
-          --               end of flags (for a prompt that starts with a dash)
+        {flags}
 
         {name} in the prompt is replaced by that variable's value; {{ and }} are braces.
         Settings: %config AgentKernel (model, token_limit, approve, tool_groups, ...).
@@ -312,6 +343,11 @@ class AgentMagics(Magics):
                 "%autoawait on. From code, use `await agent_kernel.Agent().arun(...)`."
             )
         asyncio.run(self.run_turn(line, cell))
+
+    if agent.__doc__:  # %agent? shows the flags as FLAGS declares them (None under python -OO)
+        agent.__doc__ = agent.__doc__.replace(
+            "        {flags}", textwrap.indent(flags_help(), " " * 8)
+        )
 
     @magic_arguments()
     @argument("--all", action="store_true", help="List every notebook's sessions.")
@@ -329,7 +365,7 @@ class AgentMagics(Magics):
         someone can answer, and refuses where nobody can (papermill, a script) unless
         --yes is given. Memories and stored-prompt versions outlive a deleted session.
         """
-        args = parse_argstring(self.agent_sessions, line)
+        args = parse_args(self.agent_sessions, line)
         actions = [f for f in ("rename", "archive", "delete") if getattr(args, f) is not None]
         if len(actions) > 1:
             raise UsageError("Give one of --rename, --archive and --delete at a time.")
@@ -338,15 +374,15 @@ class AgentMagics(Magics):
         if args.yes and actions != ["delete"]:
             raise UsageError("--yes goes with --delete NAME.")
         if args.rename is not None:
-            return self._rename_session(*(_unquote(name) for name in args.rename))
+            return self._rename_session(*(unquote(name) for name in args.rename))
         if args.archive is not None:
-            return self._archive_session(_unquote(args.archive))
+            return self._archive_session(unquote(args.archive))
         if args.delete is not None:
-            return self._delete_session(_unquote(args.delete), confirmed=args.yes)
+            return self._delete_session(unquote(args.delete), confirmed=args.yes)
         return self._list_sessions(args.all)
 
     def _list_sessions(self, show_all: bool) -> Any:
-        from .display.tables import Table
+        from .display.text_tables import Table
         from .store.sessions import Sessions
 
         agent = self.kernel_agent
@@ -440,11 +476,11 @@ class AgentMagics(Magics):
         except (StdinNotImplementedError, EOFError):
             return None
 
+    @magic_arguments()
+    @argument("name", metavar="NAME", help="The environment variable the value goes in.")
     @line_magic
     def agent_secret(self, line: str = "") -> None:
         """Ask for a secret value and keep it for the agent's code; it is never echoed.
-
-        Usage: %agent_secret NAME
 
         The value is read with getpass, kept in this kernel's memory and environment
         (code the agent runs finds it as os.environ["NAME"]), and never stored. The model
@@ -456,7 +492,7 @@ class AgentMagics(Magics):
 
         from IPython.core.error import StdinNotImplementedError
 
-        name = line.strip()
+        name = parse_args(self.agent_secret, line).name
         if not name.isidentifier():
             raise UsageError("Usage: %agent_secret NAME (a valid environment variable name)")
         try:
@@ -472,28 +508,22 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
         print(f"Stored {name} ({len(value)} characters). The model sees it as [secret {name}].")
 
+    @magic_arguments()
+    @argument("n", nargs="?", type=int, metavar="N", help="The last N messages (default: all).")
+    @argument("--session", metavar="NAME", help="Show the session NAME instead of the current one.")
     @line_magic
     def agent_history(self, line: str = "") -> Any:
-        """Show the current session's transcript (the last N messages, all by default).
-
-        Usage: %agent_history [N] [--session NAME]
-        """
-        from .display.tables import Markdown
+        """Show the current session's transcript (the last N messages, all by default)."""
+        from .display.text_tables import Markdown
         from .errors import SessionError
         from .display.history import render_history
         from .store.sessions import Sessions
 
-        words = line.split()
-        name = None
-        if "--session" in words:
-            at = words.index("--session")
-            if at + 1 >= len(words):
-                raise UsageError("--session needs a session name.")
-            name = words[at + 1]
-            del words[at : at + 2]
-        if len(words) > 1 or (words and not words[0].isdigit()):
-            raise UsageError("Usage: %agent_history [N] [--session NAME]")
-        limit = int(words[0]) if words else None
+        args = parse_args(self.agent_history, line)
+        if args.n is not None and args.n < 0:
+            raise UsageError("N must be a number of messages (0 or more).")
+        name = None if args.session is None else unquote(args.session)
+        limit = args.n
         agent = self.kernel_agent
         try:
             session = agent.session(name=name, create=False)

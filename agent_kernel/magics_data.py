@@ -7,13 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from .magic_args import parse_args
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from .agent import Agent
     from .magics import AgentMagics
+
+__all__ = ["DataMagics"]
 
 CODE_LINES = 12
 CODE_CHARS = 800
@@ -32,16 +36,16 @@ class DataMagics(Magics):
         return self.owner.kernel_agent
 
     @magic_arguments()
-    @argument("days", nargs="?", type=int, default=7, help="How many days back (default 7).")
+    @argument("days", nargs="?", type=int, default=7, metavar="DAYS", help="Days back (default 7).")
     @line_magic
     def agent_stats(self, line: str = "") -> Any:
         """Code the agent ran in the last DAYS days: runs, successes, failures, mean duration,
         the most common error categories, and its tool calls.
         """
-        from .display.tables import Table
+        from .display.text_tables import Table
         from .store import audit
 
-        args = parse_argstring(self.agent_stats, line)
+        args = parse_args(self.agent_stats, line)
         if args.days <= 0:
             raise UsageError("DAYS must be a positive number of days.")
         with self.agent.store.connect() as con:
@@ -61,14 +65,14 @@ class DataMagics(Magics):
         return Table(["", "value"], rows, title=f"Agent code runs, last {period}")
 
     @magic_arguments()
-    @argument("n", nargs="?", type=int, default=5, help="How many failures (default 5).")
+    @argument("n", nargs="?", type=int, default=5, metavar="N", help="Failures shown (default 5).")
     @line_magic
     def agent_failures(self, line: str = "") -> Any:
         """The code and the error of the agent's last N failed code runs, newest first."""
-        from .display.tables import Table
+        from .display.text_tables import Table
         from .store import audit
 
-        args = parse_argstring(self.agent_failures, line)
+        args = parse_args(self.agent_failures, line)
         if args.n <= 0:
             raise UsageError("N must be a positive number.")
         with self.agent.store.connect() as con:
@@ -109,7 +113,7 @@ class DataMagics(Magics):
         """
         from .store.prompts import SystemPrompts
 
-        args = parse_argstring(self.agent_prompt, line)
+        args = parse_args(self.agent_prompt, line)
         chosen = (args.rollback is not None, args.history, args.full, args.clear, cell is not None)
         if sum(chosen) > 1:
             raise UsageError("Use one of --rollback, --history, --full, --clear, or a %%agent_prompt cell.")
@@ -145,7 +149,7 @@ class DataMagics(Magics):
 
 
 def _show_version(current: Any) -> Any:
-    from .display.tables import Markdown
+    from .display.text_tables import Markdown
 
     if current.version == 0:
         return Markdown(
@@ -160,7 +164,7 @@ def _show_version(current: Any) -> Any:
 
 
 def _history_table(versions: list[Any]) -> Any:
-    from .display.tables import Table
+    from .display.text_tables import Table
 
     rows = [
         [
@@ -178,7 +182,7 @@ def _history_table(versions: list[Any]) -> Any:
 
 
 def _markdown_block(title: str, text: str) -> Any:
-    from .display.tables import Markdown
+    from .display.text_tables import Markdown
 
     return Markdown(f"**{title}**\n\n{_fenced(text)}")
 

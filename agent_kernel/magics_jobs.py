@@ -14,14 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from .magic_args import parse_args
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from .store import Store
 
+__all__ = ["JobMagics", "JobsView"]
 
 
 @magics_class
@@ -32,27 +35,25 @@ class JobMagics(Magics):
         super().__init__(shell=shell)
         self._store = store
 
+    @magic_arguments()
+    @argument("--all", action="store_true", help="Also list disabled jobs.")
     @line_magic
     def agent_jobs(self, line: str = "") -> Any:
         """Scheduled jobs: schedule, next run, last run, status and the last output notebook.
 
-        Usage: %agent_jobs [--all]
-
-        --all also lists disabled jobs. Jobs are created by the agent's schedule tools
-        (create_scheduled_task, set_reminder, manage_pulse) or `agent-kernel jobs add`,
-        and fire while `agent-kernel scheduler` runs.
+        Jobs are created by the agent's schedule tools (create_scheduled_task,
+        set_reminder, manage_pulse) or `agent-kernel jobs add`, and fire while
+        `agent-kernel scheduler` runs.
         """
         from .scheduler import leader
         from .scheduler.clock import SystemClock
         from .scheduler.jobs import Jobs
         from .scheduler.runs import Runs
 
-        words = line.split()
-        if words not in ([], ["--all"]):
-            raise UsageError("Usage: %agent_jobs [--all]")
+        args = parse_args(self.agent_jobs, line)
         now = SystemClock().now()
         with self._store().connect() as con:
-            jobs = Jobs(con).list(include_disabled=bool(words))
+            jobs = Jobs(con).list(include_disabled=args.all)
             latest = Runs(con).latest_by_job()
             lease = leader.current(con)
         rows = [_row(job, latest.get(job.id)) for job in jobs]
@@ -116,7 +117,7 @@ class JobsView:
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note}"
 
     def __repr__(self) -> str:
-        from .display.tables import Table
+        from .display.text_tables import Table
 
         rows = [[row[c] if c != "status" or not row["error"] else f"{row[c]} ({row['error']})" for c in _COLUMNS]
                 for row in self.rows]  # fmt: skip

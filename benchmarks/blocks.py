@@ -40,7 +40,7 @@ def median_ms(action: Callable[[], Any], runs: int) -> float:
 def table(rows: int, runs: int) -> None:
     import pandas as pd
 
-    from agent_kernel.display.table import TableSource
+    from agent_kernel.display.table_widget import TableSource
 
     frame = pd.DataFrame({
         "order": range(rows),

@@ -69,7 +69,7 @@ def test_image_paths_stay_inside_the_working_directory(tmp_path):
 
 
 def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_model, agent_db, tmp_path):
-    """The papermill run of the issue's "done when": markdown text, table values, the chart's PNG..."""
+    """A papermill run keeps every block's static rendering: markdown text, table values, the chart's PNG..."""
     (tmp_path / "logo.png").write_bytes(tiny_png())
     blocks = [
         {"type": "markdown", "content": "Revenue rose **12%** this quarter."},

@@ -17,8 +17,8 @@ from agent_kernel.display import blocks as B
 from agent_kernel.display import safe
 from agent_kernel.display.form import form_bundle
 from agent_kernel.display.history import render_history
-from agent_kernel.display.table import TableSource
-from agent_kernel.display.tables import Markdown
+from agent_kernel.display.table_widget import TableSource
+from agent_kernel.display.text_tables import Markdown
 from agent_kernel.display.transcript import ToolCard, _card_bundle, _notice_bundle, _text_bundle
 from agent_kernel.errors import ToolInputError
 

@@ -33,9 +33,33 @@ def test_load_imports_neither_anthropic_nor_duckdb(tmp_path):
 
 
 def test_public_names():
-    assert sorted(agent_kernel.__all__) == ["Agent", "load_ipython_extension", "tool", "unload_ipython_extension"]
+    from agent_kernel import errors, loop, tools
+    from agent_kernel.tools import context
+
+    assert sorted(agent_kernel.__all__) == sorted(
+        ["Agent", "ToolContext", "TurnResult", "load_ipython_extension", "tool", "unload_ipython_extension",
+         *errors.__all__]
+    )
     assert agent_kernel.Agent.__name__ == "Agent"
-    assert callable(agent_kernel.tool)
+    assert agent_kernel.tool is tools.tool
+    assert agent_kernel.TurnResult is loop.TurnResult
+    assert agent_kernel.ToolContext is context.ToolContext
+    for name in errors.__all__:
+        assert getattr(agent_kernel, name) is getattr(errors, name)
+    assert set(agent_kernel.__all__) <= set(dir(agent_kernel))
+
+
+PUBLIC_IMPORTS = r"""
+import json, sys
+from agent_kernel import AgentKernelError, TurnFailedError, load_ipython_extension
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"anthropic", "duckdb", "httpx"})
+print(json.dumps({"heavy": heavy, "loop": "agent_kernel.loop" in sys.modules}))
+"""
+
+
+def test_importing_public_names_imports_only_what_they_need():
+    out = subprocess.run([sys.executable, "-c", PUBLIC_IMPORTS], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"heavy": [], "loop": False}
 
 
 def test_config_help_and_lsmagic_in_kernel(kernel):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 from IPython.core.error import UsageError
 
-from agent_kernel.magics import interpolate, parse_agent_call, rewrite_agent_cells
+from agent_kernel.magics import FLAGS, AgentMagics, flags_help, interpolate, parse_agent_call, rewrite_agent_cells
 from agent_kernel.testing import call, say
 
 # -- parsing ------------------------------------------------------------------------------
@@ -63,6 +65,60 @@ def test_cell_magic_line_holds_only_flags():
 def test_bad_flags_are_usage_errors(line, message):
     with pytest.raises(UsageError, match=message):
         parse_agent_call(line)
+
+
+SAMPLES = {"new": "fresh", "session": "work", "output": "answer", "model": "claude-x", "token_limit": "7",
+           "approve": "ask"}  # fmt: skip
+
+
+def test_every_declared_flag_is_parsed_and_documented():
+    doc = AgentMagics.agent.__doc__
+    assert "{flags}" not in doc and textwrap.indent(flags_help(), " " * 8) in doc
+    words = " ".join(doc.split())
+    for flag in FLAGS:
+        assert " ".join(f"{flag.names[0]} {flag.value} {flag.help}".split()) in words, flag
+        for name in flag.names if flag.field else ():
+            parsed = parse_agent_call(f"{name}={SAMPLES[flag.field]} do it")
+            expected = int(SAMPLES[flag.field]) if flag.field == "token_limit" else SAMPLES[flag.field]
+            assert (getattr(parsed, flag.field), parsed.prompt) == (expected, "do it"), name
+    assert [f.field for f in FLAGS if f.field] == list(SAMPLES)
+
+
+@pytest.fixture
+def shell():
+    """IPython's own shell in this process with the extension loaded (no kernel needed)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "agent_kernel")
+    yield shell
+    shell.run_line_magic("unload_ext", "agent_kernel")
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "message"),
+    [
+        ("agent_history", "lots", "argument N: invalid int value: 'lots'. Usage: %agent_history [--session NAME] [N]"),
+        ("agent_history", "-3", "N must be a number of messages (0 or more)."),
+        ("agent_history", "--session", "argument --session: expected one argument"),
+        ("agent_history", "2 3", "unrecognized arguments: 3"),
+        ("agent_secret", "", "the following arguments are required: NAME. Usage: %agent_secret NAME"),
+        ("agent_secret", "A B", "unrecognized arguments: B"),
+        ("agent_secret", "1x", "Usage: %agent_secret NAME (a valid environment variable name)"),
+        ("agent_sessions", "--colour", "unrecognized arguments: --colour. Usage: %agent_sessions [--all]"),
+    ],
+)
+def test_bad_arguments_of_the_companion_magics_are_usage_errors(shell, magic, line, message):
+    with pytest.raises(UsageError) as raised:
+        shell.run_line_magic(magic, line)
+    assert str(raised.value).startswith(message)
+    assert shell.find_magic("agent").__self__._agent is None  # refused before the agent was made
+
+
+def test_companion_magics_help_shows_their_arguments(shell):
+    history = shell.find_magic("agent_history").__doc__
+    assert "%agent_history [--session NAME] [N]" in history and "The last N messages" in history
+    assert "%agent_secret NAME" in shell.find_magic("agent_secret").__doc__
 
 
 # -- interpolation ------------------------------------------------------------------------

@@ -37,6 +37,9 @@ def test_agent_jobs_when_empty_and_while_a_scheduler_leads(kernel, store):
         leader.acquire(con, "otherhost:1:abcdef", datetime.now(UTC), 300)
     assert "No scheduler is running" not in kernel.ok("%agent_jobs").final_texts()[-1]
     bad = kernel.execute("%agent_jobs --everything")
-    assert bad.status == "error" and bad.stderr.strip() == "UsageError: Usage: %agent_jobs [--all]"
+    assert bad.status == "error" and bad.stderr.strip() == (
+        "UsageError: unrecognized arguments: --everything. Usage: %agent_jobs [--all]"
+    )
     doc = kernel.ok("print(get_ipython().find_magic('agent_jobs').__doc__)").stdout
     assert "next run" in doc and "agent-kernel scheduler" in doc
+    assert "%agent_jobs [--all]" in doc and "Also list disabled jobs." in doc

@@ -182,7 +182,7 @@ def _from_datasets(data: dict[str, Any]) -> tuple[list[Any], list[tuple[str, lis
 
 
 def _frame_rows(name: str, namespace: dict[str, Any]) -> list[dict[str, Any]]:
-    from .table import _frame
+    from .table_widget import _frame
 
     frame = _frame(name, namespace)
     if len(frame) > MAX_POINTS:

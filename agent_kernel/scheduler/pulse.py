@@ -1,10 +1,10 @@
 """The pulse: a recurring autonomous agent run that keeps notes for its next firing.
 
-There is one pulse per database (seed 001's ``manage_pulse``). It fires ``pulses_per_day``
-times a day (48, 24, 12, 6 or 2: every 30 min, 1 h, 2 h, 4 h or 12 h) on its active days,
-never inside its quiet hours; each firing is a fresh ``%agent`` session whose prompt
-carries the pulse's status and the notes the previous firing left (at most 2,000
-characters, written with ``manage_pulse`` action ``update_notes``).
+There is one pulse per database, set up with the ``manage_pulse`` tool. It fires
+``pulses_per_day`` times a day (48, 24, 12, 6 or 2: every 30 min, 1 h, 2 h, 4 h or 12 h)
+on its active days, never inside its quiet hours; each firing is a fresh ``%agent``
+session whose prompt carries the pulse's status and the notes the previous firing left
+(at most 2,000 characters, written with ``manage_pulse`` action ``update_notes``).
 
 It is an ordinary job of kind ``pulse``: the schedule is a cron expression built from
 the settings, the quiet hours are windows the schedule leaves out, and the prompt is

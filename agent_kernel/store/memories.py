@@ -1,4 +1,4 @@
-"""The agent's memory (seed 000): user memories and calendar-aligned summaries.
+"""The agent's memory: user memories and calendar-aligned summaries.
 
 - ``user_memory``: what the agent knows about the user and their work (facts,
   preferences, goals, projects, open loops, ...), with tags and a ``pursuingPriority``.

@@ -106,7 +106,7 @@ def edit(
     replace: str | None = None,
     replace_all: bool = False,
 ) -> str:
-    """``prompt`` after one edit operation (seed 003's five); a clear error when it cannot apply."""
+    """``prompt`` after one of the five edit operations; a clear error when it cannot apply."""
     if operation == "find_replace":
         if not find:
             raise ToolInputError("find_replace needs find (the exact text to look for) and replace.")

@@ -42,7 +42,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
-    # -- issue 3: state, memory, the stored system prompt, the audit trail -----------------
+    # -- state, memory, the stored system prompt, the audit trail ---------------------------
     (
         10,
         """
@@ -110,7 +110,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE code_executions IS 'Project table (read-only): every run_code execution with its outputs and error category.';
         """,
     ),
-    # -- issue 5: the scheduler (jobs, their runs, the leader lease) -----------------------
+    # -- the scheduler (jobs, their runs, the leader lease) ---------------------------------
     (
         30,
         """
@@ -184,13 +184,13 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
 ]
 
-# Tables the model may read but never write (issue: guarded SQL). Later migrations add theirs.
+# Tables the model may read but never write. Later migrations add theirs.
 # (The SQL guard lets the model write only tables named ai_*, so these are read-only to it.)
 PROTECTED_TABLES: set[str] = {
     "sessions",
     "messages",
     "schema_migrations",
-    # issue 3
+    # state, memory, the stored system prompt, the audit trail
     "agent_state",
     "memories",
     "system_prompt_versions",

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from ..store.sessions import Journal
     from ..store.writer import WriteBehind
 
+__all__ = ["ToolContext"]
+
 
 @dataclass
 class ToolContext:

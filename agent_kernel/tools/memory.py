@@ -1,4 +1,4 @@
-"""The ``memory`` group: the ``memory`` tool (seed 000) and the self-editing system prompt (seed 003)."""
+"""The ``memory`` group: the ``memory`` tool and the self-editing system prompt."""
 
 from __future__ import annotations
 

@@ -195,7 +195,7 @@ def _show(output: Any) -> None:
 
 
 def _table(block: dict[str, Any], namespace: dict[str, Any], page_size: int, widgets: bool) -> Any:
-    from ..display.table import TableSource, TableWidget
+    from ..display.table_widget import TableSource, TableWidget
 
     source = TableSource(block, namespace)
     title = block.get("title") or ""

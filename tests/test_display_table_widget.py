@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from agent_kernel.display.table import TableSource, cell_text
+from agent_kernel.display.table_widget import TableSource, cell_text
 from agent_kernel.errors import ToolInputError
 
 ROWS = [{"name": "b", "n": 2}, {"name": "a", "n": None}, {"name": "c", "n": 10}, {"name": "d", "n": 1.5}]

@@ -1,4 +1,4 @@
-"""The table block: rows from the model or a DataFrame from the kernel, paged and sortable.
+"""The table block's widget: rows from the model or a DataFrame from the kernel, paged and sortable.
 
 The rows stay in the kernel. The widget receives one page at a time (``page_size`` rows,
 as text) and asks for another page or another sort order through its traits, so a
@@ -20,7 +20,7 @@ import traitlets
 from ..errors import ToolInputError
 from .blocks import Bundle
 from .presence import ACK_JS, AckWidget
-from .tables import Table
+from .text_tables import Table
 
 _JS = Path(__file__).with_name("js")
 CELL_CHARS = 200

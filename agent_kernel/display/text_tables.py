@@ -1,4 +1,8 @@
-"""Small read-only tables for magics' output: HTML in a notebook, aligned text elsewhere."""
+"""Read-only output of the magics and the CLI: a :class:`Table` and a :class:`Markdown` text.
+
+Both show as HTML in a notebook and as aligned plain text in a terminal. The paged,
+sortable table block the model shows is another thing: :mod:`.table_widget`.
+"""
 
 from __future__ import annotations
 

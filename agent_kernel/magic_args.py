@@ -1,0 +1,32 @@
+"""Arguments of the companion magics, declared with IPython's ``@magic_arguments``.
+
+:func:`parse_args` is ``parse_argstring`` whose ``UsageError`` also shows the magic's
+usage line, so a mistyped call says what it expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import parse_argstring
+
+__all__ = ["parse_args", "unquote"]
+
+
+def parse_args(magic: Callable[..., Any], line: str) -> argparse.Namespace:
+    """Parse ``line`` for ``magic``; a bad line is a ``UsageError`` naming the usage."""
+    try:
+        return parse_argstring(magic, line)
+    except UsageError as exc:
+        usage = " ".join(magic.parser.format_usage().split()[1:])  # without "usage:"
+        raise UsageError(f"{exc}. Usage: {usage}") from None
+
+
+def unquote(value: str) -> str:
+    """A value without the quotes IPython's argument splitter leaves on it (``'my session'``)."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value

@@ -268,6 +268,7 @@ def describe_api_error(exc: Exception, model: str | None = None) -> str:
     import anthropic
 
     message = getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
+    message = str(message).rstrip(". ")  # each line below ends the message with its own "."
     request_id = getattr(exc, "request_id", None)
     suffix = f" (request id {request_id})" if request_id else ""
     status = getattr(exc, "status_code", None)

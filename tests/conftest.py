@@ -42,10 +42,12 @@ def kernel(scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Kernel]:
         k.shutdown()
 
 
-# -- browser tests: one JupyterLab server and one Chromium for the whole session ------------
+# -- browser tests: one JupyterLab server and one Chromium for the browser tests' module -----
+# Module scope, not session: Playwright's sync API keeps an event loop running in the main
+# thread while it is open, and later in-process tests run their own loops there.
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab_model() -> Iterator[Any]:
     """The scripted model the JupyterLab server's kernels talk to (shared by browser tests)."""
     from agent_kernel.testing import ScriptedModel
@@ -54,7 +56,7 @@ def lab_model() -> Iterator[Any]:
         yield model
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from .jupyterlab import JupyterLab, chromium_missing
 
@@ -76,7 +78,7 @@ def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         lab.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

@@ -70,4 +70,4 @@ def test_instructions_over_their_cap_are_a_usage_error(kernel):
     result = kernel.execute("%%agent_prompt\n" + "Be brief. " * 2_001)
     assert result.stderr.startswith("UsageError") and "over their cap of 20,000" in result.stderr
     assert not result.errors
-    assert "none yet (version 0)" in kernel.ok("%agent_prompt").final_texts("text/markdown")[-1]
+    assert "none yet (version 0)" in kernel.ok("%agent_prompt").final_texts("text/plain")[-1]

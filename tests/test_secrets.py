@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from agent_kernel.secrets import Secrets
 from agent_kernel.testing import call, say
 
@@ -101,13 +99,13 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     ]
     source, output = tmp_path / "leaks.ipynb", tmp_path / "leaks-out.ipynb"
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    # The attempts that raise show their error in the cell, as code the agent runs does.
-    notebook.cells[3].metadata["tags"] = ["raises-exception"]
     nbformat.write(notebook, source)
     scripted_model.add(*leaks.script())
-    # The tag lets the run go on; papermill still reports the cell's errors at the end.
-    with pytest.raises(papermill.PapermillExecutionError, match=r'In \[4\]'):
-        papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
-    assert [c.execution_count for c in nbformat.read(output, 4).cells[-3:]] == [4, 5, 6]
+    # Attempts that raise are errors of the agent's own steps: the turns end normally, so
+    # the notebook succeeds (they show on the cells' stderr, not as error outputs).
+    papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    cells = nbformat.read(output, 4).cells
+    assert [c.execution_count for c in cells[-3:]] == [4, 5, 6]
+    assert not [o for c in cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     _check_corpus(scripted_model, agent_db)
 

@@ -78,7 +78,9 @@ def test_a_task_whose_turn_fails_is_a_failed_run(kernel, scripted_model, store, 
     clock = ManualClock(at + timedelta(seconds=1))
     [run] = scheduler(store, home, clock).run_once()
     assert run.status == "FAILED"
-    assert "The agent's turn ended in state 'error'" in run.error  # not a misleading success
+    # The %agent cell failed with the turn's one line, and that line is the run's error.
+    assert run.error.startswith("Model request failed (400 invalid_request_error): The scripted model has no reply left")
+    assert ".." not in run.error and "Traceback" not in run.error
     assert created["id"] == run.job_id
 
 

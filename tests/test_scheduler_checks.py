@@ -261,3 +261,15 @@ def test_the_runner_refuses_a_spec_file_with_code_in_a_parameter_name(tmp_path):
     assert result["status"] == "FAILED" and "Not run: its spec is invalid" in result["error"]
     assert not marker.exists() and not (tmp_path / "ran").exists() and not run_dir.output.exists()
     assert os.path.exists(run_dir.result)
+
+
+def test_a_job_name_is_shown_literally_in_the_generated_notebook(tmp_path):
+    from agent_kernel.scheduler.runs import Run
+    from agent_kernel.scheduler.spec import agent_notebook
+
+    name = "<img src=x onerror=alert(1)> [a](javascript:x) **b**"
+    job = new_job(name=name, kind="task", now=T0, timezone="UTC", task="Summarise.", at=T0 + timedelta(hours=1), cwd=str(tmp_path))
+    run = Run(id="r1", job_id=job.id, scheduled_for=T0, attempt=1, cause="schedule", status="RUNNING", not_before=T0, created_at=T0)
+    heading = agent_notebook(job, run, "Summarise.").cells[0].source
+    assert "<img" not in heading and "](javascript" not in heading and "**b**" not in heading
+    assert heading.startswith(r"**&lt;img src=x onerror=alert\(1\)&gt; \[a\]\(javascript:x\) \*\*b\*\***")

@@ -141,7 +141,7 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["agent_kernel"] = {"job_id": job.id, "run_id": run.id, "kind": job.kind}
     nb.cells = [
-        nbformat.v4.new_markdown_cell(f"**{job.name}** — scheduled {job.kind}, run `{run.id}` (attempt {run.attempt})"),
+        nbformat.v4.new_markdown_cell(f"**{_inert_markdown(job.name)}** — scheduled {job.kind}, run `{run.id}` (attempt {run.attempt})"),
         parameters,
         nbformat.v4.new_code_cell("%load_ext agent_kernel"),
         nbformat.v4.new_code_cell(f"%%agent {flags}\n{prompt.strip()}"),
@@ -173,6 +173,13 @@ def check_turn() -> None:
             + " — the scheduled task did not complete."
         )
     print(f"Turn finished: {result.tool_calls} tool calls, {result.tokens:,} tokens, session {result.session!r}.")
+
+
+def _inert_markdown(text: str) -> str:
+    """``text`` shown literally in a Markdown cell: HTML escaped, Markdown syntax backslashed."""
+    import html
+
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|~])", r"\\\1", html.escape(text.replace("\n", " ")))
 
 
 def _quote(value: str) -> str:

@@ -285,13 +285,14 @@ class Agent:
         approve: str | None,
         check: bool = False,
     ) -> TurnResult:
-        from . import conversation, prompt
+        from . import conversation
         from .approval import make_check
         from .display.limit import offer_continue
         from .display.transcript import Transcript
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
         from .model import ModelClient
+        from .prompt import assemble, stored_sections
         from .tools.context import ToolContext
 
         from .store.sessions import Sessions
@@ -309,7 +310,7 @@ class Agent:
             turn_number = sessions.last_turn(current.id) + 1
             sessions.touch(current.id, notebook=self.notebook)
             groups = {t.group for t in offered}
-            sections = prompt.stored_sections(con, config.instruction, groups)
+            sections = stored_sections(con, config.instruction, groups)
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
             self._model_client = ModelClient()
@@ -320,7 +321,7 @@ class Agent:
             failure_raised=check,
         )
         shell = self.shell
-        system = prompt.assemble(
+        system = assemble(
             sections, settings=config, shell=shell, groups=groups, secrets=self.secrets.names()
         )
         if resolved.kept_as:

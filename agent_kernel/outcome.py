@@ -20,12 +20,16 @@ user sees in ``TurnResult.error``. From that:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .errors import TurnFailedError
 
-if TYPE_CHECKING:
-    from .loop import TurnResult
+
+class TurnResult(Protocol):
+    """How a turn ended, as :class:`agent_kernel.loop.TurnResult` records it."""
+
+    ending: str
+    error: str | None
 
 NORMAL = "end_turn"
 

@@ -14,12 +14,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .display.waiting import Nobody, TurnWaits
     from .tools import Tool
     from .tools.context import ToolContext
 
-# Asks the person about one call (tool name, input, the turn's context) and returns their
-# answer: "run", "skip", "always", or a display.waiting.Nobody when no one can answer.
-Approver = Callable[[str, Any, "ToolContext"], Awaitable[Any]]
+# Asks the person about one call (tool name, input, the turn) and returns their answer:
+# "run", "skip", "always", or Nobody (with the reason) when no one can answer.
+Approver = Callable[[str, Any, "TurnWaits"], Awaitable["str | Nobody"]]
 # The dispatcher's check: None to allow the call, or the reason it was refused.
 Check = Callable[["Tool", Any, "ToolContext"], Awaitable[str | None]]
 
@@ -55,7 +56,7 @@ def make_check(
         if answer == "always":
             allowed.add(item.name)
         elif answer != "run":
-            return no_approval(item.name, getattr(answer, "reason", ""))
+            return no_approval(item.name, getattr(answer, "reason", ""))  # Nobody
         return None
 
     return check

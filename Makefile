@@ -38,6 +38,7 @@ demo: $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
 test: $(STAMP) chromium bubblewrap
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 screenshots: $(STAMP) chromium

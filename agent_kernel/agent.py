@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import AgentKernel
+from .config import TOOL_GROUPS, AgentKernel
 from .errors import SessionError, TurnInProgressError
 from .paths import default_db_path
 from .secrets import Secrets
 
 if TYPE_CHECKING:
-    import duckdb
     from IPython.core.interactiveshell import InteractiveShell
 
     from .approval import Approver
@@ -81,6 +80,7 @@ class Agent:
         self._writer: Any = None
         self._running = False
         self.approver: Approver | None = None
+        self._always_allowed: dict[str, set[str]] = {}  # session id -> tools approved for good
         self.secrets = Secrets(lambda: self.config.secret_env)
         self.last_result: TurnResult | None = None
 
@@ -294,6 +294,7 @@ class Agent:
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
         from .model import ModelClient
+        from .prompt import assemble, stored_sections
         from .tools.context import ToolContext
 
         from .store.sessions import Sessions
@@ -310,7 +311,8 @@ class Agent:
             history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
             turn_number = sessions.last_turn(current.id) + 1
             sessions.touch(current.id, notebook=self.notebook)
-            sections = self._prompt_sections(con, offered)
+            groups = {t.group for t in offered}
+            sections = stored_sections(con, config.instruction, groups)
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
             self._model_client = ModelClient()
@@ -321,7 +323,9 @@ class Agent:
             failure_raised=check,
         )
         shell = self.shell
-        system = self._build_system_prompt(sections, offered)
+        system = assemble(
+            sections, settings=config, shell=shell, groups=groups, secrets=self.secrets.names()
+        )
         if resolved.kept_as:
             transcript.notice(
                 f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "
@@ -365,8 +369,7 @@ class Agent:
                 history=history,
                 prompt_blocks=conversation.as_blocks(prompt),
                 session_tokens=current.tokens_used,
-                check=make_check(mode, self.approver if self.live else None),
-                refresh_system=lambda: self.system_prompt(approve=mode),
+                check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 on_token_limit=offer_continue if self.live else None,
             )
             try:
@@ -385,44 +388,37 @@ class Agent:
 
     def system_prompt(self, *, approve: str | None = None) -> str:
         """The system prompt the next turn would send (``%agent_prompt --full`` shows it)."""
+        from .prompt import system_prompt
+
         offered = self._offered((approve or self.config.approve).lower())
         with self.store.connect() as con:
-            sections = self._prompt_sections(con, offered)
-        return self._build_system_prompt(sections, offered)
+            return system_prompt(
+                con,
+                settings=self.config,
+                shell=self.shell,
+                groups={t.group for t in offered},
+                secrets=self.secrets.names(),
+            )
 
     def _offered(self, mode: str) -> list[Tool]:
-        """The tools a turn in approval ``mode`` offers (none with tools_enabled = False)."""
+        """The tools a turn in approval ``mode`` offers (none with tools_enabled = False).
+
+        Group names are checked here, not when they are set: a group of ``@tool``
+        functions may be named before the cell that defines them runs.
+        """
         groups = list(self.config.tool_groups) if self.config.tools_enabled else []
-        return self.registry.offered(groups, read_only=mode == "read-only")
+        registry = self.registry
+        known = set(TOOL_GROUPS) | {t.group for t in registry.tools.values()}
+        unknown = [g for g in groups if g not in known]
+        if unknown:
+            from IPython.core.error import UsageError
 
-    def _build_system_prompt(self, sections: list[tuple[str, str]], offered: list[Tool]) -> str:
-        from . import namespace
-        from .prompt import build_system_prompt
-
-        shell = self.shell
-        hidden = set(getattr(shell, "user_ns_hidden", {}))
-        return build_system_prompt(
-            sections,
-            secrets=self.secrets.names(),
-            groups=sorted({t.group for t in offered}),
-            briefing=namespace.briefing(shell.user_ns, hidden) if offered else "",
-            now=self.config.now(),
-        )
-
-    def _prompt_sections(self, con: duckdb.DuckDBPyConnection, offered: list[Tool]) -> list[tuple[str, str]]:
-        """The stored sections: the user's and the agent's instructions, memory, database."""
-        from .store import catalog, memories, prompts
-
-        groups = {t.group for t in offered}
-        sections = [
-            ("Instructions from the user", self.config.instruction),
-            ("Your stored instructions", prompts.SystemPrompts(con).current().prompt),
-        ]
-        if "memory" in groups:
-            sections.append(("Your memory", memories.Memories(con).section()))
-        if "data" in groups:
-            sections.append(("Your database", catalog.prompt_section(con)))
-        return sections
+            raise UsageError(
+                f"Unknown tool group {', '.join(map(repr, unknown))} in AgentKernel.tool_groups: "
+                f"the groups are {', '.join(sorted(known))}. (tools_enabled = False switches "
+                "all tools off.)"
+            )
+        return registry.offered(groups, read_only=mode == "read-only")
 
 
 @dataclass(frozen=True)

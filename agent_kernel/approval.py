@@ -11,21 +11,33 @@ The check runs in the dispatcher, so it holds however a tool is called.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .tools import Tool
+if TYPE_CHECKING:
+    from .display.waiting import Nobody, TurnWaits
+    from .tools import Tool
+    from .tools.context import ToolContext
 
-# Returns None to allow, or the reason the call was declined.
-Approver = Callable[[Tool, Any], Awaitable[str | None]]
-Check = Callable[[Tool, Any], Awaitable[str | None]]
+# Asks the person about one call (tool name, input, the turn) and returns their answer:
+# "run", "skip", "always", or Nobody (with the reason) when no one can answer.
+Approver = Callable[[str, Any, "TurnWaits"], Awaitable["str | Nobody"]]
+# The dispatcher's check: None to allow the call, or the reason it was refused.
+Check = Callable[["Tool", Any, "ToolContext"], Awaitable[str | None]]
 
 
-def make_check(mode: str, approver: Approver | None = None) -> Check | None:
-    """The dispatcher's check for ``mode``; ``None`` when every call may run."""
+def make_check(
+    mode: str, approver: Approver | None = None, always: dict[str, set[str]] | None = None
+) -> Check | None:
+    """The dispatcher's check for ``mode``; ``None`` when every call may run.
+
+    ``always`` maps a session id to the tools the person allowed for the rest of that
+    session (kept by the caller across turns).
+    """
     if mode == "auto":
         return None
+    allowed_for = always if always is not None else {}
 
-    async def check(item: Tool, tool_input: Any) -> str | None:
+    async def check(item: Tool, tool_input: Any, context: ToolContext) -> str | None:
         if not item.writes_for(tool_input):
             return None
         if mode == "read-only":
@@ -35,7 +47,17 @@ def make_check(mode: str, approver: Approver | None = None) -> Check | None:
             )
         if approver is None:
             return no_approval(item.name)
-        return await approver(item, tool_input)
+        allowed = allowed_for.setdefault(context.session_id, set())
+        if item.name in allowed:
+            return None
+        answer = await approver(item.name, tool_input, context)
+        if answer == "skip":
+            return declined(item.name)
+        if answer == "always":
+            allowed.add(item.name)
+        elif answer != "run":
+            return no_approval(item.name, getattr(answer, "reason", ""))  # Nobody
+        return None
 
     return check
 

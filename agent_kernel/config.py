@@ -190,16 +190,3 @@ class AgentKernel(Configurable):
 
             return datetime.now(ZoneInfo(self.timezone))
         return datetime.now().astimezone()
-
-    @validate("tool_groups")
-    def _known_groups(self, proposal: dict) -> list[str]:
-        from .tools import USER_TOOLS
-
-        known = set(TOOL_GROUPS) | {t.group for t in USER_TOOLS.tools.values()}
-        unknown = [g for g in proposal["value"] if g not in known]
-        if unknown:
-            raise TraitError(
-                f"Unknown tool group {', '.join(map(repr, unknown))}: the groups are "
-                f"{', '.join(sorted(known))}. (tools_enabled = False switches all tools off.)"
-            )
-        return list(proposal["value"])

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import conversation
+from . import conversation, prompt
 from .errors import ModelError
 from .interrupts import TurnInterrupted
 from .model import ModelClient, tokens_used
@@ -95,8 +95,6 @@ class Turn:
     prompt_blocks: list[dict[str, Any]]
     session_tokens: int
     check: Check | None = None
-    # Builds the system prompt again after a tool changed it (edit_system_prompt).
-    refresh_system: Callable[[], str] | None = None
     # Asked at the token limit: the raised limit to go on with, or None to stop (Continue).
     on_token_limit: Callable[[ToolContext, int, int], Awaitable[int | None]] | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
@@ -113,9 +111,8 @@ class Turn:
         self.prompt_blocks = scrub(self.prompt_blocks)
         self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
         prompt_saved = False
-        self._journal = session_rows.Journal(ctx.session_id, ctx.turn)
+        self._journal = ctx.journal
         self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
-        ctx.journal = self._journal
         self._journal.state("running")
         self._write()
         try:
@@ -241,7 +238,7 @@ class Turn:
                     result_chars=len(outcome.content),
                     is_error=outcome.is_error,
                     duration_ms=outcome.duration_ms,
-                    executions=ctx.extras.pop("executions", ()),
+                    executions=_take_executions(ctx),
                 )
                 ctx.transcript.tool_finished(
                     use["id"],
@@ -258,15 +255,28 @@ class Turn:
                     ctx.transcript.tool_finished(use["id"], status="interrupted", detail="stopped")
                     self._audit.tool_call(
                         use, result_chars=len(stopped), is_error=True, duration_ms=None,
-                        executions=ctx.extras.pop("executions", ()),
+                        executions=_take_executions(ctx),
                     )
             raise
         finally:
             if blocks:
                 self._save("user", blocks)
                 self._messages.append({"role": "user", "content": blocks})
-        if ctx.extras.pop("system_prompt_changed", False) and self.refresh_system is not None:
-            self.system = self.refresh_system()
+        if ctx.system_prompt_changed:
+            ctx.system_prompt_changed = False
+            self.system = self._system_prompt()
+
+    def _system_prompt(self) -> str:
+        """The system prompt built again from the store (a tool changed a stored section)."""
+        ctx = self.context
+        with ctx.store.connect() as con:
+            return prompt.system_prompt(
+                con,
+                settings=ctx.settings,
+                shell=ctx.shell,
+                groups={t.group for t in self.tools},
+                secrets=ctx.secrets.names() if ctx.secrets is not None else (),
+            )
 
     async def _dispatch(self, use: dict[str, Any]) -> Outcome:
         return await self.registry.dispatch(
@@ -299,6 +309,12 @@ class Turn:
     def _write(self) -> None:
         self.context.writer.submit(self._journal.write)
         self.context.writer.submit(self._audit.write)
+
+
+def _take_executions(ctx: ToolContext) -> list[dict[str, Any]]:
+    """The code runs the last tool call reported, cleared for the next call."""
+    runs, ctx.executions = ctx.executions, []
+    return runs
 
 
 def _failed(value: Any) -> bool:

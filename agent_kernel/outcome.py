@@ -20,12 +20,17 @@ user sees in ``TurnResult.error``. From that:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .errors import TurnFailedError
 
-if TYPE_CHECKING:
-    from .loop import TurnResult
+
+class Ended(Protocol):
+    """How a turn ended, as :class:`agent_kernel.loop.TurnResult` records it."""
+
+    ending: str
+    error: str | None
+
 
 NORMAL = "end_turn"
 
@@ -38,14 +43,14 @@ FAILED_ENDINGS = {
 }
 
 
-def failure(result: TurnResult) -> str | None:
+def failure(result: Ended) -> str | None:
     """The line saying why ``result``'s turn failed, or ``None`` when it ended normally."""
     if result.ending not in FAILED_ENDINGS:
         return None
     return result.error or f"The agent turn did not finish ({result.ending})."
 
 
-def raise_if_failed(result: TurnResult) -> None:
+def raise_if_failed(result: Ended) -> None:
     """Raise :class:`TurnFailedError` when the turn failed (what an ``%agent`` cell does)."""
     line = failure(result)
     if line is not None:

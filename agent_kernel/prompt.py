@@ -2,13 +2,20 @@
 
 Stable sections come first and the per-turn namespace briefing last, so the prompt
 cache keeps the prefix across turns. Each section is a ``(title, text)`` pair; an empty
-text drops the section.
+text drops the section. The stored sections (the agent's instructions, memory, the
+database) are read here, so the loop can build the prompt again after a tool changed one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from .config import AgentKernel
 
 BASE_INSTRUCTION = """\
 You are an agent working inside the user's live Jupyter kernel, answering from a notebook \
@@ -64,3 +71,54 @@ def build_system_prompt(
         + "\n(This list was taken when the turn started; call inspect_namespace for details.)"
     )
     return "\n\n".join(parts)
+
+
+def stored_sections(
+    con: duckdb.DuckDBPyConnection, instruction: str, groups: Collection[str]
+) -> list[tuple[str, str]]:
+    """The sections the store holds: the user's and the agent's instructions, memory, database."""
+    from .store import catalog, memories, prompts
+
+    sections = [
+        ("Instructions from the user", instruction),
+        ("Your stored instructions", prompts.SystemPrompts(con).current().prompt),
+    ]
+    if "memory" in groups:
+        sections.append(("Your memory", memories.Memories(con).section()))
+    if "data" in groups:
+        sections.append(("Your database", catalog.prompt_section(con)))
+    return sections
+
+
+def assemble(
+    sections: Iterable[tuple[str, str]],
+    *,
+    settings: AgentKernel,
+    shell: Any,
+    groups: Collection[str],
+    secrets: Iterable[str] = (),
+) -> str:
+    """The system prompt of a turn offering tools of ``groups`` in ``shell``."""
+    from . import namespace
+
+    hidden = set(getattr(shell, "user_ns_hidden", {}))
+    return build_system_prompt(
+        sections,
+        secrets=secrets,
+        groups=sorted(groups),
+        briefing=namespace.briefing(shell.user_ns, hidden) if groups else "",
+        now=settings.now(),
+    )
+
+
+def system_prompt(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    settings: AgentKernel,
+    shell: Any,
+    groups: Collection[str],
+    secrets: Iterable[str] = (),
+) -> str:
+    """The whole system prompt, its stored sections read through ``con``."""
+    sections = stored_sections(con, settings.instruction, groups)
+    return assemble(sections, settings=settings, shell=shell, groups=groups, secrets=secrets)

@@ -35,17 +35,32 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
         "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys",
     }
     assert "## Your database" in request["system"] and "## Your memory" not in request["system"]
-    bad = kernel.execute("%config AgentKernel.tool_groups = ['data', 'web2']")  # %config reports it
-    assert "Unknown tool group 'web2': the groups are code, data, memory" in bad.stderr, bad.stderr
-    assert kernel.value("get_ipython().find_magic('agent').__self__.settings.tool_groups") == ["data"]
+    kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
+    bad = kernel.execute("%agent what can you do?")
+    assert "UsageError: Unknown tool group 'web2'" in bad.stderr, bad.stderr
+    assert "the groups are code, data, memory" in bad.stderr, bad.stderr
 
 
-def test_unknown_groups_are_refused_with_the_known_ones():
-    settings = AgentKernel()
-    settings.tool_groups = ["code", "memory"]
-    with pytest.raises(TraitError, match="Unknown tool group 'sql'.*code, data, memory"):
-        settings.tool_groups = ["sql"]
-    assert settings.tool_groups == ["code", "memory"]
+def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_turn():
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel import Agent, tool
+    from agent_kernel.tools import USER_TOOLS
+
+    agent = Agent(shell=InteractiveShell.instance(), tool_groups=["code", "reports"])
+    with pytest.raises(UsageError, match="Unknown tool group 'reports'.*code, data, memory"):
+        agent._offered("auto")
+
+    @tool(group="reports")
+    def monthly_report() -> str:
+        """The monthly report."""
+        return "ok"
+
+    try:
+        assert "monthly_report" in {t.name for t in agent._offered("auto")}
+    finally:
+        USER_TOOLS.remove("monthly_report")
 
 
 def test_secret_env_takes_names_and_defaults_from_the_environment(monkeypatch):
@@ -62,13 +77,17 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel import Agent
+    from agent_kernel.prompt import assemble
     from agent_kernel.secrets import scrub
 
     monkeypatch.setenv("SERVICE_TOKEN", "value-of-the-service-token")
     agent = Agent(secret_env=["SERVICE_TOKEN"], instruction="Use value-of-the-service-token.",
                   shell=InteractiveShell.instance())  # fmt: skip
     agent.secrets.set("TYPED_SECRET", "typed-secret-value")
-    prompt = agent._build_system_prompt([("Instructions from the user", agent.config.instruction)], [])
+    prompt = assemble(
+        [("Instructions from the user", agent.config.instruction)],
+        settings=agent.config, shell=agent.shell, groups=[], secrets=agent.secrets.names(),
+    )
     assert "`SERVICE_TOKEN`, `TYPED_SECRET`" in prompt and 'os.environ["SERVICE_TOKEN"]' in prompt
     assert "value-of-the-service-token" in prompt  # built raw: the model client scrubs the request
     sent = scrub({"system": prompt})["system"]

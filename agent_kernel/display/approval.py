@@ -3,8 +3,9 @@
 The card shows what would run (the code, the SQL statement, or the tool's input) with
 three buttons. *Skip* refuses the call, which the model receives as an ``is_error``
 result saying the user declined; *Always for this session* lets that tool run without
-asking for the rest of the session. The policy (which calls need approval) stays in
-:mod:`agent_kernel.approval`, which the dispatcher runs; this is only the person's side.
+asking for the rest of the session. The policy (which calls need approval, what a
+refusal says) stays in :mod:`agent_kernel.approval`, which the dispatcher runs; this is
+only the person's side.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..approval import declined, no_approval
-
 if TYPE_CHECKING:
-    from ..tools import Tool
+    from .waiting import Nobody, TurnWaits
 
 BUTTONS = [
     {"id": "run", "label": "Run", "style": "primary"},
@@ -25,41 +24,30 @@ BUTTONS = [
 
 
 class CardApprover:
-    """An :data:`~agent_kernel.approval.Approver` that asks with a card in the running cell."""
+    """An :data:`~agent_kernel.approval.Approver` that asks with a card in the running cell.
 
-    def __init__(self) -> None:
-        self.always: dict[str, set[str]] = {}  # session id -> tools allowed without asking
+    It returns the person's answer only: ``"run"``, ``"skip"``, ``"always"``, or
+    :class:`~agent_kernel.display.waiting.Nobody` when no one can answer (or ``STOPPED``).
+    """
 
-    async def __call__(self, item: Tool, tool_input: Any) -> str | None:
-        from ..tools import current_context
+    async def __call__(self, name: str, tool_input: Any, context: TurnWaits) -> str | Nobody:
         from .choice import ChoiceCard
-        from .waiting import Nobody, Pending
+        from .waiting import Pending
 
-        ctx = current_context()
-        allowed = self.always.setdefault(ctx.session_id, set())
-        if item.name in allowed:
-            return None
-        what, shown = describe(item.name, tool_input)
+        what, shown = describe(name, tool_input)
         card = ChoiceCard(
-            heading=f"Allow {item.name}?",
+            heading=f"Allow {name}?",
             text=f"The agent wants to {what}.",
             code=shown,
             buttons=BUTTONS,
             done={
                 "run": "Approved: it ran.",
                 "skip": "Skipped: the agent was told you declined.",
-                "always": f"Approved, and {item.name} runs without asking for the rest of this session.",
+                "always": f"Approved, and {name} runs without asking for the rest of this session.",
             },
         )
-        ctx.transcript.end_text()
-        outcome = await Pending(card, ctx).wait()
-        if isinstance(outcome, Nobody):
-            return no_approval(item.name, outcome.reason)
-        if outcome == "skip":
-            return declined(item.name)
-        if outcome == "always":
-            allowed.add(item.name)
-        return None
+        context.transcript.end_text()
+        return await Pending(card, context).wait()
 
 
 def describe(name: str, tool_input: Any) -> tuple[str, str]:

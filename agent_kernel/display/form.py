@@ -18,42 +18,14 @@ from typing import Any
 import traitlets
 
 from ..errors import ToolInputError
-from .blocks import FIELD_TYPES, Bundle
 from .presence import ACK_JS
-from .waiting import STOPPED, Nobody, WaitingWidget
+from .waiting import STOPPED, Bundle, Nobody, WaitingWidget
 
 _JS = Path(__file__).with_name("js")
 
 
 class FieldError(ValueError):
     """A value that does not fit its field."""
-
-
-def check_fields(fields: Any, where: str) -> None:
-    """Raise :class:`ToolInputError` for a field list the form cannot show."""
-    if not isinstance(fields, list) or not fields:
-        raise ToolInputError(f"{where} needs `fields`: a non-empty list of {{name, label, type}} objects.")
-    seen: set[str] = set()
-    for index, field in enumerate(fields):
-        at = f"{where}.fields[{index}]"
-        if not isinstance(field, dict) or not isinstance(field.get("name"), str) or not field["name"]:
-            raise ToolInputError(f"{at} needs a `name` (the key of its value in the result).")
-        if field["name"] in seen:
-            raise ToolInputError(f"{at}: the name {field['name']!r} is used twice.")
-        seen.add(field["name"])
-        if field.get("type") not in FIELD_TYPES:
-            raise ToolInputError(f"{at}.type must be one of {', '.join(FIELD_TYPES)}.")
-        if not isinstance(field.get("label", field["name"]), str):
-            raise ToolInputError(f"{at}.label must be a string.")
-        if field["type"] == "select":
-            options = field.get("options")
-            if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
-                raise ToolInputError(f"{at}: a select needs `options`, a non-empty list of strings.")
-        if field.get("default") is not None:
-            try:
-                coerce(field, field["default"])
-            except FieldError as exc:
-                raise ToolInputError(f"{at}.default: {exc}") from None
 
 
 def coerce(field: dict[str, Any], raw: Any) -> Any:

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from datetime import datetime
+from typing import Any, Protocol
 
-from ..store.sessions import StoredMessage
+
+class StoredMessage(Protocol):
+    """One stored message as the history shows it (the store's rows have these fields)."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def content(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def turn(self) -> int: ...
 
 RESULT_PREVIEW = 300
 

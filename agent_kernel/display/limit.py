@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..tools.context import ToolContext
+    from .waiting import TurnWaits
 
 
-async def offer_continue(context: ToolContext, used: int, limit: int) -> int | None:
+async def offer_continue(context: TurnWaits, used: int, limit: int) -> int | None:
     """The raised limit if the person clicks Continue, else ``None``."""
     from .choice import ChoiceCard
     from .presence import PRESENCE

@@ -24,15 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anywidget
 import traitlets
 
-if TYPE_CHECKING:
-    from ..tools.context import ToolContext
-
-__all__ = ["ACK_JS", "PRESENCE", "AckWidget", "Presence"]
+__all__ = ["ACK_JS", "PRESENCE", "AckWidget", "Attendance", "Presence"]
 
 # Prepended to each widget's ES module: call acknowledge(model) at the end of render().
 #
@@ -48,6 +45,22 @@ function acknowledge(model) {
 """
 
 
+class Attendance(Protocol):
+    """What presence needs to know of the running turn (its tool context provides it)."""
+
+    @property
+    def shell(self) -> Any: ...  # the IPython shell; its kernel tells who may listen
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def turn(self) -> int: ...
+
+    @property
+    def approve(self) -> str: ...  # the turn's approval mode
+
+
 class Presence:
     """What this kernel knows about the person at its front end."""
 
@@ -60,12 +73,12 @@ class Presence:
         with self._lock:
             self._unrendered_in = None
 
-    def went_unrendered(self, context: ToolContext) -> None:
+    def went_unrendered(self, context: Attendance) -> None:
         """A waiting widget was not rendered in time: no widget front end for this turn."""
         with self._lock:
             self._unrendered_in = (context.session_id, context.turn)
 
-    def widgets_unseen(self, context: ToolContext) -> str | None:
+    def widgets_unseen(self, context: Attendance) -> str | None:
         """Why no front end will draw widgets for this cell, or ``None`` if one may."""
         kernel = getattr(context.shell, "kernel", None)
         if kernel is None:
@@ -81,7 +94,7 @@ class Presence:
             return "the kernel's client does not display widgets"
         return None
 
-    def nobody(self, context: ToolContext) -> str | None:
+    def nobody(self, context: Attendance) -> str | None:
         """Why nobody can answer a waiting widget now, or ``None`` if someone may."""
         if context.approve == "read-only":
             return "the turn runs with --approve read-only, as for an unattended run"

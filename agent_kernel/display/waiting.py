@@ -13,16 +13,32 @@ outcome, so the saved notebook shows what was asked and what came back.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import traitlets
 
-from .presence import PRESENCE, AckWidget
+from .presence import PRESENCE, AckWidget, Attendance
 
 if TYPE_CHECKING:
-    from ..tools.context import ToolContext
+    from .transcript import Transcript
 
 Bundle = dict[str, Any]
+
+
+class TurnWaits(Attendance, Protocol):
+    """What a waiting widget needs of the running turn; the turn's tool context provides it."""
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    @property
+    def presence_timeout(self) -> float: ...  # seconds a front end has to draw the widget
+
+    def waiting(self, state: str) -> None:
+        """The turn now waits for the person, the session in ``state``."""
+
+    def done_waiting(self) -> None:
+        """The wait is over (answered, stopped or nobody there); the turn runs on."""
 
 
 class Nobody:
@@ -91,7 +107,7 @@ class Pending:
     rendering of the :class:`Nobody` outcome is, and :meth:`wait` returns that at once.
     """
 
-    def __init__(self, widget: WaitingWidget, context: ToolContext) -> None:
+    def __init__(self, widget: WaitingWidget, context: TurnWaits) -> None:
         self.widget = widget
         self.context = context
         self._handle: Any = None
@@ -121,13 +137,10 @@ class Pending:
         from IPython.display import display
 
         widget, context = self.widget, self.context
-        context.session_state(state)
-        tool_use_id = context.tool_use_id
-        if tool_use_id is not None:
-            context.transcript.tool_waiting(tool_use_id, True)
+        context.waiting(state)
         outcome: Any = STOPPED
         try:
-            timeout = float(context.settings.presence_timeout)
+            timeout = context.presence_timeout
             if not await widget.wait_rendered(timeout):
                 PRESENCE.went_unrendered(context)
                 outcome = Nobody(f"no front end displayed the question within {timeout:g} s")
@@ -138,9 +151,7 @@ class Pending:
             widget.status = (
                 "stopped" if outcome is STOPPED else "nobody" if isinstance(outcome, Nobody) else "answered"
             )
-            context.session_state("running")
-            if tool_use_id is not None:
-                context.transcript.tool_waiting(tool_use_id, False)
+            context.done_waiting()
             settled = widget.static(outcome)
             self._handle.update(settled, raw=True)
             if not widget.rendered:

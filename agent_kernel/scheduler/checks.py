@@ -33,13 +33,12 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import ScheduleError
 
-if TYPE_CHECKING:
-    from .jobs import Job
-    from .spec import RunSpec
+# What a job may be; jobs.py and the checks below share it.
+KINDS = ("notebook", "task", "reminder", "pulse")
 
 MAX_NAME_CHARS = 200
 MAX_TASK_CHARS = 100_000
@@ -57,8 +56,11 @@ class InvalidJob(ScheduleError):
     """A job holds something the scheduler will not run; the message says what."""
 
 
-def check_job(job: Job, *, home: str | Path | None = None) -> None:
+def check_job(job: Any, *, home: str | Path | None = None) -> None:
     """Raise :class:`InvalidJob` unless every field of ``job`` is safe to run.
+
+    ``job`` is a :class:`~agent_kernel.scheduler.jobs.Job`, possibly read from a row that
+    was edited by hand: no field is trusted to have its declared type.
 
     ``home`` is the scheduler's home (its ``runs`` directory is no place for a notebook).
     """
@@ -67,10 +69,8 @@ def check_job(job: Job, *, home: str | Path | None = None) -> None:
         raise InvalidJob("; ".join(found) + ".")
 
 
-def problems(job: Job, *, home: str | Path | None = None) -> list[str]:
+def problems(job: Any, *, home: str | Path | None = None) -> list[str]:
     """Every reason not to run ``job`` (empty when there is none)."""
-    from .jobs import KINDS
-
     found: list[str] = []
     found += _line("name", job.name, required=True)
     if job.kind not in KINDS:
@@ -157,8 +157,8 @@ def check_kernel(name: Any) -> None:
         raise InvalidJob(f"kernel {_show(name)} is not installed (known: {', '.join(sorted(known)) or 'none'})")
 
 
-def check_spec(spec: RunSpec) -> None:
-    """What the runner checks before it starts papermill on ``spec``."""
+def check_spec(spec: Any) -> None:
+    """What the runner checks before it starts papermill on ``spec`` (a ``RunSpec``)."""
     found: list[str] = []
     path = spec.input_path
     if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".ipynb"):
@@ -247,7 +247,7 @@ def _check_regular_notebook(path: str) -> None:
         raise InvalidJob(f"{_show(path)} does not read as a notebook ({type(exc).__name__})") from None
 
 
-def _schedule_and_policy(job: Job) -> None:
+def _schedule_and_policy(job: Any) -> None:
     from .cron import check_cron, zone
 
     try:

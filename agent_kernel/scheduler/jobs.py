@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..paths import agent_home
 from . import ScheduleError
-from .checks import check_job
+from .checks import KINDS, check_job
 from .clock import as_utc, from_db, to_db
 from .cron import QuietWindow, Schedule, check_cron, parse_instant, zone
 
 if TYPE_CHECKING:
     import duckdb
 
-KINDS = ("notebook", "task", "reminder", "pulse")
 CATCHUP = ("skip", "latest", "all")
 OVERLAP = ("allow", "forbid", "queue")
 RETRYABLE = ("FAILED", "TIMED_OUT", "LOST")

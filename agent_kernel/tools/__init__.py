@@ -154,7 +154,7 @@ class Registry:
         offered: Iterable[str] | None = None,
         result_chars: int = 20_000,
         input_bytes: int = INPUT_BYTES,
-        check: Callable[[Tool, object], Awaitable[str | None]] | None = None,
+        check: Callable[[Tool, object, ToolContext], Awaitable[str | None]] | None = None,
     ) -> Outcome:
         """Run one tool call; every failure becomes an ``is_error`` outcome.
 
@@ -181,10 +181,10 @@ class Registry:
         if item is None or name not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
             return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
-        token = _CONTEXT.set(context)  # the check may ask the person (an approval card)
+        token = _CONTEXT.set(context)
         try:
             if check is not None:
-                refusal = await check(item, tool_input)
+                refusal = await check(item, tool_input, context)
                 if refusal:
                     return done(refusal, True, ran=False)
                 started = time.perf_counter()  # the tool's own time, not the wait for approval

@@ -6,6 +6,8 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..store.sessions import Journal
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -14,7 +16,6 @@ if TYPE_CHECKING:
     from ..interrupts import TurnInterrupts
     from ..secrets import Secrets
     from ..store import Store
-    from ..store.sessions import Journal
     from ..store.writer import WriteBehind
 
 __all__ = ["ToolContext"]
@@ -22,7 +23,11 @@ __all__ = ["ToolContext"]
 
 @dataclass
 class ToolContext:
-    """Handed to every tool call of one turn (see :func:`agent_kernel.tools.current_context`)."""
+    """Handed to every tool call of one turn (see :func:`agent_kernel.tools.current_context`).
+
+    It is also what display's waiting widgets see of the turn
+    (:class:`agent_kernel.display.waiting.TurnWaits`).
+    """
 
     shell: InteractiveShell
     settings: AgentKernel
@@ -36,15 +41,33 @@ class ToolContext:
     interrupts: TurnInterrupts
     approve: str = "auto"
     secrets: Secrets | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-    journal: Journal | None = None  # the turn's pending writes, set when the turn starts
     tool_use_id: str | None = None  # the call being dispatched, while there is one
+    # What tools report back to the turn; the loop reads and resets them after each call.
+    executions: list[dict[str, Any]] = field(default_factory=list)  # run_code's runs, audited
+    system_prompt_changed: bool = False  # memory or stored instructions changed
+    journal: Journal = field(init=False)  # the turn's pending writes
 
-    def session_state(self, state: str) -> None:
-        """Record the session's state now (``waiting_for_input`` while a widget waits)."""
-        if self.journal is not None:
-            self.journal.state(state)
-            self.writer.submit(self.journal.write)
+    def __post_init__(self) -> None:
+        self.journal = Journal(self.session_id, self.turn)
+
+    @property
+    def presence_timeout(self) -> float:
+        return float(self.settings.presence_timeout)
+
+    def waiting(self, state: str) -> None:
+        """A widget waits for the person: the session is in ``state``, the tool's card says so."""
+        self._session_state(state)
+        if self.tool_use_id is not None:
+            self.transcript.tool_waiting(self.tool_use_id, True)
+
+    def done_waiting(self) -> None:
+        self._session_state("running")
+        if self.tool_use_id is not None:
+            self.transcript.tool_waiting(self.tool_use_id, False)
+
+    def _session_state(self, state: str) -> None:
+        self.journal.state(state)
+        self.writer.submit(self.journal.write)
 
     @property
     def namespace(self) -> MutableMapping[str, Any]:

@@ -85,7 +85,7 @@ async def memory(
     """
     context = current_context()
     if action in ("store", "forget"):
-        context.extras["system_prompt_changed"] = True  # the prompt's memory section changes
+        context.system_prompt_changed = True  # the prompt's memory section changes
     if action == "store":
         if not content or not content.strip():
             raise ToolInputError("store needs content: the text to remember.")
@@ -180,7 +180,7 @@ async def edit_system_prompt(
         return stored.save(text, operation=operation, author="agent", session_id=context.session_id)
 
     saved = await with_connection(context.store, apply)
-    context.extras["system_prompt_changed"] = True
+    context.system_prompt_changed = True
     return {"version": saved.version}
 
 

@@ -24,10 +24,15 @@ def decoded(block: dict[str, Any]) -> dict[str, Any]:
 def batch(kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = ""):
     """One model reply that calls every ``(tool, input)`` at once, then "done".
 
+    ``kernel`` is a :class:`Kernel` or an in-process ``shell_agent`` (which takes no flags).
     Returns the decoded results in call order and the cell's execution.
     """
     scripted_model.add(reply(*[tool_use(name, tool_input) for name, tool_input in uses]), say("done"))
-    execution = kernel.ok(f"%agent {flags} {prompt}".replace("  ", " "))
+    if isinstance(kernel, Kernel):
+        execution = kernel.ok(f"%agent {flags} {prompt}".replace("  ", " "))
+    else:
+        assert not flags, "in-process turns take Agent.run's keyword arguments, not flags"
+        execution = kernel.ok(prompt)
     blocks = scripted_model.requests[-1]["messages"][-1]["content"]
     assert [b["type"] for b in blocks] == ["tool_result"] * len(uses)
     return [decoded(b) for b in blocks], execution

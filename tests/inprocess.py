@@ -164,7 +164,7 @@ class ShellAgent:
 
 @contextmanager
 def shell_agent(http_client: Any, **settings: Any) -> Iterator[ShellAgent]:
-    """A :class:`ShellAgent` on a cleared ``InteractiveShell``; ``@tool``s it defines are dropped after."""
+    """A :class:`ShellAgent` on a cleared ``InteractiveShell``; ``@tool`` functions it defines are dropped after."""
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.tools import USER_TOOLS
@@ -177,4 +177,3 @@ def shell_agent(http_client: Any, **settings: Any) -> Iterator[ShellAgent]:
     finally:
         USER_TOOLS.tools.clear()
         USER_TOOLS.tools.update(user_tools)
-        shell.reset(new_session=False)

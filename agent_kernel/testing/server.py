@@ -79,7 +79,8 @@ class ScriptedModel:
 
     def start(self) -> ScriptedModel:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+            # A short poll interval: stop() waits for the next poll (0.5 s by default).
+            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
             self._thread.start()
         return self
 

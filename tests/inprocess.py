@@ -112,13 +112,23 @@ class Cell:
     """What one in-process turn left: its result, what it printed, the error its cell raises."""
 
     result: TurnResult | None
-    shown: str
+    stdout: str
+    stderr: str
     error: BaseException | None
+
+    @property
+    def shown(self) -> str:
+        return self.stdout + self.stderr
 
     @property
     def lines(self) -> list[str]:
         """What it printed, line by line (as a cell's displays, one a paragraph)."""
         return self.shown.splitlines()
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """The error the cell raised, as a list (like :attr:`tests.kernel.Execution.errors`)."""
+        return [self.error] if self.error is not None else []
 
 
 class ShellAgent:
@@ -145,7 +155,7 @@ class ShellAgent:
                 self.agent.run(prompt, check=True, **options)
             except Exception as exc:  # noqa: BLE001 - the test looks at it
                 error = exc
-        return Cell(self.agent.last_result, out.getvalue() + err.getvalue(), error)
+        return Cell(self.agent.last_result, out.getvalue(), err.getvalue(), error)
 
     def ok(self, prompt: str, **options: Any) -> Cell:
         """A turn that must end normally."""

@@ -10,6 +10,10 @@ also when the agent runs in another process (a kernel, papermill).
         os.environ.update(model.env())
         ...  # run %agent in a kernel
         assert model.requests[1]["messages"][-1]["content"][0]["type"] == "tool_result"
+
+:meth:`ScriptedModel.transport` serves the same answers in this process (an httpx
+``MockTransport``): both ways go through :meth:`ScriptedModel.respond`, which records
+the request and decides the answer, and :meth:`_Answer.chunks`, which makes the SSE.
 """
 
 from __future__ import annotations
@@ -63,15 +67,21 @@ class ScriptedModel:
         self.count_token_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server = _Server((host, port), _handler_for(self))
+        self._address = (host, port)
+        self._server: _Server | None = None  # bound on first use: transport() needs none
         self._thread: threading.Thread | None = None
 
     # -- lifetime ------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._bound().server_address[:2]
         return f"http://{host}:{port}"
+
+    def _bound(self) -> _Server:
+        if self._server is None:
+            self._server = _Server(self._address, _handler_for(self))
+        return self._server
 
     def env(self) -> dict[str, str]:
         """Environment for a process whose SDK should talk to this server."""
@@ -80,13 +90,18 @@ class ScriptedModel:
     def start(self) -> ScriptedModel:
         if self._thread is None:
             # A short poll interval: stop() waits for the next poll (0.5 s by default).
-            self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+            self._thread = threading.Thread(target=self._bound().serve_forever, args=(0.05,), daemon=True)
             self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._server is None:
+            return
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
+        self._server = None
 
     def __enter__(self) -> ScriptedModel:
         return self.start()

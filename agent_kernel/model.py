@@ -64,9 +64,10 @@ class ModelClient:
 
     ``http_client`` is what the SDK sends requests through (``AsyncAnthropic(http_client=...)``):
     a function returning a new async client of the SDK's httpx package (for example
-    ``anthropic.DefaultAsyncHttpxClient``), called for each loop, or one such client (then
-    use it on one loop only). Tests pass :meth:`agent_kernel.testing.ScriptedModel.http_client`,
-    which serves a script in this process. By default the SDK makes its own.
+    ``anthropic.DefaultAsyncHttpxClient``), called for each loop, or one such client, which
+    its owner closes (so give it only where one loop makes the calls). Tests pass
+    :meth:`agent_kernel.testing.ScriptedModel.http_client`, which serves a script in this
+    process. By default the SDK makes its own.
     """
 
     def __init__(self, *, max_retries: int = 2, http_client: HttpClient | None = None) -> None:
@@ -96,7 +97,8 @@ class ModelClient:
     async def aclose(self) -> None:
         """Close the running loop's client and its connections (before that loop ends)."""
         known = self._clients.pop(asyncio.get_running_loop(), None)
-        if known is not None:
+        given = self.http_client is not None and not callable(self.http_client)
+        if known is not None and not given:  # a client given as such is its owner's to close
             await known[1].close()
 
     async def stream(

@@ -37,11 +37,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
-# Two pytest-xdist workers; the browser tests share one JupyterLab, so they stay on one worker.
-TEST_WORKERS ?= 2
-
 test: $(STAMP) chromium bubblewrap
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest
 
 screenshots: $(STAMP) chromium
 	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from .approval import Approver
     from .loop import TurnResult
+    from .model import HttpClient
     from .store import Store
     from .store.sessions import Session, Sessions
     from .tools import Registry, Tool
@@ -54,6 +55,10 @@ class Agent:
     session:
         Name of the session to continue (started when there is none of that name); by
         default the notebook's own session.
+    http_client:
+        What the SDK sends model requests through: a function returning an
+        ``anthropic.DefaultAsyncHttpxClient`` (called for each event loop) or one client;
+        by default the SDK's own (see :class:`~agent_kernel.model.ModelClient`).
     """
 
     def __init__(
@@ -62,6 +67,7 @@ class Agent:
         config: AgentKernel | None = None,
         shell: InteractiveShell | None = None,
         session: str | None = None,
+        http_client: HttpClient | None = None,
         **settings: Any,
     ) -> None:
         self.config = config if config is not None else AgentKernel()
@@ -77,6 +83,7 @@ class Agent:
         self._store_path: Path | None = None
         self._registry: Registry | None = None
         self._model_client: Any = None  # ModelClient.stream scrubs every request
+        self._http_client = http_client
         self._writer: Any = None
         self._running = False
         self.approver: Approver | None = None
@@ -315,7 +322,7 @@ class Agent:
             sections = stored_sections(con, config.instruction, groups)
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
-            self._model_client = ModelClient()
+            self._model_client = ModelClient(http_client=self._http_client)
         transcript = Transcript(
             live=self.live,
             updates_per_second=config.updates_per_second,

@@ -16,13 +16,19 @@ import json
 import os
 import re
 import weakref
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from . import conversation
 from .errors import MissingKeyError, ModelError
 
 if TYPE_CHECKING:
+    from anthropic import DefaultAsyncHttpxClient
     from anthropic.types import Message
+
+# The SDK's async HTTP client, or a function making one for each event loop (what
+# ``Agent(http_client=...)`` takes; see :class:`ModelClient`).
+HttpClient = Union["DefaultAsyncHttpxClient", Callable[[], "DefaultAsyncHttpxClient"]]
 
 _RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error"}
 # How the API words a 400 about the prompt's length ("prompt is too long: 215000 tokens >
@@ -55,10 +61,18 @@ class ModelClient:
     first read after the request went out, and the SDK then sends the request again:
     a duplicate, billed call. So each running loop gets its own client, dropped with
     the loop; :meth:`aclose` closes the current loop's client before its loop ends.
+
+    ``http_client`` is what the SDK sends requests through (``AsyncAnthropic(http_client=...)``):
+    a function returning a new async client of the SDK's httpx package (for example
+    ``anthropic.DefaultAsyncHttpxClient``), called for each loop, or one such client, which
+    its owner closes (so give it only where one loop makes the calls). Tests pass
+    :meth:`agent_kernel.testing.ScriptedModel.http_client`, which serves a script in this
+    process. By default the SDK makes its own.
     """
 
-    def __init__(self, *, max_retries: int = 2) -> None:
+    def __init__(self, *, max_retries: int = 2, http_client: HttpClient | None = None) -> None:
         self.max_retries = max_retries
+        self.http_client = http_client
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[_Identity, Any]]
         self._clients = weakref.WeakKeyDictionary()
 
@@ -72,14 +86,19 @@ class ModelClient:
         if known is None or known[0] != identity:
             import anthropic
 
-            known = (identity, anthropic.AsyncAnthropic(max_retries=self.max_retries))
+            options: dict[str, Any] = {"max_retries": self.max_retries}
+            if self.http_client is not None:
+                made = self.http_client
+                options["http_client"] = made() if callable(made) else made
+            known = (identity, anthropic.AsyncAnthropic(**options))
             self._clients[loop] = known
         return known[1]
 
     async def aclose(self) -> None:
         """Close the running loop's client and its connections (before that loop ends)."""
         known = self._clients.pop(asyncio.get_running_loop(), None)
-        if known is not None:
+        given = self.http_client is not None and not callable(self.http_client)
+        if known is not None and not given:  # a client given as such is its owner's to close
             await known[1].close()
 
     async def stream(

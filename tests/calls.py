@@ -21,13 +21,22 @@ def decoded(block: dict[str, Any]) -> dict[str, Any]:
     return json.loads(text)
 
 
-def batch(kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = ""):
+def batch(
+    kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = "", **options: Any
+):
     """One model reply that calls every ``(tool, input)`` at once, then "done".
 
+    ``kernel`` is a :class:`Kernel` (given ``%agent`` ``flags``) or an in-process
+    ``shell_agent`` (given ``Agent.run``'s keyword ``options``).
     Returns the decoded results in call order and the cell's execution.
     """
     scripted_model.add(reply(*[tool_use(name, tool_input) for name, tool_input in uses]), say("done"))
-    execution = kernel.ok(f"%agent {flags} {prompt}".replace("  ", " "))
+    if isinstance(kernel, Kernel):
+        assert not options, "a kernel's turn takes %agent flags"
+        execution = kernel.ok(f"%agent {flags} {prompt}".replace("  ", " "))
+    else:
+        assert not flags, "an in-process turn takes Agent.run's keyword arguments"
+        execution = kernel.ok(prompt, **options)
     blocks = scripted_model.requests[-1]["messages"][-1]["content"]
     assert [b["type"] for b in blocks] == ["tool_result"] * len(uses)
     return [decoded(b) for b in blocks], execution

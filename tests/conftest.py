@@ -42,6 +42,16 @@ def kernel(scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Kernel]:
         k.shutdown()
 
 
+@pytest.fixture
+def shell_agent(scripted_model, agent_db: Path):
+    """Whole turns in this process: an Agent on IPython's shell, requests to ``scripted_model``
+    through its in-process transport (see tests/inprocess.py)."""
+    from .inprocess import shell_agent
+
+    with shell_agent(scripted_model.http_client) as agent:
+        yield agent
+
+
 # -- browser tests: one JupyterLab server and one Chromium for the browser tests' module -----
 # Module scope, not session: Playwright's sync API keeps an event loop running in the main
 # thread while it is open, and later in-process tests run their own loops there.

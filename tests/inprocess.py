@@ -1,22 +1,28 @@
-"""Tool calls dispatched in this process: a real registry, IPython shell and DuckDB file.
+"""Tool calls and whole turns in this process: a real registry, IPython shell and DuckDB file.
 
-For tests that make many calls (fuzzing, timing) where a kernel round trip per call
-would cost too much. The shell is IPython's own ``InteractiveShell``; nothing is faked.
+For tests that need no kernel: the loop, tool errors, retries, limits, approval policy,
+the prompt; and tests that make many calls (fuzzing, timing) where a kernel round trip
+per call would cost too much. The shell is IPython's own ``InteractiveShell`` and the
+official SDK makes the model requests (to the scripted model's in-process transport);
+nothing is faked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_kernel import Agent
 from agent_kernel.config import AgentKernel
 from agent_kernel.display.transcript import Transcript
 from agent_kernel.interrupts import TurnInterrupts
+from agent_kernel.loop import TurnResult
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.writer import WriteBehind
@@ -96,3 +102,88 @@ def in_process(tmp_path: Path) -> Iterator[Caller]:
     finally:
         writer.flush()
         loop.close()
+
+
+# -- whole turns: an Agent on IPython's shell, its model served in this process ---------------
+
+
+@dataclass
+class Cell:
+    """What one in-process turn left: its result, what it printed, the error its cell raises."""
+
+    result: TurnResult | None
+    stdout: str
+    stderr: str
+    error: BaseException | None
+
+    @property
+    def shown(self) -> str:
+        return self.stdout + self.stderr
+
+    @property
+    def lines(self) -> list[str]:
+        """What it printed, line by line (as a cell's displays, one a paragraph)."""
+        return self.shown.splitlines()
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """The error the cell raised, as a list (like :attr:`tests.kernel.Execution.errors`)."""
+        return [self.error] if self.error is not None else []
+
+
+class ShellAgent:
+    """Runs ``%agent`` turns as :meth:`Agent.run` does, on IPython's ``InteractiveShell``.
+
+    Without a kernel nobody can answer a widget, so a turn runs as under papermill: no
+    approval card, no Continue at the token limit; the transcript prints plain text.
+    """
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    @property
+    def shell(self) -> Any:
+        return self.agent.shell
+
+    def execute(self, prompt: str, **options: Any) -> Cell:
+        """One turn with ``Agent.run(prompt, check=True, **options)``, as an ``%agent`` cell runs it."""
+        out, err = io.StringIO(), io.StringIO()
+        self.agent.last_result = None
+        error: BaseException | None = None
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                self.agent.run(prompt, check=True, **options)
+            except Exception as exc:  # noqa: BLE001 - the test looks at it
+                error = exc
+        return Cell(self.agent.last_result, out.getvalue(), err.getvalue(), error)
+
+    def ok(self, prompt: str, **options: Any) -> Cell:
+        """A turn that must end normally."""
+        cell = self.execute(prompt, **options)
+        if cell.error is not None:
+            raise AssertionError(f"turn failed: {prompt!r}: {cell.error}") from cell.error
+        return cell
+
+    def code(self, source: str) -> None:
+        """Run ``source`` in the shell, as a cell; fail the test if it fails."""
+        self.shell.run_cell(source).raise_error()
+
+    def value(self, expression: str) -> Any:
+        return eval(expression, self.shell.user_ns)  # noqa: S307 - the test's own expression
+
+
+@contextmanager
+def shell_agent(http_client: Any, **settings: Any) -> Iterator[ShellAgent]:
+    """A :class:`ShellAgent` on a cleared ``InteractiveShell``; ``@tool`` functions it defines are dropped after."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.tools import USER_TOOLS
+
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=False)
+    user_tools = dict(USER_TOOLS.tools)
+    try:
+        yield ShellAgent(Agent(shell=shell, http_client=http_client, **settings))
+    finally:
+        USER_TOOLS.tools.clear()
+        USER_TOOLS.tools.update(user_tools)

@@ -70,12 +70,12 @@ CODE = {
 }
 
 
-def test_every_tool_call_and_code_run_of_a_turn_is_recorded(kernel, scripted_model, agent_db):
+def test_every_tool_call_and_code_run_of_a_turn_is_recorded(shell_agent, scripted_model, agent_db):
     uses = [tool_use("run_code", {"code": code, "timeout_s": 1}) for code in CODE.values()]
     uses.append(tool_use("db_sql", {"sql": "DELETE FROM sessions"}))
     scripted_model.add(reply(*uses), say("done"))
-    execution = kernel.execute("%agent try a few things")
-    assert execution.status == "ok"  # the failures show in the cell as a cell's errors would
+    execution = shell_agent.execute("try a few things")
+    assert execution.error is None  # the failures show in the cell as a cell's errors would
     with Store(agent_db).connect() as con:
         calls = con.execute(
             "SELECT c.tool, c.is_error, c.result_chars, c.duration_ms, c.input, s.name, c.turn "
@@ -96,15 +96,15 @@ def test_every_tool_call_and_code_run_of_a_turn_is_recorded(kernel, scripted_mod
 
 
 @needs_sql_guard
-def test_the_model_cannot_change_the_trail(kernel, scripted_model, agent_db):
+def test_the_model_cannot_change_the_trail(shell_agent, scripted_model, agent_db):
     scripted_model.add(call("run_code", code="x = 1"), say("done"))
-    kernel.ok("%agent run something")
+    shell_agent.ok("run something")
     scripted_model.add(reply(
         tool_use("db_sql", {"sql": "DELETE FROM code_executions"}),
         tool_use("db_sql", {"sql": "UPDATE tool_calls SET is_error = false"}),
         tool_use("db_sql", {"sql": "SELECT count(*) FROM code_executions"}),
     ), say("done"))
-    kernel.ok("%agent cover your tracks")
+    shell_agent.ok("cover your tracks")
     blocks = scripted_model.requests[-1]["messages"][-1]["content"]
     assert blocks[0]["is_error"] and blocks[1]["is_error"] and not blocks[2].get("is_error")
     assert json.loads(blocks[2]["content"])["rows"] == [[1]]  # readable, not writable

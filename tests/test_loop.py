@@ -1,21 +1,25 @@
-"""The turn loop in a real kernel against the scripted model: tools, errors, limits, display."""
+"""The turn loop against the scripted model: tools, errors, limits, display.
+
+Most tests run whole turns in this process (``shell_agent``: an Agent on IPython's shell);
+those about what a front end shows, or run_code's output in a kernel, run in a real kernel.
+"""
 
 from __future__ import annotations
 
 import json
 
+from agent_kernel.errors import TurnFailedError
 from agent_kernel.testing import call, fail, reply, say, text, tool_use
 
 from .frontend import FrontEnd
-from .kernel import Kernel
 
 
 def tool_results(request: dict) -> list[dict]:
     return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
-def test_tool_failures_are_is_error_results_and_the_turn_goes_on(kernel, scripted_model):
-    kernel.ok(
+def test_tool_failures_are_is_error_results_and_the_turn_goes_on(shell_agent, scripted_model):
+    shell_agent.code(
         "from agent_kernel import tool\n"
         "@tool\n"
         "def divide(a: float, b: float) -> float:\n"
@@ -31,24 +35,24 @@ def test_tool_failures_are_is_error_results_and_the_turn_goes_on(kernel, scripte
         ),
         say("Handled all four."),
     )
-    result = kernel.ok("%agent try the tools")
+    result = shell_agent.ok("try the tools")
     results = tool_results(scripted_model.requests[1])
     assert [r.get("is_error", False) for r in results] == [True, True, True, False]
     assert "divide failed with ZeroDivisionError: float division by zero" in results[0]["content"]
     assert "Unknown tool 'no_such_tool'" in results[1]["content"] and "run_code" in results[1]["content"]
     assert results[2]["content"].startswith("Invalid input for run_code: code: Missing required argument")
     assert results[3]["content"] == "3.0"
-    assert "Handled all four." in result.final_texts()
+    assert "Handled all four." in result.lines
     definitions = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
     assert definitions["divide"]["input_schema"]["required"] == ["a", "b"]
     assert definitions["divide"]["description"] == "Divide a by b."
 
 
-def test_overloaded_529_is_retried_by_the_sdk(kernel, scripted_model):
+def test_overloaded_529_is_retried_by_the_sdk(shell_agent, scripted_model):
     scripted_model.add(fail(529, "overloaded_error", "Overloaded"), say("Second time lucky."))
-    result = kernel.ok("%agent hello")
+    result = shell_agent.ok("hello")
     assert len(scripted_model.requests) == 2
-    assert "Second time lucky." in result.final_texts()
+    assert "Second time lucky." in result.lines
 
 
 def test_overloaded_mid_stream_is_retried_by_the_loop(kernel, scripted_model):
@@ -60,61 +64,58 @@ def test_overloaded_mid_stream_is_retried_by_the_loop(kernel, scripted_model):
     assert any("retrying (1/3)" in s for s in shown)
 
 
-def test_a_400_is_one_clear_line_and_fails_the_cell(kernel, scripted_model):
+def test_a_400_is_one_clear_line_and_fails_the_cell(shell_agent, scripted_model):
     scripted_model.add(fail(400, "invalid_request_error", "max_tokens: must be at most 64000"))
-    result = kernel.execute("%agent hello")
-    assert result.status == "error"
-    [error] = result.errors
-    line = error["evalue"]
+    result = shell_agent.execute("hello")
+    error = result.error
+    assert isinstance(error, TurnFailedError)
+    line = str(error)
     assert line.startswith("Model request failed (400 invalid_request_error): max_tokens: must be at most 64000.")
     assert "\n" not in line and "%agent --new" not in line  # not about the prompt's length
-    assert error["ename"] == "TurnFailedError" and len(error["traceback"]) == 1 and line in error["traceback"][0]
-    assert not any("Model request failed" in s for s in result.final_texts())  # shown once, as the error
+    traceback = error._render_traceback_()  # what IPython shows for the cell
+    assert len(traceback) == 1 and line in traceback[0]
+    assert "Model request failed" not in result.shown  # shown once, as the error
     # The failed prompt is not kept, so the next turn does not resend it.
     scripted_model.add(say("fine now"))
-    kernel.ok("%agent again")
+    shell_agent.ok("again")
     assert [m["content"][-1]["text"] for m in scripted_model.requests[-1]["messages"]] == ["again"]
 
 
-def test_missing_key_says_how_to_set_it(scripted_model, agent_db, tmp_path):
-    k = Kernel({"ANTHROPIC_API_KEY": ""}, cwd=str(tmp_path))
-    try:
-        k.ok("%load_ext agent_kernel")
-        result = k.execute("%agent hello")
-        assert result.status == "error"
-        [error] = result.errors
-        assert error["evalue"].startswith("No Anthropic API key: set ANTHROPIC_API_KEY")
-        assert len(error["traceback"]) == 1
-        assert scripted_model.requests == []
-    finally:
-        k.shutdown()
+def test_missing_key_says_how_to_set_it(shell_agent, scripted_model, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    result = shell_agent.execute("hello")
+    assert isinstance(result.error, TurnFailedError)
+    assert str(result.error).startswith("No Anthropic API key: set ANTHROPIC_API_KEY")
+    assert len(result.error._render_traceback_()) == 1
+    assert scripted_model.requests == []
 
 
-def test_token_limit_stops_and_a_higher_limit_continues(kernel, scripted_model):
+def test_token_limit_stops_and_a_higher_limit_continues(shell_agent, scripted_model):
     usage = {"input_tokens": 600, "output_tokens": 100}
     scripted_model.add(
         reply(tool_use("run_code", {"code": "step = 1"}), usage=usage),
         reply(tool_use("run_code", {"code": "step = 2"}), usage=usage),
     )
-    first = kernel.execute("%agent --token-limit 1000 work in steps", allow_stdin=False)  # unattended: no Continue
-    assert first.status == "error" and "reached its token limit (1,400 of 1,000 tokens)" in first.errors[0]["evalue"]
-    assert kernel.value("step") == 2
+    first = shell_agent.execute("work in steps", token_limit=1000)  # no front end: no Continue
+    assert isinstance(first.error, TurnFailedError)
+    assert "reached its token limit (1,400 of 1,000 tokens)" in str(first.error)
+    assert shell_agent.value("step") == 2
     assert len(scripted_model.requests) == 2
-    assert "token_limit_reached" in kernel.ok("%agent_sessions").final_texts()[-1]
+    assert shell_agent.agent.session(create=False).state == "token_limit_reached"
     scripted_model.add(say("Finished the steps."))
-    second = kernel.ok("%agent --token-limit 5000 continue")
-    assert "Finished the steps." in second.final_texts()
+    second = shell_agent.ok("continue", token_limit=5000)
+    assert "Finished the steps." in second.lines
     last = scripted_model.requests[-1]["messages"]
     # The stored conversation ended on tool results; the new prompt joins that user message.
     assert last[-1]["content"][0]["type"] == "tool_result" and last[-1]["content"][-1]["text"] == "continue"
 
 
-def test_model_call_cap_per_turn(kernel, scripted_model):
-    kernel.ok("%config AgentKernel.max_model_calls = 2")
+def test_model_call_cap_per_turn(shell_agent, scripted_model):
+    shell_agent.agent.config.max_model_calls = 2
     scripted_model.add(*[call("run_code", code=f"n = {i}") for i in range(3)])
-    result = kernel.execute("%agent loop forever")
+    result = shell_agent.execute("loop forever")
     assert len(scripted_model.requests) == 2
-    assert result.status == "error" and result.errors[0]["evalue"].startswith("Stopped after 2 model calls")
+    assert isinstance(result.error, TurnFailedError) and str(result.error).startswith("Stopped after 2 model calls")
 
 
 def test_streaming_display_is_throttled(kernel, scripted_model):
@@ -131,10 +132,10 @@ def test_streaming_display_is_throttled(kernel, scripted_model):
     assert len(updates) >= 5  # it did stream, not only show the end
 
 
-def test_request_carries_system_prompt_tools_and_caching(kernel, scripted_model):
-    kernel.ok("import pandas as pd\nsales = pd.DataFrame({'month': ['2024-01', '2024-02'], 'revenue': [10.5, 20.0]})")
+def test_request_carries_system_prompt_tools_and_caching(shell_agent, scripted_model):
+    shell_agent.code("import pandas as pd\nsales = pd.DataFrame({'month': ['2024-01', '2024-02'], 'revenue': [10.5, 20.0]})")
     scripted_model.add(say("ok"))
-    kernel.ok("%agent describe my data")
+    shell_agent.ok("describe my data")
     request = scripted_model.requests[0]
     assert request["stream"] is True
     assert request["cache_control"] == {"type": "ephemeral"}
@@ -145,19 +146,19 @@ def test_request_carries_system_prompt_tools_and_caching(kernel, scripted_model)
     assert json.dumps(request).count("2024-01") <= 1  # data is summarised, never copied
 
 
-def test_approval_modes_without_an_approver(kernel, scripted_model):
+def test_approval_modes_without_an_approver(shell_agent, scripted_model):
     scripted_model.add(call("run_code", code="touched = True"), say("Could not run it."))
-    kernel.ok("%agent --approve read-only change something")
+    shell_agent.ok("change something", approve="read-only")
     offered = {t["name"] for t in scripted_model.requests[0]["tools"]}
     assert "inspect_namespace" in offered and "run_code" not in offered
     refusal = tool_results(scripted_model.requests[1])[0]
     assert refusal["is_error"] is True and "Unknown tool 'run_code'" in refusal["content"]
     scripted_model.add(reply(tool_use("run_code", {"code": "touched = True"}), tool_use("inspect_namespace", {})), say("ok"))
-    kernel.ok("%agent --approve ask change something", allow_stdin=False)  # as under papermill
+    shell_agent.ok("change something", approve="ask")  # no front end, as under papermill
     asked, inspected = tool_results(scripted_model.requests[-1])
     assert asked["is_error"] is True and "needs the user's approval" in asked["content"]
     assert not inspected.get("is_error")
-    assert kernel.value("'touched' in globals()") is False
+    assert "touched" not in shell_agent.shell.user_ns
 
 
 # -- text no encoder accepts, nesting no parser survives ---------------------------------------
@@ -205,7 +206,7 @@ def test_lone_surrogates_in_tool_input_and_output_leave_a_valid_stored_conversat
     assert stored[2][1][1]["content"] == results[1]["content"]
 
 
-def test_absurdly_deep_tool_input_is_bounded_and_the_turn_goes_on(kernel, scripted_model, agent_db):
+def test_absurdly_deep_tool_input_is_bounded_and_the_turn_goes_on(shell_agent, scripted_model, agent_db):
     deep: list = []
     inner = deep
     for _ in range(900):
@@ -216,29 +217,29 @@ def test_absurdly_deep_tool_input_is_bounded_and_the_turn_goes_on(kernel, script
         say("Still here."),
         say("And here."),
     )
-    result = kernel.ok("%agent deep")
-    assert "Still here." in result.final_texts()
+    result = shell_agent.ok("deep")
+    assert "Still here." in result.lines
     (answer,) = tool_results(scripted_model.requests[1])
     assert answer["is_error"] and "nested more than 32 levels deep" in answer["content"]
     sent_back = json.dumps(scripted_model.requests[1]["messages"][-2]["content"])
     assert "[nested deeper than 64 levels]" in sent_back and sent_back.count("[") < 200
-    kernel.ok("%agent again")
+    shell_agent.ok("again")
     assert len(scripted_model.requests) == 3
     assert [role for role, _ in _stored_messages(agent_db)][-2:] == ["user", "assistant"]
 
 
-def test_a_ten_megabyte_tool_input_is_refused_quickly_and_the_turn_goes_on(kernel, scripted_model):
+def test_a_ten_megabyte_tool_input_is_refused_quickly_and_the_turn_goes_on(shell_agent, scripted_model):
     import time
 
     huge = {"code": "x = 1\n" * 1_750_000}  # 10.5 MB of JSON, streamed in the usual small pieces
     scripted_model.add(reply(tool_use("run_code", huge)), say("Sent less."))
     started = time.perf_counter()
-    result = kernel.ok("%agent --token-limit 100000000 go")  # the scripted model counts the input as output
+    result = shell_agent.ok("go", token_limit=100_000_000)  # the scripted model counts the input as output
     elapsed = time.perf_counter() - started
-    assert len(scripted_model.requests) == 2, result.final_texts()
+    assert len(scripted_model.requests) == 2, result.shown
     [refused] = tool_results(scripted_model.requests[1])
     assert refused["is_error"] and "1,000,000 bytes" in refused["content"]
-    assert "Sent less." in result.final_texts()
+    assert "Sent less." in result.lines
     # Neither the stored nor the re-sent conversation carries the 10 MB.
     [kept] = [b for b in scripted_model.requests[1]["messages"][-2]["content"] if b["type"] == "tool_use"]
     assert kept["input"] == {"oversized_input_bytes": len(json.dumps(huge))}

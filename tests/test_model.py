@@ -38,3 +38,53 @@ def test_any_other_400_does_not_blame_the_conversations_length(message):
     assert line.startswith(f"Model request failed (400 invalid_request_error): {message}.")
     assert "%agent --new" not in line and "too long" not in line
     assert "Change what the message names" in line
+
+
+def test_an_http_client_factory_gives_each_event_loop_its_own_client(monkeypatch):
+    import asyncio
+
+    from agent_kernel.model import ModelClient
+    from agent_kernel.testing import ScriptedModel, say
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    model = ScriptedModel([say("one"), say("two")])
+    made = []
+
+    def factory():
+        made.append(model.http_client())
+        return made[-1]
+
+    client = ModelClient(http_client=factory)
+
+    async def ask():
+        sdk = client.client()
+        assert client.client() is sdk  # one per loop
+        answer = await sdk.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        await client.aclose()
+        return answer.content[0].text
+
+    assert [asyncio.run(ask()), asyncio.run(ask())] == ["one", "two"]
+    assert len(made) == 2 and all(c.is_closed for c in made)
+    assert len(model.requests) == 2
+
+
+def test_a_client_given_as_such_is_left_open_for_its_owner(monkeypatch):
+    import asyncio
+
+    from agent_kernel.model import ModelClient
+    from agent_kernel.testing import ScriptedModel, say
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    model = ScriptedModel([say("one")])
+
+    async def ask():
+        given = model.http_client()
+        client = ModelClient(http_client=given)
+        sdk = client.client()
+        answer = await sdk.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        await client.aclose()
+        still_open = not given.is_closed
+        await given.aclose()
+        return answer.content[0].text, still_open
+
+    assert asyncio.run(ask()) == ("one", True)

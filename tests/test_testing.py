@@ -70,3 +70,73 @@ def test_responder_and_exhausted_script(scripted_model):
         anthropic.BadRequestError, match="no reply left for request #1"
     ):
         client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+
+
+# -- the same script served in-process, through the SDK's own HTTP client --------------------
+
+
+def in_process(model: ScriptedModel, calls):
+    """Run ``calls(client)`` with an AsyncAnthropic whose requests go to ``model.transport()``."""
+    import asyncio
+
+    async def run():
+        async with anthropic.AsyncAnthropic(api_key="k", max_retries=0, http_client=model.http_client()) as client:
+            return await calls(client)
+
+    return asyncio.run(run())
+
+
+def test_transport_streams_text_and_tool_input_without_a_server():
+    model = ScriptedModel([reply(text("Looking."), tool_use("run_code", {"code": "x = [1, 2, 3]\n" * 5}))])
+
+    async def calls(client):
+        async with client.messages.stream(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as s:
+            events = [e.type async for e in s]
+            return events, await s.get_final_message()
+
+    events, final = in_process(model, calls)  # never started: no thread, no socket served
+    assert "input_json" in events and "text" in events
+    assert final.stop_reason == "tool_use" and final.content[0].text == "Looking."
+    assert final.content[1].input == {"code": "x = [1, 2, 3]\n" * 5}
+    assert model.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
+    assert model.headers[0]["user-agent"].startswith("AsyncAnthropic/")  # the official SDK asked
+
+
+def test_transport_answers_json_count_tokens_and_errors_like_the_server():
+    model = ScriptedModel([say("Hello there."), fail(529, "overloaded_error", "nope"), reply(text("partial"), stream_error="overloaded_error")])
+    hi = [{"role": "user", "content": "hi"}]
+
+    async def calls(client):
+        message = await client.messages.create(model="m", max_tokens=10, messages=hi)
+        counted = await client.messages.count_tokens(model="m", messages=hi)
+        with pytest.raises(anthropic.InternalServerError) as status:
+            await client.messages.create(model="m", max_tokens=10, messages=hi)
+        with pytest.raises(anthropic.APIStatusError) as mid_stream:
+            async with client.messages.stream(model="m", max_tokens=10, messages=hi) as s:
+                async for _ in s:
+                    pass
+        return message, counted, status.value, mid_stream.value
+
+    message, counted, status, mid_stream = in_process(model, calls)
+    assert message.content[0].text == "Hello there." and message.usage.output_tokens > 0
+    assert counted.input_tokens > 0 and len(model.count_token_requests) == 1
+    assert status.status_code == 529 and status.type == "overloaded_error"
+    assert status.response.headers["retry-after-ms"] == "20" and status.request_id == "req_scripted_00002"
+    assert mid_stream.type == "overloaded_error" and mid_stream.response.status_code == 200
+    assert len(model.requests) == 3
+
+
+def test_transport_paces_streamed_deltas():
+    import time
+
+    model = ScriptedModel([say("word " * 20, chunk_size=5, chunk_delay=0.02)])
+
+    async def calls(client):
+        started = time.perf_counter()
+        async with client.messages.stream(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}]) as s:
+            texts = [e.text async for e in s if e.type == "text"]
+        return texts, time.perf_counter() - started
+
+    texts, seconds = in_process(model, calls)
+    assert len(texts) == 20 and "".join(texts) == "word " * 20
+    assert seconds >= 20 * 0.02

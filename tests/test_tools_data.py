@@ -1,4 +1,8 @@
-"""db_sql, db_schema and the state tools, called by the scripted model in real kernels."""
+"""db_sql, db_schema and the state tools, called by the scripted model.
+
+Whole turns run in this process (``shell_agent``) unless the test needs a kernel: one that
+restarts, an interrupt, the SQL worker's time limits in the kernel.
+"""
 
 from __future__ import annotations
 
@@ -36,10 +40,10 @@ REFUSALS = [
 
 
 @needs_sql_guard
-def test_every_refusal_is_an_error_saying_what_is_allowed(kernel, scripted_model, agent_db):
+def test_every_refusal_is_an_error_saying_what_is_allowed(shell_agent, scripted_model, agent_db):
     uses = [sql(statement) for statement, _ in REFUSALS]
     uses.append(sql("SELECT count(*) AS sessions FROM sessions"))  # the connection is fine after them
-    results, execution = batch(kernel, scripted_model, *uses)
+    results, execution = batch(shell_agent, scripted_model, *uses)
     for (statement, says), result in zip(REFUSALS, results):
         assert result.get("is_error"), statement
         assert says in result["text"], (statement, result["text"])
@@ -54,9 +58,9 @@ def test_every_refusal_is_an_error_saying_what_is_allowed(kernel, scripted_model
 
 
 @needs_sql_guard
-def test_rows_are_capped_and_say_so(kernel, scripted_model):
+def test_rows_are_capped_and_say_so(shell_agent, scripted_model):
     results, _ = batch(
-        kernel,
+        shell_agent,
         scripted_model,
         sql("SELECT range AS n FROM range(5000)"),
         sql("SELECT repeat('x', 900) AS wide FROM range(1000)"),
@@ -67,8 +71,8 @@ def test_rows_are_capped_and_say_so(kernel, scripted_model):
     assert many["rows"][:2] == [[0], [1]] and "into=" in many["note"]
     assert wide["truncated"] is True and 5 < wide["row_count"] < 30  # the result's size cap
     assert typed["rows"] == [[42, "2025-12-08", 1.5, None]] and typed["truncated"] is False
-    kernel.ok("%config AgentKernel.sql_max_rows = 10")
-    [few], _ = batch(kernel, scripted_model, sql("SELECT range AS n FROM range(50)"))
+    shell_agent.agent.config.sql_max_rows = 10
+    [few], _ = batch(shell_agent, scripted_model, sql("SELECT range AS n FROM range(50)"))
     assert few["row_count"] == 10 and few["truncated"] is True
 
 
@@ -160,16 +164,16 @@ def test_state_is_durable_across_kernels(kernel, scripted_model, tmp_path):
 
 
 @needs_sql_guard
-def test_read_only_turns_read_but_do_not_write(kernel, scripted_model):
+def test_read_only_turns_read_but_do_not_write(shell_agent, scripted_model):
     results, _ = batch(
-        kernel,
+        shell_agent,
         scripted_model,
         sql("SELECT 1 AS one"),
         sql("CREATE TABLE ai_x (a INT)"),
         sql("SELECT 2 AS two", into="two"),
         ("set_state", {"key": "k", "value": 1}),
         ("get_state", {"key": "k"}),
-        flags="--approve read-only",
+        approve="read-only",
     )
     read, write, into, set_state, get_state = results
     assert read["rows"] == [[1]] and get_state == {"value": None}
@@ -227,28 +231,28 @@ def test_huge_values_over_a_frame_are_stopped_with_the_kernel_unharmed(kernel, s
 
 
 @needs_sql_guard
-def test_into_names_are_checked(kernel, scripted_model):
-    kernel.ok("import numpy as np")
+def test_into_names_are_checked(shell_agent, scripted_model):
+    shell_agent.code("import numpy as np")
     names = ["__builtins__", "print", "np", "__x__"]
-    results, execution = batch(kernel, scripted_model, *[sql("SELECT 1 AS one", into=name) for name in names])
+    results, execution = batch(shell_agent, scripted_model, *[sql("SELECT 1 AS one", into=name) for name in names])
     for name, result, says in zip(names, results, ["dunder", "builtin", "module numpy", "dunder"]):
         assert result.get("is_error") and says in result["text"], (name, result)
     assert not execution.errors
-    assert kernel.value("(type(np).__name__, print is __builtins__.print if isinstance(__builtins__, type(np)) else print is __builtins__['print'])") == ("module", True)
-    kernel.ok("%config AgentKernel.overwrite_protected_names = True")
-    results, _ = batch(kernel, scripted_model, sql("SELECT 1 AS one", into="np"), sql("SELECT 1 AS one", into="__builtins__"))
+    assert shell_agent.value("(type(np).__name__, print is __builtins__.print if isinstance(__builtins__, type(np)) else print is __builtins__['print'])") == ("module", True)
+    shell_agent.agent.config.overwrite_protected_names = True
+    results, _ = batch(shell_agent, scripted_model, sql("SELECT 1 AS one", into="np"), sql("SELECT 1 AS one", into="__builtins__"))
     assert results[0]["into"] == {"variable": "np", "shape": [1, 1]}
     assert results[1].get("is_error") and "dunder" in results[1]["text"]
-    assert kernel.value("type(np).__name__") == "DataFrame"
+    assert shell_agent.value("type(np).__name__") == "DataFrame"
 
 
 @needs_sql_guard
-def test_into_says_when_it_was_capped(kernel, scripted_model):
-    kernel.ok("%config AgentKernel.into_max_rows = 1000")
-    [capped], _ = batch(kernel, scripted_model, sql("SELECT range AS n FROM range(300000000)", into="many"))
+def test_into_says_when_it_was_capped(shell_agent, scripted_model):
+    shell_agent.agent.config.into_max_rows = 1000
+    [capped], _ = batch(shell_agent, scripted_model, sql("SELECT range AS n FROM range(300000000)", into="many"))
     assert capped["into"] == {"variable": "many", "shape": [1000, 1], "capped": True}
     assert "1,000 rows (AgentKernel.into_max_rows)" in capped["note"] and capped["truncated"] is True
-    assert kernel.value("len(many)") == 1000
+    assert shell_agent.value("len(many)") == 1000
 
 
 @needs_sql_guard

@@ -1,4 +1,8 @@
-"""The memory tool and the self-editing system prompt, through the scripted model in kernels."""
+"""The memory tool and the self-editing system prompt, through the scripted model.
+
+Tool calls run in whole in-process turns (``shell_agent``); the ``%agent_prompt`` magics
+and a restart run in kernels.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,9 @@ def remember(content, **fields):
     return "memory", {"action": "store", "content": content, **fields}
 
 
-def test_recall_ranks_the_relevant_memory_first_and_forget_removes_it(kernel, scripted_model):
+def test_recall_ranks_the_relevant_memory_first_and_forget_removes_it(shell_agent, scripted_model):
     results, _ = batch(
-        kernel,
+        shell_agent,
         scripted_model,
         remember("Prefers plotly for charts; never matplotlib", category="preference", tags=["charts"]),
         remember("Reports go to the finance team every Monday", category="work", pursuingPriority=80),
@@ -46,7 +50,7 @@ def test_recall_ranks_the_relevant_memory_first_and_forget_removes_it(kernel, sc
         call("memory", action="recall", query="charts plotly"),
         say("Forgotten."),
     )
-    kernel.ok("%agent forget my chart preference")
+    shell_agent.ok("forget my chart preference")
     forgotten = decoded(scripted_model.requests[-2]["messages"][-1]["content"][0])
     after = decoded(scripted_model.requests[-1]["messages"][-1]["content"][0])
     assert forgotten["memories"][0]["id"] == stored[0]["id"]
@@ -55,9 +59,9 @@ def test_recall_ranks_the_relevant_memory_first_and_forget_removes_it(kernel, sc
     assert "Reports go to the finance team every Monday" in scripted_model.requests[-1]["system"]
 
 
-def test_summaries_use_canonical_period_keys(kernel, scripted_model):
+def test_summaries_use_canonical_period_keys(shell_agent, scripted_model):
     results, _ = batch(
-        kernel,
+        shell_agent,
         scripted_model,
         ("memory", {"action": "store", "store": "summaries", "summary_type": "weekly-summary", "period_key": "2025-12-10", "content": "Cleaned the sales data."}),
         ("memory", {"action": "store", "store": "summaries", "summary_type": "weekly-summary", "period_key": "2025-w50", "content": "Cleaned and charted the sales data."}),
@@ -128,10 +132,10 @@ def test_the_user_edits_the_prompt_and_sets_a_fixed_instruction(kernel, scripted
     assert bad.stderr.startswith("UsageError: There is no version 99") and not bad.errors
 
 
-def test_oversize_memories_and_instructions_are_refused(kernel, scripted_model):
+def test_oversize_memories_and_instructions_are_refused(shell_agent, scripted_model):
     over_memory = "m" * 10_001
     results, _ = batch(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         remember(over_memory),
         remember(over_memory, store="summaries", summary_type="daily-summary"),
         remember("short", tags=["t"] * 21),

@@ -1,4 +1,8 @@
-"""The schedule tools, called by the scripted model in a real kernel, and what fires from them."""
+"""The schedule tools, called by the scripted model, and what fires from them.
+
+Tool calls whose results are all a test looks at run in-process (``shell_agent``); tasks
+that fire run in kernels.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import call, say
 
+from .kernel import Kernel
 from .scheduling import (  # noqa: F401 - fixtures
     UTC,
     get_job,
@@ -24,9 +29,12 @@ from .scheduling import (  # noqa: F401 - fixtures
 
 
 def run_tools(kernel, scripted_model, *calls, prompt="go"):
-    """Script the calls, run one turn, return each tool result (decoded JSON, or the error block)."""
+    """Script the calls, run one turn, return each tool result (decoded JSON, or the error block).
+
+    ``kernel`` is a :class:`~tests.kernel.Kernel` or an in-process ``shell_agent``.
+    """
     scripted_model.add(*calls, say("done"))
-    kernel.ok(f"%agent {prompt}")
+    kernel.ok(f"%agent {prompt}" if isinstance(kernel, Kernel) else prompt)
     results = []
     for request in scripted_model.requests[-len(calls):]:
         block = request["messages"][-1]["content"][0]
@@ -84,11 +92,12 @@ def test_a_task_whose_turn_fails_is_a_failed_run(kernel, scripted_model, store, 
     assert created["id"] == run.job_id
 
 
-def test_schedule_inputs_that_cannot_work_are_clear_errors(kernel, scripted_model, tmp_path):
+def test_schedule_inputs_that_cannot_work_are_clear_errors(shell_agent, scripted_model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where a kernel started for the notebook would run
     past = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
     future = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     results = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("create_scheduled_task", name="a", task="x", cron="every morning"),
         call("create_scheduled_task", name="b", task="x", cron="0 9 * * *", timezone="Europe/Berlinn"),
         call("create_scheduled_task", name="c", task="x", at=past),
@@ -109,13 +118,14 @@ def test_schedule_inputs_that_cannot_work_are_clear_errors(kernel, scripted_mode
     assert f"No notebook at {str(tmp_path / 'missing.ipynb')!r}" in messages[5]
     assert "ISO 8601" in messages[6]
     assert "No scheduled task with id 'nope'" in messages[8]
-    assert kernel.value("1 + 1") == 2  # the kernel is fine
+    assert shell_agent.value("1 + 1") == 2  # the shell is fine
 
 
-def test_list_pause_resume_and_cancel_tasks(kernel, scripted_model, store, tmp_path):
+def test_list_pause_resume_and_cancel_tasks(shell_agent, scripted_model, store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     write_notebook(tmp_path / "report.ipynb", "print(n)", parameters="n = 1")
     [report, summary] = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("create_scheduled_task", name="report", notebook="report.ipynb", parameters={"n": 5},
              cron="0 7 * * MON-FRI", timezone="America/New_York"),
         call("create_scheduled_task", name="summary", task="Summarise.", cron="30 18 * * *", timezone="UTC"),
@@ -127,7 +137,7 @@ def test_list_pause_resume_and_cancel_tasks(kernel, scripted_model, store, tmp_p
     assert job.cwd == str(tmp_path)
 
     listed, paused, short, full, resumed, deleted, again = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("list_scheduled_tasks"),
         call("disable_scheduled_task", id=summary["id"]),
         call("list_scheduled_tasks"),

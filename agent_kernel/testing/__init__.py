@@ -11,6 +11,23 @@ package) starts one and points ``ANTHROPIC_BASE_URL`` at it::
         scripted_model.add(call("run_code", code="total = 42"), say("The total is 42."))
         ...  # run the notebook with papermill or nbclient
         assert scripted_model.requests[-1]["messages"][-1]["content"][0]["type"] == "tool_result"
+
+Without a kernel, the same script can be served in this process, with no server or
+socket: ``http_client`` makes an SDK HTTP client over ``ScriptedModel.transport()``,
+and the official SDK still makes every request (streaming, errors, ``count_tokens``;
+every request kept in ``requests`` the same way)::
+
+    from agent_kernel import Agent
+    from agent_kernel.testing import ScriptedModel, call, say
+
+    def test_my_agent(monkeypatch, tmp_path):
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "scripted-test-key")
+        model = ScriptedModel([call("run_code", code="x = 41 + 1"), say("x is 42")])
+        agent = Agent(http_client=model.http_client, db_path=str(tmp_path / "agent.duckdb"))
+        result = agent.run("compute x")  # or: await agent.arun(...) on a running loop
+        assert result.text == "x is 42" and agent.shell.user_ns["x"] == 42
+
+Pass the method ``model.http_client`` itself: the agent makes one client per event loop.
 """
 
 from .script import Failure, Reply, call, fail, reply, say, text, tool_use

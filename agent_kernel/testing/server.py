@@ -10,10 +10,15 @@ also when the agent runs in another process (a kernel, papermill).
         os.environ.update(model.env())
         ...  # run %agent in a kernel
         assert model.requests[1]["messages"][-1]["content"][0]["type"] == "tool_result"
+
+:meth:`ScriptedModel.transport` serves the same answers in this process (an httpx
+``MockTransport``): both ways go through :meth:`ScriptedModel.respond`, which records
+the request and decides the answer, and :meth:`_Answer.chunks`, which makes the SSE.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import itertools
 import json
@@ -21,11 +26,16 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .script import Failure, Reply, ScriptItem, estimate_tokens
+
+if TYPE_CHECKING:
+    import httpx2 as httpx  # the SDK's httpx package (see _httpx)
+    from anthropic import DefaultAsyncHttpxClient
 
 __all__ = ["ScriptedModel"]
 
@@ -57,15 +67,21 @@ class ScriptedModel:
         self.count_token_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server = _Server((host, port), _handler_for(self))
+        self._address = (host, port)
+        self._server: _Server | None = None  # bound on first use: transport() needs none
         self._thread: threading.Thread | None = None
 
     # -- lifetime ------------------------------------------------------------------------
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = self._bound().server_address[:2]
         return f"http://{host}:{port}"
+
+    def _bound(self) -> _Server:
+        if self._server is None:
+            self._server = _Server(self._address, _handler_for(self))
+        return self._server
 
     def env(self) -> dict[str, str]:
         """Environment for a process whose SDK should talk to this server."""
@@ -73,13 +89,19 @@ class ScriptedModel:
 
     def start(self) -> ScriptedModel:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+            # A short poll interval: stop() waits for the next poll (0.5 s by default).
+            self._thread = threading.Thread(target=self._bound().serve_forever, args=(0.05,), daemon=True)
             self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._server is None:
+            return
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
+        self._server = None
 
     def __enter__(self) -> ScriptedModel:
         return self.start()
@@ -113,6 +135,58 @@ class ScriptedModel:
     def _message_id(self) -> str:
         return f"msg_scripted_{next(self._ids):05d}"
 
+    # -- answering -----------------------------------------------------------------------
+
+    def transport(self) -> httpx.AsyncBaseTransport:
+        """An in-process transport serving this script: no server thread, no socket.
+
+        It answers exactly as the HTTP server does (the same recording, streaming, errors
+        and ``count_tokens``), so the official SDK still makes the requests. It belongs to
+        the SDK's own httpx package (``httpx2`` for ``anthropic`` 2.x).
+        """
+        return _transport_for(self)
+
+    def http_client(self) -> DefaultAsyncHttpxClient:
+        """A new SDK HTTP client over :meth:`transport`.
+
+        Pass the method itself where a client is needed for each event loop:
+        ``Agent(http_client=model.http_client)``; or one client to
+        ``AsyncAnthropic(api_key=..., http_client=model.http_client())``.
+        """
+        from anthropic import DefaultAsyncHttpxClient
+
+        return DefaultAsyncHttpxClient(transport=self.transport())
+
+    def respond(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> _Answer:
+        """The answer to one ``POST`` of ``body`` to ``path``, recorded in :attr:`requests`."""
+        path = path.split("?", 1)[0]
+        if path.endswith("/v1/messages/count_tokens"):
+            self.count_token_requests.append(body)
+            return self._json(200, {"input_tokens": estimate_tokens(body)})
+        if not path.endswith("/v1/messages"):
+            return self._json(404, _error_body("not_found_error", f"No route {path}"))
+        self.headers.append(headers)
+        answer = self._next(body)
+        if isinstance(answer, Failure):
+            return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
+        message = _message(self._message_id(), answer, body)
+        if not body.get("stream"):
+            return self._json(200, message, delay=answer.delay)
+        headers = {"content-type": "text/event-stream", "request-id": self._request_id()}
+        return _Answer(200, headers, reply=answer, message=message, delay=answer.delay)
+
+    def _json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, delay: float = 0.0
+    ) -> _Answer:
+        sent = {"content-type": "application/json", "request-id": self._request_id()}
+        if status in (429, 500, 502, 503, 529):
+            sent["retry-after-ms"] = "20"
+        sent.update(headers or {})
+        return _Answer(status, sent, payload=payload, delay=delay)
+
+    def _request_id(self) -> str:
+        return f"req_scripted_{len(self.requests):05d}"
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
@@ -139,59 +213,84 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            path = self.path.split("?", 1)[0]
-            if path.endswith("/v1/messages/count_tokens"):
-                model.count_token_requests.append(body)
-                self._json(200, {"input_tokens": estimate_tokens(body)})
-                return
-            if not path.endswith("/v1/messages"):
-                self._json(404, _error_body("not_found_error", f"No route {path}"))
-                return
-            model.headers.append(dict(self.headers.items()))
-            answer = model._next(body)
-            if isinstance(answer, Failure):
-                self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
-                return
+            answer = model.respond(self.path, body, dict(self.headers.items()))
             if answer.delay:
                 time.sleep(answer.delay)
-            message = _message(model._message_id(), answer, body)
-            if body.get("stream"):
-                self._stream(answer, message)
-            else:
-                self._json(200, message)
-
-        def _json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.send_header("request-id", f"req_scripted_{len(model.requests):05d}")
-            if status in (429, 500, 502, 503, 529):
-                self.send_header("retry-after-ms", "20")
-            for key, value in (headers or {}).items():
+            self.send_response(answer.status)
+            for key, value in answer.headers.items():
                 self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _stream(self, answer: Reply, message: dict[str, Any]) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
+            if answer.reply is None:
+                data = answer.body()
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             self.send_header("transfer-encoding", "chunked")
-            self.send_header("request-id", f"req_scripted_{len(model.requests):05d}")
             self.end_headers()
             try:
-                for event, data in _events(answer, message):
-                    chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                for chunk, pause in answer.chunks():
                     self.wfile.write(f"{len(chunk):X}\r\n".encode() + chunk + b"\r\n")
-                    if answer.chunk_delay and event == "content_block_delta":
+                    if pause:
                         self.wfile.flush()
-                        time.sleep(answer.chunk_delay)
+                        time.sleep(pause)
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True  # the client stopped reading (a Stop)
 
     return Handler
+
+
+def _httpx() -> Any:
+    """The httpx package the installed SDK is built on (its clients refuse any other)."""
+    from anthropic import DefaultAsyncHttpxClient
+
+    base = next(c for c in DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
+    return sys.modules[base.__module__.partition(".")[0]]
+
+
+def _transport_for(model: ScriptedModel) -> httpx.AsyncBaseTransport:
+    httpx = _httpx()
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(await request.aread() or b"{}")
+        answer = model.respond(request.url.path, body, dict(request.headers.items()))
+        if answer.delay:
+            await asyncio.sleep(answer.delay)
+        if answer.reply is None:
+            return httpx.Response(answer.status, headers=answer.headers, content=answer.body())
+        return httpx.Response(answer.status, headers=answer.headers, content=_paced(answer))
+
+    return httpx.MockTransport(handle)
+
+
+async def _paced(answer: _Answer) -> AsyncIterator[bytes]:
+    for chunk, pause in answer.chunks():
+        yield chunk
+        if pause:
+            await asyncio.sleep(pause)
+
+
+@dataclass
+class _Answer:
+    """One response, whichever way it is sent: a JSON body, or a reply streamed as SSE."""
+
+    status: int
+    headers: dict[str, str]
+    payload: dict[str, Any] | None = None
+    reply: Reply | None = None
+    message: dict[str, Any] | None = None
+    delay: float = 0.0
+
+    def body(self) -> bytes:
+        return json.dumps(self.payload).encode()
+
+    def chunks(self) -> Iterator[tuple[bytes, float]]:
+        """Each SSE event, and the seconds to wait after sending it."""
+        assert self.reply is not None and self.message is not None
+        for event, data in _events(self.reply, self.message):
+            pause = self.reply.chunk_delay if event == "content_block_delta" else 0.0
+            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode(), pause
 
 
 def _message(message_id: str, answer: Reply, request: dict[str, Any]) -> dict[str, Any]:

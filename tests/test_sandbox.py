@@ -269,18 +269,37 @@ def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop, sql,
     assert _forks_left() == []  # the killed child was reaped
 
 
-def _forks_left() -> list:
-    """Children of this process that are not SQL workers (a fork of it left running, or a zombie)."""
+def _forks_left(wait_s: float = 3.0) -> list:
+    """Forks of this process left running, or left as zombies, once the background reaper
+    had ``wait_s`` to reap them (SQL workers and other helpers, such as the chart renderer
+    an earlier test started, are not forks)."""
     import psutil
 
-    left = []
-    for child in psutil.Process().children():
-        try:
-            if "agent_kernel.store.sql_worker" not in " ".join(child.cmdline()):
-                left.append((child.pid, child.status()))
-        except psutil.NoSuchProcess:
-            pass
-    return left
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = []
+        for child in psutil.Process().children():
+            try:
+                if _is_fork(child):
+                    left.append((child.pid, child.status()))
+            except psutil.NoSuchProcess:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _is_fork(child) -> bool:
+    import psutil
+
+    if child.status() == psutil.STATUS_ZOMBIE:
+        return True
+    return child.cmdline() == psutil.Process().cmdline()
+
+
+def _is_sql_process(child) -> bool:
+    """A fork running a query, or an SQL worker (not some other helper of the test process)."""
+    return _is_fork(child) or "agent_kernel.store.sql_worker" in " ".join(child.cmdline())
 
 
 def sandbox_grace() -> float:
@@ -308,6 +327,8 @@ class _PeakMemory:
             while not self._done.is_set():
                 for child in me.children():
                     try:
+                        if not _is_sql_process(child):
+                            continue
                         rss = child.memory_info().rss
                     except psutil.Error:
                         continue

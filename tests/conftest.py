@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -7,6 +8,18 @@ from typing import Any
 import pytest
 
 from .kernel import Kernel
+
+
+@pytest.fixture(autouse=True)
+def _real_main_module() -> Iterator[None]:
+    """Put back the real ``__main__`` after each test.
+
+    IPython's ``InteractiveShell`` (the in-process tests use it) installs its user module as
+    ``__main__``; multiprocessing's spawn, which Dask's nanny uses, needs the real one.
+    """
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture

@@ -122,6 +122,19 @@ class AgentKernel(Configurable):
         "The agent's own stored instructions (%agent_prompt) come after it.",
     ).tag(config=True)
 
+    @validate("instruction")
+    def _bounded_instruction(self, proposal: dict) -> str:
+        # Imported here: config imports nothing of the store at load.
+        from .store.prompts import INSTRUCTIONS_CHARS
+
+        value = proposal["value"]
+        if len(value) > INSTRUCTIONS_CHARS:
+            raise TraitError(
+                f"instruction is {len(value):,} characters, over its cap of {INSTRUCTIONS_CHARS:,}: it is "
+                "sent with every request. Keep it short and put longer guidance in a file the agent reads."
+            )
+        return value
+
     sql_timeout_s = Float(5.0, help="Seconds one db_sql call may run before it is stopped.").tag(
         config=True
     )

@@ -92,3 +92,16 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     assert "value-of-the-service-token" in prompt  # built raw: the model client scrubs the request
     sent = scrub({"system": prompt})["system"]
     assert "value-of-the-service-token" not in sent and "[secret SERVICE_TOKEN]" in sent
+
+
+def test_an_instruction_over_its_cap_is_refused():
+    from traitlets import TraitError
+
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.store.prompts import INSTRUCTIONS_CHARS
+
+    config = AgentKernel()
+    config.instruction = "Be brief. " * (INSTRUCTIONS_CHARS // 10)
+    with pytest.raises(TraitError, match="over its cap of 20,000"):
+        config.instruction = "x" * (INSTRUCTIONS_CHARS + 1)
+    assert len(config.instruction) == INSTRUCTIONS_CHARS  # the last good value stays

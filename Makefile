@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/scheduler_overhead.py
 	$(PY) benchmarks/sql_dataframe.py
 	$(PY) benchmarks/blocks.py
+	$(PY) benchmarks/redaction.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

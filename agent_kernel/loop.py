@@ -147,9 +147,9 @@ class Turn:
                 spent = tokens_used(message)
                 result.tokens += spent
                 result.session_tokens += spent
-                # Scrubbed before it is stored, dispatched or sent back: a tool input with a
-                # lone surrogate or absurd nesting must not fail the next request or insert.
-                content = scrub([b.model_dump(mode="json", exclude_none=True) for b in message.content])
+                # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
+                # tool input cannot fail the next request or insert).
+                content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
                 if not prompt_saved:
                     self._save("user", self.prompt_blocks)
                     prompt_saved = True

@@ -62,12 +62,12 @@ def sql_run(store, sql, limits=None, read_only=None, **options):
 
     ``read_only``: by default as db_sql decides (reads run on a read-only connection).
     """
-    from agent_kernel.store import guard, sandbox
+    from agent_kernel.store import guard, sandbox, sql_worker
 
     if read_only is None:
         read_only = not guard.writes(sql)
     run = sandbox.SqlRun(store, limits or sandbox.Limits(), read_only=read_only)
-    return run.run(guard.parse(sql), **options)
+    return sql_worker.run_sql(run, guard.parse(sql), **options)
 
 
 def sql_refused(store, sql, **options) -> str:

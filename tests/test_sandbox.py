@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.store import Store, guard, sandbox
+from agent_kernel.store import Store, guard, sandbox, sql_worker
 
 from .calls import sql_refused as refused
 from .calls import sql_run as run
@@ -82,7 +82,7 @@ def test_interrupt_stops_a_running_query(store):
     threading.Timer(0.5, sql_run.interrupt).start()
     started = time.perf_counter()
     with pytest.raises(ToolInputError, match="stopped"):
-        sql_run.run(guard.parse("SELECT count(*) FROM range(1e11::BIGINT)"))
+        sql_worker.run_sql(sql_run, guard.parse("SELECT count(*) FROM range(1e11::BIGINT)"))
     assert time.perf_counter() - started < 5
 
 
@@ -146,7 +146,7 @@ def unchecked(monkeypatch):
     """The guard's plan check switched off: every statement is taken as a read of nothing."""
     monkeypatch.setattr(sandbox, "check_plan", lambda *args, **kwargs: guard.Plan(frozenset(), ()))
     # The check is off in this process only, so calls run here rather than in a SQL worker.
-    monkeypatch.setattr(sandbox.SqlRun, "run", sandbox.SqlRun.run_here)
+    monkeypatch.setattr(sql_worker, "run_sql", lambda sql_run, statements, **options: sql_run.run_here(statements, **options))
 
 
 def _rows(store, table):
@@ -256,7 +256,7 @@ def test_an_uninterruptible_call_is_stopped_and_frees_the_file(store, stop, sql,
     started = time.perf_counter()
     other = _time_to_take_the_lock(store, started, taken)
     with pytest.raises(ToolInputError) as caught:
-        sql_run.run(guard.parse(sql), frames=frames)
+        sql_worker.run_sql(sql_run, guard.parse(sql), frames=frames)
     stopped_after = time.perf_counter() - started
     other.join()
     expected = "longer than 1 s" if stop == "limit" else "The query was stopped."

@@ -7,8 +7,8 @@ changed back. A write that grows the file past its size cap is rolled back; at m
 ``max_rows`` rows come back, read a few at a time within ``fetch_bytes``; ``into=`` keeps
 at most ``into_max_rows`` rows and ``into_max_bytes``.
 
-No call runs in the kernel itself: :meth:`SqlRun.run` hands it to another process that
-the kernel can stop and kill (:mod:`agent_kernel.store.sql_worker`), where
+No call runs in the kernel itself: :func:`agent_kernel.store.sql_worker.run_sql` hands it
+to another process that the kernel can stop and kill, where
 :meth:`SqlRun.run_here` or :meth:`SqlRun.run_in_memory` runs it.
 
 Kernel DataFrames are registered on the connection by name, never copied into the file.
@@ -167,30 +167,20 @@ class SqlRun:
             if self._con is not None:
                 self._con.interrupt()
 
-    def run(
-        self,
-        statements: Sequence[Statement],
-        *,
-        params: Sequence[Any] | None = None,
-        frames: Mapping[str, Any] | None = None,
-        into: bool = False,
-    ) -> SqlResult:
-        """Run ``statements`` in one transaction; every refusal is a :class:`ToolInputError`.
+    def placement(self, statements: Sequence[Statement], frames: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """The kernel frames ``statements`` name, and whether the call may run in a fork.
 
         A read of kernel frames alone runs in a fork of this process, which sees the frames
         in place; anything else runs in a worker process, which gets the frames it names.
         """
-        from . import sql_worker
-
-        frames = dict(frames or {})
         named = {name: frames[name] for statement in statements for name in _frames_named(statement.sql, frames)}
-        in_place = named and all(map(_forks_well, named.values()))
-        if in_place and reads_only_frames(statements, named, self._file_names()):
-            return sql_worker.run_forked(self, statements, params=params, frames=named, into=into)
-        result = sql_worker.run(self, statements, params=params, frames=named, into=into)
+        in_place = bool(named) and all(map(_forks_well, named.values()))
+        return named, in_place and reads_only_frames(statements, named, self._file_names())
+
+    def remember(self, result: SqlResult) -> None:
+        """Keep the file's table names a worker read, for :meth:`placement`'s next decision."""
         if result.file_names is not None:
             _FILE_NAMES[self.store.path] = result.file_names
-        return result
 
     def _file_names(self) -> set[str]:
         """The file's tables and views (a frame never shadows them), read once if not known yet."""

@@ -56,13 +56,30 @@ if TYPE_CHECKING:
     from .guard import Statement
     from .sandbox import SqlResult, SqlRun
 
-__all__ = ["run", "run_forked"]
+__all__ = ["run", "run_forked", "run_sql"]
 
 GRACE_S = 0.5  # after an interrupt, how long the worker may take to answer before it is killed
 _POLL_S = 0.02  # how often the clock and the worker's memory are checked
 _IDLE_WORKERS = 2
 _HEADER = struct.Struct("<Q")
 _STOP_SIGNAL = signal.SIGUSR1
+
+
+def run_sql(
+    sql_run: SqlRun,
+    statements: Sequence[Statement],
+    *,
+    params: Sequence[Any] | None = None,
+    frames: Mapping[str, Any] | None = None,
+    into: bool = False,
+) -> SqlResult:
+    """Run ``statements`` in one transaction, in a fork or a worker; every refusal is a :class:`ToolInputError`."""
+    named, forked = sql_run.placement(statements, dict(frames or {}))
+    if forked:
+        return run_forked(sql_run, statements, params=params, frames=named, into=into)
+    result = run(sql_run, statements, params=params, frames=named, into=into)
+    sql_run.remember(result)
+    return result
 
 
 def run(

@@ -23,7 +23,7 @@ from pydantic import Field
 from ..errors import ToolInputError
 from ..namespace import unwritable_reason
 from ..secrets import redact
-from ..store import guard, sandbox
+from ..store import guard, sandbox, sql_worker
 from . import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
@@ -90,7 +90,8 @@ async def db_sql(
     run = sandbox.SqlRun(context.store, _limits(settings), read_only=read_only)
     frames = kernel_frames(context.namespace, context.hidden_names)
     result = await _off_loop(
-        lambda: run.run(statements, params=params, frames=frames, into=into is not None), run.interrupt
+        lambda: sql_worker.run_sql(run, statements, params=params, frames=frames, into=into is not None),
+        run.interrupt,
     )
     if not result.returns_rows:
         return {"changes": result.changes}

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Union
 from urllib.parse import urljoin, urlsplit
 
@@ -224,7 +226,7 @@ async def _fetch(
     connected: list[str] = []
     previous: _Target | None = None
     async with httpx.AsyncClient(
-        trust_env=False, follow_redirects=False, timeout=timeout_s, transport=transport
+        trust_env=False, follow_redirects=False, timeout=timeout_s, transport=transport, verify=_tls()
     ) as client:
         while True:
             target = await _target(url, allow, resolve)
@@ -263,6 +265,14 @@ async def _fetch(
                 hops=hops,
                 addresses=connected,
             )
+
+
+@lru_cache(maxsize=1)
+def _tls() -> ssl.SSLContext:
+    """The certificate-verifying TLS context of every fetch (made once: loading the CAs is slow)."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 async def _read(response: Any, max_bytes: int) -> tuple[bytes, bool]:

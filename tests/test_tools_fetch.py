@@ -19,7 +19,7 @@ import pytest
 from agent_kernel.tools import addresses
 from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch
 
-from .websites import Server, Site
+from .websites import SECRET_BODY, Server, Site
 
 @pytest.fixture(scope="module")
 def secret() -> Iterator[Server]:
@@ -203,7 +203,7 @@ def test_a_redirect_from_the_allowed_host_to_a_refused_address_is_refused(
     target = to.format(port=secret.port, site=site.port)
     for status in ("301", "302", "307"):
         url = site.url(f"/redirect?status={status}&to={target}")
-        refused(url, allow=["127.0.0.2"], resolve=resolver(["127.0.0.1"]))
+        assert SECRET_BODY not in refused(url, allow=["127.0.0.2"], resolve=resolver(["127.0.0.1"]))
     assert secret.hits == []
     assert len(site.hits) == 3  # the redirector was reached, the target never
 

@@ -440,6 +440,9 @@ class _Resolved:
 
 def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
     calls = f"{result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}"
+    for count, what in ((result.web_searches, "web search"), (result.web_fetches, "web fetch")):
+        if count:
+            calls += f" · {count} {what}{'es' if count != 1 else ''}"
     model = result.model or "model"
     if model.startswith("scripted"):
         model += " (offline scripted model, not Claude)"

@@ -12,10 +12,12 @@ from datetime import datetime
 from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
-__all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "TOOL_GROUPS", "AgentKernel"]
+__all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user", "web")
+# Groups offered unless tool_groups says otherwise: "web" is the user's choice to make.
+DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
 
@@ -62,8 +64,9 @@ class AgentKernel(Configurable):
 
     tool_groups = List(
         Unicode(),
-        default_value=list(TOOL_GROUPS),
-        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)}.",
+        default_value=list(DEFAULT_TOOL_GROUPS),
+        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
+        "(web is off by default).",
     ).tag(config=True)
 
     timezone = Unicode(
@@ -107,7 +110,7 @@ class AgentKernel(Configurable):
     @validate(
         "max_tokens", "token_limit", "max_model_calls", "result_chars",
         "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",
-        "into_max_rows", "into_max_mb",
+        "into_max_rows", "into_max_mb", "fetch_max_bytes", "fetch_timeout_s", "web_max_uses",
     )
     def _positive(self, proposal: dict) -> int:
         if proposal["value"] <= 0:
@@ -193,6 +196,53 @@ class AgentKernel(Configurable):
         if bad:
             raise TraitError(
                 f"secret_env takes environment variable names; {', '.join(map(repr, bad))} is not one."
+            )
+        return list(proposal["value"])
+
+    # -- the web (tool group "web") -------------------------------------------------------
+
+    fetch_allow = List(
+        Unicode(),
+        default_value=[],
+        help="Hosts, addresses and networks fetch_url may reach although they are not public "
+        "(e.g. ['intranet.example', '*.corp.example', '10.0.0.5', '10.0.0.0/8']); also lifts "
+        "the port restriction for them.",
+    ).tag(config=True)
+
+    fetch_max_bytes = Int(
+        1_000_000, help="Most bytes of a body fetch_url reads; it says truncated: true beyond that."
+    ).tag(config=True)
+
+    fetch_timeout_s = Float(20.0, help="Seconds one fetch_url call may take, redirects included.").tag(
+        config=True
+    )
+
+    web_allowed_domains = List(
+        Unicode(),
+        default_value=[],
+        help="Only these domains appear in web_search results and may be read with web_fetch "
+        "(passed to the API; cannot be combined with web_blocked_domains).",
+    ).tag(config=True)
+
+    web_blocked_domains = List(
+        Unicode(),
+        default_value=[],
+        help="Domains web_search and web_fetch never use (passed to the API; cannot be combined "
+        "with web_allowed_domains).",
+    ).tag(config=True)
+
+    web_max_uses = Int(
+        5, help="Most web_search (and most web_fetch) uses in one model request (the API's max_uses)."
+    ).tag(config=True)
+
+    @validate("web_allowed_domains", "web_blocked_domains")
+    def _one_domain_list(self, proposal: dict) -> list[str]:
+        name = proposal["trait"].name
+        other = "web_blocked_domains" if name == "web_allowed_domains" else "web_allowed_domains"
+        if proposal["value"] and getattr(self, other):
+            raise TraitError(
+                f"{name} and {other} cannot both be set (the API takes one or the other); "
+                f"clear {other} first: %config AgentKernel.{other} = []"
             )
         return list(proposal["value"])
 

@@ -40,7 +40,8 @@ def repair(messages: list[Message]) -> list[Message]:
     - every ``tool_use`` gets a ``tool_result`` (an "interrupted" error when none was stored);
     - ``tool_result`` blocks that answer nothing are dropped;
     - consecutive messages of the same role are merged, tool results first;
-    - a conversation never starts with an assistant message.
+    - a conversation never starts with an assistant message;
+    - a ``server_tool_use`` whose result never came (a paused turn that was stopped) is dropped.
     """
     fixed: list[Message] = []
     pending: list[str] = []  # tool_use ids the next user message must answer
@@ -53,7 +54,7 @@ def repair(messages: list[Message]) -> list[Message]:
                 pending = []
             if not fixed:
                 continue
-            _append(fixed, "assistant", [b for b in blocks if not _empty_text(b)])
+            _append(fixed, "assistant", [b for b in _answered_server_tools(blocks) if not _empty_text(b)])
             pending = [b["id"] for b in tool_uses(blocks)]
         else:
             answered = [b for b in blocks if b.get("type") == "tool_result"]
@@ -83,6 +84,13 @@ def _append(fixed: list[Message], role: str, blocks: list[dict[str, Any]]) -> No
             fixed[-1] = {"role": role, "content": previous + blocks}
     else:
         fixed.append({"role": role, "content": blocks})
+
+
+def _answered_server_tools(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``blocks`` without the server tool calls (web search, fetch) no result block answers:
+    the API runs them inside its response, so an answer can only be in the same message."""
+    answered = {b.get("tool_use_id") for b in blocks if str(b.get("type", "")).endswith("_tool_result")}
+    return [b for b in blocks if b.get("type") != "server_tool_use" or b.get("id") in answered]
 
 
 def _user(blocks: list[dict[str, Any]]) -> Message:

@@ -22,6 +22,7 @@ from .model import ModelClient, tokens_used
 from .secrets import scrub
 from .store import audit
 from .store import sessions as session_rows
+from .tools import web
 
 if TYPE_CHECKING:
     from .approval import Check
@@ -61,6 +62,11 @@ class TurnResult:
     # How the turn ended: "end_turn", or one of outcome.FAILED_ENDINGS (then ``error`` is
     # the line the user saw).
     ending: str = ""
+    # The API's server tools: requests billed in this turn (usage.server_tool_use), and
+    # the pages the answer cites ({url, title}).
+    web_searches: int = 0
+    web_fetches: int = 0
+    sources: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -111,6 +117,7 @@ class Turn:
         self.prompt_blocks = scrub(self.prompt_blocks)
         self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
         prompt_saved = False
+        turn_contents: list[list[dict[str, Any]]] = []  # this turn's assistant messages
         self._journal = ctx.journal
         self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
         self._journal.state("running")
@@ -155,7 +162,15 @@ class Turn:
                     prompt_saved = True
                 self._journal.usage(spent)
                 self._save("assistant", content)
-                self._messages.append({"role": "assistant", "content": content})
+                _count_server_tools(message, result)
+                ctx.untrusted.extend(web.untrusted_sources(content))
+                turn_contents.append(content)
+                if self._messages[-1]["role"] == "assistant":
+                    # The continuation of a paused turn (pause_turn): one assistant message.
+                    paused = self._messages[-1]["content"]
+                    self._messages[-1] = {"role": "assistant", "content": paused + content}
+                else:
+                    self._messages.append({"role": "assistant", "content": content})
                 result.stop_reason = message.stop_reason
                 uses = conversation.tool_uses(content)
                 if message.stop_reason == "pause_turn":
@@ -164,6 +179,8 @@ class Turn:
                     result.text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
                     result.state = "idle"
                     result.ending = "end_turn"
+                    result.sources = web.cited_sources(turn_contents)
+                    view.sources(result.sources)
                     if message.stop_reason == "max_tokens":
                         view.notice(
                             f"The answer was cut off at max_tokens ({self.limits.max_tokens:,}); "
@@ -299,7 +316,7 @@ class Turn:
             "cache_control": {"type": "ephemeral"},
         }
         if self.tools:
-            params["tools"] = [t.definition() for t in self.tools]
+            params["tools"] = [t.definition(self.context.settings) for t in self.tools]
         return params
 
     def _save(self, role: str, content: list[dict[str, Any]]) -> None:
@@ -309,6 +326,14 @@ class Turn:
     def _write(self) -> None:
         self.context.writer.submit(self._journal.write)
         self.context.writer.submit(self._audit.write)
+
+
+def _count_server_tools(message: Any, result: TurnResult) -> None:
+    """Add the server tool requests the API billed for ``message`` to the turn's counts."""
+    used = getattr(message.usage, "server_tool_use", None)
+    if used is not None:
+        result.web_searches += used.web_search_requests or 0
+        result.web_fetches += used.web_fetch_requests or 0
 
 
 def _take_executions(ctx: ToolContext) -> list[dict[str, Any]]:

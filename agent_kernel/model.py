@@ -48,6 +48,8 @@ class StreamView(Protocol):
     def end_text(self) -> None: ...
     def tool_started(self, tool_use_id: str, name: str) -> None: ...
     def tool_input(self, tool_use_id: str, partial: Any) -> None: ...
+    def server_tool(self, tool_use_id: str, name: str, tool_input: Any) -> None: ...
+    def server_result(self, block: dict[str, Any]) -> None: ...
     def new_attempt(self) -> None: ...
     def retract(self) -> None: ...
     def notice(self, text: str, *, kind: str = "info") -> None: ...
@@ -160,9 +162,11 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
             elif kind == "content_block_start":
                 block = event.content_block.model_dump(mode="json", exclude_none=True)
                 snapshot["content"].append(block)
-                if block.get("type") == "tool_use":
+                if block.get("type") in ("tool_use", "server_tool_use"):
                     current_tool = block["id"]
                     view.tool_started(block["id"], block["name"])
+                elif block.get("tool_use_id") and block.get("type", "").endswith("_tool_result"):
+                    view.server_result(block)  # a server tool's result arrives whole
             elif kind == "content_block_delta":
                 _apply_delta(snapshot["content"][event.index], event, buffers, view, current_tool)
             elif kind == "content_block_stop":
@@ -171,6 +175,8 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
                     block["input"] = tool_input(buffers.pop(event.index).text())
                 if block.get("type") == "text":
                     view.end_text()
+                elif block.get("type") == "server_tool_use":
+                    view.server_tool(block["id"], block["name"], block.get("input"))
                 current_tool = None
             elif kind == "message_delta":
                 snapshot["stop_reason"] = event.delta.stop_reason

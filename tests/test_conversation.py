@@ -54,3 +54,16 @@ def test_consecutive_user_messages_merge_results_first():
 def test_stray_results_and_empty_text_are_dropped():
     repaired = repair([assistant(text("orphan")), user(result("zzz"), text("hi")), assistant(text("  ")), user(text("again"))])
     assert repaired == [user(text("hi"), text("again"))]
+
+
+def test_a_server_tool_call_without_its_result_is_dropped():
+    from agent_kernel.testing import web_search
+
+    use, result = web_search("q", [("https://a.example", "A")])
+    unanswered = web_search("stopped while paused")[0]
+    history = [
+        {"role": "user", "content": "search"},
+        {"role": "assistant", "content": [use, result, unanswered]},
+        {"role": "user", "content": "go on"},
+    ]
+    assert repair(history)[1]["content"] == [use, result]

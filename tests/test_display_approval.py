@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from agent_kernel.testing import call, reply, say, tool_use
+from agent_kernel.testing import call, reply, say, tool_use, web_search
 
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
@@ -91,3 +91,34 @@ def test_the_call_waits_visibly_and_the_wait_is_not_its_duration(kernel, scripte
     final = next(t for t in result.final_texts() if "run_code" in t and "approved = 1" in t)
     assert final.startswith("✓ run_code") and "waiting for you" not in final
     assert int(final.split(" ms")[0].rsplit("· ", 1)[1].replace(",", "")) < 900
+
+
+def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_model):
+    kernel.ok('%config AgentKernel.tool_groups = ["code", "web"]')
+    scripted_model.add(
+        call("run_code", code="kept = 1"),
+        reply(
+            *web_search("pandas pivot", [("https://example.org/pivot", "Pivot")]),
+            tool_use("run_code", {"code": "kept += 1"}),
+        ),
+        say("done"),
+    )
+    decisions = iter(["always", "run"])
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice=next(decisions))
+    result = kernel.ok("%agent --approve ask pivot it", on_message=front.hook)
+
+    cards = front.of_kind("ChoiceCard")
+    assert len(cards) == 2  # "Always" was given, yet the call after the search asked
+    first, second = (c.state for c in cards)
+    assert "Web content" not in first["text"]
+    assert second["text"].startswith("The agent wants to run this code in your kernel.\n\n⚠ Web content was read in this turn (web_search pandas pivot).")
+    assert [b["id"] for b in second["buttons"]] == ["run", "skip"]  # no "Always" after web content
+    assert kernel.value("kept") == 2
+    assert any("⚠ Web content was read in this turn" in t for t in result.final_texts())
+
+    # A turn without web content: "Always for this session" holds again.
+    scripted_model.add(call("run_code", code="kept += 1"), say("done"))
+    front = FrontEnd(kernel)
+    kernel.ok("%agent --approve ask once more", on_message=front.hook)
+    assert front.of_kind("ChoiceCard") == [] and kernel.value("kept") == 3

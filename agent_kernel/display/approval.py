@@ -1,7 +1,8 @@
 """The approval card: in ``--approve ask`` a writing tool waits for Run / Skip / Always.
 
 The card shows what would run (the code, the SQL statement, or the tool's input) with
-three buttons. *Skip* refuses the call, which the model receives as an ``is_error``
+three buttons (two after web content was read in the turn: then it says so, and
+*Always* is not offered). *Skip* refuses the call, which the model receives as an ``is_error``
 result saying the user declined; *Always for this session* lets that tool run without
 asking for the rest of the session. The policy (which calls need approval, what a
 refusal says) stays in :mod:`agent_kernel.approval`, which the dispatcher runs; this is
@@ -35,11 +36,16 @@ class CardApprover:
         from .waiting import Pending
 
         what, shown = describe(name, tool_input)
+        web_read = list(getattr(context, "untrusted", ()))
+        text = f"The agent wants to {what}."
+        if web_read:
+            text += "\n\n" + web_warning(web_read)
         card = ChoiceCard(
             heading=f"Allow {name}?",
-            text=f"The agent wants to {what}.",
+            text=text,
             code=shown,
-            buttons=BUTTONS,
+            # "Always" would not hold: after web content every writing call asks.
+            buttons=BUTTONS if not web_read else BUTTONS[:2],
             done={
                 "run": "Approved: it ran.",
                 "skip": "Skipped: the agent was told you declined.",
@@ -48,6 +54,16 @@ class CardApprover:
         )
         context.transcript.end_text()
         return await Pending(card, context).wait()
+
+
+def web_warning(sources: list[str]) -> str:
+    """The card's line when untrusted web content entered the turn."""
+    shown = "; ".join(s[:100] for s in sources[:3]) + (f"; +{len(sources) - 3} more" if len(sources) > 3 else "")
+    return (
+        f"⚠ Web content was read in this turn ({shown}). Instructions hidden in it may be "
+        "steering the agent: run this only if it is what you asked for. Until the turn ends, "
+        "every such call asks."
+    )
 
 
 def describe(name: str, tool_input: Any) -> tuple[str, str]:

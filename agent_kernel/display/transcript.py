@@ -217,6 +217,32 @@ class Transcript:
         else:
             print(f"[{card.name}] {status} {detail}".rstrip(), flush=True)
 
+    # -- the API's server tools (web search, web fetch) ------------------------------------
+
+    def server_tool(self, tool_use_id: str, name: str, tool_input: Any) -> None:
+        """The API started a server tool (its input is complete); its result follows."""
+        self.tool_running(tool_use_id, name, tool_input)
+
+    def server_result(self, block: dict[str, Any]) -> None:
+        """A server tool's result block: the card says what came back."""
+        from .web import result_summary
+
+        status, detail = result_summary(block)
+        self.tool_finished(str(block.get("tool_use_id")), status=status, detail=detail)
+
+    def sources(self, sources: list[dict[str, str]]) -> None:
+        """The pages the answer cites, as links under it."""
+        if not sources:
+            return
+        from .web import sources_bundle
+
+        self.end_text()
+        bundle = sources_bundle(sources)
+        if not self.live:
+            print(bundle["text/plain"], flush=True)
+            return
+        self._display(bundle)
+
     # -- notices -------------------------------------------------------------------------
 
     def notice(self, text: str, *, kind: str = "info") -> None:
@@ -374,6 +400,9 @@ def _input_summary(name: str, tool_input: Any) -> str:
         first = lines[0].strip() if lines else ""
         more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
         return _clip(first, 70) + more
+    for key in ("query", "url"):  # web_search, web_fetch, fetch_url
+        if isinstance(tool_input.get(key), str) and name in ("web_search", "web_fetch", "fetch_url"):
+            return _clip(tool_input[key], 90)
     return _clip(json.dumps(tool_input, ensure_ascii=False, default=str), 90)
 
 

@@ -30,7 +30,28 @@ every request kept in ``requests`` the same way)::
 Pass the method ``model.http_client`` itself: the agent makes one client per event loop.
 """
 
-from .script import Failure, Reply, call, fail, reply, say, text, tool_use
+from .script import (
+    Failure,
+    Reply,
+    call,
+    citation,
+    cited,
+    document_citation,
+    fail,
+    pause,
+    reply,
+    say,
+    search_result,
+    server_tool_use,
+    text,
+    tool_use,
+    web_fetch,
+    web_search,
+)
 from .server import ScriptedModel
 
-__all__ = ["Failure", "Reply", "ScriptedModel", "call", "fail", "reply", "say", "text", "tool_use"]
+__all__ = [
+    "Failure", "Reply", "ScriptedModel", "call", "citation", "cited", "document_citation", "fail",
+    "pause", "reply", "say", "search_result", "server_tool_use", "text", "tool_use", "web_fetch",
+    "web_search",
+]

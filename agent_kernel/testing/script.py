@@ -8,6 +8,14 @@ Build replies with the helpers::
     fail(529, "overloaded_error")                 # an HTTP error response
     reply(text("Partial"), stream_error="overloaded_error")   # an error event mid-stream
 
+The API's server tools (web search and fetch run on its side, inside one response)::
+
+    reply(*web_search("duckdb release", [("https://duckdb.org/news", "News")]),
+          cited("DuckDB 2.0 is out.", citation("https://duckdb.org/news", "News", "2.0 released")))
+    pause(*web_fetch("https://duckdb.org/docs", "The docs text"))  # stop_reason pause_turn
+
+Their usage (``server_tool_use.web_search_requests``) is counted from the blocks.
+
 A script item may also be a function of the request body returning a reply, for
 answers that depend on what the agent sent (see :mod:`agent_kernel.testing.demo`).
 """
@@ -16,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -89,3 +97,96 @@ def fail(status: int, error_type: str, message: str = "scripted failure", **head
 def estimate_tokens(payload: Any) -> int:
     """A stable, rough token count (about four characters a token)."""
     return max(1, len(json.dumps(payload, sort_keys=True, default=str)) // 4)
+
+
+# -- the API's server tools ------------------------------------------------------------------
+
+
+def server_tool_use(name: str, tool_input: dict[str, Any], *, id: str | None = None) -> dict[str, Any]:
+    """A server_tool_use block (a tool the API runs itself: web_search, web_fetch)."""
+    return {"type": "server_tool_use", "id": id or f"srvtoolu_scripted_{next(_ids):04d}", "name": name, "input": tool_input}
+
+
+def search_result(url: str, title: str, *, page_age: str | None = None) -> dict[str, Any]:
+    """One web_search_result (its encrypted_content is a placeholder the API would fill)."""
+    block = {"type": "web_search_result", "url": url, "title": title, "encrypted_content": f"scripted:{url}"}
+    if page_age:
+        block["page_age"] = page_age
+    return block
+
+
+def web_search(
+    query: str,
+    results: Iterable[tuple[str, str] | dict[str, Any]] = (),
+    *,
+    error: str | None = None,
+    id: str | None = None,
+) -> list[dict[str, Any]]:
+    """A web search as the API returns it: the server_tool_use block and its result block.
+
+    ``results`` are ``(url, title)`` pairs (or :func:`search_result` blocks); ``error`` an
+    error code (``max_uses_exceeded``, ``unavailable``...) instead of results.
+    """
+    use = server_tool_use("web_search", {"query": query}, id=id)
+    if error is not None:
+        content: Any = {"type": "web_search_tool_result_error", "error_code": error}
+    else:
+        content = [r if isinstance(r, dict) else search_result(*r) for r in results]
+    return [use, {"type": "web_search_tool_result", "tool_use_id": use["id"], "content": content}]
+
+
+def web_fetch(
+    url: str, text: str = "", *, title: str | None = None, error: str | None = None, id: str | None = None
+) -> list[dict[str, Any]]:
+    """A web fetch as the API returns it: the server_tool_use block and its result block
+    (the page as a plain-text document, citable; or an ``error`` code)."""
+    use = server_tool_use("web_fetch", {"url": url}, id=id)
+    if error is not None:
+        content: dict[str, Any] = {"type": "web_fetch_tool_result_error", "error_code": error}
+    else:
+        document: dict[str, Any] = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+            "citations": {"enabled": True},
+        }
+        if title is not None:
+            document["title"] = title
+        content = {"type": "web_fetch_result", "url": url, "retrieved_at": "2026-01-01T00:00:00Z", "content": document}
+    return [use, {"type": "web_fetch_tool_result", "tool_use_id": use["id"], "content": content}]
+
+
+def citation(url: str, title: str, cited_text: str) -> dict[str, Any]:
+    """A web search citation (of a result's page)."""
+    return {
+        "type": "web_search_result_location", "url": url, "title": title,
+        "cited_text": cited_text, "encrypted_index": f"scripted:{url}",
+    }
+
+
+def document_citation(cited_text: str, *, title: str | None = None, document_index: int = 0) -> dict[str, Any]:
+    """A citation of a fetched document (web_fetch with citations on)."""
+    block: dict[str, Any] = {
+        "type": "char_location", "cited_text": cited_text, "document_index": document_index,
+        "start_char_index": 0, "end_char_index": len(cited_text),
+    }
+    if title is not None:
+        block["document_title"] = title
+    return block
+
+
+def cited(value: str, *citations: dict[str, Any]) -> dict[str, Any]:
+    """A text block with its citations (streamed as citations_delta events, as the API does)."""
+    return {"type": "text", "text": value, "citations": list(citations)}
+
+
+def pause(*blocks: dict[str, Any], **options: Any) -> Reply:
+    """A response the API paused (stop_reason ``pause_turn``): the agent sends it back to go on."""
+    return Reply(list(blocks), stop_reason="pause_turn", **options)
+
+
+def server_tool_counts(content: list[dict[str, Any]]) -> dict[str, int] | None:
+    """The usage.server_tool_use the API would bill for ``content`` (None when it used none)."""
+    names = [b.get("name") for b in content if b.get("type") == "server_tool_use"]
+    if not names:
+        return None
+    return {"web_search_requests": names.count("web_search"), "web_fetch_requests": names.count("web_fetch")}

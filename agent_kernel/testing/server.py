@@ -1,7 +1,8 @@
 """A scripted, Anthropic-compatible Messages API on 127.0.0.1, for offline tests.
 
 The official SDK talks to it unchanged through ``ANTHROPIC_BASE_URL``: JSON and SSE
-streaming responses (text, and tool_use with its input streamed as JSON deltas), HTTP
+streaming responses (text with its citations, tool_use and server_tool_use with their
+input streamed as JSON deltas, server tool results whole, ``pause_turn``), HTTP
 error responses, errors in the middle of a stream, and ``count_tokens``. Every request
 body is kept in :attr:`ScriptedModel.requests` so a test can check what the agent sent,
 also when the agent runs in another process (a kernel, papermill).
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from .script import Failure, Reply, ScriptItem, estimate_tokens
+from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts
 
 if TYPE_CHECKING:
     import httpx2 as httpx  # the SDK's httpx package (see _httpx)
@@ -298,6 +299,9 @@ def _message(message_id: str, answer: Reply, request: dict[str, Any]) -> dict[st
         "input_tokens": estimate_tokens({"system": request.get("system"), "messages": request.get("messages")}),
         "output_tokens": estimate_tokens(answer.content),
     }
+    server_tools = server_tool_counts(answer.content)
+    if server_tools is not None and "server_tool_use" not in usage:
+        usage = dict(usage, server_tool_use=server_tools)
     return {
         "id": message_id,
         "type": "message",
@@ -319,11 +323,16 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
         return
     for index, block in enumerate(answer.content):
         if block["type"] == "text":
-            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            start = {"type": "text", "text": ""}
+            if block.get("citations"):
+                start["citations"] = []
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
+            for cite in block.get("citations") or []:  # as the API sends them: before the text they back
+                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "citations_delta", "citation": cite}}
             for piece in _pieces(block["text"], answer.chunk_size):
                 yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
-        elif block["type"] == "tool_use":
-            head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        elif block["type"] in ("tool_use", "server_tool_use"):
+            head = {"type": block["type"], "id": block["id"], "name": block["name"], "input": {}}
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": head}
             encoded = json.dumps(block["input"])
             # Small pieces as the API sends them, but at most MAX_INPUT_PIECES of them: a
@@ -336,10 +345,13 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
             yield "error", _error_body(answer.stream_error, "Overloaded" if answer.stream_error == "overloaded_error" else "scripted stream error")
             return
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    usage = {"output_tokens": message["usage"]["output_tokens"]}
+    if "server_tool_use" in message["usage"]:
+        usage["server_tool_use"] = message["usage"]["server_tool_use"]
     yield "message_delta", {
         "type": "message_delta",
         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        "usage": usage,
     }
     yield "message_stop", {"type": "message_stop"}
 

@@ -87,8 +87,9 @@ class Tool:
             input_schema=self.input_schema,
         )
 
-    def definition(self) -> dict[str, Any]:
-        """The ``tools=[...]`` entry sent to the model."""
+    def definition(self, settings: Any = None) -> dict[str, Any]:
+        """The ``tools=[...]`` entry sent to the model (``settings``: the turn's
+        :class:`~agent_kernel.config.AgentKernel`, which a server tool's entry depends on)."""
         return dict(self._sdk_tool.to_dict())
 
     async def call(self, tool_input: object) -> Any:

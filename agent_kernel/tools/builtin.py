@@ -7,10 +7,10 @@ from . import Registry
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from . import code, data, memory, schedule, ui
+    from . import code, data, memory, schedule, ui, web
 
     registry = Registry()
-    for module in (code, data, memory, schedule, ui):
+    for module in (code, data, memory, schedule, ui, web):
         for item in module.TOOLS:
             registry.add(item)
     return registry

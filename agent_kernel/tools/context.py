@@ -45,6 +45,9 @@ class ToolContext:
     # What tools report back to the turn; the loop reads and resets them after each call.
     executions: list[dict[str, Any]] = field(default_factory=list)  # run_code's runs, audited
     system_prompt_changed: bool = False  # memory or stored instructions changed
+    # Where untrusted content (web pages, search results) entered this turn, one line each;
+    # from then on the approval check asks before every writing tool.
+    untrusted: list[str] = field(default_factory=list)
     journal: Journal = field(init=False)  # the turn's pending writes
 
     def __post_init__(self) -> None:

@@ -89,3 +89,19 @@ def fail(status: int, error_type: str, message: str = "scripted failure", **head
 def estimate_tokens(payload: Any) -> int:
     """A stable, rough token count (about four characters a token)."""
     return max(1, len(json.dumps(payload, sort_keys=True, default=str)) // 4)
+
+
+def summary_reply(request: dict[str, Any]) -> Reply:
+    """The scripted answer to a conversation-summary request: the user's prompts it saw.
+
+    Deterministic, and short whatever it summarises: the previous summary's prompts and
+    the new part's, the last 20, each cut at 80 characters.
+    """
+    text = "".join(
+        b.get("text", "") for m in request.get("messages", []) for b in m.get("content", [])
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
+    prompts = [line[len("[user] "):][:80] for line in text.splitlines() if line.startswith("[user] ")]
+    earlier = [line[2:] for line in text.splitlines() if line.startswith("- ")]  # a previous summary's
+    kept = (earlier + prompts)[-20:]
+    return say("Scripted summary. The user asked, in order:\n" + "\n".join(f"- {p}" for p in kept))

@@ -90,6 +90,7 @@ class Agent:
         self._always_allowed: dict[str, set[str]] = {}  # session id -> tools approved for good
         self.secrets = Secrets(lambda: self.config.secret_env)
         self.last_result: TurnResult | None = None
+        self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
 
     # -- parts, made on first use --------------------------------------------------------
 
@@ -296,6 +297,7 @@ class Agent:
     ) -> TurnResult:
         from . import conversation
         from .approval import make_check
+        from .budget import ContextBudget
         from .display.limit import offer_continue
         from .display.transcript import Transcript
         from .interrupts import TurnInterrupts
@@ -304,6 +306,7 @@ class Agent:
         from .prompt import assemble, stored_sections
         from .tools.context import ToolContext
 
+        from .store import compactions
         from .store.sessions import Sessions
 
         config = self.config
@@ -320,6 +323,7 @@ class Agent:
             sessions.touch(current.id, notebook=self.notebook)
             groups = {t.group for t in offered}
             sections = stored_sections(con, config.instruction, groups)
+            compacted = compactions.load(con, current.id)
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
             self._model_client = ModelClient(http_client=self._http_client)
@@ -339,6 +343,11 @@ class Agent:
                 f"(%agent --session {resolved.kept_as} continues it).",
                 kind="muted",
             )
+        turn_model = model or current.model or config.model
+        budget = ContextBudget.from_settings(
+            config, model=turn_model, store=self.store, session_id=current.id,
+            model_client=self._model_client, seen=self._budget_seen, stored=compacted,
+        )
         with TurnInterrupts() as interrupts:
             context = ToolContext(
                 shell=shell,
@@ -365,7 +374,7 @@ class Agent:
                 tools=offered,
                 model_client=self._model_client,
                 limits=TurnLimits(
-                    model=model or current.model or config.model,
+                    model=turn_model,
                     max_tokens=config.max_tokens,
                     token_limit=limit,
                     max_model_calls=config.max_model_calls,
@@ -378,6 +387,7 @@ class Agent:
                 session_tokens=current.tokens_used,
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 on_token_limit=offer_continue if self.live else None,
+                budget=budget,
             )
             try:
                 result = await turn.run()

@@ -246,6 +246,46 @@ class AgentKernel(Configurable):
             )
         return list(proposal["value"])
 
+    # -- the context budget ----------------------------------------------------------------
+
+    context_window = Int(
+        0,
+        help="The model's context window in tokens; 0: from the model's name (200,000 for the "
+        "Claude models and for a model not known).",
+    ).tag(config=True)
+
+    compact_at = Float(
+        0.7,
+        help="Share of context_window a request may reach: past it the conversation is compacted "
+        "(old tool results shortened, then the oldest turns summarised by small_model).",
+    ).tag(config=True)
+
+    compaction = CaselessStrEnum(
+        ("client", "server"),
+        default_value="client",
+        help="client: the agent compacts (summary stored in DuckDB, reused by every kernel); "
+        "server: the API compacts (its beta context_management compaction, for models that "
+        "support it).",
+    ).tag(config=True)
+
+    small_model = Unicode(
+        "claude-haiku-4-5", help="Small, fast Claude model for side tasks: conversation summaries."
+    ).tag(config=True)
+
+    @validate("context_window")
+    def _valid_context_window(self, proposal: dict) -> int:
+        value = proposal["value"]
+        if value != 0 and value < 1_000:
+            raise TraitError(f"context_window is in tokens: 0 (from the model) or at least 1,000, not {value}.")
+        return value
+
+    @validate("compact_at")
+    def _valid_compact_at(self, proposal: dict) -> float:
+        value = proposal["value"]
+        if not 0.1 <= value <= 0.95:
+            raise TraitError(f"compact_at is a share of context_window between 0.1 and 0.95, not {value}.")
+        return value
+
     def now(self) -> datetime:
         """The current time in the configured timezone (the machine's when none is set)."""
         if self.timezone:

@@ -26,6 +26,7 @@ from .tools import web
 
 if TYPE_CHECKING:
     from .approval import Check
+    from .budget import ContextBudget
     from .tools import Outcome, Registry, Tool
     from .tools.context import ToolContext
 
@@ -103,6 +104,7 @@ class Turn:
     check: Check | None = None
     # Asked at the token limit: the raised limit to go on with, or None to stop (Continue).
     on_token_limit: Callable[[ToolContext, int, int], Awaitable[int | None]] | None = None
+    budget: ContextBudget | None = None
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
@@ -146,9 +148,14 @@ class Turn:
                         "warning",
                     )
                     break
+                params = self._params()
+                if self.budget is not None:  # what is sent: compacted to fit the context budget
+                    params = await ctx.interrupts.phase(self.budget.fit(params, view))
                 message = await ctx.interrupts.phase(
-                    self.model_client.stream(self._params(), view, retries=self.limits.model_retries)
+                    self.model_client.stream(params, view, retries=self.limits.model_retries)
                 )
+                if self.budget is not None:
+                    self.budget.observe(message, view)
                 result.model_calls += 1
                 result.model = message.model
                 spent = tokens_used(message)

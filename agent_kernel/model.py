@@ -139,6 +139,22 @@ class ModelClient:
             except anthropic.APIError as exc:
                 raise ModelError(describe_api_error(exc, params.get("model"))) from exc
 
+    async def create(self, params: dict[str, Any]) -> Message:
+        """One request answered whole (not streamed), for short side tasks: a summary.
+
+        Scrubbed as :meth:`stream` scrubs; the SDK retries as usual; errors become a
+        :class:`~agent_kernel.errors.ModelError`.
+        """
+        import anthropic
+
+        from .secrets import scrub
+
+        params = scrub(params)
+        try:
+            return await self.client().messages.create(**params)
+        except anthropic.APIError as exc:
+            raise ModelError(describe_api_error(exc, params.get("model"))) from exc
+
 
 async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) -> Message:
     """One streamed response, accumulated here from the raw events.
@@ -149,10 +165,14 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
     """
     from anthropic.types import Message
 
+    if params.get("betas"):  # beta features (the API's context management) are on the beta endpoint
+        from anthropic.types.beta import BetaMessage as Message  # type: ignore[assignment]
+
     snapshot: dict[str, Any] = {}
     buffers: dict[int, _InputBuffer] = {}
     current_tool: str | None = None
-    stream = await client.messages.create(**params, stream=True)
+    api = client.beta.messages if params.get("betas") else client.messages
+    stream = await api.create(**params, stream=True)
     async with stream:
         async for event in stream:
             kind = event.type
@@ -229,6 +249,11 @@ def _apply_delta(
                 view.tool_input(current_tool, partial)
     elif delta.type == "thinking_delta":
         block["thinking"] = block.get("thinking", "") + delta.thinking
+    elif delta.type == "compaction_delta":  # the API's own compaction (compaction = "server")
+        if delta.content is not None:
+            block["content"] = (block.get("content") or "") + delta.content
+        if delta.encrypted_content is not None:
+            block["encrypted_content"] = delta.encrypted_content
     elif delta.type == "signature_delta":
         block["signature"] = delta.signature
     elif delta.type == "citations_delta":

@@ -182,6 +182,26 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE scheduler_leases IS 'Project table (read-only): which scheduler daemon leads.';
         """,
     ),
+    # -- the context budget: summaries that stand in for a session's oldest messages -------
+    (
+        60,
+        """
+        CREATE TABLE IF NOT EXISTS context_summaries (
+            session_id   VARCHAR NOT NULL,
+            covers       INTEGER NOT NULL,
+            trimmed      INTEGER NOT NULL,
+            summary      VARCHAR,
+            fingerprint  VARCHAR NOT NULL,
+            model        VARCHAR,
+            tokens_before BIGINT,
+            tokens_after BIGINT,
+            duration_ms  DOUBLE,
+            created_at   TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            PRIMARY KEY (session_id, covers, trimmed)
+        );
+        COMMENT ON TABLE context_summaries IS 'Project table (read-only): compactions of long sessions. The request sends summary in place of the session''s first `covers` messages (in order), and trims tool results before message `trimmed`; table messages keeps them all.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -200,6 +220,8 @@ PROTECTED_TABLES: set[str] = {
     "jobs",
     "runs",
     "scheduler_leases",
+    # the context budget
+    "context_summaries",
 }
 
 

@@ -28,6 +28,11 @@ every request kept in ``requests`` the same way)::
         assert result.text == "x is 42" and agent.shell.user_ns["x"] == 42
 
 Pass the method ``model.http_client`` itself: the agent makes one client per event loop.
+
+When a long session is compacted (``AgentKernel.context_window``), the agent asks the small
+model for a summary; the scripted model answers those requests itself, outside the script
+(``summary_reply``: the prompts it saw), and keeps them in ``summary_requests`` too. Pass
+``summarizer=None`` to script them like any other reply.
 """
 
 from .script import (

@@ -190,3 +190,18 @@ def server_tool_counts(content: list[dict[str, Any]]) -> dict[str, int] | None:
     if not names:
         return None
     return {"web_search_requests": names.count("web_search"), "web_fetch_requests": names.count("web_fetch")}
+
+def summary_reply(request: dict[str, Any]) -> Reply:
+    """The scripted answer to a conversation-summary request: the user's prompts it saw.
+
+    Deterministic, and short whatever it summarises: the previous summary's prompts and
+    the new part's, the last 20, each cut at 80 characters.
+    """
+    text = "".join(
+        b.get("text", "") for m in request.get("messages", []) for b in m.get("content", [])
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
+    prompts = [line[len("[user] "):][:80] for line in text.splitlines() if line.startswith("[user] ")]
+    earlier = [line[2:] for line in text.splitlines() if line.startswith("- ")]  # a previous summary's
+    kept = (earlier + prompts)[-20:]
+    return say("Scripted summary. The user asked, in order:\n" + "\n".join(f"- {p}" for p in kept))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts
+from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, summary_reply
 
 if TYPE_CHECKING:
     import httpx2 as httpx  # the SDK's httpx package (see _httpx)
@@ -51,6 +51,12 @@ class ScriptedModel:
     responder:
         Answers requests once the script is used up (a function of the request body);
         without one, an exhausted script answers 400 with a message saying so.
+    summarizer:
+        Answers the agent's conversation-summary requests (a compaction, see
+        :mod:`agent_kernel.budget`) outside the script, so a script need not know when
+        one comes; by default :func:`~agent_kernel.testing.script.summary_reply`. ``None``:
+        they take the next scripted reply like any request. Either way they are kept in
+        :attr:`requests` and :attr:`summary_requests`.
     """
 
     def __init__(
@@ -58,11 +64,14 @@ class ScriptedModel:
         script: Iterable[ScriptItem] = (),
         *,
         responder: Callable[[dict[str, Any]], Reply | Failure] | None = None,
+        summarizer: Callable[[dict[str, Any]], Reply | Failure] | None = summary_reply,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         self.script: collections.deque[ScriptItem] = collections.deque(script)
         self.responder = responder
+        self.summarizer = summarizer
+        self.summary_requests: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.count_token_requests: list[dict[str, Any]] = []
@@ -123,8 +132,15 @@ class ScriptedModel:
         return len(self.script)
 
     def _next(self, body: dict[str, Any]) -> Reply | Failure:
+        from ..budget import is_summary_request
+
+        summary = is_summary_request(body)
         with self._lock:
             self.requests.append(body)
+            if summary:
+                self.summary_requests.append(body)
+                if self.summarizer is not None:
+                    return self.summarizer(body)
             number = len(self.requests)
             item = self.script.popleft() if self.script else None
         if item is None:

@@ -1,0 +1,146 @@
+"""Request size with and without the context budget, and what a compaction costs.
+
+One scripted session in this process (an Agent on IPython's shell; the official SDK
+talking to the scripted model's in-process transport; a DuckDB file): every turn the
+model calls ``run_code`` to print 5,000 characters, then answers. The budget is
+``--window`` tokens (compact_at 0.7, the default).
+
+- request size at turns 10, 100 and 500: the first request of the turn as the agent sent
+  it, beside the request without a budget, which carries the whole stored conversation
+  (what the agent sent before the budget existed); tokens as a token per four characters
+  of system prompt, tool definitions and messages.
+- compaction cost: the time each compaction took inside the turn (shortening old tool
+  results, choosing the cut, the summary request to the scripted small model, storing
+  the summary), from the ``context_summaries`` table. A real small model adds its own
+  answer time (seconds) to the ones that summarise.
+
+    python benchmarks/context_budget.py [--turns 500] [--window 30000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import io
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+AT_TURNS = (10, 100, 500)
+
+
+def _tokens(system: Any, tools: Any, messages: Any) -> int:
+    return -(-len(json.dumps([system, tools or [], messages])) // 4)
+
+
+def _long_print(body: dict[str, Any]) -> Any:
+    from agent_kernel.testing import call, say
+
+    last = body["messages"][-1]["content"]
+    if any(b.get("type") == "tool_result" for b in last):
+        return say("Printed it.")
+    return call("run_code", code=f"print('line {len(body['messages'])} '.ljust(5000, 'x'), end='')")
+
+
+def run_session(turns: int, window: int) -> dict[str, Any]:
+    """Run the session; return the requests, the stored conversation and the compactions."""
+    os.environ.setdefault("ANTHROPIC_API_KEY", "scripted-benchmark-key")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel import Agent
+    from agent_kernel.testing import ScriptedModel
+
+    model = ScriptedModel(responder=_long_print)
+    folder = tempfile.mkdtemp(prefix="context-budget-")
+    agent = Agent(
+        shell=InteractiveShell.instance(),
+        http_client=model.http_client,
+        db_path=str(Path(folder) / "agent.duckdb"),
+        context_window=window,
+        tool_groups=["code"],
+        token_limit=10**12,
+    )
+
+    async def run() -> None:
+        for n in range(1, turns + 1):
+            result = await agent.arun(f"turn {n}: print a long line")
+            assert not result.failed, result.error
+        await agent._model_client.aclose()
+
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        asyncio.run(run())
+    seconds = time.perf_counter() - started
+    with agent.store.connect() as con:
+        session_id = con.execute("SELECT id FROM sessions").fetchone()[0]
+        stored = con.execute(
+            "SELECT turn, role, content FROM messages WHERE session_id = ? ORDER BY seq", [session_id]
+        ).fetchall()
+        compactions = con.execute(
+            "SELECT summary IS NOT NULL, duration_ms FROM context_summaries WHERE session_id = ?", [session_id]
+        ).fetchall()
+    summaries = [r for r in model.requests if any(r is s for s in model.summary_requests)]
+    main = [r for r in model.requests if not any(r is s for s in summaries)]
+    return {"requests": main, "stored": stored, "compactions": compactions, "seconds": seconds}
+
+
+def request_sizes(session: dict[str, Any], turns: int) -> list[tuple[int, int, int]]:
+    """(turn, tokens with the budget, tokens without) for the turns in AT_TURNS."""
+    from agent_kernel.conversation import repair
+
+    rows = []
+    first_requests = session["requests"][::2]  # each turn: the tool call, then the answer
+    for n in AT_TURNS:
+        if n > turns:
+            continue
+        sent = first_requests[n - 1]
+        before = [{"role": role, "content": json.loads(c)} for turn, role, c in session["stored"] if turn < n]
+        prompt = {"role": "user", "content": [{"type": "text", "text": f"turn {n}: print a long line"}]}
+        whole = repair(before + [prompt])
+        rows.append((n, _tokens(sent["system"], sent.get("tools"), sent["messages"]),
+                     _tokens(sent["system"], sent.get("tools"), whole)))
+    return rows
+
+
+def compaction_cost(session: dict[str, Any]) -> dict[str, Any]:
+    """How many compactions, of which summaries, and their time in ms (median, max)."""
+    summaries = [ms for summary, ms in session["compactions"] if summary]
+    trims = [ms for summary, ms in session["compactions"] if not summary]
+    return {
+        "compactions": len(session["compactions"]),
+        "summaries": len(summaries),
+        "summary_ms": (statistics.median(summaries), max(summaries)) if summaries else None,
+        "trim_ms": (statistics.median(trims), max(trims)) if trims else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--window", type=int, default=30_000)
+    args = parser.parse_args()
+    session = run_session(args.turns, args.window)
+    limit = int(args.window * 0.7)
+    print(f"{args.turns} turns, context_window {args.window:,} (budget {limit:,} tokens), "
+          f"{session['seconds']:.1f} s")
+    print(f"{'turn':>6} {'with budget':>14} {'without':>14}")
+    for n, with_budget, without in request_sizes(session, args.turns):
+        print(f"{n:>6} {with_budget:>14,} {without:>14,}")
+    cost = compaction_cost(session)
+    print(f"compactions: {cost['compactions']} ({cost['summaries']} with a summary)")
+    if cost["summary_ms"]:
+        print("  summarising: median {:.1f} ms, max {:.1f} ms".format(*cost["summary_ms"]))
+    if cost["trim_ms"]:
+        print("  shortening tool results only: median {:.1f} ms, max {:.1f} ms".format(*cost["trim_ms"]))
+
+
+if __name__ == "__main__":
+    main()

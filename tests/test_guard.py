@@ -178,7 +178,7 @@ def test_placeholders_become_null_only_for_planning():
 _FIRST_COLUMN = {
     "agent_state": "key", "code_executions": "id", "jobs": "id", "memories": "id", "messages": "seq",
     "runs": "id", "scheduler_leases": "name", "schema_migrations": "id", "sessions": "name",
-    "system_prompt_versions": "version", "tool_calls": "turn",
+    "system_prompt_versions": "version", "tool_calls": "turn", "model_calls": "turn",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 

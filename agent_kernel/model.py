@@ -46,6 +46,8 @@ class StreamView(Protocol):
 
     def text(self, delta: str) -> None: ...
     def end_text(self) -> None: ...
+    def thinking(self, delta: str) -> None: ...
+    def end_thinking(self, *, redacted: bool = False) -> None: ...
     def tool_started(self, tool_use_id: str, name: str) -> None: ...
     def tool_input(self, tool_use_id: str, partial: Any) -> None: ...
     def new_attempt(self) -> None: ...
@@ -171,6 +173,8 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
                     block["input"] = tool_input(buffers.pop(event.index).text())
                 if block.get("type") == "text":
                     view.end_text()
+                elif block.get("type") in ("thinking", "redacted_thinking"):
+                    view.end_thinking(redacted=block["type"] == "redacted_thinking")
                 current_tool = None
             elif kind == "message_delta":
                 snapshot["stop_reason"] = event.delta.stop_reason
@@ -223,6 +227,7 @@ def _apply_delta(
                 view.tool_input(current_tool, partial)
     elif delta.type == "thinking_delta":
         block["thinking"] = block.get("thinking", "") + delta.thinking
+        view.thinking(delta.thinking)
     elif delta.type == "signature_delta":
         block["signature"] = delta.signature
     elif delta.type == "citations_delta":

@@ -30,7 +30,12 @@ every request kept in ``requests`` the same way)::
 Pass the method ``model.http_client`` itself: the agent makes one client per event loop.
 """
 
-from .script import Failure, Reply, call, fail, reply, say, text, tool_use
+from .script import (
+    Failure, Reply, call, fail, redacted_thinking, reply, say, signature_for, text, thinking, tool_use,
+)  # fmt: skip
 from .server import ScriptedModel
 
-__all__ = ["Failure", "Reply", "ScriptedModel", "call", "fail", "reply", "say", "text", "tool_use"]
+__all__ = [
+    "Failure", "Reply", "ScriptedModel", "call", "fail", "redacted_thinking", "reply", "say",
+    "signature_for", "text", "thinking", "tool_use",
+]  # fmt: skip

@@ -169,7 +169,12 @@ class ScriptedModel:
             return self._json(404, _error_body("not_found_error", f"No route {path}"))
         self.headers.append(headers)
         changed = _changed_thinking(body, self._thinking_sent)
-        answer = self._next(body) if changed is None else Failure(400, "invalid_request_error", changed)
+        if changed is None:
+            answer = self._next(body)
+        else:  # recorded, and the script kept for the next request
+            with self._lock:
+                self.requests.append(body)
+            answer = Failure(400, "invalid_request_error", changed)
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
         message = _message(self._message_id(), answer, body)

@@ -331,7 +331,8 @@ class Agent:
             sections = stored_sections(con, config.instruction, groups)
             spent = session_usage(con, current.id)
         limit = token_limit or current.token_limit or config.token_limit
-        cost_limit = (current.cost_limit or config.cost_limit) if config.cost_limit else None
+        # A limit Continue raised for this session stays, unless the setting is higher (0: off).
+        cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
         if self._model_client is None:
             self._model_client = ModelClient(http_client=self._http_client)
         transcript = Transcript(

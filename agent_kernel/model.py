@@ -276,17 +276,6 @@ def api_key() -> str | None:
     return key
 
 
-def tokens_used(message: Message) -> int:
-    """Input (cached or not) plus output tokens of one response."""
-    usage = message.usage
-    return (
-        (usage.input_tokens or 0)
-        + (usage.output_tokens or 0)
-        + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        + (getattr(usage, "cache_read_input_tokens", 0) or 0)
-    )
-
-
 def describe_api_error(exc: Exception, model: str | None = None) -> str:
     """One line: what failed, the API's own message, and what to do next."""
     import anthropic

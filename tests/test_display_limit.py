@@ -81,3 +81,19 @@ def test_continue_at_the_cost_limit_raises_it_and_resumes(kernel, scripted_model
     assert len(scripted_model.requests) == 2
     session = stored_session(agent_db)
     assert session.state == "idle" and session.cost_limit == pytest.approx(0.0024)
+
+
+def test_a_call_that_would_pass_the_limit_waits_for_continue(kernel, scripted_model, agent_db):
+    scripted_model.add(reply(tool_use("run_code", {"code": "step = 1"}), usage=USAGE), say("All steps done."))
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="continue")
+    result = kernel.ok("%agent --token-limit 500 work", on_message=front.hook)
+    [card] = front.of_kind("ChoiceCard")  # 350 used: under 500, but the next call needs ~350 more
+    needed = re.fullmatch(
+        r"This session has used 350 of its 500 tokens\. The next model call needs about ([\d,]+) more\.",
+        card.state["text"],
+    )
+    assert needed and 300 < int(needed[1].replace(",", "")) < 600
+    assert "All steps done." in "\n".join(result.final_texts())
+    assert len(scripted_model.requests) == 2
+    assert stored_session(agent_db).token_limit > 350 + int(needed[1].replace(",", ""))

@@ -260,8 +260,13 @@ class Agent:
         token_limit: int | None = None,
         approve: str | None = None,
         check: bool = False,
+        thinking: str | bool | None = None,
     ) -> TurnResult:
         """Run one turn on the running event loop and return how it ended.
+
+        ``thinking`` turns Claude's thinking on for this turn (``True``: adaptive, or a
+        level of :attr:`AgentKernel.thinking`; ``False`` or ``"off"``: off), overriding
+        the setting.
 
         A turn that did not end normally (a model error, Stop or an interrupt, the token
         limit, the model-call cap; see :mod:`agent_kernel.outcome`) still returns its
@@ -275,7 +280,7 @@ class Agent:
             )
         self._running = True
         try:
-            result = await self._turn(prompt, new, session, model, token_limit, approve, check)
+            result = await self._turn(prompt, new, session, model, token_limit, approve, check, thinking)
         finally:
             self._running = False
         self.last_result = result
@@ -294,11 +299,12 @@ class Agent:
         token_limit: int | None,
         approve: str | None,
         check: bool = False,
+        thinking: str | bool | None = None,
     ) -> TurnResult:
         from . import conversation
         from .approval import make_check
         from .budget import ContextBudget
-        from .display.limit import offer_continue
+        from .display.limit import offer_continue, offer_cost_continue
         from .display.transcript import Transcript
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
@@ -308,8 +314,11 @@ class Agent:
 
         from .store import compactions
         from .store.sessions import Sessions
+        from .store.usage import session_usage
+        from .usage import InputEstimate
 
         config = self.config
+        level = _thinking_level(thinking, config.thinking)
         mode = (approve or config.approve).lower()
         registry = self.registry
         offered = self._offered(mode)
@@ -324,7 +333,10 @@ class Agent:
             groups = {t.group for t in offered}
             sections = stored_sections(con, config.instruction, groups)
             compacted = compactions.load(con, current.id)
+            spent = session_usage(con, current.id)
         limit = token_limit or current.token_limit or config.token_limit
+        # A limit Continue raised for this session stays, unless the setting is higher (0: off).
+        cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
         if self._model_client is None:
             self._model_client = ModelClient(http_client=self._http_client)
         transcript = Transcript(
@@ -380,6 +392,8 @@ class Agent:
                     max_model_calls=config.max_model_calls,
                     model_retries=config.model_retries,
                     result_chars=config.result_chars,
+                    cost_limit=cost_limit,
+                    thinking=level,
                 ),
                 system=system,
                 history=history,
@@ -388,6 +402,9 @@ class Agent:
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 on_token_limit=offer_continue if self.live else None,
                 budget=budget,
+                on_cost_limit=offer_cost_continue if self.live else None,
+                session_cost=spent.cost,
+                estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
             )
             try:
                 result = await turn.run()
@@ -449,15 +466,44 @@ class _Resolved:
 
 
 def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
-    calls = f"{result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}"
-    for count, what in ((result.web_searches, "web search"), (result.web_fetches, "web fetch")):
-        if count:
-            calls += f" · {count} {what}{'es' if count != 1 else ''}"
-    model = result.model or "model"
-    if model.startswith("scripted"):
-        model += " (offline scripted model, not Claude)"
-    return (
-        f"{model} · {calls} · {result.seconds:.1f} s · {result.tokens:,} tokens "
-        f"({'new ' if new else ''}session {result.session!r}: "
-        f"{result.session_tokens:,} of {limit:,})"
+    from .display.footer import TurnFigures, footer_line
+
+    return footer_line(
+        TurnFigures(
+            model=result.model or "model",
+            tool_calls=result.tool_calls,
+            seconds=result.seconds,
+            tokens=result.tokens,
+            input_tokens=result.input_tokens,
+            cache_read_tokens=result.cache_read_tokens,
+            cost=result.cost,
+            unpriced_calls=result.unpriced_calls,
+            session=result.session,
+            session_tokens=result.session_tokens,
+            token_limit=limit,
+            session_cost=result.session_cost,
+            new_session=new,
+            web_searches=result.web_searches,
+            web_fetches=result.web_fetches,
+        )
     )
+
+
+def _thinking_level(given: str | bool | None, setting: str) -> str:
+    """The thinking level of a turn: ``given`` (``--think``) over the setting; "" is off."""
+    from .thinking import LEVELS, OFF
+
+    if given is None:
+        return setting
+    if given is True:
+        return setting or "adaptive"
+    if given is False:
+        return ""
+    level = given.strip().lower()
+    if level in OFF:
+        return ""
+    if level not in LEVELS:
+        from IPython.core.error import UsageError
+
+        raise UsageError(f"--think takes one of {', '.join(LEVELS)} (or off), not {given!r}.")
+    return level

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from traitlets import Bool, CaselessStrEnum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
@@ -285,6 +285,55 @@ class AgentKernel(Configurable):
         if not 0.1 <= value <= 0.95:
             raise TraitError(f"compact_at is a share of context_window between 0.1 and 0.95, not {value}.")
         return value
+
+    # -- usage, cost and thinking ---------------------------------------------------------
+
+    cost_limit = Float(
+        0.0,
+        help="USD a session may spend before it stops with state cost_limit_reached (Continue "
+        "raises it). 0: no limit. Calls to a model without a price are not counted.",
+    ).tag(config=True)
+
+    prices = Dict(
+        default_value={},
+        help="Prices by model name, USD per million tokens, added to or replacing the built-in "
+        'list: {"my-model": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}}. '
+        "cache_write and cache_read default to 1.25x and 0.1x input. A model with no price "
+        "shows tokens and no cost.",
+    ).tag(config=True)
+
+    thinking = Unicode(
+        "",
+        help="Claude's extended thinking for every turn: off (empty), adaptive, low, medium, "
+        "high or max (the effort of adaptive thinking; a thinking budget on Claude 4.5 and "
+        "earlier). Per turn: %agent --think [LEVEL].",
+    ).tag(config=True)
+
+    @validate("cost_limit")
+    def _valid_cost_limit(self, proposal: dict) -> float:
+        if proposal["value"] < 0:
+            raise TraitError(f"cost_limit is USD per session (0 for none), not {proposal['value']}.")
+        return proposal["value"]
+
+    @validate("prices")
+    def _valid_prices(self, proposal: dict) -> dict:
+        from .prices import price_from_setting
+
+        for model, value in proposal["value"].items():
+            try:
+                price_from_setting(value)
+            except ValueError as exc:
+                raise TraitError(f"prices[{model!r}]: {exc}.") from None
+        return proposal["value"]
+
+    @validate("thinking")
+    def _valid_thinking(self, proposal: dict) -> str:
+        from .thinking import LEVELS, OFF
+
+        value = proposal["value"].strip().lower()
+        if value not in OFF and value not in LEVELS:
+            raise TraitError(f"thinking must be off or one of {', '.join(LEVELS)}, not {proposal['value']!r}.")
+        return "" if value in OFF else value
 
     def now(self) -> datetime:
         """The current time in the configured timezone (the machine's when none is set)."""

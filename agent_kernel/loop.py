@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING, Any
 from . import conversation, prompt
 from .errors import ModelError
 from .interrupts import TurnInterrupted
-from .model import ModelClient, tokens_used
+from .model import ModelClient
+from .thinking import thinking_params
 from .secrets import scrub
 from .store import audit
 from .store import sessions as session_rows
+from .store import usage as usage_rows
 from .tools import web
+from .usage import CallUsage, InputEstimate, request_chars
 
 if TYPE_CHECKING:
     from .approval import Check
@@ -43,6 +46,8 @@ class TurnLimits:
     max_model_calls: int
     model_retries: int
     result_chars: int
+    cost_limit: float | None = None  # USD per session; None: no limit
+    thinking: str = ""  # AgentKernel.thinking / --think: "" (off), adaptive, low, medium, high, max
 
 
 @dataclass
@@ -60,6 +65,13 @@ class TurnResult:
     error: str | None = None
     seconds: float = 0.0
     model: str | None = None
+    # Usage of the turn's model calls: cost in USD of the priced ones (None: no call had a
+    # price), how many had none, and the input tokens read from the prompt cache.
+    cost: float | None = None
+    unpriced_calls: int = 0
+    session_cost: float = 0.0
+    input_tokens: int = 0
+    cache_read_tokens: int = 0
     # How the turn ended: "end_turn", or one of outcome.FAILED_ENDINGS (then ``error`` is
     # the line the user saw).
     ending: str = ""
@@ -75,6 +87,20 @@ class TurnResult:
         from .outcome import failure
 
         return failure(self) is not None
+
+    def count(self, usage: CallUsage) -> None:
+        """Add one model call's usage."""
+        self.model_calls += 1
+        self.model = usage.model
+        self.tokens += usage.total
+        self.session_tokens += usage.total
+        self.input_tokens += usage.prompt_tokens
+        self.cache_read_tokens += usage.cache_read
+        if usage.cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost = (self.cost or 0.0) + usage.cost
+            self.session_cost += usage.cost
 
     def value(self) -> Any:
         """The final text, or the JSON it holds when it is only a JSON value."""
@@ -103,17 +129,28 @@ class Turn:
     session_tokens: int
     check: Check | None = None
     # Asked at the token limit: the raised limit to go on with, or None to stop (Continue).
-    on_token_limit: Callable[[ToolContext, int, int], Awaitable[int | None]] | None = None
     budget: ContextBudget | None = None
+    # Given the tokens used, the limit and the next call's estimated input tokens.
+    on_token_limit: Callable[[ToolContext, int, int, int], Awaitable[int | None]] | None = None
+    # Asked at the cost limit (USD spent, limit): the raised limit, or None to stop.
+    on_cost_limit: Callable[[ToolContext, float, float], Awaitable[float | None]] | None = None
+    session_cost: float = 0.0  # USD the session's earlier priced calls cost
+    # The last request's reported input size, for the next call's estimate (from the store).
+    estimate: InputEstimate = field(default_factory=InputEstimate)
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
+    _usage: usage_rows.UsageLog = field(init=False)
+    _unpriced_noted: bool = False
 
     async def run(self) -> TurnResult:
         ctx = self.context
         view = ctx.transcript
         started = time.perf_counter()
-        result = TurnResult(session=ctx.session_name, state="running", session_tokens=self.session_tokens)
+        result = TurnResult(
+            session=ctx.session_name, state="running", session_tokens=self.session_tokens,
+            session_cost=self.session_cost,
+        )  # fmt: skip
         # An interpolated prompt can hold a secret or text no encoder accepts: it is
         # stored and sent only scrubbed.
         self.prompt_blocks = scrub(self.prompt_blocks)
@@ -122,22 +159,12 @@ class Turn:
         turn_contents: list[list[dict[str, Any]]] = []  # this turn's assistant messages
         self._journal = ctx.journal
         self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
+        self._usage = usage_rows.UsageLog(ctx.session_id, ctx.turn)
         self._journal.state("running")
         self._write()
         try:
             while True:
                 ctx.interrupts.check()
-                if result.session_tokens >= self.limits.token_limit:
-                    result.state = "token_limit_reached"
-                    line = (
-                        f"Session {ctx.session_name!r} reached its token limit "
-                        f"({result.session_tokens:,} of {self.limits.token_limit:,} tokens). "
-                        "Continue with a higher limit: %agent --token-limit N ..., or "
-                        "%config AgentKernel.token_limit = N."
-                    )
-                    if not await self._continue_past_limit(result):  # the card says why
-                        self._fail(result, "token_limit", line, "warning")
-                        break
                 if result.model_calls >= self.limits.max_model_calls:
                     result.state = "idle"
                     self._fail(
@@ -151,16 +178,23 @@ class Turn:
                 params = self._params()
                 if self.budget is not None:  # what is sent: compacted to fit the context budget
                     params = await ctx.interrupts.phase(self.budget.fit(params, view))
+                chars = request_chars(params)
+                if not await self._within_limits(result, self.estimate.next(chars)):
+                    break
+                called = time.perf_counter()
                 message = await ctx.interrupts.phase(
                     self.model_client.stream(params, view, retries=self.limits.model_retries)
                 )
                 if self.budget is not None:
                     self.budget.observe(message, view)
-                result.model_calls += 1
-                result.model = message.model
-                spent = tokens_used(message)
-                result.tokens += spent
-                result.session_tokens += spent
+                usage = CallUsage.of(message.model, message.usage, getattr(ctx.settings, "prices", None))
+                self.estimate.reported(usage.prompt_tokens, chars)
+                self._usage.call(
+                    usage, duration_ms=(time.perf_counter() - called) * 1000, request_chars=chars,
+                    stop_reason=message.stop_reason,
+                )  # fmt: skip
+                result.count(usage)
+                spent = usage.total
                 # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
                 # tool input cannot fail the next request or insert).
                 content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
@@ -202,7 +236,7 @@ class Turn:
                 # prompt is merged after it. (A model *error* drops it instead: a prompt
                 # the API rejected would be rejected again with every later turn.)
                 self._save("user", self.prompt_blocks)
-            if result.state != "token_limit_reached":
+            if result.state not in ("token_limit_reached", "cost_limit_reached"):
                 result.state = "idle"
             if stop.reason == "stop":
                 self._fail(result, "stopped", "■ Stopped.", "warning")
@@ -223,24 +257,85 @@ class Turn:
         result.ending, result.error = ending, line
         self.context.transcript.failed(line, kind=kind)
 
-    async def _continue_past_limit(self, result: TurnResult) -> bool:
-        """Offer Continue at the token limit; True when the limit was raised."""
-        if self.on_token_limit is None:
-            return False
-        ctx = self.context
-        self._journal.state("token_limit_reached")
-        self._write()
-        raised = await ctx.interrupts.phase(
-            self.on_token_limit(ctx, result.session_tokens, self.limits.token_limit)
+    # -- limits ----------------------------------------------------------------------------
+
+    async def _within_limits(self, result: TurnResult, needed: int) -> bool:
+        """Whether the next model call, of about ``needed`` input tokens, may start.
+
+        A call that would take the session past its token limit is not started, and one is
+        not started once the session's cost reached its cost limit: the person may raise
+        the limit (Continue) or the turn ends here.
+        """
+        name = self.context.session_name
+        while result.session_tokens >= self.limits.token_limit or (
+            result.session_tokens + needed > self.limits.token_limit
+        ):
+            used, limit = result.session_tokens, self.limits.token_limit
+            result.state = "token_limit_reached"
+            if used >= limit:
+                why = f"Session {name!r} reached its token limit ({used:,} of {limit:,} tokens)."
+            else:
+                why = (
+                    f"Session {name!r} stopped before a model call that would pass its token limit "
+                    f"(about {needed:,} input tokens; {used:,} of {limit:,} used)."
+                )
+            line = (
+                f"{why} Continue with a higher limit: %agent --token-limit N ..., or "
+                "%config AgentKernel.token_limit = N."
+            )
+            if not await self._continue_past_limit(result, needed):  # the card says why
+                self._fail(result, "token_limit", line, "warning")
+                return False
+        cost_limit = self.limits.cost_limit
+        if cost_limit and result.unpriced_calls and not self._unpriced_noted:
+            self._unpriced_noted = True
+            self.context.transcript.notice(
+                f"AgentKernel.cost_limit does not count calls to {result.model!r}: it has no price "
+                "(add one with %config AgentKernel.prices).",
+                kind="warning",
+            )
+        while cost_limit and result.session_cost >= cost_limit:
+            result.state = "cost_limit_reached"
+            line = (
+                f"Session {name!r} reached its cost limit (${result.session_cost:,.4f} of "
+                f"${cost_limit:,.2f}). Continue with a higher limit: %config AgentKernel.cost_limit = USD."
+            )
+            raised = await self._ask_to_continue(
+                "cost_limit_reached", self.on_cost_limit, result.session_cost, cost_limit
+            )
+            if raised is None or raised <= result.session_cost:
+                self._fail(result, "cost_limit", line, "warning")
+                return False
+            cost_limit = self.limits.cost_limit = raised
+            self._journal.cost_limit(raised)
+            self._resume(result)
+        return True
+
+    async def _continue_past_limit(self, result: TurnResult, needed: int = 0) -> bool:
+        """Offer Continue at the token limit; True when the limit was raised enough."""
+        raised = await self._ask_to_continue(
+            "token_limit_reached", self.on_token_limit, result.session_tokens, self.limits.token_limit, needed
         )
         if raised is None or raised <= result.session_tokens:
             return False
         self.limits.token_limit = raised
         self._journal.token_limit(raised)
+        self._resume(result)
+        return True
+
+    async def _ask_to_continue(self, state: str, ask: Callable[..., Awaitable[Any]] | None, *args: Any) -> Any:
+        """The raised limit the person chose (``None``: stop, or nobody to ask)."""
+        if ask is None:
+            return None
+        ctx = self.context
+        self._journal.state(state)
+        self._write()
+        return await ctx.interrupts.phase(ask(ctx, *args))
+
+    def _resume(self, result: TurnResult) -> None:
         self._journal.state("running")
         self._write()
         result.state = "running"
-        return True
 
     # -- tools ---------------------------------------------------------------------------
 
@@ -324,6 +419,8 @@ class Turn:
         }
         if self.tools:
             params["tools"] = [t.definition(self.context.settings) for t in self.tools]
+        if self.limits.thinking:
+            params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
         return params
 
     def _save(self, role: str, content: list[dict[str, Any]]) -> None:
@@ -333,6 +430,7 @@ class Turn:
     def _write(self) -> None:
         self.context.writer.submit(self._journal.write)
         self.context.writer.submit(self._audit.write)
+        self.context.writer.submit(self._usage.write)
 
 
 def _count_server_tools(message: Any, result: TurnResult) -> None:

@@ -60,6 +60,7 @@ class AgentCall:
     model: str | None = None
     token_limit: int | None = None
     approve: str | None = None
+    think: str | bool | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,12 @@ class Flag:
     value: str  # what follows it in the help ("NAME", "[NAME]" when optional, "" for none)
     help: str
     field: str | None = None  # the AgentCall attribute it sets
+    # An optional value that is one of these words: the next word is the value only when it
+    # is one of them (so "%agent --think why ..." is a prompt, not a value).
+    choices: tuple[str, ...] = ()
 
+
+_THINK_LEVELS = ("adaptive", "low", "medium", "high", "max", "off")  # thinking.LEVELS and off
 
 FLAGS = (
     Flag(("--new",), "[NAME]", "start a new session (on a %agent line: --new=NAME, or --new NAME "
@@ -81,6 +87,9 @@ FLAGS = (
     Flag(("--model",), "M", "model for this turn", "model"),
     Flag(("--token-limit",), "N", "the session's token limit for this turn", "token_limit"),
     Flag(("--approve",), "MODE", " | ".join(APPROVE_MODES), "approve"),
+    Flag(("--think",), "[LEVEL]", "Claude thinks before answering, shown collapsed: "
+         + " | ".join(_THINK_LEVELS) + " (default adaptive, or AgentKernel.thinking)", "think",
+         choices=_THINK_LEVELS),
     Flag(("--",), "", "end of flags (for a prompt that starts with a dash)"),
 )  # fmt: skip
 _BY_NAME = {name: flag for flag in FLAGS if flag.field for name in flag.names}
@@ -140,6 +149,12 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
         if known.value.startswith("["):  # an optional value: --new, --new=NAME
             if inline:
                 value: str | bool = inline
+            elif known.choices:
+                following = tokens[i + 1][0] if i + 1 < len(tokens) else ""
+                value = True
+                if unquote(following).lower() in known.choices:
+                    value = unquote(following)
+                    i += 1
             elif i + 1 < len(tokens) and not tokens[i + 1][0].startswith("-") and (
                 cell or (i + 2 < len(tokens) and tokens[i + 2][0] == "--")
             ):
@@ -189,6 +204,10 @@ def _validate(call: AgentCall) -> None:
             raise UsageError(f"--token-limit needs a whole number of tokens, not {call.token_limit!r}.") from None
         if call.token_limit <= 0:
             raise UsageError("--token-limit must be positive.")
+    if isinstance(call.think, str):
+        if call.think.lower() not in _THINK_LEVELS:
+            raise UsageError(f"--think takes one of {', '.join(_THINK_LEVELS)}, not {call.think!r}.")
+        call.think = call.think.lower()
     if call.approve is not None and call.approve.lower() not in APPROVE_MODES:
         raise UsageError(f"--approve must be one of {', '.join(APPROVE_MODES)}, not {call.approve!r}.")
 
@@ -299,6 +318,7 @@ class AgentMagics(Magics):
                 model=call.model,
                 token_limit=call.token_limit,
                 approve=call.approve,
+                thinking=call.think,
                 check=True,  # a turn that did not end normally fails the cell (outcome.py)
             )
         except TurnFailedError:
@@ -357,7 +377,7 @@ class AgentMagics(Magics):
     @argument("--yes", action="store_true", help="Delete without asking (papermill, scripts).")
     @line_magic
     def agent_sessions(self, line: str = "") -> Any:
-        """List the agent's sessions (name, notebook, state, tokens, last use), or manage one.
+        """List the agent's sessions (name, notebook, state, tokens, cost, last use), or manage one.
 
         Without --all only this notebook's sessions are listed; the current one is marked *.
         Names with spaces go in quotes. An archived session is not continued by a plain
@@ -382,26 +402,39 @@ class AgentMagics(Magics):
         return self._list_sessions(args.all)
 
     def _list_sessions(self, show_all: bool) -> Any:
+        from .display.footer import usd
         from .display.text_tables import Table
         from .store.sessions import Sessions
+        from .store.usage import sessions_cost
 
         agent = self.kernel_agent
         current = agent._session_id  # noqa: SLF001 - the magic shows the agent's own state
         notebook = None if show_all else agent.notebook
         with agent.store.connect() as con:
             found = Sessions(con).list(notebook)
+            costs = sessions_cost(con, [s.id for s in found])
+
+        def cost(session_id: str) -> str:
+            spent, unpriced = costs.get(session_id, (0.0, 0))
+            if session_id not in costs:
+                return "-"
+            if unpriced and not spent:
+                return "no price"
+            return usd(spent) + (" + unpriced" if unpriced else "")
+
         rows = [
             [
                 ("* " if s.id == current else "") + s.name,
                 s.notebook or "",
                 s.state,
                 f"{s.tokens_used:,}",
+                cost(s.id),
                 f"{s.updated_at:%Y-%m-%d %H:%M}",
             ]
             for s in found
         ]
         note = "" if rows else "No sessions yet: the first %agent starts one."
-        return Table(["session", "notebook", "state", "tokens", "last used"], rows, note=note)
+        return Table(["session", "notebook", "state", "tokens", "cost", "last used"], rows, note=note)
 
     def _existing_session(self, sessions: Sessions, name: str) -> Session:
         found = sessions.by_name(name)

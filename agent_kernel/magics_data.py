@@ -40,16 +40,19 @@ class DataMagics(Magics):
     @line_magic
     def agent_stats(self, line: str = "") -> Any:
         """Code the agent ran in the last DAYS days: runs, successes, failures, mean duration,
-        the most common error categories, and its tool calls.
+        the most common error categories, and its tool calls; then its model calls per day
+        and model: input tokens (and the share read from the prompt cache), output tokens,
+        and cost in USD (for models with a price: see AgentKernel.prices).
         """
-        from .display.text_tables import Table
-        from .store import audit
+        from .display.text_tables import Table, Tables
+        from .store import audit, usage
 
         args = parse_args(self.agent_stats, line)
         if args.days <= 0:
             raise UsageError("DAYS must be a positive number of days.")
         with self.agent.store.connect() as con:
             found = audit.stats(con, args.days)
+            days = usage.daily(con, args.days)
         share = f" ({found.succeeded / found.executions:.0%})" if found.executions else ""
         rows: list[list[str]] = [
             ["code runs", f"{found.executions:,}"],
@@ -62,7 +65,8 @@ class DataMagics(Magics):
         if found.top_tools:
             rows.append(["most used", ", ".join(f"{tool} {n:,}" for tool, n in found.top_tools)])
         period = "day" if args.days == 1 else f"{args.days} days"
-        return Table(["", "value"], rows, title=f"Agent code runs, last {period}")
+        runs = Table(["", "value"], rows, title=f"Agent code runs, last {period}")
+        return Tables(runs, _usage_table(days, period))
 
     @magic_arguments()
     @argument("n", nargs="?", type=int, default=5, metavar="N", help="Failures shown (default 5).")
@@ -191,6 +195,29 @@ def _fenced(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
+
+
+def _usage_table(days: list[Any], period: str) -> Any:
+    from .display.footer import usd
+    from .display.text_tables import Table
+
+    rows = []
+    for d in days:
+        share = f" ({d.cache_read / d.prompt_tokens:.0%} from cache)" if d.prompt_tokens else ""
+        if d.cost is None:
+            cost = "no price"
+        else:
+            cost = usd(d.cost) + (f" + {d.unpriced:,} unpriced" if d.unpriced else "")
+        rows.append([
+            f"{d.day:%Y-%m-%d}", d.model, f"{d.calls:,}", f"{d.prompt_tokens:,}{share}",
+            f"{d.output_tokens:,}", cost,
+        ])  # fmt: skip
+    total = sum(d.cost or 0.0 for d in days)
+    note = "No model calls recorded." if not rows else f"Total {usd(total)} (UTC days; priced calls only)."
+    return Table(
+        ["day", "model", "calls", "input tokens", "output tokens", "cost"], rows,
+        title=f"Model calls, last {period}", note=note,
+    )  # fmt: skip
 
 
 def _clip(text: str, limit: int) -> str:

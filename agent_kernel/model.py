@@ -46,6 +46,8 @@ class StreamView(Protocol):
 
     def text(self, delta: str) -> None: ...
     def end_text(self) -> None: ...
+    def thinking(self, delta: str) -> None: ...
+    def end_thinking(self, *, redacted: bool = False) -> None: ...
     def tool_started(self, tool_use_id: str, name: str) -> None: ...
     def tool_input(self, tool_use_id: str, partial: Any) -> None: ...
     def server_tool(self, tool_use_id: str, name: str, tool_input: Any) -> None: ...
@@ -197,6 +199,8 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
                     view.end_text()
                 elif block.get("type") == "server_tool_use":
                     view.server_tool(block["id"], block["name"], block.get("input"))
+                elif block.get("type") in ("thinking", "redacted_thinking"):
+                    view.end_thinking(redacted=block["type"] == "redacted_thinking")
                 current_tool = None
             elif kind == "message_delta":
                 snapshot["stop_reason"] = event.delta.stop_reason
@@ -249,6 +253,7 @@ def _apply_delta(
                 view.tool_input(current_tool, partial)
     elif delta.type == "thinking_delta":
         block["thinking"] = block.get("thinking", "") + delta.thinking
+        view.thinking(delta.thinking)
     elif delta.type == "compaction_delta":  # the API's own compaction (compaction = "server")
         if delta.content is not None:
             block["content"] = (block.get("content") or "") + delta.content
@@ -300,17 +305,6 @@ def api_key() -> str | None:
             "(for example %env ANTHROPIC_API_KEY=sk-ant-...) and run the cell again."
         )
     return key
-
-
-def tokens_used(message: Message) -> int:
-    """Input (cached or not) plus output tokens of one response."""
-    usage = message.usage
-    return (
-        (usage.input_tokens or 0)
-        + (usage.output_tokens or 0)
-        + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        + (getattr(usage, "cache_read_input_tokens", 0) or 0)
-    )
 
 
 def describe_api_error(exc: Exception, model: str | None = None) -> str:

@@ -40,6 +40,7 @@ FAILED_ENDINGS = {
     "interrupted": "a kernel interrupt (Ctrl-C, Interrupt in the front end)",
     "token_limit": "the session's token limit, with nobody pressing Continue",
     "call_limit": "the turn made AgentKernel.max_model_calls model calls",
+    "cost_limit": "the session's cost limit (AgentKernel.cost_limit), with nobody pressing Continue",
 }
 
 

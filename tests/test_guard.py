@@ -179,6 +179,7 @@ _FIRST_COLUMN = {
     "agent_state": "key", "code_executions": "id", "jobs": "id", "memories": "id", "messages": "seq",
     "runs": "id", "scheduler_leases": "name", "schema_migrations": "id", "sessions": "name",
     "system_prompt_versions": "version", "tool_calls": "turn", "context_summaries": "session_id",
+    "model_calls": "turn",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 

@@ -7,6 +7,7 @@ those about what a front end shows, or run_code's output in a kernel, run in a r
 from __future__ import annotations
 
 import json
+import re
 
 from agent_kernel.errors import TurnFailedError
 from agent_kernel.testing import call, fail, reply, say, text, tool_use
@@ -98,10 +99,17 @@ def test_token_limit_stops_and_a_higher_limit_continues(shell_agent, scripted_mo
     )
     first = shell_agent.execute("work in steps", token_limit=1000)  # no front end: no Continue
     assert isinstance(first.error, TurnFailedError)
-    assert "reached its token limit (1,400 of 1,000 tokens)" in str(first.error)
-    assert shell_agent.value("step") == 2
-    assert len(scripted_model.requests) == 2
+    # The second call (about 600 input tokens and what the first added) would pass the
+    # limit: it is not started, and the session ends within its limit.
+    line = str(first.error)
+    assert "stopped before a model call that would pass its token limit" in line
+    needed = int(re.search(r"about ([\d,]+) input tokens", line).group(1).replace(",", ""))
+    assert 600 < needed < 800 and "; 700 of 1,000 used)" in line
+    assert shell_agent.value("step") == 1
+    assert len(scripted_model.requests) == 1
     assert shell_agent.agent.session(create=False).state == "token_limit_reached"
+    assert shell_agent.agent.session(create=False).tokens_used == 700
+    scripted_model.script.clear()
     scripted_model.add(say("Finished the steps."))
     second = shell_agent.ok("continue", token_limit=5000)
     assert "Finished the steps." in second.lines

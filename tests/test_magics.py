@@ -68,7 +68,7 @@ def test_bad_flags_are_usage_errors(line, message):
 
 
 SAMPLES = {"new": "fresh", "session": "work", "output": "answer", "model": "claude-x", "token_limit": "7",
-           "approve": "ask"}  # fmt: skip
+           "approve": "ask", "think": "high"}  # fmt: skip
 
 
 def test_every_declared_flag_is_parsed_and_documented():
@@ -173,7 +173,7 @@ def test_usage_errors_show_no_traceback(kernel):
     assert result.status == "error" and result.errors == []
     assert result.stderr.strip().splitlines() == [
         "UsageError: Unknown flag '--colour' for %agent. Flags: --new [NAME], --session NAME, "
-        "-o VAR, --model M, --token-limit N, --approve MODE."
+        "-o VAR, --model M, --token-limit N, --approve MODE, --think [LEVEL]."
     ]
     empty = kernel.execute("%agent")
     assert empty.stderr.startswith("UsageError: Give the agent a prompt")
@@ -270,7 +270,7 @@ def test_delete_asks_refuses_headless_and_removes_the_rows(kernel, scripted_mode
     scripted_model.add(call("run_code", code="n = 1"), say("done"), say("second"))
     kernel.ok("%agent --session scratch set n")
     kernel.ok("%agent --session keep hello")
-    before = {"messages": 4, "tool_calls": 1, "code_executions": 1}
+    before = {"messages": 4, "tool_calls": 1, "code_executions": 1, "model_calls": 2}
     assert stored_counts("scratch") == ("idle", before)
 
     headless = kernel.execute("%agent_sessions --delete scratch", allow_stdin=False)
@@ -285,7 +285,7 @@ def test_delete_asks_refuses_headless_and_removes_the_rows(kernel, scripted_mode
     confirmed = kernel.ok("%agent_sessions --delete scratch", answer="yes")
     assert "Deleted session 'scratch'" in confirmed.stdout
     assert stored_counts("scratch") is None
-    assert stored_counts("keep") == ("idle", {"messages": 2, "tool_calls": 0, "code_executions": 0})
+    assert stored_counts("keep") == ("idle", {"messages": 2, "tool_calls": 0, "code_executions": 0, "model_calls": 1})
 
     kernel.ok("%agent --new=gone")
     forced = kernel.ok("%agent_sessions --delete gone --yes", allow_stdin=False)

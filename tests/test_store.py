@@ -101,6 +101,8 @@ def test_processes_share_the_file_without_losing_writes(store):
 
 def _session_with_rows(con, name):
     from agent_kernel.store.audit import AuditLog
+    from agent_kernel.store.usage import UsageLog
+    from agent_kernel.usage import CallUsage
 
     session = Sessions(con).create(name, notebook="nb.ipynb")
     journal = Journal(session.id, turn=1)
@@ -116,6 +118,9 @@ def _session_with_rows(con, name):
         executions=[{"execution_id": "e1", "code": "1", "success": True}],
     )
     audit.write(con)
+    usage = UsageLog(session.id, turn=1)
+    usage.call(CallUsage("scripted-model", 10, 5), duration_ms=1.0)
+    usage.write(con)
     return session
 
 
@@ -124,11 +129,12 @@ def test_delete_removes_the_session_its_messages_and_its_audit_rows_only(store):
         doomed = _session_with_rows(con, "doomed")
         kept = _session_with_rows(con, "kept")
         sessions = Sessions(con)
-        assert sessions.stored_rows(doomed.id) == {"messages": 2, "tool_calls": 1, "code_executions": 1}
-        assert sessions.delete(doomed.id) == {"messages": 2, "tool_calls": 1, "code_executions": 1}
+        rows = {"messages": 2, "tool_calls": 1, "code_executions": 1, "model_calls": 1}
+        assert sessions.stored_rows(doomed.id) == rows
+        assert sessions.delete(doomed.id) == rows
         assert sessions.get(doomed.id) is None and sessions.by_name("doomed") is None
-        assert sessions.stored_rows(doomed.id) == {"messages": 0, "tool_calls": 0, "code_executions": 0}
-        assert sessions.stored_rows(kept.id) == {"messages": 2, "tool_calls": 1, "code_executions": 1}
+        assert sessions.stored_rows(doomed.id) == dict.fromkeys(rows, 0)
+        assert sessions.stored_rows(kept.id) == rows
 
 
 def test_rename_archive_and_kept_names(store):

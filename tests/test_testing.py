@@ -140,3 +140,30 @@ def test_transport_paces_streamed_deltas():
     texts, seconds = in_process(model, calls)
     assert len(texts) == 20 and "".join(texts) == "word " * 20
     assert seconds >= 20 * 0.02
+
+
+def test_thinking_streams_with_its_signature_and_must_come_back_unchanged(client, scripted_model):
+    from agent_kernel.testing import redacted_thinking, signature_for, thinking
+
+    blocks = [thinking("First I check x."), redacted_thinking("opaque"), tool_use("run_code", {"code": "x"}, id="toolu_1")]
+    scripted_model.add(reply(*blocks), say("ok"), say("never"), say("never"))
+    with client.messages.stream(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:
+        events = [(e.type, getattr(getattr(e, "delta", None), "type", None)) for e in stream]
+        final = stream.get_final_message()
+    assert ("content_block_delta", "thinking_delta") in events and ("content_block_delta", "signature_delta") in events
+    assert final.content[0].thinking == "First I check x." and final.content[0].signature == signature_for("First I check x.")
+    assert final.content[1].data == "opaque"
+    sent = [b.model_dump(exclude_none=True) for b in final.content]
+    answer = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1"}]
+
+    def follow_up(assistant):
+        history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": assistant}]
+        return client.messages.create(model="m", max_tokens=10, messages=[*history, {"role": "user", "content": answer}])
+
+    assert follow_up(sent).content[0].text == "ok"
+    changed = [dict(sent[0], thinking="First I check y."), *sent[1:]]
+    with pytest.raises(anthropic.BadRequestError, match=r"messages.1.content.0: Invalid `signature` in `thinking` block"):
+        follow_up(changed)
+    with pytest.raises(anthropic.BadRequestError, match=r"messages.1.content.1: Invalid `data` in `redacted_thinking`"):
+        follow_up([sent[0], {"type": "redacted_thinking", "data": "forged"}, sent[2]])
+    assert len(scripted_model.requests) == 4 and scripted_model.remaining == 2  # refused: recorded, not scripted

@@ -49,6 +49,19 @@ class Table:
         return "\n".join(p.rstrip() for p in parts)
 
 
+class Tables:
+    """Several tables, one under the other."""
+
+    def __init__(self, *tables: Table) -> None:
+        self.tables = list(tables)
+
+    def _repr_html_(self) -> str:
+        return "<br>".join(t._repr_html_() for t in self.tables)
+
+    def __repr__(self) -> str:
+        return "\n\n".join(repr(t) for t in self.tables)
+
+
 class Markdown:
     """Markdown text that also reads as plain text; shown as sanitised HTML, since the text
     may hold what the model wrote (see :mod:`.safe`)."""

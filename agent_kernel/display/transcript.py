@@ -76,6 +76,8 @@ class Transcript:
         self._updates_applied: bool | None = None  # does the client apply updates? None: not known yet
         self._unsettled: list[Bundle] = []  # settled outputs to repeat if it turns out not to
         self._attempt_start = 0  # len(self._unsettled) when the current model call began
+        self._thinking = ""  # the thinking block streaming now
+        self._thinking_handle: Any = None
 
     # -- Stop button ---------------------------------------------------------------------
 
@@ -138,8 +140,39 @@ class Transcript:
             self._segments.append(self._display(_text_bundle(self._text)))
         self._text, self._shown_text, self._first_shown, self._text_handle = "", "", "", None
 
+    # -- thinking ------------------------------------------------------------------------
+
+    def thinking(self, delta: str) -> None:
+        """Append streamed thinking to a collapsed "Thinking" section (shown as text, never markup)."""
+        self._thinking += delta
+        if not self.live:
+            return  # one line when the block ends
+        if self._thinking_handle is None:
+            self.end_text()
+            if self._updates_ignored() is True:
+                return  # shown once complete (end_thinking)
+            self._thinking_handle = self._display(_thinking_bundle(self._thinking, done=False))
+            self._segments.append(self._thinking_handle)
+            return
+        self._throttled(self._thinking_handle, lambda: _thinking_bundle(self._thinking, done=False))
+
+    def end_thinking(self, *, redacted: bool = False) -> None:
+        """The thinking block ended (``redacted``: the API sent it encrypted, with no text)."""
+        bundle = _thinking_bundle(self._thinking, done=True, redacted=redacted)
+        if not self.live:
+            print(bundle["text/plain"], flush=True)
+        elif self._thinking_handle is not None:
+            self._update(self._thinking_handle, bundle)
+            self._settled(bundle)
+        else:
+            self._segments.append(self._display(bundle))
+        self._thinking, self._thinking_handle = "", None
+
     def retract(self) -> None:
         """Blank out the paragraphs of a model call that failed and will be retried."""
+        if self._thinking_handle is not None:
+            self._pending.pop(id(self._thinking_handle), None)
+        self._thinking, self._thinking_handle = "", None
         if self._text_handle is not None:
             self._pending.pop(id(self._text_handle), None)
         elif not self.live and self._text:
@@ -262,6 +295,8 @@ class Transcript:
 
     def close(self) -> None:
         """Flush what is pending (the turn has ended; :meth:`settle` follows)."""
+        if self._thinking_handle is not None or self._thinking:
+            self.end_thinking()  # a stream cut off mid-thought
         self.end_text()
         self._flush_pending()
         if self._timer is not None:
@@ -384,6 +419,27 @@ def _card_bundle(card: ToolCard) -> Bundle:
         else f'<div class="agent-kernel-tool" style="margin:2px 0;font-size:0.92em">{head}</div>'
     )
     return {"text/html": markup, "text/plain": plain}
+
+
+def _thinking_bundle(text: str, *, done: bool, redacted: bool = False) -> Bundle:
+    """A collapsed section: the summary says how much, the thinking is inside (escaped)."""
+    if redacted:
+        summary = "Thinking (encrypted by the API, not shown)"
+    elif done:
+        words = len(text.split())
+        summary = f"Thinking ({words:,} word{'s' if words != 1 else ''})"
+    else:
+        summary = "Thinking…"
+    body = (
+        f'<div style="white-space:pre-wrap;margin:4px 0 4px 1.2em">{html.escape(text)}</div>'
+        if text
+        else ""
+    )
+    markup = (
+        '<details class="agent-kernel-thinking" style="margin:2px 0;font-size:0.92em;color:#57606a">'
+        f"<summary>{html.escape(summary)}</summary>{body}</details>"
+    )
+    return {"text/html": markup, "text/plain": f"▸ {summary}"}
 
 
 def _notice_bundle(text: str, kind: str) -> Bundle:

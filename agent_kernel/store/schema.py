@@ -182,9 +182,32 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE scheduler_leases IS 'Project table (read-only): which scheduler daemon leads.';
         """,
     ),
+    # -- usage and cost: every model call, a session's cost limit -----------------------------
+    (
+        40,
+        """
+        CREATE TABLE IF NOT EXISTS model_calls (
+            session_id          VARCHAR NOT NULL,
+            turn                INTEGER NOT NULL,
+            call                INTEGER NOT NULL,
+            model               VARCHAR NOT NULL,
+            input_tokens        BIGINT NOT NULL,
+            output_tokens       BIGINT NOT NULL,
+            cache_read_tokens   BIGINT NOT NULL,
+            cache_write_tokens  BIGINT NOT NULL,
+            request_chars       BIGINT,
+            duration_ms         DOUBLE,
+            cost_usd            DOUBLE,
+            stop_reason         VARCHAR,
+            created_at          TIMESTAMP NOT NULL
+        );
+        ALTER TABLE sessions ADD COLUMN IF NOT EXISTS cost_limit DOUBLE;
+        COMMENT ON TABLE model_calls IS 'Project table (read-only): every model call (session, turn, model, input/output/cache tokens, duration, cost in USD; cost is NULL when the model has no price).';
+        """,
+    ),
     # -- the context budget: summaries that stand in for a session's oldest messages -------
     (
-        60,
+        50,
         """
         CREATE TABLE IF NOT EXISTS context_summaries (
             session_id   VARCHAR NOT NULL,
@@ -222,6 +245,8 @@ PROTECTED_TABLES: set[str] = {
     "scheduler_leases",
     # the context budget
     "context_summaries",
+    # usage and cost
+    "model_calls",
 }
 
 

@@ -21,18 +21,20 @@ if TYPE_CHECKING:
     import duckdb
 
 
-STATES = ("idle", "running", "waiting_for_input", "completed", "error", "token_limit_reached")
+STATES = (
+    "idle", "running", "waiting_for_input", "completed", "error", "token_limit_reached", "cost_limit_reached",
+)
 
 _COLUMNS = (
     "id, name, notebook, state, model, token_limit, tokens_used, parent_id, last_error, "
-    "created_at, updated_at"
+    "created_at, updated_at, cost_limit"
 )
 
 
 # What a session leaves in other tables; deleting it deletes these rows too. Memories and
 # stored-prompt versions outlive the session that wrote them. (Its context summaries, made
 # from its messages, go too; they are not counted.)
-_SESSION_TABLES = ("messages", "tool_calls", "code_executions")
+_SESSION_TABLES = ("messages", "tool_calls", "code_executions", "model_calls")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,7 @@ class Session:
     last_error: str | None
     created_at: datetime
     updated_at: datetime
+    cost_limit: float | None = None  # USD, once Continue raised it past AgentKernel.cost_limit
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,7 @@ class Journal:
         self._tokens = 0
         self._state: tuple[str, str | None] | None = None
         self._token_limit: int | None = None
+        self._cost_limit: float | None = None
 
     def message(self, role: str, content: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -245,12 +249,18 @@ class Journal:
         with self._lock:
             self._token_limit = limit
 
+    def cost_limit(self, limit: float) -> None:
+        """The session's cost limit in USD from now on (raised by Continue)."""
+        with self._lock:
+            self._cost_limit = limit
+
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
             messages, self._messages = self._messages, []
             tokens, self._tokens = self._tokens, 0
             state, self._state = self._state, None
             limit, self._token_limit = self._token_limit, None
+            cost_limit, self._cost_limit = self._cost_limit, None
         if messages:
             row = con.execute(
                 "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", [self.session_id]
@@ -261,11 +271,14 @@ class Journal:
             for offset, (role, content) in enumerate(messages):
                 params += [self.session_id, first + offset, self.turn, role, json.dumps(content)]
             con.execute(f"INSERT INTO messages (session_id, seq, turn, role, content) VALUES {values}", params)
-        if tokens or state or limit:
+        if tokens or state or limit or cost_limit:
             sets, params = [f"updated_at = {UTC_NOW}"], []
             if limit:
                 sets.append("token_limit = ?")
                 params.append(limit)
+            if cost_limit:
+                sets.append("cost_limit = ?")
+                params.append(cost_limit)
             if tokens:
                 sets.append("tokens_used = tokens_used + ?")
                 params.append(tokens)

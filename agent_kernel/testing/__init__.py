@@ -44,11 +44,14 @@ from .script import (
     document_citation,
     fail,
     pause,
+    redacted_thinking,
     reply,
     say,
     search_result,
     server_tool_use,
+    signature_for,
     text,
+    thinking,
     tool_use,
     web_fetch,
     web_search,
@@ -57,6 +60,6 @@ from .server import ScriptedModel
 
 __all__ = [
     "Failure", "Reply", "ScriptedModel", "call", "citation", "cited", "document_citation", "fail",
-    "pause", "reply", "say", "search_result", "server_tool_use", "text", "tool_use", "web_fetch",
-    "web_search",
-]
+    "pause", "redacted_thinking", "reply", "say", "search_result", "server_tool_use", "signature_for",
+    "text", "thinking", "tool_use", "web_fetch", "web_search",
+]  # fmt: skip

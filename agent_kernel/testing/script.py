@@ -5,6 +5,7 @@ Build replies with the helpers::
     say("Done.")                                  # a text answer that ends the turn
     call("run_code", code="x = 1")                # one tool call
     reply(text("Let me look."), tool_use("inspect_namespace", {}))
+    reply(thinking("The user wants x."), call_block)   # thinking, streamed with its signature
     fail(529, "overloaded_error")                 # an HTTP error response
     reply(text("Partial"), stream_error="overloaded_error")   # an error event mid-stream
 
@@ -22,6 +23,8 @@ answers that depend on what the agent sent (see :mod:`agent_kernel.testing.demo`
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
 from collections.abc import Callable, Iterable
@@ -72,6 +75,26 @@ def text(value: str) -> dict[str, Any]:
 def tool_use(name: str, tool_input: dict[str, Any] | None = None, *, id: str | None = None) -> dict[str, Any]:
     """A tool_use content block (its id is generated unless given)."""
     return {"type": "tool_use", "id": id or f"toolu_scripted_{next(_ids):04d}", "name": name, "input": tool_input or {}}
+
+
+def thinking(value: str, *, signature: str | None = None) -> dict[str, Any]:
+    """A thinking block, streamed as ``thinking_delta`` events then a ``signature_delta``.
+
+    Its signature is :func:`signature_for` its text unless given. The scripted model
+    answers 400, as the API does, when a request sends a thinking block back changed.
+    """
+    return {"type": "thinking", "thinking": value, "signature": signature or signature_for(value)}
+
+
+def redacted_thinking(data: str | None = None) -> dict[str, Any]:
+    """A ``redacted_thinking`` block (encrypted thinking); it must come back unchanged too."""
+    return {"type": "redacted_thinking", "data": data or f"scripted-redacted-{next(_ids):04d}"}
+
+
+def signature_for(value: str) -> str:
+    """The signature the scripted model gives a thinking block with text ``value``."""
+    digest = hashlib.sha256(b"scripted-thinking\0" + value.encode("utf-8", "surrogatepass")).digest()
+    return base64.b64encode(digest).decode("ascii")
 
 
 def reply(*blocks: dict[str, Any], **options: Any) -> Reply:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, summary_reply
+from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
 
 if TYPE_CHECKING:
     import httpx2 as httpx  # the SDK's httpx package (see _httpx)
@@ -77,6 +77,8 @@ class ScriptedModel:
         self.count_token_requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        # Thinking blocks sent ((text, signature) and redacted data): they must come back as they are.
+        self._thinking_sent: set[tuple[str, str]] = set()
         self._address = (host, port)
         self._server: _Server | None = None  # bound on first use: transport() needs none
         self._thread: threading.Thread | None = None
@@ -183,10 +185,18 @@ class ScriptedModel:
         if not path.endswith("/v1/messages"):
             return self._json(404, _error_body("not_found_error", f"No route {path}"))
         self.headers.append(headers)
-        answer = self._next(body)
+        changed = _changed_thinking(body, self._thinking_sent)
+        if changed is None:
+            answer = self._next(body)
+        else:  # recorded, and the script kept for the next request
+            with self._lock:
+                self.requests.append(body)
+            answer = Failure(400, "invalid_request_error", changed)
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
         message = _message(self._message_id(), answer, body)
+        with self._lock:
+            self._thinking_sent.update(_thinking_key(b) for b in answer.content if _thinking_key(b))
         if not body.get("stream"):
             return self._json(200, message, delay=answer.delay)
         headers = {"content-type": "text/event-stream", "request-id": self._request_id()}
@@ -355,6 +365,12 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
             # huge scripted input (which max_tokens rules out from the real API) stays quick.
             for piece in _pieces(encoded, max(40, -(-len(encoded) // MAX_INPUT_PIECES))):
                 yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
+        elif block["type"] == "thinking":
+            head = {"type": "thinking", "thinking": "", "signature": ""}
+            yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": head}
+            for piece in _pieces(block["thinking"], answer.chunk_size):
+                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}
+            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}}
         else:
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
         if answer.stream_error and index == len(answer.content) - 1:
@@ -381,6 +397,36 @@ def _pieces(value: str, size: int) -> Iterator[str]:
         return
     for start in range(0, len(value), max(size, 1)):
         yield value[start : start + size]
+
+
+def _thinking_key(block: Any) -> tuple[str, str] | None:
+    if not isinstance(block, dict):
+        return None
+    if block.get("type") == "thinking":
+        return (str(block.get("thinking")), str(block.get("signature")))
+    if block.get("type") == "redacted_thinking":
+        return ("", str(block.get("data")))
+    return None
+
+
+def _changed_thinking(body: dict[str, Any], sent: set[tuple[str, str]]) -> str | None:
+    """The API's complaint when a request sends a thinking block back changed, else None.
+
+    A thinking block must keep the signature it came with (by default ``signature_for``
+    its text); a ``redacted_thinking`` block, the data it came with.
+    """
+    for m, message in enumerate(body.get("messages") or []):
+        if message.get("role") != "assistant" or not isinstance(message.get("content"), list):
+            continue
+        for b, block in enumerate(message["content"]):
+            key = _thinking_key(block)
+            if key is None or key in sent:
+                continue
+            if block["type"] == "thinking" and key[1] != signature_for(key[0]):
+                return f"messages.{m}.content.{b}: Invalid `signature` in `thinking` block"
+            if block["type"] == "redacted_thinking":
+                return f"messages.{m}.content.{b}: Invalid `data` in `redacted_thinking` block"
+    return None
 
 
 def _error_body(error_type: str, message: str) -> dict[str, Any]:

@@ -1,0 +1,68 @@
+"""The line under a finished turn: model, tools, time, tokens, cache share and cost.
+
+    claude-sonnet-5-5 · 2 tool calls · 4.1 s · 31,204 tokens, 88% of input from cache · $0.0123
+    (session 'sales': 95,310 of 1,000,000 tokens, $0.0412)
+
+The cache share is the part of the turn's input tokens read from the prompt cache (billed
+at a tenth of the input price or less). The cost is shown only for models with a price
+(see :mod:`agent_kernel.prices`); a turn with calls to a model without one says so
+instead of guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TurnFigures", "footer_line", "usd"]
+
+
+@dataclass(frozen=True)
+class TurnFigures:
+    """What the footer reports about one turn."""
+
+    model: str
+    tool_calls: int
+    seconds: float
+    tokens: int
+    input_tokens: int
+    cache_read_tokens: int
+    cost: float | None  # USD of the priced calls; None: no call had a price
+    unpriced_calls: int
+    session: str
+    session_tokens: int
+    token_limit: int
+    session_cost: float
+    new_session: bool = False
+    web_searches: int = 0  # the API's server-side searches and fetches (billed per use)
+    web_fetches: int = 0
+
+
+def usd(amount: float) -> str:
+    """Dollars with the precision a small amount needs ($0.0042, $1.23, $1,234.50)."""
+    if amount >= 1:
+        return f"${amount:,.2f}"
+    return f"${amount:.4f}"
+
+
+def footer_line(f: TurnFigures) -> str:
+    model = f.model
+    if model.startswith("scripted"):
+        model += " (offline scripted model, not Claude)"
+    calls = f"{f.tool_calls} tool call{'s' if f.tool_calls != 1 else ''}"
+    for count, what in ((f.web_searches, "web search"), (f.web_fetches, "web fetch")):
+        if count:
+            calls += f" · {count} {what}{'es' if count != 1 else ''}"
+    tokens = f"{f.tokens:,} tokens"
+    if f.input_tokens:
+        tokens += f", {f.cache_read_tokens / f.input_tokens:.0%} of input from cache"
+    parts = [model, calls, f"{f.seconds:.1f} s", tokens]
+    if f.cost is not None:
+        parts.append(usd(f.cost) + (" + unpriced calls" if f.unpriced_calls else ""))
+    else:
+        parts.append("no price for this model")
+    session_cost = f", {usd(f.session_cost)}" if f.session_cost or f.cost is not None else ""
+    return (
+        " · ".join(parts)
+        + f" ({'new ' if f.new_session else ''}session {f.session!r}: "
+        f"{f.session_tokens:,} of {f.token_limit:,} tokens{session_cost})"
+    )

@@ -1,0 +1,134 @@
+"""Every model call, stored with its tokens and cost; what the usage magics read.
+
+Like the :class:`~agent_kernel.store.audit.AuditLog`, a :class:`UsageLog` collects a
+turn's calls while it runs and its :meth:`~UsageLog.write` goes to the write-behind
+thread. ``cost_usd`` is NULL for a model without a price: sums over it are the cost of
+the priced calls, and the ``unpriced`` counts say how many calls they leave out.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ..usage import CallUsage
+
+__all__ = ["DayUsage", "SessionUsage", "UsageLog", "daily", "session_usage", "sessions_cost"]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class UsageLog:
+    """A turn's model calls, not stored yet."""
+
+    def __init__(self, session_id: str, turn: int) -> None:
+        self.session_id = session_id
+        self.turn = turn
+        self._lock = threading.Lock()
+        self._rows: list[list[Any]] = []
+        self._calls = 0
+
+    def call(
+        self,
+        usage: CallUsage,
+        *,
+        duration_ms: float | None,
+        request_chars: int | None = None,
+        stop_reason: str | None = None,
+    ) -> None:
+        with self._lock:
+            self._calls += 1
+            self._rows.append([
+                self.session_id, self.turn, self._calls, usage.model, usage.input_tokens,
+                usage.output_tokens, usage.cache_read, usage.cache_write, request_chars,
+                duration_ms, usage.cost, stop_reason, _utc_now(),
+            ])  # fmt: skip
+
+    def write(self, con: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            rows, self._rows = self._rows, []
+        if rows:
+            con.executemany(
+                "INSERT INTO model_calls (session_id, turn, call, model, input_tokens, output_tokens, "
+                "cache_read_tokens, cache_write_tokens, request_chars, duration_ms, cost_usd, "
+                "stop_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+
+@dataclass(frozen=True)
+class SessionUsage:
+    """A session's cost so far and the size of its last request (for the next estimate)."""
+
+    cost: float  # USD of its priced calls
+    unpriced: int  # calls of models without a price
+    last_prompt_tokens: int | None  # all input tokens of the last call
+    last_request_chars: int | None
+
+
+def session_usage(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionUsage:
+    cost, unpriced = con.execute(
+        "SELECT coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
+        "FROM model_calls WHERE session_id = ?",
+        [session_id],
+    ).fetchone()
+    last = con.execute(
+        "SELECT input_tokens + cache_read_tokens + cache_write_tokens, request_chars FROM model_calls "
+        "WHERE session_id = ? ORDER BY created_at DESC, turn DESC, call DESC LIMIT 1",
+        [session_id],
+    ).fetchone()
+    return SessionUsage(float(cost), int(unpriced), *(last if last else (None, None)))
+
+
+def sessions_cost(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> dict[str, tuple[float, int]]:
+    """Each session's (cost of its priced calls, number of unpriced calls); absent: no calls."""
+    if not session_ids:
+        return {}
+    rows = con.execute(
+        "SELECT session_id, coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
+        "FROM model_calls WHERE list_contains(?, session_id) GROUP BY session_id",
+        [session_ids],
+    ).fetchall()
+    return {sid: (float(cost), int(unpriced)) for sid, cost, unpriced in rows}
+
+
+@dataclass(frozen=True)
+class DayUsage:
+    """One model's calls on one day (UTC)."""
+
+    day: date
+    model: str
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cache_read: int
+    cache_write: int
+    cost: float | None  # None: none of these calls had a price
+    unpriced: int
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read + self.cache_write
+
+
+def daily(con: duckdb.DuckDBPyConnection, days: int) -> list[DayUsage]:
+    """Tokens and cost per day and model over the last ``days`` days, newest first."""
+    since = _utc_now() - timedelta(days=days)
+    rows = con.execute(
+        "SELECT CAST(created_at AS DATE) AS day, model, count(*), sum(input_tokens), sum(output_tokens), "
+        "sum(cache_read_tokens), sum(cache_write_tokens), sum(cost_usd), "
+        "count(*) FILTER (WHERE cost_usd IS NULL) "
+        "FROM model_calls WHERE created_at >= ? GROUP BY ALL ORDER BY day DESC, model",
+        [since],
+    ).fetchall()
+    return [
+        DayUsage(day, model, int(n), int(i), int(o), int(r), int(w), None if c is None else float(c), int(u))
+        for day, model, n, i, o, r, w, c, u in rows
+    ]

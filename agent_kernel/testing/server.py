@@ -14,6 +14,12 @@ also when the agent runs in another process (a kernel, papermill).
 :meth:`ScriptedModel.transport` serves the same answers in this process (an httpx
 ``MockTransport``): both ways go through :meth:`ScriptedModel.respond`, which records
 the request and decides the answer, and :meth:`_Answer.chunks`, which makes the SSE.
+
+Usage is reported as the API reports it, prompt cache included: unless a reply scripts
+its own ``usage``, each response's ``input_tokens``, ``cache_creation_input_tokens`` and
+``cache_read_input_tokens`` come from :class:`~agent_kernel.testing.cache.PromptCache`
+(the API's prefix and breakpoint rules, and a documented token estimate); every
+response's usage is kept in :attr:`ScriptedModel.usages`.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from .cache import CacheError, PromptCache
 from .script import Failure, Reply, ScriptItem, estimate_tokens
 
 if TYPE_CHECKING:
@@ -50,6 +57,9 @@ class ScriptedModel:
     responder:
         Answers requests once the script is used up (a function of the request body);
         without one, an exhausted script answers 400 with a message saying so.
+    cache_min_tokens:
+        The shortest prefix the prompt cache writes (the API's minimum is 1,024 tokens
+        for Sonnet and Opus models, 2,048 or 4,096 for some others).
     """
 
     def __init__(
@@ -59,12 +69,16 @@ class ScriptedModel:
         responder: Callable[[dict[str, Any]], Reply | Failure] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        cache_min_tokens: int = 1024,
     ) -> None:
         self.script: collections.deque[ScriptItem] = collections.deque(script)
         self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.count_token_requests: list[dict[str, Any]] = []
+        self.cache = PromptCache(min_tokens=cache_min_tokens)
+        # The usage each successful response reported, in order.
+        self.usages: list[dict[str, int]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._address = (host, port)
@@ -169,7 +183,14 @@ class ScriptedModel:
         answer = self._next(body)
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
-        message = _message(self._message_id(), answer, body)
+        try:
+            with self._lock:
+                cached = self.cache.usage(body)
+        except CacheError as exc:
+            return self._json(400, _error_body("invalid_request_error", str(exc)))
+        usage = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
+        self.usages.append(usage)
+        message = _message(self._message_id(), answer, usage)
         if not body.get("stream"):
             return self._json(200, message, delay=answer.delay)
         headers = {"content-type": "text/event-stream", "request-id": self._request_id()}
@@ -293,11 +314,7 @@ class _Answer:
             yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode(), pause
 
 
-def _message(message_id: str, answer: Reply, request: dict[str, Any]) -> dict[str, Any]:
-    usage = answer.usage or {
-        "input_tokens": estimate_tokens({"system": request.get("system"), "messages": request.get("messages")}),
-        "output_tokens": estimate_tokens(answer.content),
-    }
+def _message(message_id: str, answer: Reply, usage: dict[str, int]) -> dict[str, Any]:
     return {
         "id": message_id,
         "type": "message",

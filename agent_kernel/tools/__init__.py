@@ -88,8 +88,12 @@ class Tool:
         )
 
     def definition(self) -> dict[str, Any]:
-        """The ``tools=[...]`` entry sent to the model."""
-        return dict(self._sdk_tool.to_dict())
+        """The ``tools=[...]`` entry sent to the model (its schema compacted, see schema.py)."""
+        from .schema import compact
+
+        sent = dict(self._sdk_tool.to_dict())
+        sent["input_schema"] = compact(sent["input_schema"])
+        return sent
 
     async def call(self, tool_input: object) -> Any:
         """Validate ``tool_input`` against the schema and call the function."""

@@ -16,6 +16,9 @@ __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
+# Offered unless configured otherwise: every group but schedule (its definitions alone are
+# about 5,600 characters, resent with every request; turn it on with tool_groups).
+DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
 
@@ -62,7 +65,7 @@ class AgentKernel(Configurable):
 
     tool_groups = List(
         Unicode(),
-        default_value=list(TOOL_GROUPS),
+        default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)}.",
     ).tag(config=True)
 

@@ -38,13 +38,14 @@ CONTEXT_TAG = "turn-context"
 _CONTEXT_START = f"<{CONTEXT_TAG}>\n"
 
 GROUP_DESCRIPTIONS = {
-    "code": "run Python in the kernel and inspect its variables",
-    "data": "query and store data in your DuckDB database",
-    "memory": "remember things across sessions and edit your own instructions",
-    "ui": "show tables, charts and forms, and ask the user",
-    "schedule": "schedule notebooks and reminders",
+    "code": "Python in the kernel",
+    "data": "your DuckDB database",
+    "memory": "memory across sessions, your own instructions",
+    "ui": "tables, charts, forms, questions to the user",
+    "schedule": "scheduled notebooks and reminders",
     "user": "functions the user registered as tools",
 }
+SCHEDULE_OFF = "- schedule: off (the user turns it on with %config AgentKernel.tool_groups)"
 
 
 def secrets_section(names: Iterable[str]) -> str:
@@ -69,7 +70,10 @@ def build_system_prompt(
 ) -> str:
     """The system prompt text: instruction, tool groups, extra sections (nothing per turn)."""
     parts = [BASE_INSTRUCTION]
+    groups = list(groups)
     group_lines = [f"- {g}: {GROUP_DESCRIPTIONS[g]}" for g in groups if g in GROUP_DESCRIPTIONS]
+    if group_lines and "schedule" not in groups:
+        group_lines.append(SCHEDULE_OFF)
     if group_lines:
         parts.append("## Your tools\n" + "\n".join(group_lines))
     for title, text in [*sections, ("Secrets", secrets_section(secrets))]:

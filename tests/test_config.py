@@ -18,7 +18,8 @@ def test_tools_enabled_false_offers_no_tools_at_all(kernel, scripted_model):
     kernel.ok("%agent hello")
     request = scripted_model.requests[-1]
     assert "tools" not in request
-    assert "## Your tools" not in request["system"] and "## Your database" not in request["system"]
+    system = request["system"][0]["text"]
+    assert "## Your tools" not in system and "## Your database" not in system
     kernel.ok("%config AgentKernel.tools_enabled = True")
     scripted_model.add(say("Tools again."))
     kernel.ok("%agent hello again")
@@ -34,7 +35,7 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     assert {t["name"] for t in request["tools"]} == {
         "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys",
     }
-    assert "## Your database" in request["system"] and "## Your memory" not in request["system"]
+    assert "## Your database" in request["system"][0]["text"] and "## Your memory" not in request["system"][0]["text"]
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
     assert "UsageError: Unknown tool group 'web2'" in bad.stderr, bad.stderr

@@ -87,7 +87,7 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     agent.secrets.set("TYPED_SECRET", "typed-secret-value")
     prompt = assemble(
         [("Instructions from the user", agent.config.instruction)],
-        settings=agent.config, shell=agent.shell, groups=[], secrets=agent.secrets.names(),
+        groups=[], secrets=agent.secrets.names(),
     )
     assert "`SERVICE_TOKEN`, `TYPED_SECRET`" in prompt and 'os.environ["SERVICE_TOKEN"]' in prompt
     assert "value-of-the-service-token" in prompt  # built raw: the model client scrubs the request

@@ -77,7 +77,7 @@ def test_each_pulse_reads_the_notes_the_last_one_left(store, home, scripted_mode
     clock.set(MONDAY + timedelta(hours=2, seconds=5))
     [second] = daemon.run_once()
     assert second.status == "SUCCEEDED", second.error
-    prompt = scripted_model.requests[2]["messages"][0]["content"][0]["text"]
+    prompt = scripted_model.requests[2]["messages"][0]["content"][-1]["text"]
     assert "number 2 today" in prompt and "Sales checked up to March 1; look at returns next." in prompt
     assert len(scripted_model.requests[2]["messages"]) == 1  # a fresh session each time
     assert [r.status for r in runs_of(store)] == ["SUCCEEDED", "SUCCEEDED"]

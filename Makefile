@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/sql_dataframe.py
 	$(PY) benchmarks/blocks.py
 	$(PY) benchmarks/redaction.py
+	$(PY) benchmarks/context.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -309,7 +309,7 @@ class Agent:
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
         from .model import ModelClient
-        from .prompt import assemble, stored_sections
+        from .prompt import assemble, stored_sections, turn_context
         from .tools.context import ToolContext
 
         from .store import compactions
@@ -346,9 +346,8 @@ class Agent:
             failure_raised=check,
         )
         shell = self.shell
-        system = assemble(
-            sections, settings=config, shell=shell, groups=groups, secrets=self.secrets.names()
-        )
+        system = assemble(sections, groups=groups, secrets=self.secrets.names())
+        context_block = turn_context(history, settings=config, shell=shell, groups=groups)
         if resolved.kept_as:
             transcript.notice(
                 f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "
@@ -397,7 +396,7 @@ class Agent:
                 ),
                 system=system,
                 history=history,
-                prompt_blocks=conversation.as_blocks(prompt),
+                prompt_blocks=[context_block, *conversation.as_blocks(prompt)],
                 session_tokens=current.tokens_used,
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 on_token_limit=offer_continue if self.live else None,
@@ -429,7 +428,6 @@ class Agent:
             return system_prompt(
                 con,
                 settings=self.config,
-                shell=self.shell,
                 groups={t.group for t in offered},
                 secrets=self.secrets.names(),
             )

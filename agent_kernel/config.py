@@ -16,8 +16,9 @@ __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user", "web")
-# Groups offered unless tool_groups says otherwise: "web" is the user's choice to make.
-DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user")
+# Offered unless configured otherwise: every group but schedule (its definitions alone are
+# about 5,600 characters, resent with every request) and web (the user's choice to make).
+DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
 
@@ -66,7 +67,7 @@ class AgentKernel(Configurable):
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
-        "(web is off by default).",
+        "(schedule and web are off by default).",
     ).tag(config=True)
 
     timezone = Unicode(

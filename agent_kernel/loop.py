@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import conversation, prompt
+from . import caching, conversation, prompt
 from .errors import ModelError
 from .interrupts import TurnInterrupted
 from .model import ModelClient
@@ -392,7 +392,6 @@ class Turn:
             return prompt.system_prompt(
                 con,
                 settings=ctx.settings,
-                shell=ctx.shell,
                 groups={t.group for t in self.tools},
                 secrets=ctx.secrets.names() if ctx.secrets is not None else (),
             )
@@ -415,13 +414,12 @@ class Turn:
             "max_tokens": self.limits.max_tokens,
             "system": self.system,
             "messages": self._messages,
-            "cache_control": {"type": "ephemeral"},
         }
         if self.tools:
             params["tools"] = [t.definition(self.context.settings) for t in self.tools]
         if self.limits.thinking:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
-        return params
+        return caching.with_breakpoints(params)
 
     def _save(self, role: str, content: list[dict[str, Any]]) -> None:
         self._journal.message(role, content)

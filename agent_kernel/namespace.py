@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import re
 import reprlib
 import types
 from collections.abc import Iterable, Mapping
@@ -21,6 +22,7 @@ MAX_VARIABLES = 60
 MAX_COLUMNS = 40
 SAMPLE_VALUES = 3
 SUMMARY_CHARS = 300
+BRIEFING_CHARS = 4000
 
 _IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
 
@@ -129,9 +131,9 @@ def describe_namespace(
     return [describe(name, namespace[name]) for name in chosen]
 
 
-def briefing(namespace: Mapping[str, Any], hidden: Iterable[str] = (), limit: int = 4000) -> str:
-    """A short Markdown list of the user's variables for the system prompt."""
-    lines = []
+def briefing_lines(namespace: Mapping[str, Any], hidden: Iterable[str] = ()) -> dict[str, str]:
+    """One Markdown list line per user variable (up to :data:`MAX_VARIABLES`), by name."""
+    lines = {}
     for entry in describe_namespace(namespace, hidden):
         line = f"- `{entry['name']}` ({entry['type']}"
         if "shape" in entry:
@@ -143,7 +145,65 @@ def briefing(namespace: Mapping[str, Any], hidden: Iterable[str] = (), limit: in
             line += f" columns {cols}" + (f" (+{more} more)" if more > 0 else "")
         elif entry.get("summary"):
             line += f": {entry['summary']}"
-        lines.append(line)
+        lines[entry["name"]] = redact(line.replace("\n", " "))  # as the stored message holds it
+    return lines
+
+
+def briefing(namespace: Mapping[str, Any], hidden: Iterable[str] = (), limit: int = BRIEFING_CHARS) -> str:
+    """A short Markdown list of the user's variables."""
+    return _bounded_list(list(briefing_lines(namespace, hidden).values()), limit)
+
+
+# The per-turn variable list (see prompt.turn_context): its first line says which kind it is.
+ALL_VARIABLES = "Variables in the kernel (all of them):"
+CHANGED_VARIABLES = "Variables in the kernel changed since the last list (the others are as listed before):"
+UNCHANGED_VARIABLES = "Variables in the kernel: unchanged since the last list."
+NO_VARIABLES = "Variables in the kernel: none."
+REMOVED = "Removed:"
+_LISTED = re.compile(r"^- `([^`]+)`")
+
+
+def variables_update(
+    current: Mapping[str, str], known: Mapping[str, str] | None, limit: int = BRIEFING_CHARS
+) -> str:
+    """The variables part of a turn's context: every variable when ``known`` is None (the
+    conversation holds no list yet), else only those added, changed or removed since."""
+    if known is None:
+        return f"{ALL_VARIABLES}\n{_bounded_list(list(current.values()), limit)}" if current else NO_VARIABLES
+    changed = [line for name, line in current.items() if known.get(name) != line]
+    removed = [name for name in known if name not in current]
+    if not changed and not removed:
+        return UNCHANGED_VARIABLES
+    parts = [CHANGED_VARIABLES]
+    if changed:
+        parts.append(_bounded_list(changed, limit))
+    if removed:
+        parts.append(f"{REMOVED} " + ", ".join(f"`{name}`" for name in removed))
+    return "\n".join(parts)
+
+
+def known_variables(texts: Iterable[str]) -> dict[str, str] | None:
+    """The variables as the model last saw them, from earlier :func:`variables_update`
+    texts (oldest first); None when none holds a list."""
+    known: dict[str, str] | None = None
+    for text in texts:
+        lines = text.splitlines()
+        for line in lines:
+            if line in (ALL_VARIABLES, NO_VARIABLES):
+                known = {}
+            elif line == CHANGED_VARIABLES and known is None:
+                known = {}
+            elif known is None or line == UNCHANGED_VARIABLES:
+                continue
+            elif line.startswith(REMOVED):
+                for name in re.findall(r"`([^`]+)`", line[len(REMOVED) :]):
+                    known.pop(name, None)
+            elif (listed := _LISTED.match(line)) is not None:
+                known[listed.group(1)] = line
+    return known
+
+
+def _bounded_list(lines: list[str], limit: int) -> str:
     text = "\n".join(lines)
     if len(text) > limit:
         text = redact(text)  # before the cut

@@ -18,7 +18,8 @@ def test_tools_enabled_false_offers_no_tools_at_all(kernel, scripted_model):
     kernel.ok("%agent hello")
     request = scripted_model.requests[-1]
     assert "tools" not in request
-    assert "## Your tools" not in request["system"] and "## Your database" not in request["system"]
+    system = request["system"][0]["text"]
+    assert "## Your tools" not in system and "## Your database" not in system
     kernel.ok("%config AgentKernel.tools_enabled = True")
     scripted_model.add(say("Tools again."))
     kernel.ok("%agent hello again")
@@ -34,7 +35,7 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     assert {t["name"] for t in request["tools"]} == {
         "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys",
     }
-    assert "## Your database" in request["system"] and "## Your memory" not in request["system"]
+    assert "## Your database" in request["system"][0]["text"] and "## Your memory" not in request["system"][0]["text"]
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
     assert "UsageError: Unknown tool group 'web2'" in bad.stderr, bad.stderr
@@ -86,7 +87,7 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     agent.secrets.set("TYPED_SECRET", "typed-secret-value")
     prompt = assemble(
         [("Instructions from the user", agent.config.instruction)],
-        settings=agent.config, shell=agent.shell, groups=[], secrets=agent.secrets.names(),
+        groups=[], secrets=agent.secrets.names(),
     )
     assert "`SERVICE_TOKEN`, `TYPED_SECRET`" in prompt and 'os.environ["SERVICE_TOKEN"]' in prompt
     assert "value-of-the-service-token" in prompt  # built raw: the model client scrubs the request

@@ -146,11 +146,16 @@ def test_request_carries_system_prompt_tools_and_caching(shell_agent, scripted_m
     shell_agent.ok("describe my data")
     request = scripted_model.requests[0]
     assert request["stream"] is True
-    assert request["cache_control"] == {"type": "ephemeral"}
     assert {t["name"] for t in request["tools"]} >= {"run_code", "inspect_namespace"}
-    system = request["system"]
-    assert "`sales` (pandas.DataFrame, shape (2, 2)) columns month: object, revenue: float64" in system.replace("str", "object")
-    assert "Current date and time:" in system
+    # Breakpoints: the last tool, the system prompt, the end of the conversation.
+    assert request["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    [system] = request["system"]
+    assert system["cache_control"] == {"type": "ephemeral"} and "Current date" not in system["text"]
+    context, asked = request["messages"][-1]["content"]
+    assert asked == {"type": "text", "text": "describe my data", "cache_control": {"type": "ephemeral"}}
+    assert context["text"].startswith("<turn-context>\nCurrent date and time:")
+    line = "`sales` (pandas.DataFrame, shape (2, 2)) columns month: object, revenue: float64"
+    assert line in context["text"].replace("str", "object")
     assert json.dumps(request).count("2024-01") <= 1  # data is summarised, never copied
 
 

@@ -63,7 +63,8 @@ def test_prompt_magic_shows_the_version_and_the_full_prompt(kernel):
     assert "version 1 (replace by user" in shown and "````text\nPrefer polars over pandas." in shown
     full = kernel.ok("%agent_prompt --full").final_texts("text/plain")[-1]
     assert "## Your stored instructions\nPrefer polars over pandas." in full
-    assert "## Your tools" in full and "## Your database" in full and "## Variables in the kernel" in full
+    assert "## Your tools" in full and "## Your database" in full
+    assert "Variables in the kernel" not in full  # they lead each user message instead
 
 
 def test_instructions_over_their_cap_are_a_usage_error(kernel):

@@ -63,3 +63,17 @@ def test_names_a_tool_may_not_write():
     assert unwritable_reason("np", namespace, overwrite=True) is None
     assert "dunder" in unwritable_reason("__builtins__", namespace, overwrite=True)
     assert "IPython" in unwritable_reason("get_ipython", namespace, overwrite=True)
+
+
+def test_variables_update_sends_what_changed_since_the_list_the_conversation_holds():
+    from agent_kernel.namespace import briefing_lines, known_variables, variables_update
+
+    first = variables_update(briefing_lines({"a": 1, "b": "text"}), None)
+    assert first.startswith("Variables in the kernel (all of them):") and "`a` (int): 1" in first
+    known = known_variables([first])
+    assert variables_update(briefing_lines({"a": 1, "b": "text"}), known) == "Variables in the kernel: unchanged since the last list."
+    changed = variables_update(briefing_lines({"a": 2, "c": [1]}), known)
+    assert "`a` (int): 2" in changed and "`c` (list)" in changed and "Removed: `b`" in changed
+    assert "`b`" not in changed.split("Removed:")[0]
+    assert known_variables([first, changed]) == briefing_lines({"a": 2, "c": [1]})
+    assert known_variables(["no list here"]) is None

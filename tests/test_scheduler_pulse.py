@@ -68,7 +68,7 @@ def test_each_pulse_reads_the_notes_the_last_one_left(store, home, scripted_mode
     clock.set(MONDAY + timedelta(hours=1, seconds=5))
     [first] = daemon.run_once()
     assert first.status == "SUCCEEDED", first.error
-    prompt = scripted_model.requests[0]["messages"][0]["content"][0]["text"]
+    prompt = scripted_model.requests[0]["messages"][0]["content"][-1]["text"]
     assert prompt.startswith("This is an autonomous pulse (number 1 today, every 60 minutes")
     assert "Look at the sales table." in prompt and "(none yet: this is the first pulse)" in prompt
     assert scripted_model.requests[1]["messages"][-1]["content"][0]["content"].startswith('{"success": true')
@@ -77,7 +77,7 @@ def test_each_pulse_reads_the_notes_the_last_one_left(store, home, scripted_mode
     clock.set(MONDAY + timedelta(hours=2, seconds=5))
     [second] = daemon.run_once()
     assert second.status == "SUCCEEDED", second.error
-    prompt = scripted_model.requests[2]["messages"][0]["content"][0]["text"]
+    prompt = scripted_model.requests[2]["messages"][0]["content"][-1]["text"]
     assert "number 2 today" in prompt and "Sales checked up to March 1; look at returns next." in prompt
     assert len(scripted_model.requests[2]["messages"]) == 1  # a fresh session each time
     assert [r.status for r in runs_of(store)] == ["SUCCEEDED", "SUCCEEDED"]

@@ -128,7 +128,7 @@ def test_kernel_dataframes_by_name_into_and_persisted(kernel, scripted_model, tm
     scripted_model.add(*_one_call(sql("SELECT count(*) FROM ai_sales")))
     with restarted(tmp_path) as other:
         other.ok("%agent count the kept sales")
-    system = scripted_model.requests[-1]["system"]
+    system = scripted_model.requests[-1]["system"][0]["text"]
     assert "- ai_sales (~1,000 rows): Sales by region, copied from the sales DataFrame." in system
     assert "region VARCHAR" in system
     assert '"rows": [[1000]]' in scripted_model.requests[-1]["messages"][-1]["content"][0]["content"]

@@ -55,8 +55,8 @@ def test_recall_ranks_the_relevant_memory_first_and_forget_removes_it(shell_agen
     after = decoded(scripted_model.requests[-1]["messages"][-1]["content"][0])
     assert forgotten["memories"][0]["id"] == stored[0]["id"]
     assert after == {"success": True, "memories": []}
-    assert "plotly" not in scripted_model.requests[-1]["system"]
-    assert "Reports go to the finance team every Monday" in scripted_model.requests[-1]["system"]
+    assert "plotly" not in scripted_model.requests[-1]["system"][0]["text"]
+    assert "Reports go to the finance team every Monday" in scripted_model.requests[-1]["system"][0]["text"]
 
 
 def test_summaries_use_canonical_period_keys(shell_agent, scripted_model):
@@ -76,7 +76,7 @@ def test_summaries_use_canonical_period_keys(shell_agent, scripted_model):
     assert conversation["memories"][0]["chat_id"].startswith("kernel-")  # this session's name
     assert wrong["is_error"] and "YYYY-MM" in wrong["text"]
     assert [m["content"] for m in listed["memories"]] == ["Cleaned and charted the sales data."]
-    assert "Summaries stored: 2" in scripted_model.requests[-1]["system"]
+    assert "Summaries stored: 2" in scripted_model.requests[-1]["system"][0]["text"]
 
 
 def test_a_prompt_edit_shows_in_the_next_request_and_after_a_restart(kernel, scripted_model, tmp_path):
@@ -94,7 +94,7 @@ def test_a_prompt_edit_shows_in_the_next_request_and_after_a_restart(kernel, scr
     assert results[3]["is_error"] and "'German' is not in the system prompt" in results[3]["text"]
     assert results[4] == {"version": 4}
     assert results[5] == {"prompt": "Always answer in English.", "version": 4}
-    before, after = scripted_model.requests[-2]["system"], scripted_model.requests[-1]["system"]
+    before, after = scripted_model.requests[-2]["system"][0]["text"], scripted_model.requests[-1]["system"][0]["text"]
     assert "Always answer" not in before
     assert "## Your stored instructions\nAlways answer in English." in after  # the very next request
 
@@ -106,9 +106,9 @@ def test_a_prompt_edit_shows_in_the_next_request_and_after_a_restart(kernel, scr
         scripted_model.add(say("Salut."))
         other.ok("%agent hello again")
         history = other.ok("%agent_prompt --history").final_texts()[-1]
-    assert "Always answer in English." in scripted_model.requests[-2]["system"]
+    assert "Always answer in English." in scripted_model.requests[-2]["system"][0]["text"]
     assert "version 4 (delete by agent" in shown and "Always answer in English." in shown
-    assert "## Your stored instructions\nAlways answer in French." in scripted_model.requests[-1]["system"]
+    assert "## Your stored instructions\nAlways answer in French." in scripted_model.requests[-1]["system"][0]["text"]
     rows = [line.split()[:3] for line in history.splitlines()[3:]]
     assert [r[0] for r in rows] == ["5", "4", "3", "2", "1"]
     assert "rollback to 1" in history and "user" in history
@@ -119,7 +119,7 @@ def test_the_user_edits_the_prompt_and_sets_a_fixed_instruction(kernel, scripted
     kernel.ok("%config AgentKernel.instruction = 'I am a data engineer at ACME.'")
     scripted_model.add(call("read_system_prompt"), say("ok"))
     kernel.ok("%agent what do you know?")
-    system = scripted_model.requests[-1]["system"]
+    system = scripted_model.requests[-1]["system"][0]["text"]
     assert "## Instructions from the user\nI am a data engineer at ACME." in system
     assert "## Your stored instructions\nKeep answers under three sentences." in system
     answer = json.loads(scripted_model.requests[-1]["messages"][-1]["content"][0]["content"])
@@ -127,7 +127,7 @@ def test_the_user_edits_the_prompt_and_sets_a_fixed_instruction(kernel, scripted
     kernel.ok("%agent_prompt --clear")
     scripted_model.add(say("ok"))
     kernel.ok("%agent again")
-    assert "## Your stored instructions" not in scripted_model.requests[-1]["system"]
+    assert "## Your stored instructions" not in scripted_model.requests[-1]["system"][0]["text"]
     bad = kernel.execute("%agent_prompt --rollback 99")
     assert bad.stderr.startswith("UsageError: There is no version 99") and not bad.errors
 
@@ -154,4 +154,4 @@ def test_oversize_memories_and_instructions_are_refused(shell_agent, scripted_mo
     assert "over their cap of 20,000" in overflow["text"]
     assert current == {"prompt": "i" * 15_000, "version": 1}
     # Only the prompt that fits reaches the system prompt of the next request.
-    assert "i" * 15_000 in str(scripted_model.requests[-1]["system"]) and "j" * 100 not in str(scripted_model.requests[-1]["system"])
+    assert "i" * 15_000 in scripted_model.requests[-1]["system"][0]["text"] and "j" * 100 not in scripted_model.requests[-1]["system"][0]["text"]

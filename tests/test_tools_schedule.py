@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 import nbformat
 
+from agent_kernel.prompt import is_turn_context
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store.sessions import Sessions
@@ -33,6 +34,11 @@ def run_tools(kernel, scripted_model, *calls, prompt="go"):
 
     ``kernel`` is a :class:`~tests.kernel.Kernel` or an in-process ``shell_agent``.
     """
+    groups = ["code", "data", "memory", "ui", "schedule", "user"]  # schedule is not a default group
+    if isinstance(kernel, Kernel):
+        kernel.ok(f"%config AgentKernel.tool_groups = {groups!r}")
+    else:
+        kernel.agent.config.tool_groups = groups
     scripted_model.add(*calls, say("done"))
     kernel.ok(f"%agent {prompt}" if isinstance(kernel, Kernel) else prompt)
     results = []
@@ -43,7 +49,10 @@ def run_tools(kernel, scripted_model, *calls, prompt="go"):
 
 
 def user_texts(request) -> list[str]:
-    return [b["text"] for m in request["messages"] if m["role"] == "user" for b in m["content"] if b.get("type") == "text"]
+    return [
+        b["text"] for m in request["messages"] if m["role"] == "user" for b in m["content"]
+        if b.get("type") == "text" and not is_turn_context(b)
+    ]
 
 
 def test_a_task_created_by_the_agent_fires_at_its_time_and_succeeds(kernel, scripted_model, store, home):
@@ -250,7 +259,7 @@ def test_a_task_declares_its_secrets_by_name_and_its_runs_redact_them(
     [run] = scheduler(store, home, clock).run_once()
     assert run.status == "SUCCEEDED", run.error
     first, second = scripted_model.requests[before:]
-    assert '`AK_JOB_TOKEN`' in first["system"] and 'os.environ["AK_JOB_TOKEN"]' in first["system"]
+    assert '`AK_JOB_TOKEN`' in first["system"][0]["text"] and 'os.environ["AK_JOB_TOKEN"]' in first["system"][0]["text"]
     assert "[secret AK_JOB_TOKEN]" in second["messages"][-1]["content"][0]["content"]
     assert leaks.request_leaks(scripted_model.requests) == []
     assert leaks.store_leaks(str(store.path)) == []

@@ -69,15 +69,14 @@ _ROWS_OR_VARIABLE = (
 # The JSON schema of one block, sent to the model as part of render_blocks' input schema.
 BLOCK_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "description": "One block. `type` decides which other fields apply.",
     "properties": {
         "type": {"type": "string", "enum": list(BLOCK_TYPES)},
-        "content": {"type": "string", "maxLength": TEXT_CHARS, "description": "markdown, code, alert: the text (markdown for markdown blocks)"},
-        "language": {"type": "string", "description": "code: language for highlighting, e.g. python, sql"},
-        "variant": {"type": "string", "enum": list(ALERT_VARIANTS), "description": "alert: its kind"},
+        "content": {"type": "string", "maxLength": TEXT_CHARS, "description": "markdown, code, alert"},
+        "language": {"type": "string", "description": "code"},
+        "variant": {"type": "string", "enum": list(ALERT_VARIANTS), "description": "alert"},
         "columns": {
             "type": "array",
-            "description": "table: columns to show, in order (default: all keys of the rows)",
+            "description": "table (default: all)",
             "items": {
                 "type": "object",
                 "properties": {"key": {"type": "string"}, "label": {"type": "string"}},
@@ -85,45 +84,44 @@ BLOCK_SCHEMA: dict[str, Any] = {
             },
         },
         "data": {
-            "description": "table: list of row objects. chart: {labels: [...], datasets: "
-            "[{label, data: [numbers]}]} or a list of row objects with `x` and `y`. json: any JSON value.",
+            "description": "table: row objects. chart: {labels, datasets: [{label, data}]} or row "
+            "objects with x, y. json: any value.",
         },
         "variable": {
             "type": "string",
-            "description": "table, chart: name of a pandas DataFrame in the user's kernel to show instead of `data`",
+            "description": "table, chart: a kernel DataFrame's name, instead of data",
         },
-        "chartType": {"type": "string", "enum": list(CHART_TYPES), "description": "chart: its kind"},
-        "x": {"type": "string", "description": "chart from rows or a DataFrame: the column on the x axis (or pie labels)"},
+        "chartType": {"type": "string", "enum": list(CHART_TYPES), "description": "chart"},
+        "x": {"type": "string", "description": "chart: x column (pie: labels)"},
         "y": {
-            "description": "chart from rows or a DataFrame: the column(s) plotted (a string or a list)",
+            "description": "chart: y column(s)",
             "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
         },
-        "title": {"type": "string", "maxLength": LABEL_CHARS, "description": "table, chart, form: a caption"},
+        "title": {"type": "string", "maxLength": LABEL_CHARS, "description": "table, chart, form"},
         "xLabel": {"type": "string", "maxLength": LABEL_CHARS},
         "yLabel": {"type": "string", "maxLength": LABEL_CHARS},
         "fields": {
             "type": "array",
-            "description": "form: its fields",
+            "description": "form",
             "items": {
                 "type": "object",
                 "properties": {
                     "name": {"type": "string"},
                     "label": {"type": "string"},
                     "type": {"type": "string", "enum": list(FIELD_TYPES)},
-                    "options": {"type": "array", "items": {"type": "string"}, "description": "select: the choices"},
+                    "options": {"type": "array", "items": {"type": "string"}, "description": "select"},
                     "required": {"type": "boolean"},
-                    "default": {"description": "the value filled in at first"},
+                    "default": {},
                 },
                 "required": ["name", "label", "type"],
             },
         },
-        "submitLabel": {"type": "string", "description": "form: the submit button's text"},
+        "submitLabel": {"type": "string", "description": "form"},
         "url": {
             "type": "string",
-            "description": "image: an http(s) URL, a data:image/...;base64 URL, or a file path "
-            "relative to the kernel's working directory",
+            "description": "image: http(s) or data: URL, or a path relative to the kernel's directory",
         },
-        "alt": {"type": "string", "maxLength": 1_000, "description": "image: a text alternative"},
+        "alt": {"type": "string", "maxLength": 1_000, "description": "image"},
     },
     "required": ["type"],
 }

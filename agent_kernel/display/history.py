@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..prompt import is_turn_context
+
 
 class StoredMessage(Protocol):
     """One stored message as the history shows it (the store's rows have these fields)."""
@@ -41,6 +43,8 @@ def _render(message: StoredMessage) -> list[str]:
     out = []
     stamp = f"{message.created_at:%H:%M:%S}"
     for block in message.content:
+        if message.role == "user" and is_turn_context(block):
+            continue  # what the notebook added for the model, not the user's words
         kind = block.get("type")
         if kind == "text" and block.get("text", "").strip():
             who = "You" if message.role == "user" else "Agent"

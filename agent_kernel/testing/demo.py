@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from ..prompt import is_turn_context
 from .script import Reply, call, say
 
 OFFLINE_NOTE = (
@@ -26,7 +27,7 @@ def demo_responder(request: dict[str, Any]) -> Reply:
     results = [b for b in blocks if b.get("type") == "tool_result"]
     if results:
         return _summarise(results[-1])
-    prompt = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    prompt = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text" and not is_turn_context(b))
     csv = re.search(r"([\w./-]+\.csv)\b", prompt)
     if csv is None:
         return say(OFFLINE_NOTE)

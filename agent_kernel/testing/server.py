@@ -15,6 +15,12 @@ also when the agent runs in another process (a kernel, papermill).
 :meth:`ScriptedModel.transport` serves the same answers in this process (an httpx
 ``MockTransport``): both ways go through :meth:`ScriptedModel.respond`, which records
 the request and decides the answer, and :meth:`_Answer.chunks`, which makes the SSE.
+
+Usage is reported as the API reports it, prompt cache included: unless a reply scripts
+its own ``usage``, each response's ``input_tokens``, ``cache_creation_input_tokens`` and
+``cache_read_input_tokens`` come from :class:`~agent_kernel.testing.cache.PromptCache`
+(the API's prefix and breakpoint rules, and a documented token estimate); every
+response's usage is kept in :attr:`ScriptedModel.usages`.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from .cache import CacheError, PromptCache
 from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
 
 if TYPE_CHECKING:
@@ -57,6 +64,9 @@ class ScriptedModel:
         one comes; by default :func:`~agent_kernel.testing.script.summary_reply`. ``None``:
         they take the next scripted reply like any request. Either way they are kept in
         :attr:`requests` and :attr:`summary_requests`.
+    cache_min_tokens:
+        The shortest prefix the prompt cache writes (the API's minimum is 1,024 tokens
+        for Sonnet and Opus models, 2,048 or 4,096 for some others).
     """
 
     def __init__(
@@ -67,6 +77,7 @@ class ScriptedModel:
         summarizer: Callable[[dict[str, Any]], Reply | Failure] | None = summary_reply,
         host: str = "127.0.0.1",
         port: int = 0,
+        cache_min_tokens: int = 1024,
     ) -> None:
         self.script: collections.deque[ScriptItem] = collections.deque(script)
         self.responder = responder
@@ -75,6 +86,9 @@ class ScriptedModel:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.count_token_requests: list[dict[str, Any]] = []
+        self.cache = PromptCache(min_tokens=cache_min_tokens)
+        # The usage each successful response reported, in order.
+        self.usages: list[dict[str, int]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         # Thinking blocks sent ((text, signature) and redacted data): they must come back as they are.
@@ -194,7 +208,17 @@ class ScriptedModel:
             answer = Failure(400, "invalid_request_error", changed)
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
-        message = _message(self._message_id(), answer, body)
+        try:
+            with self._lock:
+                cached = self.cache.usage(body)
+        except CacheError as exc:
+            return self._json(400, _error_body("invalid_request_error", str(exc)))
+        usage = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
+        server_tools = server_tool_counts(answer.content)
+        if server_tools is not None and "server_tool_use" not in usage:
+            usage = dict(usage, server_tool_use=server_tools)
+        self.usages.append(usage)
+        message = _message(self._message_id(), answer, usage)
         with self._lock:
             self._thinking_sent.update(_thinking_key(b) for b in answer.content if _thinking_key(b))
         if not body.get("stream"):
@@ -320,14 +344,7 @@ class _Answer:
             yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode(), pause
 
 
-def _message(message_id: str, answer: Reply, request: dict[str, Any]) -> dict[str, Any]:
-    usage = answer.usage or {
-        "input_tokens": estimate_tokens({"system": request.get("system"), "messages": request.get("messages")}),
-        "output_tokens": estimate_tokens(answer.content),
-    }
-    server_tools = server_tool_counts(answer.content)
-    if server_tools is not None and "server_tool_use" not in usage:
-        usage = dict(usage, server_tool_use=server_tools)
+def _message(message_id: str, answer: Reply, usage: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": message_id,
         "type": "message",

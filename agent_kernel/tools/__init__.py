@@ -88,9 +88,14 @@ class Tool:
         )
 
     def definition(self, settings: Any = None) -> dict[str, Any]:
-        """The ``tools=[...]`` entry sent to the model (``settings``: the turn's
-        :class:`~agent_kernel.config.AgentKernel`, which a server tool's entry depends on)."""
-        return dict(self._sdk_tool.to_dict())
+        """The ``tools=[...]`` entry sent to the model, its schema compacted (see schema.py);
+        ``settings``: the turn's :class:`~agent_kernel.config.AgentKernel`, which a server
+        tool's entry depends on."""
+        from .schema import compact
+
+        sent = dict(self._sdk_tool.to_dict())
+        sent["input_schema"] = compact(sent["input_schema"])
+        return sent
 
     async def call(self, tool_input: object) -> Any:
         """Validate ``tool_input`` against the schema and call the function."""

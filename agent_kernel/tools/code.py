@@ -83,13 +83,10 @@ async def run_code(
 async def inspect_namespace(
     names: Annotated[list[Annotated[str, Field(max_length=NAME_CHARS)]] | None, Field(max_length=NAMES)] = None,
 ) -> dict[str, Any]:
-    """Describe variables in the user's kernel: type, a short summary, shape and columns.
-
-    DataFrames list their columns with dtypes and a few sample values. Without ``names``
-    every user variable is listed (private names and modules are skipped).
+    """Describe the user's kernel variables: type, summary, shape; DataFrame columns with dtypes and samples.
 
     Args:
-        names: Variables to describe; omit for all of them.
+        names: Variables; omit for all.
     """
     context = current_context()
     namespace = context.namespace
@@ -109,11 +106,10 @@ def _run_code_description() -> str:
     from .isolation import isolation
 
     return (
-        "Run Python code in the user's live Jupyter kernel and return what happened.\n\n"
-        "Variables you define stay in the user's namespace; prints, plots and displays appear "
-        "in the user's notebook cell. Top-level `await` works. The value of a final expression "
-        "is returned as `result`. Use `isolated: true` to try risky code in a fresh Python "
-        "process that cannot touch the user's variables. " + isolation().describe()
+        "Run Python in the user's live kernel: variables stay in their namespace; prints, plots "
+        "and displays appear in their cell; top-level await works; a final expression is "
+        "`result`. `isolated: true` runs risky code in a fresh process that cannot touch the "
+        "user's variables. " + isolation().describe()
     )
 
 

@@ -56,23 +56,17 @@ async def db_sql(
     params: Annotated[list[Any], Field(max_length=SQL_PARAMS)] | None = None,
     into: str | None = None,
 ) -> dict[str, Any]:
-    """Run SQL (DuckDB dialect) on your own DuckDB database; kernel DataFrames are readable by name.
+    """Run DuckDB SQL on your database; kernel DataFrames are tables by their names.
 
-    A query returns {columns, rows, row_count, truncated}: at most 1,000 rows, so aggregate,
-    filter or LIMIT in SQL. A write returns {changes}. Several statements separated by ";"
-    run as one transaction. You may create and change only tables (views, macros, ...)
-    named ai_*; the project's own tables are read-only. Document every table you make with
-    COMMENT ON TABLE ai_x IS '...' (and COMMENT ON COLUMN): those comments are shown in your
-    system prompt in later sessions. A pandas DataFrame `df` in the kernel is queried as
-    `SELECT ... FROM df` without copying it; `CREATE TABLE ai_x AS SELECT * FROM df` keeps a
-    copy. There is no file or network access (no read_csv, COPY, ATTACH, INSTALL/LOAD), no
-    SET or PRAGMA, and each call is stopped after a few seconds (5 s by default) or when it
-    needs too much memory. Huge rows are cut short (truncated, with a note why).
+    A query returns {columns, rows, row_count, truncated} (at most 1,000 rows: aggregate or
+    LIMIT); a write {changes}. Statements split by ";" run as one transaction. You write only
+    tables named ai_*; document them with COMMENT ON TABLE/COLUMN (shown in your prompt
+    later). No file or network access, no SET/PRAGMA; calls stop after a few seconds.
 
     Args:
-        sql: One or more SQL statements (at most 100,000 characters: load bulk data from a DataFrame instead).
-        params: Values for ? placeholders (with a single statement).
-        into: A new Python variable name (not a builtin, a module or a __dunder__): the query's full result (up to a size cap the answer reports) becomes a pandas DataFrame of that name in the kernel, and the answer shows only its first rows.
+        sql: SQL statements (bulk data: load it from a DataFrame).
+        params: Values for ? placeholders (one statement).
+        into: New variable name: the full result becomes a DataFrame in the kernel; the answer shows its first rows.
     """
     context = current_context()
     statements = guard.parse(sql)
@@ -122,11 +116,7 @@ async def db_sql(
 
 
 async def db_schema() -> dict[str, Any]:
-    """List the tables and views of your DuckDB database: columns, row counts and comments.
-
-    Tables named ai_* are yours (writable); the others are the project's own, read-only.
-    Kernel DataFrames are not listed here (see inspect_namespace) but db_sql reads them by name.
-    """
+    """Your database's tables and views: columns, row counts, comments (ai_* are yours; others read-only)."""
     from ..store import catalog
 
     def read(con: Any) -> list[dict[str, Any]]:
@@ -151,25 +141,21 @@ async def db_schema() -> dict[str, Any]:
 
 
 async def get_state(key: str) -> dict[str, Any]:
-    """Read a value you stored with set_state; {value: null} when the key is absent.
-
-    State is kept in your database across sessions and kernels.
+    """Read a value stored with set_state ({value: null} when absent).
 
     Args:
-        key: The key to read.
+        key: Key.
     """
     _check_key(key)
     return {"value": await _with_state(lambda state: state.get(key))}
 
 
 async def set_state(key: str, value: Any) -> dict[str, Any]:
-    """Store any JSON value under a key (replacing what was there), durable across sessions.
-
-    Use keys with prefixes (e.g. "report/last_run") so list_state_keys can group them.
+    """Store a JSON value under a key (replacing it), kept across sessions; prefix keys ("report/last_run").
 
     Args:
-        key: The key to write.
-        value: Any JSON value: object, array, string, number, boolean or null.
+        key: Key.
+        value: Any JSON value.
     """
     _check_key(key)
     size = len(strict_json(value, "value"))
@@ -193,10 +179,10 @@ async def delete_state(key: str) -> dict[str, Any]:
 
 
 async def list_state_keys(prefix: str | None = None) -> dict[str, Any]:
-    """List your state keys, optionally only those starting with a prefix.
+    """List your state keys.
 
     Args:
-        prefix: Only keys that start with this text.
+        prefix: Only keys starting with this.
     """
     return {"keys": await _with_state(lambda state: state.keys(prefix))}
 

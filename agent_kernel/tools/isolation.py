@@ -45,9 +45,9 @@ _ETC = (
 )  # fmt: skip
 
 _SANDBOX_TEXT = (
-    "It runs in an OS sandbox (bubblewrap): no network, no access to the kernel's "
-    "processes, environment or memory, to the user's files or to the agent's database; "
-    "only Python and its installed packages (read-only) and a temporary working directory."
+    "It runs in a bubblewrap sandbox: no network; no access to the kernel (processes, "
+    "environment, memory), the user's files or the agent's database; only Python, its "
+    "packages (read-only) and a temporary directory."
 )
 _PROCESS_TEXT = (
     "It runs in a separate Python process with a stripped environment (no API keys); "

@@ -43,45 +43,38 @@ async def memory(
     categories: Annotated[list[Category], Field(max_length=20)] | None = None,
     summary_types: Annotated[list[SummaryType], Field(max_length=20)] | None = None,
     from_: Annotated[
-        Short | None, Field(alias="from", description="recall/list: only memories stored at or after this ISO date/time.")
+        Short | None, Field(alias="from", description="Stored at or after this ISO time.")
     ] = None,
     to: Short | None = None,
     period_key_prefix: Short | None = None,
     limit: Annotated[int, Field(ge=1, le=100)] = 10,
     memory_id: Short | None = None,
 ) -> dict[str, Any]:
-    """Store and recall what you know across sessions: user memories and summaries.
+    """Remember across sessions: user memories (shown in your system prompt; keep each short) and summaries.
 
-    - store, store=user_memory (default): a fact, preference, goal, project, open loop,
-      ... about the user (category, tags, pursuingPriority). All user memories appear in
-      your system prompt, so keep each short; the section has a 4,000-character cap.
-      One memory or summary holds at most 10,000 characters.
-    - store, store=summaries: a roll-up under a calendar period key: daily YYYY-MM-DD,
-      weekly ISO week YYYY-Www (Monday to Sunday), monthly YYYY-MM, quarterly YYYY-Qn,
-      yearly YYYY (default: the current period; a date means the period containing it).
-      Storing the same type and period again replaces the summary.
-    - recall: memories ranked by relevance to query (returns relevance), with filters.
-    - list: the newest memories, with the same filters.
-    - forget: delete memory_id.
+    store: user_memory (default) takes category, tags, pursuingPriority; summaries take
+    summary_type and period_key (YYYY-MM-DD, YYYY-Www, YYYY-MM, YYYY-Qn or YYYY; default
+    the current period); the same type and period replaces. recall: ranked by query.
+    list: newest first. Both filter. forget: memory_id.
 
     Args:
-        action: store, recall, list or forget.
-        store: Which store to write: user_memory (default) or summaries.
-        content: The memory or summary text (store).
-        tags: Keywords for the memory (store); for recall/list, only memories with any of them.
-        category: Kind of user memory (store, user_memory; default fact).
-        pursuingPriority: 0-100, how actively the user pursues this (goals, projects, open loops).
-        summary_type: Kind of summary (store, summaries).
-        period_key: The period a summary covers (see above).
-        chat_id: The conversation a conversation-summary belongs to (default: this session); a filter for recall/list.
-        query: What to recall, in words (recall).
-        store_filter: recall/list: only this store.
-        categories: recall/list: only these user memory categories.
-        summary_types: recall/list: only these summary types.
-        to: recall/list: only memories stored at or before this ISO date/time.
-        period_key_prefix: recall/list: only summaries whose period key starts with this (e.g. 2025-12, 2025-W5).
-        limit: recall/list: most memories to return (default 10).
-        memory_id: The memory to delete (forget).
+        action: What to do.
+        store: Store to write (store).
+        content: Text to store.
+        tags: Keywords; recall/list: any of these.
+        category: User memory kind (default fact).
+        pursuingPriority: How actively the user pursues it.
+        summary_type: Summary kind.
+        period_key: Period a summary covers.
+        chat_id: Session of a conversation-summary (default: this).
+        query: What to recall, in words.
+        store_filter: Only this store.
+        categories: Only these categories.
+        summary_types: Only these summary types.
+        to: Stored at or before this ISO time.
+        period_key_prefix: Period keys starting with this (2025-12).
+        limit: Most results.
+        memory_id: Memory to forget.
     """
     context = current_context()
     if action in ("store", "forget"):
@@ -139,11 +132,7 @@ async def memory(
 
 
 async def read_system_prompt() -> dict[str, Any]:
-    """Read your stored instructions (the part of your system prompt you can edit) and their version.
-
-    Read it before a find_replace or delete: the prompt of this conversation may be older
-    than the stored one.
-    """
+    """Your stored instructions (the part of your system prompt you edit) and their version; read before find_replace or delete."""
     current = await with_connection(current_context().store, lambda con: prompts.SystemPrompts(con).current())
     return {"prompt": current.prompt, "version": current.version}
 
@@ -155,19 +144,14 @@ async def edit_system_prompt(
     replace: Instructions | None = None,
     replace_all: bool = False,
 ) -> dict[str, Any]:
-    """Edit your stored instructions, which are part of every later system prompt.
-
-    Use it for lasting guidance the user gives ("from now on ...") and what you learn about
-    how they like to work. Every edit is kept as a version the user can roll back
-    (%agent_prompt --rollback N). The new text applies from your next request. The
-    instructions hold at most 20,000 characters.
+    """Edit your stored instructions (in every later system prompt): lasting guidance from the user ("from now on ..."). Versioned.
 
     Args:
-        operation: replace (content is the whole new text), find_replace (find -> replace), append or prepend (content), delete (removes the first occurrence of content).
-        content: The text for replace, append, prepend or delete.
-        find: find_replace: the exact text to look for.
-        replace: find_replace: the new text.
-        replace_all: find_replace: replace every occurrence, not just the first.
+        operation: replace (all, with content), find_replace, append, prepend, delete (first occurrence of content).
+        content: Text.
+        find: Exact text to find.
+        replace: New text.
+        replace_all: Replace every occurrence.
     """
     context = current_context()
 

@@ -45,18 +45,15 @@ async def render_blocks(
     blocks: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_BLOCKS)],
     title: Title | None = None,
 ) -> dict[str, Any]:
-    """Show rich blocks in the user's notebook cell: markdown, tables, charts, a form, code, images, alerts, JSON.
+    """Show blocks in the user's cell: markdown, table, chart, form, code, image, alert, json.
 
-    Tables are sortable and paged; give `variable` to show a DataFrame from the kernel
-    without copying its rows. Charts (line, bar, pie, area) take `{labels, datasets}`,
-    rows with `x`/`y`, or a DataFrame `variable`. With a `form` block (at most one) the
-    call waits until the user submits or dismisses it and returns
-    `{"action": "submit", "data": {field: typed value}}` or `{"action": "dismiss"}`;
-    without one it returns `{"ok": true}` at once.
+    A DataFrame `variable` shows a table or chart without copying rows. With a form (at
+    most one) the call waits: {"action": "submit", "data": {...}} or {"action": "dismiss"};
+    else {"ok": true}.
 
     Args:
-        blocks: The blocks to show, in order; each has a `type` and that type's fields.
-        title: A heading shown above the blocks.
+        blocks: Blocks in order.
+        title: Heading.
     """
     from ..display import blocks as B
     from ..display.presence import PRESENCE
@@ -118,14 +115,11 @@ async def ask_user(
     question: Question,
     options: Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | None = None,
 ) -> dict[str, Any]:
-    """Ask the user a question in the notebook and wait for the answer.
-
-    With `options` the user clicks one of them (returned as `answer`); without, they
-    type a free answer. Use it when you cannot go on well without the user's choice.
+    """Ask the user and wait for the answer (when you cannot go on well without it).
 
     Args:
-        question: The question, in one or two sentences.
-        options: Choices shown as buttons; omit for a free-text answer.
+        question: One or two sentences.
+        options: Buttons to choose from; omit for a typed answer.
     """
     from ..display.choice import ChoiceCard, Typed
     from ..display.safe import clean_text
@@ -158,13 +152,7 @@ async def ask_user(
 
 
 async def send_message(text: Message) -> dict[str, Any]:
-    """Show a short progress note to the user in the notebook cell; does not wait.
-
-    Use it to say what you are doing during long work. Markdown is rendered.
-
-    Args:
-        text: The message (markdown).
-    """
+    """Show a short progress note (markdown) in the cell during long work; does not wait."""
     ctx = current_context()
     if not ctx.transcript.live:
         print(text, flush=True)
@@ -233,9 +221,9 @@ RENDER_BLOCKS_SCHEMA: dict[str, Any] = {
             "items": BLOCK_SCHEMA,
             "minItems": 1,
             "maxItems": MAX_BLOCKS,
-            "description": "The blocks to show, in order; each has a `type` and that type's fields.",
+            "description": "Blocks in order.",
         },
-        "title": {"type": "string", "maxLength": LABEL_CHARS, "description": "A heading shown above the blocks."},
+        "title": {"type": "string", "maxLength": LABEL_CHARS, "description": "Heading."},
     },
     "required": ["blocks"],
 }

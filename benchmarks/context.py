@@ -1,0 +1,148 @@
+"""What a long session sends and what the prompt cache saves, one figure a function.
+
+- Default prompt size: the tool definitions (as the SDK sends them: compact JSON) plus
+  the system prompt of a fresh session with the default tool groups; the goal is at
+  most 12,000 characters.
+- Cache billing: a scripted 20-turn session in one kernel namespace (variables change
+  between turns, every third turn calls tools), accounted by the scripted model's prompt
+  cache (agent_kernel.testing.cache). Side by side: the requests as sent, and the same
+  conversation in the earlier layout (date, time and the full variable list at the end
+  of the system prompt; one automatic breakpoint at the end of the request), with the
+  same tools. Tokens are the scripted model's estimate (a quarter of the JSON characters).
+
+    python benchmarks/context.py [--turns 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PROMPT_LIMIT = 12_000
+
+
+def sent_chars(value: Any) -> int:
+    """Characters of ``value`` as the SDK encodes a request body."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def default_prompt_size() -> dict[str, int]:
+    """Tool definitions + system prompt of a fresh session with the default groups."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel import Agent
+
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Agent(shell=InteractiveShell.instance(), db_path=str(Path(tmp) / "agent.duckdb"))
+        tools = [t.definition() for t in agent._offered(agent.config.approve)]
+        system = agent.system_prompt()
+    figures = {"tools": sent_chars(tools), "system": len(system)}
+    figures["total"] = figures["tools"] + figures["system"]
+    groups: dict[str, int] = {}
+    for item in agent._offered(agent.config.approve):
+        groups[item.group] = groups.get(item.group, 0) + sent_chars(item.definition())
+    print(f"Default prompt ({', '.join(agent.config.tool_groups)}): tools {figures['tools']:,} chars "
+          f"({', '.join(f'{g} {n:,}' for g, n in groups.items())}) + system prompt {figures['system']:,} "
+          f"= {figures['total']:,} chars (limit {PROMPT_LIMIT:,}: {'ok' if figures['total'] <= PROMPT_LIMIT else 'OVER'})")
+    return figures
+
+
+def scripted_session(turns: int) -> tuple[list[dict[str, Any]], list[str], list[int]]:
+    """Run ``turns`` scripted turns; the requests, each turn's full variable list, and the
+    index of each turn's first request."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel import Agent, namespace
+    from agent_kernel.testing import ScriptedModel, call, say
+
+    os.environ.setdefault("ANTHROPIC_API_KEY", "scripted-benchmark-key")
+    model = ScriptedModel()
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=False)
+    briefings, firsts = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = Agent(shell=shell, http_client=model.http_client, db_path=str(Path(tmp) / "agent.duckdb"))
+        shell.run_cell("import pandas as pd\nsales = pd.DataFrame({'month': range(12), 'revenue': range(12)})")
+        for turn in range(1, turns + 1):
+            shell.run_cell(f"value_{turn % 4} = {turn}\ntotal = {turn * 10}\nnotes = 'turn {turn}'")
+            if turn % 3 == 0:
+                model.add(call("run_code", code=f"step = {turn}\nprint(total)"), call("inspect_namespace"), say(f"Done {turn}."))
+            else:
+                model.add(say(f"Answer {turn}: " + "words " * 40))
+            briefings.append(namespace.briefing(shell.user_ns, set(shell.user_ns_hidden)))
+            firsts.append(len(model.requests))
+            with contextlib.redirect_stdout(io.StringIO()):
+                agent.run(f"Turn {turn}: what changed in my data?")
+    return model.requests, briefings, firsts
+
+
+def earlier_layout(request: dict[str, Any], briefing: str) -> dict[str, Any]:
+    """``request`` as the earlier layout sent it: the date and the whole variable list in
+    the system prompt, no turn context in the messages, one top-level breakpoint."""
+    from agent_kernel.prompt import BASE_INSTRUCTION, is_turn_context
+
+    def bare(block: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in block.items() if k != "cache_control"}
+
+    messages, date = [], ""
+    for message in request["messages"]:
+        content = []
+        for block in message["content"]:
+            if message["role"] == "user" and is_turn_context(block):
+                date = block["text"].splitlines()[1]  # the latest context is this turn's
+            else:
+                content.append(bare(block))
+        messages.append({**message, "content": content})
+    system = request["system"][0]["text"].replace(BASE_INSTRUCTION, BASE_INSTRUCTION + "\n\n" + date, 1)
+    system += f"\n\n## Variables in the kernel\n{briefing}\n(This list was taken when the turn started.)"
+    tools = [bare(t) for t in request.get("tools", [])]
+    return {**request, "tools": tools, "system": system, "messages": messages, "cache_control": {"type": "ephemeral"}}
+
+
+def cache_billing(turns: int = 20) -> dict[str, dict[str, int]]:
+    """Input tokens read from the cache vs billed in full, now and in the earlier layout."""
+    from agent_kernel.testing.cache import PromptCache
+
+    requests, briefings, firsts = scripted_session(turns)
+    turn_of = [max(t for t, first in enumerate(firsts) if first <= i) for i in range(len(requests))]
+    layouts = {
+        "now": requests,
+        "earlier layout": [earlier_layout(r, briefings[turn_of[i]]) for i, r in enumerate(requests)],
+    }
+    figures = {}
+    for name, sent in layouts.items():
+        cache = PromptCache()
+        usages = [cache.usage(r) for r in sent]
+        later = [u for i, u in enumerate(usages) if turn_of[i] >= 1]  # turns 2..N
+        read = sum(u["cache_read_input_tokens"] for u in later)
+        written = sum(u["cache_creation_input_tokens"] for u in later)
+        fresh = sum(u["input_tokens"] for u in later)
+        figures[name] = {"read": read, "written": written, "uncached": fresh, "total": read + written + fresh}
+    print(f"Cache billing, turns 2-{turns} of a {turns}-turn session ({len(requests)} requests), input tokens:")
+    print(f"  {'layout':<16}{'read (0.1x)':>14}{'written (1.25x)':>17}{'uncached (1x)':>15}{'full price':>12}{'read share':>12}")
+    for name, f in figures.items():
+        print(f"  {name:<16}{f['read']:>14,}{f['written']:>17,}{f['uncached']:>15,}"
+              f"{f['written'] + f['uncached']:>12,}{f['read'] / f['total']:>12.1%}")
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=20)
+    args = parser.parse_args()
+    default_prompt_size()
+    cache_billing(args.turns)
+
+
+if __name__ == "__main__":
+    main()

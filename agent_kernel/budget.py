@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .conversation import is_turn_context
 from .store.compactions import Compaction
 
 if TYPE_CHECKING:
@@ -457,7 +458,7 @@ def transcript_text(earlier: str | None, messages: list[Message]) -> str:
             continue
         for block in content:
             kind = block.get("type")
-            if kind == "text" and str(block.get("text", "")).strip():
+            if kind == "text" and str(block.get("text", "")).strip() and not is_turn_context(block):
                 lines.append(f"[{role}] {block['text']}")
             elif kind == "tool_use":
                 names[block.get("id", "")] = block.get("name", "tool")
@@ -491,7 +492,9 @@ def _prompts_only(earlier: str | None, messages: list[Message]) -> str:
             continue
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        said = " ".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
+        said = " ".join(
+            str(b.get("text", "")) for b in blocks if b.get("type") == "text" and not is_turn_context(b)
+        ).strip()
         if said:
             prompts.append("- " + _piece(said)[:300])
     parts = [earlier] if earlier else []

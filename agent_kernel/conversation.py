@@ -8,6 +8,7 @@ that, so the repair happens here, on every load, rather than being trusted to ev
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 Message = dict[str, Any]
@@ -103,3 +104,24 @@ def _interrupted(tool_use_id: str) -> dict[str, Any]:
 
 def _empty_text(block: dict[str, Any]) -> bool:
     return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+# -- the per-turn context block that leads a user message (see prompt.turn_context) --------
+
+CONTEXT_START = "<turn-context>\n"
+CONTEXT_END = "\n</turn-context>"
+
+
+def is_turn_context(block: dict[str, Any]) -> bool:
+    """Whether ``block`` is a turn-context block (:func:`agent_kernel.prompt.turn_context`) (not words the user wrote)."""
+    return block.get("type") == "text" and str(block.get("text", "")).startswith(CONTEXT_START)
+
+
+def context_texts(messages: Iterable[dict[str, Any]]) -> list[str]:
+    """The texts of the turn-context blocks in ``messages``, oldest first."""
+    found = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "user" and isinstance(content, list):
+            found.extend(b["text"] for b in content if is_turn_context(b))
+    return found

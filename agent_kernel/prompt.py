@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
+from .conversation import CONTEXT_END, CONTEXT_START, context_texts
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -34,8 +36,6 @@ last list); the user's own words follow it."""
 
 # The tag around the per-turn context; a user message's first text block that starts with
 # it is that context, not the user's words.
-CONTEXT_TAG = "turn-context"
-_CONTEXT_START = f"<{CONTEXT_TAG}>\n"
 
 GROUP_DESCRIPTIONS = {
     "code": "Python in the kernel",
@@ -148,20 +148,5 @@ def turn_context(
         hidden = set(getattr(shell, "user_ns_hidden", {}))
         known = namespace.known_variables(context_texts(history))
         lines.append(namespace.variables_update(namespace.briefing_lines(shell.user_ns, hidden), known))
-    return {"type": "text", "text": _CONTEXT_START + "\n".join(lines) + f"\n</{CONTEXT_TAG}>"}
-
-
-def is_turn_context(block: dict[str, Any]) -> bool:
-    """Whether ``block`` is a :func:`turn_context` block (not words the user wrote)."""
-    return block.get("type") == "text" and str(block.get("text", "")).startswith(_CONTEXT_START)
-
-
-def context_texts(messages: Iterable[dict[str, Any]]) -> list[str]:
-    """The texts of the turn-context blocks in ``messages``, oldest first."""
-    found = []
-    for message in messages:
-        content = message.get("content")
-        if message.get("role") == "user" and isinstance(content, list):
-            found.extend(b["text"] for b in content if is_turn_context(b))
-    return found
+    return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}
 

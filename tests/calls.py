@@ -79,3 +79,18 @@ def sql_refused(store, sql, **options) -> str:
     with pytest.raises(ToolInputError) as caught:
         sql_run(store, sql, **options)
     return str(caught.value)
+
+
+def system_text(request: dict) -> str:
+    """The system prompt a recorded request sent (a string, or text blocks with a cache breakpoint)."""
+    system = request.get("system") or ""
+    return system if isinstance(system, str) else "".join(block["text"] for block in system)
+
+
+def without_breakpoints(value):
+    """``value`` (blocks, messages) without the cache_control marks the request carried."""
+    if isinstance(value, list):
+        return [without_breakpoints(item) for item in value]
+    if isinstance(value, dict):
+        return {key: without_breakpoints(item) for key, item in value.items() if key != "cache_control"}
+    return value

@@ -7,7 +7,8 @@ import json
 from IPython.core.interactiveshell import InteractiveShell
 
 from agent_kernel import Agent
-from agent_kernel.prompt import is_turn_context, turn_context
+from agent_kernel.conversation import is_turn_context
+from agent_kernel.prompt import turn_context
 
 
 def test_default_tools_and_system_prompt_fit_in_12000_characters(tmp_path):

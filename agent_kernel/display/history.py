@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..prompt import is_turn_context
+from ..conversation import is_turn_context
 
 
 class StoredMessage(Protocol):

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ..prompt import is_turn_context
+from ..conversation import is_turn_context
 from .script import Reply, call, say
 
 OFFLINE_NOTE = (

@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/blocks.py
 	$(PY) benchmarks/redaction.py
 	$(PY) benchmarks/context.py
+	$(PY) benchmarks/context_budget.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache

@@ -2,9 +2,10 @@
  * The renderer of `application/vnd.agent-kernel.turn+json`: one part of an agent turn
  * (a paragraph of the answer, a tool call, a notice) as each cell output carries it.
  *
- * The model's text is Markdown rendered by JupyterLab's parser and then passed through
- * JupyterLab's HTML sanitizer; everything else is set as text. The factory is marked
- * safe, so a notebook that is not trusted renders it the same way.
+ * The model's text arrives as HTML the kernel made from its Markdown (raw HTML off, an
+ * allow-list sanitiser); it goes through JupyterLab's HTML sanitiser again here, and
+ * without it the plain text is shown. Everything else is set as text. The factory is
+ * marked safe, so a notebook that is not trusted renders it the same way.
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
@@ -17,6 +18,7 @@ export interface ITurnPart {
   version: number;
   part: 'text' | 'tool' | 'notice';
   text?: string;
+  html?: string;
   level?: string;
   tool?: {
     name: string;
@@ -26,7 +28,7 @@ export interface ITurnPart {
     duration_ms?: number | null;
     detail?: string;
   };
-  usage?: Record<string, number>;
+  usage?: Record<string, unknown>;
 }
 
 const ICONS: Record<string, string> = {
@@ -46,20 +48,19 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       return;
     }
     if (part.part === 'text') {
-      await this.renderText(part.text ?? '');
+      this.renderText(part.text ?? '', part.html);
     } else if (part.part === 'tool' && part.tool) {
       this.node.append(renderTool(part.tool));
     } else if (part.part === 'notice') {
       const level = ['error', 'warning', 'muted', 'info'].includes(part.level ?? '') ? part.level : 'info';
-      this.node.append(el('div', { className: `ak-turn-notice ak-turn-${level}` }, part.text ?? ''));
+      const title = part.usage ? Object.entries(part.usage).map(([k, v]) => `${k}: ${v}`).join('\n') : undefined;
+      this.node.append(el('div', { className: `ak-turn-notice ak-turn-${level}`, title }, part.text ?? ''));
     }
   }
 
-  private async renderText(text: string): Promise<void> {
-    const box = el('div', { className: 'ak-turn-text jp-RenderedMarkdown jp-RenderedHTMLCommon' });
-    const parser = this.options.markdownParser;
-    if (parser) {
-      const html = await parser.render(text);
+  private renderText(text: string, html: string | undefined): void {
+    const box = el('div', { className: 'ak-turn-text jp-RenderedHTMLCommon' });
+    if (typeof html === 'string') {
       box.innerHTML = this.options.sanitizer.sanitize(html);
     } else {
       box.textContent = text;

@@ -5,7 +5,8 @@
  * The model's text arrives as HTML the kernel made from its Markdown (raw HTML off, an
  * allow-list sanitiser); it goes through JupyterLab's HTML sanitiser again here, and
  * without it the plain text is shown. Everything else is set as text. The factory is
- * marked safe, so a notebook that is not trusted renders it the same way.
+ * marked safe, so a notebook that is not trusted renders it the same way. The elements
+ * keep the class names of the kernel's HTML (agent-kernel-tool, -markdown, -muted, ...).
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
@@ -54,12 +55,12 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     } else if (part.part === 'notice') {
       const level = ['error', 'warning', 'muted', 'info'].includes(part.level ?? '') ? part.level : 'info';
       const title = part.usage ? Object.entries(part.usage).map(([k, v]) => `${k}: ${v}`).join('\n') : undefined;
-      this.node.append(el('div', { className: `ak-turn-notice ak-turn-${level}`, title }, part.text ?? ''));
+      this.node.append(el('div', { className: `ak-turn-notice ak-turn-${level} agent-kernel-${level}`, title }, part.text ?? ''));
     }
   }
 
   private renderText(text: string, html: string | undefined): void {
-    const box = el('div', { className: 'ak-turn-text jp-RenderedHTMLCommon' });
+    const box = el('div', { className: 'ak-turn-text agent-kernel-markdown jp-RenderedHTMLCommon' });
     if (typeof html === 'string') {
       box.innerHTML = this.options.sanitizer.sanitize(html);
     } else {
@@ -80,9 +81,9 @@ function renderTool(tool: NonNullable<ITurnPart['tool']>): HTMLElement {
     el('span', { className: 'ak-turn-summary' }, `${tool.summary ?? ''}${timing}${tool.detail ? ` · ${tool.detail}` : ''}`)
   ];
   if (!tool.input) {
-    return el('div', { className: `ak-turn-tool ak-turn-tool-${status}` }, ...head);
+    return el('div', { className: `ak-turn-tool ak-turn-tool-${status} agent-kernel-tool` }, ...head);
   }
-  return el('details', { className: `ak-turn-tool ak-turn-tool-${status}` },
+  return el('details', { className: `ak-turn-tool ak-turn-tool-${status} agent-kernel-tool` },
     el('summary', {}, ...head),
     el('pre', { className: 'ak-turn-input' }, tool.input)
   );

@@ -7,6 +7,8 @@ extension is enabled by the test server's configuration (tests/conftest.py).
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 
 import nbformat
@@ -14,7 +16,7 @@ import pytest
 
 from agent_kernel.testing import reply, say, tool_use
 
-from .test_browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from .test_browser import ARTIFACTS, KERNEL_READY, SCREENSHOTS, cell, run_notebook, save_screenshot, wait_idle
 
 pytestmark = [pytest.mark.browser]
 
@@ -38,6 +40,18 @@ def refresh_until(page, panel, locator, timeout: float = 120) -> None:
         page.wait_for_timeout(1000)
 
 
+def save_panel_screenshot(page, panel) -> None:
+    """The panel down to its last section (the sidebar itself is as tall as the window)."""
+    box, last = panel.bounding_box(), panel.locator(".ak-stats").bounding_box()
+    path = ARTIFACTS / "labextension-panel.png"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(path), clip={"x": box["x"], "y": box["y"], "width": box["width"],
+                                          "height": last["y"] + last["height"] - box["y"] + 8})  # fmt: skip
+    if os.environ.get("AGENT_KERNEL_UPDATE_SCREENSHOTS"):
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, SCREENSHOTS / path.name)
+
+
 def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(
@@ -58,7 +72,7 @@ def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(l
     assert "At 02:00 every day (UTC)" in job.inner_text() and "not run yet" in job.inner_text()
     # The server runs the scheduler: no warning that jobs will not fire.
     assert panel.locator(".ak-jobs .ak-warning").count() == 0
-    save_screenshot(panel, "labextension-panel.png", readme=True)
+    save_panel_screenshot(page, panel)
 
 
 def test_schedule_this_notebook_creates_a_job_the_server_runs_and_its_output_opens(lab_page, jupyterlab):

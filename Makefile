@@ -41,6 +41,8 @@ $(STAMP): pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	# JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in labextension/ updates it.
+	$(VENV)/bin/jupyter labextension develop --overwrite . > /dev/null
 	touch $@
 
 demo: $(STAMP)

@@ -2,11 +2,7 @@
  * agent-kernel in JupyterLab (and Notebook 7): the Agent panel in the left sidebar and
  * "Schedule this notebook…" in the notebook toolbar and the file browser's menu.
  */
-import {
-  ILabShell,
-  JupyterFrontEnd,
-  JupyterFrontEndPlugin
-} from '@jupyterlab/application';
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -39,7 +35,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'The Agent panel and "Schedule this notebook…".',
   autoStart: true,
   requires: [],
-  optional: [INotebookTracker, IDefaultFileBrowser, ICommandPalette, ILabShell],
+  optional: [INotebookTracker, IDefaultFileBrowser, ICommandPalette],
   activate: (
     app: JupyterFrontEnd,
     notebooks: INotebookTracker | null,

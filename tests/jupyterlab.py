@@ -152,8 +152,11 @@ class JupyterLab:
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()  # reaped, whichever way it ended
         self.log.close()
 
 

@@ -13,6 +13,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def jupyter(*args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
+    # `jupyter X` runs the `jupyter-X` found first on PATH: this environment's.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     done = subprocess.run(
         [sys.executable, "-m", "jupyter", *args], capture_output=True, text=True, timeout=120, env=env
     )

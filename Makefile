@@ -9,9 +9,16 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install chromium bubblewrap demo test screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap demo test screenshots bench clean
 
-install: $(STAMP) chromium bubblewrap
+install: nodejs $(STAMP) chromium bubblewrap
+
+# Node.js: the package build compiles the JupyterLab extension (labextension/) with jlpm.
+nodejs:
+	@command -v node > /dev/null || { \
+		echo "Installing Debian's nodejs to build the JupyterLab extension"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends nodejs > /dev/null; }
 
 # Debian's chromium, and an emoji font so the cells' status icons render in screenshots.
 chromium:
@@ -28,21 +35,25 @@ bubblewrap:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends bubblewrap > /dev/null; }
 
-$(STAMP): pyproject.toml
+# The package build also builds the JupyterLab extension and installs it (and the server
+# extension's switch) into the venv's share/jupyter and etc/jupyter.
+$(STAMP): pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
+	# JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in labextension/ updates it.
+	$(VENV)/bin/jupyter labextension develop --overwrite . > /dev/null
 	touch $@
 
 demo: $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
-test: $(STAMP) chromium bubblewrap
+test: nodejs $(STAMP) chromium bubblewrap
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
 screenshots: $(STAMP) chromium
-	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py
+	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py tests/test_browser_labextension.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/load_ext.py
@@ -55,4 +66,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/context_budget.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache agent_kernel/labextension labextension/lib labextension/node_modules

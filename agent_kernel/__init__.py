@@ -63,6 +63,18 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """Jupyter Server finds the REST API and the in-server scheduler here."""
+    from .server import _jupyter_server_extension_points as points
+
+    return points()
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the built JupyterLab extension is (``jupyter labextension develop`` uses it)."""
+    return [{"src": "labextension", "dest": "agent-kernel"}]
+
+
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
     from . import magics

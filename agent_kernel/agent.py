@@ -414,7 +414,9 @@ class Agent:
         await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
         if result.state != "error" and result.model_calls:
             footer = _footer(result, turn.limits.token_limit, new=resolved.created)
-            transcript.notice(footer, kind="muted")
+            usage = {"model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
+                     "tokens": result.tokens, "session_tokens": result.session_tokens, "token_limit": turn.limits.token_limit}
+            transcript.notice(footer, kind="muted", usage=usage)
         return result
 
     # -- the system prompt ---------------------------------------------------------------

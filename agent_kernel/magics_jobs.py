@@ -42,8 +42,9 @@ class JobMagics(Magics):
         """Scheduled jobs: schedule, next run, last run, status and the last output notebook.
 
         Jobs are created by the agent's schedule tools (create_scheduled_task,
-        set_reminder, manage_pulse) or `agent-kernel jobs add`, and fire while
-        `agent-kernel scheduler` runs.
+        set_reminder, manage_pulse), JupyterLab's "Schedule this notebook…" or
+        `agent-kernel jobs add`, and fire while a scheduler runs: the one in Jupyter
+        Server (agent-kernel's server extension) or `agent-kernel scheduler`.
         """
         from .scheduler import leader
         from .scheduler.clock import SystemClock
@@ -55,13 +56,13 @@ class JobMagics(Magics):
         with self._store().connect() as con:
             jobs = Jobs(con).list(include_disabled=args.all)
             latest = Runs(con).latest_by_job()
-            lease = leader.current(con)
+            lease = leader.running(con, now)
         rows = [_row(job, latest.get(job.id)) for job in jobs]
         notes = []
         if not rows:
             notes.append("No scheduled jobs yet: ask %agent to schedule one, or use `agent-kernel jobs add`.")
-        if lease is None or lease.expires_at <= now:
-            notes.append("No scheduler is running: jobs fire only while `agent-kernel scheduler` runs.")
+        if lease is None:
+            notes.append(f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}.")
         return JobsView(rows, " ".join(notes))
 
 

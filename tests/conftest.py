@@ -94,7 +94,13 @@ def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         AGENT_KERNEL_DB=str(base / "agent.duckdb"),
         AGENT_KERNEL_HOME=str(base / "agent-home"),
     )
-    lab = JupyterLab(root, env)
+    # agent-kernel's server extension (the API, the scheduler) whether or not it is enabled
+    # in this environment; the JupyterLab extension is the one installed here.
+    config = {
+        "ServerApp": {"jpserver_extensions": {"agent_kernel": True}},
+        "AgentKernelServer": {"scheduler_poll_s": 0.5},
+    }
+    lab = JupyterLab(root, env, config=config)
     try:
         yield lab
     finally:

@@ -62,7 +62,8 @@ def free_port() -> int:
 class JupyterLab:
     """A JupyterLab server process with its own directories, for one test session."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, env: dict[str, str], config: dict[str, Any] | None = None) -> None:
+        """``config``: the server's jupyter_server_config.json (in its own config directory)."""
         self.root = root
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -73,6 +74,9 @@ class JupyterLab:
         (settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        if config:
+            (home / "config").mkdir(parents=True, exist_ok=True)
+            (home / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
         full_env = dict(
             os.environ,
             **env,
@@ -148,8 +152,11 @@ class JupyterLab:
         try:
             os.killpg(self.process.pid, signal.SIGTERM)
             self.process.wait(timeout=15)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()  # reaped, whichever way it ended
         self.log.close()
 
 

@@ -68,3 +68,24 @@ def test_an_unattended_runner_gets_no_repeats(kernel, scripted_model):
     assert execution.final_texts().count(ANSWER) == 1
     fresh = [m["content"]["data"].get("text/plain", "") for m in execution.of_type("display_data")]
     assert ANSWER not in fresh and not any(s.startswith("✓ run_code") for s in fresh)
+
+
+def test_each_output_also_carries_its_part_of_the_turn_for_the_jupyterlab_renderer():
+    from agent_kernel.display.transcript import TURN_MIME, ToolCard, _card_bundle, _notice_bundle, _text_bundle
+
+    paragraph = _text_bundle("Rows: **42** <img src=x onerror=alert(1)> [doc](javascript:alert(2))")
+    part = paragraph[TURN_MIME]
+    assert part["version"] == 1 and part["part"] == "text" and part["text"].startswith("Rows: **42**")
+    # The renderer shows this HTML (through JupyterLab's sanitiser too): the kernel's rules made it.
+    assert "<strong>42</strong>" in part["html"] and "&lt;img src=x" in part["html"]  # raw HTML shows as text
+    assert "<img" not in part["html"] and "href" not in part["html"]
+    assert part["html"] in paragraph["text/html"]
+
+    card = ToolCard("tu_1", "run_code", {"code": "total = 358\nprint(total)"}, status="ok", duration_ms=12.5)
+    tool = _card_bundle(card)[TURN_MIME]["tool"]
+    assert tool == {"name": "run_code", "status": "ok", "summary": "total = 358 (+1 lines)",
+                    "input": "total = 358\nprint(total)", "duration_ms": 12.5, "detail": ""}  # fmt: skip
+
+    usage = {"model": "claude", "tokens": 900, "tool_calls": 1}
+    footer = _notice_bundle("claude · 1 tool call", "muted", usage)[TURN_MIME]
+    assert footer == {"version": 1, "part": "notice", "level": "muted", "text": "claude · 1 tool call", "usage": usage}

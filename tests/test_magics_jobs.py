@@ -25,7 +25,8 @@ def test_agent_jobs_lists_jobs_with_their_last_run_and_output(kernel, store, hom
     assert "nightly" in page and "At 02:00 every day (Europe/Berlin)" in page
     assert "<span style='color:#cf222e' title='ZeroDivisionError: division by zero'>FAILED</span>" in page
     assert "<a href='home/runs/" in page and "/output.ipynb' target='_blank'" in page  # relative to the kernel's dir
-    assert "No scheduler is running: jobs fire only while `agent-kernel scheduler` runs." in page
+    assert "No scheduler is running: jobs fire only while one runs; start JupyterLab or Jupyter Server" in page
+    assert "or run `agent-kernel scheduler` in a terminal." in page
     text = shown.final_texts()[-1]
     assert "FAILED (ZeroDivisionError: division by zero)" in text and "later" in text
 

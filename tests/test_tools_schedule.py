@@ -291,3 +291,21 @@ def test_extreme_numbers_and_oversize_text_are_refused(tmp_path):
             "create_scheduled_task", {"name": "n", "task": "t", "cron": "0 9 * * *", "token_limit": 100_000_000}
         )
         assert [t["id"] for t in caller.value("list_scheduled_tasks", {})["tasks"]] == [created["id"]]
+
+
+def test_scheduling_tools_say_when_no_scheduler_runs_and_how_to_start_one(shell_agent, scripted_model, store):
+    from agent_kernel.scheduler import leader
+
+    at = (datetime.now(UTC) + timedelta(hours=2)).replace(microsecond=0).isoformat()
+    task, reminder = run_tools(
+        shell_agent, scripted_model,
+        call("create_scheduled_task", name="later", task="Say hello.", at=at),
+        call("set_reminder", at=at, message="check the build"),
+    )  # fmt: skip
+    for result in (task, reminder):
+        assert result["warning"].startswith("No scheduler is running, so this will not fire until one starts.")
+        assert "JupyterLab" in result["warning"] and "`agent-kernel scheduler`" in result["warning"]
+    with store.connect() as con:  # a scheduler (a server's, or the daemon) leads now
+        leader.acquire(con, "otherhost:1:abcdef", datetime.now(UTC), 300)
+    [led] = run_tools(shell_agent, scripted_model, call("create_scheduled_task", name="led", task="Hi.", at=at))
+    assert "warning" not in led and led["name"] == "led"

@@ -278,13 +278,14 @@ class Transcript:
 
     # -- notices -------------------------------------------------------------------------
 
-    def notice(self, text: str, *, kind: str = "info") -> None:
-        """One line under the transcript: an error, a stop, a limit, the footer."""
+    def notice(self, text: str, *, kind: str = "info", usage: dict[str, Any] | None = None) -> None:
+        """One line under the transcript: an error, a stop, a limit, the footer (with the
+        turn's ``usage`` in its structured part)."""
         self.end_text()
         if not self.live:
             print(text, file=sys.stderr if kind == "error" else sys.stdout, flush=True)
             return
-        self._display(_notice_bundle(text, kind))
+        self._display(_notice_bundle(text, kind, usage))
 
     def failed(self, line: str, *, kind: str = "error") -> None:
         """The line saying why the turn failed; shown here unless the caller raises it."""
@@ -386,6 +387,11 @@ class Transcript:
 
 # -- bundles ------------------------------------------------------------------------------
 
+# Each output of a turn also carries its part as data, for the JupyterLab extension's
+# renderer (tool cards that open, status icons, usage); other front ends show the HTML.
+TURN_MIME = "application/vnd.agent-kernel.turn+json"
+_TURN_VERSION = 1
+
 _ICONS = {
     "receiving": "…", "running": "⏳", "waiting": "⏸",
     "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–",
@@ -394,9 +400,12 @@ _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipp
 
 
 def _text_bundle(text: str) -> Bundle:
-    from .safe import markdown_bundle
+    from .safe import clean_text, markdown_bundle, markdown_html
 
-    return markdown_bundle(text)
+    # The renderer shows ``html`` (made here by the rules of .safe) through JupyterLab's
+    # sanitiser too; it never renders the model's Markdown itself.
+    part = {"version": _TURN_VERSION, "part": "text", "text": clean_text(text), "html": markdown_html(text)}
+    return {**markdown_bundle(text), TURN_MIME: part}
 
 
 def _card_bundle(card: ToolCard) -> Bundle:
@@ -418,7 +427,19 @@ def _card_bundle(card: ToolCard) -> Bundle:
         if body
         else f'<div class="agent-kernel-tool" style="margin:2px 0;font-size:0.92em">{head}</div>'
     )
-    return {"text/html": markup, "text/plain": plain}
+    part = {
+        "version": _TURN_VERSION,
+        "part": "tool",
+        "tool": {
+            "name": card.name,
+            "status": card.status,
+            "summary": summary,
+            "input": _input_text(card.name, card.tool_input),
+            "duration_ms": card.duration_ms,
+            "detail": card.detail,
+        },
+    }
+    return {"text/html": markup, "text/plain": plain, TURN_MIME: part}
 
 
 def _thinking_bundle(text: str, *, done: bool, redacted: bool = False) -> Bundle:
@@ -442,10 +463,13 @@ def _thinking_bundle(text: str, *, done: bool, redacted: bool = False) -> Bundle
     return {"text/html": markup, "text/plain": f"▸ {summary}"}
 
 
-def _notice_bundle(text: str, kind: str) -> Bundle:
+def _notice_bundle(text: str, kind: str, usage: dict[str, Any] | None = None) -> Bundle:
     color = {"error": "#cf222e", "warning": "#9a6700", "muted": "#57606a"}.get(kind, "#0969da")
     markup = f'<div class="agent-kernel-{kind}" style="color:{color};font-size:0.92em">{html.escape(text)}</div>'
-    return {"text/html": markup, "text/plain": text}
+    part: dict[str, Any] = {"version": _TURN_VERSION, "part": "notice", "level": kind, "text": text}
+    if usage:
+        part["usage"] = usage
+    return {"text/html": markup, "text/plain": text, TURN_MIME: part}
 
 
 def _input_summary(name: str, tool_input: Any) -> str:
@@ -462,13 +486,19 @@ def _input_summary(name: str, tool_input: Any) -> str:
     return _clip(json.dumps(tool_input, ensure_ascii=False, default=str), 90)
 
 
-def _input_body(name: str, tool_input: Any) -> str:
+def _input_text(name: str, tool_input: Any) -> str:
+    """What a card shows when it opens: run_code's code, else the input as JSON."""
     if not isinstance(tool_input, dict) or not tool_input:
         return ""
     if name == "run_code" and isinstance(tool_input.get("code"), str):
-        text = tool_input["code"]
-    else:
-        text = json.dumps(tool_input, ensure_ascii=False, indent=2, default=str)
+        return tool_input["code"]
+    return json.dumps(tool_input, ensure_ascii=False, indent=2, default=str)
+
+
+def _input_body(name: str, tool_input: Any) -> str:
+    text = _input_text(name, tool_input)
+    if not text:
+        return ""
     return f'<pre style="margin:4px 0 4px 1.2em;white-space:pre-wrap">{html.escape(text)}</pre>'
 
 

@@ -84,3 +84,22 @@ def acquire(
 
 def release(con: duckdb.DuckDBPyConnection, worker: str, name: str = LEASE) -> None:
     con.execute("DELETE FROM scheduler_leases WHERE name = ? AND holder = ?", [name, worker])
+
+
+def running(con: duckdb.DuckDBPyConnection, now: datetime, name: str = LEASE) -> Lease | None:
+    """The lease of the scheduler that leads now, or None when none is running.
+
+    A lease past its expiry, or held by a process on this host that is gone, means that
+    no scheduler fires jobs: they wait until one starts.
+    """
+    lease = current(con, name)
+    if lease is None or lease.expires_at <= now or worker_is_dead(lease.holder):
+        return None
+    return lease
+
+
+# What a person can do when :func:`running` finds none.
+HOW_TO_START = (
+    "start JupyterLab or Jupyter Server with agent-kernel installed (its server extension runs "
+    "the scheduler), or run `agent-kernel scheduler` in a terminal"
+)

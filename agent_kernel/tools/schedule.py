@@ -89,7 +89,8 @@ def create_scheduled_task(
         )
         with ctx.store.connect() as con:
             job = Jobs(con).add(job)
-    return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone)}
+            warning = _no_scheduler(con)
+    return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone), **warning}
 
 
 def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
@@ -183,7 +184,8 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
             created_by=ctx.session_name,
         )
         job = Jobs(con).add(job)
-    return {"id": job.id, "at": _iso(job.run_at, job.timezone)}
+        warning = _no_scheduler(con)
+    return {"id": job.id, "at": _iso(job.run_at, job.timezone), **warning}
 
 
 def cancel_reminder(id: Short) -> dict[str, Any]:
@@ -273,6 +275,18 @@ def _errors() -> Iterator[None]:
         yield
     except ScheduleError as exc:
         raise ToolInputError(str(exc)) from None
+
+
+def _no_scheduler(con: Any) -> dict[str, str]:
+    """``{"warning": ...}`` telling the model how to get the job fired when no scheduler runs."""
+    from ..scheduler import leader
+
+    if leader.running(con, _now()) is not None:
+        return {}
+    return {
+        "warning": "No scheduler is running, so this will not fire until one starts. Tell the user "
+        f"to {leader.HOW_TO_START}."
+    }
 
 
 def _now() -> Any:

@@ -1,0 +1,12 @@
+"""agent-kernel's Jupyter Server extension: the JupyterLab extension's REST API and the
+scheduler running inside the server (see :mod:`.app`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .app import AgentKernelServer
+
+    return [{"module": "agent_kernel.server", "app": AgentKernelServer}]

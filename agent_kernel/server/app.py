@@ -1,0 +1,141 @@
+"""The Jupyter Server extension: the REST API and, unless turned off, the scheduler.
+
+Settings (``jupyter_server_config.py`` or the command line)::
+
+    c.AgentKernelServer.scheduler = False        # do not run the scheduler in the server
+    c.AgentKernelServer.max_concurrent_runs = 2  # runs at once when it does
+    c.AgentKernelServer.db_path = "/path/agent.duckdb"  # default: AGENT_KERNEL_DB or the data dir
+
+The scheduler is the same loop as ``agent-kernel scheduler``, in a thread of the server
+process. Its leader lease keeps one scheduler firing per database: with a separate
+``agent-kernel scheduler`` (or a second server) on the same file, one leads and the
+others stand by. The server never holds the DuckDB file open between requests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Float, Int, Unicode
+
+from .handlers import handlers
+
+
+class ServerState:
+    """What the handlers share: the store, the server's root, the scheduler thread."""
+
+    def __init__(self, store: Any, root_dir: str, log: Any) -> None:
+        from ..scheduler.clock import SystemClock
+
+        self.store = store
+        self.root_dir = root_dir
+        self.log = log
+        self.clock = SystemClock()
+        self.scheduler: Any = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._drain = threading.Event()
+
+    @property
+    def scheduler_in_server(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def start_scheduler(self, *, max_concurrent: int, poll_s: float) -> None:
+        from ..scheduler.daemon import Scheduler, SchedulerSettings
+
+        settings = SchedulerSettings(max_concurrent=max_concurrent, poll_s=poll_s)
+        self.scheduler = Scheduler(self.store, settings=settings)
+        self._thread = threading.Thread(target=self._serve, name="agent-kernel-scheduler", daemon=True)
+        self._thread.start()
+        self.log.info("agent-kernel: scheduler %s running in the server on %s", self.scheduler.worker, self.store.path)
+
+    def _serve(self) -> None:
+        try:
+            self.scheduler.serve(self._stop, drain=self._drain)
+        except Exception:  # noqa: BLE001 - the server goes on; the jobs wait for another scheduler
+            self.log.exception("agent-kernel: the scheduler stopped")
+        finally:
+            self.scheduler.close()
+
+    def wake_scheduler(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.wake()
+
+    def stop_scheduler(self, timeout: float = 10.0) -> None:
+        """Stop firing; cancel runs still going (their records say so) and give up the lease."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._drain.set()
+        self.scheduler.wake()
+        self._thread.join(timeout)
+        self._thread = None
+
+    def output_in_root(self, run: Any, job: Any) -> str | None:
+        """The run's output notebook as a path JupyterLab can open (relative to the root)."""
+        from .views import relative_path
+
+        if not run.output_path or not Path(run.output_path).is_file():
+            return None
+        inside = relative_path(run.output_path, Path(self.root_dir))
+        if inside is not None:
+            return inside
+        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (job.name if job else run.job_id))
+        target = Path(self.root_dir) / "agent-kernel-runs" / f"{name}-{run.id}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            shutil.copyfile(run.output_path, target)
+        return target.relative_to(self.root_dir).as_posix()
+
+
+class AgentKernelServer(ExtensionApp):
+    """agent-kernel's Jupyter Server extension."""
+
+    name = "agent_kernel"
+    load_other_extensions = True
+
+    scheduler = Bool(True, help="Run the scheduler in the server, so scheduled jobs fire while it runs.").tag(
+        config=True
+    )
+    max_concurrent_runs = Int(2, help="Scheduled runs at once (the server's scheduler).").tag(config=True)
+    scheduler_poll_s = Float(5.0, help="Longest pause between the scheduler's passes, in seconds.").tag(config=True)
+    db_path = Unicode("", help="The agent's DuckDB file; default AGENT_KERNEL_DB or the user's data directory.").tag(
+        config=True
+    )
+
+    def initialize_settings(self) -> None:
+        from ..paths import default_db_path
+        from ..store import Store
+
+        store = Store(Path(self.db_path).expanduser() if self.db_path else default_db_path())
+        root = self.serverapp.root_dir if self.serverapp is not None else "."
+        self.state = ServerState(store, str(Path(root).expanduser().resolve()), self.log)
+        self.settings.update({"agent_kernel_state": self.state})
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(handlers())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        if self.scheduler:
+            self.state.start_scheduler(max_concurrent=self.max_concurrent_runs, poll_s=self.scheduler_poll_s)
+        else:
+            self.log.info("agent-kernel: the scheduler is off in this server (AgentKernelServer.scheduler)")
+
+    async def stop_extension(self) -> None:
+        state = getattr(self, "state", None)
+        if state is not None:
+            await _in_thread(state.stop_scheduler)
+
+
+async def _in_thread(work: Any) -> None:
+    import asyncio
+
+    await asyncio.get_running_loop().run_in_executor(None, work)

@@ -1,0 +1,305 @@
+"""The REST API under ``/agent-kernel/api/``.
+
+Every handler is a Jupyter Server ``APIHandler``: ``@web.authenticated`` refuses a
+request without the server's token or login cookie (403), ``@authorized`` asks the
+server's authorizer about the ``agent-kernel`` resource, and the handler base checks the
+XSRF token of cookie-authenticated writes. Database work runs in a thread (the store's
+short connection waits for the file lock), so a busy file never blocks the server.
+Input the API refuses gets 400 with a message; a missing id gets 404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from . import views
+from .job_request import BadRequest, job_from_request, parse_body
+
+T = TypeVar("T")
+
+AUTH_RESOURCE = "agent-kernel"
+MAX_RUNS = 500
+
+
+class _Handler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def agent(self) -> Any:
+        """The extension's state (:class:`~agent_kernel.server.app.ServerState`)."""
+        return self.settings["agent_kernel_state"]
+
+    @property
+    def root(self) -> Path:
+        return Path(self.agent.root_dir)
+
+    async def store_call(self, work: Callable[[Any], T]) -> T:
+        """``work(con)`` under one short store connection, in a worker thread."""
+
+        def run() -> T:
+            with self.agent.store.connect() as con:
+                return work(con)
+
+        return await asyncio.get_running_loop().run_in_executor(None, run)
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(views.dumps(data))
+
+    def refuse(self, status: int, message: str) -> None:
+        self.reply({"message": message}, status)
+
+    def body(self) -> dict[str, Any]:
+        return parse_body(self.request.body)
+
+    def int_argument(self, name: str, default: int, low: int, high: int) -> int:
+        text = self.get_argument(name, None)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise BadRequest(f"`{name}` must be a whole number, not {text!r}.") from None
+        if not low <= value <= high:
+            raise BadRequest(f"`{name}` must be between {low} and {high}.")
+        return value
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, BadRequest):
+            return
+        super().log_exception(typ, value, tb)
+
+    async def scheduler_status(self) -> dict[str, Any]:
+        from ..scheduler import leader
+
+        lease = await self.store_call(lambda con: leader.running(con, self.agent.now()))
+        status: dict[str, Any] = {"running": lease is not None, "in_server": self.agent.scheduler_in_server}
+        if lease is None:
+            status["message"] = f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}."
+        else:
+            status["holder"] = lease.holder
+        return status
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, BadRequest):
+            self.refuse(400, str(exc))
+            return
+        from ..errors import StoreError
+
+        if isinstance(exc, StoreError):
+            self.refuse(503, str(exc))
+            return
+        super().write_error(status_code, **kwargs)
+
+
+class SessionsHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self) -> None:
+        notebook = self.get_argument("notebook", None)
+        sessions = await self.store_call(lambda con: views.list_sessions(con, self.root, notebook))
+        self.reply({"sessions": sessions})
+
+
+class SessionHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self, session_id: str) -> None:
+        found = await self.store_call(lambda con: views.session_detail(con, self.root, session_id))
+        if found is None:
+            self.refuse(404, f"No session {session_id!r}.")
+            return
+        self.reply(found)
+
+
+class JobsHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self) -> None:
+        jobs = await self.store_call(lambda con: views.list_jobs(con, self.root))
+        self.reply({"jobs": jobs, "scheduler": await self.scheduler_status()})
+
+    @web.authenticated
+    @authorized(action="write")
+    async def post(self) -> None:
+        from ..scheduler.jobs import Jobs
+
+        user = getattr(self.current_user, "username", None)
+        job = job_from_request(self.body(), self.root, self.agent.now(), user=user)
+        stored = await self.store_call(lambda con: Jobs(con).add(job))
+        self.agent.wake_scheduler()
+        self.reply(views.job_json(stored, None, self.root) | {"scheduler": await self.scheduler_status()}, 201)
+
+class JobHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self, job_id: str) -> None:
+        from ..scheduler.jobs import Jobs
+        from ..scheduler.runs import Runs
+
+        def read(con: Any) -> Any:
+            job = Jobs(con).get(job_id)
+            return job and views.job_json(job, Runs(con).latest_by_job().get(job.id), self.root)
+
+        found = await self.store_call(read)
+        if found is None:
+            self.refuse(404, f"No job {job_id!r}.")
+            return
+        self.reply(found)
+
+    @web.authenticated
+    @authorized(action="write")
+    async def patch(self, job_id: str) -> None:
+        """``{"enabled": true | false}``: resume or pause the job."""
+        from ..scheduler.jobs import Jobs
+        from ..scheduler.runs import Runs
+
+        body = self.body()
+        if set(body) != {"enabled"} or not isinstance(body["enabled"], bool):
+            raise BadRequest('Send {"enabled": true} or {"enabled": false}.')
+        now = self.agent.now()
+
+        def toggle(con: Any) -> Any:
+            jobs = Jobs(con)
+            job = jobs.get(job_id)
+            if job is None:
+                return None
+            job = jobs.set_enabled(job, body["enabled"], now)
+            return views.job_json(job, Runs(con).latest_by_job().get(job.id), self.root)
+
+        found = await self.store_call(toggle)
+        if found is None:
+            self.refuse(404, f"No job {job_id!r}.")
+            return
+        self.agent.wake_scheduler()
+        self.reply(found)
+
+    @web.authenticated
+    @authorized(action="write")
+    async def delete(self, job_id: str) -> None:
+        from ..scheduler.jobs import Jobs
+
+        now = self.agent.now()
+        deleted = await self.store_call(lambda con: Jobs(con).delete(job_id, now))
+        if not deleted:
+            self.refuse(404, f"No job {job_id!r}.")
+            return
+        self.reply({"deleted": True, "id": job_id})
+
+
+class JobRunHandler(_Handler):
+    @web.authenticated
+    @authorized(action="execute")
+    async def post(self, job_id: str) -> None:
+        """Queue a run now; the scheduler starts it within a moment."""
+        from ..scheduler.jobs import Jobs
+        from ..scheduler.runs import Runs
+
+        if self.body():
+            raise BadRequest("This route takes no body.")
+        now = self.agent.now()
+
+        def queue(con: Any) -> Any:
+            job = Jobs(con).get(job_id)
+            if job is None:
+                return None
+            run = Runs(con).insert(job.id, now, cause="manual", now=now)
+            return run and views.run_json(run, job, self.root)
+
+        run = await self.store_call(queue)
+        if run is None:
+            self.refuse(404, f"No job {job_id!r}.")
+            return
+        self.agent.wake_scheduler()
+        status = await self.scheduler_status()
+        self.reply(run | {"scheduler": status}, 202)
+
+
+class RunsHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self) -> None:
+        job_id = self.get_argument("job", None)
+        limit = self.int_argument("limit", 50, 1, MAX_RUNS)
+        runs = await self.store_call(lambda con: views.list_runs(con, self.root, job_id=job_id, limit=limit))
+        self.reply({"runs": runs})
+
+
+class RunHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self, run_id: str) -> None:
+        found = await self.store_call(lambda con: self._find(con, run_id))
+        if found is None:
+            self.refuse(404, f"No run {run_id!r}.")
+            return
+        run, job = found
+        self.reply(views.run_detail(run, job, self.root))
+
+    @web.authenticated
+    @authorized(action="write")
+    async def post(self, run_id: str) -> None:
+        """``{"action": "open"}``: the output notebook's path inside the root (copied into
+        ``agent-kernel-runs/`` when it lies elsewhere), for JupyterLab to open.
+        ``{"action": "cancel"}``: cancel a queued run, or ask its scheduler to stop it."""
+        body = self.body()
+        action = body.get("action")
+        if set(body) != {"action"} or action not in ("open", "cancel"):
+            raise BadRequest('Send {"action": "open"} or {"action": "cancel"}.')
+        found = await self.store_call(lambda con: self._find(con, run_id))
+        if found is None:
+            self.refuse(404, f"No run {run_id!r}.")
+            return
+        run, job = found
+        if action == "cancel":
+            from ..scheduler.runs import Runs
+
+            now = self.agent.now()
+            state = await self.store_call(lambda con: Runs(con).request_cancel(run.id, now, "cancelled in JupyterLab"))
+            self.reply({"id": run.id, "status": state})
+            return
+        self.reply({"id": run.id, "path": self.agent.output_in_root(run, job)})
+
+    @staticmethod
+    def _find(con: Any, run_id: str) -> Any:
+        from ..scheduler.jobs import Jobs
+        from ..scheduler.runs import Runs
+
+        run = Runs(con).get(run_id)
+        if run is None:
+            return None
+        return run, Jobs(con).get(run.job_id, deleted=True)
+
+
+class StatsHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self) -> None:
+        days = self.int_argument("days", 7, 1, 3650)
+        now = self.agent.now()
+        self.reply(await self.store_call(lambda con: views.stats_json(con, days, now)))
+
+
+ID = r"([A-Za-z0-9_-]{1,64})"
+
+
+def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:
+    return [
+        (f"{base}/sessions", SessionsHandler),
+        (f"{base}/sessions/{ID}", SessionHandler),
+        (f"{base}/jobs", JobsHandler),
+        (f"{base}/jobs/{ID}", JobHandler),
+        (f"{base}/jobs/{ID}/run", JobRunHandler),
+        (f"{base}/runs", RunsHandler),
+        (f"{base}/runs/{ID}", RunHandler),
+        (f"{base}/stats", StatsHandler),
+    ]

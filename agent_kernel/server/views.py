@@ -1,0 +1,223 @@
+"""The API's JSON: sessions, jobs, runs and stats read from one open connection.
+
+Plain functions of a connection and the server's root directory, so the handlers stay
+thin and the shapes can be tested without a server. Paths inside the root are also
+given relative to it (what JupyterLab opens); instants are ISO 8601 UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..scheduler.clock import iso
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from ..scheduler.jobs import Job
+    from ..scheduler.runs import Run
+    from ..store.sessions import Session
+
+MAX_MESSAGES = 500
+
+
+def session_cost(session: Session) -> float | None:
+    """What the session has cost in US dollars, or None while prices are not known here."""
+    return None
+
+
+def relative_path(path: str | None, root: Path) -> str | None:
+    """``path`` relative to the server's root (with ``/``), or None when it lies outside
+    the root or in a hidden folder (JupyterLab cannot open it there)."""
+    if not path:
+        return None
+    try:
+        relative = Path(path).resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        return None
+    if any(part.startswith(".") for part in relative.parts):
+        return None
+    return relative.as_posix()
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def session_json(session: Session, root: Path) -> dict[str, Any]:
+    return {
+        "id": session.id,
+        "name": session.name,
+        "notebook": session.notebook,
+        "notebook_path": relative_path(session.notebook, root),
+        "state": session.state,
+        "model": session.model,
+        "tokens": session.tokens_used,
+        "token_limit": session.token_limit,
+        "cost": session_cost(session),
+        "parent_id": session.parent_id,
+        "last_error": session.last_error,
+        "created_at": _iso_naive(session.created_at),
+        "updated_at": _iso_naive(session.updated_at),
+    }
+
+
+def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None) -> list[dict[str, Any]]:
+    """Every session, most recently used first; with ``notebook`` (a path relative to the
+    root) only that notebook's sessions and the sub-sessions they spawned."""
+    from ..store.sessions import Sessions
+
+    sessions = Sessions(con).list()
+    if notebook is not None:
+        wanted = str((root / notebook).resolve())
+        own = {s.id for s in sessions if s.notebook and _same_path(s.notebook, wanted)}
+        grown = True
+        while grown:  # sub-sessions of sub-sessions too
+            more = {s.id for s in sessions if s.parent_id in own} - own
+            own |= more
+            grown = bool(more)
+        sessions = [s for s in sessions if s.id in own]
+    return [session_json(s, root) for s in sessions]
+
+
+def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) -> dict[str, Any] | None:
+    from ..store.sessions import Sessions
+
+    sessions = Sessions(con)
+    session = sessions.get(session_id)
+    if session is None:
+        return None
+    messages = sessions.messages(session_id)
+    shown = messages[-MAX_MESSAGES:]
+    return session_json(session, root) | {
+        "messages": [
+            {"seq": m.seq, "turn": m.turn, "role": m.role, "content": m.content, "created_at": _iso_naive(m.created_at)}
+            for m in shown
+        ],
+        "messages_total": len(messages),
+    }
+
+
+def _same_path(stored: str, wanted: str) -> bool:
+    try:
+        return str(Path(stored).resolve()) == wanted
+    except OSError:
+        return False
+
+
+# -- jobs and runs ----------------------------------------------------------------------------
+
+
+def job_json(job: Job, last: Run | None, root: Path) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "kind": job.kind,
+        "type": job.type,
+        "schedule": job.schedule.describe(),
+        "cron": job.cron,
+        "at": iso(job.run_at),
+        "timezone": job.timezone,
+        "notebook": job.notebook,
+        "notebook_path": relative_path(job.notebook, root),
+        "task": job.task,
+        "parameters": job.parameters,
+        "overlap": job.overlap,
+        "enabled": job.enabled,
+        "next_run": iso(job.next_run_at),
+        "last_run": iso(last.started_at or last.scheduled_for) if last else None,
+        "last_status": last.status if last else None,
+        "last_run_id": last.id if last else None,
+        "created_by": job.created_by,
+        "created_at": iso(job.created_at),
+    }
+
+
+def list_jobs(con: duckdb.DuckDBPyConnection, root: Path) -> list[dict[str, Any]]:
+    from ..scheduler.jobs import Jobs
+    from ..scheduler.runs import Runs
+
+    jobs = Jobs(con).list()
+    latest = Runs(con).latest_by_job()
+    return [job_json(job, latest.get(job.id), root) for job in jobs]
+
+
+def run_json(run: Run, job: Job | None, root: Path) -> dict[str, Any]:
+    data = run.to_json()
+    data["job_name"] = job.name if job else None
+    data["output_notebook"] = relative_path(run.output_path, root)
+    return data
+
+
+def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -> dict[str, Any]:
+    """A run with the tails of its logs (the cells' stdout and stderr, the runner's own)."""
+    data = run_json(run, job, root)
+    logs: dict[str, str] = {}
+    if run.run_dir:
+        from ..scheduler.rundir import RunDir
+
+        run_dir = RunDir(Path(run.run_dir))
+        for name, target in (("runner", run_dir.runner_log), ("stdout", run_dir.stdout), ("stderr", run_dir.stderr)):
+            if target.exists():
+                logs[name] = run_dir.log_tail(target, log_chars)
+    data["log"] = logs
+    return data
+
+
+def list_runs(
+    con: duckdb.DuckDBPyConnection, root: Path, *, job_id: str | None, limit: int
+) -> list[dict[str, Any]]:
+    from ..scheduler.jobs import Jobs
+    from ..scheduler.runs import Runs
+
+    runs = Runs(con).list(job_id=job_id, limit=limit)
+    jobs = Jobs(con).all_by_id({r.job_id for r in runs})
+    return [run_json(run, jobs.get(run.job_id), root) for run in runs]
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict[str, Any]:
+    """Code runs, failures by category, tool calls, tokens and cost per day."""
+    from ..store.audit import stats
+
+    summary = stats(con, days)
+    since = (now - timedelta(days=days)).replace(tzinfo=None)
+    per_day = con.execute(
+        "SELECT CAST(created_at AS DATE) AS day, count(*), count(*) FILTER (WHERE NOT success) "
+        "FROM code_executions WHERE created_at >= ? GROUP BY ALL ORDER BY day",
+        [since],
+    ).fetchall()
+    tokens = con.execute(
+        "SELECT coalesce(sum(tokens_used), 0) FROM sessions WHERE updated_at >= ?", [since]
+    ).fetchone()
+    return {
+        "days": days,
+        "code_runs": summary.executions,
+        "succeeded": summary.succeeded,
+        "failed": summary.failed,
+        "mean_ms": summary.mean_ms,
+        "failures_by_category": dict(summary.categories),
+        "tool_calls": summary.tool_calls,
+        "tool_errors": summary.tool_errors,
+        "top_tools": dict(summary.top_tools),
+        "tokens": int(tokens[0]) if tokens else 0,
+        "per_day": [
+            {"day": day.isoformat(), "code_runs": runs, "failures": failed, "cost": None}
+            for day, runs, failed in per_day
+        ],
+    }
+
+
+def _iso_naive(value: datetime | None) -> str | None:
+    """A stored (naive UTC) timestamp as ISO 8601 UTC."""
+    from ..scheduler.clock import from_db
+
+    return iso(from_db(value)) if value is not None else None
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, default=str)

@@ -1,0 +1,157 @@
+/**
+ * The server extension's REST API (routes under /agent-kernel/api/).
+ *
+ * ServerConnection adds the server's token or XSRF header, so every call is
+ * authenticated the way JupyterLab's own calls are.
+ */
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+
+export interface ISession {
+  id: string;
+  name: string;
+  notebook: string | null;
+  notebook_path: string | null;
+  state: string;
+  model: string | null;
+  tokens: number;
+  token_limit: number | null;
+  cost: number | null;
+  parent_id: string | null;
+  last_error: string | null;
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+export interface ISchedulerStatus {
+  running: boolean;
+  in_server: boolean;
+  holder?: string;
+  message?: string;
+}
+
+export interface IJob {
+  id: string;
+  name: string;
+  kind: string;
+  type: string;
+  schedule: string;
+  cron: string | null;
+  at: string | null;
+  timezone: string;
+  notebook: string | null;
+  notebook_path: string | null;
+  task: string | null;
+  parameters: Record<string, unknown>;
+  overlap: string;
+  enabled: boolean;
+  next_run: string | null;
+  last_run: string | null;
+  last_status: string | null;
+}
+
+export interface IRun {
+  id: string;
+  job_id: string;
+  job_name: string | null;
+  status: string;
+  scheduled_for: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  seconds: number | null;
+  error: string | null;
+  output_path: string | null;
+  output_notebook: string | null;
+}
+
+export interface IStats {
+  days: number;
+  code_runs: number;
+  failed: number;
+  failures_by_category: Record<string, number>;
+  tool_calls: number;
+  tool_errors: number;
+  tokens: number;
+  per_day: { day: string; code_runs: number; failures: number; cost: number | null }[];
+}
+
+export interface INewJob {
+  name?: string;
+  notebook: string;
+  cron?: string;
+  at?: string;
+  timezone?: string;
+  parameters?: Record<string, unknown>;
+  overlap?: string;
+}
+
+/** An answer the API refused, with the server's message. */
+export class APIError extends Error {
+  constructor(
+    message: string,
+    readonly status: number
+  ) {
+    super(message);
+  }
+}
+
+export async function request<T>(
+  path: string,
+  init: RequestInit = {}
+): Promise<T> {
+  const settings = ServerConnection.makeSettings();
+  const url = URLExt.join(settings.baseUrl, 'agent-kernel', 'api', path);
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (error) {
+    throw new ServerConnection.NetworkError(error as TypeError);
+  }
+  const text = await response.text();
+  let data: any = null;
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = { message: text };
+    }
+  }
+  if (!response.ok) {
+    throw new APIError(
+      (data && data.message) || response.statusText,
+      response.status
+    );
+  }
+  return data as T;
+}
+
+export const api = {
+  sessions: (notebook?: string) =>
+    request<{ sessions: ISession[] }>(
+      notebook ? `sessions?notebook=${encodeURIComponent(notebook)}` : 'sessions'
+    ),
+  jobs: () => request<{ jobs: IJob[]; scheduler: ISchedulerStatus }>('jobs'),
+  createJob: (job: INewJob) =>
+    request<IJob & { scheduler: ISchedulerStatus }>('jobs', {
+      method: 'POST',
+      body: JSON.stringify(job)
+    }),
+  setEnabled: (id: string, enabled: boolean) =>
+    request<IJob>(`jobs/${id}`, {
+      method: 'PATCH',
+      body: JSON.stringify({ enabled })
+    }),
+  deleteJob: (id: string) =>
+    request<{ deleted: boolean }>(`jobs/${id}`, { method: 'DELETE' }),
+  runNow: (id: string) =>
+    request<IRun & { scheduler: ISchedulerStatus }>(`jobs/${id}/run`, {
+      method: 'POST'
+    }),
+  runs: (limit = 30) => request<{ runs: IRun[] }>(`runs?limit=${limit}`),
+  openRun: (id: string) =>
+    request<{ path: string | null }>(`runs/${id}`, {
+      method: 'POST',
+      body: JSON.stringify({ action: 'open' })
+    }),
+  stats: (days = 14) => request<IStats>(`stats?days=${days}`)
+};

@@ -1,0 +1,107 @@
+/**
+ * agent-kernel in JupyterLab (and Notebook 7): the Agent panel in the left sidebar and
+ * "Schedule this notebook…" in the notebook toolbar and the file browser's menu.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import { AgentPanel } from './panel';
+import { scheduleNotebook } from './schedule';
+
+const SCHEDULE = 'agent-kernel:schedule-notebook';
+const SHOW_PANEL = 'agent-kernel:show-panel';
+
+const agentIcon = new LabIcon({
+  name: 'agent-kernel:agent',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
+    '<path d="M12 2a2 2 0 0 1 2 2v1h3a3 3 0 0 1 3 3v9a3 3 0 0 1-3 3H7a3 3 0 0 1-3-3V8a3 3 0 0 1 3-3h3V4a2 2 0 0 1 2-2zm-3 8.5a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm6 0a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zM8 16v1.5h8V16H8z"/>' +
+    '</g></svg>'
+});
+
+const clockIcon = new LabIcon({
+  name: 'agent-kernel:schedule',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
+    '<path d="M12 2a10 10 0 1 1 0 20 10 10 0 0 1 0-20zm0 2a8 8 0 1 0 0 16 8 8 0 0 0 0-16zm1 3v4.6l3.2 1.9-1 1.7L11 12.7V7h2z"/>' +
+    '</g></svg>'
+});
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'agent-kernel:plugin',
+  description: 'The Agent panel and "Schedule this notebook…".',
+  autoStart: true,
+  requires: [],
+  optional: [INotebookTracker, IDefaultFileBrowser, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    notebooks: INotebookTracker | null,
+    browser: IDefaultFileBrowser | null,
+    palette: ICommandPalette | null
+  ) => {
+    const panel = new AgentPanel(app, notebooks);
+    panel.title.icon = agentIcon;
+    app.shell.add(panel, 'left', { rank: 650 });
+
+    const refresh = () => void panel.refresh();
+
+    app.commands.addCommand(SCHEDULE, {
+      label: 'Schedule this notebook…',
+      caption: 'Run this notebook later or on a schedule, with papermill',
+      icon: clockIcon,
+      execute: async args => {
+        let path = args.path as string | undefined;
+        let dirty = false;
+        if (!path && args.fromBrowser && browser) {
+          const item = browser.selectedItems().next();
+          path = item && !item.done ? item.value.path : undefined;
+        }
+        const current = notebooks?.currentWidget;
+        if (!path && current) {
+          path = current.context.path;
+        }
+        if (!path) {
+          return;
+        }
+        const open = notebooks?.find(nb => nb.context.path === path);
+        dirty = Boolean(open?.context.model.dirty);
+        await scheduleNotebook(app.serviceManager.contents, path, dirty, refresh);
+      }
+    });
+
+    app.commands.addCommand(SHOW_PANEL, {
+      label: 'Show the Agent panel',
+      execute: () => app.shell.activateById(panel.id)
+    });
+
+    app.contextMenu.addItem({
+      command: SCHEDULE,
+      args: { fromBrowser: true },
+      selector: '.jp-DirListing-item[data-file-type="notebook"]',
+      rank: 10
+    });
+
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: (nb: NotebookPanel) => {
+        const button = new ToolbarButton({
+          icon: clockIcon,
+          className: 'ak-schedule-button',
+          tooltip: 'Schedule this notebook…',
+          onClick: () => {
+            void app.commands.execute(SCHEDULE, { path: nb.context.path });
+          }
+        });
+        nb.toolbar.insertItem(10, 'agentKernelSchedule', button);
+        return button;
+      }
+    });
+
+    palette?.addItem({ command: SCHEDULE, category: 'Agent' });
+    palette?.addItem({ command: SHOW_PANEL, category: 'Agent' });
+  }
+};
+
+export default plugin;

@@ -1,0 +1,265 @@
+/**
+ * The Agent panel (left sidebar): sessions, scheduled jobs, recent runs, stats.
+ *
+ * It refreshes every POLL_MS while it is visible and the browser tab is shown, and
+ * at once after an action; hidden, it asks nothing of the server.
+ */
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import type { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import { api, IJob, IRun, ISession, IStats, ISchedulerStatus } from './api';
+import { duration, el, local, money, relative } from './dom';
+
+export const POLL_MS = 10_000;
+
+export class AgentPanel extends Widget {
+  constructor(
+    private app: JupyterFrontEnd,
+    private notebooks: INotebookTracker | null
+  ) {
+    super();
+    this.id = 'agent-kernel-panel';
+    this.addClass('ak-panel');
+    this.title.caption = 'Agent: sessions, jobs, runs';
+    this.node.append(
+      el('header', { className: 'ak-panel-head' },
+        el('h2', {}, 'Agent'),
+        el('button', { className: 'ak-button', title: 'Refresh', onclick: () => void this.refresh() }, '⟳')
+      ),
+      this.errorNode,
+      this.sessionsNode,
+      this.jobsNode,
+      this.runsNode,
+      this.statsNode
+    );
+    document.addEventListener('visibilitychange', this.onVisibility);
+    notebooks?.currentChanged.connect(() => {
+      if (this.isVisible) {
+        void this.refresh();
+      }
+    });
+  }
+
+  dispose(): void {
+    document.removeEventListener('visibilitychange', this.onVisibility);
+    this.stopPolling();
+    super.dispose();
+  }
+
+  /** Fetch everything once and redraw. */
+  async refresh(): Promise<void> {
+    const notebook = this.notebooks?.currentWidget?.context.path;
+    try {
+      const [sessions, jobs, runs, stats] = await Promise.all([
+        api.sessions(this.allSessions ? undefined : notebook),
+        api.jobs(),
+        api.runs(),
+        api.stats()
+      ]);
+      this.errorNode.textContent = '';
+      this.drawSessions(sessions.sessions, notebook);
+      this.drawJobs(jobs.jobs, jobs.scheduler);
+      this.drawRuns(runs.runs);
+      this.drawStats(stats);
+    } catch (error) {
+      this.errorNode.textContent = `Cannot reach the agent-kernel server extension: ${(error as Error).message}`;
+    }
+  }
+
+  protected onAfterShow(msg: Message): void {
+    void this.refresh();
+    this.startPolling();
+  }
+
+  protected onAfterHide(msg: Message): void {
+    this.stopPolling();
+  }
+
+  private startPolling(): void {
+    this.stopPolling();
+    this.timer = window.setInterval(() => {
+      if (this.isVisible && document.visibilityState === 'visible') {
+        void this.refresh();
+      }
+    }, POLL_MS);
+  }
+
+  private stopPolling(): void {
+    if (this.timer !== null) {
+      window.clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+
+  private onVisibility = (): void => {
+    if (this.isVisible && document.visibilityState === 'visible') {
+      void this.refresh();
+    }
+  };
+
+  // -- sessions ----------------------------------------------------------------------------
+
+  private drawSessions(sessions: ISession[], notebook: string | undefined): void {
+    const toggle = el('select', {
+      className: 'ak-select',
+      title: 'Which sessions to show',
+      onchange: (event: Event) => {
+        this.allSessions = (event.target as HTMLSelectElement).value === 'all';
+        void this.refresh();
+      }
+    },
+      el('option', { value: 'notebook', selected: !this.allSessions }, 'This notebook'),
+      el('option', { value: 'all', selected: this.allSessions }, 'All notebooks')
+    );
+    const byParent = new Map<string | null, ISession[]>();
+    const ids = new Set(sessions.map(s => s.id));
+    for (const session of sessions) {
+      const parent = session.parent_id && ids.has(session.parent_id) ? session.parent_id : null;
+      byParent.set(parent, [...(byParent.get(parent) ?? []), session]);
+    }
+    const list = el('ul', { className: 'ak-tree' });
+    const add = (parent: string | null, into: HTMLElement) => {
+      for (const session of byParent.get(parent) ?? []) {
+        const children = el('ul', { className: 'ak-tree' });
+        add(session.id, children);
+        into.append(
+          el('li', { className: 'ak-session', 'data-session': session.name },
+            el('div', { className: 'ak-row' },
+              el('span', { className: `ak-state ak-state-${session.state}`, title: session.last_error ?? session.state }, session.state),
+              el('strong', { title: session.notebook ?? '' }, session.name),
+              el('span', { className: 'ak-muted' }, relative(session.updated_at))
+            ),
+            el('div', { className: 'ak-row ak-muted' },
+              `${session.tokens.toLocaleString()} tokens · ${money(session.cost)}` +
+                (this.allSessions && session.notebook_path ? ` · ${session.notebook_path}` : '')
+            ),
+            children.childElementCount ? children : null
+          )
+        );
+      }
+    };
+    add(null, list);
+    const empty = sessions.length
+      ? null
+      : el('p', { className: 'ak-muted' },
+          notebook && !this.allSessions ? 'No agent session in this notebook yet: run an %agent cell.' : 'No agent sessions yet.');
+    this.sessionsNode.replaceChildren(
+      el('h3', {}, 'Sessions ', toggle), list, empty ?? ''
+    );
+  }
+
+  // -- jobs --------------------------------------------------------------------------------
+
+  private drawJobs(jobs: IJob[], scheduler: ISchedulerStatus): void {
+    const rows = jobs.map(job =>
+      el('li', { className: 'ak-job', 'data-job': job.name },
+        el('div', { className: 'ak-row' },
+          el('strong', { title: job.notebook ?? job.task ?? '' }, job.name),
+          el('span', { className: `ak-status ak-status-${(job.last_status ?? 'none').toLowerCase()}` }, job.last_status ?? 'not run yet')
+        ),
+        el('div', { className: 'ak-row ak-muted' },
+          `${job.schedule} · ` + (job.enabled ? `next ${relative(job.next_run)}` : 'disabled'),
+        ),
+        el('div', { className: 'ak-actions' },
+          this.button(job.enabled ? 'Disable' : 'Enable', () => api.setEnabled(job.id, !job.enabled)),
+          this.button('Run now', () => api.runNow(job.id)),
+          this.button('Delete', async () => {
+            const answer = await showDialog({
+              title: 'Delete job',
+              body: `Delete the job “${job.name}”? Its runs stay in the history.`,
+              buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Delete' })]
+            });
+            if (answer.button.accept) {
+              await api.deleteJob(job.id);
+            }
+          })
+        )
+      )
+    );
+    const banner = scheduler.running
+      ? null
+      : el('p', { className: 'ak-warning' }, scheduler.message ?? 'No scheduler is running.');
+    this.jobsNode.replaceChildren(
+      el('h3', {}, 'Scheduled jobs'),
+      banner ?? '',
+      rows.length ? el('ul', { className: 'ak-list' }, ...rows)
+        : el('p', { className: 'ak-muted' }, 'No jobs: use “Schedule this notebook…” or ask the agent.')
+    );
+  }
+
+  // -- runs --------------------------------------------------------------------------------
+
+  private drawRuns(runs: IRun[]): void {
+    const rows = runs.map(run =>
+      el('li', { className: 'ak-run', 'data-run': run.id },
+        el('div', { className: 'ak-row' },
+          el('span', { className: `ak-status ak-status-${run.status.toLowerCase()}`, title: run.error ?? '' }, run.status),
+          el('strong', {}, run.job_name ?? run.job_id),
+          el('span', { className: 'ak-muted', title: local(run.started_at ?? run.scheduled_for) },
+            `${relative(run.started_at ?? run.scheduled_for)} ${duration(run.seconds)}`)
+        ),
+        run.error ? el('div', { className: 'ak-row ak-error', title: run.error }, run.error.split('\n')[0]) : null,
+        run.output_path && !['QUEUED', 'SKIPPED'].includes(run.status)
+          ? el('div', { className: 'ak-actions' }, this.button('Open output', () => this.openRun(run)))
+          : null
+      )
+    );
+    this.runsNode.replaceChildren(
+      el('h3', {}, 'Recent runs'),
+      rows.length ? el('ul', { className: 'ak-list' }, ...rows) : el('p', { className: 'ak-muted' }, 'No runs yet.')
+    );
+  }
+
+  private async openRun(run: IRun): Promise<void> {
+    const { path } = await api.openRun(run.id);
+    if (!path) {
+      throw new Error('This run left no output notebook.');
+    }
+    await this.app.commands.execute('docmanager:open', { path });
+  }
+
+  // -- stats -------------------------------------------------------------------------------
+
+  private drawStats(stats: IStats): void {
+    const categories = Object.entries(stats.failures_by_category);
+    const days = stats.per_day.slice(-7);
+    this.statsNode.replaceChildren(
+      el('h3', {}, `Last ${stats.days} days`),
+      el('div', { className: 'ak-muted' },
+        `${stats.code_runs} code runs, ${stats.failed} failed · ${stats.tool_calls} tool calls · ${stats.tokens.toLocaleString()} tokens`),
+      categories.length
+        ? el('ul', { className: 'ak-list' }, ...categories.map(([name, n]) => el('li', {}, `${name}: ${n}`)))
+        : '',
+      days.length
+        ? el('table', { className: 'ak-days' },
+            el('tr', {}, el('th', {}, 'day'), el('th', {}, 'runs'), el('th', {}, 'failed'), el('th', {}, 'cost')),
+            ...days.map(d => el('tr', {}, el('td', {}, d.day), el('td', {}, String(d.code_runs)), el('td', {}, String(d.failures)), el('td', {}, money(d.cost)))))
+        : ''
+    );
+  }
+
+  private button(label: string, action: () => Promise<unknown>): HTMLButtonElement {
+    return el('button', {
+      className: 'ak-button',
+      onclick: async () => {
+        try {
+          await action();
+        } catch (error) {
+          await showErrorMessage(label, (error as Error).message);
+        }
+        await this.refresh();
+      }
+    }, label);
+  }
+
+  private allSessions = false;
+  private timer: number | null = null;
+  private errorNode = el('p', { className: 'ak-error' });
+  private sessionsNode = el('section', { className: 'ak-section ak-sessions' });
+  private jobsNode = el('section', { className: 'ak-section ak-jobs' });
+  private runsNode = el('section', { className: 'ak-section ak-runs' });
+  private statsNode = el('section', { className: 'ak-section ak-stats' });
+}

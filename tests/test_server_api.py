@@ -1,0 +1,398 @@
+"""The server extension's REST API in a real Jupyter server (JupyterLab's), over a real
+DuckDB file: every route with good and bad input, authentication, XSRF, the scheduler
+running inside the server, and the server sharing the file with two kernels."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import json
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from agent_kernel.store import Store
+from agent_kernel.store.sessions import Journal, Sessions
+
+from .jupyterlab import JupyterLab
+from .kernel import Kernel
+
+API = "/agent-kernel/api"
+SERVER_CONFIG = {
+    "ServerApp": {"jpserver_extensions": {"agent_kernel": True}},
+    "AgentKernelServer": {"scheduler_poll_s": 0.5},
+}
+
+
+class Client:
+    """HTTP to the server: with its token, or as a browser would (login cookie + XSRF)."""
+
+    def __init__(self, lab: JupyterLab) -> None:
+        self.lab = lab
+
+    def call(
+        self, method: str, path: str, body: Any = None, *, token: bool = True, raw: bytes | None = None,
+        headers: dict[str, str] | None = None, opener: Any = None,
+    ) -> tuple[int, Any]:  # fmt: skip
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        request = urllib.request.Request(self.lab.url + path, data=data, method=method, headers=dict(headers or {}))
+        if token:
+            request.add_header("Authorization", f"token {self.lab.token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with (opener or urllib.request.build_opener()).open(request, timeout=30) as response:
+                status, text = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, text = error.code, error.read()
+        try:
+            return status, json.loads(text) if text else None
+        except ValueError:
+            return status, text.decode()
+
+
+def notebook(path: Path, source: str = "print('ran')", *, kernel: bool = True, parameters: str | None = None) -> Path:
+    nb = nbformat.v4.new_notebook()
+    if kernel:
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    if parameters is not None:
+        nb.cells.append(nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}))
+    nb.cells.append(nbformat.v4.new_code_cell(source))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    base = tmp_path_factory.mktemp("server")
+    root = base / "notebooks"
+    root.mkdir()
+    env = {"AGENT_KERNEL_DB": str(base / "agent.duckdb"), "AGENT_KERNEL_HOME": str(base / "agent-home")}
+    lab = JupyterLab(root, env, config=SERVER_CONFIG)
+    try:
+        yield lab, Store(base / "agent.duckdb")
+    finally:
+        lab.stop()
+
+
+@pytest.fixture
+def client(server) -> Client:
+    return Client(server[0])
+
+
+# -- authentication --------------------------------------------------------------------------
+
+
+ROUTES = [
+    ("GET", "sessions"), ("GET", "sessions/abc"), ("GET", "jobs"), ("POST", "jobs"), ("GET", "jobs/abc"),
+    ("PATCH", "jobs/abc"), ("DELETE", "jobs/abc"), ("POST", "jobs/abc/run"), ("GET", "runs"),
+    ("GET", "runs/abc"), ("POST", "runs/abc"), ("GET", "stats"),
+]  # fmt: skip
+
+
+def test_every_route_refuses_a_request_without_the_servers_token_or_cookie(client):
+    for method, route in ROUTES:
+        body = {} if method in ("POST", "PATCH") else None
+        status, reply = client.call(method, f"{API}/{route}", body, token=False)
+        assert status == 403, (method, route, status, reply)
+    status, _ = client.call("GET", f"{API}/jobs", headers={"Authorization": "token wrong"}, token=False)
+    assert status == 403
+
+
+def test_a_browser_session_writes_only_with_the_xsrf_token(client, server):
+    lab, _ = server
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    browser.open(f"{lab.url}/lab?token={lab.token}", timeout=30).read()  # logs in: the login and _xsrf cookies
+    cookies = {c.name: c.value for c in jar}
+    assert "_xsrf" in cookies and any(name.startswith("username-") for name in cookies)
+    status, reply = client.call("GET", f"{API}/jobs", token=False, opener=browser)
+    assert status == 200 and reply["jobs"] == []
+    status, reply = client.call("POST", f"{API}/jobs", {"notebook": "x.ipynb"}, token=False, opener=browser)
+    assert status == 403 and "xsrf" in reply["message"].lower()
+    status, reply = client.call(
+        "POST", f"{API}/jobs", {"notebook": "x.ipynb"}, token=False, opener=browser,
+        headers={"X-XSRFToken": cookies["_xsrf"]},
+    )  # fmt: skip
+    assert status == 400 and reply["message"] == "No notebook at 'x.ipynb': save it first."
+
+
+# -- sessions ----------------------------------------------------------------------------------
+
+
+def test_sessions_list_with_state_tokens_cost_and_parent_and_one_sessions_messages(client, server):
+    lab, store = server
+    notebook(lab.root / "work" / "analysis.ipynb")
+    with store.connect() as con:
+        sessions = Sessions(con)
+        main = sessions.create("analysis", notebook=str(lab.root / "work" / "analysis.ipynb"))
+        child = sessions.create("analysis/sub-1", notebook=None, parent_id=main.id)
+        other = sessions.create("elsewhere", notebook="/somewhere/else.ipynb")
+        journal = Journal(main.id, turn=1)
+        journal.message("user", [{"type": "text", "text": "How many rows?"}])
+        journal.message("assistant", [{"type": "text", "text": "**42** rows."}])
+        journal.usage(1234)
+        journal.state("idle")
+        journal.write(con)
+        sessions.set_state(child.id, "completed")
+
+    status, reply = client.call("GET", f"{API}/sessions")
+    assert status == 200
+    by_name = {s["name"]: s for s in reply["sessions"]}
+    assert {"analysis", "analysis/sub-1", "elsewhere"} <= set(by_name)
+    assert by_name["analysis"]["tokens"] == 1234 and by_name["analysis"]["cost"] is None
+    assert by_name["analysis"]["notebook_path"] == "work/analysis.ipynb"
+    assert by_name["analysis/sub-1"]["parent_id"] == main.id and by_name["analysis/sub-1"]["state"] == "completed"
+    assert by_name["elsewhere"]["notebook_path"] is None  # outside the root
+
+    status, reply = client.call("GET", f"{API}/sessions?notebook=work/analysis.ipynb")
+    assert status == 200 and [s["name"] for s in reply["sessions"]] == ["analysis/sub-1", "analysis"]
+
+    status, reply = client.call("GET", f"{API}/sessions/{main.id}")
+    assert status == 200 and reply["name"] == "analysis" and reply["messages_total"] == 2
+    assert [m["role"] for m in reply["messages"]] == ["user", "assistant"]
+    assert reply["messages"][1]["content"] == [{"type": "text", "text": "**42** rows."}]
+
+    status, reply = client.call("GET", f"{API}/sessions/{other.id}x")
+    assert status == 404 and reply["message"] == f"No session '{other.id}x'."
+    status, _ = client.call("GET", f"{API}/sessions/not.an.id")
+    assert status == 404
+
+
+# -- jobs ----------------------------------------------------------------------------------------
+
+
+def test_a_job_is_created_listed_paused_resumed_and_deleted(client, server):
+    lab, store = server
+    notebook(lab.root / "reports" / "daily.ipynb", "print(region)", parameters="region = 'north'")
+    status, job = client.call("POST", f"{API}/jobs", {
+        "notebook": "reports/daily.ipynb", "cron": "0 9 * * MON-FRI", "timezone": "Europe/Berlin",
+        "parameters": {"region": "south", "limit": 5}, "overlap": "queue",
+    })  # fmt: skip
+    assert status == 201, job
+    assert job["name"] == "daily" and job["kind"] == "notebook" and job["enabled"] is True
+    assert job["notebook"] == str((lab.root / "reports" / "daily.ipynb").resolve())
+    assert job["notebook_path"] == "reports/daily.ipynb" and job["overlap"] == "queue"
+    assert job["parameters"] == {"region": "south", "limit": 5} and job["timezone"] == "Europe/Berlin"
+    assert job["schedule"] == "At 09:00 on Monday through Friday (Europe/Berlin)"
+    assert job["next_run"] is not None and job["scheduler"]["running"] is True
+    assert job["scheduler"]["in_server"] is True
+
+    status, listed = client.call("GET", f"{API}/jobs")
+    assert status == 200 and job["id"] in [j["id"] for j in listed["jobs"]]
+    assert listed["scheduler"]["running"] is True and "message" not in listed["scheduler"]
+    status, one = client.call("GET", f"{API}/jobs/{job['id']}")
+    assert status == 200 and one["name"] == "daily" and one["last_status"] is None
+
+    status, paused = client.call("PATCH", f"{API}/jobs/{job['id']}", {"enabled": False})
+    assert status == 200 and paused["enabled"] is False
+    status, resumed = client.call("PATCH", f"{API}/jobs/{job['id']}", {"enabled": True})
+    assert status == 200 and resumed["enabled"] is True and resumed["next_run"] is not None
+
+    status, reply = client.call("DELETE", f"{API}/jobs/{job['id']}")
+    assert status == 200 and reply == {"deleted": True, "id": job["id"]}
+    status, reply = client.call("DELETE", f"{API}/jobs/{job['id']}")
+    assert status == 404 and reply["message"] == f"No job '{job['id']}'."
+    status, _ = client.call("GET", f"{API}/jobs/{job['id']}")
+    assert status == 404
+    with store.connect() as con:
+        row = con.execute("SELECT deleted_at IS NOT NULL FROM jobs WHERE id = ?", [job["id"]]).fetchone()
+    assert row == (True,)
+
+
+def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client, server):
+    lab, _ = server
+    notebook(lab.root / "ok.ipynb")
+    notebook(lab.root / "nokernel.ipynb", kernel=False)
+    (lab.root / "notes.txt").write_text("not a notebook")
+    (lab.root.parent / "outside.ipynb").write_text("{}")
+    soon = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
+    cases = [
+        (b"{not json", "The request body is not JSON"),
+        (b"[1, 2]", "The request body must be a JSON object."),
+        ({}, "Give `notebook`: the notebook's path relative to the Jupyter root."),
+        ({"notebook": "../outside.ipynb", "cron": "0 9 * * *"}, "'../outside.ipynb' is outside the Jupyter root"),
+        ({"notebook": "notes.txt", "cron": "0 9 * * *"}, "'notes.txt' is not a notebook (.ipynb)."),
+        ({"notebook": "missing.ipynb", "cron": "0 9 * * *"}, "No notebook at 'missing.ipynb': save it first."),
+        ({"notebook": "nokernel.ipynb", "cron": "0 9 * * *"}, "nokernel.ipynb has no kernel: open it, choose a kernel"),
+        ({"notebook": "ok.ipynb"}, "Give exactly one of `at`"),
+        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "at": soon}, "Give exactly one of `at`"),
+        ({"notebook": "ok.ipynb", "cron": "every day"}, "Cron expression 'every day' has 2 fields; use 5"),
+        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "Mars/Olympus"),
+        ({"notebook": "ok.ipynb", "at": "2001-01-01T09:00"}, "is in the past"),
+        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "overlap": "sometimes"}, "overlap must be one of allow, forbid, queue"),
+        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "parameters": [1]}, "`parameters` must be an object"),
+        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "parameters": {"a b": 1}}, "'a b' is not one"),
+        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "colour": "red"}, "Unknown field(s): colour"),
+        ({"notebook": "ok.ipynb", "cron": 9}, "`cron` must be a string."),
+    ]
+    for body, message in cases:
+        raw = body if isinstance(body, bytes) else None
+        status, reply = client.call("POST", f"{API}/jobs", None if raw else body, raw=raw)
+        assert status == 400, (body, status, reply)
+        assert message in reply["message"], (body, reply)
+    status, made = client.call("POST", f"{API}/jobs", {"notebook": "/ok.ipynb", "at": soon, "name": "once"})
+    assert status == 201 and made["type"] == "once" and made["name"] == "once"
+
+    for body in ({"enabled": "yes"}, {"enabled": True, "name": "x"}, {}):
+        status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", body)
+        assert status == 400 and reply["message"] == 'Send {"enabled": true} or {"enabled": false}.'
+    status, _ = client.call("PATCH", f"{API}/jobs/nosuchjob", {"enabled": True})
+    assert status == 404
+    status, reply = client.call("POST", f"{API}/jobs/{made['id']}/run", {"now": True})
+    assert status == 400 and reply["message"] == "This route takes no body."
+    status, reply = client.call("POST", f"{API}/jobs/nosuchjob/run")
+    assert status == 404 and reply["message"] == "No job 'nosuchjob'."
+    client.call("DELETE", f"{API}/jobs/{made['id']}")
+
+
+# -- runs: the server's scheduler runs a job at once -----------------------------------------------
+
+
+def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_root(client, server):
+    lab, _ = server
+    notebook(lab.root / "hello.ipynb", "print(f'hello {who}')", parameters="who = 'nobody'")
+    status, job = client.call("POST", f"{API}/jobs", {"notebook": "hello.ipynb", "cron": "0 3 1 1 *",
+                                                      "parameters": {"who": "server"}})  # fmt: skip
+    assert status == 201
+    status, queued = client.call("POST", f"{API}/jobs/{job['id']}/run")
+    assert status == 202 and queued["status"] == "QUEUED" and queued["cause"] == "manual"
+    assert queued["scheduler"]["running"] is True
+
+    deadline = time.monotonic() + 120
+    while True:
+        status, run = client.call("GET", f"{API}/runs/{queued['id']}")
+        assert status == 200
+        if run["status"] not in ("QUEUED", "RUNNING") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert run["status"] == "SUCCEEDED", run
+    assert run["job_name"] == "hello" and run["seconds"] > 0 and run["error"] is None
+
+    status, listed = client.call("GET", f"{API}/runs?job={job['id']}&limit=5")
+    assert status == 200 and [r["id"] for r in listed["runs"]] == [run["id"]]
+    status, one = client.call("GET", f"{API}/jobs/{job['id']}")
+    assert one["last_status"] == "SUCCEEDED" and one["last_run_id"] == run["id"]
+
+    status, opened = client.call("POST", f"{API}/runs/{run['id']}", {"action": "open"})
+    assert status == 200 and opened["path"] == f"agent-kernel-runs/hello-{run['id']}.ipynb"
+    output = nbformat.read(lab.root / opened["path"], as_version=4)
+    assert "hello server" in json.dumps(output.cells[-1].outputs)
+
+    for query, message in (("limit=abc", "`limit` must be a whole number, not 'abc'."),
+                           ("limit=0", "`limit` must be between 1 and 500.")):  # fmt: skip
+        status, reply = client.call("GET", f"{API}/runs?{query}")
+        assert status == 400 and reply["message"] == message
+    for body in ({"action": "explode"}, {}, {"action": "open", "x": 1}):
+        status, reply = client.call("POST", f"{API}/runs/{run['id']}", body)
+        assert status == 400 and reply["message"] == 'Send {"action": "open"} or {"action": "cancel"}.'
+    status, reply = client.call("GET", f"{API}/runs/nosuchrun")
+    assert status == 404 and reply["message"] == "No run 'nosuchrun'."
+    status, cancelled = client.call("POST", f"{API}/runs/{run['id']}", {"action": "cancel"})
+    assert status == 200 and cancelled["status"] == "SUCCEEDED"  # a finished run stays as it ended
+    client.call("DELETE", f"{API}/jobs/{job['id']}")
+
+
+# -- stats ----------------------------------------------------------------------------------------
+
+
+def test_stats_count_code_runs_failures_by_category_and_days(client, server):
+    _, store = server
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    before = client.call("GET", f"{API}/stats?days=3")[1]
+    with store.connect() as con:
+        rows = [("ok", True, None), ("bad", False, "import"), ("bad2", False, "import"), ("bad3", False, "timeout")]
+        for i, (code, success, category) in enumerate(rows):
+            con.execute(
+                "INSERT INTO code_executions (id, session_id, turn, code, success, error_category, created_at) "
+                "VALUES (?, 's', 1, ?, ?, ?, ?)",
+                [f"stats-{i}", code, success, category, now],
+            )
+        con.execute(
+            "INSERT INTO code_executions (id, session_id, turn, code, success, created_at) VALUES ('old', 's', 1, 'x', false, ?)",
+            [now - timedelta(days=10)],
+        )
+    status, stats = client.call("GET", f"{API}/stats?days=3")
+    assert status == 200
+    assert stats["code_runs"] - before["code_runs"] == 4 and stats["failed"] - before["failed"] == 3
+    assert stats["failures_by_category"]["import"] == before["failures_by_category"].get("import", 0) + 2
+    assert stats["per_day"][-1]["day"] == now.date().isoformat() and stats["per_day"][-1]["cost"] is None
+    for query, message in (("days=week", "`days` must be a whole number, not 'week'."),
+                           ("days=0", "`days` must be between 1 and 3650.")):  # fmt: skip
+        status, reply = client.call("GET", f"{API}/stats?{query}")
+        assert status == 400 and reply["message"] == message
+
+
+# -- one DuckDB file: the server and two kernels at once ---------------------------------------------
+
+
+KERNEL_WRITES = """
+from agent_kernel.store import Store
+from agent_kernel.store.state import State
+store = Store({db!r})
+for n in range({count}):
+    with store.connect() as con:
+        State(con).set("{name}/" + str(n), n)
+"""
+
+
+def test_the_server_and_two_kernels_share_one_duckdb_file_and_lose_nothing(client, server):
+    lab, store = server
+    notebook(lab.root / "shared.ipynb")
+    count = 60
+    kernels = [Kernel({}, cwd=str(lab.root)) for _ in range(2)]
+    try:
+        ids = [
+            k.client.execute(KERNEL_WRITES.format(db=str(store.path), count=count, name=f"kernel{i}"))
+            for i, k in enumerate(kernels)
+        ]
+        created = []
+        for n in range(15):  # meanwhile, the API writes and reads
+            status, job = client.call("POST", f"{API}/jobs", {"notebook": "shared.ipynb", "cron": "0 4 * * *",
+                                                              "name": f"shared-{n}"})  # fmt: skip
+            assert status == 201, job
+            created.append(job["id"])
+            assert client.call("GET", f"{API}/sessions")[0] == 200
+        for kernel, msg_id in zip(kernels, ids):
+            while True:
+                reply = kernel.client.get_shell_msg(timeout=120)
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    break
+            assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        for kernel in kernels:
+            kernel.shutdown()
+    with store.connect() as con:
+        for i in range(2):
+            [(n,)] = con.execute("SELECT count(*) FROM agent_state WHERE key LIKE ?", [f"kernel{i}/%"]).fetchall()
+            assert n == count
+        [(jobs,)] = con.execute(
+            f"SELECT count(*) FROM jobs WHERE id IN ({', '.join('?' * len(created))})", created
+        ).fetchall()
+    assert jobs == len(created)
+    for job_id in created:
+        client.call("DELETE", f"{API}/jobs/{job_id}")
+
+
+# -- the scheduler off --------------------------------------------------------------------------------
+
+
+def test_with_the_scheduler_off_the_api_says_that_no_scheduler_runs(tmp_path):
+    root = tmp_path / "notebooks"
+    root.mkdir()
+    env = {"AGENT_KERNEL_DB": str(tmp_path / "agent.duckdb"), "AGENT_KERNEL_HOME": str(tmp_path / "home")}
+    config = {**SERVER_CONFIG, "AgentKernelServer": {"scheduler": False}}
+    lab = JupyterLab(root, env, config=config)
+    try:
+        status, reply = Client(lab).call("GET", f"{API}/jobs")
+    finally:
+        lab.stop()
+    assert status == 200 and reply["scheduler"]["running"] is False and reply["scheduler"]["in_server"] is False
+    assert reply["scheduler"]["message"].startswith("No scheduler is running: jobs fire only while one runs;")
+    assert "`agent-kernel scheduler`" in reply["scheduler"]["message"]

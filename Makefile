@@ -45,17 +45,17 @@ $(STAMP): pyproject.toml labextension/package.json
 	$(VENV)/bin/jupyter labextension develop --overwrite . > /dev/null
 	touch $@
 
-demo: $(STAMP)
+demo: nodejs $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
 test: nodejs $(STAMP) chromium bubblewrap
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest
 
-screenshots: $(STAMP) chromium
+screenshots: nodejs $(STAMP) chromium
 	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py tests/test_browser_labextension.py
 
-bench: $(STAMP)
+bench: nodejs $(STAMP)
 	$(PY) benchmarks/load_ext.py
 	$(PY) benchmarks/loop_overhead.py
 	$(PY) benchmarks/scheduler_overhead.py

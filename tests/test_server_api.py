@@ -18,6 +18,8 @@ import pytest
 
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Journal, Sessions
+from agent_kernel.store.usage import UsageLog
+from agent_kernel.usage import CallUsage
 
 from .jupyterlab import JupyterLab
 from .kernel import Kernel
@@ -141,12 +143,17 @@ def test_sessions_list_with_state_tokens_cost_and_parent_and_one_sessions_messag
         journal.state("idle")
         journal.write(con)
         sessions.set_state(child.id, "completed")
+        calls = UsageLog(child.id, turn=1)
+        calls.call(CallUsage("claude-sonnet-5-5", input_tokens=1000, output_tokens=10, cost=0.0125), duration_ms=5)
+        calls.call(CallUsage("claude-sonnet-5-5", input_tokens=1000, output_tokens=10, cost=0.0075), duration_ms=5)
+        calls.write(con)
 
     status, reply = client.call("GET", f"{API}/sessions")
     assert status == 200
     by_name = {s["name"]: s for s in reply["sessions"]}
     assert {"analysis", "analysis/sub-1", "elsewhere"} <= set(by_name)
-    assert by_name["analysis"]["tokens"] == 1234 and by_name["analysis"]["cost"] is None
+    assert by_name["analysis"]["tokens"] == 1234 and by_name["analysis"]["cost"] is None  # no model call
+    assert by_name["analysis/sub-1"]["cost"] == pytest.approx(0.02)  # the sum of its calls' costs
     assert by_name["analysis"]["notebook_path"] == "work/analysis.ipynb"
     assert by_name["analysis/sub-1"]["parent_id"] == main.id and by_name["analysis/sub-1"]["state"] == "completed"
     assert by_name["elsewhere"]["notebook_path"] is None  # outside the root

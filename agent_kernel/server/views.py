@@ -24,9 +24,18 @@ if TYPE_CHECKING:
 MAX_MESSAGES = 500
 
 
-def session_cost(session: Session) -> float | None:
-    """What the session has cost in US dollars, or None while prices are not known here."""
-    return None
+def session_costs(con: duckdb.DuckDBPyConnection, sessions: list[Session]) -> dict[str, float | None]:
+    """What each session has cost in US dollars, from its recorded model calls; None for a
+    session with no priced call (no call yet, or only calls to a model without a price)."""
+    from ..store.usage import sessions_cost
+
+    found = sessions_cost(con, [s.id for s in sessions])
+    costs: dict[str, float | None] = {}
+    for session in sessions:
+        cost, unpriced = found.get(session.id, (0.0, 0))
+        calls_priced = cost > 0 or (session.id in found and not unpriced)
+        costs[session.id] = cost if calls_priced else None
+    return costs
 
 
 def relative_path(path: str | None, root: Path) -> str | None:
@@ -46,7 +55,7 @@ def relative_path(path: str | None, root: Path) -> str | None:
 # -- sessions ---------------------------------------------------------------------------------
 
 
-def session_json(session: Session, root: Path) -> dict[str, Any]:
+def session_json(session: Session, root: Path, cost: float | None) -> dict[str, Any]:
     return {
         "id": session.id,
         "name": session.name,
@@ -56,7 +65,7 @@ def session_json(session: Session, root: Path) -> dict[str, Any]:
         "model": session.model,
         "tokens": session.tokens_used,
         "token_limit": session.token_limit,
-        "cost": session_cost(session),
+        "cost": cost,
         "parent_id": session.parent_id,
         "last_error": session.last_error,
         "created_at": _iso_naive(session.created_at),
@@ -79,7 +88,8 @@ def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | No
             own |= more
             grown = bool(more)
         sessions = [s for s in sessions if s.id in own]
-    return [session_json(s, root) for s in sessions]
+    costs = session_costs(con, sessions)
+    return [session_json(s, root, costs[s.id]) for s in sessions]
 
 
 def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) -> dict[str, Any] | None:
@@ -91,7 +101,7 @@ def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) 
         return None
     messages = sessions.messages(session_id)
     shown = messages[-MAX_MESSAGES:]
-    return session_json(session, root) | {
+    return session_json(session, root, session_costs(con, [session])[session.id]) | {
         "messages": [
             {"seq": m.seq, "turn": m.turn, "role": m.role, "content": m.content, "created_at": _iso_naive(m.created_at)}
             for m in shown
@@ -194,6 +204,12 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict
     tokens = con.execute(
         "SELECT coalesce(sum(tokens_used), 0) FROM sessions WHERE updated_at >= ?", [since]
     ).fetchone()
+    cost_per_day = dict(
+        con.execute(
+            "SELECT CAST(created_at AS DATE), sum(cost_usd) FROM model_calls WHERE created_at >= ? GROUP BY ALL",
+            [since],
+        ).fetchall()
+    )
     return {
         "days": days,
         "code_runs": summary.executions,
@@ -206,7 +222,7 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict
         "top_tools": dict(summary.top_tools),
         "tokens": int(tokens[0]) if tokens else 0,
         "per_day": [
-            {"day": day.isoformat(), "code_runs": runs, "failures": failed, "cost": None}
+            {"day": day.isoformat(), "code_runs": runs, "failures": failed, "cost": cost_per_day.get(day)}
             for day, runs, failed in per_day
         ],
     }

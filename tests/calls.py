@@ -94,3 +94,16 @@ def without_breakpoints(value):
     if isinstance(value, dict):
         return {key: without_breakpoints(item) for key, item in value.items() if key != "cache_control"}
     return value
+
+
+def texts_of(request: dict) -> list[tuple[str, str]]:
+    """(role, text or block type) of every block a recorded request sent, the per-turn
+    context blocks that lead user messages left out (the user's words only)."""
+    from agent_kernel.conversation import is_turn_context
+
+    return [
+        (m["role"], b.get("text") or b.get("type"))
+        for m in request["messages"]
+        for b in m["content"]
+        if not is_turn_context(b)
+    ]

@@ -8,15 +8,8 @@ import textwrap
 
 from agent_kernel.testing import call, fail, say
 
+from .calls import texts_of
 from .kernel import Kernel
-
-
-def texts_of(request):
-    return [
-        (m["role"], b.get("text") or b.get("type"))
-        for m in request["messages"]
-        for b in m["content"]
-    ]
 
 
 def shown(execution):

@@ -79,12 +79,12 @@ def test_interrupt_stops_long_sync_code(kernel, scripted_model):
     answer = call("run_code", code=LONG_SYNC)
     scripted_model.add(answer)
     result, latency = stopped_turn(kernel, "%agent count slowly", printed("started"), interrupt)
-    assert latency < 2.0
+    assert latency < 6.0  # the code or answer would run on for 30 s or more
     assert result.status == "error" and [e["evalue"] for e in result.errors] == ["■ Interrupted."]
     stderr = re.sub(r"\x1b\[[0-9;]*m", "", result.stderr)
     assert "KeyboardInterrupt" in stderr and "time.sleep(0.1)" in stderr  # the user's frame
     assert "interrupts.py" not in stderr
-    assert 0 <= kernel.value("progress") < 50  # variables set before the stop remain
+    assert 0 <= kernel.value("progress") < 150  # variables set before the stop remain
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
 
 
@@ -92,16 +92,16 @@ def test_interrupt_stops_awaiting_code(kernel, scripted_model):
     answer = call("run_code", code=LONG_ASYNC)
     scripted_model.add(answer)
     _, latency = stopped_turn(kernel, "%agent wait", printed("started"), interrupt)
-    assert latency < 2.0
+    assert latency < 6.0  # the code or answer would run on for 30 s or more
     assert_valid_after_stop(kernel, scripted_model, tool_id(answer))
 
 
 def test_interrupt_stops_a_streaming_answer(kernel, scripted_model):
-    scripted_model.add(say("slow " * 400, chunk_size=5, chunk_delay=0.02))
+    scripted_model.add(say("slow " * 2000, chunk_size=5, chunk_delay=0.02))
     first_text = lambda m: m["msg_type"] == "update_display_data" and "slow" in m["content"]["data"].get("text/plain", "")
     result, latency = stopped_turn(kernel, "%agent talk slowly", first_text, interrupt)
-    assert latency < 2.0
-    assert result.seconds < 5  # the whole answer would take ~8 s
+    assert latency < 6.0  # the code or answer would run on for 30 s or more
+    assert result.seconds < 15  # the whole answer would take ~40 s
     scripted_model.add(say("ok"))
     kernel.ok("%agent and now?")
     texts = [m["content"][-1].get("text") for m in scripted_model.requests[-1]["messages"]]
@@ -133,7 +133,7 @@ def test_stop_button_message_stops_the_turn(kernel, scripted_model):
         return printed("started")(message)
 
     result, latency = stopped_turn(kernel, "%agent wait for me", started_and_seen, click_stop)
-    assert widget_ids and latency < 2.0
+    assert widget_ids and latency < 6.0
     assert result.status == "error" and [e["evalue"] for e in result.errors] == ["■ Stopped."]
     # The button is gone from the saved output once the turn ends.
     assert not any("StopButton" in s for s in result.final_texts())
@@ -147,7 +147,7 @@ def test_timeout_stops_only_the_code(kernel, scripted_model):
         say("Both timed out."),
     )
     result = kernel.ok("%agent be slow", timeout=30)
-    assert result.seconds < 10
+    assert result.seconds < 20  # each code alone would run 30 s
     sync_result, async_result = (
         scripted_model.requests[1]["messages"][-1]["content"][0]["content"],
         scripted_model.requests[2]["messages"][-1]["content"][0]["content"],

@@ -10,6 +10,8 @@ from IPython.core.error import UsageError
 from agent_kernel.magics import FLAGS, AgentMagics, flags_help, interpolate, parse_agent_call, rewrite_agent_cells
 from agent_kernel.testing import call, say
 
+from .calls import texts_of
+
 # -- parsing ------------------------------------------------------------------------------
 
 
@@ -209,10 +211,6 @@ def test_agent_cannot_start_a_turn_inside_its_own_turn(kernel, scripted_model):
 
 
 # -- managing sessions ----------------------------------------------------------------------
-
-
-def texts_of(request):
-    return [(m["role"], b.get("text") or b.get("type")) for m in request["messages"] for b in m["content"]]
 
 
 def stored_counts(name):

@@ -10,6 +10,8 @@ import papermill
 from agent_kernel.demo import run_demo
 from agent_kernel.testing import call, say
 
+from .calls import texts_of
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
@@ -59,10 +61,6 @@ def test_agent_cell_defines_a_variable_for_the_next_cell(scripted_model, agent_d
     assert len(scripted_model.requests) == 2
 
 
-def _texts_of(request):
-    return [(m["role"], b.get("text") or b.get("type")) for m in request["messages"] for b in m["content"]]
-
-
 def _run_three_times(cells, tmp_path, stem):
     """Execute the same notebook three times with papermill; the executed copies."""
     nb = nbformat.v4.new_notebook()
@@ -87,7 +85,7 @@ def test_a_named_session_notebook_reruns_and_continues(scripted_model, agent_db,
     assert "(session 'daily':" in outputs_text(runs[2].cells[1])
     assert "new session" not in outputs_text(runs[2].cells[1])
     assert len(scripted_model.requests) == 3
-    assert _texts_of(scripted_model.requests[2]) == [
+    assert texts_of(scripted_model.requests[2]) == [
         ("user", "write today's report"),
         ("assistant", "Report 1."),
         ("user", "write today's report"),
@@ -104,7 +102,7 @@ def test_a_new_session_notebook_reruns_fresh_and_keeps_the_older_ones(scripted_m
         "weekly",
     )
     assert len(scripted_model.requests) == 3
-    assert _texts_of(scripted_model.requests[2]) == [("user", "write the weekly report")]
+    assert texts_of(scripted_model.requests[2]) == [("user", "write the weekly report")]
     assert "the earlier one is kept as 'weekly~2'" in outputs_text(runs[2].cells[1])
     listed = outputs_text(runs[2].cells[2])
     for name in ("weekly~1", "weekly~2"):

@@ -91,11 +91,11 @@ def test_a_hanging_notebook_times_out_and_its_kernel_is_gone(store, home, tmp_pa
     )
     clock = ManualClock(T0)
     add_job(store, name="hang", notebook=str(notebook), at=T0 + timedelta(seconds=1), now=clock.now(),
-            policy=Policy(timeout_s=6))  # fmt: skip
+            policy=Policy(timeout_s=12))  # fmt: skip
     clock.advance(seconds=2)
     [run] = scheduler(store, home, clock).run_once()
     assert run.status == "TIMED_OUT"
-    assert "longer than its timeout of 6 s" in run.error
+    assert "longer than its timeout of 12 s" in run.error
     kernel_pid = int(pid_file.read_text())
     wait_for(lambda: not pid_alive(kernel_pid), timeout=5, what="the kernel to be gone")
     done = nbformat.read(run.output_path, as_version=4)

@@ -14,6 +14,7 @@ from agent_kernel.scheduler.runs import Outcome, Runs
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.testing import say
 
+from .calls import texts_of
 from .scheduling import (  # noqa: F401 - fixtures
     UTC,
     add_job,
@@ -65,7 +66,7 @@ def test_the_daily_digest_notebook_runs_as_a_scheduled_job(store, home, tmp_path
     [run] = scheduler(store, home, ManualClock(now + timedelta(seconds=2))).run_once()
     assert run.status == "SUCCEEDED", run.error
     [request] = scripted_model.requests
-    prompt = request["messages"][0]["content"][0]["text"]
+    [prompt] = [text for role, text in texts_of(request) if role == "user"]
     assert prompt.startswith("Write today's digest of my scheduled notebooks and agent sessions as two short lines.")
     assert "- FAILED `etl`" in prompt and "KeyError: 'region'" in prompt and "Coming up in the next 12 h" in prompt
     done = nbformat.read(run.output_path, as_version=4)

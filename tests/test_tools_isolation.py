@@ -107,7 +107,7 @@ def test_this_machine_has_the_sandbox_and_the_setting_turns_it_off():
     assert found.mode == SANDBOX, found.reason
     forced = probe("process")
     assert forced.mode == PROCESS and "not a sandbox" in forced.describe()
-    assert "sandbox (bubblewrap)" in found.describe() and "no network" in found.describe()
+    assert "bubblewrap sandbox" in found.describe() and "no network" in found.describe()
 
 
 def test_sandboxed_code_cannot_read_the_kernels_environment_or_the_database(
@@ -121,7 +121,7 @@ def test_sandboxed_code_cannot_read_the_kernels_environment_or_the_database(
     assert result["success"] is True, result
     found = json.loads(result["stdout"])
     assert found == {"env": False, "environ": [], "opened": [], "kernel_mem": False}
-    assert "OS sandbox (bubblewrap)" in description and "not a sandbox" not in description
+    assert "bubblewrap sandbox" in description and "not a sandbox" not in description
 
 
 def test_without_the_sandbox_the_environment_is_stripped_and_the_description_says_so(

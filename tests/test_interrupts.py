@@ -10,7 +10,12 @@ from agent_kernel.testing import call, reply, say, text
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
 
-LONG_SYNC = "import time\nprogress = 0\nprint('started', flush=True)\nfor progress in range(300):\n    time.sleep(0.1)\n"
+# "started" is printed from inside the loop: IPython compiles each top-level statement just
+# before running it, and an interrupt landing in that compile would show no frame of the code.
+LONG_SYNC = (
+    "import time\nprogress = 0\nfor progress in range(300):\n"
+    "    if progress == 1:\n        print('started', flush=True)\n    time.sleep(0.1)\n"
+)
 LONG_ASYNC = "import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n"
 
 

@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The browser tests use the system's Chromium; Playwright never downloads a browser here.
 CHROMIUM ?= /usr/bin/chromium
+# Most tests wait on kernels, subprocesses and clocks: 3 workers keep 2 cores busy.
+TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: install nodejs chromium bubblewrap demo test screenshots bench clean
@@ -50,7 +52,7 @@ demo: nodejs $(STAMP)
 
 test: nodejs $(STAMP) chromium bubblewrap
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 screenshots: nodejs $(STAMP) chromium
 	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py tests/test_browser_labextension.py

@@ -18,7 +18,7 @@ from agent_kernel.testing import reply, say, tool_use
 
 from .test_browser import ARTIFACTS, KERNEL_READY, SCREENSHOTS, cell, run_notebook, save_screenshot, wait_idle
 
-pytestmark = [pytest.mark.browser]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 PANEL_TAB = ".jp-SideBar [data-id='agent-kernel-panel']"
 

@@ -44,7 +44,7 @@ $(STAMP): pyproject.toml labextension/package.json
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	# JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in labextension/ updates it.
-	$(VENV)/bin/jupyter labextension develop --overwrite . > /dev/null
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter-builder develop --overwrite . > /dev/null
 	touch $@
 
 demo: nodejs $(STAMP)

@@ -11,9 +11,10 @@ Scripts and tests use it directly::
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from .loop import TurnResult
     from .model import HttpClient
     from .store import Store
-    from .store.sessions import Session, Sessions
+    from .store.sessions import Journal, Session, Sessions
     from .tools import Registry, Tool
 
 __all__ = ["Agent"]
@@ -85,6 +86,7 @@ class Agent:
         self._model_client: Any = None  # ModelClient.stream scrubs every request
         self._http_client = http_client
         self._writer: Any = None
+        self._start: _TurnStart | None = None  # what the last turn read and wrote, for the next
         self._running = False
         self.approver: Approver | None = None
         self._always_allowed: dict[str, set[str]] = {}  # session id -> tools approved for good
@@ -113,6 +115,7 @@ class Agent:
                 self._writer.flush()
             self._store, self._store_path = Store(path), path
             self._writer = WriteBehind(self._store)
+            self._start = None
         return self._store
 
     @property
@@ -162,12 +165,16 @@ class Agent:
         Returns it and the name an earlier session called ``name`` is kept under (``None``
         when there was none).
         """
-        from .store.sessions import Sessions
+        from IPython.core.error import UsageError
 
-        with self.store.connect() as con:
-            resolved = self._resolve(Sessions(con), name or True, None, True)
-        assert resolved.session is not None
-        return resolved.session, resolved.kept_as
+        try:
+            groups = {t.group for t in self._offered(self.config.approve.lower())}
+        except UsageError:
+            groups = set()  # the turn will say what is wrong with tool_groups
+        start = self._read_start(name or True, None, self.config.instruction, groups)
+        # The next turn continues it as read here (no "new session" notice again).
+        self._start = replace(start, resolved=_Resolved(start.session))
+        return start.session, start.resolved.kept_as
 
     def _resolve(
         self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool
@@ -301,25 +308,25 @@ class Agent:
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
         from .model import ModelClient
-        from .prompt import assemble, stored_sections
+        from .prompt import assemble
         from .tools.context import ToolContext
-
-        from .store.sessions import Sessions
 
         config = self.config
         mode = (approve or config.approve).lower()
         registry = self.registry
         offered = self._offered(mode)
-        with self.store.connect() as con:  # one connection for everything a turn reads first
-            sessions = Sessions(con)
-            resolved = self._resolve(sessions, new, session_name, True)
-            current = resolved.session
-            assert current is not None
-            history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
-            turn_number = sessions.last_turn(current.id) + 1
-            sessions.touch(current.id, notebook=self.notebook)
-            groups = {t.group for t in offered}
-            sections = stored_sections(con, config.instruction, groups)
+        groups = {t.group for t in offered}
+        store = self.store
+        if not self._writer.idle:  # the last turn's saves are still going out
+            await asyncio.to_thread(self._writer.flush)
+        start = self._unchanged_start(new, session_name, config.instruction, groups)
+        if start is None:
+            start = self._read_start(new, session_name, config.instruction, groups)
+        resolved = start.resolved
+        current = start.session
+        history = start.history()
+        turn_number = start.last_turn + 1
+        sections = start.sections
         limit = token_limit or current.token_limit or config.token_limit
         if self._model_client is None:
             self._model_client = ModelClient(http_client=self._http_client)
@@ -343,7 +350,7 @@ class Agent:
             context = ToolContext(
                 shell=shell,
                 settings=config,
-                store=self.store,
+                store=store,
                 writer=self._writer,
                 session_id=current.id,
                 session_name=current.name,
@@ -382,14 +389,65 @@ class Agent:
             try:
                 result = await turn.run()
             except BaseException:
+                self._start = None
                 transcript.hide_stop()
                 raise
+        self._start = start.after(context.journal)
         await asyncio.to_thread(self._writer.flush)
         await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
         if result.state != "error" and result.model_calls:
             footer = _footer(result, turn.limits.token_limit, new=resolved.created)
             transcript.notice(footer, kind="muted")
         return result
+
+    # -- what a turn reads first -----------------------------------------------------------
+
+    def _unchanged_start(
+        self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
+    ) -> _TurnStart | None:
+        """The last turn's start, brought up to date by its writes, when it still holds:
+        the same session, notebook and prompt sections, and a file nobody else changed."""
+        start = self._start
+        if (
+            start is None
+            or new
+            or (name is not None and name != start.session.name)
+            or start.session.id != self._session_id
+            or start.notebook != self.notebook
+            or start.sections_key != (instruction, frozenset(groups))
+            or not self.store.unchanged_since(start.changes)
+        ):
+            return None
+        return start
+
+    def _read_start(
+        self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
+    ) -> _TurnStart:
+        """Resolve the session and read what a turn needs first, in one connection."""
+        from .prompt import stored_sections
+        from .store.sessions import Sessions
+
+        store = self.store
+        with store.connect() as con:
+            sessions = Sessions(con)
+            resolved = self._resolve(sessions, new, name, True)
+            current = resolved.session
+            assert current is not None
+            messages = [(m.role, json.dumps(m.content)) for m in sessions.messages(current.id)]
+            last_turn = sessions.last_turn(current.id)
+            sessions.touch(current.id, notebook=self.notebook)
+            sections = stored_sections(con, instruction, groups)
+            changes = store.changes  # this connection's own count: it is still open
+        return _TurnStart(
+            changes=changes,
+            resolved=resolved,
+            session=current,
+            messages=tuple(messages),
+            last_turn=last_turn,
+            notebook=self.notebook,
+            sections_key=(instruction, frozenset(groups)),
+            sections=sections,
+        )
 
     # -- the system prompt ---------------------------------------------------------------
 
@@ -398,7 +456,7 @@ class Agent:
         from .prompt import system_prompt
 
         offered = self._offered((approve or self.config.approve).lower())
-        with self.store.connect() as con:
+        with self.store.connect(read_only=True) as con:
             return system_prompt(
                 con,
                 settings=self.config,
@@ -436,6 +494,41 @@ class _Resolved:
     session: Session | None
     created: bool = False
     kept_as: str | None = None
+
+
+@dataclass(frozen=True)
+class _TurnStart:
+    """What a turn reads from the store before it starts: its session, the stored
+    conversation, the prompt's stored sections. Kept for the next turn, which uses it
+    without opening the file while :meth:`Store.unchanged_since` says ``changes`` holds."""
+
+    changes: int
+    resolved: _Resolved
+    session: Session
+    messages: tuple[tuple[str, str], ...]  # (role, content as JSON), as stored
+    last_turn: int
+    notebook: str
+    sections_key: tuple[str, frozenset[str]]
+    sections: list[tuple[str, str]]
+
+    def history(self) -> list[dict[str, Any]]:
+        """The stored conversation, decoded afresh (the turn may change what it is given)."""
+        return [{"role": role, "content": json.loads(content)} for role, content in self.messages]
+
+    def after(self, journal: Journal) -> _TurnStart:
+        """This start as the next turn finds it: the session with what ``journal`` recorded."""
+        said = tuple((role, json.dumps(content)) for role, content in journal.recorded)
+        session = journal.applied_to(self.session)
+        return _TurnStart(
+            changes=self.changes,
+            resolved=_Resolved(session),
+            session=session,
+            messages=self.messages + said,
+            last_turn=max(self.last_turn, journal.turn),
+            notebook=self.notebook,
+            sections_key=self.sections_key,
+            sections=self.sections,
+        )
 
 
 def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:

@@ -78,7 +78,7 @@ print(repr(baseline_seconds))
 AGENT = """
 import time
 _t0 = time.perf_counter()
-%agent --new run {trips} steps
+%agent run {trips} steps
 agent_seconds = time.perf_counter() - _t0
 print(repr(agent_seconds))
 """
@@ -101,13 +101,16 @@ def main() -> None:
         kernel = Kernel(env, cwd=tmp)
         try:
             kernel.ok("%load_ext agent_kernel")
+            kernel.ok(f"%config AgentKernel.max_model_calls = {args.trips + 10}")
             # Warm up both paths (imports, first DuckDB open, first connection).
-            kernel.ok(AGENT.format(trips=2))
-            kernel.ok(BASELINE.format(trips=2, calls=3))
+            kernel.ok("%agent --new", allow_stdin=False)
+            kernel.ok(AGENT.format(trips=2), allow_stdin=False)
+            kernel.ok(BASELINE.format(trips=2, calls=3), allow_stdin=False)
             for _ in range(args.repeat):
                 for n in sizes:
-                    agent[n].append(_seconds(kernel.ok(AGENT.format(trips=n))))
-                    baseline[n].append(_seconds(kernel.ok(BASELINE.format(trips=n, calls=n + 1))))
+                    kernel.ok("%agent --new", allow_stdin=False)  # each timed turn continues a fresh session
+                    agent[n].append(_seconds(kernel.ok(AGENT.format(trips=n), allow_stdin=False)))
+                    baseline[n].append(_seconds(kernel.ok(BASELINE.format(trips=n, calls=n + 1), allow_stdin=False)))
         finally:
             kernel.shutdown()
             server.communicate("")

@@ -2,10 +2,13 @@
 
 Opening a DuckDB file costs ~15-20 ms, more than a whole tool round trip should. The
 turn therefore queues its writes (messages, usage, state) and goes on; a worker thread
-applies everything queued so far in one connection, in order. DuckDB releases the GIL
-while it works, so the kernel's event loop is not held up. ``flush()`` waits until all
-queued writes are on disk; the turn calls it before it ends. If the process dies, at most
-the writes of the last few milliseconds are lost, and what was stored stays a valid
+applies everything queued so far in one connection and one transaction, in order.
+DuckDB releases the GIL while it works, so the kernel's event loop is not held up.
+``flush()`` waits until all queued writes are on disk and the file is closed again; the
+turn calls it before it ends. The connections are *mirrored* (see :meth:`Store.connect`):
+they attach the file to a database instance kept for them, and the turn keeps what it
+writes in memory too. If the process dies, at most the writes of the last few
+milliseconds are lost, and what was stored stays a valid
 conversation (see :mod:`agent_kernel.conversation`).
 """
 
@@ -54,6 +57,12 @@ class WriteBehind:
                 self._thread.start()
             self._cond.notify_all()
 
+    @property
+    def idle(self) -> bool:
+        """Whether every queued write is applied."""
+        with self._cond:
+            return not self._pending and not self._busy
+
     def flush(self, timeout: float | None = 60.0) -> None:
         """Wait until every queued write is applied; raise the first write error, if any."""
         with self._cond:
@@ -93,6 +102,12 @@ class WriteBehind:
 
     def _apply(self, batch: list[Write]) -> None:
         # A function of its own so no connection stays referenced by the idle thread's frame.
-        with self.store.connect() as con:
-            for write in batch:
-                write(con)
+        with self.store.connect(mirrored=True) as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                for write in batch:
+                    write(con)
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")

@@ -8,6 +8,7 @@ a cell. Two kernels, the scheduler and a script can share one file.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -126,13 +127,18 @@ class Store:
     def _attach(self) -> duckdb.DuckDBPyConnection:
         """A connection to the file through an in-memory database instance kept between
         connections: attaching a file to it costs a fraction of starting a new instance
-        (~2 ms against ~15 ms), which is what the turn's writes pay. The file is detached
+        (a few ms against ~15 ms), which is what the turn's writes pay. The file is detached
         when the connection closes, so it is held no longer than by :meth:`_open`."""
         import duckdb
 
         if self._instance is None:
-            self._instance = duckdb.connect(":memory:", config={"threads": 1})
-            weakref.finalize(self, self._instance.close)  # before the interpreter's teardown
+            # Detaching does not fold DuckDB's write-ahead log into the file: the writes
+            # are on disk once committed; the write-behind thread folds it when nobody
+            # waits (a reader replays the log meanwhile, as after a crash).
+            self._instance = duckdb.connect(
+                ":memory:", config={"threads": 1, "checkpoint_on_detach": "DISABLED"}
+            )
+            atexit.register(_drop_instance, weakref.ref(self))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         delay = 0.01
@@ -189,6 +195,21 @@ class Store:
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+
+def _drop_instance(ref: weakref.ref[Store]) -> None:
+    """Close a store's kept instance at exit (the write-behind daemon thread still
+    references the store, so it would outlive the interpreter's teardown otherwise)."""
+    store = ref()
+    if store is None or store._instance is None:
+        return
+    if store._thread_lock.acquire(timeout=5.0):  # let a running write finish
+        try:
+            instance, store._instance = store._instance, None
+            if instance is not None:
+                instance.close()
+        finally:
+            store._thread_lock.release()
 
 
 class StoreConnection:

@@ -281,6 +281,9 @@ class Agent:
             )
         self._running = True
         try:
+            from . import warmup
+
+            await warmup.wait_for_step()  # its imports and the turn's must not interleave
             result = await self._turn(prompt, new, session, model, token_limit, approve, check)
         finally:
             self._running = False

@@ -14,6 +14,11 @@ trip is the slope, ((agent - baseline) at N - (agent - baseline) at small) / (N 
 the fixed overhead of a turn (loading the session, the Stop button, the final save) is
 what is left at small. Medians over repeated runs.
 
+Each timed turn continues a session that ``%agent --new`` (an untimed cell before it)
+started, as a notebook's turns continue its session. The cells are sent as nbclient
+sends them (``allow_stdin=False``): a client that applies display updates, so the turn
+does not wait for a Stop button acknowledgement that this client could not send.
+
     python benchmarks/loop_overhead.py [--trips 45] [--small 5] [--repeat 9]
 """
 

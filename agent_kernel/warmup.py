@@ -20,6 +20,7 @@ A failure here is dropped: the turn meets it again on its normal path and report
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import os
 import threading
@@ -107,6 +108,7 @@ class WarmUp:
         self._cells = threading.Condition()
         self._running_cells = 0  # nested: a turn's run_code runs cells inside the %agent cell
         self._stepping = False  # a step is in progress
+        self._exiting = False  # the interpreter exits: no more steps
         self._thread: threading.Thread | None = None
 
     # -- events ----------------------------------------------------------------------------
@@ -119,11 +121,20 @@ class WarmUp:
         self.shell.events.register("pre_run_cell", self._cell_started)
         self.shell.events.register("post_run_cell", self._cell_finished)
         self._thread = threading.Thread(target=self._run, name="agent-kernel-warm-up", daemon=True)
+        atexit.register(self._at_exit)
         self._thread.start()
 
     def _cell_started(self, *_: Any) -> None:
         with self._cells:
             self._running_cells += 1
+
+    def _at_exit(self) -> None:
+        """Let the step in progress finish: a daemon thread stopped inside DuckDB or an
+        extension module's initialisation can abort the process at exit."""
+        with self._cells:
+            self._exiting = True
+            self._cells.notify_all()
+        self.wait_for_step(timeout=10.0)
 
     def wait_for_step(self, timeout: float | None = 60.0) -> None:
         """Hold further steps and wait until the one in progress (if any) has finished."""
@@ -152,7 +163,9 @@ class WarmUp:
         try:
             for name, step in self._steps():
                 with self._cells:  # a running cell keeps the interpreter lock
-                    self._cells.wait_for(lambda: self._running_cells == 0)
+                    self._cells.wait_for(lambda: self._running_cells == 0 or self._exiting)
+                    if self._exiting:
+                        break
                     self._stepping = True
                 try:
                     step()

@@ -50,6 +50,7 @@ class Store:
         self.changes = 0
         self._seen: tuple[Any, ...] | None = None
         self._instance: duckdb.DuckDBPyConnection | None = None  # see _attach
+        self._exiting = False  # the interpreter exits: no new instance (see _drop_instance)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -131,6 +132,8 @@ class Store:
         when the connection closes, so it is held no longer than by :meth:`_open`."""
         import duckdb
 
+        if self._exiting:
+            raise StoreError("The process is exiting; the write is left to DuckDB's log.")
         if self._instance is None:
             # Detaching does not fold DuckDB's write-ahead log into the file: the writes
             # are on disk once committed; the write-behind thread folds it when nobody
@@ -198,13 +201,15 @@ class Store:
 
 
 def _drop_instance(ref: weakref.ref[Store]) -> None:
-    """Close a store's kept instance at exit (the write-behind daemon thread still
-    references the store, so it would outlive the interpreter's teardown otherwise)."""
+    """Close a store's kept instance at exit, after the write in progress, if any (the
+    write-behind daemon thread references the store, so the instance would outlive the
+    interpreter's teardown; a daemon thread stopped inside DuckDB aborts the process)."""
     store = ref()
-    if store is None or store._instance is None:
+    if store is None:
         return
-    if store._thread_lock.acquire(timeout=5.0):  # let a running write finish
+    if store._thread_lock.acquire(timeout=10.0):  # let a running write finish
         try:
+            store._exiting = True
             instance, store._instance = store._instance, None
             if instance is not None:
                 instance.close()

@@ -396,11 +396,16 @@ class Agent:
                 transcript.hide_stop()
                 raise
         self._start = start.after(context.journal)
-        await asyncio.to_thread(self._writer.flush)
-        await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
-        if result.state != "error" and result.model_calls:
-            footer = _footer(result, turn.limits.token_limit, new=resolved.created)
-            transcript.notice(footer, kind="muted")
+        # The turn's last writes are saved while the cell shows how it ended; the cell
+        # finishes only once they are.
+        saving = asyncio.ensure_future(asyncio.to_thread(self._writer.flush))
+        try:
+            await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
+            if result.state != "error" and result.model_calls:
+                footer = _footer(result, turn.limits.token_limit, new=resolved.created)
+                transcript.notice(footer, kind="muted")
+        finally:
+            await saving
         return result
 
     # -- what a turn reads first -----------------------------------------------------------

@@ -12,7 +12,8 @@ the benchmark's own iopub reading does not slow the server):
 Both are timed at two sizes (--small and --trips round trips). The overhead per round
 trip is the slope, ((agent - baseline) at N - (agent - baseline) at small) / (N - small);
 the fixed overhead of a turn (loading the session, the Stop button, the final save) is
-what is left at small. Medians over repeated runs.
+what is left at small. Medians over repeated runs (the extra time of each agent run
+over the baseline run right after it).
 
 Each timed turn continues a session that ``%agent --new`` (an untimed cell before it)
 started, as a notebook's turns continue its session. The cells are sent as nbclient
@@ -120,7 +121,9 @@ def main() -> None:
             kernel.shutdown()
             server.communicate("")
     med = {(kind, n): statistics.median(times[n]) * 1000 for kind, times in (("agent", agent), ("baseline", baseline)) for n in sizes}
-    extra = {n: med["agent", n] - med["baseline", n] for n in sizes}
+    # Each agent run is paired with the baseline run right after it, so a machine that is
+    # busier during some runs than others shifts both.
+    extra = {n: statistics.median(a - b for a, b in zip(agent[n], baseline[n])) * 1000 for n in sizes}
     per_trip = (extra[args.trips] - extra[args.small]) / (args.trips - args.small)
     fixed = extra[args.small] - per_trip * args.small
     print(f"median of {args.repeat} runs, one kernel, scripted model in its own process")

@@ -128,6 +128,11 @@ class WarmUp:
         with self._cells:
             self._running_cells += 1
 
+    def _cell_finished(self, *_: Any) -> None:
+        with self._cells:
+            self._running_cells = max(self._running_cells - 1, 0)
+            self._cells.notify_all()
+
     def _at_exit(self) -> None:
         """Let the step in progress finish: a daemon thread stopped inside DuckDB or an
         extension module's initialisation can abort the process at exit."""
@@ -137,16 +142,13 @@ class WarmUp:
         self.wait_for_step(timeout=10.0)
 
     def wait_for_step(self, timeout: float | None = 60.0) -> None:
-        """Hold further steps and wait until the one in progress (if any) has finished."""
+        """Wait until the step in progress (if any) has finished; while a cell runs (the
+        turn's own), no further step starts."""
         with self._cells:
             self._cells.wait_for(lambda: not self._stepping, timeout)
 
-    def _cell_finished(self, *_: Any) -> None:
-        with self._cells:
-            self._running_cells = max(self._running_cells - 1, 0)
-            self._cells.notify_all()
-
     def stop_listening(self) -> None:
+        """Stop following the shell's cells (the thread is done, or the extension unloaded)."""
         for event, callback in (
             ("post_run_cell", self.start),
             ("pre_run_cell", self._cell_started),

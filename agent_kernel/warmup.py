@@ -5,17 +5,18 @@ finished, a daemon thread imports what a turn needs (``duckdb``, ``anthropic``, 
 tools, the display), has the SDK parse a response once and opens the store once, so a
 turn started a moment later finds all of it ready instead of paying ~1.5 s.
 
-The thread is polite: it works in small steps (one package each) and waits between
-them while a cell runs (``pre_run_cell`` / ``post_run_cell``), so the user's own cells
-keep the interpreter lock.
+The thread is polite: it works in small steps (one package each), waits between them
+while a cell runs (``pre_run_cell`` / ``post_run_cell``), and shortens the interpreter's
+switch interval meanwhile, so the kernel's own threads get the interpreter lock back
+quickly.
 
 Two threads importing modules of one package tree at once, each entering it elsewhere
 (the turn imports ``agent_kernel.loop``, which imports the store, while this thread
 imports the store), can each hold a module the other needs; Python then hands one of
-them a half-initialized module (an ImportError). So a turn first waits for the step in
-progress (not for the rest), then does its own imports as without a warm-up. A user's
-cell is not held: one ``import`` statement holds no other module's lock while it waits.
-A failure here is dropped: the turn meets it again on its normal path and reports it.
+them a half-initialized module (an ImportError). So a turn that starts before the
+warm-up is done waits for the step in progress, stops the warm-up, and does the rest on
+its normal path, as without a warm-up. A failure here is dropped: the turn meets it
+again on its normal path and reports it there.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -73,6 +75,8 @@ _MODULES = (
     "agent_kernel.agent",
 )
 
+_SWITCH_INTERVAL = 0.0005  # seconds; see WarmUp._run
+
 # A streamed reply as the SDK receives it: parsing one builds the SDK's validators.
 _SAMPLE_EVENTS: tuple[dict[str, Any], ...] = (
     {
@@ -108,7 +112,7 @@ class WarmUp:
         self._cells = threading.Condition()
         self._running_cells = 0  # nested: a turn's run_code runs cells inside the %agent cell
         self._stepping = False  # a step is in progress
-        self._exiting = False  # the interpreter exits: no more steps
+        self._exiting = False  # the interpreter exits, or a turn started: no more steps
         self._thread: threading.Thread | None = None
 
     # -- events ----------------------------------------------------------------------------
@@ -136,15 +140,14 @@ class WarmUp:
     def _at_exit(self) -> None:
         """Let the step in progress finish: a daemon thread stopped inside DuckDB or an
         extension module's initialisation can abort the process at exit."""
-        with self._cells:
-            self._exiting = True
-            self._cells.notify_all()
         self.wait_for_step(timeout=10.0)
 
     def wait_for_step(self, timeout: float | None = 60.0) -> None:
-        """Wait until the step in progress (if any) has finished; while a cell runs (the
-        turn's own), no further step starts."""
+        """Wait until the step in progress (if any) has finished; no further step starts
+        (a turn does the rest itself, on its normal path)."""
         with self._cells:
+            self._exiting = True
+            self._cells.notify_all()
             self._cells.wait_for(lambda: not self._stepping, timeout)
 
     def stop_listening(self) -> None:
@@ -162,6 +165,11 @@ class WarmUp:
     # -- the thread ------------------------------------------------------------------------
 
     def _run(self) -> None:
+        # While two threads want the interpreter lock, each holds it up to the switch
+        # interval (5 ms by default) before the other gets it; a short one lets the
+        # kernel's own threads (the cells, the messages) get it back quickly.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, _SWITCH_INTERVAL))
         try:
             for name, step in self._steps():
                 with self._cells:  # a running cell keeps the interpreter lock
@@ -180,6 +188,7 @@ class WarmUp:
                         self._stepping = False
                         self._cells.notify_all()
         finally:
+            sys.setswitchinterval(interval)
             self.done.set()
             self.stop_listening()
 

@@ -82,19 +82,22 @@ warm_up = warmup._CURRENT
 at_start = {}
 shell.events.register("pre_run_cell", lambda info: at_start.setdefault("done", warm_up.done.is_set()))
 result = shell.run_cell("%agent hello")  # at once: the warm-up is importing meanwhile
+steps_at_end = len(warm_up.steps_done)
 print(json.dumps({
     "warm_up_was_done": at_start["done"],
     "success": result.success,
     "error": repr(result.error_in_exec or result.error_before_exec),
     "finished_later": warm_up.done.wait(300),
+    "steps_after_the_turn": len(warm_up.steps_done) - steps_at_end,
 }))
 """
 
 
-def test_a_turn_started_while_warming_up_waits_for_its_step_and_runs(scripted_model, agent_db):
+def test_a_turn_started_while_warming_up_waits_for_its_step_then_does_the_rest(scripted_model, agent_db):
     scripted_model.add(say("Hello back."))
     report = _run(TURN_DURING_WARM_UP)
     assert report["success"] is True, report["error"]
     assert report["warm_up_was_done"] is False  # the turn did overlap the warm-up
     assert report["finished_later"] is True
+    assert report["steps_after_the_turn"] == 0  # the turn did the rest itself
     assert len(scripted_model.requests) == 1

@@ -66,6 +66,7 @@ _MODULES = (
     "ipywidgets",
     "anywidget",
     "agent_kernel.display.transcript",
+    "agent_kernel.display.safe",
     "agent_kernel.display.stop",
     "agent_kernel.display.limit",
     "agent_kernel.display.approval",
@@ -196,6 +197,9 @@ class WarmUp:
         steps: list[tuple[str, Callable[[], None]]] = [
             (name, lambda name=name: _import(name)) for name in _MODULES
         ]
+        steps.append(("render a paragraph", _render_sample_text))
+        steps.append(("describe the tools", _describe_tools))
+        steps.append(("make a model client", _make_sample_client))
         steps.append(("parse a streamed reply", _parse_sample_reply))
         steps.append(("open the store", self._open_store))
         return steps
@@ -218,6 +222,27 @@ def _import(name: str) -> None:
         importlib.import_module(name)
     except ImportError:
         pass  # the turn reports a missing dependency
+
+
+def _render_sample_text() -> None:
+    from .display.safe import markdown_bundle
+
+    markdown_bundle("Warm-up: **bold**, `code`, a [link](https://example.com).\n\n- a list")
+
+
+def _describe_tools() -> None:
+    """Tool definitions come from the functions' signatures through the SDK and pydantic:
+    the first ones made import and build most of what the turn's own need."""
+    from .tools.builtin import builtin_registry
+
+    for item in builtin_registry().tools.values():
+        item.definition()
+
+
+def _make_sample_client() -> None:
+    import anthropic
+
+    anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0)
 
 
 def _parse_sample_reply() -> None:

@@ -6,9 +6,9 @@ applies everything queued so far in one connection and one transaction, in order
 DuckDB releases the GIL while it works, so the kernel's event loop is not held up.
 ``flush()`` waits until all queued writes are committed to DuckDB's write-ahead log on
 disk and the file is closed again; the turn calls it before it ends. The log is folded
-into the file (a checkpoint) by a batch nobody waits for, else about a second later. The connections are *mirrored* (see :meth:`Store.connect`):
-they attach the file to a database instance kept for them, and the turn keeps what it
-writes in memory too. If the process dies, at most the writes of the last few
+into the file (a checkpoint) by a batch nobody waits for, else about a second later.
+The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
+database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
 milliseconds are lost, and what was stored stays a valid
 conversation (see :mod:`agent_kernel.conversation`).
 """

@@ -60,6 +60,7 @@ screenshots: nodejs $(STAMP) chromium
 bench: nodejs $(STAMP)
 	$(PY) benchmarks/load_ext.py
 	$(PY) benchmarks/loop_overhead.py
+	$(PY) benchmarks/cold_turn.py
 	$(PY) benchmarks/scheduler_overhead.py
 	$(PY) benchmarks/sql_dataframe.py
 	$(PY) benchmarks/blocks.py

@@ -1,8 +1,8 @@
 """agent-kernel: a Claude agent that works inside your live Jupyter kernel.
 
 ``%load_ext agent_kernel`` registers ``%agent`` and its companions. Loading is cheap: it
-imports neither ``anthropic`` nor ``duckdb`` and opens no file; those come with the first
-turn.
+imports neither ``anthropic`` nor ``duckdb`` and opens no file. Once the loading cell has
+finished, a background thread prepares them for the first turn (:mod:`agent_kernel.warmup`).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
-    from . import magics
+    from . import magics, warmup
     from .config import AgentKernel
     from .magics_data import DataMagics
     from .magics_jobs import JobMagics
@@ -97,12 +97,14 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         shell.register_magics(registered)
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
+    warmup.start_after_cell(shell, settings)
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Undo :func:`load_ipython_extension` (``%reload_ext`` calls both)."""
-    from . import magics
+    from . import magics, warmup
 
+    warmup.stop()
     if magics.rewrite_agent_cells in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.remove(magics.rewrite_agent_cells)
     if magics._ACTIVE is not None:

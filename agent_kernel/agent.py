@@ -11,9 +11,10 @@ Scripts and tests use it directly::
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +30,11 @@ if TYPE_CHECKING:
     from .loop import TurnResult
     from .model import HttpClient
     from .store import Store
-    from .store.sessions import Session, Sessions
+    from .store.compactions import Compaction
+    from .store.sessions import Journal, Session, Sessions
+    from .store.usage import SessionUsage
     from .tools import Registry, Tool
+    from .usage import InputEstimate
 
 __all__ = ["Agent"]
 
@@ -85,6 +89,7 @@ class Agent:
         self._model_client: Any = None  # ModelClient.stream scrubs every request
         self._http_client = http_client
         self._writer: Any = None
+        self._start: _TurnStart | None = None  # what the last turn read and wrote, for the next
         self._running = False
         self.approver: Approver | None = None
         self._always_allowed: dict[str, set[str]] = {}  # session id -> tools approved for good
@@ -114,6 +119,7 @@ class Agent:
                 self._writer.flush()
             self._store, self._store_path = Store(path), path
             self._writer = WriteBehind(self._store)
+            self._start = None
         return self._store
 
     @property
@@ -163,12 +169,16 @@ class Agent:
         Returns it and the name an earlier session called ``name`` is kept under (``None``
         when there was none).
         """
-        from .store.sessions import Sessions
+        from IPython.core.error import UsageError
 
-        with self.store.connect() as con:
-            resolved = self._resolve(Sessions(con), name or True, None, True)
-        assert resolved.session is not None
-        return resolved.session, resolved.kept_as
+        try:
+            groups = {t.group for t in self._offered(self.config.approve.lower())}
+        except UsageError:
+            groups = set()  # the turn will say what is wrong with tool_groups
+        start = self._read_start(name or True, None, self.config.instruction, groups)
+        # The next turn continues it as read here (no "new session" notice again).
+        self._start = replace(start, resolved=_Resolved(start.session))
+        return start.session, start.resolved.kept_as
 
     def _resolve(
         self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool
@@ -280,6 +290,9 @@ class Agent:
             )
         self._running = True
         try:
+            from . import warmup
+
+            await warmup.wait_for_step()  # its imports and the turn's must not interleave
             result = await self._turn(prompt, new, session, model, token_limit, approve, check, thinking)
         finally:
             self._running = False
@@ -309,12 +322,8 @@ class Agent:
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
         from .model import ModelClient
-        from .prompt import assemble, stored_sections, turn_context
+        from .prompt import assemble, turn_context
         from .tools.context import ToolContext
-
-        from .store import compactions
-        from .store.sessions import Sessions
-        from .store.usage import session_usage
         from .usage import InputEstimate
 
         config = self.config
@@ -322,18 +331,20 @@ class Agent:
         mode = (approve or config.approve).lower()
         registry = self.registry
         offered = self._offered(mode)
-        with self.store.connect() as con:  # one connection for everything a turn reads first
-            sessions = Sessions(con)
-            resolved = self._resolve(sessions, new, session_name, True)
-            current = resolved.session
-            assert current is not None
-            history = [{"role": m.role, "content": m.content} for m in sessions.messages(current.id)]
-            turn_number = sessions.last_turn(current.id) + 1
-            sessions.touch(current.id, notebook=self.notebook)
-            groups = {t.group for t in offered}
-            sections = stored_sections(con, config.instruction, groups)
-            compacted = compactions.load(con, current.id)
-            spent = session_usage(con, current.id)
+        groups = {t.group for t in offered}
+        store = self.store
+        if not self._writer.idle:  # the last turn's saves are still going out
+            await asyncio.to_thread(self._writer.flush)
+        start = self._unchanged_start(new, session_name, config.instruction, groups)
+        if start is None:
+            start = self._read_start(new, session_name, config.instruction, groups)
+        resolved = start.resolved
+        current = start.session
+        history = start.history()
+        turn_number = start.last_turn + 1
+        sections = start.sections
+        compacted = list(start.compactions)
+        spent = start.usage
         limit = token_limit or current.token_limit or config.token_limit
         # A limit Continue raised for this session stays, unless the setting is higher (0: off).
         cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
@@ -363,7 +374,7 @@ class Agent:
             context = ToolContext(
                 shell=shell,
                 settings=config,
-                store=self.store,
+                store=store,
                 writer=self._writer,
                 session_id=current.id,
                 session_name=current.name,
@@ -408,16 +419,81 @@ class Agent:
             try:
                 result = await turn.run()
             except BaseException:
+                self._start = None
                 transcript.hide_stop()
                 raise
-        await asyncio.to_thread(self._writer.flush)
-        await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
-        if result.state != "error" and result.model_calls:
-            footer = _footer(result, turn.limits.token_limit, new=resolved.created)
-            usage = {"model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
-                     "tokens": result.tokens, "session_tokens": result.session_tokens, "token_limit": turn.limits.token_limit}
-            transcript.notice(footer, kind="muted", usage=usage)
+        self._start = start.after(context.journal, turn.estimate, result)
+        # The turn's last writes are saved while the cell shows how it ended; the cell
+        # finishes only once they are.
+        saving = asyncio.ensure_future(asyncio.to_thread(self._writer.flush))
+        try:
+            await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
+            if result.state != "error" and result.model_calls:
+                footer = _footer(result, turn.limits.token_limit, new=resolved.created)
+                usage = {
+                    "model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
+                    "tokens": result.tokens, "session_tokens": result.session_tokens,
+                    "token_limit": turn.limits.token_limit, "cost": result.cost,
+                }  # fmt: skip
+                transcript.notice(footer, kind="muted", usage=usage)
+        finally:
+            await saving
         return result
+
+    # -- what a turn reads first -----------------------------------------------------------
+
+    def _unchanged_start(
+        self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
+    ) -> _TurnStart | None:
+        """The last turn's start, brought up to date by its writes, when it still holds:
+        the same session, notebook and prompt sections, and a file nobody else changed."""
+        start = self._start
+        if (
+            start is None
+            or new
+            or (name is not None and name != start.session.name)
+            or start.session.id != self._session_id
+            or start.notebook != self.notebook
+            or start.sections_key != (instruction, frozenset(groups))
+            or not self.store.unchanged_since(start.changes)
+        ):
+            return None
+        return start
+
+    def _read_start(
+        self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
+    ) -> _TurnStart:
+        """Resolve the session and read what a turn needs first, in one connection."""
+        from .prompt import stored_sections
+        from .store import compactions
+        from .store.sessions import Sessions
+        from .store.usage import session_usage
+
+        store = self.store
+        with store.connect() as con:
+            sessions = Sessions(con)
+            resolved = self._resolve(sessions, new, name, True)
+            current = resolved.session
+            assert current is not None
+            messages = [(m.role, json.dumps(m.content)) for m in sessions.messages(current.id)]
+            last_turn = sessions.last_turn(current.id)
+            sessions.touch(current.id, notebook=self.notebook)
+            sections = stored_sections(con, instruction, groups)
+            compacted = compactions.load(con, current.id)
+            spent = session_usage(con, current.id)
+            changes = store.changes  # this connection's own count: it is still open
+        return _TurnStart(
+            changes=changes,
+            resolved=resolved,
+            session=current,
+            messages=tuple(messages),
+            last_turn=last_turn,
+            notebook=self.notebook,
+            sections_key=(instruction, frozenset(groups)),
+            sections=sections,
+            compactions=tuple(compacted),
+            usage=spent,
+        )
 
     # -- the system prompt ---------------------------------------------------------------
 
@@ -426,7 +502,7 @@ class Agent:
         from .prompt import system_prompt
 
         offered = self._offered((approve or self.config.approve).lower())
-        with self.store.connect() as con:
+        with self.store.connect(read_only=True) as con:
             return system_prompt(
                 con,
                 settings=self.config,
@@ -463,6 +539,56 @@ class _Resolved:
     session: Session | None
     created: bool = False
     kept_as: str | None = None
+
+
+@dataclass(frozen=True)
+class _TurnStart:
+    """What a turn reads from the store before it starts: its session, the stored
+    conversation, the prompt's stored sections. Kept for the next turn, which uses it
+    without opening the file while :meth:`Store.unchanged_since` says ``changes`` holds."""
+
+    changes: int
+    resolved: _Resolved
+    session: Session
+    messages: tuple[tuple[str, str], ...]  # (role, content as JSON), as stored
+    last_turn: int
+    notebook: str
+    sections_key: tuple[str, frozenset[str]]
+    sections: list[tuple[str, str]]
+    compactions: tuple[Compaction, ...]  # the session's stored context summaries
+    usage: SessionUsage  # its cost so far and the size of its last request
+
+    def history(self) -> list[dict[str, Any]]:
+        """The stored conversation, decoded afresh (the turn may change what it is given)."""
+        return [{"role": role, "content": json.loads(content)} for role, content in self.messages]
+
+    def after(self, journal: Journal, estimate: InputEstimate, result: TurnResult) -> _TurnStart:
+        """This start as the next turn finds it: the session with what ``journal`` recorded,
+        the cost and last request size the turn's calls added (a compaction the turn stored
+        changed the file, so the next turn reads it afresh)."""
+        said = tuple((role, json.dumps(content)) for role, content in journal.recorded)
+        from .store.usage import SessionUsage
+
+        session = journal.applied_to(self.session)
+        measured = estimate.tokens is not None
+        usage = SessionUsage(
+            cost=self.usage.cost + (result.cost or 0.0),
+            unpriced=self.usage.unpriced + result.unpriced_calls,
+            last_prompt_tokens=estimate.tokens if measured else self.usage.last_prompt_tokens,
+            last_request_chars=estimate.chars if measured else self.usage.last_request_chars,
+        )
+        return _TurnStart(
+            changes=self.changes,
+            resolved=_Resolved(session),
+            session=session,
+            messages=self.messages + said,
+            last_turn=max(self.last_turn, journal.turn),
+            notebook=self.notebook,
+            sections_key=self.sections_key,
+            sections=self.sections,
+            compactions=self.compactions,
+            usage=usage,
+        )
 
 
 def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:

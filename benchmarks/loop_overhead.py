@@ -12,7 +12,13 @@ the benchmark's own iopub reading does not slow the server):
 Both are timed at two sizes (--small and --trips round trips). The overhead per round
 trip is the slope, ((agent - baseline) at N - (agent - baseline) at small) / (N - small);
 the fixed overhead of a turn (loading the session, the Stop button, the final save) is
-what is left at small. Medians over repeated runs.
+what is left at small. Medians over repeated runs (the extra time of each agent run
+over the baseline run right after it).
+
+Each timed turn continues a session that ``%agent --new`` (an untimed cell before it)
+started, as a notebook's turns continue its session. The cells are sent as nbclient
+sends them (``allow_stdin=False``): a client that applies display updates, so the turn
+does not wait for a Stop button acknowledgement that this client could not send.
 
     python benchmarks/loop_overhead.py [--trips 45] [--small 5] [--repeat 9]
 """
@@ -78,7 +84,7 @@ print(repr(baseline_seconds))
 AGENT = """
 import time
 _t0 = time.perf_counter()
-%agent --new run {trips} steps
+%agent run {trips} steps
 agent_seconds = time.perf_counter() - _t0
 print(repr(agent_seconds))
 """
@@ -101,18 +107,23 @@ def main() -> None:
         kernel = Kernel(env, cwd=tmp)
         try:
             kernel.ok("%load_ext agent_kernel")
+            kernel.ok(f"%config AgentKernel.max_model_calls = {args.trips + 10}")
             # Warm up both paths (imports, first DuckDB open, first connection).
-            kernel.ok(AGENT.format(trips=2))
-            kernel.ok(BASELINE.format(trips=2, calls=3))
+            kernel.ok("%agent --new", allow_stdin=False)
+            kernel.ok(AGENT.format(trips=2), allow_stdin=False)
+            kernel.ok(BASELINE.format(trips=2, calls=3), allow_stdin=False)
             for _ in range(args.repeat):
                 for n in sizes:
-                    agent[n].append(_seconds(kernel.ok(AGENT.format(trips=n))))
-                    baseline[n].append(_seconds(kernel.ok(BASELINE.format(trips=n, calls=n + 1))))
+                    kernel.ok("%agent --new", allow_stdin=False)  # each timed turn continues a fresh session
+                    agent[n].append(_seconds(kernel.ok(AGENT.format(trips=n), allow_stdin=False)))
+                    baseline[n].append(_seconds(kernel.ok(BASELINE.format(trips=n, calls=n + 1), allow_stdin=False)))
         finally:
             kernel.shutdown()
             server.communicate("")
     med = {(kind, n): statistics.median(times[n]) * 1000 for kind, times in (("agent", agent), ("baseline", baseline)) for n in sizes}
-    extra = {n: med["agent", n] - med["baseline", n] for n in sizes}
+    # Each agent run is paired with the baseline run right after it, so a machine that is
+    # busier during some runs than others shifts both.
+    extra = {n: statistics.median(a - b for a, b in zip(agent[n], baseline[n])) * 1000 for n in sizes}
     per_trip = (extra[args.trips] - extra[args.small]) / (args.trips - args.small)
     fixed = extra[args.small] - per_trip * args.small
     print(f"median of {args.repeat} runs, one kernel, scripted model in its own process")

@@ -205,3 +205,32 @@ def test_agent_run_returns_a_failed_turn_and_raises_it_with_check(scripted_model
     assert "start a new one with %agent --new" in result  # this 400 is about the prompt's length
     assert "RAISED model_error Model request failed (401 authentication_error): invalid x-api-key." in out.stdout
     assert "THIRD False" in out.stdout
+
+
+def test_a_turn_starts_from_memory_while_the_store_is_unchanged_and_rereads_it_after_a_write(
+    shell_agent, scripted_model, agent_db
+):
+    from agent_kernel.store import Store
+    from agent_kernel.store.memories import Memories
+    from agent_kernel.store.sessions import Sessions
+
+    scripted_model.add(say("One."), say("Two."), say("Three."))
+    shell_agent.ok("first")
+    store = shell_agent.agent.store
+    changes = store.changes
+    shell_agent.ok("second")
+    # The second turn opened the file only for its own (mirrored) writes ...
+    assert store.changes == changes
+    assert texts_of(scripted_model.requests[1]) == [("user", "first"), ("assistant", "One."), ("user", "second")]
+    # ... and they are on disk when the turn has ended.
+    with Store(agent_db).connect(read_only=True) as con:
+        sessions = Sessions(con)
+        (session,) = sessions.list()
+        assert [m.role for m in sessions.messages(session.id)] == ["user", "assistant"] * 2
+        assert session.tokens_used == shell_agent.agent.last_result.session_tokens
+    # Another writer (a second kernel, a script) changes the file: the next turn reads it again.
+    with Store(agent_db).connect() as con:
+        Memories(con).remember("The user likes short answers.")
+    shell_agent.ok("third")
+    assert store.changes > changes
+    assert "likes short answers" in scripted_model.requests[2]["system"]

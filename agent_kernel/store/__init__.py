@@ -8,8 +8,11 @@ a cell. Two kernels, the scheduler and a script can share one file.
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +28,8 @@ __all__ = ["Store", "StoreConnection"]
 
 # Another process that does not take our lock (a DuckDB shell, say) can still hold the file.
 _BUSY_RETRY_SECONDS = 30.0
+# The name the file has in the store's own database instance (see Store._attach).
+_ATTACHED = "agent_kernel_store"
 
 
 class Store:
@@ -39,32 +44,132 @@ class Store:
         self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False, poll_interval=0.005)
         self._thread_lock = threading.RLock()
         self._migrated = False
+        # Change tracking for what callers keep in memory between connections (the turn's
+        # session and prompt sections): ``changes`` counts the connections that may have
+        # changed the file behind such a copy; ``_seen`` is the file as the last one left it.
+        self.changes = 0
+        self._seen: tuple[Any, ...] | None = None
+        self._instance: duckdb.DuckDBPyConnection | None = None  # see _attach
+        self._exiting = False  # the interpreter exits: no new instance (see _drop_instance)
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
 
     @contextmanager
     def connect(
-        self, *, config: Mapping[str, Any] | None = None, read_only: bool = False
+        self,
+        *,
+        config: Mapping[str, Any] | None = None,
+        read_only: bool = False,
+        mirrored: bool = False,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """Yield a connection under the file lock; commit and close when the block ends.
 
         ``config``: DuckDB settings for this connection's database instance (the SQL
         sandbox of :mod:`agent_kernel.store.guard` uses it). ``read_only``: DuckDB opens
         the file for reading only, so nothing run on it can change the file (its TEMP
-        schema, in memory, stays writable).
+        schema, in memory, stays writable). ``mirrored``: what the block writes is already
+        in the in-memory copies that :meth:`unchanged_since` guards (the turn's journal),
+        so it does not count as a change; such a connection attaches the file to a
+        database instance the store keeps (see :meth:`_attach`).
         """
         with self._thread_lock, self._lock:
-            if read_only and not self._migrated:  # migrating writes: do it first
-                self._migrate_now()
-            con = self._open(config, read_only=read_only)
+            if self._signature() != self._seen:
+                self.changes += 1  # another process (or an unlocked program) wrote meanwhile
+            if not (read_only or mirrored):
+                self.changes += 1
+            attached = mirrored and config is None and self._migrated
+            try:
+                if read_only and not self._migrated:  # migrating writes: do it first
+                    self._migrate_now()
+                con = self._attach() if attached else self._open(config, read_only=read_only)
+            except BaseException:
+                self._seen = None
+                raise
             try:
                 if not self._migrated:
                     migrate(con)
                     self._migrated = True
                 yield StoreConnection(con)  # type: ignore[misc]
+            except BaseException:
+                self.changes += 1  # part of a mirrored write may be missing from the file
+                raise
             finally:
                 con.close()
+                if attached:
+                    self._detach()
+                self._seen = self._signature()
+
+    def unchanged_since(self, changes: int) -> bool:
+        """Whether the file holds what it held when :attr:`changes` was ``changes``, plus
+        mirrored writes: no other connection of this process changed it, and no other
+        process wrote to it since this one last closed it (two ``stat`` calls, no open).
+
+        Another process's write is seen by the file's modification time, status-change
+        time, size and inode (DuckDB's write-ahead log's too).
+        """
+        return changes == self.changes and self._seen is not None and self._signature() == self._seen
+
+    def _signature(self) -> tuple[Any, ...]:
+        marks: list[Any] = []
+        for path in (self.path, self._wal):
+            try:
+                st = os.stat(path)
+            except OSError:
+                marks.append(None)
+            else:
+                marks.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+        return tuple(marks)
+
+    @property
+    def _wal(self) -> str:
+        return str(self.path) + ".wal"
+
+    def _attach(self) -> duckdb.DuckDBPyConnection:
+        """A connection to the file through an in-memory database instance kept between
+        connections: attaching a file to it costs a fraction of starting a new instance
+        (a few ms against ~15 ms), which is what the turn's writes pay. The file is detached
+        when the connection closes, so it is held no longer than by :meth:`_open`."""
+        import duckdb
+
+        if self._exiting:
+            raise StoreError("The process is exiting; the write is left to DuckDB's log.")
+        if self._instance is None:
+            # Detaching does not fold DuckDB's write-ahead log into the file: the writes
+            # are on disk once committed; the write-behind thread folds it when nobody
+            # waits (a reader replays the log meanwhile, as after a crash).
+            self._instance = duckdb.connect(
+                ":memory:", config={"threads": 1, "checkpoint_on_detach": "DISABLED"}
+            )
+            atexit.register(_drop_instance, weakref.ref(self))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + _BUSY_RETRY_SECONDS
+        delay = 0.01
+        path = str(self.path).replace("'", "''")
+        while True:
+            try:
+                self._instance.execute(f"ATTACH '{path}' AS {_ATTACHED}")
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise StoreError(
+                        f"Cannot open the agent database {self.path}: {exc}. "
+                        "Close other programs that hold it, or set AGENT_KERNEL_DB."
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        con = self._instance.cursor()
+        try:
+            con.execute(f"USE {_ATTACHED}")
+        except BaseException:
+            con.close()
+            self._detach()
+            raise
+        return con
+
+    def _detach(self) -> None:
+        if self._instance is not None:
+            self._instance.execute(f"DETACH DATABASE IF EXISTS {_ATTACHED}")
 
     def _migrate_now(self) -> None:
         con = self._open()
@@ -93,6 +198,23 @@ class Store:
                     ) from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
+
+
+def _drop_instance(ref: weakref.ref[Store]) -> None:
+    """Close a store's kept instance at exit, after the write in progress, if any (the
+    write-behind daemon thread references the store, so the instance would outlive the
+    interpreter's teardown; a daemon thread stopped inside DuckDB aborts the process)."""
+    store = ref()
+    if store is None:
+        return
+    if store._thread_lock.acquire(timeout=10.0):  # let a running write finish
+        try:
+            store._exiting = True
+            instance, store._instance = store._instance, None
+            if instance is not None:
+                instance.close()
+        finally:
+            store._thread_lock.release()
 
 
 class StoreConnection:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -229,30 +229,50 @@ class Journal:
         self._state: tuple[str, str | None] | None = None
         self._token_limit: int | None = None
         self._cost_limit: float | None = None
+        # Everything recorded this turn, written or not: what the session has after it.
+        self.recorded: list[tuple[str, list[dict[str, Any]]]] = []
+        self.recorded_tokens = 0
+        self.recorded_state: tuple[str, str | None] | None = None
+        self.recorded_token_limit: int | None = None
+        self.recorded_cost_limit: float | None = None
 
     def message(self, role: str, content: list[dict[str, Any]]) -> None:
         with self._lock:
             self._messages.append((role, content))
+            self.recorded.append((role, content))
 
     def usage(self, tokens: int) -> None:
         with self._lock:
             self._tokens += tokens
+            self.recorded_tokens += tokens
 
     def state(self, state: str, error: str | None = None) -> None:
         if state not in STATES:
             raise ValueError(f"unknown session state {state!r}")
         with self._lock:
-            self._state = (state, error)
+            self._state = self.recorded_state = (state, error)
 
     def token_limit(self, limit: int) -> None:
         """The session's token limit from now on (raised by Continue)."""
         with self._lock:
-            self._token_limit = limit
+            self._token_limit = self.recorded_token_limit = limit
+
+    def applied_to(self, session: Session) -> Session:
+        """``session`` as it is once everything recorded so far is written."""
+        with self._lock:
+            changes: dict[str, Any] = {"tokens_used": session.tokens_used + self.recorded_tokens}
+            if self.recorded_state is not None:
+                changes["state"], changes["last_error"] = self.recorded_state
+            if self.recorded_token_limit:
+                changes["token_limit"] = self.recorded_token_limit
+            if self.recorded_cost_limit:
+                changes["cost_limit"] = self.recorded_cost_limit
+        return replace(session, **changes)
 
     def cost_limit(self, limit: float) -> None:
         """The session's cost limit in USD from now on (raised by Continue)."""
         with self._lock:
-            self._cost_limit = limit
+            self._cost_limit = self.recorded_cost_limit = limit
 
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:

@@ -2,10 +2,14 @@
 
 Opening a DuckDB file costs ~15-20 ms, more than a whole tool round trip should. The
 turn therefore queues its writes (messages, usage, state) and goes on; a worker thread
-applies everything queued so far in one connection, in order. DuckDB releases the GIL
-while it works, so the kernel's event loop is not held up. ``flush()`` waits until all
-queued writes are on disk; the turn calls it before it ends. If the process dies, at most
-the writes of the last few milliseconds are lost, and what was stored stays a valid
+applies everything queued so far in one connection and one transaction, in order.
+DuckDB releases the GIL while it works, so the kernel's event loop is not held up.
+``flush()`` waits until all queued writes are committed to DuckDB's write-ahead log on
+disk and the file is closed again; the turn calls it before it ends. The log is folded
+into the file (a checkpoint) by a batch nobody waits for, else about a second later.
+The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
+database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
+milliseconds are lost, and what was stored stays a valid
 conversation (see :mod:`agent_kernel.conversation`).
 """
 
@@ -37,6 +41,7 @@ class WriteBehind:
         self._busy = False
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._unfolded = False  # the last batch left DuckDB's write-ahead log to fold
 
     def submit(self, write: Write) -> None:
         """Queue ``write(con)``; it runs after every write queued before it.
@@ -53,6 +58,12 @@ class WriteBehind:
                 )
                 self._thread.start()
             self._cond.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        """Whether every queued write is applied."""
+        with self._cond:
+            return not self._pending and not self._busy
 
     def flush(self, timeout: float | None = 60.0) -> None:
         """Wait until every queued write is applied; raise the first write error, if any."""
@@ -72,13 +83,19 @@ class WriteBehind:
     def _work(self) -> None:
         while True:
             with self._cond:
-                if not self._cond.wait_for(lambda: bool(self._pending), timeout=5.0):
-                    self._thread = None
-                    return
-                # Opening the file is the cost; let a few more writes join this batch.
-                self._cond.wait_for(lambda: self._flushing > 0, timeout=self.coalesce)
-                batch, self._pending = self._pending, []
-                self._busy = True
+                # A batch someone waited for leaves DuckDB's write-ahead log unfolded (see
+                # _apply); fold it soon after, unless more writes come first.
+                idle = 1.0 if self._unfolded else 5.0
+                if not self._cond.wait_for(lambda: bool(self._pending), timeout=idle):
+                    if not self._unfolded:
+                        self._thread = None
+                        return
+                    batch = []
+                else:
+                    # Opening the file is the cost; let a few more writes join this batch.
+                    self._cond.wait_for(lambda: self._flushing > 0, timeout=self.coalesce)
+                    batch, self._pending = self._pending, []
+                self._busy = bool(batch)
             try:
                 self._apply(batch)
             except BaseException as exc:  # noqa: BLE001 - reported by flush()
@@ -93,6 +110,20 @@ class WriteBehind:
 
     def _apply(self, batch: list[Write]) -> None:
         # A function of its own so no connection stays referenced by the idle thread's frame.
-        with self.store.connect() as con:
-            for write in batch:
-                write(con)
+        with self.store.connect(mirrored=True) as con:
+            if batch:
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    for write in batch:
+                        write(con)
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+                con.execute("COMMIT")  # in the write-ahead log, on disk: saved
+            with self._cond:
+                waited_for = self._flushing > 0
+            # Folding the log into the file (a checkpoint) costs more than the writes;
+            # nobody waits for it unless someone waits for this batch.
+            self._unfolded = waited_for
+            if not waited_for:
+                con.execute("CHECKPOINT")

@@ -1,0 +1,140 @@
+"""The first ``%agent`` turn of a fresh kernel beside its second, and the user's cells meanwhile.
+
+For each of several fresh kernels (the scripted model in a process of its own, a store
+file that already exists, as on every day but the first):
+
+- first turn:  ``%agent`` started 2 s after the ``%load_ext agent_kernel`` cell finished;
+- second turn: the same ``%agent`` again, right after (everything warm).
+
+Each is timed inside its cell. Medians over the kernels of (first - second), with the
+background warm-up (the default) and without it (``AGENT_KERNEL_WARM_UP=0``).
+
+User cells during the warm-up: right after the loading cell, a small cell (a pure-Python
+loop of ~2 ms) is run back to back for 2 s; its time (inside the cell, and the round trip
+the client sees) is compared with the same cells in a kernel whose warm-up is off.
+
+    python benchmarks/cold_turn.py [--kernels 5] [--wait 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.kernel import Kernel  # noqa: E402
+
+SERVER = """
+import sys
+from agent_kernel.testing import ScriptedModel, say
+
+with ScriptedModel(responder=lambda body: say("Done.")) as model:
+    print(model.url, flush=True)
+    sys.stdin.read()
+"""
+
+TURN = """
+import time as _time
+_t0 = _time.perf_counter()
+%agent say done
+print(repr(_time.perf_counter() - _t0))
+"""
+
+USER_CELL = """
+import time as _time
+_t0 = _time.perf_counter()
+_total = 0
+for _i in range(20000):
+    _total += _i * _i
+print(repr(_time.perf_counter() - _t0))
+"""
+
+
+def first_and_second(env: dict[str, str], cwd: str, wait: float) -> tuple[float, float]:
+    kernel = Kernel(env, cwd=cwd)
+    try:
+        kernel.ok("%load_ext agent_kernel", allow_stdin=False)
+        time.sleep(wait)
+        first = _seconds(kernel.ok(TURN, allow_stdin=False))
+        second = _seconds(kernel.ok(TURN, allow_stdin=False))
+    finally:
+        kernel.shutdown()
+    return first, second
+
+
+def user_cells(env: dict[str, str], cwd: str, seconds: float) -> tuple[list[float], list[float]]:
+    """In-cell and round-trip times of the small cell, run back to back after loading."""
+    kernel = Kernel(env, cwd=cwd)
+    inside, round_trip = [], []
+    try:
+        kernel.ok("%load_ext agent_kernel", allow_stdin=False)
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            execution = kernel.ok(USER_CELL, allow_stdin=False)
+            inside.append(_seconds(execution))
+            round_trip.append(execution.seconds)
+    finally:
+        kernel.shutdown()
+    return inside, round_trip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=int, default=5)
+    parser.add_argument("--wait", type=float, default=2.0, help="seconds between loading and the first turn")
+    args = parser.parse_args()
+    server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip()
+    assert re.match(r"http://127\.0\.0\.1:\d+", url), url
+    results: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
+    cells: dict[str, tuple[list[float], list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp, "bench.duckdb")
+        from agent_kernel.store import Store
+
+        with Store(db).connect():  # an existing store, its tables made
+            pass
+        base = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "bench", "AGENT_KERNEL_DB": str(db)}
+        try:
+            for _ in range(args.kernels):
+                for mode in ("on", "off"):
+                    env = dict(base, AGENT_KERNEL_WARM_UP="1" if mode == "on" else "0")
+                    results[mode].append(first_and_second(env, tmp, args.wait))
+            for mode in ("on", "off"):
+                env = dict(base, AGENT_KERNEL_WARM_UP="1" if mode == "on" else "0")
+                cells[mode] = user_cells(env, tmp, 2.0)
+        finally:
+            server.communicate("")
+    print(f"median of {args.kernels} fresh kernels, first turn {args.wait:g} s after %load_ext, scripted model")
+    print("  warm-up   first turn   second turn   first - second")
+    for mode in ("on", "off"):
+        first = statistics.median(f for f, _ in results[mode]) * 1000
+        second = statistics.median(s for _, s in results[mode]) * 1000
+        extra = statistics.median(f - s for f, s in results[mode]) * 1000
+        goal = "   (goal <= 300 ms)" if mode == "on" else ""
+        print(f"  {mode:7s} {first:9.1f} ms {second:10.1f} ms {extra:12.1f} ms{goal}")
+    print("a small user cell (~2 ms of Python) run back to back for 2 s right after %load_ext")
+    print("  warm-up   cells   in cell: median    max   round trip: median    max")
+    for mode in ("on", "off"):
+        inside, trip = cells[mode]
+        print(
+            f"  {mode:7s} {len(inside):5d}   {statistics.median(inside) * 1000:13.2f} ms {max(inside) * 1000:6.1f}"
+            f"   {statistics.median(trip) * 1000:15.2f} ms {max(trip) * 1000:6.1f}"
+        )
+
+
+def _seconds(execution) -> float:
+    return float(execution.stdout.strip().splitlines()[-1])
+
+
+if __name__ == "__main__":
+    os.environ.pop("JPY_SESSION_NAME", None)
+    main()

@@ -8,7 +8,7 @@ import textwrap
 
 from agent_kernel.testing import call, fail, say
 
-from .calls import texts_of
+from .calls import system_text, texts_of
 from .kernel import Kernel
 
 
@@ -233,4 +233,4 @@ def test_a_turn_starts_from_memory_while_the_store_is_unchanged_and_rereads_it_a
         Memories(con).remember("The user likes short answers.")
     shell_agent.ok("third")
     assert store.changes > changes
-    assert "likes short answers" in scripted_model.requests[2]["system"]
+    assert "likes short answers" in system_text(scripted_model.requests[2])

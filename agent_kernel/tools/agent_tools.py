@@ -244,6 +244,7 @@ def sync(registry: Registry, con: Any) -> None:
     """
     from .. import libraries
 
+    _TAKEN.update(name for name, item in registry.tools.items() if not isinstance(item, StoredTool))
     current = {t.name: t for t in stored.AgentTools(con).enabled()}
     libraries.refresh(stored.Libraries(con).versions())
     for name, item in list(registry.tools.items()):
@@ -262,19 +263,12 @@ def _check_name(name: str) -> None:
         raise ToolInputError(
             f"{name!r} is not a tool name: use snake_case (a-z, 0-9, _; starting with a letter; no '__')."
         )
-    from .builtin import builtin_registry
-
-    if name in _builtin_names(builtin_registry) or name in USER_TOOLS.tools:
+    if name in _TAKEN or name in USER_TOOLS.tools:
         raise ToolInputError(f"{name!r} is the name of a built-in or user tool; choose another name.")
 
 
-_BUILTIN_NAMES: set[str] = set()
-
-
-def _builtin_names(build: Any) -> set[str]:
-    if not _BUILTIN_NAMES:
-        _BUILTIN_NAMES.update(build().tools)
-    return _BUILTIN_NAMES
+# The names of the other tools of the registries synced (built-in and @tool ones).
+_TAKEN: set[str] = set()
 
 
 def _text(description: str) -> str:

@@ -6,7 +6,7 @@ import pytest
 
 from agent_kernel.testing import call, say
 
-from .calls import batch, decoded
+from .calls import batch, decoded, restarted
 from .inprocess import shell_agent as make_shell_agent
 
 GROUPS = ["code", "data", "tools"]
@@ -176,3 +176,21 @@ def test_a_second_agent_on_the_same_file_sees_and_runs_the_tool(agent, scripted_
         results, _ = batch(other, scripted_model, ("triple", {"n": 5}))
     assert "triple" in offered(scripted_model.requests[-1])
     assert results == [15]
+
+
+def test_a_second_kernel_on_the_file_runs_the_tool_and_imports_the_library(agent, scripted_model, tmp_path):
+    batch(
+        agent, scripted_model,
+        ("create_library", {"name": "greet", "description": "Greetings.", "code": "def hello(who):\n    return 'hello ' + who\n"}),
+        ("create_tool", {"name": "greeter", "description": "Greet someone.", "writes": False,
+                         "parameter_schema": {"type": "object", "properties": {"who": {"type": "string"}}},
+                         "code": "import agent_libs.greet as g\nreturn {'text': g.hello(args['who'])}"}),
+    )  # fmt: skip
+    scripted_model.add(call("greeter", who="kernel"), say("done"))
+    with restarted(tmp_path) as other:
+        # The user's own cell, before any turn: the finder opens the store on this import.
+        assert other.value("__import__('agent_libs.greet').greet.hello('user')") == "hello user"
+        other.ok("%config AgentKernel.tool_groups = ['code', 'tools']")
+        other.ok("%agent greet the kernel")
+    assert "greeter" in offered(scripted_model.requests[-2])
+    assert last_result_of(scripted_model.requests[-1]) == {"text": "hello kernel"}

@@ -194,3 +194,20 @@ def test_a_second_kernel_on_the_file_runs_the_tool_and_imports_the_library(agent
         other.ok("%agent greet the kernel")
     assert "greeter" in offered(scripted_model.requests[-2])
     assert last_result_of(scripted_model.requests[-1]) == {"text": "hello kernel"}
+
+
+def test_a_tool_that_runs_too_long_is_stopped_at_the_time_limit(agent, scripted_model, monkeypatch):
+    from agent_kernel.tools import stored_run
+
+    monkeypatch.setattr(stored_run, "TIMEOUT_S", 0.5)
+    batch(
+        agent, scripted_model,
+        ("create_tool", {"name": "spin", "description": "Spins.", "parameter_schema": {"type": "object"},
+                         "code": "import time\nwhile True:\n    time.sleep(0.01)"}),
+        ("create_tool", {"name": "spin_isolated", "description": "Spins.", "parameter_schema": {"type": "object"},
+                         "code": "while True:\n    pass", "isolated": True}),
+    )  # fmt: skip
+    results, cell = batch(agent, scripted_model, ("spin", {}), ("spin_isolated", {}))
+    assert results[0]["is_error"] and "stopped after its time limit of 0.5 s" in results[0]["text"]
+    assert results[1]["is_error"] and "killed after its time limit of 0.5 s" in results[1]["text"]
+    assert cell.result.state == "idle"  # the turn went on to its end

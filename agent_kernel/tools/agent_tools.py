@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -280,17 +281,31 @@ def _text(description: str) -> str:
 def _schema(schema: dict[str, Any]) -> dict[str, Any]:
     import json
 
-    import jsonschema
-
     if schema.get("type") != "object":
         raise ToolInputError('parameter_schema must be a JSON Schema with "type": "object" (the input is an object).')
     if len(json.dumps(schema)) > SCHEMA_CHARS:
         raise ToolInputError(f"parameter_schema is over {SCHEMA_CHARS:,} characters; simplify it.")
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ToolInputError(f"parameter_schema is not a valid JSON Schema: {exc.message}") from None
+    _validator(json.dumps(schema, sort_keys=True))
     return schema
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """The compiled validator of a schema (given as JSON text, so it can be cached).
+
+    fastjsonschema (drafts 4, 6 and 7) rather than jsonschema: importing jsonschema costs
+    seconds where its optional format checkers are installed, as Jupyter installs them.
+    """
+    import json
+
+    import fastjsonschema
+
+    try:
+        return fastjsonschema.compile(json.loads(schema_json))
+    except fastjsonschema.JsonSchemaDefinitionException as exc:
+        raise ToolInputError(f"parameter_schema is not a valid JSON Schema: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - malformed schemas fail in many ways while compiling
+        raise ToolInputError(f"parameter_schema is not a valid JSON Schema ({type(exc).__name__}: {exc}).") from None
 
 
 def _code(code: str) -> str:
@@ -304,15 +319,15 @@ def _code(code: str) -> str:
 
 
 def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> None:
-    import jsonschema
+    import json
 
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    problems = sorted(validator.iter_errors(tool_input), key=lambda e: list(e.path))[:5]
-    if problems:
-        described = "; ".join(
-            f"{'.'.join(str(p) for p in e.path) or 'input'}: {e.message}" for e in problems
-        )
-        raise ToolInputError(f"Invalid input for {name}: {described}")
+    import fastjsonschema
+
+    try:
+        _validator(json.dumps(schema, sort_keys=True))(tool_input)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        where = exc.message.removeprefix("data.").removeprefix("data ")
+        raise ToolInputError(f"Invalid input for {name}: {where}") from None
 
 
 def _unknown(con: Any, name: str) -> str:

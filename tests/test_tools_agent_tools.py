@@ -34,7 +34,8 @@ def test_a_created_tool_is_offered_next_call_then_updated_rolled_back_and_read(a
         call("double", n=21),
         say("done"),
     )  # fmt: skip
-    agent.ok("make a doubling tool and use it")
+    cell = agent.ok("make a doubling tool and use it")
+    assert "doubling" in cell.shown  # its prints land in the cell
     create, use = scripted_model.requests[1], scripted_model.requests[2]
     assert "double" not in offered(scripted_model.requests[0])
     assert "double" in offered(create)  # offered from the very next model call

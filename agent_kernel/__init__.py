@@ -95,6 +95,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     ]
     for registered in magics._REGISTERED:
         shell.register_magics(registered)
+    from . import libraries
+
+    libraries.install(lambda: instance.kernel_agent.store)  # opened at the first agent_libs import
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
     warmup.start_after_cell(shell, settings)

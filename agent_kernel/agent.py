@@ -120,6 +120,9 @@ class Agent:
             self._store, self._store_path = Store(path), path
             self._writer = WriteBehind(self._store)
             self._start = None
+            from . import libraries
+
+            libraries.install(lambda: self.store)
         return self._store
 
     @property
@@ -415,6 +418,7 @@ class Agent:
                 on_cost_limit=offer_cost_continue if self.live else None,
                 session_cost=spent.cost,
                 estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
+                refresh_tools=lambda: self._offered(mode),
             )
             try:
                 result = await turn.run()
@@ -528,6 +532,11 @@ class Agent:
                 f"the groups are {', '.join(sorted(known))}. (tools_enabled = False switches "
                 "all tools off.)"
             )
+        if "tools" in groups:  # the agent's own tools, as stored now
+            from .tools.agent_tools import sync
+
+            with self.store.connect() as con:
+                sync(registry, con)
         return registry.offered(groups, read_only=mode == "read-only")
 
 

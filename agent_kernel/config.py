@@ -15,9 +15,10 @@ from traitlets.config import Configurable
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user", "web")
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user", "web", "tools")
 # Offered unless configured otherwise: every group but schedule (its definitions alone are
-# about 5,600 characters, resent with every request) and web (the user's choice to make).
+# about 5,600 characters, resent with every request), web (the user's choice to make) and
+# tools (the agent's own tools and libraries: twelve more definitions with every request).
 DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
@@ -67,7 +68,7 @@ class AgentKernel(Configurable):
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
-        "(schedule and web are off by default).",
+        "(schedule, web and tools are off by default).",
     ).tag(config=True)
 
     timezone = Unicode(

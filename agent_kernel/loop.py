@@ -135,6 +135,8 @@ class Turn:
     # Asked at the cost limit (USD spent, limit): the raised limit, or None to stop.
     on_cost_limit: Callable[[ToolContext, float, float], Awaitable[float | None]] | None = None
     session_cost: float = 0.0  # USD the session's earlier priced calls cost
+    # The tools to offer now, asked after a tool call changed the agent-defined tools.
+    refresh_tools: Callable[[], list[Tool]] | None = None
     # The last request's reported input size, for the next call's estimate (from the store).
     estimate: InputEstimate = field(default_factory=InputEstimate)
     _messages: list[dict[str, Any]] = field(default_factory=list)
@@ -381,6 +383,10 @@ class Turn:
             if blocks:
                 self._save("user", blocks)
                 self._messages.append({"role": "user", "content": blocks})
+        if ctx.tools_changed:
+            ctx.tools_changed = False
+            if self.refresh_tools is not None:
+                self.tools = self.refresh_tools()
         if ctx.system_prompt_changed:
             ctx.system_prompt_changed = False
             self.system = self._system_prompt()

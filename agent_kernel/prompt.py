@@ -44,6 +44,7 @@ GROUP_DESCRIPTIONS = {
     "ui": "tables, charts, forms, questions to the user",
     "schedule": "scheduled notebooks and reminders",
     "user": "functions the user registered as tools",
+    "tools": "tools and Python libraries you define and keep (import agent_libs.NAME)",
     "web": "search and read the web (web_search, web_fetch: run by the API) and fetch URLs "
     "from the user's machine (fetch_url: public addresses, and hosts the user allowed)",
 }

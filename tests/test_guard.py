@@ -180,6 +180,7 @@ _FIRST_COLUMN = {
     "runs": "id", "scheduler_leases": "name", "schema_migrations": "id", "sessions": "name",
     "system_prompt_versions": "version", "tool_calls": "turn", "context_summaries": "session_id",
     "model_calls": "turn",
+    "agent_tools": "name", "agent_tool_versions": "name", "agent_libraries": "name", "agent_library_versions": "name",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 

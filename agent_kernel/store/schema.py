@@ -225,6 +225,48 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE context_summaries IS 'Project table (read-only): compactions of long sessions. The request sends summary in place of the session''s first `covers` messages (in order), and trims tool results before message `trimmed`; table messages keeps them all.';
         """,
     ),
+    # -- what the agent builds and keeps: its own tools and libraries ------------------------
+    (
+        60,
+        """
+        CREATE TABLE IF NOT EXISTS agent_tools (
+            name        VARCHAR PRIMARY KEY,
+            version     INTEGER NOT NULL,
+            enabled     BOOLEAN NOT NULL DEFAULT true,
+            updated_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS agent_tool_versions (
+            name             VARCHAR NOT NULL,
+            version          INTEGER NOT NULL,
+            description      VARCHAR NOT NULL,
+            parameter_schema JSON NOT NULL,
+            code             VARCHAR NOT NULL,
+            isolated         BOOLEAN NOT NULL DEFAULT false,
+            writes           BOOLEAN,
+            session_id       VARCHAR,
+            created_at       TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            PRIMARY KEY (name, version)
+        );
+        CREATE TABLE IF NOT EXISTS agent_libraries (
+            name        VARCHAR PRIMARY KEY,
+            version     INTEGER NOT NULL,
+            updated_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS agent_library_versions (
+            name        VARCHAR NOT NULL,
+            version     INTEGER NOT NULL,
+            description VARCHAR NOT NULL,
+            code        VARCHAR NOT NULL,
+            session_id  VARCHAR,
+            created_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            PRIMARY KEY (name, version)
+        );
+        COMMENT ON TABLE agent_tools IS 'Project table (read-only): the tools you defined (create_tool), with their current version and whether they are offered.';
+        COMMENT ON TABLE agent_tool_versions IS 'Project table (read-only): every version of the tools you defined; writes NULL means unknown (treated as writing).';
+        COMMENT ON TABLE agent_libraries IS 'Project table (read-only): your Python libraries (import agent_libs.NAME), with their current version.';
+        COMMENT ON TABLE agent_library_versions IS 'Project table (read-only): every version of your libraries.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -247,6 +289,11 @@ PROTECTED_TABLES: set[str] = {
     "context_summaries",
     # usage and cost
     "model_calls",
+    # agent-defined tools and libraries
+    "agent_tools",
+    "agent_tool_versions",
+    "agent_libraries",
+    "agent_library_versions",
 }
 
 

@@ -45,6 +45,7 @@ class ToolContext:
     # What tools report back to the turn; the loop reads and resets them after each call.
     executions: list[dict[str, Any]] = field(default_factory=list)  # run_code's runs, audited
     system_prompt_changed: bool = False  # memory or stored instructions changed
+    tools_changed: bool = False  # an agent-defined tool was created, changed or switched
     # Where untrusted content (web pages, search results) entered this turn, one line each;
     # from then on the approval check asks before every writing tool.
     untrusted: list[str] = field(default_factory=list)

@@ -1,0 +1,336 @@
+"""The ``tools`` group: tools the agent defines, stores and calls like built-in ones.
+
+A tool's code is the body of a Python function of ``args`` (its input, validated against
+its ``parameter_schema`` first) and ``state`` (the state tools' get/set/delete/keys); what
+it returns is the result. It runs in the kernel process in a namespace of its own (never
+the user's variables), with ``run_code``'s time limit, interrupt and output capture; or,
+``isolated``, in a fresh subprocess as ``run_code(isolated=True)`` runs (see
+:mod:`agent_kernel.tools.stored_run`). Every change is a new stored version; a tool that
+changed is offered from the next model call on (the loop refreshes its tool list when
+:attr:`ToolContext.tools_changed` is set).
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ..errors import ToolInputError
+from ..store import agent_tools as stored
+from . import USER_TOOLS, Registry, Tool, current_context
+from .code import CODE_CHARS
+from .data import with_connection
+
+GROUP = "tools"
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+DESCRIPTION_CHARS = 2_000
+SCHEMA_CHARS = 20_000
+
+Name = Annotated[str, Field(max_length=64, description="snake_case name")]
+Description = Annotated[str, Field(max_length=DESCRIPTION_CHARS)]
+Code = Annotated[str, Field(max_length=CODE_CHARS)]
+Version = Annotated[int, Field(ge=1)]
+
+
+async def create_tool(
+    name: Name,
+    description: Description,
+    parameter_schema: dict[str, Any],
+    code: Code,
+    isolated: bool = False,
+    writes: bool | None = None,
+) -> dict[str, Any]:
+    """Define a tool of your own, kept in the database and offered from your next call on.
+
+    code is a Python function body of `args` (the validated input) and `state`
+    (get/set/delete/keys of the state store); `return` a JSON value. Put reusable code in
+    a library (import agent_libs.NAME).
+
+    Args:
+        name: snake_case name.
+        description: What the tool does (you read it when choosing tools).
+        parameter_schema: JSON Schema of the input (type object).
+        code: The function body.
+        isolated: Run in a fresh subprocess (no kernel variables, no secrets).
+        writes: Whether it changes anything (approval); omitted counts as true.
+    """
+    _check_name(name)
+    context = current_context()
+    definition = stored.ToolVersion(name, 0, _text(description), _schema(parameter_schema), _code(code), isolated, writes)
+
+    def save(con: Any) -> int:
+        tools = stored.AgentTools(con)
+        if tools.exists(name):
+            raise ToolInputError(f"A tool named {name!r} exists; change it with update_tool.")
+        return tools.save(definition, context.session_id)
+
+    version = await with_connection(context.store, save)
+    context.tools_changed = True
+    return {"name": name, "version": version}
+
+
+async def update_tool(
+    name: Name,
+    description: Description | None = None,
+    parameter_schema: dict[str, Any] | None = None,
+    code: Code | None = None,
+    isolated: bool | None = None,
+    writes: bool | None = None,
+    from_version: Annotated[Version | None, Field(description="Roll back: start from this stored version.")] = None,
+) -> dict[str, Any]:
+    """Change your tool (only the fields given); a new version. Roll back with from_version.
+
+    Args:
+        name: The tool.
+        description: New description.
+        parameter_schema: New JSON Schema.
+        code: New function body.
+        isolated: Run in a fresh subprocess.
+        writes: Whether it changes anything.
+        from_version: Start from this earlier version (read_tool shows versions).
+    """
+    context = current_context()
+
+    def save(con: Any) -> int:
+        tools = stored.AgentTools(con)
+        current = tools.get(name)
+        if current is None:
+            raise ToolInputError(_unknown(con, name))
+        base = current
+        if from_version is not None:
+            base = tools.get(name, from_version)
+            if base is None:
+                raise ToolInputError(f"{name} has no version {from_version}; it is at version {current.version}.")
+        changed = stored.ToolVersion(
+            name,
+            0,
+            _text(description) if description is not None else base.description,
+            _schema(parameter_schema) if parameter_schema is not None else base.parameter_schema,
+            _code(code) if code is not None else base.code,
+            isolated if isolated is not None else base.isolated,
+            writes if writes is not None else base.writes,
+            current.enabled,
+        )
+        return tools.save(changed, context.session_id)
+
+    version = await with_connection(context.store, save)
+    context.tools_changed = True
+    return {"name": name, "version": version}
+
+
+async def delete_tool(name: Name) -> dict[str, Any]:
+    """Delete your tool (its stored versions are kept).
+
+    Args:
+        name: The tool.
+    """
+    context = current_context()
+    deleted = await with_connection(context.store, lambda con: stored.AgentTools(con).delete(name))
+    context.tools_changed = context.tools_changed or deleted
+    return {"deleted": deleted}
+
+
+async def enable_tool(name: Name) -> dict[str, Any]:
+    """Offer your tool again.
+
+    Args:
+        name: The tool.
+    """
+    return await _set_enabled(name, True)
+
+
+async def disable_tool(name: Name) -> dict[str, Any]:
+    """Stop offering your tool (kept; enable_tool brings it back).
+
+    Args:
+        name: The tool.
+    """
+    return await _set_enabled(name, False)
+
+
+async def list_tools(include_disabled: bool = False) -> dict[str, Any]:
+    """Your own tools: name, description, enabled, version.
+
+    Args:
+        include_disabled: Also the disabled ones.
+    """
+    found = await with_connection(
+        current_context().store, lambda con: stored.AgentTools(con).list(include_disabled)
+    )
+    return {"tools": [{"name": t.name, "description": t.description, "enabled": t.enabled, "version": t.version} for t in found]}
+
+
+async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any]:
+    """Your tool's whole definition: code, parameter_schema, isolated, writes, enabled, version.
+
+    Args:
+        name: The tool.
+        version: An earlier version (default: the current one).
+    """
+
+    def read(con: Any) -> stored.ToolVersion:
+        tools = stored.AgentTools(con)
+        found = tools.get(name, version)
+        if found is None:
+            current = tools.get(name)
+            if current is None:
+                raise ToolInputError(_unknown(con, name))
+            raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
+        return found
+
+    return (await with_connection(current_context().store, read)).as_dict()
+
+
+async def _set_enabled(name: str, enabled: bool) -> dict[str, Any]:
+    context = current_context()
+
+    def change(con: Any) -> None:
+        if not stored.AgentTools(con).set_enabled(name, enabled):
+            raise ToolInputError(_unknown(con, name))
+
+    await with_connection(context.store, change)
+    context.tools_changed = True
+    return {"name": name, "enabled": enabled}
+
+
+TOOLS = [
+    Tool(create_tool, name="create_tool", group=GROUP, writes=True),
+    Tool(update_tool, name="update_tool", group=GROUP, writes=True),
+    Tool(delete_tool, name="delete_tool", group=GROUP, writes=True),
+    Tool(enable_tool, name="enable_tool", group=GROUP, writes=True),
+    Tool(disable_tool, name="disable_tool", group=GROUP, writes=True),
+    Tool(list_tools, name="list_tools", group=GROUP),
+    Tool(read_tool, name="read_tool", group=GROUP),
+]
+
+
+# -- the tools themselves -------------------------------------------------------------------
+
+
+class StoredTool(Tool):
+    """An agent-defined tool: its definition from the store, run by :mod:`.stored_run`."""
+
+    def __init__(self, definition: stored.ToolVersion) -> None:
+        super().__init__(
+            _not_called, name=definition.name, group=GROUP, writes=definition.writes is not False,
+            description=definition.description, input_schema=definition.parameter_schema,
+        )  # fmt: skip
+        self.stored = definition
+
+    def definition(self, settings: Any = None) -> dict[str, Any]:
+        return {"name": self.name, "description": self.stored.description, "input_schema": self.stored.parameter_schema}
+
+    async def call(self, tool_input: object) -> Any:
+        from .stored_run import run_stored_tool
+
+        if not isinstance(tool_input, dict):
+            raise ToolInputError(f"{self.name} takes a JSON object, got {type(tool_input).__name__}.")
+        _validate(self.name, self.stored.parameter_schema, tool_input)
+        return await run_stored_tool(self.stored, tool_input)
+
+
+def _not_called(**_: Any) -> None:  # pragma: no cover - StoredTool.call runs the stored code
+    raise AssertionError("a stored tool runs through StoredTool.call")
+
+
+def sync(registry: Registry, con: Any) -> None:
+    """Put the enabled stored tools (current versions) in ``registry``, and drop the others.
+
+    A ``@tool`` function or built-in tool of the same name wins over a stored one.
+    """
+    from .. import libraries
+
+    _TAKEN.update(name for name, item in registry.tools.items() if not isinstance(item, StoredTool))
+    current = {t.name: t for t in stored.AgentTools(con).enabled()}
+    libraries.refresh(stored.Libraries(con).versions())
+    for name, item in list(registry.tools.items()):
+        if isinstance(item, StoredTool) and (name not in current or current[name] != item.stored):
+            registry.remove(name)
+    for name, definition in current.items():
+        if name not in registry.tools:
+            registry.add(StoredTool(definition))
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def _check_name(name: str) -> None:
+    if not NAME.match(name) or "__" in name or keyword.iskeyword(name):
+        raise ToolInputError(
+            f"{name!r} is not a tool name: use snake_case (a-z, 0-9, _; starting with a letter; no '__')."
+        )
+    if name in _TAKEN or name in USER_TOOLS.tools:
+        raise ToolInputError(f"{name!r} is the name of a built-in or user tool; choose another name.")
+
+
+# The names of the other tools of the registries synced (built-in and @tool ones).
+_TAKEN: set[str] = set()
+
+
+def _text(description: str) -> str:
+    if not description.strip():
+        raise ToolInputError("description is empty: say what the tool does and when to use it.")
+    return description.strip()
+
+
+def _schema(schema: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    if schema.get("type") != "object":
+        raise ToolInputError('parameter_schema must be a JSON Schema with "type": "object" (the input is an object).')
+    if len(json.dumps(schema)) > SCHEMA_CHARS:
+        raise ToolInputError(f"parameter_schema is over {SCHEMA_CHARS:,} characters; simplify it.")
+    _validator(json.dumps(schema, sort_keys=True))
+    return schema
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    """The compiled validator of a schema (given as JSON text, so it can be cached).
+
+    fastjsonschema (drafts 4, 6 and 7) rather than jsonschema: importing jsonschema costs
+    seconds where its optional format checkers are installed, as Jupyter installs them.
+    """
+    import json
+
+    import fastjsonschema
+
+    try:
+        return fastjsonschema.compile(json.loads(schema_json))
+    except fastjsonschema.JsonSchemaDefinitionException as exc:
+        raise ToolInputError(f"parameter_schema is not a valid JSON Schema: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - malformed schemas fail in many ways while compiling
+        raise ToolInputError(f"parameter_schema is not a valid JSON Schema ({type(exc).__name__}: {exc}).") from None
+
+
+def _code(code: str) -> str:
+    if not code.strip():
+        raise ToolInputError("code is empty: write the body of a function of args and state that returns the result.")
+    try:
+        ast.parse(code, filename="<tool code>")
+    except SyntaxError as exc:
+        raise ToolInputError(f"code does not parse: {exc.msg} (line {exc.lineno}).") from None
+    return code
+
+
+def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> None:
+    import json
+
+    import fastjsonschema
+
+    try:
+        _validator(json.dumps(schema, sort_keys=True))(tool_input)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        where = exc.message.removeprefix("data.").removeprefix("data ")
+        raise ToolInputError(f"Invalid input for {name}: {where}") from None
+
+
+def _unknown(con: Any, name: str) -> str:
+    names = [t.name for t in stored.AgentTools(con).list(include_disabled=True)]
+    known = ", ".join(names) if names else "none yet (create_tool makes one)"
+    return f"No tool of yours is named {name!r}; yours are: {known}."

@@ -1,0 +1,153 @@
+"""The library tools of the ``tools`` group: Python modules the agent keeps in its database.
+
+A library is imported as ``import agent_libs.NAME`` by agent-defined tools, ``run_code``
+and the user's own cells (see :mod:`agent_kernel.libraries`). Every change is a new
+stored version; the loaded libraries are dropped so the next import gets it.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from .. import libraries
+from ..errors import ToolInputError
+from ..store import agent_tools as stored
+from . import Tool, current_context
+from .agent_tools import GROUP, NAME, Code, Description, Name, Version
+from .data import with_connection
+
+
+async def create_library(name: Name, description: Description, code: Code) -> dict[str, Any]:
+    """Keep a Python module in your database: `import agent_libs.NAME` works in your tools, run_code and the user's cells.
+
+    Args:
+        name: snake_case module name.
+        description: What it provides.
+        code: The module's source (it may import other agent_libs).
+    """
+    _check_name(name)
+    context = current_context()
+    text, source = _text(description), _source(code)
+
+    def save(con: Any) -> int:
+        found = stored.Libraries(con)
+        if found.get(name) is not None:
+            raise ToolInputError(f"A library named {name!r} exists; change it with update_library.")
+        return found.save(name, text, source, context.session_id)
+
+    version = await with_connection(context.store, save)
+    libraries.forget()
+    return {"name": name, "version": version}
+
+
+async def update_library(
+    name: Name,
+    description: Description | None = None,
+    code: Code | None = None,
+    from_version: Annotated[Version | None, Field(description="Roll back: start from this stored version.")] = None,
+) -> dict[str, Any]:
+    """Change your library (only the fields given); a new version, seen by the next import. Roll back with from_version.
+
+    Args:
+        name: The library.
+        description: New description.
+        code: New module source.
+        from_version: Start from this earlier version.
+    """
+    context = current_context()
+
+    def save(con: Any) -> int:
+        found = stored.Libraries(con)
+        current = found.get(name)
+        if current is None:
+            raise ToolInputError(_unknown(found, name))
+        base = current if from_version is None else found.get(name, from_version)
+        if base is None:
+            raise ToolInputError(f"{name} has no version {from_version}; it is at version {current.version}.")
+        return found.save(
+            name,
+            _text(description) if description is not None else base.description,
+            _source(code) if code is not None else base.code,
+            context.session_id,
+        )
+
+    version = await with_connection(context.store, save)
+    libraries.forget()
+    return {"name": name, "version": version}
+
+
+async def delete_library(name: Name) -> dict[str, Any]:
+    """Delete your library (its stored versions are kept).
+
+    Args:
+        name: The library.
+    """
+    deleted = await with_connection(current_context().store, lambda con: stored.Libraries(con).delete(name))
+    libraries.forget()
+    return {"deleted": deleted}
+
+
+async def list_libraries() -> dict[str, Any]:
+    """Your libraries: name, description, version."""
+    found = await with_connection(current_context().store, lambda con: stored.Libraries(con).list())
+    return {"libraries": [{"name": lib.name, "description": lib.description, "version": lib.version} for lib in found]}
+
+
+async def read_library(name: Name, version: Version | None = None) -> dict[str, Any]:
+    """Your library's source: name, description, code, version.
+
+    Args:
+        name: The library.
+        version: An earlier version (default: the current one).
+    """
+
+    def read(con: Any) -> stored.LibraryVersion:
+        found = stored.Libraries(con)
+        library = found.get(name, version)
+        if library is None:
+            current = found.get(name)
+            if current is None:
+                raise ToolInputError(_unknown(found, name))
+            raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
+        return library
+
+    return (await with_connection(current_context().store, read)).as_dict()
+
+
+TOOLS = [
+    Tool(create_library, name="create_library", group=GROUP, writes=True),
+    Tool(update_library, name="update_library", group=GROUP, writes=True),
+    Tool(delete_library, name="delete_library", group=GROUP, writes=True),
+    Tool(list_libraries, name="list_libraries", group=GROUP),
+    Tool(read_library, name="read_library", group=GROUP),
+]
+
+
+def _check_name(name: str) -> None:
+    if not NAME.match(name) or keyword.iskeyword(name):
+        raise ToolInputError(
+            f"{name!r} is not a library name: use a snake_case Python identifier (a-z, 0-9, _; starting with a letter)."
+        )
+
+
+def _text(description: str) -> str:
+    if not description.strip():
+        raise ToolInputError("description is empty: say what the library provides.")
+    return description.strip()
+
+
+def _source(code: str) -> str:
+    try:
+        ast.parse(code, filename="<library>")
+    except SyntaxError as exc:
+        raise ToolInputError(f"code does not parse: {exc.msg} (line {exc.lineno}).") from None
+    return code
+
+
+def _unknown(found: stored.Libraries, name: str) -> str:
+    names = ", ".join(lib.name for lib in found.list()) or "none yet (create_library makes one)"
+    return f"No library is named {name!r}; yours are: {names}."

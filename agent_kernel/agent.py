@@ -313,6 +313,7 @@ class Agent:
         from .tools.context import ToolContext
 
         from .store import compactions
+        from .store.notepad import Notepad
         from .store.sessions import Sessions
         from .store.usage import session_usage
         from .usage import InputEstimate
@@ -331,7 +332,8 @@ class Agent:
             turn_number = sessions.last_turn(current.id) + 1
             sessions.touch(current.id, notebook=self.notebook)
             groups = {t.group for t in offered}
-            sections = stored_sections(con, config.instruction, groups)
+            sections = stored_sections(con, config.instruction, groups, config.skills_dir)
+            notepad = Notepad(con, current.id).read() if "skills" in groups else ""
             compacted = compactions.load(con, current.id)
             spent = session_usage(con, current.id)
         limit = token_limit or current.token_limit or config.token_limit
@@ -347,7 +349,7 @@ class Agent:
         )
         shell = self.shell
         system = assemble(sections, groups=groups, secrets=self.secrets.names())
-        context_block = turn_context(history, settings=config, shell=shell, groups=groups)
+        context_block = turn_context(history, settings=config, shell=shell, groups=groups, notepad=notepad)
         if resolved.kept_as:
             transcript.notice(
                 f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "

@@ -15,9 +15,10 @@ from traitlets.config import Configurable
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user", "web")
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web")
 # Offered unless configured otherwise: every group but schedule (its definitions alone are
-# about 5,600 characters, resent with every request) and web (the user's choice to make).
+# about 5,600 characters, resent with every request), skills (likewise, about 3,000) and web
+# (the user's choice to make).
 DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
@@ -67,7 +68,13 @@ class AgentKernel(Configurable):
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
-        "(schedule and web are off by default).",
+        "(schedule, skills and web are off by default).",
+    ).tag(config=True)
+
+    skills_dir = Unicode(
+        "",
+        help="Folder of Agent Skills (NAME/SKILL.md with name and description front matter) "
+        "offered with the skills group; empty: skills/ in agent-kernel's data directory.",
     ).tag(config=True)
 
     timezone = Unicode(

@@ -43,6 +43,7 @@ GROUP_DESCRIPTIONS = {
     "memory": "memory across sessions, your own instructions",
     "ui": "tables, charts, forms, questions to the user",
     "schedule": "scheduled notebooks and reminders",
+    "skills": "skills (documents you read when a task needs them), this session's notepad",
     "user": "functions the user registered as tools",
     "web": "search and read the web (web_search, web_fetch: run by the API) and fetch URLs "
     "from the user's machine (fetch_url: public addresses, and hosts the user allowed)",
@@ -95,10 +96,10 @@ def build_system_prompt(
 
 
 def stored_sections(
-    con: duckdb.DuckDBPyConnection, instruction: str, groups: Collection[str]
+    con: duckdb.DuckDBPyConnection, instruction: str, groups: Collection[str], skills_dir: str = ""
 ) -> list[tuple[str, str]]:
-    """The sections the store holds: the user's and the agent's instructions, memory, database."""
-    from .store import catalog, memories, prompts
+    """The sections the store holds: the user's and the agent's instructions, memory, skills, database."""
+    from .store import catalog, memories, prompts, skills
 
     sections = [
         ("Instructions from the user", instruction),
@@ -106,6 +107,8 @@ def stored_sections(
     ]
     if "memory" in groups:
         sections.append(("Your memory", memories.Memories(con).section()))
+    if "skills" in groups:
+        sections.append(("Your skills", skills.prompt_section(con, skills.skills_folder(skills_dir))))
     if "data" in groups:
         sections.append(("Your database", catalog.prompt_section(con)))
     return sections
@@ -129,7 +132,7 @@ def system_prompt(
     secrets: Iterable[str] = (),
 ) -> str:
     """The whole system prompt, its stored sections read through ``con``."""
-    sections = stored_sections(con, settings.instruction, groups)
+    sections = stored_sections(con, settings.instruction, groups, settings.skills_dir)
     return assemble(sections, groups=groups, secrets=secrets)
 
 
@@ -137,16 +140,25 @@ def system_prompt(
 
 
 def turn_context(
-    history: Iterable[dict[str, Any]], *, settings: AgentKernel, shell: Any, groups: Collection[str]
+    history: Iterable[dict[str, Any]],
+    *,
+    settings: AgentKernel,
+    shell: Any,
+    groups: Collection[str],
+    notepad: str = "",
 ) -> dict[str, Any]:
-    """The text block that leads a new user message: the time, and the kernel's variables
-    that changed since the list the conversation (``history``) already holds."""
+    """The text block that leads a new user message: the time, the kernel's variables
+    that changed since the list the conversation (``history``) already holds, and the
+    session's notepad (``notepad``: its text as the turn starts)."""
     from . import namespace
+    from .store.notepad import turn_section
 
     lines = [f"Current date and time: {settings.now():%A %Y-%m-%d %H:%M %Z}".strip()]
     if groups:
         hidden = set(getattr(shell, "user_ns_hidden", {}))
         known = namespace.known_variables(context_texts(history))
         lines.append(namespace.variables_update(namespace.briefing_lines(shell.user_ns, hidden), known))
+    if notepad.strip():
+        lines.append(turn_section(notepad))
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}
 

@@ -82,6 +82,7 @@ class Agent:
         self._store: Store | None = None
         self._store_path: Path | None = None
         self._registry: Registry | None = None
+        self._mcp: Any = None  # the MCP servers, started on the first turn that needs them
         self._model_client: Any = None  # ModelClient.stream scrubs every request
         self._http_client = http_client
         self._writer: Any = None
@@ -321,6 +322,7 @@ class Agent:
         config = self.config
         level = _thinking_level(thinking, config.thinking)
         mode = (approve or config.approve).lower()
+        mcp_failures = await self._connect_mcp()
         registry = self.registry
         offered = self._offered(mode)
         with self.store.connect() as con:  # one connection for everything a turn reads first
@@ -349,7 +351,11 @@ class Agent:
         )
         shell = self.shell
         system = assemble(sections, groups=groups, secrets=self.secrets.names())
-        context_block = turn_context(history, settings=config, shell=shell, groups=groups, notepad=notepad)
+        context_block = turn_context(
+            history, settings=config, shell=shell, groups=groups, notepad=notepad, notes=mcp_failures
+        )
+        for line in mcp_failures:
+            transcript.notice(line, kind="error")
         if resolved.kept_as:
             transcript.notice(
                 f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "
@@ -436,6 +442,24 @@ class Agent:
                 secrets=self.secrets.names(),
             )
 
+    async def _connect_mcp(self) -> list[str]:
+        """Start the configured MCP servers not running yet and offer their tools; a line
+        for each that failed."""
+        servers = dict(self.config.mcp_servers) if self.config.tools_enabled else {}
+        if not servers and self._mcp is None:
+            return []
+        if self._mcp is None:
+            from .tools.mcp import kernel_servers
+
+            self._mcp = kernel_servers()
+        failures = await self._mcp.connect(servers, float(self.config.mcp_timeout))
+        registry = self.registry
+        for name in [n for n, t in registry.tools.items() if t.group == "mcp"]:
+            registry.remove(name)
+        for item in self._mcp.tools():
+            registry.add(item)
+        return failures
+
     def _offered(self, mode: str) -> list[Tool]:
         """The tools a turn in approval ``mode`` offers (none with tools_enabled = False).
 
@@ -454,6 +478,8 @@ class Agent:
                 f"the groups are {', '.join(sorted(known))}. (tools_enabled = False switches "
                 "all tools off.)"
             )
+        if self.config.tools_enabled and self.config.mcp_servers:
+            groups.append("mcp")  # the servers' tools, see tools/mcp.py
         return registry.offered(groups, read_only=mode == "read-only")
 
 

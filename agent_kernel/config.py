@@ -71,6 +71,17 @@ class AgentKernel(Configurable):
         "(schedule, skills and web are off by default).",
     ).tag(config=True)
 
+    mcp_servers = Dict(
+        help="MCP servers whose tools the model gets, named SERVER__TOOL: "
+        '{name: {"command": ..., "args": [...], "env": {...}}} for a stdio server, '
+        '{name: {"url": ..., "headers": {...}}} for a streamable HTTP server. Each starts '
+        "on the first turn after it is set and runs until the kernel exits.",
+    ).tag(config=True)
+
+    mcp_timeout = Float(
+        30.0, help="Seconds an MCP server may take to start or to answer one tool call."
+    ).tag(config=True)
+
     skills_dir = Unicode(
         "",
         help="Folder of Agent Skills (NAME/SKILL.md with name and description front matter) "

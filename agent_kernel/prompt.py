@@ -43,6 +43,7 @@ GROUP_DESCRIPTIONS = {
     "memory": "memory across sessions, your own instructions",
     "ui": "tables, charts, forms, questions to the user",
     "schedule": "scheduled notebooks and reminders",
+    "mcp": "tools of MCP servers the user configured, named SERVER__TOOL",
     "skills": "skills (documents you read when a task needs them), this session's notepad",
     "user": "functions the user registered as tools",
     "web": "search and read the web (web_search, web_fetch: run by the API) and fetch URLs "
@@ -146,10 +147,12 @@ def turn_context(
     shell: Any,
     groups: Collection[str],
     notepad: str = "",
+    notes: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The text block that leads a new user message: the time, the kernel's variables
     that changed since the list the conversation (``history``) already holds, and the
-    session's notepad (``notepad``: its text as the turn starts)."""
+    session's notepad (``notepad``: its text as the turn starts), and ``notes`` (one line each,
+    such as an MCP server that did not start)."""
     from . import namespace
     from .store.notepad import turn_section
 
@@ -160,5 +163,6 @@ def turn_context(
         lines.append(namespace.variables_update(namespace.briefing_lines(shell.user_ns, hidden), known))
     if notepad.strip():
         lines.append(turn_section(notepad))
+    lines.extend(notes)
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}
 

@@ -11,6 +11,9 @@ import pytest
 
 from agent_kernel.testing import reply, say, tool_use
 
+from .capabilities import needs_widget_replies
+from .frontend import FrontEnd
+
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
 
@@ -111,3 +114,23 @@ def test_a_server_that_exits_at_once_gives_one_line_and_a_note_to_the_model(shel
     context = scripted_model.requests[-1]["messages"][-1]["content"][0]["text"]
     assert "MCP server 'broken' did not start" in context
     assert not any(t["name"].startswith("broken__") for t in scripted_model.requests[-1]["tools"])
+
+
+@needs_widget_replies
+def test_in_a_kernel_ask_mode_asks_before_the_writing_tool_and_agent_tools_lists_them(kernel, scripted_model, tmp_path):
+    folder = tmp_path / "kernel-notes"
+    folder.mkdir()
+    servers = {"notes": {"command": sys.executable, "args": [SERVER, str(folder)]}}
+    kernel.ok(f"%config AgentKernel.mcp_servers = {servers!r}\n%config AgentKernel.mcp_timeout = 60.0")
+    scripted_model.add(
+        reply(tool_use("notes__write_note", {"name": "n", "text": "hi"}), tool_use("notes__read_note", {"name": "n"})),
+        say("done"),
+    )
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --approve ask note it", on_message=front.hook)
+    cards = front.of_kind("ChoiceCard")
+    assert [c.state["heading"] for c in cards] == ["Allow notes__write_note?"]  # reading: no card
+    assert (folder / "n.txt").read_text() == "hi"
+    listed = "\n".join(kernel.ok("%agent_tools").final_texts())
+    assert "notes__write_note" in listed and "MCP server notes" in listed

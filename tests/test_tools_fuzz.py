@@ -141,7 +141,7 @@ def caller(tmp_path):
 
 
 def test_the_fuzz_covers_every_tool_group():
-    assert {REGISTRY.get(n).group for n in TOOL_NAMES} == {"code", "data", "memory", "ui", "schedule"}
+    assert {REGISTRY.get(n).group for n in TOOL_NAMES} == {"code", "data", "memory", "ui", "schedule", "skills"}
 
 
 def test_every_tool_answers_malformed_input_and_the_shell_and_store_stay_healthy(caller):

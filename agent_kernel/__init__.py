@@ -81,6 +81,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     from .config import AgentKernel
     from .magics_data import DataMagics
     from .magics_jobs import JobMagics
+    from .magics_tools import ToolMagics
 
     if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
         return
@@ -92,6 +93,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         instance,
         DataMagics(shell, instance),
         JobMagics(shell, lambda: instance.kernel_agent.store),
+        ToolMagics(shell, instance),
     ]
     for registered in magics._REGISTERED:
         shell.register_magics(registered)

@@ -86,6 +86,7 @@ class Agent:
         self._store: Store | None = None
         self._store_path: Path | None = None
         self._registry: Registry | None = None
+        self._mcp: Any = None  # the MCP servers, started on the first turn that needs them
         self._model_client: Any = None  # ModelClient.stream scrubs every request
         self._http_client = http_client
         self._writer: Any = None
@@ -332,6 +333,7 @@ class Agent:
         config = self.config
         level = _thinking_level(thinking, config.thinking)
         mode = (approve or config.approve).lower()
+        mcp_failures = await self._connect_mcp()
         registry = self.registry
         offered = self._offered(mode)
         groups = {t.group for t in offered}
@@ -348,6 +350,7 @@ class Agent:
         sections = start.sections
         compacted = list(start.compactions)
         spent = start.usage
+        notepad = start.notepad
         limit = token_limit or current.token_limit or config.token_limit
         # A limit Continue raised for this session stays, unless the setting is higher (0: off).
         cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
@@ -361,7 +364,11 @@ class Agent:
         )
         shell = self.shell
         system = assemble(sections, groups=groups, secrets=self.secrets.names())
-        context_block = turn_context(history, settings=config, shell=shell, groups=groups)
+        context_block = turn_context(
+            history, settings=config, shell=shell, groups=groups, notepad=notepad, notes=mcp_failures
+        )
+        for line in mcp_failures:
+            transcript.notice(line, kind="error")
         if resolved.kept_as:
             transcript.notice(
                 f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "
@@ -460,6 +467,7 @@ class Agent:
             or start.notebook != self.notebook
             or start.sections_key != (instruction, frozenset(groups))
             or not self.store.unchanged_since(start.changes)
+            or "skills" in groups  # the skills folder may have changed too: read afresh
         ):
             return None
         return start
@@ -470,6 +478,7 @@ class Agent:
         """Resolve the session and read what a turn needs first, in one connection."""
         from .prompt import stored_sections
         from .store import compactions
+        from .store.notepad import Notepad
         from .store.sessions import Sessions
         from .store.usage import session_usage
 
@@ -482,7 +491,8 @@ class Agent:
             messages = [(m.role, json.dumps(m.content)) for m in sessions.messages(current.id)]
             last_turn = sessions.last_turn(current.id)
             sessions.touch(current.id, notebook=self.notebook)
-            sections = stored_sections(con, instruction, groups)
+            sections = stored_sections(con, instruction, groups, self.config.skills_dir)
+            notepad = Notepad(con, current.id).read() if "skills" in groups else ""
             compacted = compactions.load(con, current.id)
             spent = session_usage(con, current.id)
             changes = store.changes  # this connection's own count: it is still open
@@ -497,6 +507,7 @@ class Agent:
             sections=sections,
             compactions=tuple(compacted),
             usage=spent,
+            notepad=notepad,
         )
 
     # -- the system prompt ---------------------------------------------------------------
@@ -513,6 +524,24 @@ class Agent:
                 groups={t.group for t in offered},
                 secrets=self.secrets.names(),
             )
+
+    async def _connect_mcp(self) -> list[str]:
+        """Start the configured MCP servers not running yet and offer their tools; a line
+        for each that failed."""
+        servers = dict(self.config.mcp_servers) if self.config.tools_enabled else {}
+        if not servers and self._mcp is None:
+            return []
+        if self._mcp is None:
+            from .tools.mcp import kernel_servers
+
+            self._mcp = kernel_servers()
+        failures = await self._mcp.connect(servers, float(self.config.mcp_timeout))
+        registry = self.registry
+        for name in [n for n, t in registry.tools.items() if t.group == "mcp"]:
+            registry.remove(name)
+        for item in self._mcp.tools():
+            registry.add(item)
+        return failures
 
     def _offered(self, mode: str) -> list[Tool]:
         """The tools a turn in approval ``mode`` offers (none with tools_enabled = False).
@@ -537,6 +566,8 @@ class Agent:
 
             with self.store.connect() as con:
                 sync(registry, con)
+        if self.config.tools_enabled and self.config.mcp_servers:
+            groups.append("mcp")  # the servers' tools, see tools/mcp.py
         return registry.offered(groups, read_only=mode == "read-only")
 
 
@@ -566,6 +597,7 @@ class _TurnStart:
     sections: list[tuple[str, str]]
     compactions: tuple[Compaction, ...]  # the session's stored context summaries
     usage: SessionUsage  # its cost so far and the size of its last request
+    notepad: str  # the session's notepad ("" unless the skills group is on)
 
     def history(self) -> list[dict[str, Any]]:
         """The stored conversation, decoded afresh (the turn may change what it is given)."""
@@ -597,6 +629,7 @@ class _TurnStart:
             sections=self.sections,
             compactions=self.compactions,
             usage=usage,
+            notepad=self.notepad,
         )
 
 

@@ -15,10 +15,10 @@ from traitlets.config import Configurable
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "user", "web", "tools")
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools")
 # Offered unless configured otherwise: every group but schedule (its definitions alone are
-# about 5,600 characters, resent with every request), web (the user's choice to make) and
-# tools (the agent's own tools and libraries: twelve more definitions with every request).
+# about 5,600 characters, resent with every request), skills (likewise, about 3,000), tools
+# (the agent's own tools and libraries: twelve more definitions) and web (the user's choice).
 DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
@@ -68,7 +68,24 @@ class AgentKernel(Configurable):
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
-        "(schedule, web and tools are off by default).",
+        "(schedule, skills, tools and web are off by default).",
+    ).tag(config=True)
+
+    mcp_servers = Dict(
+        help="MCP servers whose tools the model gets, named SERVER__TOOL: "
+        '{name: {"command": ..., "args": [...], "env": {...}}} for a stdio server, '
+        '{name: {"url": ..., "headers": {...}}} for a streamable HTTP server. Each starts '
+        "on the first turn after it is set and runs until the kernel exits.",
+    ).tag(config=True)
+
+    mcp_timeout = Float(
+        30.0, help="Seconds an MCP server may take to start or to answer one tool call."
+    ).tag(config=True)
+
+    skills_dir = Unicode(
+        "",
+        help="Folder of Agent Skills (NAME/SKILL.md with name and description front matter) "
+        "offered with the skills group; empty: skills/ in agent-kernel's data directory.",
     ).tag(config=True)
 
     timezone = Unicode(

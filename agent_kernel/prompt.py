@@ -43,6 +43,8 @@ GROUP_DESCRIPTIONS = {
     "memory": "memory across sessions, your own instructions",
     "ui": "tables, charts, forms, questions to the user",
     "schedule": "scheduled notebooks and reminders",
+    "mcp": "tools of MCP servers the user configured, named SERVER__TOOL",
+    "skills": "skills (documents you read when a task needs them), this session's notepad",
     "user": "functions the user registered as tools",
     "tools": "tools and Python libraries you define and keep (import agent_libs.NAME)",
     "web": "search and read the web (web_search, web_fetch: run by the API) and fetch URLs "
@@ -96,10 +98,10 @@ def build_system_prompt(
 
 
 def stored_sections(
-    con: duckdb.DuckDBPyConnection, instruction: str, groups: Collection[str]
+    con: duckdb.DuckDBPyConnection, instruction: str, groups: Collection[str], skills_dir: str = ""
 ) -> list[tuple[str, str]]:
-    """The sections the store holds: the user's and the agent's instructions, memory, database."""
-    from .store import catalog, memories, prompts
+    """The sections the store holds: the user's and the agent's instructions, memory, skills, database."""
+    from .store import catalog, memories, prompts, skills
 
     sections = [
         ("Instructions from the user", instruction),
@@ -107,6 +109,8 @@ def stored_sections(
     ]
     if "memory" in groups:
         sections.append(("Your memory", memories.Memories(con).section()))
+    if "skills" in groups:
+        sections.append(("Your skills", skills.prompt_section(con, skills.skills_folder(skills_dir))))
     if "data" in groups:
         sections.append(("Your database", catalog.prompt_section(con)))
     return sections
@@ -130,7 +134,7 @@ def system_prompt(
     secrets: Iterable[str] = (),
 ) -> str:
     """The whole system prompt, its stored sections read through ``con``."""
-    sections = stored_sections(con, settings.instruction, groups)
+    sections = stored_sections(con, settings.instruction, groups, settings.skills_dir)
     return assemble(sections, groups=groups, secrets=secrets)
 
 
@@ -138,16 +142,28 @@ def system_prompt(
 
 
 def turn_context(
-    history: Iterable[dict[str, Any]], *, settings: AgentKernel, shell: Any, groups: Collection[str]
+    history: Iterable[dict[str, Any]],
+    *,
+    settings: AgentKernel,
+    shell: Any,
+    groups: Collection[str],
+    notepad: str = "",
+    notes: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """The text block that leads a new user message: the time, and the kernel's variables
-    that changed since the list the conversation (``history``) already holds."""
+    """The text block that leads a new user message: the time, the kernel's variables
+    that changed since the list the conversation (``history``) already holds, and the
+    session's notepad (``notepad``: its text as the turn starts), and ``notes`` (one line each,
+    such as an MCP server that did not start)."""
     from . import namespace
+    from .store.notepad import turn_section
 
     lines = [f"Current date and time: {settings.now():%A %Y-%m-%d %H:%M %Z}".strip()]
     if groups:
         hidden = set(getattr(shell, "user_ns_hidden", {}))
         known = namespace.known_variables(context_texts(history))
         lines.append(namespace.variables_update(namespace.briefing_lines(shell.user_ns, hidden), known))
+    if notepad.strip():
+        lines.append(turn_section(notepad))
+    lines.extend(notes)
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}
 

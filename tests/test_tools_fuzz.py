@@ -143,7 +143,9 @@ def caller(tmp_path):
 
 
 def test_the_fuzz_covers_every_tool_group():
-    assert {REGISTRY.get(n).group for n in TOOL_NAMES} == {"code", "data", "memory", "ui", "schedule", "web", "tools"}
+    assert {REGISTRY.get(n).group for n in TOOL_NAMES} == {
+        "code", "data", "memory", "ui", "schedule", "web", "tools", "skills",
+    }  # fmt: skip
 
 
 def test_every_tool_answers_malformed_input_and_the_shell_and_store_stay_healthy(caller):

@@ -267,6 +267,33 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE agent_library_versions IS 'Project table (read-only): every version of your libraries.';
         """,
     ),
+    # -- skills (named Markdown documents) and each session's notepad -----------------------
+    (
+        70,
+        """
+        CREATE TABLE IF NOT EXISTS skills (
+            name         VARCHAR PRIMARY KEY,
+            description  VARCHAR NOT NULL,
+            content      VARCHAR NOT NULL,
+            tags         VARCHAR[] NOT NULL,
+            enabled      BOOLEAN NOT NULL DEFAULT true,
+            version      INTEGER NOT NULL,
+            updated_at   TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS skill_states (
+            name     VARCHAR PRIMARY KEY,
+            enabled  BOOLEAN NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS notepads (
+            session_id  VARCHAR PRIMARY KEY,
+            content     VARCHAR NOT NULL,
+            updated_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        COMMENT ON TABLE skills IS 'Project table (read-only here; use the skill tools): your skills, named Markdown documents.';
+        COMMENT ON TABLE skill_states IS 'Project table (read-only): skills from the skills folder switched on or off.';
+        COMMENT ON TABLE notepads IS 'Project table (read-only here; use the notepad tools): each session''s notepad.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -294,6 +321,10 @@ PROTECTED_TABLES: set[str] = {
     "agent_tool_versions",
     "agent_libraries",
     "agent_library_versions",
+    # skills and the session notepad
+    "skills",
+    "skill_states",
+    "notepads",
 }
 
 

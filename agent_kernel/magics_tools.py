@@ -1,0 +1,103 @@
+"""Magics over what the model can use: ``%agent_tools`` and ``%agent_skills``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from .config import APPROVE_MODES
+from .magic_args import parse_args
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from .agent import Agent
+    from .tools import Tool
+
+__all__ = ["ToolMagics"]
+
+
+@magics_class
+class ToolMagics(Magics):
+    """The tools and skills the agent has, and where each comes from."""
+
+    def __init__(self, shell: InteractiveShell, owner: Any) -> None:
+        super().__init__(shell=shell)
+        self.owner = owner  # has .kernel_agent (AgentMagics)
+
+    @property
+    def agent(self) -> Agent:
+        return self.owner.kernel_agent
+
+    @magic_arguments()
+    @argument(
+        "--approve", default=None, metavar="MODE",
+        help=f"List what a turn in this approval mode sees ({', '.join(APPROVE_MODES)}; default the setting).",
+    )
+    @line_magic
+    def agent_tools(self, line: str = "") -> Any:
+        """Every tool the model can call in the next turn, its group, whether it changes
+        things, and where it comes from: built in, a @tool function, defined by the agent,
+        or an MCP server (configured servers start with the next turn)."""
+        from .display.text_tables import Table
+
+        args = parse_args(self.agent_tools, line)
+        mode = (args.approve or self.agent.config.approve).lower()
+        if mode not in APPROVE_MODES:
+            raise UsageError(f"--approve takes one of {', '.join(APPROVE_MODES)}, not {args.approve!r}.")
+        offered = self.agent._offered(mode)
+        builtin = _builtin_names()
+        rows = [[t.name, t.group, _writes(t), _source(t, builtin)] for t in offered]
+        running = set(self.agent._mcp.running()) if self.agent._mcp is not None else set()
+        waiting = [n for n in self.agent.config.mcp_servers if n not in running]
+        rows += [[f"{n}__*", "mcp", "", f"MCP server {n} (starts with the next turn)"] for n in waiting]
+        note = "" if offered else "No tools are offered (tools_enabled is False or tool_groups is empty)."
+        return Table(["tool", "group", "writes", "from"], rows, title=f"Tools the model sees ({mode})", note=note)
+
+    @magic_arguments()
+    @line_magic
+    def agent_skills(self, line: str = "") -> Any:
+        """Every skill: name, description, whether it is enabled (listed in the system
+        prompt), and where it comes from (stored, or a SKILL.md in AgentKernel.skills_dir)."""
+        from .display.text_tables import Table
+        from .store.skills import Skills, skills_folder
+
+        parse_args(self.agent_skills, line)
+        folder = skills_folder(self.agent.config.skills_dir)
+        with self.agent.store.connect() as con:
+            found = Skills(con, folder).all()
+        rows = [[s.name, s.description, "yes" if s.enabled else "no", s.source] for s in found]
+        offered = "skills" in self.agent.config.tool_groups
+        note = f"Skills folder: {folder}." + (
+            "" if offered else " The skills group is off: %config AgentKernel.tool_groups adds it."
+        )
+        return Table(["skill", "description", "enabled", "from"], rows, title="Skills", note=note)
+
+
+def _builtin_names() -> set[str]:
+    from .tools.builtin import builtin_registry
+
+    return set(builtin_registry().tools)
+
+
+def _writes(item: Tool) -> str:
+    if callable(item.writes):
+        return "some calls"
+    return "yes" if item.writes else ""
+
+
+def _source(item: Tool, builtin: set[str]) -> str:
+    from .tools import USER_TOOLS
+
+    server = getattr(item, "server", "")
+    if server:
+        return f"MCP server {server}"
+    if item.name in builtin:
+        return "built in"
+    if USER_TOOLS.get(item.name) is item:
+        module = getattr(item.function, "__module__", "") or ""
+        return "@tool in this kernel" if module == "__main__" else f"@tool in {module}"
+    return "defined by the agent (stored)"

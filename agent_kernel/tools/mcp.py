@@ -1,0 +1,300 @@
+"""Tools of Model Context Protocol servers (``AgentKernel.mcp_servers``), named ``SERVER__TOOL``.
+
+Each server runs in a task of one background event loop (a daemon thread) that lives as
+long as the process: turns run on whichever loop calls them (the kernel's, or
+``asyncio.run`` in a script), and an MCP session belongs to the loop and task that opened
+it. A server starts the first time a turn needs it and is stopped at exit.
+
+Every wait on a server is bounded (``AgentKernel.mcp_timeout``): a server that fails to
+start, stops answering or dies gives the model an ``is_error`` result and the cell one
+line, and is started again by the next turn. Tool definitions and results go through the
+SDK's MCP helpers (``anthropic.lib.tools.mcp``). A tool counts as writing unless the
+server marks it ``readOnlyHint``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import re
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, TextIO
+
+from ..errors import ToolInputError
+from . import Tool, current_context
+
+__all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers"]
+
+SEPARATOR = "__"
+GROUP = "mcp"
+NAME_CHARS = 64  # the longest tool name the API takes
+
+
+@dataclass(eq=False)
+class McpTool(Tool):
+    """A tool of an MCP server; its definition and call are the SDK helper's."""
+
+    server: str = ""
+    sdk: Any = None
+
+    @property
+    def _sdk_tool(self) -> Any:  # type: ignore[override]
+        return self.sdk
+
+    async def call(self, tool_input: object) -> Any:
+        try:
+            value = await super().call(tool_input)
+        except Exception as exc:
+            content = getattr(exc, "content", None)  # the SDK's ToolError for an isError result
+            if type(exc).__name__ != "ToolError" or not isinstance(content, list):
+                raise
+            text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict)).strip()
+            raise ToolInputError(text or f"{self.name} failed (the MCP server gave no message).") from None
+        if isinstance(value, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in value):
+            return "\n".join(b["text"] for b in value)  # plain text, as a built-in tool answers
+        return value
+
+
+def tool_name(server: str, name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}{SEPARATOR}{name}")[:NAME_CHARS]
+
+
+class ServerError(ToolInputError):
+    """An MCP server failed to start, answer or stay up."""
+
+
+@dataclass(eq=False)
+class _Server:
+    name: str
+    config: dict[str, Any]
+    ready: Future = field(default_factory=Future)  # its tools, or why it did not start
+    stop: asyncio.Event | None = None
+    task: asyncio.Task | None = None
+    session: Any = None
+    tools: list[McpTool] = field(default_factory=list)
+
+
+class McpServers:
+    """The MCP servers of one kernel, each started on first use and kept until exit."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._servers: dict[str, _Server] = {}
+        self._lock = threading.Lock()
+
+    # -- the turn's side ------------------------------------------------------------------
+
+    async def connect(self, configured: dict[str, Any], timeout: float) -> list[str]:
+        """Start the configured servers not running yet; one line for each that failed."""
+        for name in [n for n in self._servers if n not in configured or self._servers[n].config != configured[n]]:
+            self._forget(name)
+        failures = []
+        for name, config in configured.items():
+            server = self._servers.get(name)
+            if server is None:
+                server = self._start(name, dict(config), timeout)
+            try:
+                await asyncio.wait_for(asyncio.wrap_future(server.ready), timeout)
+            except asyncio.TimeoutError:
+                self._forget(name)
+                failures.append(f"MCP server {name!r} did not start within {timeout:g} s; its tools are not offered.")
+            except Exception as exc:  # noqa: BLE001 - any failure to start is reported, never raised
+                self._forget(name)
+                failures.append(f"MCP server {name!r} did not start ({_reason(exc)}); its tools are not offered.")
+        return failures
+
+    def tools(self) -> list[McpTool]:
+        """The tools of every running server."""
+        return [t for s in self._servers.values() if s.ready.done() and not s.ready.exception() for t in s.tools]
+
+    def running(self) -> list[str]:
+        return [n for n, s in self._servers.items() if s.ready.done() and not s.ready.exception()]
+
+    async def call(self, server_name: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+        server = self._servers.get(server_name)
+        if server is None or server.session is None:
+            raise ServerError(f"MCP server {server_name!r} is not running; the next turn starts it again.")
+        future = asyncio.run_coroutine_threadsafe(server.session.call_tool(tool, arguments), self._require_loop())
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
+        except asyncio.TimeoutError:
+            future.cancel()
+            self._forget(server_name)
+            raise self._failed(server_name, f"did not answer {tool} within {timeout:g} s (it may have stopped)") from None
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            future.cancel()
+            raise
+        except Exception as exc:  # noqa: BLE001 - a transport failure: the server stopped
+            if _answered(exc):  # the server is up and refused this call
+                raise ServerError(f"{server_name}{SEPARATOR}{tool} failed: {_reason(exc)}") from None
+            self._forget(server_name)
+            raise self._failed(server_name, f"stopped ({_reason(exc)})") from None
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop every server (at exit)."""
+        for name in list(self._servers):
+            self._forget(name)
+        loop = self._loop
+        if loop is None:
+            return
+        pending = [s.task for s in self._stopping if s.task is not None]
+        if pending:
+            done = asyncio.run_coroutine_threadsafe(asyncio.wait(pending, timeout=timeout), loop)
+            try:
+                done.result(timeout + 1)
+            except Exception:  # noqa: BLE001 - best effort at exit
+                pass
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout)
+            if not self._thread.is_alive():
+                loop.close()
+        self._loop = self._thread = None
+
+    # -- the background loop's side -------------------------------------------------------
+
+    _stopping: list[_Server]
+
+    def _require_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=loop.run_forever, name="agent-kernel-mcp", daemon=True)
+                self._thread.start()
+                self._loop = loop
+                self._stopping = []
+                atexit.register(self.close)
+            return self._loop
+
+    def _start(self, name: str, config: dict[str, Any], timeout: float) -> _Server:
+        server = _Server(name, config)
+        self._servers[name] = server
+        loop = self._require_loop()
+
+        def begin() -> None:
+            server.stop = asyncio.Event()
+            server.task = loop.create_task(self._serve(server, timeout))
+
+        loop.call_soon_threadsafe(begin)
+        return server
+
+    async def _serve(self, server: _Server, timeout: float) -> None:
+        from mcp import ClientSession
+
+        assert server.stop is not None
+        errlog = open(os.devnull, "w")  # noqa: SIM115 - a stdio server's stderr is not the user's output
+        try:
+            async with _transport(server.config, errlog) as streams:
+                read, write = streams[0], streams[1]
+                async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=timeout + 5)) as session:
+                    await session.initialize()
+                    listed = await session.list_tools()
+                    server.session = session
+                    server.tools = [self._tool(server.name, t) for t in listed.tools]
+                    server.ready.set_result(server.tools)
+                    await server.stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - reported through ready, or the server stopped
+            if not server.ready.done():
+                server.ready.set_exception(exc if isinstance(exc, Exception) else ServerError("stopped"))
+        finally:
+            server.session = None
+            errlog.close()
+
+    def _tool(self, server_name: str, listed: Any) -> McpTool:
+        from anthropic.lib.tools.mcp import async_mcp_tool
+
+        name = tool_name(server_name, listed.name)
+        annotations = getattr(listed, "annotations", None)
+        read_only = bool(annotations is not None and getattr(annotations, "readOnlyHint", False))
+        sdk = async_mcp_tool(listed.model_copy(update={"name": name}), _Bridge(self, server_name, listed.name))
+        description = listed.description or f"{listed.name} (MCP server {server_name})"
+        return McpTool(
+            function=_unused, name=name, group=GROUP, writes=not read_only,
+            description=description, server=server_name, sdk=sdk,
+        )
+
+    def _forget(self, name: str) -> None:
+        server = self._servers.pop(name, None)
+        if server is None or self._loop is None:
+            return
+        self._stopping.append(server)
+        stop = server.stop
+
+        def end() -> None:
+            if stop is not None:
+                stop.set()
+            elif server.task is not None:
+                server.task.cancel()
+
+        self._loop.call_soon_threadsafe(end)
+
+    def _failed(self, server_name: str, what: str) -> ServerError:
+        # The tool's card shows this error: that is the cell's one line about it.
+        return ServerError(f"MCP server {server_name!r} {what}; the next turn starts it again.")
+
+
+_KERNEL_SERVERS: McpServers | None = None
+
+
+def kernel_servers() -> McpServers:
+    """The MCP servers of this process (a kernel's servers outlive its agents' turns)."""
+    global _KERNEL_SERVERS
+    if _KERNEL_SERVERS is None:
+        _KERNEL_SERVERS = McpServers()
+    return _KERNEL_SERVERS
+
+
+@dataclass
+class _Bridge:
+    """What the SDK helper calls as the MCP client: the server's session on the background loop."""
+
+    servers: McpServers
+    server: str
+    tool: str
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+        timeout = float(current_context().settings.mcp_timeout)
+        return await self.servers.call(self.server, self.tool, arguments or {}, timeout)
+
+
+def _transport(config: dict[str, Any], errlog: TextIO) -> Any:
+    if "url" in config:
+        from mcp.client.streamable_http import streamablehttp_client
+
+        return streamablehttp_client(str(config["url"]), headers=dict(config.get("headers") or {}))
+    if "command" not in config:
+        raise ServerError('needs "command" (a stdio server) or "url" (a streamable HTTP server)')
+    from mcp import StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=str(config["command"]),
+        args=[str(a) for a in config.get("args") or []],
+        env={str(k): str(v) for k, v in (config.get("env") or {}).items()} or None,
+        cwd=config.get("cwd"),
+    )
+    return stdio_client(params, errlog=errlog)
+
+
+def _answered(exc: BaseException) -> bool:
+    """Whether ``exc`` is an error the server sent (not a lost connection)."""
+    from mcp.shared.exceptions import McpError
+    from mcp.types import CONNECTION_CLOSED
+
+    return isinstance(exc, McpError) and exc.error.code != CONNECTION_CLOSED
+
+
+def _reason(exc: BaseException) -> str:
+    while getattr(exc, "exceptions", None):  # anyio task groups wrap errors in groups
+        exc = exc.exceptions[0]
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+def _unused(**_: Any) -> None:
+    """Placeholder: an MCP tool's call goes through its SDK helper."""

@@ -1,0 +1,75 @@
+"""%agent_tools and %agent_skills, on an in-process agent."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+import pytest
+from IPython.core.error import UsageError
+
+from agent_kernel.magics_tools import ToolMagics
+from agent_kernel.store.skills import Skills
+from agent_kernel.testing import say
+
+from .test_tools_mcp import SERVER
+
+
+def magics_of(shell_agent) -> ToolMagics:
+    return ToolMagics(shell_agent.shell, SimpleNamespace(kernel_agent=shell_agent.agent))
+
+
+def rows(table) -> dict[str, list[str]]:
+    return {row[0]: row for row in table.rows}
+
+
+def test_agent_tools_lists_each_tool_with_where_it_comes_from(shell_agent, scripted_model, tmp_path):
+    shell_agent.code(
+        "from agent_kernel import tool\n"
+        "@tool\n"
+        "def shout(text: str) -> str:\n"
+        "    '''Upper-case text.'''\n"
+        "    return text.upper()\n"
+    )
+    config = shell_agent.agent.config
+    config.tool_groups = [*config.tool_groups, "skills"]
+    config.mcp_servers = {"notes": {"command": sys.executable, "args": [SERVER, str(tmp_path)]}}
+    config.mcp_timeout = 60.0
+    magics = magics_of(shell_agent)
+    before = rows(magics.agent_tools(""))
+    assert before["run_code"][1:] == ["code", "yes", "built in"]
+    assert before["db_sql"][2] == "some calls"
+    assert before["read_skill"][3] == "built in" and before["shout"][3] == "@tool in this kernel"
+    assert before["notes__*"][3] == "MCP server notes (starts with the next turn)"
+    scripted_model.add(say("hi"))
+    shell_agent.ok("hello")  # starts the server
+    after = rows(magics.agent_tools(""))
+    assert "notes__*" not in after
+    assert after["notes__read_note"][1:] == ["mcp", "", "MCP server notes"]
+    assert after["notes__write_note"][2] == "yes"
+    read_only = rows(magics.agent_tools("--approve read-only"))
+    assert "notes__write_note" not in read_only and "run_code" not in read_only and "notes__read_note" in read_only
+    with pytest.raises(UsageError, match="--approve takes one of"):
+        magics.agent_tools("--approve sometimes")
+
+
+def test_agent_skills_lists_stored_and_folder_skills(shell_agent, tmp_path):
+    folder = tmp_path / "my-skills" / "charts"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: charts\ndescription: House chart style\n---\nUse plotly.\n")
+    config = shell_agent.agent.config
+    config.skills_dir = str(tmp_path / "my-skills")
+    magics = magics_of(shell_agent)
+    table = magics.agent_skills("")
+    assert rows(table)["charts"][1:] == ["House chart style", "yes", str(folder / "SKILL.md")]
+    assert "skills group is off" in table.note
+    config.tool_groups = [*config.tool_groups, "skills"]
+    with shell_agent.agent.store.connect() as con:
+        Skills(con).create("sql", "SQL style", "Use CTEs.", [])
+        Skills(con, tmp_path / "my-skills").set_enabled("charts", False)
+    listed = rows(magics.agent_skills(""))
+    assert listed["sql"][1:] == ["SQL style", "yes", "stored"]
+    assert listed["charts"][2] == "no"
+    assert "skills group is off" not in magics.agent_skills("").note
+    with pytest.raises(UsageError):
+        magics.agent_skills("--nope")

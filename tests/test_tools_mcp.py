@@ -1,0 +1,136 @@
+"""MCP servers: a small stdio server (tests/mcp_server.py, written with the ``mcp`` package)
+used in whole in-process turns; a server that will not start or dies mid-call; approval."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_kernel.testing import reply, say, tool_use
+
+from .capabilities import needs_widget_replies
+from .frontend import FrontEnd
+
+SERVER = str(Path(__file__).with_name("mcp_server.py"))
+
+
+def text_of(block) -> str:
+    content = block["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def batch(agent, scripted_model, *uses, **options):
+    """One reply calling every ``(tool, input)``, then "done"; the cell."""
+    scripted_model.add(reply(*[tool_use(name, tool_input) for name, tool_input in uses]), say("done"))
+    return None, agent.ok("go", **options)
+
+
+def raw_results(scripted_model):
+    return [(text_of(b), bool(b.get("is_error"))) for b in scripted_model.requests[-1]["messages"][-1]["content"]]
+
+
+@pytest.fixture(scope="module")
+def notes_folder(tmp_path_factory):
+    """One folder for the module, so its tests share one running server (the process's)."""
+    return tmp_path_factory.mktemp("notes")
+
+
+@pytest.fixture
+def notes_agent(shell_agent, notes_folder):
+    shell_agent.agent.config.mcp_servers = {"notes": {"command": sys.executable, "args": [SERVER, str(notes_folder)]}}
+    shell_agent.agent.config.mcp_timeout = 60.0  # importing mcp takes seconds on a busy machine
+    return shell_agent, notes_folder
+
+
+def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_model):
+    agent, folder = notes_agent
+    batch(
+        agent, scripted_model,
+        ("notes__write_note", {"name": "todo", "text": "buy milk"}),
+        ("notes__read_note", {"name": "todo"}),
+        ("notes__read_note", {"name": "missing"}),
+        ("notes__read_note", {}),
+    )
+    results = raw_results(scripted_model)
+    assert results[0] == ("saved todo", False) and (folder / "todo.txt").read_text() == "buy milk"
+    assert results[1] == ("buy milk", False)
+    assert results[2][1] and "no note called missing" in results[2][0]
+    assert results[3][1] and "name" in results[3][0]  # the schema checked before the server is asked
+    offered = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
+    assert {"notes__read_note", "notes__write_note"} <= set(offered)
+    assert "name" in offered["notes__read_note"]["input_schema"]["properties"]
+    assert "tools of MCP servers" in "".join(b["text"] for b in scripted_model.requests[0]["system"])
+    # The same server serves the next turn (it stays up between turns).
+    process_tools = agent.agent._mcp.tools()
+    batch(agent, scripted_model, ("notes__read_note", {"name": "todo"}))
+    assert raw_results(scripted_model) == [("buy milk", False)]
+    assert agent.agent._mcp.tools()[0] is process_tools[0]
+
+
+def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_do_not(notes_agent, scripted_model):
+    agent, folder = notes_agent
+    batch(
+        agent, scripted_model,
+        ("notes__write_note", {"name": "x", "text": "y"}),
+        ("notes__read_note", {"name": "x"}),
+        approve="ask",
+    )
+    results = raw_results(scripted_model)
+    assert results[0][1] and "notes__write_note" in results[0][0] and "approv" in results[0][0]
+    assert not (folder / "x.txt").exists()
+    assert results[1][1] and "no note called x" in results[1][0]  # ran: reading needs no approval
+    scripted_model.add(say("ok"))
+    agent.ok("look", approve="read-only")
+    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    assert "notes__read_note" in offered and "notes__write_note" not in offered
+
+
+def test_a_server_that_dies_mid_call_gives_is_error_and_restarts_next_turn(notes_agent, scripted_model):
+    agent, folder = notes_agent
+    (folder / "kept.txt").write_text("still here")
+    batch(agent, scripted_model, ("notes__read_note", {"name": "kept"}))  # started
+    agent.agent.config.mcp_timeout = 3.0
+    _, cell = batch(agent, scripted_model, ("notes__crash", {}))
+    [(text, is_error)] = raw_results(scripted_model)
+    assert is_error and "MCP server 'notes'" in text and "starts it again" in text
+    assert sum("MCP server 'notes'" in line for line in cell.shown.splitlines()) == 1, cell.shown
+    agent.agent.config.mcp_timeout = 60.0
+    batch(agent, scripted_model, ("notes__read_note", {"name": "kept"}))
+    assert raw_results(scripted_model) == [("still here", False)]
+
+
+def test_a_server_that_exits_at_once_gives_one_line_and_a_note_to_the_model(shell_agent, scripted_model):
+    shell_agent.agent.config.mcp_servers = {"broken": {"command": sys.executable, "args": ["-c", "raise SystemExit(1)"]}}
+    shell_agent.agent.config.mcp_timeout = 60.0
+    scripted_model.add(say("fine"))
+    started = time.monotonic()
+    cell = shell_agent.ok("hello")
+    assert time.monotonic() - started < 30  # it exits: no waiting for the start timeout
+    lines = [line for line in cell.shown.splitlines() if "MCP server 'broken'" in line]
+    assert len(lines) == 1 and "did not start" in lines[0]
+    context = scripted_model.requests[-1]["messages"][-1]["content"][0]["text"]
+    assert "MCP server 'broken' did not start" in context
+    assert not any(t["name"].startswith("broken__") for t in scripted_model.requests[-1]["tools"])
+
+
+@needs_widget_replies
+def test_in_a_kernel_ask_mode_asks_before_the_writing_tool_and_agent_tools_lists_them(kernel, scripted_model, tmp_path):
+    folder = tmp_path / "kernel-notes"
+    folder.mkdir()
+    servers = {"notes": {"command": sys.executable, "args": [SERVER, str(folder)]}}
+    kernel.ok(f"%config AgentKernel.mcp_servers = {servers!r}\n%config AgentKernel.mcp_timeout = 60.0")
+    scripted_model.add(
+        reply(tool_use("notes__write_note", {"name": "n", "text": "hi"}), tool_use("notes__read_note", {"name": "n"})),
+        say("done"),
+    )
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --approve ask note it", on_message=front.hook)
+    cards = front.of_kind("ChoiceCard")
+    assert [c.state["heading"] for c in cards] == ["Allow notes__write_note?"]  # reading: no card
+    assert (folder / "n.txt").read_text() == "hi"
+    listed = "\n".join(kernel.ok("%agent_tools").final_texts())
+    assert "notes__write_note" in listed and "MCP server notes" in listed

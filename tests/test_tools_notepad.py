@@ -1,0 +1,70 @@
+"""The session notepad: written in one turn, shown in the next turn's context (never in
+the system prompt), kept across a restart, bounded; whole in-process turns."""
+
+from __future__ import annotations
+
+from agent_kernel.conversation import is_turn_context
+from agent_kernel.store.notepad import NOTEPAD_CHARS
+from agent_kernel.testing import say
+
+from .calls import batch
+from .inprocess import shell_agent as make_shell_agent
+
+
+def with_notepad(shell_agent):
+    shell_agent.agent.config.tool_groups = [*shell_agent.agent.config.tool_groups, "skills"]
+    return shell_agent
+
+
+def context_of_last_turn(request) -> str:
+    user_messages = [m for m in request["messages"] if m["role"] == "user" and is_turn_context(m["content"][0])]
+    return user_messages[-1]["content"][0]["text"]
+
+
+def test_the_notepad_is_seen_in_the_next_turn_and_after_a_restart(shell_agent, scripted_model):
+    agent = with_notepad(shell_agent)
+    results, _ = batch(
+        agent, scripted_model,
+        ("write_notepad", {"content": "Plan:\n- load sales.csv"}),
+        ("update_notepad", {"operation": "append", "content": "- chart by region"}),
+        ("update_notepad", {"operation": "find_replace", "find": "sales.csv", "replace": "sales_2025.csv"}),
+        ("update_notepad", {"operation": "prepend", "content": "# Notes"}),
+        ("update_notepad", {"operation": "delete", "content": "not there"}),
+        ("read_notepad", {}),
+        prompt="plan the analysis", session="analysis",
+    )
+    assert results[:4] == [{"ok": True}] * 4
+    assert results[4]["is_error"] and "read_notepad" in results[4]["text"]
+    notes = "# Notes\nPlan:\n- load sales_2025.csv\n- chart by region"
+    assert results[5] == {"content": notes}
+    assert notes not in context_of_last_turn(scripted_model.requests[-1])  # written during this turn
+    scripted_model.add(say("next"))
+    agent.ok("continue", session="analysis")
+    latest = scripted_model.requests[-1]
+    assert notes in context_of_last_turn(latest)
+    assert "sales_2025" not in "".join(b["text"] for b in latest["system"])
+    # Another Agent on the same DuckDB file (a restarted kernel) continuing the session.
+    with make_shell_agent(scripted_model.http_client) as restarted:
+        with_notepad(restarted)
+        scripted_model.add(say("back"))
+        restarted.ok("where were we?", session="analysis")
+    assert notes in context_of_last_turn(scripted_model.requests[-1])
+    # Another session has its own, empty notepad.
+    scripted_model.add(say("fresh"))
+    agent.ok("hi", session="other")
+    assert "notepad" not in context_of_last_turn(scripted_model.requests[-1])
+
+
+def test_a_notepad_over_its_bound_is_refused_clearly(shell_agent, scripted_model):
+    agent = with_notepad(shell_agent)
+    results, _ = batch(
+        agent, scripted_model,
+        ("write_notepad", {"content": "x" * (NOTEPAD_CHARS - 5)}),
+        ("update_notepad", {"operation": "append", "content": "y" * 10}),
+        ("write_notepad", {"content": "z" * (NOTEPAD_CHARS + 1)}),
+        ("read_notepad", {}),
+    )
+    assert results[0] == {"ok": True}
+    assert results[1]["is_error"] and f"at most {NOTEPAD_CHARS:,} characters" in results[1]["text"]
+    assert results[2]["is_error"] and "content" in results[2]["text"]
+    assert results[3] == {"content": "x" * (NOTEPAD_CHARS - 5)}  # the refused edits changed nothing

@@ -92,6 +92,11 @@ def row_counts(con: duckdb.DuckDBPyConnection, tables: list[TableInfo]) -> dict[
     return {plain[i].qualified: int(n) for i, n in counts.items()}
 
 
+# The project tables the prompt names (the model asks db_schema for the others): what it
+# is most often asked about. Naming every table would grow each request with each feature.
+NAMED_PROJECT_TABLES = ("sessions", "messages", "code_executions", "tool_calls", "model_calls", "jobs", "runs")
+
+
 def prompt_section(con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHARS) -> str:
     """The system prompt's "Your database" text, written from the tables' comments."""
     tables = describe(con)
@@ -117,7 +122,10 @@ def prompt_section(con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHAR
         lines.append(line)
         used += len(line)
     if project:
-        lines.append(f"Read-only project tables: {', '.join(project)}.")
+        named = [t for t in NAMED_PROJECT_TABLES if t in project]
+        more = len(project) - len(named)
+        rest = f" and {more} more" if more else ""
+        lines.append(f"Read-only project tables: {', '.join(named)}{rest} (db_schema describes them).")
     return "\n".join(lines)
 
 

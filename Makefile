@@ -66,7 +66,6 @@ bench: nodejs $(STAMP)
 	$(PY) benchmarks/blocks.py
 	$(PY) benchmarks/redaction.py
 	$(PY) benchmarks/context.py
-	$(PY) benchmarks/context_budget.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache agent_kernel/labextension labextension/lib labextension/node_modules

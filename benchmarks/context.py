@@ -10,7 +10,10 @@
   of the system prompt; one automatic breakpoint at the end of the request), with the
   same tools. Tokens are the scripted model's estimate (a quarter of the JSON characters).
 
-    python benchmarks/context.py [--turns 20]
+- The context budget (benchmarks/context_budget.py): request size at turns 10, 100 and
+  500 with and without the budget, and the time a compaction costs.
+
+    python benchmarks/context.py [--turns 20] [--budget-turns 500]
 """
 
 from __future__ import annotations
@@ -139,9 +142,13 @@ def cache_billing(turns: int = 20) -> dict[str, dict[str, int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--budget-turns", type=int, default=500, help="turns of the context-budget session")
     args = parser.parse_args()
     default_prompt_size()
     cache_billing(args.turns)
+    from context_budget import budget_figures  # the same folder
+
+    budget_figures(args.budget_turns)
 
 
 if __name__ == "__main__":

@@ -122,17 +122,14 @@ def compaction_cost(session: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--turns", type=int, default=500)
-    parser.add_argument("--window", type=int, default=30_000)
-    args = parser.parse_args()
-    session = run_session(args.turns, args.window)
-    limit = int(args.window * 0.7)
-    print(f"{args.turns} turns, context_window {args.window:,} (budget {limit:,} tokens), "
+def budget_figures(turns: int = 500, window: int = 30_000) -> None:
+    """Print request sizes with and without the budget, and what the compactions cost."""
+    session = run_session(turns, window)
+    limit = int(window * 0.7)
+    print(f"{turns} turns, context_window {window:,} (budget {limit:,} tokens), "
           f"{session['seconds']:.1f} s")
     print(f"{'turn':>6} {'with budget':>14} {'without':>14}")
-    for n, with_budget, without in request_sizes(session, args.turns):
+    for n, with_budget, without in request_sizes(session, turns):
         print(f"{n:>6} {with_budget:>14,} {without:>14,}")
     cost = compaction_cost(session)
     print(f"compactions: {cost['compactions']} ({cost['summaries']} with a summary)")
@@ -140,6 +137,14 @@ def main() -> None:
         print("  summarising: median {:.1f} ms, max {:.1f} ms".format(*cost["summary_ms"]))
     if cost["trim_ms"]:
         print("  shortening tool results only: median {:.1f} ms, max {:.1f} ms".format(*cost["trim_ms"]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--window", type=int, default=30_000)
+    args = parser.parse_args()
+    budget_figures(args.turns, args.window)
 
 
 if __name__ == "__main__":

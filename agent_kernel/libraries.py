@@ -37,14 +37,12 @@ class LibraryFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
         if fullname == PACKAGE:
             return importlib.machinery.ModuleSpec(fullname, self, origin=PACKAGE, is_package=True)
         package, _, name = fullname.partition(".")
-        if package != PACKAGE or not name or "." in name:
+        if package != PACKAGE or not name.isidentifier():
             return None
-        found = self._read(name)
-        if found is None:
-            return None
-        spec = importlib.machinery.ModuleSpec(fullname, self, origin=_filename(name))
-        spec.loader_state = found
-        return spec
+        # Not read here: Python asks finders while holding its global import lock, and
+        # opening the store may import DuckDB, which another thread may be importing.
+        # The library is read when the module is executed.
+        return importlib.machinery.ModuleSpec(fullname, self, origin=_filename(name))
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None  # the default module
@@ -54,7 +52,12 @@ class LibraryFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
         if spec is None or spec.name == PACKAGE:
             module.__path__ = []  # a package of nothing on disk
             return
-        library = spec.loader_state
+        name = spec.name.partition(".")[2]
+        library = spec.loader_state = self._read(name)
+        if library is None:
+            raise ModuleNotFoundError(
+                f"No library named {name!r} in the agent's store (list_libraries lists them).", name=spec.name
+            )
         module.__file__ = spec.origin
         module.__agent_lib_version__ = library.version
         module.__doc__ = library.description

@@ -325,11 +325,18 @@ def test_stats_count_code_runs_failures_by_category_and_days(client, server):
             "INSERT INTO code_executions (id, session_id, turn, code, success, created_at) VALUES ('old', 's', 1, 'x', false, ?)",
             [now - timedelta(days=10)],
         )
+        calls = UsageLog("s", turn=1)
+        calls.call(CallUsage("claude-sonnet-5-5", input_tokens=10, output_tokens=1, cost=0.5), duration_ms=5)
+        calls.write(con)
+        [[spent_today]] = con.execute(
+            "SELECT sum(cost_usd) FROM model_calls WHERE CAST(created_at AS DATE) = CAST(? AS DATE)", [now]
+        ).fetchall()  # this call's, and any an earlier test of this module recorded
     status, stats = client.call("GET", f"{API}/stats?days=3")
     assert status == 200
     assert stats["code_runs"] - before["code_runs"] == 4 and stats["failed"] - before["failed"] == 3
     assert stats["failures_by_category"]["import"] == before["failures_by_category"].get("import", 0) + 2
-    assert stats["per_day"][-1]["day"] == now.date().isoformat() and stats["per_day"][-1]["cost"] is None
+    assert stats["per_day"][-1]["day"] == now.date().isoformat()
+    assert stats["per_day"][-1]["cost"] == pytest.approx(spent_today) and spent_today >= 0.5
     for query, message in (("days=week", "`days` must be a whole number, not 'week'."),
                            ("days=0", "`days` must be between 1 and 3650.")):  # fmt: skip
         status, reply = client.call("GET", f"{API}/stats?{query}")

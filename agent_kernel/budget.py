@@ -29,6 +29,7 @@ import itertools
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -248,6 +249,9 @@ class ContextBudget:
         self.seen = seen if seen is not None else {}
         self.stored = stored  # the session's compactions, newest first (None: read them)
         self.state: Compaction | None = None
+        # Told of each summary call (its response and milliseconds), so the turn records
+        # its usage and cost like any model call.
+        self.on_model_call: Callable[[Any, float], None] | None = None
         self.compactions: list[Compaction] = []  # made during this turn
         self._pending: Observed | None = None
 
@@ -416,8 +420,11 @@ class ContextBudget:
             "system": SUMMARY_SYSTEM,
             "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}],
         }
+        called = time.perf_counter()
         try:
             message = await self.model_client.create(params)
+            if self.on_model_call is not None:
+                self.on_model_call(message, (time.perf_counter() - called) * 1000)
         except ModelError as exc:
             view.notice(f"Summarising the conversation failed ({exc}); its prompts are kept instead.", kind="warning")
             return _prompts_only(earlier, messages), None

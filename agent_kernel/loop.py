@@ -88,10 +88,12 @@ class TurnResult:
 
         return failure(self) is not None
 
-    def count(self, usage: CallUsage) -> None:
-        """Add one model call's usage."""
-        self.model_calls += 1
-        self.model = usage.model
+    def count(self, usage: CallUsage, *, side: bool = False) -> None:
+        """Add one model call's usage (``side``: a call made for the turn, such as a
+        conversation summary, which is not one of its model calls)."""
+        if not side:
+            self.model_calls += 1
+            self.model = usage.model
         self.tokens += usage.total
         self.session_tokens += usage.total
         self.input_tokens += usage.prompt_tokens
@@ -162,6 +164,8 @@ class Turn:
         self._journal = ctx.journal
         self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
         self._usage = usage_rows.UsageLog(ctx.session_id, ctx.turn)
+        if self.budget is not None:
+            self.budget.on_model_call = lambda message, ms: self._side_call(result, message, ms)
         self._journal.state("running")
         self._write()
         try:
@@ -413,6 +417,13 @@ class Turn:
         )
 
     # -- requests and storage ------------------------------------------------------------
+
+    def _side_call(self, result: TurnResult, message: Any, duration_ms: float) -> None:
+        """Record a model call made for the turn outside its conversation (a summary)."""
+        usage = CallUsage.of(message.model, message.usage, getattr(self.context.settings, "prices", None))
+        self._usage.call(usage, duration_ms=duration_ms, stop_reason=message.stop_reason)
+        result.count(usage, side=True)
+        self._journal.usage(usage.total)
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -155,6 +155,12 @@ def test_the_summary_is_stored_and_reused_by_another_agent(shell_agent, scripted
             "WHERE s.name = ? ORDER BY seq LIMIT 1", [session]
         ).fetchone()[0]
     assert "step 0" in first
+    # Every request of the session is a recorded model call, the summaries' included.
+    with other.store.connect() as con:
+        recorded = con.execute(
+            "SELECT count(*) FROM model_calls c JOIN sessions s ON s.id = c.session_id WHERE s.name = ?", [session]
+        ).fetchone()[0]
+    assert recorded == len(scripted_model.requests) > len(main_requests(scripted_model))
 
 
 def test_a_long_turn_is_compacted_between_tool_calls_without_splitting_pairs(shell_agent, scripted_model):

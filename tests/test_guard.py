@@ -181,6 +181,7 @@ _FIRST_COLUMN = {
     "system_prompt_versions": "version", "tool_calls": "turn", "context_summaries": "session_id",
     "model_calls": "turn",
     "agent_tools": "name", "agent_tool_versions": "name", "agent_libraries": "name", "agent_library_versions": "name",
+    "skills": "name", "skill_states": "name", "notepads": "session_id",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 

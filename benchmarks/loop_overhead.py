@@ -44,10 +44,14 @@ from agent_kernel.testing import ScriptedModel, call, say
 
 def steps(body):
     # "run N steps": answer with run_code until N tool results came back, then end the turn.
-    first = body["messages"][0]["content"]
-    text = first if isinstance(first, str) else first[0]["text"]
-    wanted = int(re.search(r"run (\\d+) steps", text).group(1))
-    done = sum(1 for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
+    # The turn's prompt: the last user text saying "run N steps" (a context block leads it).
+    for at, m in enumerate(body["messages"]):
+        blocks = [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]
+        for b in blocks:
+            found = re.search(r"run (\\d+) steps", b.get("text", "")) if m["role"] == "user" else None
+            if found:
+                start, wanted = at, int(found.group(1))
+    done = sum(1 for m in body["messages"][start:] if m["role"] == "user" and isinstance(m["content"], list)
                for b in m["content"] if b.get("type") == "tool_result")
     return call("run_code", code=f"step_{done} = {done} * 2") if done < wanted else say("All steps done.")
 

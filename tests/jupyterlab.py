@@ -49,8 +49,16 @@ try:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 except OSError:
     pass
-os.execv(sys.executable, [sys.executable, "-m", "jupyterlab", *sys.argv[1:]])
+os.execv(sys.executable, [sys.executable, "-m", *sys.argv[1:]])
 """
+
+
+LAB_OPTIONS = [
+    "--LabApp.news_url=None",
+    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    "--LabApp.extension_manager=readonly",
+    "--LabApp.expose_app_in_browser=True",
+]
 
 
 def free_port() -> int:
@@ -62,8 +70,11 @@ def free_port() -> int:
 class JupyterLab:
     """A JupyterLab server process with its own directories, for one test session."""
 
-    def __init__(self, root: Path, env: dict[str, str], config: dict[str, Any] | None = None) -> None:
-        """``config``: the server's jupyter_server_config.json (in its own config directory)."""
+    def __init__(
+        self, root: Path, env: dict[str, str], config: dict[str, Any] | None = None, app: str = "jupyterlab"
+    ) -> None:
+        """``config``: the server's jupyter_server_config.json (in its own config directory);
+        ``app``: the front end's module (``notebook`` for Notebook 7)."""
         self.root = root
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -90,7 +101,7 @@ class JupyterLab:
         self.log = (root.parent / "jupyterlab.log").open("w")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-c", _LAUNCH,
+                sys.executable, "-c", _LAUNCH, app,
                 "--no-browser",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",
@@ -98,10 +109,7 @@ class JupyterLab:
                 "--ServerApp.allow_root=True",
                 f"--IdentityProvider.token={self.token}",
                 f"--ServerApp.root_dir={root}",
-                "--LabApp.news_url=None",
-                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                "--LabApp.extension_manager=readonly",
-                "--LabApp.expose_app_in_browser=True",
+                *(LAB_OPTIONS if app == "jupyterlab" else []),
             ],
             cwd=root,
             env=full_env,

@@ -154,3 +154,30 @@ def test_a_saved_and_reopened_agent_turn_renders_with_the_extension_also_untrust
     assert reopened.locator(".ak-turn-notice").filter(has_text="scripted-model").count() == 1
     assert page.evaluate("() => window.__pwned || 0") == 0
     save_screenshot(reopened, "labextension-turn.png")
+
+
+def test_the_extension_loads_in_notebook_7(chromium, lab_model, tmp_path):
+    from .jupyterlab import JupyterLab
+
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("who = 'nobody'")]
+    nbformat.write(nb, root / "seven.ipynb")
+    server = JupyterLab(root, lab_model.env(), app="notebook")
+    context = chromium.new_context(viewport={"width": 1200, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/notebooks/seven.ipynb?token={server.token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        # The notebook toolbar has the extension's button, and it opens the dialog.
+        button = page.locator("[data-jp-item-name='agentKernelSchedule'] button")
+        button.wait_for(timeout=30_000)
+        button.click()
+        dialog = page.locator(".jp-Dialog")
+        dialog.wait_for(timeout=30_000)
+        assert dialog.inner_text().startswith("Schedule this notebook")
+    finally:
+        context.close()
+        server.stop()

@@ -618,18 +618,13 @@ class _TurnStart:
             last_prompt_tokens=estimate.tokens if measured else self.usage.last_prompt_tokens,
             last_request_chars=estimate.chars if measured else self.usage.last_request_chars,
         )
-        return _TurnStart(
-            changes=self.changes,
+        return replace(
+            self,
             resolved=_Resolved(session),
             session=session,
             messages=self.messages + said,
             last_turn=max(self.last_turn, journal.turn),
-            notebook=self.notebook,
-            sections_key=self.sections_key,
-            sections=self.sections,
-            compactions=self.compactions,
             usage=usage,
-            notepad=self.notepad,
         )
 
 

@@ -13,13 +13,15 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import StoreError
 from .schema import migrate
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import duckdb
@@ -142,22 +144,9 @@ class Store:
                 ":memory:", config={"threads": 1, "checkpoint_on_detach": "DISABLED"}
             )
             atexit.register(_drop_instance, weakref.ref(self))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + _BUSY_RETRY_SECONDS
-        delay = 0.01
         path = str(self.path).replace("'", "''")
-        while True:
-            try:
-                self._instance.execute(f"ATTACH '{path}' AS {_ATTACHED}")
-                break
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise StoreError(
-                        f"Cannot open the agent database {self.path}: {exc}. "
-                        "Close other programs that hold it, or set AGENT_KERNEL_DB."
-                    ) from exc
-                time.sleep(delay)
-                delay = min(delay * 2, 0.5)
+        instance = self._instance
+        self._while_locked(lambda: instance.execute(f"ATTACH '{path}' AS {_ATTACHED}"))
         con = self._instance.cursor()
         try:
             con.execute(f"USE {_ATTACHED}")
@@ -184,12 +173,22 @@ class Store:
     ) -> duckdb.DuckDBPyConnection:
         import duckdb
 
+        return self._while_locked(
+            lambda: duckdb.connect(str(self.path), read_only=read_only, config=dict(config or {}))
+        )
+
+    def _while_locked(self, open_file: Callable[[], T]) -> T:
+        """``open_file()``, tried again while another process holds the file's lock (up
+        to a few seconds, backing off); any other failure, or a lock held longer, is a
+        :class:`StoreError` that says what to do."""
+        import duckdb
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
         delay = 0.01
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=read_only, config=dict(config or {}))
+                return open_file()
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise StoreError(

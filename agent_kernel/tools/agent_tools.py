@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Annotated, Any
 
@@ -103,9 +104,7 @@ async def update_tool(
             raise ToolInputError(_unknown(con, name))
         base = current
         if from_version is not None:
-            base = tools.get(name, from_version)
-            if base is None:
-                raise ToolInputError(f"{name} has no version {from_version}; it is at version {current.version}.")
+            base = kept_version(tools, name, from_version, lambda: _unknown(con, name))
         changed = stored.ToolVersion(
             name,
             0,
@@ -174,14 +173,7 @@ async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any
     """
 
     def read(con: Any) -> stored.ToolVersion:
-        tools = stored.AgentTools(con)
-        found = tools.get(name, version)
-        if found is None:
-            current = tools.get(name)
-            if current is None:
-                raise ToolInputError(_unknown(con, name))
-            raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
-        return found
+        return kept_version(stored.AgentTools(con), name, version, lambda: _unknown(con, name))
 
     return (await with_connection(current_context().store, read)).as_dict()
 
@@ -328,6 +320,18 @@ def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> 
     except fastjsonschema.JsonSchemaValueException as exc:
         where = exc.message.removeprefix("data.").removeprefix("data ")
         raise ToolInputError(f"Invalid input for {name}: {where}") from None
+
+
+def kept_version(kept: Any, name: str, version: int | None, unknown: Callable[[], str]) -> Any:
+    """Version ``version`` of ``name`` from ``kept`` (stored tools or libraries; the current
+    one when ``version`` is None); a refusal naming what exists when there is none."""
+    found = kept.get(name, version)
+    if found is not None:
+        return found
+    current = kept.get(name)
+    if current is None:
+        raise ToolInputError(unknown())
+    raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
 
 
 def _unknown(con: Any, name: str) -> str:

@@ -17,7 +17,7 @@ from .. import libraries
 from ..errors import ToolInputError
 from ..store import agent_tools as stored
 from . import Tool, current_context
-from .agent_tools import GROUP, NAME, Code, Description, Name, Version
+from .agent_tools import GROUP, NAME, Code, Description, Name, Version, kept_version
 from .data import with_connection
 
 
@@ -65,9 +65,9 @@ async def update_library(
         current = found.get(name)
         if current is None:
             raise ToolInputError(_unknown(found, name))
-        base = current if from_version is None else found.get(name, from_version)
-        if base is None:
-            raise ToolInputError(f"{name} has no version {from_version}; it is at version {current.version}.")
+        base = current
+        if from_version is not None:
+            base = kept_version(found, name, from_version, lambda: _unknown(found, name))
         return found.save(
             name,
             _text(description) if description is not None else base.description,
@@ -107,13 +107,7 @@ async def read_library(name: Name, version: Version | None = None) -> dict[str, 
 
     def read(con: Any) -> stored.LibraryVersion:
         found = stored.Libraries(con)
-        library = found.get(name, version)
-        if library is None:
-            current = found.get(name)
-            if current is None:
-                raise ToolInputError(_unknown(found, name))
-            raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
-        return library
+        return kept_version(found, name, version, lambda: _unknown(found, name))
 
     return (await with_connection(current_context().store, read)).as_dict()
 

@@ -75,8 +75,10 @@ class DaskExecutor:
         else:
             from distributed import LocalCluster
 
+            # The dashboard on a free port: None means distributed's default, 8787, which a
+            # second cluster on the machine (another daemon, a parallel test) finds taken.
             self._cluster = LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             )
             self.client = Client(self._cluster)
         self._futures: dict[str, Any] = {}

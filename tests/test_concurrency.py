@@ -13,7 +13,7 @@ from agent_kernel.testing import reply, say, tool_use
 
 from .kernel import Execution, Kernel
 
-SECONDS = 6.0
+SECONDS = 10.0  # long enough for 3 calls each on a machine the other test workers keep busy
 
 SCRIPT = textwrap.dedent(
     """

@@ -24,12 +24,14 @@ def terms(text_sql: str) -> str:
     )
 
 
-def ranked(docs_sql: str) -> str:
-    """SQL ranking the rows of ``docs_sql`` against the query (the statement's first ``?``).
+def ranked(docs_sql: str, *, then_by: str) -> str:
+    """SQL ranking the rows of ``docs_sql`` against the query (the statement's first ``?``
+    after those of ``docs_sql``), best first, at most the last ``?`` rows.
 
     ``docs_sql`` selects at least ``id`` (unique) and ``terms`` (from :func:`terms`). The
-    result has one row per matching doc, ``id`` and ``score`` (k1 = 1.2, b = 0.75), best
-    first; rows that match no query term are left out.
+    result has ``docs_sql``'s other columns and ``score`` (k1 = 1.2, b = 0.75); equal scores
+    are ordered by ``then_by`` (a column, descending); rows that match no query term are
+    left out.
     """
     return f"""
 WITH docs AS ({docs_sql}),
@@ -44,11 +46,17 @@ hits AS (
            len(docs.terms)::DOUBLE AS dl
     FROM docs, query_terms
 ),
-frequency AS (SELECT term, count(*) FILTER (WHERE tf > 0)::DOUBLE AS df FROM hits GROUP BY term)
-SELECT hits.id,
-       sum(ln(1 + (stats.n - frequency.df + 0.5) / (frequency.df + 0.5))
-           * hits.tf * 2.2 / (hits.tf + 1.2 * (0.25 + 0.75 * hits.dl / stats.avgdl))) AS score
-FROM hits JOIN frequency USING (term), stats
-WHERE hits.tf > 0
-GROUP BY hits.id
+frequency AS (SELECT term, count(*) FILTER (WHERE tf > 0)::DOUBLE AS df FROM hits GROUP BY term),
+scores AS (
+    SELECT hits.id,
+           sum(ln(1 + (stats.n - frequency.df + 0.5) / (frequency.df + 0.5))
+               * hits.tf * 2.2 / (hits.tf + 1.2 * (0.25 + 0.75 * hits.dl / stats.avgdl))) AS score
+    FROM hits JOIN frequency USING (term), stats
+    WHERE hits.tf > 0
+    GROUP BY hits.id
+)
+SELECT docs.* EXCLUDE (terms), scores.score
+FROM docs JOIN scores USING (id)
+ORDER BY scores.score DESC, docs.{then_by} DESC
+LIMIT ?
 """

@@ -1,0 +1,109 @@
+"""Recall of past sessions (group ``memory``): ``search_sessions`` and ``session_timeline``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ..errors import ToolInputError
+from ..store import recall
+from ..store.memories import parse_instant
+from . import Tool, current_context
+from .data import with_connection
+
+QUERY_CHARS = 500
+SHORT_CHARS = 300  # notebook paths, dates, session names and ids
+Short = Annotated[str, Field(max_length=SHORT_CHARS)]
+
+
+async def search_sessions(
+    query: Annotated[str, Field(max_length=QUERY_CHARS)],
+    notebook: Short | None = None,
+    from_: Annotated[Short | None, Field(alias="from", description="Said at or after this ISO date or time.")] = None,
+    to: Short | None = None,
+    limit: Annotated[int, Field(ge=1, le=50)] = 10,
+) -> dict[str, Any]:
+    """Search what you and the user said in past sessions, and their summaries, ranked by relevance (BM25).
+
+    Finds the user's and your own words, not tool inputs or results (for code and its
+    output: db_sql on code_executions). message_id is SESSION_ID:SEQ of table messages;
+    session_timeline(session=...) shows that session's turns.
+
+    Args:
+        query: Words to look for.
+        notebook: Only sessions of this notebook (its path or file name).
+        to: Said before the end of this ISO date, or before this time.
+        limit: Most matches.
+    """
+    if not query.strip():
+        raise ToolInputError("search_sessions needs query: the words to look for.")
+    since = parse_instant(from_, "from")
+    until = parse_instant(to, "to")
+    if until is not None and to is not None and _is_date(to):
+        until += timedelta(days=1)  # a date means up to the end of that day
+    if since is not None and until is not None and since >= until:
+        raise ToolInputError(f"from ({from_}) must be before to ({to}).")
+    context = current_context()
+    filters = recall.SearchFilters(
+        notebook=notebook.strip() if notebook and notebook.strip() else None,
+        since=since,
+        until=until,
+        skip_session=context.session_id,  # the turn asking: its prompt would match itself
+        skip_turn=context.turn,
+    )
+    found = await with_connection(context.store, lambda con: recall.search(con, query, filters, limit))
+    answer: dict[str, Any] = {"matches": [m.as_dict() for m in found]}
+    if not found:
+        answer["note"] = "Nothing matched; try other words, fewer filters, or session_timeline."
+    return answer
+
+
+async def session_timeline(
+    limit: Annotated[int, Field(ge=5, le=20)] = 5,
+    session: Short | None = None,
+) -> dict[str, Any]:
+    """Recent sessions (newest first) with state, turns, tool calls, cost and summary; or, with session, that session's turns in order.
+
+    Args:
+        limit: How many recent sessions.
+        session: A session's name or id: list its turns (prompt, answer, tools) instead.
+    """
+    store = current_context().store
+    if session is not None and session.strip():
+        wanted = session.strip()
+
+        def read(con: Any) -> dict[str, Any] | None:
+            found = recall.find_session(con, wanted)
+            if found is None:
+                return None
+            listed, left_out = recall.turns(con, found[0])
+            stored = recall.summary_of(con, found[0])
+            answer: dict[str, Any] = {
+                "session": {"id": found[0], "name": found[1], "summary": stored.summary if stored else None},
+                "turns": listed,
+            }
+            if left_out:
+                answer["earlier_turns_left_out"] = left_out
+            return answer
+
+        answer = await with_connection(store, read)
+        if answer is None:
+            raise ToolInputError(f"No session has the name or id {wanted!r}; session_timeline without session lists them.")
+        return answer
+    return {"sessions": await with_connection(store, lambda con: recall.timeline(con, limit))}
+
+
+def _is_date(text: str) -> bool:
+    try:
+        datetime.strptime(text.strip(), "%Y-%m-%d")
+    except ValueError:
+        return False
+    return True
+
+
+TOOLS = [
+    Tool(search_sessions, name="search_sessions", group="memory"),
+    Tool(session_timeline, name="session_timeline", group="memory"),
+]

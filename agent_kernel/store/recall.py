@@ -207,7 +207,11 @@ FROM (
     SELECT m.session_id, m.seq, m.turn, m.role, m.created_at AS said_at, {_SAID} AS body
     FROM messages m WHERE m.role IN ('user', 'assistant')
     UNION ALL
-    SELECT session_id, NULL, NULL, 'summary', updated_at, summary FROM session_summaries
+    SELECT ss.session_id, NULL, NULL, 'summary', coalesce(covered.last, ss.updated_at), ss.summary
+    FROM session_summaries ss LEFT JOIN (  -- a summary is dated by the last message it covers
+        SELECT m.session_id, max(m.created_at) AS last FROM messages m JOIN session_summaries c
+        ON c.session_id = m.session_id AND m.seq < c.covers GROUP BY m.session_id
+    ) covered ON covered.session_id = ss.session_id
 ) said JOIN sessions s ON s.id = said.session_id
 WHERE length(said.body) > 0 AND {{where}}
 """

@@ -15,28 +15,20 @@ from .data import with_connection
 
 QUERY_CHARS = 500
 SHORT_CHARS = 300  # notebook paths, dates, session names and ids
-Short = Annotated[str, Field(max_length=SHORT_CHARS)]
 
 
 async def search_sessions(
-    query: Annotated[str, Field(max_length=QUERY_CHARS)],
-    notebook: Short | None = None,
-    from_: Annotated[Short | None, Field(alias="from", description="Said at or after this ISO date or time.")] = None,
-    to: Short | None = None,
+    query: str,
+    notebook: str | None = None,
+    from_: Annotated[str | None, Field(alias="from", description="ISO date or time")] = None,
+    to: Annotated[str | None, Field(description="ISO date (inclusive) or time")] = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
 ) -> dict[str, Any]:
-    """Search what you and the user said in past sessions, and their summaries, ranked by relevance (BM25).
-
-    Finds the user's and your own words, not tool inputs or results (for code and its
-    output: db_sql on code_executions). message_id is SESSION_ID:SEQ of table messages;
-    session_timeline(session=...) shows that session's turns.
-
-    Args:
-        query: Words to look for.
-        notebook: Only sessions of this notebook (its path or file name).
-        to: Said before the end of this ISO date, or before this time.
-        limit: Most matches.
-    """
+    """Search past sessions' messages and summaries, best first. message_id = SESSION_ID:SEQ in table messages."""
+    # Lengths are checked here, not in the schema: its size is paid on every request.
+    _check_length("query", query, QUERY_CHARS)
+    for name, value in (("notebook", notebook), ("from", from_), ("to", to)):
+        _check_length(name, value, SHORT_CHARS)
     if not query.strip():
         raise ToolInputError("search_sessions needs query: the words to look for.")
     since = parse_instant(from_, "from")
@@ -62,14 +54,10 @@ async def search_sessions(
 
 async def session_timeline(
     limit: Annotated[int, Field(ge=5, le=20)] = 5,
-    session: Short | None = None,
+    session: Annotated[str | None, Field(description="name or id: list its turns instead")] = None,
 ) -> dict[str, Any]:
-    """Recent sessions (newest first) with state, turns, tool calls, cost and summary; or, with session, that session's turns in order.
-
-    Args:
-        limit: How many recent sessions.
-        session: A session's name or id: list its turns (prompt, answer, tools) instead.
-    """
+    """Recent sessions (state, turns, tool calls, cost, summary), or one session's turns in order."""
+    _check_length("session", session, SHORT_CHARS)
     store = current_context().store
     if session is not None and session.strip():
         wanted = session.strip()
@@ -93,6 +81,11 @@ async def session_timeline(
             raise ToolInputError(f"No session has the name or id {wanted!r}; session_timeline without session lists them.")
         return answer
     return {"sessions": await with_connection(store, lambda con: recall.timeline(con, limit))}
+
+
+def _check_length(name: str, value: str | None, most: int) -> None:
+    if value is not None and len(value) > most:
+        raise ToolInputError(f"{name} is {len(value):,} characters; at most {most} are taken.")
 
 
 def _is_date(text: str) -> bool:

@@ -35,7 +35,10 @@ if TYPE_CHECKING:
     from .store.recall import Pending
     from .store.sessions import Session
 
-__all__ = ["SESSION_SUMMARY_SYSTEM", "Previous", "RecallStart", "is_session_summary_request", "write", "turn_section"]
+__all__ = [
+    "SESSION_SUMMARY_SYSTEM", "Previous", "RecallStart", "Written", "at_start", "is_session_summary_request",
+    "turn_section", "write",
+]  # fmt: skip
 
 SESSION_SUMMARY_SYSTEM = (
     "You write the summary of a finished session between a user and an AI agent working in "
@@ -46,7 +49,7 @@ SESSION_SUMMARY_SYSTEM = (
 )
 SUMMARY_MAX_TOKENS = 600
 SUMMARY_INPUT_CHARS = 120_000  # most text one session-summary request carries (about 30k tokens)
-SUMMARY_TIMEOUT_S = 60.0
+SUMMARY_TIMEOUT_S = 30.0
 
 
 def is_session_summary_request(body: dict[str, Any]) -> bool:
@@ -165,7 +168,4 @@ def turn_section(previous: Previous, summary: str | None) -> str:
     if not summary:
         return ""
     when = f", last active {previous.last_active:%Y-%m-%d %H:%M} UTC" if previous.last_active else ""
-    return (
-        f"Summary of your previous session {previous.name!r}{when} (search_sessions and "
-        f"session_timeline recall more):\n{summary.strip()}"
-    )
+    return f"Summary of your previous session {previous.name!r}{when}:\n{summary.strip()}"

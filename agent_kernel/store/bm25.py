@@ -7,12 +7,13 @@ table expression against a query's terms. Memories and past sessions are ranked 
 from __future__ import annotations
 
 # Words that say nothing about what a text is about; left out of queries.
-STOPWORDS = (
+_STOPWORDS_TEXT = (
     "a about an and any are as at be been but by can could did do does for from had has have "
     "he her his how i if in into is it its me my of on or our she should so than that the "
     "their them then there these they this those to us was we were what when where which who "
     "why will with would you your"
-).split()
+)
+STOPWORDS = _STOPWORDS_TEXT.split()
 
 
 def terms(text_sql: str) -> str:

@@ -655,7 +655,9 @@ class _TurnStart:
             messages=self.messages + said,
             last_turn=max(self.last_turn, journal.turn),
             usage=usage,
-            recall=RecallStart(),  # done: the next turn has nothing to make
+            # Made and shown; unless the turn stored nothing (a failed first request): its
+            # retry is the session's first turn still.
+            recall=RecallStart() if said else RecallStart(previous=self.recall.previous),
             ended=time.monotonic(),
         )
 

@@ -11,6 +11,8 @@ from agent_kernel.session_summary import is_session_summary_request
 from agent_kernel.store import Store, recall
 from agent_kernel.testing import fail, say
 
+from .past_sessions import past_session
+
 PREVIOUS = "Summary of your previous session"
 
 
@@ -102,3 +104,16 @@ def test_summary_idle_minutes_is_a_setting_and_an_agent_keyword():
     assert Agent(summary_idle_minutes=45).config.summary_idle_minutes == 45
     with pytest.raises(TraitError, match="summary_idle_minutes"):
         Agent(summary_idle_minutes=-1)
+
+
+def test_a_first_turn_that_failed_leaves_the_previous_summary_to_its_retry(shell_agent, scripted_model, agent_db):
+    store = Store(agent_db)
+    earlier = past_session(store, "last-week", [("Budget review", "Done.")], hours_ago=24 * 7)
+    with store.connect() as con:
+        recall.save_summary(con, earlier, "Reviewed the budget; travel is over by 12%.", covers=2, model="m")
+    scripted_model.add(fail(400, "invalid_request_error", "max_tokens: too large"), say("Back."))
+    assert shell_agent.execute("hello").error is not None  # nothing of this turn is stored
+    assert "travel is over by 12%" in turn_context(scripted_model)
+    shell_agent.ok("hello again")
+    assert "travel is over by 12%" in turn_context(scripted_model)  # still the session's first turn
+    assert session_summaries(scripted_model) == []  # it was up to date: nothing to make

@@ -20,11 +20,11 @@ SHORT_CHARS = 300  # notebook paths, dates, session names and ids
 async def search_sessions(
     query: str,
     notebook: str | None = None,
-    from_: Annotated[str | None, Field(alias="from", description="ISO date or time")] = None,
-    to: Annotated[str | None, Field(description="ISO date (inclusive) or time")] = None,
+    from_: Annotated[str | None, Field(alias="from")] = None,
+    to: str | None = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
 ) -> dict[str, Any]:
-    """Search past sessions' messages and summaries, best first. message_id = SESSION_ID:SEQ in table messages."""
+    """Search past sessions' messages and summaries, best first. from/to: ISO date (to inclusive) or time. message_id: SESSION_ID:SEQ in table messages."""
     # Lengths are checked here, not in the schema: its size is paid on every request.
     _check_length("query", query, QUERY_CHARS)
     for name, value in (("notebook", notebook), ("from", from_), ("to", to)):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .approval import Approver
     from .loop import TurnResult
     from .model import HttpClient
+    from .session_summary import RecallStart
     from .store import Store
     from .store.compactions import Compaction
     from .store.sessions import Journal, Session, Sessions
@@ -356,6 +358,7 @@ class Agent:
         cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
         if self._model_client is None:
             self._model_client = ModelClient(http_client=self._http_client)
+        summaries = await self._write_summaries(start.recall)
         transcript = Transcript(
             live=self.live,
             updates_per_second=config.updates_per_second,
@@ -365,7 +368,8 @@ class Agent:
         shell = self.shell
         system = assemble(sections, groups=groups, secrets=self.secrets.names())
         context_block = turn_context(
-            history, settings=config, shell=shell, groups=groups, notepad=notepad, notes=mcp_failures
+            history, settings=config, shell=shell, groups=groups, notepad=notepad, notes=mcp_failures,
+            previous_session=_previous_section(start.recall, summaries),
         )
         for line in mcp_failures:
             transcript.notice(line, kind="error")
@@ -426,6 +430,7 @@ class Agent:
                 session_cost=spent.cost,
                 estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
                 refresh_tools=lambda: self._offered(mode),
+                side_calls=[(w.message, w.duration_ms) for w in summaries if w.message is not None],
             )
             try:
                 result = await turn.run()
@@ -468,14 +473,31 @@ class Agent:
             or start.sections_key != (instruction, frozenset(groups))
             or not self.store.unchanged_since(start.changes)
             or "skills" in groups  # the skills folder may have changed too: read afresh
+            or self._idle_since(start)  # a summary may be due: see session_summary.py
         ):
             return None
         return start
+
+    def _idle_since(self, start: _TurnStart) -> bool:
+        """Whether the session has been idle past summary_idle_minutes since ``start``'s turn."""
+        minutes = self.config.summary_idle_minutes
+        return bool(minutes) and time.monotonic() - start.ended > minutes * 60
+
+    async def _write_summaries(self, found: RecallStart) -> list[Any]:
+        """Make the session summaries due as this turn starts (see session_summary.py)."""
+        if not found.due:
+            return []
+        from . import session_summary
+
+        return await session_summary.write(
+            found.due, store=self.store, model_client=self._model_client, small_model=self.config.small_model
+        )
 
     def _read_start(
         self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
     ) -> _TurnStart:
         """Resolve the session and read what a turn needs first, in one connection."""
+        from . import session_summary
         from .prompt import stored_sections
         from .store import compactions
         from .store.notepad import Notepad
@@ -495,6 +517,10 @@ class Agent:
             notepad = Notepad(con, current.id).read() if "skills" in groups else ""
             compacted = compactions.load(con, current.id)
             spent = session_usage(con, current.id)
+            recall = session_summary.at_start(
+                con, current, first_turn=last_turn == 0, notebook=self.notebook,
+                idle_minutes=self.config.summary_idle_minutes,
+            )
             changes = store.changes  # this connection's own count: it is still open
         return _TurnStart(
             changes=changes,
@@ -508,6 +534,7 @@ class Agent:
             compactions=tuple(compacted),
             usage=spent,
             notepad=notepad,
+            recall=recall,
         )
 
     # -- the system prompt ---------------------------------------------------------------
@@ -598,6 +625,8 @@ class _TurnStart:
     compactions: tuple[Compaction, ...]  # the session's stored context summaries
     usage: SessionUsage  # its cost so far and the size of its last request
     notepad: str  # the session's notepad ("" unless the skills group is on)
+    recall: RecallStart  # summaries due, the previous session (see session_summary.py)
+    ended: float = 0.0  # time.monotonic() when the turn that last used it ended (0: none did)
 
     def history(self) -> list[dict[str, Any]]:
         """The stored conversation, decoded afresh (the turn may change what it is given)."""
@@ -608,6 +637,7 @@ class _TurnStart:
         the cost and last request size the turn's calls added (a compaction the turn stored
         changed the file, so the next turn reads it afresh)."""
         said = tuple((role, json.dumps(content)) for role, content in journal.recorded)
+        from .session_summary import RecallStart
         from .store.usage import SessionUsage
 
         session = journal.applied_to(self.session)
@@ -625,7 +655,21 @@ class _TurnStart:
             messages=self.messages + said,
             last_turn=max(self.last_turn, journal.turn),
             usage=usage,
+            # Made and shown; unless the turn stored nothing (a failed first request): its
+            # retry is the session's first turn still.
+            recall=RecallStart() if said else RecallStart(previous=self.recall.previous),
+            ended=time.monotonic(),
         )
+
+
+def _previous_section(found: RecallStart, written: list[Any]) -> str:
+    """The turn context's summary of the previous session (made just now, else as stored)."""
+    from .session_summary import turn_section
+
+    if found.previous is None:
+        return ""
+    fresh = [w.summary for w in written if w.session_id == found.previous.id]
+    return turn_section(found.previous, fresh[-1] if fresh else found.previous.summary)
 
 
 def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:

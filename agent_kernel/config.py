@@ -291,6 +291,20 @@ class AgentKernel(Configurable):
         "claude-haiku-4-5", help="Small, fast Claude model for side tasks: conversation summaries."
     ).tag(config=True)
 
+    summary_idle_minutes = Float(
+        30.0,
+        help="Minutes without a message after which a session counts as idle: the next turn "
+        "(or the notebook's next session) first has small_model write the session's short "
+        "summary, which search_sessions and session_timeline read and the next session's "
+        "first turn is shown (after %agent --new too). 0: no session summaries.",
+    ).tag(config=True)
+
+    @validate("summary_idle_minutes")
+    def _valid_summary_idle_minutes(self, proposal: dict) -> float:
+        if proposal["value"] < 0:
+            raise TraitError(f"summary_idle_minutes is minutes (0: no summaries), not {proposal['value']}.")
+        return proposal["value"]
+
     @validate("context_window")
     def _valid_context_window(self, proposal: dict) -> int:
         value = proposal["value"]

@@ -141,6 +141,8 @@ class Turn:
     refresh_tools: Callable[[], list[Tool]] | None = None
     # The last request's reported input size, for the next call's estimate (from the store).
     estimate: InputEstimate = field(default_factory=InputEstimate)
+    # Model calls made for this turn before it ran (session summaries): (response, ms), recorded with it.
+    side_calls: list[tuple[Any, float]] = field(default_factory=list)
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
@@ -166,6 +168,8 @@ class Turn:
         self._usage = usage_rows.UsageLog(ctx.session_id, ctx.turn)
         if self.budget is not None:
             self.budget.on_model_call = lambda message, ms: self._side_call(result, message, ms)
+        for message, ms in self.side_calls:
+            self._side_call(result, message, ms)
         self._journal.state("running")
         self._write()
         try:

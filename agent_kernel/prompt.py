@@ -149,11 +149,13 @@ def turn_context(
     groups: Collection[str],
     notepad: str = "",
     notes: Iterable[str] = (),
+    previous_session: str = "",
 ) -> dict[str, Any]:
     """The text block that leads a new user message: the time, the kernel's variables
     that changed since the list the conversation (``history``) already holds, and the
-    session's notepad (``notepad``: its text as the turn starts), and ``notes`` (one line each,
-    such as an MCP server that did not start)."""
+    session's notepad (``notepad``: its text as the turn starts), ``notes`` (one line each,
+    such as an MCP server that did not start), and on a session's first turn the previous
+    session's summary (``previous_session``, see :mod:`agent_kernel.session_summary`)."""
     from . import namespace
     from .store.notepad import turn_section
 
@@ -164,6 +166,8 @@ def turn_context(
         lines.append(namespace.variables_update(namespace.briefing_lines(shell.user_ns, hidden), known))
     if notepad.strip():
         lines.append(turn_section(notepad))
+    if previous_session.strip():
+        lines.append(previous_session.strip())
     lines.extend(notes)
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}
 

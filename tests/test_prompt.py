@@ -11,11 +11,11 @@ from agent_kernel.conversation import is_turn_context
 from agent_kernel.prompt import turn_context
 
 
-def test_default_tools_and_system_prompt_fit_in_12000_characters(tmp_path):
+def test_default_tools_and_system_prompt_fit_in_12750_characters(tmp_path):
     agent = Agent(shell=InteractiveShell.instance(), db_path=str(tmp_path / "agent.duckdb"))
     tools = [t.definition() for t in agent._offered(agent.config.approve)]
     sent = len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))) + len(agent.system_prompt())
-    assert sent <= 12_000, sent
+    assert sent <= 12_750, sent  # search_sessions and session_timeline take about 810
     assert {"run_code", "db_sql", "memory", "render_blocks"} <= {t["name"] for t in tools}
     assert all("title" not in p for t in tools for p in t["input_schema"].get("properties", {}).values())
 

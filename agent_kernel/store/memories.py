@@ -23,6 +23,8 @@ from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolInputError
+from .bm25 import STOPWORDS as _STOPWORDS
+from .bm25 import terms as _terms
 from .schema import UTC_NOW
 
 if TYPE_CHECKING:
@@ -52,14 +54,6 @@ SECTION_CHARS = 4_000
 MEMORY_CHARS = 10_000  # the longest one memory or summary may be
 TAGS = 20  # the most tags one memory carries
 TAG_CHARS = 100
-
-# Words that say nothing about what a memory is about; left out of recall queries.
-_STOPWORDS = (
-    "a about an and any are as at be been but by can could did do does for from had has have "
-    "he her his how i if in into is it its me my of on or our she should so than that the "
-    "their them then there these they this those to us was we were what when where which who "
-    "why will with would you your"
-).split()
 
 _COLUMNS = "id, store, type, content, tags, pursuing_priority, period_key, chat_id, created_at"
 
@@ -144,15 +138,6 @@ class Filters:
             clauses.append("starts_with(period_key, ?)")
             params.append(self.period_key_prefix)
         return " AND ".join(clauses), params
-
-
-def _terms(text_sql: str) -> str:
-    """SQL: the word tokens of ``text_sql``, lower-cased, a plural ``s`` dropped."""
-    return (
-        "list_transform(list_filter(regexp_split_to_array(lower(" + text_sql + "), "
-        r"'[^\p{L}\p{N}]+'), lambda t: length(t) > 1), lambda t: CASE WHEN length(t) > 3 "
-        "AND suffix(t, 's') AND NOT suffix(t, 'ss') THEN left(t, length(t) - 1) ELSE t END)"
-    )
 
 
 # Okapi BM25 (k1 = 1.2, b = 0.75) of each memory against the query's terms.

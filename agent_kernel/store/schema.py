@@ -294,6 +294,21 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE notepads IS 'Project table (read-only here; use the notepad tools): each session''s notepad.';
         """,
     ),
+    # -- recall of past sessions: each session's short summary ----------------------------
+    (
+        90,
+        """
+        CREATE TABLE IF NOT EXISTS session_summaries (
+            session_id  VARCHAR PRIMARY KEY,
+            summary     VARCHAR NOT NULL,
+            covers      INTEGER NOT NULL,
+            model       VARCHAR,
+            created_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            updated_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        COMMENT ON TABLE session_summaries IS 'Project table (read-only; search_sessions and session_timeline read it): a short summary of each session, made when it went idle or was closed; it covers the messages with seq < covers (model NULL: the model call failed and it lists the prompts).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -325,6 +340,8 @@ PROTECTED_TABLES: set[str] = {
     "skills",
     "skill_states",
     "notepads",
+    # recall of past sessions
+    "session_summaries",
 }
 
 

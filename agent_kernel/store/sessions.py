@@ -32,8 +32,8 @@ _COLUMNS = (
 
 
 # What a session leaves in other tables; deleting it deletes these rows too. Memories and
-# stored-prompt versions outlive the session that wrote them. (Its context summaries, made
-# from its messages, go too; they are not counted.)
+# stored-prompt versions outlive the session that wrote them. (Its context summaries and its
+# session summary, made from its messages, go too; they are not counted.)
 _SESSION_TABLES = ("messages", "tool_calls", "code_executions", "model_calls")
 
 
@@ -198,7 +198,7 @@ class Sessions:
         counts = self.stored_rows(session_id)
         self.con.execute("BEGIN")
         try:
-            for table in (*_SESSION_TABLES, "context_summaries"):
+            for table in (*_SESSION_TABLES, "context_summaries", "session_summaries"):
                 self.con.execute(f"DELETE FROM {table} WHERE session_id = ?", [session_id])
             self.con.execute("DELETE FROM sessions WHERE id = ?", [session_id])
             self.con.execute("COMMIT")

@@ -29,8 +29,8 @@ every request kept in ``requests`` the same way)::
 
 Pass the method ``model.http_client`` itself: the agent makes one client per event loop.
 
-When a long session is compacted (``AgentKernel.context_window``), the agent asks the small
-model for a summary; the scripted model answers those requests itself, outside the script
+When a long session is compacted (``AgentKernel.context_window``), or a session is summarised
+for recall (``AgentKernel.summary_idle_minutes``), the agent asks the small model for a summary; the scripted model answers those requests itself, outside the script
 (``summary_reply``: the prompts it saw), and keeps them in ``summary_requests`` too. Pass
 ``summarizer=None`` to script them like any other reply.
 """

@@ -60,8 +60,8 @@ class ScriptedModel:
         without one, an exhausted script answers 400 with a message saying so.
     summarizer:
         Answers the agent's conversation-summary requests (a compaction, see
-        :mod:`agent_kernel.budget`) outside the script, so a script need not know when
-        one comes; by default :func:`~agent_kernel.testing.script.summary_reply`. ``None``:
+        :mod:`agent_kernel.budget`; a session's summary, see :mod:`agent_kernel.session_summary`)
+        outside the script, so a script need not know when one comes; by default :func:`~agent_kernel.testing.script.summary_reply`. ``None``:
         they take the next scripted reply like any request. Either way they are kept in
         :attr:`requests` and :attr:`summary_requests`.
     cache_min_tokens:
@@ -149,8 +149,9 @@ class ScriptedModel:
 
     def _next(self, body: dict[str, Any]) -> Reply | Failure:
         from ..budget import is_summary_request
+        from ..session_summary import is_session_summary_request
 
-        summary = is_summary_request(body)
+        summary = is_summary_request(body) or is_session_summary_request(body)
         with self._lock:
             self.requests.append(body)
             if summary:

@@ -153,12 +153,29 @@ def _request(
     if temperature is not None:
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 1:
             raise ValueError(f"temperature must be a number from 0 to 1, not {temperature!r}.")
-        params["temperature"] = float(temperature)
+        _note_temperature()
     validator = None
     if schema is not None:
         validator = _validator(schema)
         params["output_config"] = {"format": {"type": "json_schema", "schema": _api_schema(schema)}}
     return _Request(params, validator)
+
+
+def _note_temperature() -> None:
+    """Say once that ``temperature`` is accepted but not sent.
+
+    The API version the installed SDK speaks (2026-10-21) has no sampling parameters: a
+    request carrying ``temperature`` (any value) fails with a 400, and the SDK no longer
+    takes it. It stays an argument so calls written for the seed's tool keep working.
+    """
+    import warnings
+
+    warnings.warn(
+        "temperature is not sent: the Messages API no longer has sampling parameters "
+        "(API version 2026-10-21); the model's own sampling is used.",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def _validator(schema: Any) -> Any:
@@ -440,7 +457,8 @@ def generate(
     Returns a :class:`Generation` (``text``, ``parsed`` with a ``schema``, ``usage``);
     raises :class:`GenerationError` when there is no usable answer (a reply that does not
     match ``schema`` says how), ``ValueError`` for a bad argument. ``max_tokens`` defaults
-    to 4,096; ``temperature`` (0 to 1) to the model's default. ``agent``: whose model
+    to 4,096. ``temperature`` (0 to 1) is checked but not sent: the API no longer has
+    sampling parameters (a warning says so). ``agent``: whose model
     client and settings to use outside a turn (by default the notebook's).
     """
     caller = _caller(agent)

@@ -40,7 +40,7 @@ async def llm_generate(
         intelligence: low (cheap and fast: classification, extraction; the default), medium, or high (most capable).
         schema: A JSON Schema the answer must match: the reply is JSON, returned parsed in `parsed`.
         max_tokens: Most output tokens (default 4096).
-        temperature: Sampling temperature from 0 to 1 (default: the model's).
+        temperature: Accepted (0 to 1) but not sent: current models have no sampling temperature.
     """
     from ..llm import GenerationError, agenerate
 
@@ -49,8 +49,8 @@ async def llm_generate(
     try:
         result = await agenerate(
             prompt, system=system, intelligence=intelligence, schema=schema,
-            max_tokens=max_tokens, temperature=temperature,
-        )  # fmt: skip
+            max_tokens=max_tokens,
+        )  # fmt: skip (temperature: validated above, never sent; see agent_kernel.llm)
     except GenerationError as exc:
         raise ToolInputError(f"llm_generate: {exc}") from None
     except (ValueError, TypeError) as exc:

@@ -3,7 +3,8 @@
 A single request to a Claude model chosen by *intelligence* (``low``, ``medium``, ``high``:
 ``AgentKernel.small_model``, ``medium_model``, ``large_model``), with no tools and no
 conversation. With ``schema`` (a JSON Schema) the request asks for the API's JSON-schema
-output format, and the reply is parsed and validated against the schema as given:
+output format, and the reply is parsed and validated against the schema as given (by
+fastjsonschema):
 ``result.parsed`` holds the value, and a reply that does not match fails with the
 validation message.
 
@@ -38,6 +39,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import AgentKernelError, ModelError
@@ -179,18 +181,28 @@ def _note_temperature() -> None:
 
 
 def _validator(schema: Any) -> Any:
-    """A ``jsonschema`` validator of ``schema``; ``ValueError`` when it is no valid JSON Schema."""
-    import jsonschema
-
+    """The compiled validator of ``schema``; ``ValueError`` when it is no valid JSON Schema."""
     if not isinstance(schema, dict):
         raise ValueError(f"schema must be a JSON Schema object, not {type(schema).__name__}.")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        raise ValueError(f"schema is not a valid JSON Schema (at {where}): {exc.message}") from None
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+        text = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"schema must be plain JSON: {exc}.") from None
+    return _compiled(text)
+
+
+@lru_cache(maxsize=64)
+def _compiled(schema_json: str) -> Any:
+    """fastjsonschema (drafts 4, 6 and 7), as for agent-defined tools: importing jsonschema
+    costs seconds where its optional format checkers are installed, as Jupyter installs them."""
+    import fastjsonschema
+
+    try:
+        return fastjsonschema.compile(json.loads(schema_json))
+    except fastjsonschema.JsonSchemaDefinitionException as exc:
+        raise ValueError(f"schema is not a valid JSON Schema: {exc}.") from None
+    except Exception as exc:  # noqa: BLE001 - malformed schemas fail in many ways while compiling
+        raise ValueError(f"schema is not a valid JSON Schema ({type(exc).__name__}: {exc}).") from None
 
 
 def _api_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -243,13 +255,13 @@ def _result(message: Any, request: _Request) -> Generation:
 
 
 def _schema_problem(validator: Any, value: Any) -> str | None:
-    from jsonschema.exceptions import best_match
+    import fastjsonschema
 
-    error = best_match(validator.iter_errors(value))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{error.message} (at {where})" if where else error.message
+    try:
+        validator(value)
+    except fastjsonschema.JsonSchemaValueException as exc:
+        return exc.message.removeprefix("data.").removeprefix("data ")
+    return None
 
 
 # -- where calls go, and what they count toward ------------------------------------------------

@@ -40,12 +40,11 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import AgentKernelError, ModelError
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .config import AgentKernel
     from .model import ModelClient
 
@@ -62,6 +61,16 @@ MAX_BATCH_REQUESTS = 100_000  # the Message Batches API's limit per batch
 _REPLY_SHOWN_CHARS = 500  # of a reply that failed its schema, in the error
 
 T = TypeVar("T")
+
+
+class Agent(Protocol):
+    """What calls need of an :class:`agent_kernel.Agent` (named so to keep this module below it)."""
+
+    @property
+    def model_client(self) -> ModelClient: ...
+
+    @property
+    def config(self) -> AgentKernel: ...
 
 
 class GenerationError(AgentKernelError):

@@ -14,14 +14,19 @@ import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .server import ScriptedModel
+from .script import Failure, Reply
 
 __all__ = ["Batches"]
 
 ROUTE = "/v1/messages/batches"
+
+
+class Answers(Protocol):
+    """What answers a batch's requests (the :class:`~agent_kernel.testing.ScriptedModel`)."""
+
+    def complete(self, body: dict[str, Any]) -> tuple[Reply | Failure, dict[str, Any] | None]: ...
 
 
 @dataclass
@@ -42,7 +47,7 @@ class Batches:
     ``created``: each create request's body, as sent.
     """
 
-    model: ScriptedModel
+    model: Answers
     polls: int = 2
     created: list[dict[str, Any]] = field(default_factory=list)
     _batches: dict[str, _Batch] = field(default_factory=dict)
@@ -82,8 +87,6 @@ class Batches:
         return 404, _error("not_found_error", f"No route {method} {path}")
 
     def _create(self, body: dict[str, Any]) -> dict[str, Any]:
-        from .script import Failure
-
         self.created.append(body)
         results = []
         for item in body.get("requests") or []:

@@ -67,7 +67,6 @@ bench: nodejs $(STAMP)
 	$(PY) benchmarks/redaction.py
 	$(PY) benchmarks/context.py
 	$(PY) benchmarks/delegation.py
-	$(PY) benchmarks/delegation.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache agent_kernel/labextension labextension/lib labextension/node_modules

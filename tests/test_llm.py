@@ -183,3 +183,16 @@ def test_batch_results_count_toward_the_turn(shell_agent, scripted_model):
     assert shell_agent.value("labels") == ["spam", "ham"]
     assert len(model_calls(shell_agent)) == 4 and cell.result.model_calls == 2
     assert json.dumps(scripted_model.batches.created[0]["requests"][0]["params"]["output_config"]["format"]["schema"])
+
+
+def test_in_a_notebook_calls_use_the_kernels_settings_and_its_loop(kernel, scripted_model):
+    scripted_model.responder = echo
+    kernel.ok("%config AgentKernel.small_model = 'tiny-model'")
+    # A cell's code runs while the kernel's event loop is running: generate must not need it.
+    shown = kernel.ok("from agent_kernel import llm\nprint(llm.generate('hello').text)")
+    assert shown.stdout.strip() == "HELLO"
+    shown = kernel.ok("rs = await llm.agenerate_many(['a', 'boom', 'c'], progress=False)\nprint([r.text for r in rs], rs[1].ok)")
+    assert shown.stdout.strip() == "['A', '', 'C'] False"
+    shown = kernel.ok("print([r.text for r in llm.generate_many(['x', 'y'])])")  # its bar: a widget here
+    assert shown.stdout.strip() == "['X', 'Y']" and "Traceback" not in shown.stderr
+    assert {r["model"] for r in scripted_model.requests} == {"tiny-model"}

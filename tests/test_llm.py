@@ -196,3 +196,20 @@ def test_in_a_notebook_calls_use_the_kernels_settings_and_its_loop(kernel, scrip
     shown = kernel.ok("print([r.text for r in llm.generate_many(['x', 'y'])])")  # its bar: a widget here
     assert shown.stdout.strip() == "['X', 'Y']" and "Traceback" not in shown.stderr
     assert {r["model"] for r in scripted_model.requests} == {"tiny-model"}
+
+
+def test_a_time_limit_stops_generate_many_and_what_ran_is_counted(shell_agent, scripted_model):
+    code = "from agent_kernel import llm\nout = llm.generate_many([f'p{i}' for i in range(40)], concurrency=2, progress=False)\n"
+    scripted_model.add(call("run_code", code=code, timeout_s=1))
+    # The turn's next request ends it; each side call takes 0.2 s (40, 2 at a time: 4 s).
+    scripted_model.responder = lambda body: say("It timed out.") if "tools" in body else echo(body, delay=0.2)
+    cell = shell_agent.ok("label forty")
+    result = json.loads(scripted_model.requests[-1]["messages"][-1]["content"][0]["content"])
+    assert result["error"]["type"] == "TimeoutError"
+    time.sleep(0.5)  # the calls in flight when it stopped have answered by now
+    side = [r for r in scripted_model.requests if "tools" not in r]
+    assert 2 <= len(side) <= 14  # the rest were never sent
+    recorded = model_calls(shell_agent)
+    answered = len(recorded) - 2  # the turn's own two calls aside
+    assert len(side) - 2 <= answered <= len(side) and answered >= 2  # at most 2 were in flight, cancelled
+    assert cell.result.tokens == sum(c[2] + c[3] for c in recorded)

@@ -15,7 +15,9 @@ Where the call goes and what it counts toward:
   cost and limits (a session past its limit makes no more calls);
 - in a notebook with the extension loaded: the kernel agent's model client and settings;
 - elsewhere: ``Agent(...)`` given as ``agent=``, else the SDK's own client and the default
-  settings.
+  settings. Calls outside a turn are not stored; their usage is in each result.
+
+A Message Batch's calls are counted at the list price (the batch discount is not applied).
 
 Every request goes out through :class:`~agent_kernel.model.ModelClient` (or, for batches,
 through :func:`agent_kernel.secrets.scrub`), so secrets are redacted from prompts as from

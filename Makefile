@@ -66,6 +66,7 @@ bench: nodejs $(STAMP)
 	$(PY) benchmarks/blocks.py
 	$(PY) benchmarks/redaction.py
 	$(PY) benchmarks/context.py
+	$(PY) benchmarks/delegation.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache agent_kernel/labextension labextension/lib labextension/node_modules

@@ -50,7 +50,13 @@ if TYPE_CHECKING:
     from .tools.context import ToolContext
 
 
+# Submodules reachable as attributes (``agent_kernel.llm.generate``) without importing them here.
+_SUBMODULES = {"llm"}
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agent_kernel' has no attribute {name!r}")

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .approval import Approver
     from .loop import TurnResult
-    from .model import HttpClient
+    from .model import HttpClient, ModelClient
     from .session_summary import RecallStart
     from .store import Store
     from .store.compactions import Compaction
@@ -139,6 +139,15 @@ class Agent:
         for item in USER_TOOLS.tools.values():  # @tool functions defined since last turn
             self._registry.add(item)
         return self._registry
+
+    @property
+    def model_client(self) -> ModelClient:
+        """What this agent's model calls go through (turns, summaries, agent_kernel.llm)."""
+        if self._model_client is None:
+            from .model import ModelClient
+
+            self._model_client = ModelClient(http_client=self._http_client)
+        return self._model_client
 
     @property
     def notebook(self) -> str:
@@ -327,7 +336,6 @@ class Agent:
         from .display.transcript import Transcript
         from .interrupts import TurnInterrupts
         from .loop import Turn, TurnLimits
-        from .model import ModelClient
         from .prompt import assemble, turn_context
         from .tools.context import ToolContext
         from .usage import InputEstimate
@@ -356,8 +364,6 @@ class Agent:
         limit = token_limit or current.token_limit or config.token_limit
         # A limit Continue raised for this session stays, unless the setting is higher (0: off).
         cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
-        if self._model_client is None:
-            self._model_client = ModelClient(http_client=self._http_client)
         summaries = await self._write_summaries(start.recall)
         transcript = Transcript(
             live=self.live,
@@ -382,7 +388,7 @@ class Agent:
         turn_model = model or current.model or config.model
         budget = ContextBudget.from_settings(
             config, model=turn_model, store=self.store, session_id=current.id,
-            model_client=self._model_client, seen=self._budget_seen, stored=compacted,
+            model_client=self.model_client, seen=self._budget_seen, stored=compacted,
         )
         with TurnInterrupts() as interrupts:
             context = ToolContext(
@@ -398,6 +404,7 @@ class Agent:
                 interrupts=interrupts,
                 approve=mode,
                 secrets=self.secrets,
+                model_client=self.model_client,
             )
             transcript.show_stop(lambda: interrupts.request("stop"))
             if self.approver is None and self.live:
@@ -408,7 +415,7 @@ class Agent:
                 context=context,
                 registry=registry,
                 tools=offered,
-                model_client=self._model_client,
+                model_client=self.model_client,
                 limits=TurnLimits(
                     model=turn_model,
                     max_tokens=config.max_tokens,
@@ -490,7 +497,7 @@ class Agent:
         from . import session_summary
 
         return await session_summary.write(
-            found.due, store=self.store, model_client=self._model_client, small_model=self.config.small_model
+            found.due, store=self.store, model_client=self.model_client, small_model=self.config.small_model
         )
 
     def _read_start(

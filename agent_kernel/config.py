@@ -15,10 +15,11 @@ from traitlets.config import Configurable
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools")
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm")
 # Offered unless configured otherwise: every group but schedule (its definitions alone are
 # about 5,600 characters, resent with every request), skills (likewise, about 3,000), tools
-# (the agent's own tools and libraries: twelve more definitions) and web (the user's choice).
+# (the agent's own tools and libraries: twelve more definitions), web (the user's choice) and
+# llm (calls that cost tokens beside the turn's own).
 DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
@@ -68,7 +69,7 @@ class AgentKernel(Configurable):
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
-        "(schedule, skills, tools and web are off by default).",
+        "(schedule, skills, tools, web and llm are off by default).",
     ).tag(config=True)
 
     mcp_servers = Dict(
@@ -288,7 +289,17 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     small_model = Unicode(
-        "claude-haiku-4-5", help="Small, fast Claude model for side tasks: conversation summaries."
+        "claude-haiku-4-5",
+        help="Small, fast Claude model for side tasks: conversation summaries, and llm_generate "
+        "/ agent_kernel.llm.generate with intelligence='low' (the default).",
+    ).tag(config=True)
+
+    medium_model = Unicode(
+        DEFAULT_MODEL, help="Claude model for llm_generate / agent_kernel.llm.generate with intelligence='medium'."
+    ).tag(config=True)
+
+    large_model = Unicode(
+        "claude-opus-5-5", help="Claude model for llm_generate / agent_kernel.llm.generate with intelligence='high'."
     ).tag(config=True)
 
     summary_idle_minutes = Float(

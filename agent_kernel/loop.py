@@ -170,6 +170,8 @@ class Turn:
             self.budget.on_model_call = lambda message, ms: self._side_call(result, message, ms)
         for message, ms in self.side_calls:
             self._side_call(result, message, ms)
+        ctx.on_model_call = lambda message, ms: self._side_call(result, message, ms)
+        ctx.limit_reached = lambda: self._limit_line(result)
         self._journal.state("running")
         self._write()
         try:
@@ -423,11 +425,28 @@ class Turn:
     # -- requests and storage ------------------------------------------------------------
 
     def _side_call(self, result: TurnResult, message: Any, duration_ms: float) -> None:
-        """Record a model call made for the turn outside its conversation (a summary)."""
+        """Record a model call made for the turn outside its conversation (a summary, a
+        tool's llm_generate)."""
         usage = CallUsage.of(message.model, message.usage, getattr(self.context.settings, "prices", None))
         self._usage.call(usage, duration_ms=duration_ms, stop_reason=message.stop_reason)
         result.count(usage, side=True)
         self._journal.usage(usage.total)
+
+    def _limit_line(self, result: TurnResult) -> str | None:
+        """Why a tool may make no more model calls now (the session's token or cost limit), or None."""
+        name = self.context.session_name
+        if result.session_tokens >= self.limits.token_limit:
+            return (
+                f"Session {name!r} reached its token limit ({result.session_tokens:,} of "
+                f"{self.limits.token_limit:,} tokens); no more model calls in this turn."
+            )
+        cost_limit = self.limits.cost_limit
+        if cost_limit and result.session_cost >= cost_limit:
+            return (
+                f"Session {name!r} reached its cost limit (${result.session_cost:,.4f} of "
+                f"${cost_limit:,.2f}); no more model calls in this turn."
+            )
+        return None
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -39,6 +39,7 @@ _PROMPT_TOO_LONG = re.compile(
 )
 
 _Identity = tuple[str | None, ...]  # what a client was made with: key, token, base URL
+_CLOSING: set[asyncio.Task[None]] = set()  # replaced clients being closed (kept from the GC)
 
 
 class StreamView(Protocol):
@@ -94,6 +95,11 @@ class ModelClient:
             if self.http_client is not None:
                 made = self.http_client
                 options["http_client"] = made() if callable(made) else made
+            if known is not None and not self._given():
+                # The replaced client's pooled connections would stay open with the loop.
+                closing = loop.create_task(known[1].close())
+                _CLOSING.add(closing)
+                closing.add_done_callback(_CLOSING.discard)
             known = (identity, anthropic.AsyncAnthropic(**options))
             self._clients[loop] = known
         return known[1]
@@ -101,9 +107,12 @@ class ModelClient:
     async def aclose(self) -> None:
         """Close the running loop's client and its connections (before that loop ends)."""
         known = self._clients.pop(asyncio.get_running_loop(), None)
-        given = self.http_client is not None and not callable(self.http_client)
-        if known is not None and not given:  # a client given as such is its owner's to close
+        if known is not None and not self._given():  # a client given as such is its owner's to close
             await known[1].close()
+
+    def _given(self) -> bool:
+        """Whether the SDK client's HTTP client was given as one (its owner closes it)."""
+        return self.http_client is not None and not callable(self.http_client)
 
     async def stream(
         self, params: dict[str, Any], view: StreamView, *, retries: int = 3

@@ -137,14 +137,15 @@ def fuzz_one_tool(caller: Any, name: str, calls: list[tuple[str, float, bool]]) 
 
 
 @pytest.fixture
-def caller(tmp_path):
+def caller(tmp_path, scripted_model):
+    # scripted_model: llm_generate's calls go to it (an empty script answers each with a 400).
     with in_process(tmp_path) as caller:
         yield caller
 
 
 def test_the_fuzz_covers_every_tool_group():
     assert {REGISTRY.get(n).group for n in TOOL_NAMES} == {
-        "code", "data", "memory", "ui", "schedule", "web", "tools", "skills",
+        "code", "data", "memory", "ui", "schedule", "web", "tools", "skills", "llm",
     }  # fmt: skip
 
 

@@ -50,6 +50,7 @@ from .script import (
     search_result,
     server_tool_use,
     signature_for,
+    structured,
     text,
     thinking,
     tool_use,
@@ -61,5 +62,5 @@ from .server import ScriptedModel
 __all__ = [
     "Failure", "Reply", "ScriptedModel", "call", "citation", "cited", "document_citation", "fail",
     "pause", "redacted_thinking", "reply", "say", "search_result", "server_tool_use", "signature_for",
-    "text", "thinking", "tool_use", "web_fetch", "web_search",
+    "structured", "text", "thinking", "tool_use", "web_fetch", "web_search",
 ]  # fmt: skip

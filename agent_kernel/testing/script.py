@@ -228,3 +228,8 @@ def summary_reply(request: dict[str, Any]) -> Reply:
     earlier = [line[2:] for line in text.splitlines() if line.startswith("- ")]  # a previous summary's
     kept = (earlier + prompts)[-20:]
     return say("Scripted summary. The user asked, in order:\n" + "\n".join(f"- {p}" for p in kept))
+
+
+def structured(value: Any, **options: Any) -> Reply:
+    """The answer to a request with a JSON-schema output format: ``value`` as its JSON text."""
+    return Reply([text(json.dumps(value))], **options)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from .batches import Batches
 from .cache import CacheError, PromptCache
 from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
 
@@ -96,6 +97,8 @@ class ScriptedModel:
         self._address = (host, port)
         self._server: _Server | None = None  # bound on first use: transport() needs none
         self._thread: threading.Thread | None = None
+        # The Message Batches endpoints; ``batches.created`` keeps each create request.
+        self.batches = Batches(self)
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -191,9 +194,14 @@ class ScriptedModel:
 
         return DefaultAsyncHttpxClient(transport=self.transport())
 
-    def respond(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> _Answer:
-        """The answer to one ``POST`` of ``body`` to ``path``, recorded in :attr:`requests`."""
+    def respond(self, path: str, body: dict[str, Any], headers: dict[str, str], method: str = "POST") -> _Answer:
+        """The answer to one request of ``body`` to ``path``, recorded in :attr:`requests`."""
         path = path.split("?", 1)[0]
+        if self.batches.handles(path):
+            status, payload = self.batches.respond(method, path, body)
+            if isinstance(payload, bytes):
+                return _Answer(status, {"content-type": "application/binary"}, raw=payload)
+            return self._json(status, payload)
         if path.endswith("/v1/messages/count_tokens"):
             self.count_token_requests.append(body)
             return self._json(200, {"input_tokens": estimate_tokens(body)})
@@ -210,10 +218,29 @@ class ScriptedModel:
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
         try:
-            with self._lock:
-                cached = self.cache.usage(body)
+            message = self._completed(body, answer)
         except CacheError as exc:
             return self._json(400, _error_body("invalid_request_error", str(exc)))
+        if not body.get("stream"):
+            return self._json(200, message, delay=answer.delay)
+        headers = {"content-type": "text/event-stream", "request-id": self._request_id()}
+        return _Answer(200, headers, reply=answer, message=message, delay=answer.delay)
+
+    def complete(self, body: dict[str, Any]) -> tuple[Reply | Failure, dict[str, Any] | None]:
+        """The next answer to ``body`` (recorded in :attr:`requests`) and, when it is a reply,
+        the message it makes; for requests that arrive another way (a Message Batch)."""
+        answer = self._next(body)
+        if isinstance(answer, Failure):
+            return answer, None
+        try:
+            return answer, self._completed(body, answer)
+        except CacheError as exc:
+            return Failure(400, "invalid_request_error", str(exc)), None
+
+    def _completed(self, body: dict[str, Any], answer: Reply) -> dict[str, Any]:
+        """The message ``answer`` makes for ``body``, its usage counted as the API counts it."""
+        with self._lock:
+            cached = self.cache.usage(body)
         usage = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
         server_tools = server_tool_counts(answer.content)
         if server_tools is not None and "server_tool_use" not in usage:
@@ -222,10 +249,7 @@ class ScriptedModel:
         message = _message(self._message_id(), answer, usage)
         with self._lock:
             self._thinking_sent.update(_thinking_key(b) for b in answer.content if _thinking_key(b))
-        if not body.get("stream"):
-            return self._json(200, message, delay=answer.delay)
-        headers = {"content-type": "text/event-stream", "request-id": self._request_id()}
-        return _Answer(200, headers, reply=answer, message=message, delay=answer.delay)
+        return message
 
     def _json(
         self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, delay: float = 0.0
@@ -262,10 +286,13 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             # Small SSE writes must not wait for delayed ACKs (Nagle): ~40 ms a response.
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.do_POST("GET")
+
+        def do_POST(self, method: str = "POST") -> None:  # noqa: N802 - http.server's name
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            answer = model.respond(self.path, body, dict(self.headers.items()))
+            answer = model.respond(self.path, body, dict(self.headers.items()), method)
             if answer.delay:
                 time.sleep(answer.delay)
             self.send_response(answer.status)
@@ -306,7 +333,7 @@ def _transport_for(model: ScriptedModel) -> httpx.AsyncBaseTransport:
 
     async def handle(request: httpx.Request) -> httpx.Response:
         body = json.loads(await request.aread() or b"{}")
-        answer = model.respond(request.url.path, body, dict(request.headers.items()))
+        answer = model.respond(request.url.path, body, dict(request.headers.items()), request.method)
         if answer.delay:
             await asyncio.sleep(answer.delay)
         if answer.reply is None:
@@ -333,9 +360,10 @@ class _Answer:
     reply: Reply | None = None
     message: dict[str, Any] | None = None
     delay: float = 0.0
+    raw: bytes | None = None  # a body sent as it is (JSONL)
 
     def body(self) -> bytes:
-        return json.dumps(self.payload).encode()
+        return self.raw if self.raw is not None else json.dumps(self.payload).encode()
 
     def chunks(self) -> Iterator[tuple[bytes, float]]:
         """Each SSE event, and the seconds to wait after sending it."""

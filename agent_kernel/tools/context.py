@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ..config import AgentKernel
     from ..display.transcript import Transcript
     from ..interrupts import TurnInterrupts
+    from ..model import ModelClient
     from ..secrets import Secrets
     from ..store import Store
     from ..store.writer import WriteBehind
@@ -42,6 +43,13 @@ class ToolContext:
     approve: str = "auto"
     secrets: Secrets | None = None
     tool_use_id: str | None = None  # the call being dispatched, while there is one
+    # The turn's model client, for calls a tool makes itself (llm_generate, agent_kernel.llm).
+    model_client: ModelClient | None = None
+    # Set by the turn: records a model call made outside the conversation (its response and
+    # milliseconds) in the turn's usage; and says why no more calls may be made (a limit
+    # reached), or None.
+    on_model_call: Callable[[Any, float], None] | None = None
+    limit_reached: Callable[[], str | None] | None = None
     # What tools report back to the turn; the loop reads and resets them after each call.
     executions: list[dict[str, Any]] = field(default_factory=list)  # run_code's runs, audited
     system_prompt_changed: bool = False  # memory or stored instructions changed

@@ -15,7 +15,7 @@ from traitlets.config import Configurable
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools")
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm")
 # Offered unless configured otherwise: every group but schedule (its definitions alone are
 # about 5,600 characters, resent with every request), skills (likewise, about 3,000), tools
 # (the agent's own tools and libraries: twelve more definitions) and web (the user's choice).
@@ -353,6 +353,32 @@ class AgentKernel(Configurable):
         if value not in OFF and value not in LEVELS:
             raise TraitError(f"thinking must be off or one of {', '.join(LEVELS)}, not {proposal['value']!r}.")
         return "" if value in OFF else value
+
+    # -- sub-sessions (spawn_session) ----------------------------------------------------
+
+    subsession_max_depth = Int(
+        3, help="How deeply sub-sessions may nest: a session's children are depth 1, theirs 2, ..."
+    ).tag(config=True)
+
+    subsession_max_children = Int(
+        10, help="Sub-sessions one session may have running at the same time."
+    ).tag(config=True)
+
+    subsession_timeout_s = Float(
+        120.0, help="Seconds a sub-session may run before it is stopped (status error, 'timed out')."
+    ).tag(config=True)
+
+    subsession_token_limit = Int(
+        200_000,
+        help="Tokens (input + output) a sub-session may use when spawn_session gives no "
+        "token_limit; a given one is capped at token_limit.",
+    ).tag(config=True)
+
+    @validate("subsession_max_depth", "subsession_max_children", "subsession_timeout_s", "subsession_token_limit")
+    def _positive_subsession(self, proposal: dict) -> int:
+        if proposal["value"] <= 0:
+            raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
+        return proposal["value"]
 
     def now(self) -> datetime:
         """The current time in the configured timezone (the machine's when none is set)."""

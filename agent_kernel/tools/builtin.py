@@ -7,10 +7,10 @@ from . import Registry
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from . import agent_tools, code, data, libraries, memory, notepad, schedule, skills, ui, web
+    from . import agent_tools, code, data, libraries, memory, notepad, schedule, skills, subsessions, ui, web
 
     registry = Registry()
-    for module in (code, data, memory, notepad, schedule, skills, ui, web, agent_tools, libraries):
+    for module in (code, data, memory, notepad, schedule, skills, ui, web, agent_tools, libraries, subsessions):
         for item in module.TOOLS:
             registry.add(item)
     return registry

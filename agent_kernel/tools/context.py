@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..secrets import Secrets
     from ..store import Store
     from ..store.writer import WriteBehind
+    from .subsessions import SubSessionHost
 
 __all__ = ["ToolContext"]
 
@@ -49,6 +50,10 @@ class ToolContext:
     # Where untrusted content (web pages, search results) entered this turn, one line each;
     # from then on the approval check asks before every writing tool.
     untrusted: list[str] = field(default_factory=list)
+    # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
+    sessions: SubSessionHost | None = None
+    # Set by report_result: the session ended itself with this result; the turn stops.
+    ended: str | None = None
     journal: Journal = field(init=False)  # the turn's pending writes
 
     def __post_init__(self) -> None:

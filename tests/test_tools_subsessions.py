@@ -14,8 +14,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import Failure, call, reply, say, text, tool_use
+
+from .capabilities import needs_widget_replies
 
 Step = Any  # a Reply, or a function of the request body returning one
 
@@ -286,3 +289,56 @@ def test_wait_for_unknown_ids_is_an_error_the_model_can_act_on(shell_agent, scri
     refused = results_of(scripted_model.requests[1])[0]
     assert refused["is_error"] is True
     assert "Not sub-sessions of this session: nope" in refused["content"]
+
+
+@needs_widget_replies
+def test_stop_in_a_live_cell_ends_the_tree_that_the_cell_shows(kernel, scripted_model, agent_db):
+    from .frontend import FrontEnd
+
+    kernel.ok('%config AgentKernel.tool_groups = ["code", "llm", "ui"]')
+    scripted_model.responder = route(
+        {
+            "ASK-1": [call("ask_user", question="Which <b>colour</b>?", options=["red", "blue"]), say("never")],
+            "SLOW-1": [call("run_code", code="import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n")],
+            "two children": [
+                reply(
+                    tool_use("spawn_session", {"task": "ASK-1 <i>ask</i> the user"}),
+                    tool_use("spawn_session", {"task": "SLOW-1 wait"}),
+                ),
+                wait_for_spawned,
+                say("never"),
+            ],
+        }
+    )
+    front = FrontEnd(kernel)
+    seen = {"started": False, "stopped_at": None}
+
+    def on_message(message, _kernel):
+        front.hook(message)
+        if message["msg_type"] == "stream" and "started" in message["content"]["text"]:
+            seen["started"] = True
+        if seen["stopped_at"] is None and seen["started"] and front.of_kind("ChoiceCard"):
+            seen["stopped_at"] = time.perf_counter()
+            front.custom(front.of_kind("StopButton")[0], type="stop")
+
+    result = kernel.execute("%agent two children", on_message=on_message)
+    assert seen["stopped_at"] is not None, "the question never showed"
+    assert [e["evalue"] for e in result.errors] == ["■ Stopped."]
+    # The child's question is asked in the parent's cell, as the model wrote it (a widget's text).
+    assert front.of_kind("ChoiceCard")[0].state["text"] == "Which <b>colour</b>?"
+    # Each child is a collapsible section, updated live; the model's text is escaped.
+    sections = [h for h in result.final_texts("text/html") if 'class="agent-kernel-subsession"' in h]
+    assert len(sections) == 2
+    asking = next(h for h in sections if "ASK-1" in h)
+    assert "Task: ASK-1 &lt;i&gt;ask&lt;/i&gt; the user" in asking and "<i>" not in asking
+    assert "stopped: stopped by the user" in asking and "ask_user" in asking
+    assert any("waiting for you" in t for t in result.texts() if "sub-session" in t)
+    with Store(agent_db).connect() as con:
+        rows = con.execute("SELECT id, task, state, last_error FROM sessions WHERE parent_id IS NOT NULL").fetchall()
+        sessions = Sessions(con)
+        for session_id, *_ in rows:
+            assert_valid(sessions.messages(session_id))
+    assert sorted((task, state, error) for _, task, state, error in rows) == [
+        ("ASK-1 <i>ask</i> the user", "error", "stopped: stopped by the user"),
+        ("SLOW-1 wait", "error", "stopped: stopped by the user"),
+    ]

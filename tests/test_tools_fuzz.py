@@ -144,7 +144,7 @@ def caller(tmp_path):
 
 def test_the_fuzz_covers_every_tool_group():
     assert {REGISTRY.get(n).group for n in TOOL_NAMES} == {
-        "code", "data", "memory", "ui", "schedule", "web", "tools", "skills",
+        "code", "data", "memory", "ui", "schedule", "web", "tools", "skills", "llm",
     }  # fmt: skip
 
 

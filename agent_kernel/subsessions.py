@@ -125,13 +125,19 @@ class SubSessions:
         pending = [t for t in waiting if t is not None and not t.done()]
         if pending:
             ctx = current_context()
+            use_id = ctx.tool_use_id
             ctx.journal.state("waiting_for_input")  # a pending call waits for sub-sessions
             ctx.writer.submit(ctx.journal.write)
+            if use_id is not None:
+                many = f"{len(pending)} sub-sessions" if len(pending) > 1 else "a sub-session"
+                ctx.transcript.tool_waiting(use_id, True, why=f"waiting for {many}")
             try:
                 await asyncio.wait(pending)  # never cancels them: a stop reaches them as a request
             finally:
                 ctx.journal.state("running")
                 ctx.writer.submit(ctx.journal.write)
+                if use_id is not None:
+                    ctx.transcript.tool_waiting(use_id, False)
         results = []
         for child_id in ids:
             child = self.children.get(child_id)

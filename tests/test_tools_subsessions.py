@@ -342,3 +342,42 @@ def test_stop_in_a_live_cell_ends_the_tree_that_the_cell_shows(kernel, scripted_
         ("ASK-1 <i>ask</i> the user", "error", "stopped: stopped by the user"),
         ("SLOW-1 wait", "error", "stopped: stopped by the user"),
     ]
+
+
+def test_children_still_running_when_the_parent_turn_ends_are_stopped(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "LATE-1": [reply(tool_use("report_result", {"result": "too late"}), delay=30)],
+            "leave early": [call("spawn_session", task="LATE-1 take your time"), say("Not waiting.")],
+        }
+    )
+    cell = shell_agent.ok("leave early")
+    assert "Not waiting." in cell.lines
+    parent = shell_agent.agent.session(create=False)
+    [(session, messages, result)] = children_of(shell_agent, parent.id).values()
+    assert (session.state, session.last_error, result) == ("error", "stopped: its parent's turn ended first", None)
+    assert_valid(messages)
+    assert cell.result is not None and cell.result.seconds < 20  # not the child's 30 s reply
+
+
+def test_a_later_turn_waits_for_children_of_an_earlier_one_as_stored(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    spawned: list[str] = []
+
+    def remember(body: dict[str, Any]) -> Any:
+        spawned.extend(r["id"] for r in json.loads(results_of(body)[0]["content"])["results"])
+        return say("Spawned.")
+
+    scripted_model.responder = route(
+        {
+            "QUICK-1": [call("report_result", result="quick answer")],
+            "spawn now": [call("spawn_session", task="QUICK-1 answer"), wait_for_spawned, remember],
+        }
+    )
+    shell_agent.ok("spawn now")
+    scripted_model.responder = None
+    scripted_model.add(call("wait_for_sessions", ids=spawned), say("Collected."))
+    shell_agent.ok("collect them")
+    waited = json.loads(results_of(scripted_model.requests[-1])[0]["content"])
+    assert waited == {"results": [{"id": spawned[0], "status": "completed", "result": "quick answer"}]}

@@ -74,6 +74,8 @@ class TurnInterrupts:
         self.timeout_s: float | None = None
         self.timed_out = False
         self._followers: list[TurnInterrupts] = []  # sub-sessions' turns, stopped with this one
+        self._leader: TurnInterrupts | None = None
+        self._timing_out: TurnInterrupts | None = None  # a follower whose time limit sent SIGINT
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -115,6 +117,7 @@ class TurnInterrupts:
 
     def follow(self, leader: TurnInterrupts) -> None:
         """Stop when ``leader`` stops (Stop, a kernel interrupt): a sub-session follows its parent."""
+        self._leader = leader
         leader._followers.append(self)
         if leader.reason is not None:
             self.request(leader.reason)
@@ -198,12 +201,30 @@ class TurnInterrupts:
             self._time_out()
 
     def _time_out(self) -> None:
-        if self._installed:
+        owner = self._signal_owner()
+        if owner is not None:
+            # A follower's code (live code runs one at a time) is stopped through the
+            # handler that owns SIGINT, which can reach synchronous code too.
+            if owner is not self:
+                owner._timing_out = self
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         elif self._loop is not None:
             self._loop.call_soon_threadsafe(self._cancel, self._code)
 
+    def _signal_owner(self) -> TurnInterrupts | None:
+        """This turn or the one it follows (up the tree) whose handler owns SIGINT."""
+        at: TurnInterrupts | None = self
+        while at is not None:
+            if at._installed:
+                return at
+            at = at._leader
+        return None
+
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        follower, self._timing_out = self._timing_out, None
+        if follower is not None and follower._timeout_pending:
+            follower._on_sigint(signum, frame)
+            return
         timeout = self._timeout_pending
         self._timeout_pending = False
         if timeout:

@@ -381,3 +381,18 @@ def test_a_later_turn_waits_for_children_of_an_earlier_one_as_stored(shell_agent
     shell_agent.ok("collect them")
     waited = json.loads(results_of(scripted_model.requests[-1])[0]["content"])
     assert waited == {"results": [{"id": spawned[0], "status": "completed", "result": "quick answer"}]}
+
+
+def test_a_childs_synchronous_live_code_stops_at_its_time_limit(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "SYNC-1": [call("run_code", code="import time\ntime.sleep(30)", timeout_s=1), report_wait],
+            "slow child": [call("spawn_session", task="SYNC-1 sleep"), wait_for_spawned, say("done")],
+        }
+    )
+    shell_agent.ok("slow child")
+    [waited] = json.loads(results_of(scripted_model.requests[-1])[0]["content"])["results"]
+    ran = json.loads(waited["result"])
+    assert ran["success"] is False and ran["error"]["type"] == "TimeoutError"
+    assert "time limit of 1 s" in ran["error"]["message"] and ran["duration_ms"] < 10_000

@@ -50,7 +50,7 @@ def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_t
     from agent_kernel.tools import USER_TOOLS
 
     agent = Agent(shell=InteractiveShell.instance(), tool_groups=["code", "reports"])
-    with pytest.raises(UsageError, match="Unknown tool group 'reports'.*code, data, memory"):
+    with pytest.raises(UsageError, match="Unknown tool group 'reports'.*code, data, llm, memory"):
         agent._offered("auto")
 
     @tool(group="reports")

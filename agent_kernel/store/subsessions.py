@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from .sessions import Session
 
-__all__ = ["FINISHED", "ChildRow", "depth", "insert_child", "outcome", "record_result", "tree_order"]
+__all__ = ["FINISHED", "ChildRow", "insert_child", "outcome", "record_result", "tree_order"]
 
 # The states a parent's wait_for_sessions stops waiting at.
 FINISHED = ("completed", "error", "token_limit_reached")
@@ -74,23 +74,6 @@ def outcome(con: duckdb.DuckDBPyConnection, session_id: str) -> dict[str, Any] |
     if row[3] is not None:
         found["error"] = row[3]
     return found
-
-
-def depth(con: duckdb.DuckDBPyConnection, session_id: str) -> int:
-    """How many ancestors the session has (0 for a top-level session)."""
-    row = con.execute(
-        """
-        WITH RECURSIVE up(id, parent_id, n) AS (
-            SELECT id, parent_id, 0 FROM sessions WHERE id = ?
-            UNION ALL
-            SELECT s.id, s.parent_id, up.n + 1 FROM sessions s JOIN up ON s.id = up.parent_id
-            WHERE up.n < 64
-        )
-        SELECT max(n) FROM up
-        """,
-        [session_id],
-    ).fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
 
 
 def tree_order(sessions: list[Session]) -> list[tuple[Session, int]]:

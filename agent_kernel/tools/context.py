@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.sessions import Journal
 
@@ -17,9 +17,23 @@ if TYPE_CHECKING:
     from ..secrets import Secrets
     from ..store import Store
     from ..store.writer import WriteBehind
-    from .subsessions import SubSessionHost
 
-__all__ = ["ToolContext"]
+__all__ = ["SubSessionHost", "ToolContext"]
+
+
+class SubSessionHost(Protocol):
+    """What a turn offers its tools for sub-sessions (one per running session)."""
+
+    depth: int  # 0 for a top-level session, 1 for its children, ...
+
+    def spawn(self, task: str, model: str | None, token_limit: int | None) -> str:
+        """Start a child session on the event loop and return its id at once.
+
+        Raises :class:`~agent_kernel.errors.ToolInputError` when a limit refuses it.
+        """
+
+    async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Each child's ``{id, status, result?, error?}`` once all of them have finished."""
 
 
 @dataclass

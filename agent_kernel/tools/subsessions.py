@@ -1,40 +1,26 @@
 """Sub-sessions (group ``llm``): ``spawn_session``, ``wait_for_sessions``, ``report_result``.
 
 A tool cannot start a turn (the loop sits above the tools), so the turn hands its tool
-context a :class:`SubSessionHost` that does: the agent implements it (see
+context a :class:`~.context.SubSessionHost` that does: the agent implements it (see
 :mod:`agent_kernel.subsessions`). These functions check the input and say what went
 wrong in words the model can act on.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from ..errors import ToolInputError
 from . import Tool, current_context
+from .context import SubSessionHost
 
-__all__ = ["TASK_CHARS", "TOOLS", "SubSessionHost"]
+__all__ = ["TASK_CHARS", "TOOLS"]
 
 TASK_CHARS = 100_000
 RESULT_CHARS = 100_000
 MAX_IDS = 50
-
-
-class SubSessionHost(Protocol):
-    """What a turn offers its tools for sub-sessions (one per running session)."""
-
-    depth: int  # 0 for a top-level session, 1 for its children, ...
-
-    def spawn(self, task: str, model: str | None, token_limit: int | None) -> str:
-        """Start a child session on the event loop and return its id at once.
-
-        Raises :class:`~agent_kernel.errors.ToolInputError` when a limit refuses it.
-        """
-
-    async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
-        """Each child's ``{id, status, result?, error?}`` once all of them have finished."""
 
 
 async def spawn_session(

@@ -137,40 +137,42 @@ def test_three_children_completed_token_limit_and_timed_out(shell_agent, scripte
     assert "completed: A found 42" in shown and "error: timed out after 1.5 s" in shown
 
 
-def test_depth_four_and_an_eleventh_child_are_refused(shell_agent, scripted_model):
+def test_depth_four_is_refused(shell_agent, scripted_model):
     llm_agent(shell_agent)
     plan: dict[str, list[Step]] = {}
     for level in (1, 2, 3):
         plan[f"LEVEL-{level} "] = [call("spawn_session", task=f"LEVEL-{level + 1} go deeper"), wait_or_report, report_wait]
-    plan["WIDE-"] = [reply(tool_use("report_result", {"result": "ok"}), delay=1.0)]  # still running at the 11th
     plan["go deep"] = [call("spawn_session", task="LEVEL-1 go deeper"), wait_for_spawned, say("deep done")]
-    plan["go wide"] = [
-        reply(*(tool_use("spawn_session", {"task": f"WIDE-{n} work"}) for n in range(11))),
-        wait_for_spawned,
-        say("wide done"),
-    ]
     scripted_model.responder = route(plan)
-
     shell_agent.ok("go deep")
     level3 = next(r for r in scripted_model.requests if "LEVEL-3 " in json.dumps(r["messages"][0]) and len(r["messages"]) == 3)
     refusal = results_of(level3)[0]
     assert refusal["is_error"] is True
     assert "at depth 3" in refusal["content"] and "at most 3 deep (AgentKernel.subsession_max_depth)" in refusal["content"]
-    parent = shell_agent.agent.session(create=False)
     with shell_agent.agent.store.connect() as con:
-        chain = con.execute(
-            "SELECT task, state FROM sessions WHERE task LIKE 'LEVEL-%' ORDER BY task"
-        ).fetchall()
+        chain = con.execute("SELECT task, state FROM sessions WHERE task LIKE 'LEVEL-%' ORDER BY task").fetchall()
     assert chain == [("LEVEL-1 go deeper", "completed"), ("LEVEL-2 go deeper", "completed"), ("LEVEL-3 go deeper", "completed")]
 
-    shell_agent.ok("go wide", new=True)
+
+def test_an_eleventh_concurrent_child_is_refused(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "WIDE-": [reply(tool_use("report_result", {"result": "ok"}), delay=1.0)],  # still running at the 11th
+            "go wide": [
+                reply(*(tool_use("spawn_session", {"task": f"WIDE-{n} work"}) for n in range(11))),
+                wait_for_spawned,
+                say("wide done"),
+            ],
+        }
+    )
+    shell_agent.ok("go wide")
     spawn_results = results_of(next(r for r in scripted_model.requests if "go wide" in json.dumps(r["messages"][0]) and len(r["messages"]) == 3))
     assert [r.get("is_error", False) for r in spawn_results] == [False] * 10 + [True]
     assert "10 sub-sessions of this session are still running" in spawn_results[10]["content"]
     assert "AgentKernel.subsession_max_children" in spawn_results[10]["content"]
     waited = json.loads(results_of(scripted_model.requests[-1])[0]["content"])["results"]
     assert [r["status"] for r in waited] == ["completed"] * 10
-    assert parent.id != shell_agent.agent.session(create=False).id
 
 
 def wait_or_report(body: dict[str, Any]) -> Any:

@@ -36,7 +36,8 @@ def _router(step_s: float) -> Any:
         return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
     def respond(body: dict[str, Any]) -> Any:
-        first = json.dumps(body["messages"][0])
+        content = body["messages"][0]["content"]  # its prompt is the last text (context comes first)
+        first = content if isinstance(content, str) else [b["text"] for b in content if b.get("type") == "text"][-1]
         step = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if "STEP-" in first:
             if step == 0:

@@ -23,12 +23,21 @@ from .capabilities import needs_widget_replies
 Step = Any  # a Reply, or a function of the request body returning one
 
 
+def opening(body: dict[str, Any]) -> str:
+    """The prompt a conversation began with: the last text of its first message (context
+    blocks, such as the previous session's summary, come before it)."""
+    content = body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return [b["text"] for b in content if b.get("type") == "text"][-1]
+
+
 def route(plan: dict[str, list[Step]]) -> Callable[[dict[str, Any]], Any]:
-    """A responder: each conversation is answered by the plan of the first marker its first
-    message holds, one step per assistant message so far (the last step repeats)."""
+    """A responder: each conversation is answered by the plan of the first marker its
+    opening prompt holds, one step per assistant message so far (the last step repeats)."""
 
     def respond(body: dict[str, Any]) -> Any:
-        first = json.dumps(body["messages"][0])
+        first = opening(body)
         step = sum(1 for m in body["messages"] if m["role"] == "assistant")
         for marker, steps in plan.items():
             if marker in first:
@@ -127,7 +136,7 @@ def test_three_children_completed_token_limit_and_timed_out(shell_agent, scripte
         assert messages and messages[0].role == "user"
         assert_valid(messages)
     # The children got the parent's system prompt and tools.
-    first_child = next(r for r in scripted_model.requests if "TASK-A" in json.dumps(r["messages"][0]))
+    first_child = next(r for r in scripted_model.requests if "TASK-A" in opening(r))
     assert first_child["system"] == scripted_model.requests[0]["system"]
     assert [t["name"] for t in first_child["tools"]] == [t["name"] for t in scripted_model.requests[0]["tools"]]
     # Headless, the parent's cell shows each child's lines under its name.
@@ -145,7 +154,7 @@ def test_depth_four_is_refused(shell_agent, scripted_model):
     plan["go deep"] = [call("spawn_session", task="LEVEL-1 go deeper"), wait_for_spawned, say("deep done")]
     scripted_model.responder = route(plan)
     shell_agent.ok("go deep")
-    level3 = next(r for r in scripted_model.requests if "LEVEL-3 " in json.dumps(r["messages"][0]) and len(r["messages"]) == 3)
+    level3 = next(r for r in scripted_model.requests if "LEVEL-3 " in opening(r) and len(r["messages"]) == 3)
     refusal = results_of(level3)[0]
     assert refusal["is_error"] is True
     assert "at depth 3" in refusal["content"] and "at most 3 deep (AgentKernel.subsession_max_depth)" in refusal["content"]
@@ -167,7 +176,7 @@ def test_an_eleventh_concurrent_child_is_refused(shell_agent, scripted_model):
         }
     )
     shell_agent.ok("go wide")
-    spawn_results = results_of(next(r for r in scripted_model.requests if "go wide" in json.dumps(r["messages"][0]) and len(r["messages"]) == 3))
+    spawn_results = results_of(next(r for r in scripted_model.requests if "go wide" in opening(r) and len(r["messages"]) == 3))
     assert [r.get("is_error", False) for r in spawn_results] == [False] * 10 + [True]
     assert "10 sub-sessions of this session are still running" in spawn_results[10]["content"]
     assert "AgentKernel.subsession_max_children" in spawn_results[10]["content"]

@@ -28,13 +28,15 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from .approval import Approver
-    from .loop import TurnResult
+    from .interrupts import TurnInterrupts
+    from .loop import Turn, TurnResult
     from .model import HttpClient, ModelClient
     from .session_summary import RecallStart
     from .store import Store
     from .store.compactions import Compaction
     from .store.sessions import Journal, Session, Sessions
     from .store.usage import SessionUsage
+    from .subsessions import SubSessions
     from .tools import Registry, Tool
     from .usage import InputEstimate
 
@@ -439,8 +441,12 @@ class Agent:
                 refresh_tools=lambda: self._offered(mode),
                 side_calls=[(w.message, w.duration_ms) for w in summaries if w.message is not None],
             )
+            context.sessions = children = self._subsessions(turn, current, interrupts, mode)
             try:
-                result = await turn.run()
+                try:
+                    result = await turn.run()
+                finally:
+                    await children.close()  # children still running end with the turn
             except BaseException:
                 self._start = None
                 transcript.hide_stop()
@@ -462,6 +468,18 @@ class Agent:
         finally:
             await saving
         return result
+
+    def _subsessions(self, turn: Turn, session: Session, interrupts: TurnInterrupts, mode: str) -> SubSessions:
+        """What spawn_session and wait_for_sessions of this turn use (see subsessions.py)."""
+        from .subsessions import Family, SubSessions
+
+        family = Family(
+            shell=self.shell, settings=self.config, store=self.store, writer=self._writer,
+            registry=turn.registry, tools=list(turn.tools), model_client=self._model_client,
+            system=turn.system, limits=turn.limits, approve=mode, notebook=self.notebook,
+            live=self.live, secrets=self.secrets, check=turn.check, refresh_tools=turn.refresh_tools,
+        )  # fmt: skip
+        return SubSessions(family, session_id=session.id, session_name=session.name, depth=0, interrupts=interrupts)
 
     # -- what a turn reads first -----------------------------------------------------------
 

@@ -379,6 +379,32 @@ class AgentKernel(Configurable):
             raise TraitError(f"thinking must be off or one of {', '.join(LEVELS)}, not {proposal['value']!r}.")
         return "" if value in OFF else value
 
+    # -- sub-sessions (spawn_session) ----------------------------------------------------
+
+    subsession_max_depth = Int(
+        3, help="How deeply sub-sessions may nest: a session's children are depth 1, theirs 2, ..."
+    ).tag(config=True)
+
+    subsession_max_children = Int(
+        10, help="Sub-sessions one session may have running at the same time."
+    ).tag(config=True)
+
+    subsession_timeout_s = Float(
+        120.0, help="Seconds a sub-session may run before it is stopped (status error, 'timed out')."
+    ).tag(config=True)
+
+    subsession_token_limit = Int(
+        200_000,
+        help="Tokens (input + output) a sub-session may use when spawn_session gives no "
+        "token_limit; a given one is capped at token_limit.",
+    ).tag(config=True)
+
+    @validate("subsession_max_depth", "subsession_max_children", "subsession_timeout_s", "subsession_token_limit")
+    def _positive_subsession(self, proposal: dict) -> int:
+        if proposal["value"] <= 0:
+            raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
+        return proposal["value"]
+
     def now(self) -> datetime:
         """The current time in the configured timezone (the machine's when none is set)."""
         if self.timezone:

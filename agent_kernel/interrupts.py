@@ -73,13 +73,20 @@ class TurnInterrupts:
         self._timeout_pending = False
         self.timeout_s: float | None = None
         self.timed_out = False
+        self._followers: list[TurnInterrupts] = []  # sub-sessions' turns, stopped with this one
+        self._leader: TurnInterrupts | None = None
+        self._timing_out: TurnInterrupts | None = None  # a follower whose time limit sent SIGINT
 
     # -- lifetime ------------------------------------------------------------------------
 
-    def install(self) -> None:
-        """Take over SIGINT (only possible on the main thread; elsewhere Stop still works)."""
+    def install(self, *, signals: bool = True) -> None:
+        """Take over SIGINT (only possible on the main thread; elsewhere Stop still works).
+
+        ``signals=False`` leaves SIGINT to the turn that owns it (a sub-session's turn
+        follows its parent's, see :meth:`follow`); a time limit then cancels the code.
+        """
         self._loop = asyncio.get_running_loop()
-        if threading.current_thread() is threading.main_thread():
+        if signals and threading.current_thread() is threading.main_thread():
             self._saved_handler = signal.signal(signal.SIGINT, self._on_sigint)
             self._installed = True
 
@@ -101,10 +108,24 @@ class TurnInterrupts:
     # -- requests ------------------------------------------------------------------------
 
     def request(self, reason: str = "stop") -> None:
-        """Stop the turn (from the event loop's thread, e.g. a Stop button callback)."""
+        """Stop the turn (from the event loop's thread, e.g. a Stop button callback), and
+        every turn that follows it."""
         if self.reason is None:
             self.reason = reason
         self._cancel(self._code if self._code is not None else self._phase)
+        self._stop_followers()
+
+    def follow(self, leader: TurnInterrupts) -> None:
+        """Stop when ``leader`` stops (Stop, a kernel interrupt): a sub-session follows its parent."""
+        self._leader = leader
+        leader._followers.append(self)
+        if leader.reason is not None:
+            self.request(leader.reason)
+
+    def _stop_followers(self) -> None:
+        followers, self._followers = self._followers, []
+        for follower in followers:
+            follower.request(self.reason or "stop")
 
     def check(self) -> None:
         """Raise :class:`TurnInterrupted` if a stop was requested."""
@@ -180,12 +201,30 @@ class TurnInterrupts:
             self._time_out()
 
     def _time_out(self) -> None:
-        if self._installed:
+        owner = self._signal_owner()
+        if owner is not None:
+            # A follower's code (live code runs one at a time) is stopped through the
+            # handler that owns SIGINT, which can reach synchronous code too.
+            if owner is not self:
+                owner._timing_out = self
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         elif self._loop is not None:
             self._loop.call_soon_threadsafe(self._cancel, self._code)
 
+    def _signal_owner(self) -> TurnInterrupts | None:
+        """This turn or the one it follows (up the tree) whose handler owns SIGINT."""
+        at: TurnInterrupts | None = self
+        while at is not None:
+            if at._installed:
+                return at
+            at = at._leader
+        return None
+
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        follower, self._timing_out = self._timing_out, None
+        if follower is not None and follower._timeout_pending:
+            follower._on_sigint(signum, frame)
+            return
         timeout = self._timeout_pending
         self._timeout_pending = False
         if timeout:
@@ -193,6 +232,8 @@ class TurnInterrupts:
                 return
         elif self.reason is None:
             self.reason = "interrupt"
+        if not timeout and self._loop is not None and self._followers:
+            self._loop.call_soon_threadsafe(self._stop_followers)
         if timeout and _on_stack(frame, CODE_FRAMES):
             raise CodeTimeout(f"stopped after its time limit of {self.timeout_s:g} s")
         if not timeout and _on_stack(frame, TURN_FRAMES):

@@ -242,6 +242,9 @@ class Turn:
                         )
                     break
                 await self._run_tools(uses, result)
+                if ctx.ended is not None:  # a sub-session called report_result
+                    result.state, result.ending, result.text = "completed", "end_turn", ctx.ended
+                    break
         except TurnInterrupted as stop:
             if not prompt_saved:
                 # Keep what the user asked, as a chat does when stopped; the next turn's
@@ -356,6 +359,10 @@ class Turn:
         blocks: list[dict[str, Any]] = []
         try:
             for use in uses:
+                if ctx.ended is not None:  # report_result ended the session: the rest never run
+                    skipped = "Not run: the session ended with report_result before this call."
+                    blocks.append(conversation.tool_result(use["id"], skipped, is_error=True))
+                    continue
                 ctx.transcript.tool_running(use["id"], use["name"], use.get("input"))
                 ctx.tool_use_id = use["id"]
                 try:

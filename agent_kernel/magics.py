@@ -379,7 +379,8 @@ class AgentMagics(Magics):
     def agent_sessions(self, line: str = "") -> Any:
         """List the agent's sessions (name, notebook, state, tokens, cost, last use), or manage one.
 
-        Without --all only this notebook's sessions are listed; the current one is marked *.
+        Without --all only this notebook's sessions are listed; the current one is marked *;
+        sub-sessions stand indented under the session that started them.
         Names with spaces go in quotes. An archived session is not continued by a plain
         %agent; %agent --session NAME reopens it. --delete asks for confirmation when
         someone can answer, and refuses where nobody can (papermill, a script) unless
@@ -405,6 +406,7 @@ class AgentMagics(Magics):
         from .display.footer import usd
         from .display.text_tables import Table
         from .store.sessions import Sessions
+        from .store.subsessions import tree_order
         from .store.usage import sessions_cost
 
         agent = self.kernel_agent
@@ -424,14 +426,14 @@ class AgentMagics(Magics):
 
         rows = [
             [
-                ("* " if s.id == current else "") + s.name,
+                "    " * level + ("↳ " if level else "") + ("* " if s.id == current else "") + s.name,
                 s.notebook or "",
                 s.state,
                 f"{s.tokens_used:,}",
                 cost(s.id),
                 f"{s.updated_at:%Y-%m-%d %H:%M}",
             ]
-            for s in found
+            for s, level in tree_order(found)  # sub-sessions under their parent, indented
         ]
         note = "" if rows else "No sessions yet: the first %agent starts one."
         return Table(["session", "notebook", "state", "tokens", "cost", "last used"], rows, note=note)

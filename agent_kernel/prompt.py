@@ -48,7 +48,8 @@ GROUP_DESCRIPTIONS = {
     "user": "functions the user registered as tools",
     "tools": "tools and Python libraries you define and keep (import agent_libs.NAME)",
     "llm": "one-off calls to other Claude models (llm_generate; for many items, "
-    "agent_kernel.llm.generate_many(prompts) in run_code)",
+    "agent_kernel.llm.generate_many(prompts) in run_code), and sub-sessions that work side by side "
+    "(spawn_session, wait_for_sessions; a sub-session ends with report_result)",
     "web": "search and read the web (web_search, web_fetch: run by the API) and fetch URLs "
     "from the user's machine (fetch_url: public addresses, and hosts the user allowed)",
 }

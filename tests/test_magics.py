@@ -291,3 +291,24 @@ def test_delete_asks_refuses_headless_and_removes_the_rows(kernel, scripted_mode
     assert "Deleted session 'gone'" in forced.stdout and stored_counts("gone") is None
     missing = kernel.execute("%agent_sessions --delete gone --yes")
     assert missing.stderr.startswith("UsageError: No session named 'gone'")
+
+
+def test_agent_sessions_shows_sub_sessions_indented_under_their_parent(shell_agent):
+    from agent_kernel.store.sessions import Sessions
+
+    with shell_agent.agent.store.connect() as con:
+        sessions = Sessions(con)
+        first = sessions.create("first", notebook="a.ipynb")
+        child = sessions.create("first/sub-1", notebook="a.ipynb", parent_id=first.id)
+        sessions.create("first/sub-1/sub-2", notebook="a.ipynb", parent_id=child.id)
+        sessions.create("other", notebook="a.ipynb")
+        sessions.create("first/sub-3", notebook="a.ipynb", parent_id=first.id)
+    listed = repr(AgentMagics(shell_agent.shell, shell_agent.agent.config).agent_sessions("--all"))
+    names = [line.split("  a.ipynb")[0].rstrip() for line in listed.splitlines()[2:]]
+    assert names == [
+        "other",
+        "first",
+        "    ↳ first/sub-3",
+        "    ↳ first/sub-1",
+        "        ↳ first/sub-1/sub-2",
+    ]

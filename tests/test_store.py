@@ -179,3 +179,28 @@ def test_every_statement_is_scrubbed_before_it_reaches_the_file(store, monkeypat
     assert rows == [("bad \ufffd text", []), ("out: [secret AK_STORE_TOKEN]", ["[secret AK_STORE_TOKEN]", "ok"])]
     assert comment == "uses [secret AK_STORE_TOKEN]"
     assert memory == "the token is [secret AK_STORE_TOKEN]"
+
+
+def test_a_notebook_continues_its_own_session_never_a_sub_session(store):
+    with store.connect() as con:
+        sessions = Sessions(con)
+        parent = sessions.create("work", notebook="nb.ipynb")
+        child = sessions.create("work/sub-1", notebook="nb.ipynb", parent_id=parent.id)
+        sessions.touch(child.id)  # the child was used last
+        assert sessions.latest_for_notebook("nb.ipynb").id == parent.id
+
+
+def test_migration_80_keeps_a_sub_sessions_task_and_result(store):
+    from agent_kernel.store.subsessions import FINISHED, ChildRow, insert_child, outcome, record_result
+
+    with store.connect() as con:
+        parent = Sessions(con).create("top", notebook=None)
+        insert_child(ChildRow("c1", "top/sub-c1", None, parent.id, "count rows", None, 5_000))(con)
+        insert_child(ChildRow("c2", "top/sub-c1/sub-c2", None, "c1", "count more", "m", None))(con)
+        assert outcome(con, "c1") == {"id": "c1", "status": "running", "parent_id": parent.id}
+        record_result("c1", "completed", "42 rows", None)(con)
+        record_result("c2", "error", None, "timed out after 120 s")(con)
+        assert outcome(con, "c1") == {"id": "c1", "status": "completed", "parent_id": parent.id, "result": "42 rows"}
+        assert outcome(con, "c2")["error"] == "timed out after 120 s"
+        assert outcome(con, "nope") is None and "running" not in FINISHED
+        assert con.execute("SELECT task, token_limit FROM sessions WHERE id = 'c1'").fetchone() == ("count rows", 5_000)

@@ -227,13 +227,14 @@ class Transcript:
         else:
             print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
 
-    def tool_waiting(self, tool_use_id: str, waiting: bool) -> None:
-        """Mark the call as waiting for the person (a form, a question, an approval) or not."""
+    def tool_waiting(self, tool_use_id: str, waiting: bool, *, why: str = "waiting for you") -> None:
+        """Mark the call as waiting (for the person: a form, a question, an approval; or
+        for another session's code, ``why``) or not."""
         card = self._cards.get(tool_use_id)
         if card is None or card.status not in ("running", "waiting"):
             return
         card.status = "waiting" if waiting else "running"
-        card.detail = "waiting for you" if waiting else ""
+        card.detail = why if waiting else ""
         if self.live:
             self._render(card)
 

@@ -294,6 +294,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE notepads IS 'Project table (read-only here; use the notepad tools): each session''s notepad.';
         """,
     ),
+    # -- sub-sessions: the task a child was given and the result it reported ---------------
+    (
+        80,
+        """
+        ALTER TABLE sessions ADD COLUMN IF NOT EXISTS task VARCHAR;
+        ALTER TABLE sessions ADD COLUMN IF NOT EXISTS result VARCHAR;
+        """,
+    ),
     # -- recall of past sessions: each session's short summary ----------------------------
     (
         90,

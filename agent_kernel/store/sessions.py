@@ -91,9 +91,11 @@ class Sessions:
         return self._one("name = ?", [name])
 
     def latest_for_notebook(self, notebook: str) -> Session | None:
-        """The session this notebook used last (created or continued), unless archived."""
+        """The session this notebook used last (created or continued), unless archived;
+        never a sub-session (those are continued only by name)."""
         return self._one(
-            "notebook = ? AND state <> 'completed' ORDER BY updated_at DESC LIMIT 1", [notebook]
+            "notebook = ? AND state <> 'completed' AND parent_id IS NULL ORDER BY updated_at DESC LIMIT 1",
+            [notebook],
         )
 
     def list(self, notebook: str | None = None) -> list[Session]:

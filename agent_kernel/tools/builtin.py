@@ -7,10 +7,11 @@ from . import Registry
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from . import agent_tools, code, data, libraries, llm, memory, notepad, recall, schedule, skills, ui, web
+    from . import agent_tools, code, data, libraries, llm, memory, notepad, recall, schedule, skills, subsessions, ui, web
 
     registry = Registry()
-    for module in (code, data, memory, recall, notepad, schedule, skills, ui, web, agent_tools, libraries, llm):
+    modules = (code, data, memory, recall, notepad, schedule, skills, ui, web, agent_tools, libraries, llm, subsessions)
+    for module in modules:
         for item in module.TOOLS:
             registry.add(item)
     return registry

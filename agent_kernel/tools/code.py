@@ -20,6 +20,7 @@ import time
 import traceback
 import types
 import uuid
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,7 +123,35 @@ TOOLS = [
 # -- in the kernel ------------------------------------------------------------------------
 
 
+# One live run at a time per event loop: sub-sessions share the user's namespace, and
+# IPython runs one cell at a time (its execution count, display hook, output capture).
+_LIVE_RUNS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _live_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _LIVE_RUNS.get(loop)
+    if lock is None:
+        lock = _LIVE_RUNS[loop] = asyncio.Lock()
+    return lock
+
+
 async def _run_in_kernel(code: str, timeout_s: float) -> dict[str, Any]:
+    lock = _live_lock()
+    if not lock.locked():
+        async with lock:
+            return await _run_live(code, timeout_s)
+    context = current_context()
+    use_id = context.tool_use_id
+    if use_id is not None:  # the card says so while another session's code runs
+        context.transcript.tool_waiting(use_id, True, why="waiting for another session's code")
+    async with lock:
+        if use_id is not None:
+            context.transcript.tool_waiting(use_id, False)
+        return await _run_live(code, timeout_s)
+
+
+async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
     context = current_context()
     shell = context.shell
     interrupts = context.interrupts

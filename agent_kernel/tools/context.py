@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.sessions import Journal
 
@@ -19,7 +19,22 @@ if TYPE_CHECKING:
     from ..store import Store
     from ..store.writer import WriteBehind
 
-__all__ = ["ToolContext"]
+__all__ = ["SubSessionHost", "ToolContext"]
+
+
+class SubSessionHost(Protocol):
+    """What a turn offers its tools for sub-sessions (one per running session)."""
+
+    depth: int  # 0 for a top-level session, 1 for its children, ...
+
+    def spawn(self, task: str, model: str | None, token_limit: int | None) -> str:
+        """Start a child session on the event loop and return its id at once.
+
+        Raises :class:`~agent_kernel.errors.ToolInputError` when a limit refuses it.
+        """
+
+    async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Each child's ``{id, status, result?, error?}`` once all of them have finished."""
 
 
 @dataclass
@@ -57,6 +72,10 @@ class ToolContext:
     # Where untrusted content (web pages, search results) entered this turn, one line each;
     # from then on the approval check asks before every writing tool.
     untrusted: list[str] = field(default_factory=list)
+    # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
+    sessions: SubSessionHost | None = None
+    # Set by report_result: the session ended itself with this result; the turn stops.
+    ended: str | None = None
     journal: Journal = field(init=False)  # the turn's pending writes
 
     def __post_init__(self) -> None:

@@ -1,0 +1,409 @@
+"""Sub-sessions: spawn_session, wait_for_sessions, report_result, run side by side.
+
+Whole turns in this process (``shell_agent``): parents and children are real stored
+sessions; their model requests go through the official SDK to the scripted model. The
+children run concurrently, so replies are routed by the task each conversation began with.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from agent_kernel.store import Store
+from agent_kernel.store.sessions import Sessions
+from agent_kernel.testing import Failure, call, reply, say, text, tool_use
+
+from .capabilities import needs_widget_replies
+
+Step = Any  # a Reply, or a function of the request body returning one
+
+
+def opening(body: dict[str, Any]) -> str:
+    """The prompt a conversation began with: the last text of its first message (context
+    blocks, such as the previous session's summary, come before it)."""
+    content = body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return [b["text"] for b in content if b.get("type") == "text"][-1]
+
+
+def route(plan: dict[str, list[Step]]) -> Callable[[dict[str, Any]], Any]:
+    """A responder: each conversation is answered by the plan of the first marker its
+    opening prompt holds, one step per assistant message so far (the last step repeats)."""
+
+    def respond(body: dict[str, Any]) -> Any:
+        first = opening(body)
+        step = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        for marker, steps in plan.items():
+            if marker in first:
+                item = steps[min(step, len(steps) - 1)]
+                return item(body) if callable(item) else item
+        return Failure(400, "invalid_request_error", f"no route for {first[:300]}")
+
+    return respond
+
+
+def results_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [b for b in body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+def spawned_ids(body: dict[str, Any]) -> list[str]:
+    return [json.loads(r["content"])["id"] for r in results_of(body) if not r.get("is_error")]
+
+
+def wait_for_spawned(body: dict[str, Any]) -> Any:
+    return call("wait_for_sessions", ids=spawned_ids(body))
+
+
+def report_wait(body: dict[str, Any]) -> Any:
+    """Report what the last wait_for_sessions returned."""
+    return call("report_result", result=results_of(body)[0]["content"])
+
+
+def llm_agent(shell_agent: Any, **settings: Any) -> Any:
+    config = shell_agent.agent.config
+    config.tool_groups = ["code", "llm"]
+    for name, value in settings.items():
+        setattr(config, name, value)
+    return shell_agent
+
+
+def children_of(shell_agent: Any, parent_id: str) -> dict[str, Any]:
+    """Each stored child of ``parent_id`` by its task: (session, its stored messages, result)."""
+    with shell_agent.agent.store.connect() as con:
+        rows = con.execute("SELECT id, task, result FROM sessions WHERE parent_id = ?", [parent_id]).fetchall()
+        sessions = Sessions(con)
+        return {task: (sessions.get(i), sessions.messages(i), result) for i, task, result in rows}
+
+
+def assert_valid(messages: list[Any]) -> None:
+    """Every stored tool_use has its tool_result in the next message."""
+    for before, after in zip(messages, messages[1:] + [None]):
+        uses = [b["id"] for b in before.content if b.get("type") == "tool_use"]
+        if uses:
+            assert after is not None and after.role == "user", f"unanswered {uses}"
+            answered = {b["tool_use_id"] for b in after.content if b.get("type") == "tool_result"}
+            assert set(uses) <= answered, f"unanswered {set(uses) - answered}"
+
+
+def test_three_children_completed_token_limit_and_timed_out(shell_agent, scripted_model):
+    llm_agent(shell_agent, subsession_timeout_s=1.5)
+    scripted_model.responder = route(
+        {
+            "TASK-A": [call("report_result", result="A found 42")],
+            "TASK-B": [
+                reply(text("Partial: B counted 7 so far."), tool_use("inspect_namespace", {})),
+                say("never reached: the token limit stops B first"),
+            ],
+            "TASK-C": [call("run_code", code="import time; time.sleep(30)", isolated=True), say("never")],
+            "delegate three": [
+                reply(
+                    tool_use("spawn_session", {"task": "TASK-A: find the answer"}),
+                    tool_use("spawn_session", {"task": "TASK-B: count", "token_limit": 2_000}),
+                    tool_use("spawn_session", {"task": "TASK-C: sleep"}),
+                ),
+                wait_for_spawned,
+                say("All three are back."),
+            ],
+        }
+    )
+    cell = shell_agent.ok("delegate three")
+    parent = shell_agent.agent.session(create=False)
+    results = json.loads(results_of(scripted_model.requests[-1])[0]["content"])["results"]
+    by_status = {r["status"]: r for r in results}
+    assert [r["status"] for r in results] == ["completed", "token_limit_reached", "error"], results
+    assert by_status["completed"]["result"] == "A found 42"
+    assert by_status["token_limit_reached"]["result"] == "Partial: B counted 7 so far."
+    assert by_status["error"]["error"] == "timed out after 1.5 s"
+    assert "All three are back." in cell.lines
+    children = children_of(shell_agent, parent.id)
+    assert {t: (s.state, r) for t, (s, _, r) in children.items()} == {
+        "TASK-A: find the answer": ("completed", "A found 42"),
+        "TASK-B: count": ("token_limit_reached", "Partial: B counted 7 so far."),
+        "TASK-C: sleep": ("error", None),
+    }
+    timed_out = children["TASK-C: sleep"][0]
+    assert timed_out.last_error == "timed out after 1.5 s"
+    assert (timed_out.updated_at - timed_out.created_at).total_seconds() < 6  # not its 30 s sleep
+    assert children["TASK-B: count"][0].token_limit == 2_000
+    for session, messages, _ in children.values():
+        assert session.parent_id == parent.id and session.name.startswith(parent.name + "/sub-")
+        assert messages and messages[0].role == "user"
+        assert_valid(messages)
+    # The children got the parent's system prompt and tools.
+    first_child = next(r for r in scripted_model.requests if "TASK-A" in opening(r))
+    assert first_child["system"] == scripted_model.requests[0]["system"]
+    assert [t["name"] for t in first_child["tools"]] == [t["name"] for t in scripted_model.requests[0]["tools"]]
+    # Headless, the parent's cell shows each child's lines under its name.
+    shown = cell.shown
+    for name in (s.name for s, _, _ in children.values()):
+        assert f"↳ {name}: started" in shown
+    assert "completed: A found 42" in shown and "error: timed out after 1.5 s" in shown
+
+
+def test_depth_four_is_refused(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    plan: dict[str, list[Step]] = {}
+    for level in (1, 2, 3):
+        plan[f"LEVEL-{level} "] = [call("spawn_session", task=f"LEVEL-{level + 1} go deeper"), wait_or_report, report_wait]
+    plan["go deep"] = [call("spawn_session", task="LEVEL-1 go deeper"), wait_for_spawned, say("deep done")]
+    scripted_model.responder = route(plan)
+    shell_agent.ok("go deep")
+    level3 = next(r for r in scripted_model.requests if "LEVEL-3 " in opening(r) and len(r["messages"]) == 3)
+    refusal = results_of(level3)[0]
+    assert refusal["is_error"] is True
+    assert "at depth 3" in refusal["content"] and "at most 3 deep (AgentKernel.subsession_max_depth)" in refusal["content"]
+    with shell_agent.agent.store.connect() as con:
+        chain = con.execute("SELECT task, state FROM sessions WHERE task LIKE 'LEVEL-%' ORDER BY task").fetchall()
+    assert chain == [("LEVEL-1 go deeper", "completed"), ("LEVEL-2 go deeper", "completed"), ("LEVEL-3 go deeper", "completed")]
+
+
+def test_an_eleventh_concurrent_child_is_refused(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "WIDE-": [reply(tool_use("report_result", {"result": "ok"}), delay=1.0)],  # still running at the 11th
+            "go wide": [
+                reply(*(tool_use("spawn_session", {"task": f"WIDE-{n} work"}) for n in range(11))),
+                wait_for_spawned,
+                say("wide done"),
+            ],
+        }
+    )
+    shell_agent.ok("go wide")
+    spawn_results = results_of(next(r for r in scripted_model.requests if "go wide" in opening(r) and len(r["messages"]) == 3))
+    assert [r.get("is_error", False) for r in spawn_results] == [False] * 10 + [True]
+    assert "10 sub-sessions of this session are still running" in spawn_results[10]["content"]
+    assert "AgentKernel.subsession_max_children" in spawn_results[10]["content"]
+    waited = json.loads(results_of(scripted_model.requests[-1])[0]["content"])["results"]
+    assert [r["status"] for r in waited] == ["completed"] * 10
+
+
+def wait_or_report(body: dict[str, Any]) -> Any:
+    """After spawning: wait for the child, or report the refusal when it was refused."""
+    result = results_of(body)[0]
+    if result.get("is_error"):
+        return call("report_result", result="refused: " + result["content"])
+    return call("wait_for_sessions", ids=[json.loads(result["content"])["id"]])
+
+
+def test_live_run_code_of_two_children_never_overlaps(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    shell_agent.code("import asyncio, time\nruns = []")
+    live = (
+        "runs.append(('{who}', 'start', time.monotonic()))\n"
+        "await asyncio.sleep(0.3)\n"  # yields the event loop: without the lock the other would start here
+        "runs.append(('{who}', 'end', time.monotonic()))\n"
+    )
+    scripted_model.responder = route(
+        {
+            "LIVE-X": [call("run_code", code=live.format(who="x")), call("report_result", result="x ran")],
+            "LIVE-Y": [call("run_code", code=live.format(who="y")), call("report_result", result="y ran")],
+            "two live": [
+                reply(
+                    tool_use("spawn_session", {"task": "LIVE-X run"}),
+                    tool_use("spawn_session", {"task": "LIVE-Y run"}),
+                ),
+                wait_for_spawned,
+                say("both ran"),
+            ],
+        }
+    )
+    cell = shell_agent.ok("two live")
+    runs = shell_agent.value("runs")
+    assert sorted(who for who, what, _ in runs if what == "start") == ["x", "y"]
+    # Each run's start and end are next to each other: no run started while another was running.
+    assert [w for w, _, _ in runs] in (["x", "x", "y", "y"], ["y", "y", "x", "x"]), runs
+    assert runs[2][2] >= runs[1][2]
+    assert "[run_code] waiting for another session's code" in cell.shown
+
+
+def test_isolated_runs_of_children_run_side_by_side(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    step = "import time; time.sleep(1.0)"
+    plan: dict[str, list[Step]] = {
+        f"ISO-{n}": [call("run_code", code=step, isolated=True), call("report_result", result=f"{n} done")] for n in range(3)
+    }
+    plan["three isolated"] = [
+        reply(*(tool_use("spawn_session", {"task": f"ISO-{n} step"}) for n in range(3))),
+        wait_for_spawned,
+        say("done"),
+    ]
+    scripted_model.responder = route(plan)
+    shell_agent.ok("three isolated")
+    waited = json.loads(results_of(scripted_model.requests[-1])[0]["content"])["results"]
+    assert [r["result"] for r in waited] == ["0 done", "1 done", "2 done"]
+    children = [s for s, _, _ in children_of(shell_agent, shell_agent.agent.session(create=False).id).values()]
+    elapsed = (max(s.updated_at for s in children) - min(s.created_at for s in children)).total_seconds()
+    assert elapsed < 2.6, elapsed  # three 1 s steps one after another take over 3 s
+
+
+def test_an_interrupt_stops_the_whole_tree_and_stored_conversations_stay_valid(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    sleeper = [call("run_code", code="import time; time.sleep(30)", isolated=True), say("never")]
+    scripted_model.responder = route(
+        {
+            "NAP-1": sleeper,
+            "NAP-2": [call("spawn_session", task="NAP-3 nap deeper"), wait_for_spawned, say("never")],
+            "NAP-3": sleeper,
+            "nap time": [
+                reply(tool_use("spawn_session", {"task": "NAP-1 nap"}), tool_use("spawn_session", {"task": "NAP-2 nap"})),
+                wait_for_spawned,
+                say("never"),
+            ],
+        }
+    )
+    main = threading.main_thread().ident
+    assert main is not None
+    timer = threading.Timer(1.5, signal.pthread_kill, (main, signal.SIGINT))  # a kernel interrupt
+    started = time.perf_counter()
+    timer.start()
+    try:
+        cell = shell_agent.execute("nap time")
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - started < 10
+    assert cell.error is not None and "Interrupted" in str(cell.error)
+    shell_agent.agent._writer.flush()
+    with shell_agent.agent.store.connect() as con:
+        rows = con.execute("SELECT id, task, state, last_error, parent_id FROM sessions").fetchall()
+        sessions = Sessions(con)
+        stored = {task: (state, error) for _, task, state, error, _ in rows if task}
+        for session_id, *_ in rows:
+            assert_valid(sessions.messages(session_id))
+    assert stored == {
+        "NAP-1 nap": ("error", "stopped: stopped by the user"),
+        "NAP-2 nap": ("error", "stopped: stopped by the user"),
+        "NAP-3 nap deeper": ("error", "stopped: stopped by the user"),
+    }
+
+
+def test_report_result_is_refused_in_a_top_level_session(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.add(call("report_result", result="done"), say("ok"))
+    shell_agent.ok("finish")
+    refused = results_of(scripted_model.requests[1])[0]
+    assert refused["is_error"] is True
+    assert "only for sub-sessions" in refused["content"]
+    assert shell_agent.agent.session(create=False).state == "idle"
+
+
+def test_wait_for_unknown_ids_is_an_error_the_model_can_act_on(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.add(call("wait_for_sessions", ids=["nope"]), say("ok"))
+    shell_agent.ok("wait")
+    refused = results_of(scripted_model.requests[1])[0]
+    assert refused["is_error"] is True
+    assert "Not sub-sessions of this session: nope" in refused["content"]
+
+
+@needs_widget_replies
+def test_stop_in_a_live_cell_ends_the_tree_that_the_cell_shows(kernel, scripted_model, agent_db):
+    from .frontend import FrontEnd
+
+    kernel.ok('%config AgentKernel.tool_groups = ["code", "llm", "ui"]')
+    scripted_model.responder = route(
+        {
+            "ASK-1": [call("ask_user", question="Which <b>colour</b>?", options=["red", "blue"]), say("never")],
+            "SLOW-1": [call("run_code", code="import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n")],
+            "two children": [
+                reply(
+                    tool_use("spawn_session", {"task": "ASK-1 <i>ask</i> the user"}),
+                    tool_use("spawn_session", {"task": "SLOW-1 wait"}),
+                ),
+                wait_for_spawned,
+                say("never"),
+            ],
+        }
+    )
+    front = FrontEnd(kernel)
+    seen = {"started": False, "stopped_at": None}
+
+    def on_message(message, _kernel):
+        front.hook(message)
+        if message["msg_type"] == "stream" and "started" in message["content"]["text"]:
+            seen["started"] = True
+        if seen["stopped_at"] is None and seen["started"] and front.of_kind("ChoiceCard"):
+            seen["stopped_at"] = time.perf_counter()
+            front.custom(front.of_kind("StopButton")[0], type="stop")
+
+    result = kernel.execute("%agent two children", on_message=on_message)
+    assert seen["stopped_at"] is not None, "the question never showed"
+    assert [e["evalue"] for e in result.errors] == ["■ Stopped."]
+    # The child's question is asked in the parent's cell, as the model wrote it (a widget's text).
+    assert front.of_kind("ChoiceCard")[0].state["text"] == "Which <b>colour</b>?"
+    # Each child is a collapsible section, updated live; the model's text is escaped.
+    sections = [h for h in result.final_texts("text/html") if 'class="agent-kernel-subsession"' in h]
+    assert len(sections) == 2
+    asking = next(h for h in sections if "ASK-1" in h)
+    assert "Task: ASK-1 &lt;i&gt;ask&lt;/i&gt; the user" in asking and "<i>" not in asking
+    assert "stopped: stopped by the user" in asking and "ask_user" in asking
+    assert any("waiting for you" in t for t in result.texts() if "sub-session" in t)
+    with Store(agent_db).connect() as con:
+        rows = con.execute("SELECT id, task, state, last_error FROM sessions WHERE parent_id IS NOT NULL").fetchall()
+        sessions = Sessions(con)
+        for session_id, *_ in rows:
+            assert_valid(sessions.messages(session_id))
+    assert sorted((task, state, error) for _, task, state, error in rows) == [
+        ("ASK-1 <i>ask</i> the user", "error", "stopped: stopped by the user"),
+        ("SLOW-1 wait", "error", "stopped: stopped by the user"),
+    ]
+
+
+def test_children_still_running_when_the_parent_turn_ends_are_stopped(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "LATE-1": [reply(tool_use("report_result", {"result": "too late"}), delay=30)],
+            "leave early": [call("spawn_session", task="LATE-1 take your time"), say("Not waiting.")],
+        }
+    )
+    cell = shell_agent.ok("leave early")
+    assert "Not waiting." in cell.lines
+    parent = shell_agent.agent.session(create=False)
+    [(session, messages, result)] = children_of(shell_agent, parent.id).values()
+    assert (session.state, session.last_error, result) == ("error", "stopped: its parent's turn ended first", None)
+    assert_valid(messages)
+    assert cell.result is not None and cell.result.seconds < 20  # not the child's 30 s reply
+
+
+def test_a_later_turn_waits_for_children_of_an_earlier_one_as_stored(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    spawned: list[str] = []
+
+    def remember(body: dict[str, Any]) -> Any:
+        spawned.extend(r["id"] for r in json.loads(results_of(body)[0]["content"])["results"])
+        return say("Spawned.")
+
+    scripted_model.responder = route(
+        {
+            "QUICK-1": [call("report_result", result="quick answer")],
+            "spawn now": [call("spawn_session", task="QUICK-1 answer"), wait_for_spawned, remember],
+        }
+    )
+    shell_agent.ok("spawn now")
+    scripted_model.responder = None
+    scripted_model.add(call("wait_for_sessions", ids=spawned), say("Collected."))
+    shell_agent.ok("collect them")
+    waited = json.loads(results_of(scripted_model.requests[-1])[0]["content"])
+    assert waited == {"results": [{"id": spawned[0], "status": "completed", "result": "quick answer"}]}
+
+
+def test_a_childs_synchronous_live_code_stops_at_its_time_limit(shell_agent, scripted_model):
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "SYNC-1": [call("run_code", code="import time\ntime.sleep(30)", timeout_s=1), report_wait],
+            "slow child": [call("spawn_session", task="SYNC-1 sleep"), wait_for_spawned, say("done")],
+        }
+    )
+    shell_agent.ok("slow child")
+    [waited] = json.loads(results_of(scripted_model.requests[-1])[0]["content"])["results"]
+    ran = json.loads(waited["result"])
+    assert ran["success"] is False and ran["error"]["type"] == "TimeoutError"
+    assert "time limit of 1 s" in ran["error"]["message"] and ran["duration_ms"] < 10_000

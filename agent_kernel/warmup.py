@@ -244,9 +244,13 @@ def _describe_tools(settings: AgentKernel) -> None:
 
 
 def _make_sample_client() -> None:
+    """Make a client as a turn does; the SSL context it loads is the one the turn's uses."""
     import anthropic
 
-    anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0)
+    from .model import ssl_context
+
+    http_client = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0, http_client=http_client)
 
 
 def _parse_sample_reply() -> None:

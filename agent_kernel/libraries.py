@@ -12,7 +12,6 @@ same when the stored versions differ from the loaded ones (a change made elsewhe
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import sys
 from collections.abc import Callable
@@ -27,8 +26,12 @@ PACKAGE = "agent_libs"
 __all__ = ["PACKAGE", "LibraryFinder", "forget", "install", "refresh"]
 
 
-class LibraryFinder(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):
-    """Finds and loads ``agent_libs`` and ``agent_libs.NAME`` from the store."""
+class LibraryFinder:
+    """Finds and loads ``agent_libs`` and ``agent_libs.NAME`` from the store.
+
+    A meta-path finder and its modules' loader by protocol (``find_spec``, ``exec_module``,
+    ``get_source`` for tracebacks), without the ``importlib.abc`` bases: importing those
+    costs more than ``%load_ext`` may spend."""
 
     def __init__(self, store: Callable[[], Store]) -> None:
         self.store = store

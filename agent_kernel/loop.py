@@ -148,6 +148,9 @@ class Turn:
     _audit: audit.AuditLog = field(init=False)
     _usage: usage_rows.UsageLog = field(init=False)
     _unpriced_noted: bool = False
+    # The definitions of ``tools``, built once for the turn's calls (again when a tool call
+    # changed which tools are offered).
+    _definitions: tuple[list[Tool], list[dict[str, Any]]] | None = None
 
     async def run(self) -> TurnResult:
         ctx = self.context
@@ -463,7 +466,9 @@ class Turn:
             "messages": self._messages,
         }
         if self.tools:
-            params["tools"] = [t.definition(self.context.settings) for t in self.tools]
+            if self._definitions is None or self._definitions[0] is not self.tools:
+                self._definitions = (self.tools, [t.definition(self.context.settings) for t in self.tools])
+            params["tools"] = self._definitions[1]
         if self.limits.thinking:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
         return caching.with_breakpoints(params)

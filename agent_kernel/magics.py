@@ -9,7 +9,6 @@ therefore rewrites ``%agent ...`` lines and ``%%agent`` cells into
 
 from __future__ import annotations
 
-import asyncio
 import re
 import string
 import textwrap
@@ -352,6 +351,8 @@ class AgentMagics(Magics):
         {name} in the prompt is replaced by that variable's value; {{ and }} are braces.
         Settings: %config AgentKernel (model, token_limit, approve, tool_groups, ...).
         """
+        import asyncio  # a kernel has it loaded; a plain IPython shell pays for it here, not at load
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

@@ -8,7 +8,6 @@ machinery (papermill, executors).
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -100,6 +99,8 @@ class JobsView:
         self.note = note
 
     def _repr_html_(self) -> str:
+        import html  # with its entity table: not worth loading at %load_ext
+
         head = "".join(f"<th style='text-align:left'>{c}</th>" for c in _COLUMNS)
         body = []
         for row in self.rows:
@@ -127,6 +128,8 @@ class JobsView:
 
 def _link(path: str) -> str:
     """A link the front end can open: relative to the kernel's directory when possible."""
+    import html
+
     target = Path(path)
     try:
         relative = os.path.relpath(target, Path.cwd())

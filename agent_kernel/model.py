@@ -58,6 +58,25 @@ class StreamView(Protocol):
     def notice(self, text: str, *, kind: str = "info") -> None: ...
 
 
+_SSL_CONTEXT: tuple[tuple[str | None, ...], Any] | None = None
+_SSL_ENVIRONMENT = ("SSL_CERT_FILE", "SSL_CERT_DIR")  # what httpx reads when it makes one
+
+
+def ssl_context() -> Any:
+    """The SSL context httpx would make for the SDK's client, made once and shared.
+
+    Loading the certificate bundle takes tens of milliseconds, and a client is made for each
+    event loop (every ``Agent.run``) and for the first turn; one context serves them all
+    (it is made again when the variables that choose the certificates change)."""
+    global _SSL_CONTEXT
+    key = tuple(os.environ.get(name) for name in _SSL_ENVIRONMENT)
+    if _SSL_CONTEXT is None or _SSL_CONTEXT[0] != key:
+        import httpx2
+
+        _SSL_CONTEXT = (key, httpx2.create_ssl_context())
+    return _SSL_CONTEXT[1]
+
+
 class ModelClient:
     """An ``AsyncAnthropic`` client for each event loop that makes model calls.
 
@@ -95,6 +114,8 @@ class ModelClient:
             if self.http_client is not None:
                 made = self.http_client
                 options["http_client"] = made() if callable(made) else made
+            else:  # the SDK's own default client, its certificates loaded once per process
+                options["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
             if known is not None and not self._given():
                 # The replaced client's pooled connections would stay open with the loop.
                 closing = loop.create_task(known[1].close())

@@ -198,7 +198,7 @@ class WarmUp:
             (name, lambda name=name: _import(name)) for name in _MODULES
         ]
         steps.append(("render a paragraph", _render_sample_text))
-        steps.append(("describe the tools", _describe_tools))
+        steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
         steps.append(("make a model client", _make_sample_client))
         steps.append(("parse a streamed reply", _parse_sample_reply))
         steps.append(("open the store", self._open_store))
@@ -230,19 +230,27 @@ def _render_sample_text() -> None:
     markdown_bundle("Warm-up: **bold**, `code`, a [link](https://example.com).\n\n- a list")
 
 
-def _describe_tools() -> None:
-    """Tool definitions come from the functions' signatures through the SDK and pydantic:
-    the first ones made import and build most of what the turn's own need."""
+def _describe_tools(settings: AgentKernel) -> None:
+    """Build the definitions (and validators) of the tools a turn offers with these settings.
+
+    They come from the functions' signatures through the SDK and pydantic, and the built-in
+    tools are shared by every registry, so the first turn finds its own ready. Tools of
+    groups it does not offer are left for the turn that does (about half of them)."""
     from .tools.builtin import builtin_registry
 
-    for item in builtin_registry().tools.values():
-        item.definition()
+    groups = settings.tool_groups if settings.tools_enabled else []
+    for item in builtin_registry().offered(groups):
+        item.definition(settings)
 
 
 def _make_sample_client() -> None:
+    """Make a client as a turn does; the SSL context it loads is the one the turn's uses."""
     import anthropic
 
-    anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0)
+    from .model import ssl_context
+
+    http_client = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0, http_client=http_client)
 
 
 def _parse_sample_reply() -> None:

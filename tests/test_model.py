@@ -88,3 +88,26 @@ def test_a_client_given_as_such_is_left_open_for_its_owner(monkeypatch):
         return answer.content[0].text, still_open
 
     assert asyncio.run(ask()) == ("one", True)
+
+
+def test_the_sdk_clients_share_one_ssl_context_until_the_certificate_settings_change(monkeypatch, tmp_path):
+    import asyncio
+
+    from agent_kernel.model import ModelClient, ssl_context
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    client = ModelClient()
+
+    async def context_of_a_new_client():
+        sdk = client.client()  # one per event loop: each asyncio.run makes a new one
+        context = sdk._client._transport._pool._ssl_context
+        await client.aclose()
+        return context
+
+    first, second = asyncio.run(context_of_a_new_client()), asyncio.run(context_of_a_new_client())
+    assert first is second is ssl_context()  # the certificates were loaded once
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))  # other certificates: a context that uses them
+    third = asyncio.run(context_of_a_new_client())
+    assert third is not first and third is ssl_context()

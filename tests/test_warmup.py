@@ -26,6 +26,7 @@ def at_cell_end(result):  # registered first: runs before the warm-up's own call
 shell.events.register("post_run_cell", at_cell_end)
 shell.run_cell("%load_ext agent_kernel")
 from agent_kernel import warmup
+from agent_kernel.tools.builtin import builtin_registry
 
 warm_up = warmup._CURRENT
 finished = warm_up.done.wait(300)
@@ -36,6 +37,8 @@ print(json.dumps({
     "heavy_after": heavy(),
     "steps": warm_up.steps_done,
     "listening": [f for f in shell.events.callbacks["pre_run_cell"] if getattr(f, "__self__", None) is warm_up],
+    "described": [n for n, t in builtin_registry().tools.items() if "_sdk_tool" in vars(t)],
+    "offered": [t.name for t in builtin_registry().offered(warm_up.settings.tool_groups)],
 }, default=str))
 """
 
@@ -61,6 +64,10 @@ def test_the_warm_up_starts_after_the_loading_cell_and_prepares_a_turn(agent_db)
     steps = report["steps"]
     assert {"duckdb", "anthropic", "agent_kernel.loop", "agent_kernel.tools.builtin"} <= set(steps)
     assert steps[-2:] == ["parse a streamed reply", "open the store"]
+    # The tools the first turn offers are described; those of other groups are not built.
+    assert "describe the tools" in steps
+    assert report["described"] == report["offered"]
+    assert "create_scheduled_task" not in report["described"]
     assert report["listening"] == []  # done: it no longer follows the cells
 
 

@@ -41,7 +41,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import AgentKernelError, ModelError
@@ -199,21 +198,12 @@ def _validator(schema: Any) -> Any:
         text = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"schema must be plain JSON: {exc}.") from None
-    return _compiled(text)
-
-
-@lru_cache(maxsize=64)
-def _compiled(schema_json: str) -> Any:
-    """fastjsonschema (drafts 4, 6 and 7), as for agent-defined tools: importing jsonschema
-    costs seconds where its optional format checkers are installed, as Jupyter installs them."""
-    import fastjsonschema
+    from .json_schemas import compiled
 
     try:
-        return fastjsonschema.compile(json.loads(schema_json))
-    except fastjsonschema.JsonSchemaDefinitionException as exc:
-        raise ValueError(f"schema is not a valid JSON Schema: {exc}.") from None
-    except Exception as exc:  # noqa: BLE001 - malformed schemas fail in many ways while compiling
-        raise ValueError(f"schema is not a valid JSON Schema ({type(exc).__name__}: {exc}).") from None
+        return compiled(text)
+    except ValueError as exc:
+        raise ValueError(f"schema is {exc}") from None
 
 
 def _api_schema(schema: dict[str, Any]) -> dict[str, Any]:

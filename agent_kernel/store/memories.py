@@ -23,7 +23,7 @@ from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolInputError
-from .bm25 import STOPWORDS as _STOPWORDS
+from .bm25 import ranked
 from .bm25 import terms as _terms
 from .schema import UTC_NOW
 
@@ -140,37 +140,9 @@ class Filters:
         return " AND ".join(clauses), params
 
 
-# Okapi BM25 (k1 = 1.2, b = 0.75) of each memory against the query's terms.
-_RECALL = f"""
-WITH docs AS (
-    SELECT {_COLUMNS}, {_terms("content || ' ' || array_to_string(tags, ' ') || ' ' || type")} AS terms
-    FROM memories WHERE {{where}}
-),
-query_terms AS (
-    SELECT DISTINCT term FROM (SELECT unnest({_terms("?")}) AS term)
-    WHERE NOT list_contains([{", ".join(f"'{w}'" for w in _STOPWORDS)}], term)
-),
-stats AS (SELECT count(*)::DOUBLE AS n, greatest(avg(len(terms)), 1)::DOUBLE AS avgdl FROM docs),
-hits AS (
-    SELECT docs.id, query_terms.term,
-           len(list_filter(docs.terms, lambda t: t = query_terms.term))::DOUBLE AS tf,
-           len(docs.terms)::DOUBLE AS dl
-    FROM docs, query_terms
-),
-frequency AS (SELECT term, count(*) FILTER (WHERE tf > 0)::DOUBLE AS df FROM hits GROUP BY term),
-scores AS (
-    SELECT hits.id,
-           sum(ln(1 + (stats.n - frequency.df + 0.5) / (frequency.df + 0.5))
-               * hits.tf * 2.2 / (hits.tf + 1.2 * (0.25 + 0.75 * hits.dl / stats.avgdl))) AS score
-    FROM hits JOIN frequency USING (term), stats
-    WHERE hits.tf > 0
-    GROUP BY hits.id
-)
-SELECT {", ".join("docs." + c.strip() for c in _COLUMNS.split(","))}, scores.score
-FROM docs JOIN scores USING (id)
-ORDER BY scores.score DESC, docs.created_at DESC
-LIMIT ?
-"""
+# Okapi BM25 of each memory against the query's terms, newest first among equals.
+_MEMORY_TERMS = _terms("content || ' ' || array_to_string(tags, ' ') || ' ' || type")
+_RECALL = ranked(f"SELECT {_COLUMNS}, {_MEMORY_TERMS} AS terms FROM memories WHERE {{where}}", then_by="created_at")
 
 
 class Memories:

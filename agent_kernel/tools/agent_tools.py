@@ -16,7 +16,6 @@ import ast
 import keyword
 import re
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -281,23 +280,14 @@ def _schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-@lru_cache(maxsize=256)
 def _validator(schema_json: str) -> Any:
-    """The compiled validator of a schema (given as JSON text, so it can be cached).
-
-    fastjsonschema (drafts 4, 6 and 7) rather than jsonschema: importing jsonschema costs
-    seconds where its optional format checkers are installed, as Jupyter installs them.
-    """
-    import json
-
-    import fastjsonschema
+    """The compiled validator of a schema given as JSON text."""
+    from ..json_schemas import compiled
 
     try:
-        return fastjsonschema.compile(json.loads(schema_json))
-    except fastjsonschema.JsonSchemaDefinitionException as exc:
-        raise ToolInputError(f"parameter_schema is not a valid JSON Schema: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - malformed schemas fail in many ways while compiling
-        raise ToolInputError(f"parameter_schema is not a valid JSON Schema ({type(exc).__name__}: {exc}).") from None
+        return compiled(schema_json)
+    except ValueError as exc:
+        raise ToolInputError(f"parameter_schema is {exc}") from None
 
 
 def _code(code: str) -> str:

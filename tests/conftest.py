@@ -25,6 +25,10 @@ def pytest_configure(config: pytest.Config) -> None:
     every process, a killed kernel's writes included; only a power cut would differ.
     xdist's workers take their directories from the controller, so only it decides.
     """
+    # Kernels that papermill, the scheduler and subprocesses start run their first cell right
+    # after %load_ext: a background warm-up would only compete with it. Live kernels
+    # (tests/kernel.py, JupyterLab's) and tests/test_warmup.py keep it on.
+    os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
     if config.option.basetemp or hasattr(config, "workerinput") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
         return
     try:

@@ -62,15 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     return int(result["exit_code"])
 
 
-# nbformat validates notebooks with jsonschema, which imports every format checker it can;
-# rfc3987_syntax (its "iri" checker) builds ~35 Earley parsers at import, 1.5-2 s of CPU per
-# run. No notebook schema uses that format: the import is refused so jsonschema skips it.
-_UNUSED_SLOW_IMPORTS = ("rfc3987_syntax",)
-
-
 def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
-    for name in _UNUSED_SLOW_IMPORTS:
-        sys.modules.setdefault(name, None)  # type: ignore[arg-type] - None: "import fails"
+    from .lean_imports import refuse_unused_slow_imports
+
+    refuse_unused_slow_imports()
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.engines import papermill_engines

@@ -29,6 +29,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # after %load_ext: a background warm-up would only compete with it. Live kernels
     # (tests/kernel.py, JupyterLab's) and tests/test_warmup.py keep it on.
     os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
+    # As in the scheduler's processes: nbformat here without jsonschema's IRI grammar.
+    from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
+
+    refuse_unused_slow_imports()
     if config.option.basetemp or hasattr(config, "workerinput") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
         return
     try:

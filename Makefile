@@ -41,8 +41,9 @@ bubblewrap:
 # extension's switch) into the venv's share/jupyter and etc/jupyter.
 $(STAMP): pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet --upgrade pip uv
+	# uv installs what pip would, from PyPI, in about two thirds of pip's time.
+	$(VENV)/bin/uv pip install --quiet --python $(PY) -e '.[test]'
 	# JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in labextension/ updates it.
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter-builder develop --overwrite . > /dev/null
 	touch $@

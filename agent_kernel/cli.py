@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 def main(argv: list[str] | None = None) -> int:
     from .scheduler import ScheduleError
+    from .scheduler.lean_imports import refuse_unused_slow_imports
+
+    refuse_unused_slow_imports()
 
     parser = _parser()
     args = parser.parse_args(argv)

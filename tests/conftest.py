@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -8,6 +11,36 @@ from typing import Any
 import pytest
 
 from .kernel import Kernel
+
+RAM_DISK = Path("/dev/shm")
+RAM_DISK_FREE = 4 * 1024**3  # the suite's files take far less; smaller RAM disks (containers') are left alone
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Put the tests' temporary directories (their DuckDB files among them) on a RAM disk
+    when the machine has a roomy one.
+
+    A DuckDB commit waits for the disk (fsync); a 500-turn session commits 500 times, and
+    on a busy disk that wait was most of the test's time. Files on tmpfs behave the same to
+    every process, a killed kernel's writes included; only a power cut would differ.
+    xdist's workers take their directories from the controller, so only it decides.
+    """
+    # Kernels that papermill, the scheduler and subprocesses start run their first cell right
+    # after %load_ext: a background warm-up would only compete with it. Live kernels
+    # (tests/kernel.py, JupyterLab's) and tests/test_warmup.py keep it on.
+    os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
+    # As in the scheduler's processes: nbformat here without jsonschema's IRI grammar.
+    from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
+
+    refuse_unused_slow_imports()
+    if config.option.basetemp or hasattr(config, "workerinput") or os.environ.get("PYTEST_DEBUG_TEMPROOT"):
+        return
+    try:
+        roomy = os.access(RAM_DISK, os.W_OK) and shutil.disk_usage(RAM_DISK).free >= RAM_DISK_FREE
+    except OSError:
+        roomy = False
+    if roomy:
+        tempfile.tempdir = str(RAM_DISK)
 
 
 @pytest.fixture(autouse=True)

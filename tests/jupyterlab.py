@@ -90,6 +90,7 @@ class JupyterLab:
             (home / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
         full_env = dict(
             os.environ,
+            AGENT_KERNEL_WARM_UP="1",  # its kernels are live ones, warmed up as users' are
             **env,
             JUPYTER_CONFIG_DIR=str(home / "config"),
             JUPYTER_DATA_DIR=str(home / "data"),

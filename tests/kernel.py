@@ -61,7 +61,7 @@ class Kernel:
     """One running kernel with an ``execute`` that collects iopub output."""
 
     def __init__(self, env: dict[str, str], cwd: str | None = None) -> None:
-        full_env = dict(os.environ, **env)
+        full_env = {**os.environ, "AGENT_KERNEL_WARM_UP": "1", **env}  # as users have it
         kwargs: dict[str, Any] = {"env": full_env}
         if cwd:
             kwargs["cwd"] = cwd

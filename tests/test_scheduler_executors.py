@@ -17,14 +17,27 @@ from .scheduling import UTC, add_job, home_fixture, runs_of, store_fixture, writ
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 
 
-def test_a_dask_local_cluster_runs_four_jobs(store, home, tmp_path):
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """One two-worker LocalCluster for the module: each test's executor connects to it by
+    address. (The executor starting a cluster of its own is tested in test_cli.py.)"""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def test_a_dask_cluster_runs_four_jobs(store, home, tmp_path, dask_cluster):
     clock = ManualClock(T0)
     jobs = []
     for n in range(4):
         notebook = write_notebook(tmp_path / f"job{n}.ipynb", "import os\nprint(n * 10, os.getpid())", parameters="n = 0")
         jobs.append(add_job(store, name=f"job{n}", notebook=str(notebook), at=T0 + timedelta(seconds=1),
                             parameters={"n": n}, now=clock.now()))  # fmt: skip
-    executor = DaskExecutor(n_workers=2)
+    executor = DaskExecutor(dask_cluster.scheduler_address)
     try:
         workers = set(executor.client.scheduler_info()["workers"])
         daemon = Scheduler(store, home=home, clock=clock, executor=executor, settings=SchedulerSettings(max_concurrent=4))
@@ -42,14 +55,14 @@ def test_a_dask_local_cluster_runs_four_jobs(store, home, tmp_path):
         assert out.cells[-1].outputs[0]["text"].startswith(f"{n * 10} ")  # its own parameters
 
 
-def test_a_dask_run_is_bounded_by_its_timeout_too(store, home, tmp_path):
+def test_a_dask_run_is_bounded_by_its_timeout_too(store, home, tmp_path, dask_cluster):
     notebook = write_notebook(tmp_path / "hang.ipynb", "import time\ntime.sleep(600)")
     clock = ManualClock(T0)
     from agent_kernel.scheduler.jobs import Policy
 
     add_job(store, name="hang", notebook=str(notebook), at=T0 + timedelta(seconds=1), now=clock.now(),
             policy=Policy(timeout_s=3))  # fmt: skip
-    executor = DaskExecutor(n_workers=1)
+    executor = DaskExecutor(dask_cluster.scheduler_address)
     try:
         clock.advance(seconds=2)
         [run] = Scheduler(store, home=home, clock=clock, executor=executor).run_once()

@@ -1,7 +1,7 @@
 """The schedule tools, called by the scripted model, and what fires from them.
 
-Tool calls whose results are all a test looks at run in-process (``shell_agent``); tasks
-that fire run in kernels.
+The tool calls run in-process (``shell_agent``) unless the test needs the kernel's notebook
+session (a reminder continues it); tasks that fire run in kernels, under papermill.
 """
 
 from __future__ import annotations
@@ -55,10 +55,13 @@ def user_texts(request) -> list[str]:
     ]
 
 
-def test_a_task_created_by_the_agent_fires_at_its_time_and_succeeds(kernel, scripted_model, store, home):
+def test_a_task_created_by_the_agent_fires_at_its_time_and_succeeds(
+    shell_agent, scripted_model, store, home, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # the task runs where it was created
     at = (datetime.now(UTC) + timedelta(hours=2)).replace(microsecond=0)
     [created] = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("create_scheduled_task", name="sales check", task="Summarise the sales table in one line.",
              at=at.isoformat(), model="claude-haiku-5-5", token_limit=50_000),
         prompt="in two hours, summarise the sales table",
@@ -88,9 +91,10 @@ def test_a_task_created_by_the_agent_fires_at_its_time_and_succeeds(kernel, scri
     assert get_job(store, job).next_run_at is None  # one-shot: done
 
 
-def test_a_task_whose_turn_fails_is_a_failed_run(kernel, scripted_model, store, home):
+def test_a_task_whose_turn_fails_is_a_failed_run(shell_agent, scripted_model, store, home, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     at = datetime.now(UTC) + timedelta(hours=1)
-    [created] = run_tools(kernel, scripted_model, call("create_scheduled_task", name="t", task="go", at=at.isoformat()))
+    [created] = run_tools(shell_agent, scripted_model, call("create_scheduled_task", name="t", task="go", at=at.isoformat()))
     # Nothing is scripted for the firing: the model answers 400 and the turn ends in error.
     clock = ManualClock(at + timedelta(seconds=1))
     [run] = scheduler(store, home, clock).run_once()
@@ -201,9 +205,9 @@ def test_a_reminder_continues_its_session_headless(kernel, scripted_model, store
     assert "The totals are fixed now." in json.dumps(scripted_model.requests[-1]["messages"])
 
 
-def test_manage_pulse_configures_and_keeps_notes(kernel, scripted_model, store):
+def test_manage_pulse_configures_and_keeps_notes(shell_agent, scripted_model, store):
     config, notes, too_long, shown, bad = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("manage_pulse", action="update_config", pulses_per_day=6, active_days=[1, 2, 3, 4, 5],
              quiet_hours=[{"start": "20:00", "end": "08:00"}], instruction="Check the sales table for gaps."),
         call("manage_pulse", action="update_notes", notes="Gap on 2026-03-01; recheck."),
@@ -233,14 +237,15 @@ def test_only_listing_and_reading_the_pulse_count_as_reading():
 
 
 def test_a_task_declares_its_secrets_by_name_and_its_runs_redact_them(
-    kernel, scripted_model, store, home, monkeypatch
+    shell_agent, scripted_model, store, home, tmp_path, monkeypatch
 ):
     from . import leaks
 
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AK_JOB_TOKEN", leaks.SECRET)  # the scheduler's environment
     at = (datetime.now(UTC) + timedelta(hours=1)).replace(microsecond=0)
     [created] = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("create_scheduled_task", name="uses token", task="Call the service.", at=at.isoformat(),
              secrets=["AK_JOB_TOKEN"]),
     )  # fmt: skip
@@ -248,7 +253,7 @@ def test_a_task_declares_its_secrets_by_name_and_its_runs_redact_them(
         job = Jobs(con).get(created["id"])
     assert job.options == {"secrets": ["AK_JOB_TOKEN"]}  # the name, never the value
     [refused] = run_tools(
-        kernel, scripted_model,
+        shell_agent, scripted_model,
         call("create_scheduled_task", name="bad", task="x", at=at.isoformat(), secrets=["not a name"]),
     )  # fmt: skip
     assert refused["is_error"] and "environment variable names" in refused["content"]

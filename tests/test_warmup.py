@@ -9,7 +9,15 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from agent_kernel.testing import say
+
+
+@pytest.fixture(autouse=True)
+def _warm_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warm-up as users have it (tests/conftest.py switches it off for other tests)."""
+    monkeypatch.setenv("AGENT_KERNEL_WARM_UP", "1")
 
 LOAD_THEN_WAIT = r"""
 import json, sys, threading

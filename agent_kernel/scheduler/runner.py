@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
+    from .lean_imports import refuse_unused_slow_imports
+
+    refuse_unused_slow_imports()
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from papermill.engines import papermill_engines

@@ -26,6 +26,7 @@ def outputs_text(cell) -> str:
 
 def test_quickstart_runs_headless_on_the_scripted_model(agent_db, tmp_path, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("AGENT_KERNEL_WARM_UP", "1")  # as `make demo` runs it: the warm-up on
     out = run_demo(NOTEBOOKS / "quickstart.ipynb", tmp_path / "out" / "quickstart.ipynb", scripted=True)
     nb = nbformat.read(out, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]

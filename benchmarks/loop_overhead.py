@@ -113,6 +113,9 @@ def main() -> None:
         try:
             kernel.ok("%load_ext agent_kernel")
             kernel.ok(f"%config AgentKernel.max_model_calls = {args.trips + 10}")
+            # Each timed turn starts a new session; the summary of the one before it (a model
+            # call of its own, see session_summary.py) is not the loop's cost.
+            kernel.ok("%config AgentKernel.summary_idle_minutes = 0")
             # Warm up both paths (imports, first DuckDB open, first connection).
             kernel.ok("%agent --new", allow_stdin=False)
             kernel.ok(AGENT.format(trips=2), allow_stdin=False)

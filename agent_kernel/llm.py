@@ -527,17 +527,11 @@ def generate_many(
     nothing is raised for it. ``batch=True`` sends them all as one Message Batch (half
     the price, results within 24 hours), polled every ``poll_s`` seconds.
     """
-    caller = _caller(agent)
-    items, shape = _items(prompts)
-    requests = _requests(items, caller.settings, system, intelligence, schema, max_tokens, temperature)
-    _check_many(concurrency, batch, len(items))
-    bar = _progress_bar(len(items), "llm batch" if batch else "llm", progress)
-    tally = _Tally(caller, same_thread=False, bar=bar)
-    if batch:
-        results = _wait(lambda: _batch(caller, requests, tally, poll_s), tally)
-    else:
-        results = _wait(lambda: _concurrent(caller, requests, tally, concurrency), tally)
-    return shape(results)
+    run, tally, shape = _many(
+        prompts, agent, system, intelligence, schema, max_tokens, temperature,
+        concurrency, batch, progress, poll_s, same_thread=False,
+    )  # fmt: skip
+    return shape(_wait(run, tally))
 
 
 async def agenerate_many(
@@ -555,20 +549,34 @@ async def agenerate_many(
     agent: Agent | None = None,
 ) -> Any:
     """:func:`generate_many` on the running event loop (``await`` it in a cell or an async tool)."""
+    run, tally, shape = _many(
+        prompts, agent, system, intelligence, schema, max_tokens, temperature,
+        concurrency, batch, progress, poll_s, same_thread=True,
+    )  # fmt: skip
+    try:
+        results = await run()
+    finally:
+        tally.close()
+    return shape(results)
+
+
+def _many(
+    prompts: Iterable[Any], agent: Agent | None, system: str | None, intelligence: str,
+    schema: dict[str, Any] | None, max_tokens: int | None, temperature: float | None,
+    concurrency: int, batch: bool, progress: bool, poll_s: float, *, same_thread: bool,
+) -> tuple[Callable[[], Awaitable[list[Generation]]], _Tally, Callable[[list[Generation]], Any]]:
+    """What both ``generate_many`` functions run: the checked requests as one coroutine
+    factory (a batch or concurrent calls), the tally its calls report to, and the shape of
+    the result (a list, or a Series with the input's index)."""
     caller = _caller(agent)
     items, shape = _items(prompts)
     requests = _requests(items, caller.settings, system, intelligence, schema, max_tokens, temperature)
     _check_many(concurrency, batch, len(items))
     bar = _progress_bar(len(items), "llm batch" if batch else "llm", progress)
-    tally = _Tally(caller, same_thread=True, bar=bar)
-    try:
-        if batch:
-            results = await _batch(caller, requests, tally, poll_s)
-        else:
-            results = await _concurrent(caller, requests, tally, concurrency)
-    finally:
-        tally.close()
-    return shape(results)
+    tally = _Tally(caller, same_thread=same_thread, bar=bar)
+    if batch:
+        return (lambda: _batch(caller, requests, tally, poll_s)), tally, shape
+    return (lambda: _concurrent(caller, requests, tally, concurrency)), tally, shape
 
 
 def _check_many(concurrency: int, batch: bool, count: int) -> None:

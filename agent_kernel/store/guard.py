@@ -414,7 +414,8 @@ def check_plan(
         message = f"{kind} Error: {plan.get('error_message', 'the statement could not be bound')}"
         if kind == "Permission":
             raise ToolInputError(f"{NO_FILES} ({message})")
-        if kind in ("Internal", "Not Implemented", "Serialization"):
+        _refuse_parsed_table_functions(statement)
+        if kind in ("Internal", "Not Implemented", "Serialization") or "support serialization" in message:
             raise ToolInputError(
                 f"db_sql could not check this statement, so it did not run it ({message}). Write "
                 "it another way: e.g. INSERT/UPDATE/DELETE instead of MERGE, or a CTE or a table "
@@ -473,8 +474,12 @@ def _sequence_written(node: Mapping[str, Any]) -> str | None:
 
 def _check_table_function(node: Mapping[str, Any]) -> None:
     path = (node.get("qname") or {}).get("path") or [""]
-    name = str(path[-1]).lower()
-    if name in _TABLE_FUNCTIONS or name.startswith(_TABLE_FUNCTION_PREFIXES):
+    _check_table_function_name(str(path[-1]))
+
+
+def _check_table_function_name(name: str) -> None:
+    name = name.lower()
+    if _reading_table_function(name):
         return
     if name.startswith(_FILE_FUNCTION_PREFIXES):
         raise ToolInputError(f"{name}() is not available. " + NO_FILES)
@@ -482,6 +487,30 @@ def _check_table_function(node: Mapping[str, Any]) -> None:
         f"The table function {name}() is not available in db_sql. Query tables, kernel "
         "DataFrames, range()/generate_series(), unnest(), or duckdb_* / pragma_* metadata."
     )
+
+
+def _refuse_parsed_table_functions(statement: Statement) -> None:
+    """Refuse DuckDB's own table functions named in ``statement`` that db_sql does not offer.
+
+    For a statement whose plan could not be serialized (some table functions' plans
+    cannot be): the parser still names the function. Names that are not DuckDB's own
+    table functions (a table macro, say) are left to the caller's refusal.
+    """
+    cursor = _parser_cursor()
+    try:
+        tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
+        builtin_tables = {
+            row[0] for row in cursor.execute(
+                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE function_type = 'table'"
+            ).fetchall()
+        }
+    finally:
+        cursor.close()
+    for node in _dicts(tree):
+        if node.get("type") == "TABLE_FUNCTION":
+            name = str((node.get("function") or {}).get("function_name", "")).lower()
+            if name in builtin_tables:
+                _check_table_function_name(name)
 
 
 def _targets(node: Mapping[str, Any]) -> list[str]:

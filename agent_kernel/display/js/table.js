@@ -34,25 +34,33 @@ function render({ model, el }) {
   function pages() {
     return Math.max(1, Math.ceil(model.get("row_count") / model.get("page_size")));
   }
-  function ask(view) {
-    model.send({
-      type: "view",
-      page: model.get("page"),
-      sort_key: model.get("sort_key"),
-      sort_desc: model.get("sort_desc"),
-      ...view,
-    });
+  // The view last asked for, until the kernel's state shows it: clicks made before the
+  // answer arrives build on what was asked, not on what is drawn.
+  let asked = null;
+  function shown() {
+    return { page: model.get("page"), sort_key: model.get("sort_key"), sort_desc: model.get("sort_desc") };
+  }
+  function wanted() {
+    return asked || shown();
+  }
+  function ask(change) {
+    asked = { ...wanted(), ...change };
+    model.send({ type: "view", ...asked });
   }
   function go(page) {
     const target = Math.min(Math.max(page, 0), pages() - 1);
-    if (target !== model.get("page")) ask({ page: target });
+    if (target !== wanted().page) ask({ page: target });
   }
   first.addEventListener("click", () => go(0));
-  prev.addEventListener("click", () => go(model.get("page") - 1));
-  next.addEventListener("click", () => go(model.get("page") + 1));
+  prev.addEventListener("click", () => go(wanted().page - 1));
+  next.addEventListener("click", () => go(wanted().page + 1));
   last.addEventListener("click", () => go(pages() - 1));
 
   function draw() {
+    const now = shown();
+    if (asked && asked.page === now.page && asked.sort_key === now.sort_key && asked.sort_desc === now.sort_desc) {
+      asked = null;
+    }
     caption.textContent = model.get("title");
     caption.style.display = model.get("title") ? "" : "none";
     const columns = model.get("columns");
@@ -70,8 +78,9 @@ function render({ model, el }) {
       if (numeric.has(column.key)) th.className = "ak-num";
       th.addEventListener("click", () => {
         // Ascending, then descending, then the original order.
-        if (sortKey !== column.key) ask({ sort_key: column.key, sort_desc: false, page: 0 });
-        else if (!desc) ask({ sort_desc: true, page: 0 });
+        const view = wanted();
+        if (view.sort_key !== column.key) ask({ sort_key: column.key, sort_desc: false, page: 0 });
+        else if (!view.sort_desc) ask({ sort_desc: true, page: 0 });
         else ask({ sort_key: "", sort_desc: false, page: 0 });
       });
       head.appendChild(th);

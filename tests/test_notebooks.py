@@ -8,9 +8,11 @@ import nbformat
 import papermill
 
 from agent_kernel.demo import run_demo
-from agent_kernel.testing import call, say
+from agent_kernel.store import Store
+from agent_kernel.testing import call, reply, say, tool_use
 
 from .calls import texts_of
+from .test_tools_subsessions import route, wait_for_spawned
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -109,3 +111,34 @@ def test_a_new_session_notebook_reruns_fresh_and_keeps_the_older_ones(scripted_m
     for name in ("weekly~1", "weekly~2"):
         assert name in listed
     assert listed.count("weekly") == 3
+
+
+def test_a_notebook_that_fans_out_to_sub_sessions_reruns(scripted_model, agent_db, tmp_path):
+    scripted_model.responder = route(
+        {
+            "PART-A": [call("run_code", code="part_a = sum(range(10))"), call("report_result", result="A is 45")],
+            "PART-B": [call("run_code", code="part_b = sum(range(5))"), call("report_result", result="B is 10")],
+            "split the sums": [
+                reply(tool_use("spawn_session", {"task": "PART-A sum"}), tool_use("spawn_session", {"task": "PART-B sum"})),
+                wait_for_spawned,
+                say("Both parts are done."),
+            ],
+        }
+    )
+    cells = [
+        "%load_ext agent_kernel",
+        '%config AgentKernel.tool_groups = ["code", "llm"]\n%config AgentKernel.summary_idle_minutes = 0',
+        "%agent --new=fanout -- split the sums between two sub-sessions",
+        "print(part_a + part_b)",
+    ]
+    for run in _run_three_times(cells, tmp_path, "fanout"):
+        agent_cell = run.cells[2]
+        assert "Both parts are done." in outputs_text(agent_cell)
+        html = [o.get("data", {}).get("text/html", "") for o in agent_cell.outputs]
+        sections = [h for h in html if 'class="agent-kernel-subsession"' in h]
+        assert sorted("PART-A" in h for h in sections) == [False, True]
+        assert all("completed" in h for h in sections)
+        assert outputs_text(run.cells[3]).strip() == "55"
+    with Store(agent_db).connect() as con:
+        children = con.execute("SELECT task, state FROM sessions WHERE parent_id IS NOT NULL").fetchall()
+    assert sorted(children) == sorted([(task, "completed") for task in ("PART-A sum", "PART-B sum")] * 3)

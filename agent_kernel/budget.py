@@ -10,8 +10,8 @@ there is no previous report). Past the threshold the conversation is compacted:
 1. tool results older than the last exchanges are shortened to their head and tail, with
    the ``execution_id`` / ``tool_use_id`` that finds the full text in the store;
 2. when that is not enough, the oldest part is summarised by ``small_model`` into one
-   block, so the request comes down to about half the threshold (seed 004: "summarise the
-   oldest half at 70%"). The cut falls where no ``tool_use`` loses its ``tool_result``.
+   block, so the request comes down to about half the threshold (the oldest half is
+   summarised at 70%). The cut falls where no ``tool_use`` loses its ``tool_result``.
 
 A compaction is stored (:mod:`agent_kernel.store.compactions`) and every later request,
 turn and kernel of the session sends the same view, so the request's prefix stays the same

@@ -178,7 +178,7 @@ def _note_temperature() -> None:
 
     The API version the installed SDK speaks (2026-10-21) has no sampling parameters: a
     request carrying ``temperature`` (any value) fails with a 400, and the SDK no longer
-    takes it. It stays an argument so calls written for the seed's tool keep working.
+    takes it. It stays an argument so calls that pass it (older code, other front ends) keep working.
     """
     import warnings
 

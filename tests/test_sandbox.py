@@ -410,3 +410,30 @@ def test_into_is_capped_by_rows_and_bytes(store):
     assert 5_000 <= len(by_bytes.frame) <= 10_000 and "AgentKernel.into_max_mb" in by_bytes.note
     whole = run(store, "SELECT range AS n FROM range(5000)", into=True)
     assert whole.frame.shape == (5000, 1) and not whole.truncated and not whole.note
+
+
+IDLE_WORKER_AT_EXIT = """
+import sys
+from agent_kernel.store import Store
+sys.path.insert(0, sys.argv[2])
+from tests.calls import sql_run
+store = Store(sys.argv[1])
+with store.connect():
+    pass
+print(sql_run(store, "SELECT 41 + 1").rows)
+"""
+
+
+def test_a_process_leaves_with_its_idle_sql_workers_reaped(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run(
+        [sys.executable, "-W", "default::ResourceWarning", "-c", IDLE_WORKER_AT_EXIT,
+         str(tmp_path / "agent.duckdb"), str(Path(__file__).resolve().parent.parent)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[(42,)]"
+    assert "still running" not in out.stderr and "ResourceWarning" not in out.stderr, out.stderr

@@ -35,6 +35,7 @@ as they are read.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import pickle
@@ -248,10 +249,19 @@ class _Worker(_Watched):
     def kill(self) -> None:
         if self.alive():
             self.process.kill()
-        self.process.wait()
-        for pipe in (self.process.stdin, self.process.stdout):
-            if pipe is not None:
-                pipe.close()
+        self.close()
+
+    def close(self) -> None:
+        """Close its pipe (it leaves when the pipe closes) and reap it; kill it if it lingers."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 class _Forked(_Watched):
@@ -467,6 +477,15 @@ def _give_back(worker: _Worker) -> None:
             _idle.append(worker)
             return
     worker.kill()
+
+
+@atexit.register
+def _close_idle() -> None:
+    """At exit, the idle workers leave too (rather than outliving their kernel unreaped)."""
+    with _idle_lock:
+        workers, _idle[:] = list(_idle), []
+    for worker in workers:
+        worker.close()
 
 
 def _start_successor() -> None:

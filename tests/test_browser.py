@@ -385,3 +385,56 @@ def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyter
     assert pwned(page) == []
     assert page.locator("a[href^='javascript' i], iframe, object, embed").count() == 0
     assert not [f for f in sent if '"execute_request"' in f]
+
+
+# -- sub-sessions: side by side, a child's question answered in the parent's cell ----------------
+
+
+def test_sub_sessions_show_as_sections_and_a_childs_question_is_answered_in_the_parent_cell(
+    lab_page, jupyterlab, lab_model
+):
+    from .test_tools_subsessions import report_wait, route, wait_for_spawned
+
+    page = lab_page
+    lab_model.responder = route(
+        {
+            "ASK-COLOUR": [call("ask_user", question="Which colour for the chart?", options=["red", "blue"]), report_wait],
+            "SUM-UP": [call("run_code", code="total = 6 * 7\nprint(total)"), report_wait],
+            "fan out": [
+                reply(
+                    tool_use("spawn_session", {"task": "ASK-COLOUR: ask which colour the chart should use"}),
+                    tool_use("spawn_session", {"task": "SUM-UP: compute the total"}),
+                ),
+                wait_for_spawned,
+                say("Both sub-sessions finished."),
+            ],
+        }
+    )
+    try:
+        run_notebook(page, jupyterlab, "subsessions", [
+            "%load_ext agent_kernel",
+            '%config AgentKernel.tool_groups = ["code", "llm", "ui"]',
+            "%agent fan out the work to two sub-sessions",
+        ])  # fmt: skip
+        agent_cell = cell(page, 2)
+        # The child's question is a card in the parent's cell, while its sibling runs on.
+        question = agent_cell.locator(".ak-choice")
+        question.wait_for(timeout=60_000)
+        assert "Which colour for the chart?" in question.inner_text()
+        sections = agent_cell.locator("details.agent-kernel-subsession")
+        assert sections.count() == 2
+        save_screenshot(agent_cell, "subsessions-question.png")
+        question.get_by_role("button", name="blue").click()
+        agent_cell.get_by_text("Both sub-sessions finished.").wait_for(timeout=60_000)
+        wait_idle(page)
+        # Each child is a collapsible section that says how it ended and what it reported.
+        texts = {}
+        for i in range(sections.count()):
+            section = sections.nth(i)
+            section.locator("summary").click()  # open it, as a person would
+            texts["ASK" if "ASK-COLOUR" in section.inner_text() else "SUM"] = section.inner_text()
+        assert "completed" in texts["ASK"] and "blue" in texts["ASK"]
+        assert "completed" in texts["SUM"] and "42" in texts["SUM"]
+        save_screenshot(agent_cell, "subsessions-done.png")
+    finally:
+        lab_model.responder = None

@@ -302,6 +302,21 @@ def test_wait_for_unknown_ids_is_an_error_the_model_can_act_on(shell_agent, scri
     assert "Not sub-sessions of this session: nope" in refused["content"]
 
 
+def test_oversized_model_names_and_ids_are_errors_the_model_can_act_on(shell_agent, scripted_model, agent_db):
+    llm_agent(shell_agent)
+    scripted_model.add(
+        reply(tool_use("spawn_session", {"task": "t", "model": "m" * 201}), tool_use("wait_for_sessions", {"ids": ["x" * 65]})),
+        say("ok"),
+    )
+    shell_agent.ok("limits")
+    refused = results_of(scripted_model.requests[1])
+    assert [r.get("is_error") for r in refused] == [True, True]
+    assert "model" in refused[0]["content"] and "200" in refused[0]["content"]
+    assert "ids" in refused[1]["content"] and "64" in refused[1]["content"]
+    with Store(agent_db).connect() as con:
+        assert con.execute("SELECT count(*) FROM sessions WHERE parent_id IS NOT NULL").fetchone()[0] == 0
+
+
 @needs_widget_replies
 def test_stop_in_a_live_cell_ends_the_tree_that_the_cell_shows(kernel, scripted_model, agent_db):
     from .frontend import FrontEnd

@@ -21,11 +21,13 @@ __all__ = ["TASK_CHARS", "TOOLS"]
 TASK_CHARS = 100_000
 RESULT_CHARS = 100_000
 MAX_IDS = 50
+ID_CHARS = 64  # a sub-session id is 32 hex digits
+MODEL_CHARS = 200
 
 
 async def spawn_session(
     task: Annotated[str, Field(min_length=1, max_length=TASK_CHARS)],
-    model: str | None = None,
+    model: Annotated[str, Field(min_length=1, max_length=MODEL_CHARS)] | None = None,
     token_limit: Annotated[int, Field(gt=0)] | None = None,
 ) -> dict[str, Any]:
     """Start a sub-session that works on `task` alongside you; returns {id} at once.
@@ -46,7 +48,7 @@ async def spawn_session(
 
 
 async def wait_for_sessions(
-    ids: Annotated[list[str], Field(min_length=1, max_length=MAX_IDS)],
+    ids: Annotated[list[Annotated[str, Field(min_length=1, max_length=ID_CHARS)]], Field(min_length=1, max_length=MAX_IDS)],
 ) -> dict[str, Any]:
     """Wait until the given sub-sessions have finished and return their results.
 

@@ -376,12 +376,12 @@ class _Tally:
 
 
 def _progress_bar(total: int, description: str, shown: bool) -> Any:
-    """A tqdm bar: a widget in a notebook front end, text on stderr elsewhere (papermill logs too)."""
+    """A tqdm bar: in a kernel, one display the saved notebook keeps as it ended; else on stderr."""
     if not shown or total == 0:
         return None
-    from tqdm.auto import tqdm
+    from .display.progress import progress_bar
 
-    return tqdm(total=total, desc=description, unit="call", dynamic_ncols=True)
+    return progress_bar(total, description, "call")
 
 
 # -- the background loop of the synchronous API -------------------------------------------------

@@ -193,9 +193,37 @@ def test_in_a_notebook_calls_use_the_kernels_settings_and_its_loop(kernel, scrip
     assert shown.stdout.strip() == "HELLO"
     shown = kernel.ok("rs = await llm.agenerate_many(['a', 'boom', 'c'], progress=False)\nprint([r.text for r in rs], rs[1].ok)")
     assert shown.stdout.strip() == "['A', '', 'C'] False"
-    shown = kernel.ok("print([r.text for r in llm.generate_many(['x', 'y'])])")  # its bar: a widget here
+    shown = kernel.ok("print([r.text for r in llm.generate_many(['x', 'y'])])")
     assert shown.stdout.strip() == "['X', 'Y']" and "Traceback" not in shown.stderr
+    # Its progress bar is one display, updated in place, that ends at 2/2.
+    assert shown.final_texts()[-1].startswith("llm: 100%") and "2/2" in shown.final_texts()[-1]
     assert {r["model"] for r in scripted_model.requests} == {"tiny-model"}
+
+
+def test_a_notebook_run_by_papermill_keeps_the_progress_bar_as_it_ended(scripted_model, agent_db, tmp_path):
+    import nbformat
+    import papermill
+
+    scripted_model.responder = echo
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
+        nbformat.v4.new_code_cell(
+            "import pandas as pd\nfrom agent_kernel import llm\n"
+            "reviews = pd.DataFrame({'text': [f'review {i}' for i in range(20)]})\n"
+            "reviews['answer'] = llm.generate_many(reviews['text'], concurrency=4).map(lambda r: r.text)\n"
+            "print(reviews['answer'].iloc[19])"
+        ),
+    ]
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                               progress_bar=False, cwd=str(tmp_path))  # fmt: skip
+    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs
+    shown = [o for o in outputs if o.output_type == "display_data"]
+    assert len(shown) == 1 and list(shown[0].data) == ["text/plain"]  # no widget, whose saved form is "0/20"
+    assert shown[0].data["text/plain"].startswith("llm: 100%") and "20/20" in shown[0].data["text/plain"]
+    assert [o.text for o in outputs if o.output_type == "stream"] == ["REVIEW 19\n"]
 
 
 def test_a_time_limit_stops_generate_many_and_what_ran_is_counted(shell_agent, scripted_model):

@@ -354,20 +354,23 @@ def _reading_table_function(name: str) -> bool:
     return name in _TABLE_FUNCTIONS or name.startswith(_TABLE_FUNCTION_PREFIXES)
 
 
-_builtins: frozenset[str] | None = None
+_builtins: dict[str, frozenset[str]] = {}
 
 
-def _builtin_functions() -> frozenset[str]:
-    """The names of DuckDB's own functions (the parser's database holds no others)."""
-    global _builtins
-    if _builtins is None:
+def _builtin_functions(function_type: str = "") -> frozenset[str]:
+    """The names of DuckDB's own functions (the parser's database holds no others), or of
+    those of one ``function_type`` ("table", "scalar", ...)."""
+    if function_type not in _builtins:
         cursor = _parser_cursor()
         try:
-            rows = cursor.execute("SELECT DISTINCT lower(function_name) FROM duckdb_functions()").fetchall()
+            rows = cursor.execute(
+                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE ? = '' OR function_type = ?",
+                [function_type, function_type],
+            ).fetchall()
         finally:
             cursor.close()
-        _builtins = frozenset(row[0] for row in rows)
-    return _builtins
+        _builtins[function_type] = frozenset(row[0] for row in rows)
+    return _builtins[function_type]
 
 
 def _dicts(value: Any) -> Iterator[dict[str, Any]]:
@@ -499,17 +502,12 @@ def _refuse_parsed_table_functions(statement: Statement) -> None:
     cursor = _parser_cursor()
     try:
         tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
-        builtin_tables = {
-            row[0] for row in cursor.execute(
-                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() WHERE function_type = 'table'"
-            ).fetchall()
-        }
     finally:
         cursor.close()
     for node in _dicts(tree):
         if node.get("type") == "TABLE_FUNCTION":
             name = str((node.get("function") or {}).get("function_name", "")).lower()
-            if name in builtin_tables:
+            if name in _builtin_functions("table"):
                 _check_table_function_name(name)
 
 

@@ -326,11 +326,7 @@ def _reads(statement: Statement) -> bool:
         return len(tokens) >= 3 and tokens[2][0] == "(" and _reading_table_function(_name(tokens[1][0]))
     if statement.kind != "SELECT":
         return False
-    cursor = _parser_cursor()
-    try:
-        tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
-    finally:
-        cursor.close()
+    tree = _syntax_tree(statement.sql)
     if tree.get("error"):
         return False
     builtins = _builtin_functions()
@@ -347,6 +343,15 @@ def _reads(statement: Statement) -> bool:
             if node.get("schema") or name in _SEQUENCE_FUNCTIONS or name not in builtins:
                 return False  # a sequence step, or a macro the parser cannot see into
     return True
+
+
+def _syntax_tree(sql: str) -> dict[str, Any]:
+    """DuckDB's parse of ``sql`` as JSON (``error`` set where it is no SELECT it can show)."""
+    cursor = _parser_cursor()
+    try:
+        return json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [sql]))
+    finally:
+        cursor.close()
 
 
 def _reading_table_function(name: str) -> bool:
@@ -499,11 +504,7 @@ def _refuse_parsed_table_functions(statement: Statement) -> None:
     cannot be): the parser still names the function. Names that are not DuckDB's own
     table functions (a table macro, say) are left to the caller's refusal.
     """
-    cursor = _parser_cursor()
-    try:
-        tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
-    finally:
-        cursor.close()
+    tree = _syntax_tree(statement.sql)
     for node in _dicts(tree):
         if node.get("type") == "TABLE_FUNCTION":
             name = str((node.get("function") or {}).get("function_name", "")).lower()
@@ -558,30 +559,26 @@ def reads_only_frames(
         return False
     lowered = {name.lower() for name in frames}
     named = False
-    cursor = _parser_cursor()
-    try:
-        for statement in statements:
-            tree = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [statement.sql]))
-            if tree.get("error"):
+    for statement in statements:
+        tree = _syntax_tree(statement.sql)
+        if tree.get("error"):
+            return False
+        ctes = {str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)}
+        for node in _dicts(tree):
+            kind = node.get("type")
+            if isinstance(kind, str) and kind.endswith("_QUERY_NODE"):
                 return False
-            ctes = {str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)}
-            for node in _dicts(tree):
-                kind = node.get("type")
-                if isinstance(kind, str) and kind.endswith("_QUERY_NODE"):
+            if kind == "BASE_TABLE":
+                name = str(node.get("table_name", "")).lower()
+                if name in ctes:
+                    continue
+                if node.get("schema_name") or node.get("catalog_name") or name not in lowered or name in file_names:
                     return False
-                if kind == "BASE_TABLE":
-                    name = str(node.get("table_name", "")).lower()
-                    if name in ctes:
-                        continue
-                    if node.get("schema_name") or node.get("catalog_name") or name not in lowered or name in file_names:
-                        return False
-                    named = True
-                elif kind == "TABLE_FUNCTION":
-                    function = str((node.get("function") or {}).get("function_name", "")).lower()
-                    if function not in _TABLE_FUNCTIONS:
-                        return False
-    finally:
-        cursor.close()
+                named = True
+            elif kind == "TABLE_FUNCTION":
+                function = str((node.get("function") or {}).get("function_name", "")).lower()
+                if function not in _TABLE_FUNCTIONS:
+                    return False
     return named
 
 

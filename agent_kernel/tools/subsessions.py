@@ -48,7 +48,9 @@ async def spawn_session(
 
 
 async def wait_for_sessions(
-    ids: Annotated[list[Annotated[str, Field(min_length=1, max_length=ID_CHARS)]], Field(min_length=1, max_length=MAX_IDS)],
+    ids: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=ID_CHARS)]], Field(min_length=1, max_length=MAX_IDS)
+    ],
 ) -> dict[str, Any]:
     """Wait until the given sub-sessions have finished and return their results.
 

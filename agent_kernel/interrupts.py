@@ -139,6 +139,8 @@ class TurnInterrupts:
             raise TurnInterrupted(self.reason)
         task = asyncio.ensure_future(coro)
         self._phase = task
+        if self.reason is not None:  # a SIGINT handled while the task was made found no phase
+            task.cancel()
         try:
             return await task
         except asyncio.CancelledError:

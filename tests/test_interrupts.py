@@ -192,3 +192,38 @@ def test_a_far_deadline_leaves_the_watchdog_working_for_the_next_limit():
             return time.perf_counter() - started
 
     assert asyncio.run(turn()) < 2
+
+
+def test_an_interrupt_as_a_phase_starts_stops_it():
+    import asyncio
+    import signal
+
+    from agent_kernel.interrupts import TurnInterrupted, TurnInterrupts
+
+    class InterruptingLoop(asyncio.SelectorEventLoop):
+        """Raises SIGINT while a task is being made (its first step scheduled), once armed:
+        inside ``phase`` after its check for a stop, before it holds the task."""
+
+        armed = False
+
+        def call_soon(self, *args, **kwargs):
+            if self.armed:
+                self.armed = False
+                signal.raise_signal(signal.SIGINT)
+            return super().call_soon(*args, **kwargs)
+
+    async def turn() -> float:
+        with TurnInterrupts() as interrupts:
+            loop.armed = True
+            started = time.perf_counter()
+            try:
+                await interrupts.phase(asyncio.sleep(10))
+            except TurnInterrupted as stop:
+                assert stop.reason == "interrupt" and not loop.armed
+            return time.perf_counter() - started
+
+    loop = InterruptingLoop()
+    try:
+        assert loop.run_until_complete(turn()) < 2
+    finally:
+        loop.close()

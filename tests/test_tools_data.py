@@ -273,6 +273,40 @@ def test_interrupting_a_long_query_stops_it(kernel, scripted_model, statement):
     assert results == [{"columns": ["s"], "rows": [["still here"]], "row_count": 1, "truncated": False}]
 
 
+# Run in the kernel before a turn: raises SIGINT there the moment db_sql has handed its query
+# to a thread, before it awaits the answer, so the interrupt's KeyboardInterrupt lands in
+# db_sql's own code. Only the kernel gets it, as when the SQL worker has not started yet.
+INTERRUPT_AT_HANDOFF = """
+import signal, sys
+handed_off = False
+
+def _interrupt_at_handoff(frame, event, arg):
+    global handed_off
+    caller = frame.f_back
+    if event == "return" and frame.f_code.co_name == "run_in_executor" and caller and caller.f_code.co_name == "_off_loop":
+        sys.setprofile(None)
+        handed_off = True
+        signal.raise_signal(signal.SIGINT)
+
+sys.setprofile(_interrupt_at_handoff)
+"""
+
+
+@needs_sql_guard
+def test_an_interrupt_as_the_query_is_handed_off_stops_it(kernel, scripted_model):
+    kernel.ok("%config AgentKernel.sql_timeout_s = 120")
+    scripted_model.add(_one_call(sql(UNINTERRUPTIBLE))[0])
+    kernel.ok(INTERRUPT_AT_HANDOFF)
+    result = kernel.execute("%agent count to a lot", timeout=30)
+    assert kernel.value("handed_off")
+    assert result.status == "error" and [e["evalue"] for e in result.errors] == ["■ Interrupted."]
+    # The query was stopped, not left running in its process holding the file.
+    started = time.perf_counter()
+    results, _ = batch(kernel, scripted_model, sql("SELECT 'still here' AS s"))
+    assert results == [{"columns": ["s"], "rows": [["still here"]], "row_count": 1, "truncated": False}]
+    assert time.perf_counter() - started < 15
+
+
 def _one_call(use):
     from agent_kernel.testing import call, say
 

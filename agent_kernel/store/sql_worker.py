@@ -75,6 +75,8 @@ def run_sql(
     into: bool = False,
 ) -> SqlResult:
     """Run ``statements`` in one transaction, in a fork or a worker; every refusal is a :class:`ToolInputError`."""
+    if sql_run.interrupted:  # stopped before it started: no process is taken for it
+        raise ToolInputError("The query was stopped.")
     named, forked = sql_run.placement(statements, dict(frames or {}))
     if forked:
         return run_forked(sql_run, statements, params=params, frames=named, into=into)

@@ -230,13 +230,21 @@ def kernel_frames(namespace: Mapping[str, Any], hidden: set[str]) -> dict[str, A
 
 
 async def _off_loop(work: Callable[[], T], interrupt: Callable[[], None]) -> T:
-    """Run ``work`` in a thread; if the turn is stopped meanwhile, interrupt it and wait."""
-    future = asyncio.get_running_loop().run_in_executor(None, work)
+    """Run ``work`` in a thread; if the turn is stopped meanwhile, interrupt it and wait.
+
+    A stop arrives as a cancellation while this awaits, or as a kernel interrupt's
+    ``KeyboardInterrupt`` while this coroutine's own code runs (see interrupts.py), which
+    can be after ``work`` was queued and before its future exists: ``work`` is interrupted
+    either way, else it would run on unwatched, holding the database file.
+    """
+    future: asyncio.Future[T] | None = None
     try:
+        future = asyncio.get_running_loop().run_in_executor(None, work)
         return await asyncio.shield(future)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, KeyboardInterrupt):
         interrupt()
-        await asyncio.wait([future])  # the connection is closed before the turn goes on
+        if future is not None:
+            await asyncio.wait([future])  # the connection is closed before the turn goes on
         raise
 
 

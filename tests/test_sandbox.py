@@ -437,3 +437,22 @@ def test_a_process_leaves_with_its_idle_sql_workers_reaped(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[(42,)]"
     assert "still running" not in out.stderr and "ResourceWarning" not in out.stderr, out.stderr
+
+
+def test_a_kernel_interrupt_leaves_the_idle_sql_workers_running(store):
+    """A kernel interrupt is sent to the kernel's process group, which holds its SQL workers."""
+    import signal
+
+    import psutil
+
+    assert run(store, "SELECT 1").rows == [(1,)]
+    workers = [
+        child for child in psutil.Process().children()
+        if "agent_kernel.store.sql_worker" in " ".join(child.cmdline())
+    ]  # fmt: skip
+    assert workers
+    for worker in workers:
+        os.kill(worker.pid, signal.SIGINT)
+    time.sleep(0.5)
+    assert all(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+    assert run(store, "SELECT 2").rows == [(2,)]

@@ -533,6 +533,9 @@ def _serve() -> None:
     # The stop signal is taken by one thread, never delivered to another (every thread
     # started later, DuckDB's and Arrow's included, inherits the blocked mask).
     signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+    # A kernel interrupt goes to the kernel's whole process group, this worker included;
+    # the kernel stops a call here with the stop signal, so SIGINT must not end the worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_the_kernel()
     _preload()
     requests = os.fdopen(os.dup(0), "rb", buffering=0)

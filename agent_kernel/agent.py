@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from .approval import Approver
+    from .conversation import Repair
     from .interrupts import TurnInterrupts
+    from .loaded import LoadedConversation
     from .loop import Turn, TurnResult
     from .model import HttpClient, ModelClient
     from .session_summary import RecallStart
@@ -376,8 +378,8 @@ class Agent:
         shell = self.shell
         system = assemble(sections, groups=groups, secrets=self.secrets.names())
         context_block = turn_context(
-            history, settings=config, shell=shell, groups=groups, notepad=notepad, notes=mcp_failures,
-            previous_session=_previous_section(start.recall, summaries),
+            start.conversation.known, settings=config, shell=shell, groups=groups, notepad=notepad,
+            notes=mcp_failures, previous_session=_previous_section(start.recall, summaries),
         )
         for line in mcp_failures:
             transcript.notice(line, kind="error")
@@ -390,7 +392,7 @@ class Agent:
         turn_model = model or current.model or config.model
         budget = ContextBudget.from_settings(
             config, model=turn_model, store=self.store, session_id=current.id,
-            model_client=self.model_client, seen=self._budget_seen, stored=compacted,
+            model_client=self.model_client, seen=self._budget_seen, stored=compacted, mirrored=True,
         )
         with TurnInterrupts() as interrupts:
             context = ToolContext(
@@ -451,7 +453,7 @@ class Agent:
                 self._start = None
                 transcript.hide_stop()
                 raise
-        self._start = start.after(context.journal, turn.estimate, result)
+        self._start = start.after(context.journal, turn.estimate, result, budget.compactions)
         # The turn's last writes are saved while the cell shows how it ended; the cell
         # finishes only once they are.
         saving = asyncio.ensure_future(asyncio.to_thread(self._writer.flush))
@@ -523,6 +525,7 @@ class Agent:
     ) -> _TurnStart:
         """Resolve the session and read what a turn needs first, in one connection."""
         from . import session_summary
+        from .loaded import LoadedConversation
         from .prompt import stored_sections
         from .store import compactions
         from .store.notepad import Notepad
@@ -535,7 +538,7 @@ class Agent:
             resolved = self._resolve(sessions, new, name, True)
             current = resolved.session
             assert current is not None
-            messages = [(m.role, json.dumps(m.content)) for m in sessions.messages(current.id)]
+            stored = sessions.messages(current.id)
             last_turn = sessions.last_turn(current.id)
             sessions.touch(current.id, notebook=self.notebook)
             sections = stored_sections(con, instruction, groups, self.config.skills_dir)
@@ -551,7 +554,7 @@ class Agent:
             changes=changes,
             resolved=resolved,
             session=current,
-            messages=tuple(messages),
+            conversation=LoadedConversation().extended({"role": m.role, "content": m.content} for m in stored),
             last_turn=last_turn,
             notebook=self.notebook,
             sections_key=(instruction, frozenset(groups)),
@@ -637,12 +640,13 @@ class _Resolved:
 class _TurnStart:
     """What a turn reads from the store before it starts: its session, the stored
     conversation, the prompt's stored sections. Kept for the next turn, which uses it
-    without opening the file while :meth:`Store.unchanged_since` says ``changes`` holds."""
+    without opening the file while :meth:`Store.unchanged_since` says ``changes`` holds
+    (the turn's own writes, its messages and compactions, are mirrored into it)."""
 
     changes: int
     resolved: _Resolved
     session: Session
-    messages: tuple[tuple[str, str], ...]  # (role, content as JSON), as stored
+    conversation: LoadedConversation  # the stored messages, repaired (see loaded.py)
     last_turn: int
     notebook: str
     sections_key: tuple[str, frozenset[str]]
@@ -653,17 +657,23 @@ class _TurnStart:
     recall: RecallStart  # summaries due, the previous session (see session_summary.py)
     ended: float = 0.0  # time.monotonic() when the turn that last used it ended (0: none did)
 
-    def history(self) -> list[dict[str, Any]]:
-        """The stored conversation, decoded afresh (the turn may change what it is given)."""
-        return [{"role": role, "content": json.loads(content)} for role, content in self.messages]
+    def history(self) -> Repair:
+        """The stored conversation, repaired, for a turn to continue (what its requests
+        may send is copied for it: the turn may change what it is given)."""
+        return self.conversation.for_turn(list(self.compactions))
 
-    def after(self, journal: Journal, estimate: InputEstimate, result: TurnResult) -> _TurnStart:
+    def after(
+        self, journal: Journal, estimate: InputEstimate, result: TurnResult, made: list[Compaction]
+    ) -> _TurnStart:
         """This start as the next turn finds it: the session with what ``journal`` recorded,
-        the cost and last request size the turn's calls added (a compaction the turn stored
-        changed the file, so the next turn reads it afresh)."""
-        said = tuple((role, json.dumps(content)) for role, content in journal.recorded)
+        the compactions ``made`` during the turn (saved as mirrored writes), the cost and
+        last request size the turn's calls added."""
         from .session_summary import RecallStart
+        from .store.compactions import merged
         from .store.usage import SessionUsage
+
+        # As stored: the JSON the journal writes, decoded (nothing shared with the turn).
+        said = [{"role": role, "content": json.loads(json.dumps(content))} for role, content in journal.recorded]
 
         session = journal.applied_to(self.session)
         measured = estimate.tokens is not None
@@ -677,7 +687,8 @@ class _TurnStart:
             self,
             resolved=_Resolved(session),
             session=session,
-            messages=self.messages + said,
+            conversation=self.conversation.extended(said) if said else self.conversation,
+            compactions=tuple(merged(self.compactions, made)),
             last_turn=max(self.last_turn, journal.turn),
             usage=usage,
             # Made and shown; unless the turn stored nothing (a failed first request): its

@@ -223,7 +223,10 @@ class ContextBudget:
 
     ``seen`` outlives the turn (the :class:`~agent_kernel.agent.Agent` keeps it): the last
     request and its reported size per session, so the next turn's first estimate starts
-    from the API's count too.
+    from the API's count too. ``mirrored``: the caller keeps the session's compactions in
+    memory and adds :attr:`compactions` to them after the turn, so saving one is a mirrored
+    write (see :meth:`agent_kernel.store.Store.connect`) and the next turn need not read
+    the store again for it.
     """
 
     def __init__(
@@ -238,6 +241,7 @@ class ContextBudget:
         model_client: ModelClient,
         seen: dict[str, Observed] | None = None,
         stored: list[Compaction] | None = None,
+        mirrored: bool = False,
     ) -> None:
         self.window = window
         self.limit = int(window * compact_at)
@@ -248,6 +252,7 @@ class ContextBudget:
         self.model_client = model_client
         self.seen = seen if seen is not None else {}
         self.stored = stored  # the session's compactions, newest first (None: read them)
+        self.mirrored = mirrored
         self.state: Compaction | None = None
         # Told of each summary call (its response and milliseconds), so the turn records
         # its usage and cost like any model call.
@@ -259,7 +264,7 @@ class ContextBudget:
     def from_settings(
         cls, config: AgentKernel, *, model: str, store: Store, session_id: str,
         model_client: ModelClient, seen: dict[str, Observed] | None = None,
-        stored: list[Compaction] | None = None,
+        stored: list[Compaction] | None = None, mirrored: bool = False,
     ) -> ContextBudget:
         return cls(
             window=context_window_for(model, config.context_window),
@@ -271,6 +276,7 @@ class ContextBudget:
             model_client=model_client,
             seen=seen,
             stored=stored,
+            mirrored=mirrored,
         )
 
     # -- before and after each request ---------------------------------------------------
@@ -399,7 +405,7 @@ class ContextBudget:
     def _save(self, compaction: Compaction) -> None:
         from .store.compactions import save
 
-        with self.store.connect() as con:
+        with self.store.connect(mirrored=self.mirrored) as con:
             save(con, self.session_id, compaction)
 
     def _summary_tokens(self) -> int:

@@ -9,6 +9,7 @@ that, so the repair happens here, on every load, rather than being trusted to ev
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 Message = dict[str, Any]
@@ -44,31 +45,56 @@ def repair(messages: list[Message]) -> list[Message]:
     - a conversation never starts with an assistant message;
     - a ``server_tool_use`` whose result never came (a paused turn that was stopped) is dropped.
     """
-    fixed: list[Message] = []
-    pending: list[str] = []  # tool_use ids the next user message must answer
-    for message in messages:
-        role = message["role"]
-        blocks = as_blocks(message["content"])
-        if role == "assistant":
-            if pending:
-                fixed.append(_user([_interrupted(i) for i in pending]))
+    return Repair().extend(messages).messages()
+
+
+@dataclass(frozen=True)
+class Repair:
+    """:func:`repair` part way through a conversation: what the messages so far became,
+    and the tool calls the next message must answer. Extending it with later messages
+    gives what repairing the whole conversation gives, without going over the earlier
+    messages again (a long session's turn repairs only what it adds).
+
+    A message in ``fixed`` is never changed in place: the last one, when the next message
+    merges into it, is replaced by a new one.
+    """
+
+    fixed: tuple[Message, ...] = ()
+    pending: tuple[str, ...] = ()  # tool_use ids the next user message must answer
+
+    def extend(self, messages: Iterable[Message]) -> Repair:
+        """The repair of the conversation so far followed by ``messages``."""
+        fixed = list(self.fixed)
+        pending = list(self.pending)
+        for message in messages:
+            role = message["role"]
+            blocks = as_blocks(message["content"])
+            if role == "assistant":
+                if pending:
+                    fixed.append(_user([_interrupted(i) for i in pending]))
+                    pending = []
+                if not fixed:
+                    continue
+                _append(fixed, "assistant", [b for b in _answered_server_tools(blocks) if not _empty_text(b)])
+                pending = [b["id"] for b in tool_uses(blocks)]
+            else:
+                answered = [b for b in blocks if b.get("type") == "tool_result"]
+                others = [b for b in blocks if b.get("type") != "tool_result" and not _empty_text(b)]
+                results = [b for b in answered if b.get("tool_use_id") in pending]
+                answered_ids = {b["tool_use_id"] for b in results}
+                results += [_interrupted(i) for i in pending if i not in answered_ids]
                 pending = []
-            if not fixed:
-                continue
-            _append(fixed, "assistant", [b for b in _answered_server_tools(blocks) if not _empty_text(b)])
-            pending = [b["id"] for b in tool_uses(blocks)]
-        else:
-            answered = [b for b in blocks if b.get("type") == "tool_result"]
-            others = [b for b in blocks if b.get("type") != "tool_result" and not _empty_text(b)]
-            results = [b for b in answered if b.get("tool_use_id") in pending]
-            answered_ids = {b["tool_use_id"] for b in results}
-            results += [_interrupted(i) for i in pending if i not in answered_ids]
-            pending = []
-            _append(fixed, "user", results + others)
-    if pending:
-        fixed.append(_user([_interrupted(i) for i in pending]))
-    # An assistant message with nothing left in it would be rejected by the API.
-    return [m for m in fixed if m["content"]]
+                _append(fixed, "user", results + others)
+        return Repair(tuple(fixed), tuple(pending))
+
+    def messages(self) -> list[Message]:
+        """The valid conversation: ``fixed``, and results for the calls still pending.
+
+        No message is empty (the API rejects one): :func:`_append` adds none.
+        """
+        if self.pending:
+            return [*self.fixed, _user([_interrupted(i) for i in self.pending])]
+        return list(self.fixed)
 
 
 def _append(fixed: list[Message], role: str, blocks: list[dict[str, Any]]) -> None:

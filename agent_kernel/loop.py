@@ -126,7 +126,7 @@ class Turn:
     model_client: ModelClient
     limits: TurnLimits
     system: str
-    history: list[dict[str, Any]]
+    history: conversation.Repair  # the conversation before this turn, as repaired so far
     prompt_blocks: list[dict[str, Any]]
     session_tokens: int
     check: Check | None = None
@@ -163,7 +163,7 @@ class Turn:
         # An interpolated prompt can hold a secret or text no encoder accepts: it is
         # stored and sent only scrubbed.
         self.prompt_blocks = scrub(self.prompt_blocks)
-        self._messages = conversation.repair(self.history + [{"role": "user", "content": self.prompt_blocks}])
+        self._messages = self.history.extend([{"role": "user", "content": self.prompt_blocks}]).messages()
         prompt_saved = False
         turn_contents: list[list[dict[str, Any]]] = []  # this turn's assistant messages
         self._journal = ctx.journal

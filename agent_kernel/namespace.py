@@ -182,10 +182,13 @@ def variables_update(
     return "\n".join(parts)
 
 
-def known_variables(texts: Iterable[str]) -> dict[str, str] | None:
+def known_variables(
+    texts: Iterable[str], earlier: Mapping[str, str] | None = None
+) -> dict[str, str] | None:
     """The variables as the model last saw them, from earlier :func:`variables_update`
-    texts (oldest first); None when none holds a list."""
-    known: dict[str, str] | None = None
+    texts (oldest first); None when none holds a list. ``earlier``: what the texts before
+    these gave, so a conversation's later texts continue it without reading all again."""
+    known: dict[str, str] | None = dict(earlier) if earlier is not None else None
     for text in texts:
         lines = text.splitlines()
         for line in lines:

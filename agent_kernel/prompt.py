@@ -14,10 +14,10 @@ build the prompt again after a tool changed one.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .conversation import CONTEXT_END, CONTEXT_START, context_texts
+from .conversation import CONTEXT_END, CONTEXT_START
 
 if TYPE_CHECKING:
     import duckdb
@@ -145,7 +145,7 @@ def system_prompt(
 
 
 def turn_context(
-    history: Iterable[dict[str, Any]],
+    known: Mapping[str, str] | None,
     *,
     settings: AgentKernel,
     shell: Any,
@@ -155,17 +155,18 @@ def turn_context(
     previous_session: str = "",
 ) -> dict[str, Any]:
     """The text block that leads a new user message: the time, the kernel's variables
-    that changed since the list the conversation (``history``) already holds, and the
-    session's notepad (``notepad``: its text as the turn starts), ``notes`` (one line each,
-    such as an MCP server that did not start), and on a session's first turn the previous
-    session's summary (``previous_session``, see :mod:`agent_kernel.session_summary`)."""
+    that changed since the list the conversation already holds (``known``: that list, as
+    :func:`agent_kernel.namespace.known_variables` reads it from the conversation's earlier
+    turn-context texts; None when it holds none), and the session's notepad (``notepad``:
+    its text as the turn starts), ``notes`` (one line each, such as an MCP server that did
+    not start), and on a session's first turn the previous session's summary
+    (``previous_session``, see :mod:`agent_kernel.session_summary`)."""
     from . import namespace
     from .store.notepad import turn_section
 
     lines = [f"Current date and time: {settings.now():%A %Y-%m-%d %H:%M %Z}".strip()]
     if groups:
         hidden = set(getattr(shell, "user_ns_hidden", {}))
-        known = namespace.known_variables(context_texts(history))
         lines.append(namespace.variables_update(namespace.briefing_lines(shell.user_ns, hidden), known))
     if notepad.strip():
         lines.append(turn_section(notepad))
@@ -173,4 +174,3 @@ def turn_context(
         lines.append(previous_session.strip())
     lines.extend(notes)
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}
-

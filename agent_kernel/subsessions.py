@@ -215,9 +215,9 @@ class SubSessions:
             model_client=family.model_client,
             limits=replace(family.limits, model=model or family.limits.model, token_limit=token_limit),
             system=family.system,
-            history=[],
+            history=conversation.Repair(),
             prompt_blocks=[
-                turn_context([], settings=settings, shell=family.shell, groups=groups),
+                turn_context(None, settings=settings, shell=family.shell, groups=groups),
                 *conversation.as_blocks(f"{brief}\n\nTask:\n{child.task}"),
             ],
             session_tokens=0,

@@ -163,6 +163,36 @@ def test_the_summary_is_stored_and_reused_by_another_agent(shell_agent, scripted
     assert recorded == len(scripted_model.requests) > len(main_requests(scripted_model))
 
 
+def test_the_turns_after_a_compaction_go_on_from_memory_as_a_fresh_read_would(shell_agent, scripted_model):
+    from agent_kernel.conversation import context_texts, repair
+    from agent_kernel.namespace import known_variables
+    from agent_kernel.store import compactions
+    from agent_kernel.store.sessions import Sessions
+
+    agent = shell_agent.agent
+    for name, value in {"context_window": 8_000, "tool_groups": ["code"], "token_limit": 10**9}.items():
+        setattr(agent.config, name, value)
+    scripted_model.responder = long_print
+    shell_agent.ok("step 0")
+    store = agent.store
+    changes = store.changes
+    cells = [shell_agent.ok(f"step {n}") for n in range(1, 10)]
+    compacted = [n for n, c in enumerate(cells) if any(line.startswith("Context compacted") for line in c.lines)]
+    assert len(compacted) >= 2 and compacted[0] < len(cells) - 1, compacted
+    # The turns kept their compactions with the conversation: none read the session again.
+    assert store.changes == changes
+    # What the next turn starts from is what reading the store afresh gives.
+    with store.connect(read_only=True) as con:
+        session_id = Sessions(con).by_name(cells[-1].result.session).id
+        stored = [{"role": m.role, "content": m.content} for m in Sessions(con).messages(session_id)]
+        rows = compactions.load(con, session_id)
+    start = agent._start
+    assert len(rows) >= 2 and list(start.compactions) == rows
+    assert start.conversation.count == len(stored)
+    assert start.conversation.repaired.messages() == repair(stored)
+    assert dict(start.conversation.known) == known_variables(context_texts(stored))
+
+
 def test_a_long_turn_is_compacted_between_tool_calls_without_splitting_pairs(shell_agent, scripted_model):
     shell_agent.agent.config.context_window = 12_000
     shell_agent.agent.config.tool_groups = ["code"]

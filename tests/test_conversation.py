@@ -67,3 +67,28 @@ def test_a_server_tool_call_without_its_result_is_dropped():
         {"role": "user", "content": "go on"},
     ]
     assert repair(history)[1]["content"] == [use, result]
+
+
+def test_a_repair_extended_part_by_part_is_the_repair_of_the_whole():
+    from agent_kernel.conversation import Repair
+    from agent_kernel.testing import web_search
+
+    search, found = web_search("q", [("https://a.example", "A")])
+    conversations = [
+        [user(text("hi")), assistant(text("let me"), use("a")), user(result("a")), assistant(text("done"))],
+        [user(text("hi")), assistant(use("a"), use("b")), user(result("a")), assistant(text("x"))],
+        [user(text("hi")), assistant(use("a")), user(text("next question")), assistant(use("b"))],
+        [user(text("one")), assistant(use("a")), user(result("a")), user(text("two")), user(result("zz"))],
+        [assistant(text("orphan")), user(result("zzz"), text("hi")), assistant(text("  ")), user(text("again"))],
+        [{"role": "user", "content": "search"}, assistant(search, found, web_search("x")[0]), user(text("more"))],
+    ]
+    for messages in conversations:
+        whole = repair(messages)
+        for cut in range(len(messages) + 1):
+            first = Repair().extend(messages[:cut])
+            assert first.extend(messages[cut:]).messages() == whole, (messages, cut)
+            assert first.messages() == repair(messages[:cut])
+        one_by_one = Repair()
+        for message in messages:
+            one_by_one = one_by_one.extend([message])
+        assert one_by_one.messages() == whole

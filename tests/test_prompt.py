@@ -7,7 +7,8 @@ import json
 from IPython.core.interactiveshell import InteractiveShell
 
 from agent_kernel import Agent
-from agent_kernel.conversation import is_turn_context
+from agent_kernel.conversation import context_texts, is_turn_context
+from agent_kernel.namespace import known_variables
 from agent_kernel.prompt import turn_context
 
 
@@ -25,9 +26,10 @@ def test_turn_context_is_marked_and_lists_variables_once(tmp_path):
     shell = agent.shell
     shell.reset(new_session=False)
     shell.run_cell("answer = 42")
-    block = turn_context([], settings=agent.config, shell=shell, groups={"code"})
+    block = turn_context(None, settings=agent.config, shell=shell, groups={"code"})
     assert is_turn_context(block) and "`answer` (int): 42" in block["text"]
     history = [{"role": "user", "content": [block, {"type": "text", "text": "hi"}]}]
-    again = turn_context(history, settings=agent.config, shell=shell, groups={"code"})
+    known = known_variables(context_texts(history))
+    again = turn_context(known, settings=agent.config, shell=shell, groups={"code"})
     assert "unchanged since the last list" in again["text"] and "answer" not in again["text"]
     assert not is_turn_context({"type": "text", "text": "hi"})

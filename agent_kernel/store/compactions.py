@@ -9,13 +9,14 @@ the last covered message, so a row is never applied to a conversation it was not
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Compaction", "load", "save"]
+__all__ = ["Compaction", "load", "merged", "save"]
 
 
 @dataclass(frozen=True)
@@ -53,3 +54,11 @@ def save(con: duckdb.DuckDBPyConnection, session_id: str, compaction: Compaction
         [session_id, c.covers, c.trimmed, c.summary, c.fingerprint, c.model, c.tokens_before,
          c.tokens_after, c.duration_ms],
     )
+
+
+def merged(stored: Iterable[Compaction], saved: Iterable[Compaction]) -> list[Compaction]:
+    """What :func:`load` returns once the ``saved`` compactions (in the order saved) are
+    stored beside ``stored`` (as :func:`load` returned them): a row of the same ``covers``
+    and ``trimmed`` is replaced, the newest come first."""
+    rows = {(c.covers, c.trimmed): c for c in [*stored, *saved]}
+    return [rows[key] for key in sorted(rows, reverse=True)]

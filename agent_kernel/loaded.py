@@ -10,10 +10,10 @@ session ever said. (The store keeps every message; ``%agent_history`` reads them
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 from .budget import applicable
 from .conversation import Message, Repair, context_texts
@@ -56,14 +56,7 @@ class LoadedConversation:
         """
         fixed = self.repaired.fixed
         cut = applicable(compactions, list(fixed)).covers if compactions else 0
-        copies = tuple(_copy(m) for m in fixed[cut:])
+        # Through JSON: its C encoder and decoder copy a long conversation several times
+        # faster than a walk over it in Python.
+        copies = tuple(json.loads(json.dumps(fixed[cut:])))
         return Repair(fixed[:cut] + copies, self.repaired.pending)
-
-
-def _copy(value: Any) -> Any:
-    """A copy of a JSON value: new dicts and lists, the same (immutable) strings and numbers."""
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value

@@ -32,9 +32,6 @@ __all__ = ["Store", "StoreConnection"]
 _BUSY_RETRY_SECONDS = 30.0
 # The name the file has in the store's own database instance (see Store._attach).
 _ATTACHED = "agent_kernel_store"
-# The size of DuckDB's write-ahead log at which a mirrored write folds it into the file
-# (DuckDB's own default is 16 MiB, which each attach would replay).
-_FOLD_LOG_AT = "256KB"
 
 
 class Store:
@@ -142,12 +139,9 @@ class Store:
         if self._instance is None:
             # Detaching does not fold DuckDB's write-ahead log into the file: the writes
             # are on disk once committed; the write-behind thread folds it when nobody
-            # waits (a reader replays the log meanwhile, as after a crash). Every attach
-            # replays it too, so turns that follow each other with no pause (each waits
-            # for its writes) have it folded by the commit that takes it past a size.
+            # waits (a reader replays the log meanwhile, as after a crash).
             self._instance = duckdb.connect(
-                ":memory:",
-                config={"threads": 1, "checkpoint_on_detach": "DISABLED", "checkpoint_threshold": _FOLD_LOG_AT},
+                ":memory:", config={"threads": 1, "checkpoint_on_detach": "DISABLED"}
             )
             atexit.register(_drop_instance, weakref.ref(self))
         path = str(self.path).replace("'", "''")

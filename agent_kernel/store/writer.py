@@ -6,7 +6,8 @@ applies everything queued so far in one connection and one transaction, in order
 DuckDB releases the GIL while it works, so the kernel's event loop is not held up.
 ``flush()`` waits until all queued writes are committed to DuckDB's write-ahead log on
 disk and the file is closed again; the turn calls it before it ends. The log is folded
-into the file (a checkpoint) by a batch nobody waits for, else about a second later.
+into the file (a checkpoint) by a batch nobody waits for or that finds it over
+:data:`FOLD_LOG_BYTES`, else about a second later.
 The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
 database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
 milliseconds are lost, and what was stored stays a valid
@@ -15,6 +16,7 @@ conversation (see :mod:`agent_kernel.conversation`).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -22,11 +24,16 @@ from typing import TYPE_CHECKING
 from ..errors import StoreError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import duckdb
 
     from . import Store
 
 Write = Callable[["duckdb.DuckDBPyConnection"], None]
+
+# The write-ahead log's size from which a batch folds it even when someone waits for it.
+FOLD_LOG_BYTES = 1024 * 1024
 
 
 class WriteBehind:
@@ -123,7 +130,17 @@ class WriteBehind:
             with self._cond:
                 waited_for = self._flushing > 0
             # Folding the log into the file (a checkpoint) costs more than the writes;
-            # nobody waits for it unless someone waits for this batch.
-            self._unfolded = waited_for
-            if not waited_for:
+            # nobody waits for it unless someone waits for this batch. Turns that follow
+            # each other within the coalescing time wait for every batch, though, and
+            # every connection replays the log: past FOLD_LOG_BYTES it is folded anyway.
+            self._unfolded = waited_for and _log_bytes(self.store.path) < FOLD_LOG_BYTES
+            if not self._unfolded:
                 con.execute("CHECKPOINT")
+
+
+def _log_bytes(path: Path) -> int:
+    """The size of DuckDB's write-ahead log of the file at ``path`` (0: none)."""
+    try:
+        return os.stat(f"{path}.wal").st_size
+    except OSError:
+        return 0

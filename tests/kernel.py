@@ -100,7 +100,7 @@ class Kernel:
             except queue.Empty:
                 if time.monotonic() < deadline:
                     continue
-                raise TimeoutError(f"no output for {timeout} s: {code!r}") from None
+                raise TimeoutError(f"the cell did not finish within {timeout} s: {code!r}") from None
             own = message["parent_header"].get("msg_id") == msg_id
             if own:
                 messages.append(message)

@@ -409,6 +409,7 @@ class Agent:
                 approve=mode,
                 secrets=self.secrets,
                 model_client=self.model_client,
+                earlier_untrusted=current.untrusted_sources,
             )
             transcript.show_stop(lambda: interrupts.request("stop"))
             if self.approver is None and self.live:

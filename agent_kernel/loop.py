@@ -219,7 +219,7 @@ class Turn:
                 self._journal.usage(spent)
                 self._save("assistant", content)
                 _count_server_tools(message, result)
-                ctx.untrusted.extend(web.untrusted_sources(content))
+                ctx.note_untrusted(web.untrusted_sources(content))
                 turn_contents.append(content)
                 if self._messages[-1]["role"] == "assistant":
                     # The continuation of a paused turn (pause_turn): one assistant message.

@@ -317,6 +317,26 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE session_summaries IS 'Project table (read-only; search_sessions and session_timeline read it): a short summary of each session, made when it went idle or was closed; it covers the messages with seq < covers (model NULL: the model call failed and it lists the prompts).';
         """,
     ),
+    # -- provenance: which turn wrote what the agent keeps, and whether it had read untrusted
+    # content by then (see store/provenance.py) -------------------------------------------
+    (
+        100,
+        """
+        ALTER TABLE sessions ADD COLUMN IF NOT EXISTS untrusted_sources JSON;
+        CREATE TABLE IF NOT EXISTS provenance (
+            kind        VARCHAR NOT NULL,
+            name        VARCHAR NOT NULL,
+            version     INTEGER,
+            session_id  VARCHAR,
+            turn        INTEGER,
+            untrusted   BOOLEAN NOT NULL,
+            sources     JSON,
+            cleared_at  TIMESTAMP,
+            created_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        COMMENT ON TABLE provenance IS 'Project table (read-only): which session and turn wrote each kept item (tool, library, skill, memory, notepad, prompt, table comment, job) and whether it had read untrusted content by then.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -350,6 +370,8 @@ PROTECTED_TABLES: set[str] = {
     "notepads",
     # recall of past sessions
     "session_summaries",
+    # who wrote what is kept
+    "provenance",
 }
 
 

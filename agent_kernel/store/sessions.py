@@ -27,7 +27,7 @@ STATES = (
 
 _COLUMNS = (
     "id, name, notebook, state, model, token_limit, tokens_used, parent_id, last_error, "
-    "created_at, updated_at, cost_limit"
+    "created_at, updated_at, cost_limit, untrusted_sources"
 )
 
 
@@ -53,6 +53,13 @@ class Session:
     created_at: datetime
     updated_at: datetime
     cost_limit: float | None = None  # USD, once Continue raised it past AgentKernel.cost_limit
+    # The untrusted sources (web pages, MCP results, fetched files) the session has read, as
+    # JSON; NULL while it has read none. Once set, it stays: the conversation holds them.
+    untrusted_json: str | None = None
+
+    @property
+    def untrusted_sources(self) -> tuple[str, ...]:
+        return tuple(json.loads(self.untrusted_json)) if self.untrusted_json else ()
 
 
 @dataclass(frozen=True)
@@ -231,12 +238,14 @@ class Journal:
         self._state: tuple[str, str | None] | None = None
         self._token_limit: int | None = None
         self._cost_limit: float | None = None
+        self._untrusted: list[str] | None = None
         # Everything recorded this turn, written or not: what the session has after it.
         self.recorded: list[tuple[str, list[dict[str, Any]]]] = []
         self.recorded_tokens = 0
         self.recorded_state: tuple[str, str | None] | None = None
         self.recorded_token_limit: int | None = None
         self.recorded_cost_limit: float | None = None
+        self.recorded_untrusted: list[str] | None = None
 
     def message(self, role: str, content: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -259,6 +268,11 @@ class Journal:
         with self._lock:
             self._token_limit = self.recorded_token_limit = limit
 
+    def untrusted(self, sources: list[str]) -> None:
+        """Every untrusted source the session has read so far (earlier turns' included)."""
+        with self._lock:
+            self._untrusted = self.recorded_untrusted = list(sources)
+
     def applied_to(self, session: Session) -> Session:
         """``session`` as it is once everything recorded so far is written."""
         with self._lock:
@@ -269,6 +283,8 @@ class Journal:
                 changes["token_limit"] = self.recorded_token_limit
             if self.recorded_cost_limit:
                 changes["cost_limit"] = self.recorded_cost_limit
+            if self.recorded_untrusted:
+                changes["untrusted_json"] = json.dumps(self.recorded_untrusted)
         return replace(session, **changes)
 
     def cost_limit(self, limit: float) -> None:
@@ -283,6 +299,7 @@ class Journal:
             state, self._state = self._state, None
             limit, self._token_limit = self._token_limit, None
             cost_limit, self._cost_limit = self._cost_limit, None
+            untrusted, self._untrusted = self._untrusted, None
         if messages:
             row = con.execute(
                 "SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE session_id = ?", [self.session_id]
@@ -293,8 +310,11 @@ class Journal:
             for offset, (role, content) in enumerate(messages):
                 params += [self.session_id, first + offset, self.turn, role, json.dumps(content)]
             con.execute(f"INSERT INTO messages (session_id, seq, turn, role, content) VALUES {values}", params)
-        if tokens or state or limit or cost_limit:
+        if tokens or state or limit or cost_limit or untrusted:
             sets, params = [f"updated_at = {UTC_NOW}"], []
+            if untrusted:
+                sets.append("untrusted_sources = ?")
+                params.append(json.dumps(untrusted))
             if limit:
                 sets.append("token_limit = ?")
                 params.append(limit)

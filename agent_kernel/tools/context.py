@@ -6,6 +6,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..store.provenance import Provenance
 from ..store.sessions import Journal
 
 if TYPE_CHECKING:
@@ -69,9 +70,13 @@ class ToolContext:
     executions: list[dict[str, Any]] = field(default_factory=list)  # run_code's runs, audited
     system_prompt_changed: bool = False  # memory or stored instructions changed
     tools_changed: bool = False  # an agent-defined tool was created, changed or switched
-    # Where untrusted content (web pages, search results) entered this turn, one line each;
-    # from then on the approval check asks before every writing tool.
+    # Where untrusted content (web pages, search results, MCP results) entered this turn,
+    # one line each; from then on the approval check asks before every writing tool. Add to
+    # it with note_untrusted, which also keeps it with the session.
     untrusted: list[str] = field(default_factory=list)
+    # The untrusted sources earlier turns of this session read (the conversation still
+    # holds them): what this turn writes to be kept is tainted by them too.
+    earlier_untrusted: tuple[str, ...] = ()
     # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
     sessions: SubSessionHost | None = None
     # Set by report_result: the session ended itself with this result; the turn stops.
@@ -80,6 +85,23 @@ class ToolContext:
 
     def __post_init__(self) -> None:
         self.journal = Journal(self.session_id, self.turn)
+
+    def note_untrusted(self, sources: list[str]) -> None:
+        """Untrusted content entered the turn from ``sources``; the session keeps the list."""
+        new = [s for s in sources if s not in self.untrusted]
+        if not new:
+            return
+        self.untrusted.extend(new)
+        self.journal.untrusted(self.session_sources())
+        self.writer.submit(self.journal.write)
+
+    def session_sources(self) -> list[str]:
+        """Every untrusted source this session has read, earlier turns first."""
+        return [*self.earlier_untrusted, *(s for s in self.untrusted if s not in self.earlier_untrusted)]
+
+    def provenance(self) -> Provenance:
+        """Who writes what a tool keeps now: this turn, tainted by what the session read."""
+        return Provenance(self.session_id, self.turn, tuple(self.session_sources()))
 
     @property
     def presence_timeout(self) -> float:

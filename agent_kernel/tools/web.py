@@ -132,7 +132,7 @@ async def fetch_url(
     if method == "GET":
         text, hint = body_text(got.body, got.content_type, truncated=got.truncated)
         if text is not None:
-            context.untrusted.append(source)
+            context.note_untrusted([source])
             result["text"] = mark_untrusted(text, source)
         if hint:
             result["hint"] = hint

@@ -1,0 +1,177 @@
+"""Provenance of what the agent keeps: the turn that wrote it, and whether it was tainted.
+
+Everything the agent stores for later (tools, libraries, skills, memories, notepad text,
+stored-prompt versions, table comments, jobs, components) may be a plant: a turn that
+had read a hostile page, file or MCP result can have been talked into writing it. So each
+write records a row here: the kind and key of the item (with its version where it has
+versions), the session and turn, and whether that session had read untrusted content by
+then (with the sources it read). Later turns show tainted text as data, never as
+instruction, and tainted code asks before it runs; the person clears a taint after
+reviewing the item (``%agent_tainted``, the Agent panel). The model can read this table
+but never write it (it is a project table), so no flag it sets is a permission.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .schema import UTC_NOW
+
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["KINDS", "Provenance", "Record", "clear", "latest", "record", "tainted"]
+
+# The kinds of kept item, as the ``kind`` column names them.
+KINDS = ("tool", "library", "skill", "memory", "notepad", "prompt", "table_comment", "job", "component")
+SOURCES_KEPT = 20  # the first sources a row keeps (enough to say where it came from)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who is writing: a session's turn, and the untrusted sources it had read by then.
+
+    ``Provenance.person()`` is a write the person made directly (a magic, the CLI, the
+    panel), which is never tainted.
+    """
+
+    session_id: str | None = None
+    turn: int | None = None
+    sources: tuple[str, ...] = ()
+
+    @property
+    def untrusted(self) -> bool:
+        return bool(self.sources)
+
+    @classmethod
+    def person(cls) -> Provenance:
+        return cls()
+
+    def label(self) -> str:
+        """One line for a card or a wrapper: where the text came from."""
+        who = f"session {self.session_id[:8]}, turn {self.turn}" if self.session_id else "the user"
+        if not self.sources:
+            return f"written by {who}"
+        shown = "; ".join(s[:80] for s in self.sources[:2])
+        more = f" and {len(self.sources) - 2} more" if len(self.sources) > 2 else ""
+        return f"written by {who} after it read untrusted content ({shown}{more})"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One stored provenance row: an item's latest write."""
+
+    kind: str
+    name: str
+    version: int | None
+    session_id: str | None
+    turn: int | None
+    untrusted: bool
+    sources: tuple[str, ...] = field(default=())
+    cleared_at: datetime | None = None
+    created_at: datetime | None = None
+
+    @property
+    def tainted(self) -> bool:
+        """Written after untrusted content and not cleared by the person since."""
+        return self.untrusted and self.cleared_at is None
+
+    def provenance(self) -> Provenance:
+        return Provenance(self.session_id, self.turn, self.sources if self.tainted else ())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "name": self.name, "version": self.version, "session_id": self.session_id,
+            "turn": self.turn, "untrusted": self.untrusted, "tainted": self.tainted, "sources": list(self.sources),
+            "cleared_at": self.cleared_at.isoformat() if self.cleared_at else None,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+        }  # fmt: skip
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind of kept item {kind!r}")
+
+
+def record(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    name: str,
+    provenance: Provenance,
+    *,
+    version: int | None = None,
+    inherit: bool = False,
+) -> Record:
+    """Record that ``provenance`` wrote ``name`` (at ``version``) and return the row.
+
+    ``inherit``: the write changed an item rather than replacing it (a new version made
+    from the current one, an append): a taint the item still has carries over, so a clean
+    edit of planted text does not launder it.
+    """
+    _check_kind(kind)
+    sources = list(provenance.sources)
+    if inherit:
+        before = latest(con, kind, [name]).get(name)
+        if before is not None and before.tainted:
+            sources += [s for s in before.sources if s not in sources]
+    sources = sources[:SOURCES_KEPT]
+    con.execute(
+        "INSERT INTO provenance (kind, name, version, session_id, turn, untrusted, sources) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [kind, name, version, provenance.session_id, provenance.turn, bool(sources), json.dumps(sources) if sources else None],
+    )
+    return Record(kind, name, version, provenance.session_id, provenance.turn, bool(sources), tuple(sources))
+
+
+_SELECT = "SELECT kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at FROM provenance"
+
+
+def _row(row: tuple[Any, ...]) -> Record:
+    kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at = row
+    return Record(
+        kind, name, version, session_id, turn, bool(untrusted), tuple(json.loads(sources) if sources else ()),
+        cleared_at, created_at,
+    )  # fmt: skip
+
+
+def latest(con: duckdb.DuckDBPyConnection, kind: str, names: list[str] | None = None) -> dict[str, Record]:
+    """The latest write of each item of ``kind`` (of ``names``, when given), by name."""
+    _check_kind(kind)
+    where, params = "kind = ?", [kind]
+    if names is not None:
+        if not names:
+            return {}
+        where += " AND name IN (SELECT unnest(?))"
+        params.append(names)  # type: ignore[arg-type]
+    rows = con.execute(
+        f"{_SELECT} WHERE {where} QUALIFY row_number() OVER (PARTITION BY name ORDER BY created_at DESC, rowid DESC) = 1",
+        params,
+    ).fetchall()
+    return {r.name: r for r in map(_row, rows)}
+
+
+def tainted(con: duckdb.DuckDBPyConnection, kind: str | None = None) -> list[Record]:
+    """Every kept item whose latest write is tainted (of ``kind``, when given), newest first."""
+    kinds = [kind] if kind is not None else list(KINDS)
+    found = [r for k in kinds for r in latest(con, k).values() if r.tainted]
+    return sorted(found, key=lambda r: (r.created_at is not None, r.created_at), reverse=True)
+
+
+def clear(con: duckdb.DuckDBPyConnection, kind: str | None = None, name: str | None = None) -> int:
+    """The person reviewed these items: clear their taint (all of ``kind``, or one item).
+    Returns how many rows were cleared. Only the person's own paths call this."""
+    where, params = ["untrusted", "cleared_at IS NULL"], []
+    if kind is not None:
+        _check_kind(kind)
+        where.append("kind = ?")
+        params.append(kind)
+    if name is not None:
+        where.append("name = ?")
+        params.append(name)
+    row = con.execute(
+        f"UPDATE provenance SET cleared_at = {UTC_NOW} WHERE {' AND '.join(where)} RETURNING 1", params
+    ).fetchall()
+    return len(row)

@@ -1,0 +1,46 @@
+"""Provenance of kept items: who wrote them, whether that turn had read untrusted content."""
+
+from __future__ import annotations
+
+from agent_kernel.store import Store
+from agent_kernel.store import provenance as prov
+from agent_kernel.store.sessions import Journal, Sessions
+
+WEB = prov.Provenance("s1", 3, ("fetch_url https://evil.example/page",))
+CLEAN = prov.Provenance("s2", 1)
+
+
+def test_latest_write_decides_and_a_clean_edit_does_not_launder(tmp_path):
+    with Store(tmp_path / "a.duckdb").connect() as con:
+        prov.record(con, "memory", "m1", CLEAN)
+        prov.record(con, "tool", "exfil", WEB, version=1)
+        assert prov.latest(con, "tool")["exfil"].tainted
+        assert not prov.latest(con, "memory")["m1"].tainted
+        # A new version made from the tainted one stays tainted, with the sources it had.
+        again = prov.record(con, "tool", "exfil", CLEAN, version=2, inherit=True)
+        assert again.untrusted and again.sources == WEB.sources
+        assert [r.name for r in prov.tainted(con)] == ["exfil"]
+        # A replacement that does not inherit is judged on its own.
+        prov.record(con, "tool", "exfil", CLEAN, version=3)
+        assert prov.tainted(con) == []
+
+
+def test_the_person_clears_a_taint(tmp_path):
+    with Store(tmp_path / "a.duckdb").connect() as con:
+        prov.record(con, "skill", "report", WEB)
+        prov.record(con, "memory", "m9", WEB)
+        assert prov.clear(con, "skill", "report") == 1
+        assert [r.kind for r in prov.tainted(con)] == ["memory"]
+        assert "untrusted content" in prov.latest(con, "memory")["m9"].provenance().label()
+        assert prov.clear(con) == 1 and prov.tainted(con) == []
+
+
+def test_a_session_keeps_the_untrusted_sources_it_read(tmp_path):
+    with Store(tmp_path / "a.duckdb").connect() as con:
+        session = Sessions(con).create("web", notebook=None)
+        assert session.untrusted_sources == ()
+        journal = Journal(session.id, turn=1)
+        journal.untrusted(["web_search: evil"])
+        assert journal.applied_to(session).untrusted_sources == ("web_search: evil",)
+        journal.write(con)
+        assert Sessions(con).get(session.id).untrusted_sources == ("web_search: evil",)

@@ -13,11 +13,11 @@ text reaches the model inside an ``<untrusted_content>`` envelope the system pro
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ToolInputError
+from ..untrusted import mark_untrusted
 from . import Tool, current_context
 
 if TYPE_CHECKING:
@@ -32,8 +32,6 @@ WEB_SEARCH_TYPE = "web_search_20250305"
 WEB_FETCH_TYPE = "web_fetch_20250910"
 SERVER_RESULT_TYPES = {"web_search_tool_result": "web_search", "web_fetch_tool_result": "web_fetch"}
 
-UNTRUSTED_TAG = "untrusted_content"
-_TAG_IN_TEXT = re.compile(UNTRUSTED_TAG, re.IGNORECASE)
 
 
 @dataclass(eq=False)
@@ -73,16 +71,6 @@ def web_fetch_spec(settings: AgentKernel | None) -> dict[str, Any]:
         spec["max_uses"] = int(settings.web_max_uses)
         spec["max_content_tokens"] = max(1000, int(settings.result_chars) // 4)
     return spec
-
-
-def mark_untrusted(text: str, source: str) -> str:
-    """``text`` inside the envelope that tells the model it is data, not instructions.
-
-    The tag's name inside ``text`` is altered, so the content cannot close the envelope early.
-    """
-    inner = _TAG_IN_TEXT.sub("untrusted-content", text)
-    quoted = source.replace('"', "%22")
-    return f'<{UNTRUSTED_TAG} source="{quoted}">\n{inner}\n</{UNTRUSTED_TAG}>'
 
 
 async def fetch_url(

@@ -466,6 +466,7 @@ class Agent:
                     "model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
                     "tokens": result.tokens, "session_tokens": result.session_tokens,
                     "token_limit": turn.limits.token_limit, "cost": result.cost,
+                    "subsessions": result.subsessions, "subsession_tokens": result.subsession_tokens,
                 }  # fmt: skip
                 transcript.notice(footer, kind="muted", usage=usage)
         finally:
@@ -482,7 +483,9 @@ class Agent:
             system=turn.system, limits=turn.limits, approve=mode, notebook=self.notebook,
             live=self.live, secrets=self.secrets, check=turn.check, refresh_tools=turn.refresh_tools,
         )  # fmt: skip
-        return SubSessions(family, session_id=session.id, session_name=session.name, depth=0, interrupts=interrupts)
+        return SubSessions(
+            family, session_id=session.id, session_name=session.name, depth=0, interrupts=interrupts, turn=turn
+        )
 
     # -- what a turn reads first -----------------------------------------------------------
 
@@ -729,6 +732,9 @@ def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
             new_session=new,
             web_searches=result.web_searches,
             web_fetches=result.web_fetches,
+            subsessions=result.subsessions,
+            subsession_tokens=result.subsession_tokens,
+            subsession_cost=result.subsession_cost,
         )
     )
 

@@ -395,8 +395,9 @@ class AgentKernel(Configurable):
 
     subsession_token_limit = Int(
         200_000,
-        help="Tokens (input + output) a sub-session may use when spawn_session gives no "
-        "token_limit; a given one is capped at token_limit.",
+        help="Most tokens (input + output) a sub-session may use, whatever spawn_session asks; "
+        "never more than its parent session has left of its own token_limit (a sub-session's "
+        "tokens and cost count against its parent).",
     ).tag(config=True)
 
     @validate("subsession_max_depth", "subsession_max_children", "subsession_timeout_s", "subsession_token_limit")

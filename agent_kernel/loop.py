@@ -80,6 +80,11 @@ class TurnResult:
     web_searches: int = 0
     web_fetches: int = 0
     sources: list[dict[str, str]] = field(default_factory=list)
+    # Sub-sessions started in this turn (at any depth) and what their calls used: the
+    # figures above include them, so the session's limits bound the whole tree.
+    subsessions: int = 0
+    subsession_tokens: int = 0
+    subsession_cost: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -103,6 +108,20 @@ class TurnResult:
         else:
             self.cost = (self.cost or 0.0) + usage.cost
             self.session_cost += usage.cost
+
+    def count_subsession(self, usage: CallUsage) -> None:
+        """Add one model call of a sub-session (started by this turn, at any depth)."""
+        self.tokens += usage.total
+        self.session_tokens += usage.total
+        self.subsession_tokens += usage.total
+        self.input_tokens += usage.prompt_tokens
+        self.cache_read_tokens += usage.cache_read
+        if usage.cost is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost = (self.cost or 0.0) + usage.cost
+            self.session_cost += usage.cost
+            self.subsession_cost += usage.cost
 
     def value(self) -> Any:
         """The final text, or the JSON it holds when it is only a JSON value."""
@@ -143,6 +162,10 @@ class Turn:
     estimate: InputEstimate = field(default_factory=InputEstimate)
     # Model calls made for this turn before it ran (session summaries): (response, ms), recorded with it.
     side_calls: list[tuple[Any, float]] = field(default_factory=list)
+    # The turn of the session that started this one as a sub-session: every call made
+    # here counts in its figures (and its parent's), and its limits bound this turn's calls.
+    parent: Turn | None = None
+    result: TurnResult | None = field(default=None, init=False)  # while and after it runs
     _messages: list[dict[str, Any]] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
@@ -160,6 +183,7 @@ class Turn:
             session=ctx.session_name, state="running", session_tokens=self.session_tokens,
             session_cost=self.session_cost,
         )  # fmt: skip
+        self.result = result
         # An interpolated prompt can hold a secret or text no encoder accepts: it is
         # stored and sent only scrubbed.
         self.prompt_blocks = scrub(self.prompt_blocks)
@@ -208,7 +232,7 @@ class Turn:
                     usage, duration_ms=(time.perf_counter() - called) * 1000, request_chars=chars,
                     stop_reason=message.stop_reason,
                 )  # fmt: skip
-                result.count(usage)
+                self._count(result, usage)
                 spent = usage.total
                 # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
                 # tool input cannot fail the next request or insert).
@@ -285,6 +309,11 @@ class Turn:
         the limit (Continue) or the turn ends here.
         """
         name = self.context.session_name
+        outer = self._outer_limit(needed)
+        if outer is not None:  # nobody to ask: the parent's own turn offers Continue
+            result.state = outer[0]
+            self._fail(result, outer[0].removesuffix("_reached"), outer[1], "warning")
+            return False
         while result.session_tokens >= self.limits.token_limit or (
             result.session_tokens + needed > self.limits.token_limit
         ):
@@ -439,12 +468,55 @@ class Turn:
         tool's llm_generate)."""
         usage = CallUsage.of(message.model, message.usage, getattr(self.context.settings, "prices", None))
         self._usage.call(usage, duration_ms=duration_ms, stop_reason=message.stop_reason)
-        result.count(usage, side=True)
+        self._count(result, usage, side=True)
         self._journal.usage(usage.total)
+
+    def _count(self, result: TurnResult, usage: CallUsage, *, side: bool = False) -> None:
+        """Add a call to this turn's figures and to those of the sessions that started it:
+        a sub-session's tokens and cost are its parent's too (and stored with it)."""
+        result.count(usage, side=side)
+        for outer in self._outer():
+            if outer.result is not None:
+                outer.result.count_subsession(usage)
+            outer._journal.usage(usage.total)
+            self.context.writer.submit(outer._journal.write)
+
+    def _outer(self) -> list[Turn]:
+        """The turns of the sessions above this one: its parent's first."""
+        found, turn = [], self.parent
+        while turn is not None:
+            found.append(turn)
+            turn = turn.parent
+        return found
+
+    def _outer_limit(self, needed: int) -> tuple[str, str] | None:
+        """(state, line) when a call of about ``needed`` input tokens would take a session
+        above this one past its token limit, or one of them reached its cost limit."""
+        name = self.context.session_name
+        for outer in self._outer():
+            found = outer.result
+            if found is None:
+                continue
+            above, limit = outer.context.session_name, outer.limits.token_limit
+            if found.session_tokens + needed > limit or found.session_tokens >= limit:
+                return "token_limit_reached", (
+                    f"Sub-session {name!r} stopped: session {above!r}, which started it, would pass its "
+                    f"token limit ({found.session_tokens:,} of {limit:,} tokens used, sub-sessions included)."
+                )
+            cost_limit = outer.limits.cost_limit
+            if cost_limit and found.session_cost >= cost_limit:
+                return "cost_limit_reached", (
+                    f"Sub-session {name!r} stopped: session {above!r}, which started it, reached its cost "
+                    f"limit (${found.session_cost:,.4f} of ${cost_limit:,.2f}, sub-sessions included)."
+                )
+        return None
 
     def _limit_line(self, result: TurnResult) -> str | None:
         """Why a tool may make no more model calls now (the session's token or cost limit), or None."""
         name = self.context.session_name
+        outer = self._outer_limit(0)
+        if outer is not None:
+            return outer[1] + " No more model calls in this turn."
         if result.session_tokens >= self.limits.token_limit:
             return (
                 f"Session {name!r} reached its token limit ({result.session_tokens:,} of "

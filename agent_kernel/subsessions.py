@@ -8,6 +8,17 @@ Stop (or a kernel interrupt) stops the whole tree. A child ends when it calls
 ``report_result`` (completed), when its turn ends some other way (its last text is the
 result), at its token limit, at its time limit (error "timed out") or when stopped.
 
+A child can never have more than its parent:
+
+- its token limit is at most ``subsession_token_limit`` and what every session above it
+  has left of its token limit; its cost limit what they have left of theirs;
+- its model is one of the configured ones (a model the person never chose is refused);
+- every call it makes counts in its parent's figures (and theirs above), so the parent's
+  own limits bound the whole tree however many children share them;
+- it runs under the parent's approval mode and starts having read what the parent read
+  (untrusted sources), and what it read reaches its parent with its result, which then
+  arrives as untrusted data.
+
 A session's children are stopped when its own turn ends: their output goes to the cell
 that started them, which is then finished.
 """
@@ -28,7 +39,7 @@ if TYPE_CHECKING:
     from .approval import Check
     from .config import AgentKernel
     from .display.subsession import SubSessionView
-    from .loop import TurnLimits, TurnResult
+    from .loop import Turn, TurnLimits, TurnResult
     from .model import ModelClient
     from .secrets import Secrets
     from .store import Store
@@ -69,26 +80,38 @@ class _Child:
     running: asyncio.Task[None] | None = None
     timed_out: bool = False
     outcome: dict[str, Any] | None = None  # {id, status, result?, error?} once finished
+    # Untrusted sources its parent had read when it started it (earlier turns', this turn's).
+    inherited: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    read: list[str] = field(default_factory=list)  # every untrusted source it read, once finished
 
 
 class SubSessions:
     """The sub-sessions of one running session (a :class:`~agent_kernel.tools.subsessions.SubSessionHost`)."""
 
     def __init__(
-        self, family: Family, *, session_id: str, session_name: str, depth: int, interrupts: TurnInterrupts
+        self,
+        family: Family,
+        *,
+        session_id: str,
+        session_name: str,
+        depth: int,
+        interrupts: TurnInterrupts,
+        turn: Turn | None = None,
     ) -> None:
         self.family = family
         self.session_id = session_id
         self.session_name = session_name
         self.depth = depth
         self.interrupts = interrupts
+        self.turn = turn  # this session's running turn: its figures and limits bound the children
         self.children: dict[str, _Child] = {}
 
     # -- the tools' side ---------------------------------------------------------------------
 
-    def spawn(self, task: str, model: str | None, token_limit: int | None) -> str:
+    def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, Any]:
         from .display.subsession import SubSessionView
         from .store.subsessions import ChildRow, insert_child
+        from .tools import current_context
 
         settings = self.family.settings
         if self.depth + 1 > settings.subsession_max_depth:
@@ -106,16 +129,107 @@ class SubSessions:
             )
         if self.interrupts.reason is not None:
             raise ToolInputError("Not started: this session is being stopped.")
-        limit = min(token_limit or settings.subsession_token_limit, settings.token_limit)
+        model = self._model(model)
+        limit, why_capped = self._token_limit(token_limit)
+        cost_limit = self._cost_left()
         child_id = uuid.uuid4().hex
         name = f"{self.session_name}/sub-{child_id[:6]}"
-        self.family.writer.submit(
-            insert_child(ChildRow(child_id, name, self.family.notebook, self.session_id, task, model, limit))
-        )
+        row = ChildRow(child_id, name, self.family.notebook, self.session_id, task, model, limit, cost_limit)
+        self.family.writer.submit(insert_child(row))
+        parent = current_context()
         child = _Child(child_id, name, task, SubSessionView(name, task, live=self.family.live))
+        child.inherited = (tuple(parent.earlier_untrusted), tuple(parent.untrusted))
         self.children[child_id] = child
-        child.running = asyncio.ensure_future(self._run(child, model, limit))
-        return child_id
+        for turn in self._turns():
+            if turn.result is not None:
+                turn.result.subsessions += 1
+        child.running = asyncio.ensure_future(self._run(child, model, limit, cost_limit))
+        started: dict[str, Any] = {"id": child_id, "model": model, "token_limit": limit}
+        if cost_limit is not None:
+            started["cost_limit_usd"] = round(cost_limit, 4)
+        if why_capped:
+            started["note"] = why_capped
+        return started
+
+    # -- what a child may have ---------------------------------------------------------------
+
+    def _turns(self) -> list[Turn]:
+        """This session's turn and those of the sessions above it."""
+        found, turn = [], self.turn
+        while turn is not None:
+            found.append(turn)
+            turn = turn.parent
+        return found
+
+    def own_model(self) -> str:
+        """The model this session runs on (a child's default)."""
+        return self.turn.limits.model if self.turn is not None else self.family.limits.model
+
+    def allowed_models(self) -> list[str]:
+        """The models the person configured (and the top-level turn's, which they chose)."""
+        settings = self.family.settings
+        named = [settings.model, settings.small_model, settings.medium_model, settings.large_model]
+        return list(dict.fromkeys(m for m in [self.family.limits.model, *named] if m))
+
+    def _model(self, requested: str | None) -> str:
+        """The child's model: ``requested`` when configured (refused otherwise), else this
+        session's. A refusal that lists the choices lets the model pick knowingly; a silent
+        substitute would leave it believing another model did the work."""
+        if requested is None:
+            return self.own_model()
+        allowed = self.allowed_models()
+        if requested not in allowed:
+            raise ToolInputError(
+                f"Not started: {requested!r} is not a configured model. Sub-sessions run on one of: "
+                f"{', '.join(allowed)} (AgentKernel.model, small_model, medium_model, large_model). "
+                f"Leave model out for yours ({self.own_model()})."
+            )
+        return requested
+
+    def _token_limit(self, requested: int | None) -> tuple[int, str]:
+        """The child's token limit and, when it is less than asked, why.
+
+        At most ``subsession_token_limit`` and what each session above has left: the
+        tokens of running children count as they are used, so children started side by
+        side are bounded again at each call (see ``Turn._outer_limit``)."""
+        ceiling = self.family.settings.subsession_token_limit
+        wanted = requested or ceiling
+        limit, why = wanted, ""
+        if ceiling < limit:
+            limit, why = ceiling, f"token_limit capped at {ceiling:,} (AgentKernel.subsession_token_limit)"
+        for turn in self._turns():
+            found = turn.result
+            used = found.session_tokens if found is not None else 0
+            left = turn.limits.token_limit - used
+            name = turn.context.session_name
+            if left <= 0:
+                raise ToolInputError(
+                    f"Not started: session {name!r} has used {used:,} of its {turn.limits.token_limit:,} "
+                    "tokens (sub-sessions included); nothing is left for a sub-session. Finish with what "
+                    "you have."
+                )
+            if left < limit:
+                limit = left
+                why = f"token_limit capped at {left:,}: what session {name!r} has left of its token limit"
+        return limit, why if limit < wanted else ""
+
+    def _cost_left(self) -> float | None:
+        """USD the child may spend: the least any session above has left (None: no cost limit)."""
+        least: float | None = None
+        for turn in self._turns():
+            cost_limit = turn.limits.cost_limit
+            if not cost_limit:
+                continue
+            spent = turn.result.session_cost if turn.result is not None else 0.0
+            left = cost_limit - spent
+            if left <= 0:
+                raise ToolInputError(
+                    f"Not started: session {turn.context.session_name!r} has spent ${spent:,.4f} of its "
+                    f"${cost_limit:,.2f} cost limit (sub-sessions included); nothing is left for a "
+                    "sub-session. Finish with what you have."
+                )
+            least = left if least is None else min(least, left)
+        return least
 
     async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
         from .tools import current_context
@@ -141,9 +255,13 @@ class SubSessions:
         results = []
         for child_id in ids:
             child = self.children.get(child_id)
-            found = child.outcome if child is not None else stored[child_id]
-            assert found is not None
-            results.append(found)
+            if child is not None:
+                assert child.outcome is not None
+                found, read, name = dict(child.outcome), child.read, child.name
+            else:
+                found = stored[child_id]
+                read, name = found.pop("untrusted_sources"), found.pop("name")
+            results.append(_handed_over(found, read, name))
         return results
 
     async def _stored(self, ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -171,7 +289,11 @@ class SubSessions:
             assert row is not None
             row.pop("parent_id")
             if row["status"] not in FINISHED:
-                row = {"id": child_id, "status": "error", "error": f"not finished ({row['status']}) and no longer running"}
+                error = f"not finished ({row['status']}) and no longer running"
+                row = {
+                    "id": child_id, "status": "error", "error": error,
+                    "untrusted_sources": row["untrusted_sources"], "name": row["name"],
+                }  # fmt: skip
             results[child_id] = row
         return results
 
@@ -185,7 +307,7 @@ class SubSessions:
 
     # -- a child's turn ----------------------------------------------------------------------
 
-    async def _run(self, child: _Child, model: str | None, token_limit: int) -> None:
+    async def _run(self, child: _Child, model: str, token_limit: int, cost_limit: float | None) -> None:
         from . import conversation
         from .loop import Turn
         from .prompt import turn_context
@@ -201,7 +323,11 @@ class SubSessions:
             session_id=child.id, session_name=child.name, turn=1, prompt=child.task,
             transcript=child.view,  # type: ignore[arg-type] - the same methods as a Transcript
             interrupts=interrupts, approve=family.approve, secrets=family.secrets, sessions=host,
+            earlier_untrusted=child.inherited[0],
         )  # fmt: skip
+        # Its task was written after what the parent read in this turn: the child is in the
+        # same state (the approval check is as strict for it), and keeps the sources.
+        context.note_untrusted(list(child.inherited[1]))
         groups = {t.group for t in family.tools}
         brief = (
             f"You are a sub-session started by session {self.session_name!r} (depth {self.depth + 1}). "
@@ -213,7 +339,7 @@ class SubSessions:
             registry=family.registry,
             tools=family.tools,
             model_client=family.model_client,
-            limits=replace(family.limits, model=model or family.limits.model, token_limit=token_limit),
+            limits=replace(family.limits, model=model, token_limit=token_limit, cost_limit=cost_limit),
             system=family.system,
             history=conversation.Repair(),
             prompt_blocks=[
@@ -223,7 +349,9 @@ class SubSessions:
             session_tokens=0,
             check=family.check,
             refresh_tools=family.refresh_tools,
+            parent=self.turn,
         )
+        host.turn = turn
         timer = asyncio.get_running_loop().call_later(float(settings.subsession_timeout_s), self._time_out, child)
         result: TurnResult | None = None
         failure: str | None = None
@@ -235,6 +363,7 @@ class SubSessions:
             timer.cancel()
             await host.close()
             interrupts.uninstall()
+            child.read = context.session_sources()
             child.outcome = self._outcome(child, result, failure, context)
             self._record(child)
 
@@ -254,8 +383,10 @@ class SubSessions:
             found |= {"status": "error", "error": failure or "the sub-session crashed"}
         elif result.state == "completed":
             found |= {"status": "completed", "result": result.text}
-        elif result.state == "token_limit_reached":
+        elif result.state == "token_limit_reached":  # its own limit, or what its parent had left
             found |= {"status": "token_limit_reached", "result": _last_text(context.journal.recorded)}
+            if result.error:
+                found["error"] = result.error
         elif reason is not None:
             why = "its parent's turn ended first" if reason == "parent_ended" else "stopped by the user"
             found |= {"status": "error", "error": f"stopped: {why}"}
@@ -272,6 +403,22 @@ class SubSessions:
         assert found is not None
         self.family.writer.submit(record_result(child.id, found["status"], found.get("result"), found.get("error")))
         child.view.finished(found["status"], result=found.get("result"), error=found.get("error"))
+
+
+def _handed_over(found: dict[str, Any], read: list[str], name: str) -> dict[str, Any]:
+    """A child's outcome as its parent receives it: after the child read untrusted content
+    (its own or inherited), its result is untrusted data, and what the child read that its
+    parent had not is now read in the parent's turn too."""
+    from .tools import current_context
+    from .untrusted import mark_untrusted
+
+    if read:
+        parent = current_context()
+        known = set(parent.session_sources())
+        parent.note_untrusted([s for s in read if s not in known])
+        if "result" in found:
+            found["result"] = mark_untrusted(found["result"], f"sub-session {name}")
+    return found
 
 
 def _last_text(recorded: list[tuple[str, list[dict[str, Any]]]]) -> str:

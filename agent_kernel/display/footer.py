@@ -3,6 +3,11 @@
     claude-sonnet-5-5 · 2 tool calls · 4.1 s · 31,204 tokens, 88% of input from cache · $0.0123
     (session 'sales': 95,310 of 1,000,000 tokens, $0.0412)
 
+A turn that started sub-sessions counts their calls as its own (they count against the
+session's limits) and says how much of it they were:
+
+    ... · 2 tool calls · 9.0 s · 52,000 tokens incl. 2 sub-sessions: 40,000 tokens, ...
+
 The cache share is the part of the turn's input tokens read from the prompt cache (billed
 at a tenth of the input price or less). The cost is shown only for models with a price
 (see :mod:`agent_kernel.prices`); a turn with calls to a model without one says so
@@ -35,6 +40,9 @@ class TurnFigures:
     new_session: bool = False
     web_searches: int = 0  # the API's server-side searches and fetches (billed per use)
     web_fetches: int = 0
+    subsessions: int = 0  # started in the turn, at any depth; the figures above include them
+    subsession_tokens: int = 0
+    subsession_cost: float = 0.0
 
 
 def usd(amount: float) -> str:
@@ -53,6 +61,11 @@ def footer_line(f: TurnFigures) -> str:
         if count:
             calls += f" · {count} {what}{'es' if count != 1 else ''}"
     tokens = f"{f.tokens:,} tokens"
+    if f.subsessions:
+        plural = "s" if f.subsessions != 1 else ""
+        tokens += f" incl. {f.subsessions} sub-session{plural}: {f.subsession_tokens:,} tokens"
+        if f.subsession_cost:
+            tokens += f" ({usd(f.subsession_cost)})"
     if f.input_tokens:
         tokens += f", {f.cache_read_tokens / f.input_tokens:.0%} of input from cache"
     parts = [model, calls, f"{f.seconds:.1f} s", tokens]

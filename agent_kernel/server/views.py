@@ -202,7 +202,8 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict
         [since],
     ).fetchall()
     tokens = con.execute(
-        "SELECT coalesce(sum(tokens_used), 0) FROM sessions WHERE updated_at >= ?", [since]
+        # A parent's tokens_used includes its sub-sessions': top-level sessions hold them all.
+        "SELECT coalesce(sum(tokens_used), 0) FROM sessions WHERE updated_at >= ? AND parent_id IS NULL", [since]
     ).fetchone()
     cost_per_day = dict(
         con.execute(

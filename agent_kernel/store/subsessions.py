@@ -7,6 +7,7 @@ queue, so they are ordered with the child's own :class:`~.sessions.Journal` writ
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ class ChildRow:
     task: str
     model: str | None
     token_limit: int | None
+    cost_limit: float | None = None  # USD; None: no limit (no session above it has one)
 
 
 def insert_child(row: ChildRow) -> Any:
@@ -41,9 +43,9 @@ def insert_child(row: ChildRow) -> Any:
 
     def write(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
-            "INSERT INTO sessions (id, name, notebook, state, model, token_limit, parent_id, task) "
-            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-            [row.id, row.name, row.notebook, row.model, row.token_limit, row.parent_id, row.task],
+            "INSERT INTO sessions (id, name, notebook, state, model, token_limit, cost_limit, parent_id, task) "
+            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+            [row.id, row.name, row.notebook, row.model, row.token_limit, row.cost_limit, row.parent_id, row.task],
         )
 
     return write
@@ -62,13 +64,18 @@ def record_result(session_id: str, state: str, result: str | None, error: str | 
 
 
 def outcome(con: duckdb.DuckDBPyConnection, session_id: str) -> dict[str, Any] | None:
-    """``{id, status, result?, error?, parent_id}`` of a stored session, or None when absent."""
+    """``{id, status, result?, error?, parent_id, name, untrusted_sources}`` of a stored
+    session, or None when absent (the last three are for the parent, not the model)."""
     row = con.execute(
-        "SELECT id, state, result, last_error, parent_id FROM sessions WHERE id = ?", [session_id]
+        "SELECT id, state, result, last_error, parent_id, name, untrusted_sources FROM sessions WHERE id = ?",
+        [session_id],
     ).fetchone()
     if row is None:
         return None
-    found: dict[str, Any] = {"id": row[0], "status": row[1], "parent_id": row[4]}
+    found: dict[str, Any] = {
+        "id": row[0], "status": row[1], "parent_id": row[4], "name": row[5],
+        "untrusted_sources": list(json.loads(row[6])) if row[6] else [],
+    }  # fmt: skip
     if row[2] is not None:
         found["result"] = row[2]
     if row[3] is not None:

@@ -74,9 +74,13 @@ class SessionUsage:
 
 
 def session_usage(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionUsage:
+    """The session's usage; its cost includes its sub-sessions' (at any depth), as its
+    ``tokens_used`` does: both count against its limits."""
     cost, unpriced = con.execute(
+        "WITH RECURSIVE tree(id) AS (SELECT CAST(? AS VARCHAR) UNION "
+        "SELECT s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
         "SELECT coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
-        "FROM model_calls WHERE session_id = ?",
+        "FROM model_calls WHERE session_id IN (SELECT id FROM tree)",
         [session_id],
     ).fetchone()
     last = con.execute(

@@ -28,8 +28,9 @@ class SubSessionHost(Protocol):
 
     depth: int  # 0 for a top-level session, 1 for its children, ...
 
-    def spawn(self, task: str, model: str | None, token_limit: int | None) -> str:
-        """Start a child session on the event loop and return its id at once.
+    def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, Any]:
+        """Start a child session on the event loop; return at once ``{id, model,
+        token_limit, cost_limit_usd?, note?}`` (what it got, and why less than asked).
 
         Raises :class:`~agent_kernel.errors.ToolInputError` when a limit refuses it.
         """

@@ -30,21 +30,24 @@ async def spawn_session(
     model: Annotated[str, Field(min_length=1, max_length=MODEL_CHARS)] | None = None,
     token_limit: Annotated[int, Field(gt=0)] | None = None,
 ) -> dict[str, Any]:
-    """Start a sub-session that works on `task` alongside you; returns {id} at once.
+    """Start a sub-session that works on `task` alongside you; returns at once with its id,
+    model and the token limit it got.
 
     The sub-session is a full agent with your system prompt, tools, kernel, state and
     database; it ends by calling report_result. Run several for independent pieces of work,
     then collect their results with wait_for_sessions. Live run_code calls of all sessions
-    take turns (one at a time); isolated ones run side by side.
+    take turns (one at a time); isolated ones run side by side. Its tokens and cost count
+    against your own limits.
 
     Args:
         task: The complete instruction: the sub-session sees only this, not your conversation.
-        model: Model for the sub-session; default: yours.
-        token_limit: Tokens it may use (input + output) before it stops.
+        model: One of the configured models; default: yours.
+        token_limit: Tokens it may use (input + output) before it stops; capped at the
+            configured sub-session limit and at what you have left.
     """
     ctx = current_context()
     host = _host(ctx)
-    return {"id": host.spawn(task, model, token_limit)}
+    return host.spawn(task, model, token_limit)
 
 
 async def wait_for_sessions(
@@ -55,7 +58,7 @@ async def wait_for_sessions(
     """Wait until the given sub-sessions have finished and return their results.
 
     status is completed (result: what it reported), error (error says why, e.g. timed out)
-    or token_limit_reached (result: its last text, partial).
+    or token_limit_reached (result: its last text, partial; error: whose limit stopped it).
 
     Args:
         ids: Ids that spawn_session returned.

@@ -134,6 +134,7 @@ def test_a_notebook_that_fans_out_to_sub_sessions_reruns(scripted_model, agent_d
     for run in _run_three_times(cells, tmp_path, "fanout"):
         agent_cell = run.cells[2]
         assert "Both parts are done." in outputs_text(agent_cell)
+        assert " tokens incl. 2 sub-sessions: " in outputs_text(agent_cell)  # the footer counts them
         html = [o.get("data", {}).get("text/html", "") for o in agent_cell.outputs]
         sections = [h for h in html if 'class="agent-kernel-subsession"' in h]
         assert sorted("PART-A" in h for h in sections) == [False, True]

@@ -152,7 +152,8 @@ def test_sessions_list_with_state_tokens_cost_and_parent_and_one_sessions_messag
     assert status == 200
     by_name = {s["name"]: s for s in reply["sessions"]}
     assert {"analysis", "analysis/sub-1", "elsewhere"} <= set(by_name)
-    assert by_name["analysis"]["tokens"] == 1234 and by_name["analysis"]["cost"] is None  # no model call
+    assert by_name["analysis"]["tokens"] == 1234
+    assert by_name["analysis"]["cost"] == pytest.approx(0.02)  # no call of its own: its sub-session's
     assert by_name["analysis/sub-1"]["cost"] == pytest.approx(0.02)  # the sum of its calls' costs
     assert by_name["analysis"]["notebook_path"] == "work/analysis.ipynb"
     assert by_name["analysis/sub-1"]["parent_id"] == main.id and by_name["analysis/sub-1"]["state"] == "completed"

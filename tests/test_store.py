@@ -197,10 +197,11 @@ def test_migration_80_keeps_a_sub_sessions_task_and_result(store):
         parent = Sessions(con).create("top", notebook=None)
         insert_child(ChildRow("c1", "top/sub-c1", None, parent.id, "count rows", None, 5_000))(con)
         insert_child(ChildRow("c2", "top/sub-c1/sub-c2", None, "c1", "count more", "m", None))(con)
-        assert outcome(con, "c1") == {"id": "c1", "status": "running", "parent_id": parent.id}
+        kept = {"parent_id": parent.id, "name": "top/sub-c1", "untrusted_sources": []}
+        assert outcome(con, "c1") == {"id": "c1", "status": "running", **kept}
         record_result("c1", "completed", "42 rows", None)(con)
         record_result("c2", "error", None, "timed out after 120 s")(con)
-        assert outcome(con, "c1") == {"id": "c1", "status": "completed", "parent_id": parent.id, "result": "42 rows"}
+        assert outcome(con, "c1") == {"id": "c1", "status": "completed", "result": "42 rows", **kept}
         assert outcome(con, "c2")["error"] == "timed out after 120 s"
         assert outcome(con, "nope") is None and "running" not in FINISHED
         assert con.execute("SELECT task, token_limit FROM sessions WHERE id = 'c1'").fetchone() == ("count rows", 5_000)

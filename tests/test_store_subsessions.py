@@ -6,7 +6,7 @@ from __future__ import annotations
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.subsessions import ChildRow, insert_child, outcome, record_result
-from agent_kernel.store.usage import UsageLog, session_usage
+from agent_kernel.store.usage import UsageLog, session_usage, sessions_cost
 from agent_kernel.usage import CallUsage
 
 
@@ -55,5 +55,8 @@ def test_a_sessions_cost_includes_its_children_at_any_depth(tmp_path):
         assert (session_usage(con, top.id).cost, session_usage(con, top.id).unpriced) == (0.875, 1)
         assert session_usage(con, kid).cost == 0.375
         assert session_usage(con, other.id).cost == 100.0
+        assert sessions_cost(con, [top.id, kid, other.id, "none"]) == {
+            top.id: (0.875, 1), kid: (0.375, 1), other.id: (100.0, 0),
+        }  # fmt: skip
         # The last request's size is the session's own, not a child's.
         assert session_usage(con, top.id).last_prompt_tokens == 100

@@ -92,13 +92,16 @@ def session_usage(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionUsa
 
 
 def sessions_cost(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> dict[str, tuple[float, int]]:
-    """Each session's (cost of its priced calls, number of unpriced calls); absent: no calls."""
+    """Each session's (cost of its priced calls, number of unpriced calls), its sub-sessions'
+    included as in its ``tokens_used``; absent: no calls."""
     if not session_ids:
         return {}
     rows = con.execute(
-        "SELECT session_id, coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
-        "FROM model_calls WHERE list_contains(?, session_id) GROUP BY session_id",
-        [session_ids],
+        "WITH RECURSIVE tree(root, id) AS (SELECT unnest(?), unnest(?) UNION "
+        "SELECT tree.root, s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
+        "SELECT tree.root, coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
+        "FROM model_calls JOIN tree ON model_calls.session_id = tree.id GROUP BY tree.root",
+        [session_ids, session_ids],
     ).fetchall()
     return {sid: (float(cost), int(unpriced)) for sid, cost, unpriced in rows}
 

@@ -483,7 +483,8 @@ class Turn:
 
     def _outer(self) -> list[Turn]:
         """The turns of the sessions above this one: its parent's first."""
-        found, turn = [], self.parent
+        found: list[Turn] = []
+        turn = self.parent
         while turn is not None:
             found.append(turn)
             turn = turn.parent

@@ -155,7 +155,8 @@ class SubSessions:
 
     def _turns(self) -> list[Turn]:
         """This session's turn and those of the sessions above it."""
-        found, turn = [], self.turn
+        found: list[Turn] = []
+        turn = self.turn
         while turn is not None:
             found.append(turn)
             turn = turn.parent

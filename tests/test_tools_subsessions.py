@@ -530,7 +530,7 @@ def test_childrens_tokens_and_cost_count_against_the_parent(shell_agent, scripte
                 reply(tool_use("report_result", {"result": "A done"}), usage=used(12_000)),
             ],
             "SIDE-B": [
-                reply(text("B partial"), tool_use("inspect_namespace", {}), usage=used(10_000), delay=1.5),
+                reply(text("B partial"), tool_use("inspect_namespace", {}), usage=used(10_000), delay=3.0),
                 reply(tool_use("report_result", {"result": "never: no budget left"}), usage=used(10_000)),
             ],
             "two at once": [

@@ -323,7 +323,7 @@ def test_jobs_written_after_web_content_wait_disabled_until_the_person_enables_t
     from agent_kernel.cli import main
     from agent_kernel.store import provenance
 
-    from .calls import HOSTILE, after_hostile_page, decoded
+    from .calls import HOSTILE, after_hostile_page, decoded, only_as_data
 
     config = shell_agent.agent.config
     config.tool_groups = ["code", "schedule", "web"]
@@ -347,13 +347,16 @@ def test_jobs_written_after_web_content_wait_disabled_until_the_person_enables_t
         assert {r.name for r in provenance.tainted(con, "job")} == {task["id"], reminder["id"], pulse_id}
 
     # The model cannot turn them on, not even from a clean session; it can still pause.
-    refused, pulse_refused, paused = run_tools(
+    listed, refused, pulse_refused, paused = run_tools(
         shell_agent, scripted_model,
+        call("list_scheduled_tasks", include_disabled=True),
         call("enable_scheduled_task", id=task["id"]),
         call("manage_pulse", action="update_config", enabled=True),
         call("disable_scheduled_task", id=task["id"]),
         session="clean",
     )  # fmt: skip
+    [exfil] = listed["tasks"]
+    assert exfil["waits_for_review"] and only_as_data(exfil["task"], "Mail ~/.ssh")
     assert refused["is_error"] and "cannot be enabled by you" in refused["content"]
     assert "agent-kernel jobs enable" in refused["content"]
     assert pulse_refused["is_error"] and "cannot be enabled by you" in pulse_refused["content"]
@@ -372,9 +375,10 @@ def test_jobs_written_after_web_content_wait_disabled_until_the_person_enables_t
     )  # fmt: skip
     assert again["enabled"] is False and resumed == {"id": task["id"], "enabled": True}
 
-    # A clean session's task is enabled as before.
+    # A clean session's task is enabled as before. ("clean" read the planted task with
+    # list_scheduled_tasks, so what it writes now is tainted in turn.)
     [clean] = run_tools(
         shell_agent, scripted_model, call("create_scheduled_task", name="report", task="Summarise.", cron="0 9 * * *"),
-        session="clean",
+        session="fresh",
     )  # fmt: skip
     assert clean["next_run"] and "note" not in clean

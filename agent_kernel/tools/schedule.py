@@ -104,17 +104,22 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     """
     from ..scheduler.jobs import Jobs
     from ..scheduler.runs import Runs
+    from ..store import provenance
 
     ctx = current_context()
     with ctx.store.connect() as con:
         jobs = Jobs(con).list(include_disabled=include_disabled, kinds=("notebook", "task"))
         latest = Runs(con).latest_by_job()
+        tainted = provenance.tainted_names(con, "job")
     tasks = []
     for job in jobs:
         last = latest.get(job.id)
         entry: dict[str, Any] = {"id": job.id, "name": job.name}
         if job.task:
-            entry["task"] = job.task
+            entry["task"] = provenance.shown(job.task, tainted.get(job.id), f"task of job {job.id}")
+            if job.id in tainted:
+                ctx.note_untrusted([f"task of job {job.id}"])
+                entry["waits_for_review"] = True
         if job.notebook:
             entry["notebook"] = job.notebook
         entry.update(

@@ -546,7 +546,7 @@ class Agent:
             last_turn = sessions.last_turn(current.id)
             sessions.touch(current.id, notebook=self.notebook)
             sections = stored_sections(con, instruction, groups, self.config.skills_dir)
-            notepad = Notepad(con, current.id).read() if "skills" in groups else ""
+            notepad = Notepad(con, current.id).read_shown()[0] if "skills" in groups else ""
             compacted = compactions.load(con, current.id)
             spent = session_usage(con, current.id)
             recall = session_summary.at_start(

@@ -189,10 +189,11 @@ def _jobs_run(args: argparse.Namespace) -> int:
 
 def _jobs_toggle(args: argparse.Namespace) -> int:
     from .scheduler.clock import SystemClock, iso
-    from .scheduler.jobs import Jobs
+    from .scheduler.jobs import Jobs, enable_by_person
 
     with _store(args).connect() as con:
-        job = Jobs(con).set_enabled(_find_job(con, args.job), args.enable, SystemClock().now())
+        job, now = _find_job(con, args.job), SystemClock().now()
+        job = enable_by_person(con, job, now) if args.enable else Jobs(con).set_enabled(job, False, now)
     state = f"enabled; next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
     print(f"Job {job.id} ({job.name}) {state}.")
     return 0

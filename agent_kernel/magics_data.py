@@ -148,11 +148,11 @@ class DataMagics(Magics):
                 return None
             if args.history:
                 return _history_table(prompts.history())
-            current = prompts.current()
-        return _show_version(current)
+            current, taint = prompts.current(), prompts.taint()
+        return _show_version(current, tainted=taint is not None)
 
 
-def _show_version(current: Any) -> Any:
+def _show_version(current: Any, *, tainted: bool = False) -> Any:
     from .display.text_tables import Markdown
 
     if current.version == 0:
@@ -164,6 +164,11 @@ def _show_version(current: Any) -> Any:
     head = f"**Stored instructions**, version {current.version} ({current.operation} by {current.author}, {when})"
     body = _fenced(current.prompt) if current.prompt.strip() else "*(blank: no stored instructions)*"
     foot = "History: `%agent_prompt --history` · restore: `%agent_prompt --rollback N`"
+    if tainted:
+        foot = (
+            "**Written after the agent read untrusted content**: the model sees it as data, not "
+            "as instructions, until you review it and run `%agent_tainted --clear prompt system`.\n\n" + foot
+        )
     return Markdown(f"{head}\n\n{body}\n\n{foot}")
 
 

@@ -1,4 +1,4 @@
-"""Magics over what the model can use: ``%agent_tools`` and ``%agent_skills``."""
+"""Magics over what the model can use: ``%agent_tools``, ``%agent_skills`` and ``%agent_tainted``."""
 
 from __future__ import annotations
 
@@ -75,6 +75,63 @@ class ToolMagics(Magics):
             "" if offered else " The skills group is off: %config AgentKernel.tool_groups adds it."
         )
         return Table(["skill", "description", "enabled", "from"], rows, title="Skills", note=note)
+
+
+    @magic_arguments()
+    @argument("--clear", nargs=2, metavar=("KIND", "NAME"), help="Clear one item's taint after you reviewed it.")
+    @argument("--clear-all", action="store_true", help="Clear every taint (you reviewed everything listed).")
+    @line_magic
+    def agent_tainted(self, line: str = "") -> Any:
+        """What the agent kept after it had read untrusted content (a web page, a fetched
+        file, an MCP result): tools, libraries, skills, memories, notepads, stored
+        instructions, table comments, jobs. Such text reaches the model only as data
+        (inside <untrusted_content> tags, never as instruction), and such jobs stay
+        disabled, until you review the item and clear it.
+
+            %agent_tainted                       list what is tainted
+            %agent_tainted --clear KIND NAME     clear one item (KIND as listed, e.g. memory 3f2a...)
+            %agent_tainted --clear-all           clear everything listed
+        """
+        from .display.text_tables import Table
+        from .store import provenance
+
+        args = parse_args(self.agent_tainted, line)
+        if args.clear and args.clear_all:
+            raise UsageError("Use --clear KIND NAME or --clear-all, not both.")
+        if args.clear:
+            kind, name = args.clear
+            if kind not in provenance.KINDS:
+                raise UsageError(f"KIND is one of {', '.join(provenance.KINDS)}, not {kind!r}.")
+        with self.agent.store.connect() as con:
+            if args.clear:
+                if not provenance.clear(con, kind, name):
+                    raise UsageError(f"No tainted {kind} named {name!r}; %agent_tainted lists them.")
+                print(f"Cleared {kind} {name}: it is trusted as the person's own from now on.")
+                return None
+            if args.clear_all:
+                print(f"Cleared {provenance.clear(con)} tainted item(s).")
+                return None
+            found = provenance.tainted(con)
+        rows = [_tainted_row(r) for r in found]
+        note = (
+            "Nothing kept is tainted." if not rows
+            else "Review each item, then %agent_tainted --clear KIND NAME (or --clear-all)."
+        )  # fmt: skip
+        return Table(["kind", "name", "version", "session", "turn", "sources", "when (UTC)"], rows, title="Tainted items", note=note)
+
+
+def _tainted_row(record: Any) -> list[str]:
+    shown = "; ".join(s[:80] for s in record.sources[:2])
+    more = f" (+{len(record.sources) - 2})" if len(record.sources) > 2 else ""
+    return [
+        record.kind,
+        record.name,
+        "" if record.version is None else str(record.version),
+        (record.session_id or "")[:8],
+        "" if record.turn is None else str(record.turn),
+        shown + more,
+        f"{record.created_at:%Y-%m-%d %H:%M}" if record.created_at else "",
+    ]
 
 
 def _builtin_names() -> set[str]:

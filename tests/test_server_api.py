@@ -16,7 +16,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from agent_kernel.store import Store
+from agent_kernel.store import Store, provenance
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.usage import UsageLog
 from agent_kernel.usage import CallUsage
@@ -200,8 +200,12 @@ def test_a_job_is_created_listed_paused_resumed_and_deleted(client, server):
 
     status, paused = client.call("PATCH", f"{API}/jobs/{job['id']}", {"enabled": False})
     assert status == 200 and paused["enabled"] is False
+    with store.connect() as con:  # as if a turn that had read a web page had changed it
+        provenance.record(con, "job", job["id"], provenance.Provenance("s1", 1, ("web_fetch https://evil.example/",)))
     status, resumed = client.call("PATCH", f"{API}/jobs/{job['id']}", {"enabled": True})
     assert status == 200 and resumed["enabled"] is True and resumed["next_run"] is not None
+    with store.connect() as con:  # the person enabled it: reviewed, no longer tainted
+        assert provenance.tainted(con, "job") == []
 
     status, reply = client.call("DELETE", f"{API}/jobs/{job['id']}")
     assert status == 200 and reply == {"deleted": True, "id": job["id"]}

@@ -160,7 +160,7 @@ class JobHandler(_Handler):
     @authorized(action="write")
     async def patch(self, job_id: str) -> None:
         """``{"enabled": true | false}``: resume or pause the job."""
-        from ..scheduler.jobs import Jobs
+        from ..scheduler.jobs import Jobs, enable_by_person
         from ..scheduler.runs import Runs
 
         body = self.body()
@@ -173,7 +173,7 @@ class JobHandler(_Handler):
             job = jobs.get(job_id)
             if job is None:
                 return None
-            job = jobs.set_enabled(job, body["enabled"], now)
+            job = enable_by_person(con, job, now) if body["enabled"] else jobs.set_enabled(job, False, now)
             return views.job_json(job, Runs(con).latest_by_job().get(job.id), self.root)
 
         found = await self.store_call(toggle)

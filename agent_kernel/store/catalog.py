@@ -7,6 +7,7 @@ written from them, so there is no second description to keep in step.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -97,10 +98,13 @@ def row_counts(con: duckdb.DuckDBPyConnection, tables: list[TableInfo]) -> dict[
 NAMED_PROJECT_TABLES = ("sessions", "messages", "code_executions", "tool_calls", "model_calls", "jobs", "runs")
 
 
-def prompt_section(con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHARS) -> str:
-    """The system prompt's "Your database" text, written from the tables' comments."""
+def prompt_section(
+    con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHARS, withheld: Collection[str] = ()
+) -> str:
+    """The system prompt's "Your database" text, written from the tables' comments; the
+    tables named (lower case) in ``withheld`` are left out (shown elsewhere, as data)."""
     tables = describe(con)
-    mine = [t for t in tables if t.writable]
+    mine = [t for t in tables if t.writable and t.name.lower() not in withheld]
     project = [t.qualified for t in tables if not t.writable]
     lines = [
         (
@@ -127,6 +131,17 @@ def prompt_section(con: duckdb.DuckDBPyConnection, max_chars: int = SECTION_CHAR
         rest = f" and {more} more" if more else ""
         lines.append(f"Read-only project tables: {', '.join(named)}{rest} (db_schema describes them).")
     return "\n".join(lines)
+
+
+def table_lines(con: duckdb.DuckDBPyConnection, names: Collection[str]) -> dict[str, str]:
+    """The prompt line of each commented ``ai_*`` table named (lower case) in ``names``, by that name."""
+    if not names:
+        return {}
+    return {
+        t.name.lower(): _table_line(t)
+        for t in describe(con)
+        if t.writable and t.name.lower() in names and (t.comment or any(c.get("comment") for c in t.columns))
+    }
 
 
 def _table_line(table: TableInfo) -> str:

@@ -293,6 +293,27 @@ def _without_parameters(sql: str) -> str:
     return "".join(parts) + sql[at:]
 
 
+def commented_table(sql: str) -> str | None:
+    """The table (or view) a ``COMMENT ON TABLE / VIEW / COLUMN`` statement documents, by
+    its unqualified name; None for any other statement."""
+    words = [(_name(text), kind) for text, kind in _tokens(sql)]
+    heads = [text.upper() for text, _ in words[:3]]
+    if len(words) < 4 or heads[:2] != ["COMMENT", "ON"]:
+        return None
+    parts = []
+    for text, kind in words[3:]:
+        if kind == "operator" and text == ".":
+            continue
+        if kind not in ("identifier", "keyword"):
+            break
+        if text.upper() == "IS" and kind == "keyword":
+            break
+        parts.append(text)
+    if heads[2] == "COLUMN":
+        return parts[-2] if len(parts) >= 2 else None
+    return parts[-1] if parts and heads[2] in ("TABLE", "VIEW") else None
+
+
 def identifiers(sql: str) -> set[str]:
     """Every name-like token of ``sql`` (unquoted), for finding the DataFrames it reads."""
     names = set()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -238,13 +238,18 @@ class Memories:
         ).fetchall()
         return [_memory(row) for row in rows]
 
-    def section(self, extra: Memory | None = None) -> str:
-        """The system prompt's memory section (all user memories, most important first)."""
+    def user_memories(self) -> list[Memory]:
+        """Every user memory, most important first (the order the system prompt shows)."""
         rows = self.con.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE store = 'user_memory' "
             "ORDER BY coalesce(pursuing_priority, 100) DESC, created_at, id"
         ).fetchall()
-        found = [_memory(row) for row in rows]
+        return [_memory(row) for row in rows]
+
+    def section(self, extra: Memory | None = None, withheld: Collection[str] = ()) -> str:
+        """The system prompt's memory section (all user memories, most important first),
+        without the memories whose ids are ``withheld`` (shown elsewhere, as data)."""
+        found = [m for m in self.user_memories() if m.id not in withheld]
         if extra is not None:
             found.append(extra)
             found.sort(key=lambda m: -(100 if m.pursuing_priority is None else m.pursuing_priority))

@@ -2,6 +2,9 @@
 
 It is shown to the model at the start of every user message (the per-turn context), so
 it never changes the system prompt; its size is bounded because it is resent each turn.
+Each write records who wrote it (kind "notepad", name the session id): a notepad written
+after untrusted content is shown inside the untrusted envelope, as data. An edit keeps the
+taint of the text it edits; a whole new text is judged on its own.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ToolInputError
+from . import provenance
+from .provenance import Provenance
 
 if TYPE_CHECKING:
     import duckdb
@@ -32,7 +37,8 @@ class Notepad:
         ).fetchone()
         return row[0] if row else ""
 
-    def write(self, content: str) -> None:
+    def write(self, content: str, writer: Provenance | None = None, *, inherit: bool = False) -> None:
+        """Store ``content`` as the whole notepad, written by ``writer`` (the person when not given)."""
         if len(content) > NOTEPAD_CHARS:
             raise ToolInputError(
                 f"The notepad holds at most {NOTEPAD_CHARS:,} characters; this would make it "
@@ -44,9 +50,32 @@ class Notepad:
             "VALUES (?, ?, now() AT TIME ZONE 'UTC')",
             [self.session_id, content],
         )
+        provenance.record(self.con, "notepad", self.session_id, writer or Provenance.person(), inherit=inherit)
 
-    def update(self, operation: str, *, content: str | None, find: str | None, replace: str | None) -> str:
-        """Apply one edit and store the result, which is returned."""
+    def taint(self) -> provenance.Record | None:
+        """The notepad's provenance when it is tainted, else None."""
+        found = provenance.latest(self.con, "notepad", [self.session_id]).get(self.session_id)
+        return found if found is not None and found.tainted else None
+
+    def read_shown(self) -> tuple[str, bool]:
+        """The notepad as the model reads it (inside the untrusted envelope when tainted),
+        and whether it is tainted."""
+        content = self.read()
+        taint = self.taint() if content.strip() else None
+        if taint is None:
+            return content, False
+        return provenance.shown(content, taint, f"notepad of session {self.session_id[:8]}"), True
+
+    def update(
+        self,
+        operation: str,
+        *,
+        content: str | None,
+        find: str | None,
+        replace: str | None,
+        writer: Provenance | None = None,
+    ) -> str:
+        """Apply one edit and store the result, which is returned; the notepad's taint carries over."""
         current = self.read()
         if operation == "find_replace":
             if not find:
@@ -67,7 +96,7 @@ class Notepad:
             new = current.replace(content, "", 1)
         else:
             raise ToolInputError(f"Unknown operation {operation!r}: one of {', '.join(OPERATIONS)}.")
-        self.write(new)
+        self.write(new, writer, inherit=True)
         return new
 
 

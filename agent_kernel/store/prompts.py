@@ -2,6 +2,11 @@
 
 Version 0 is the empty prompt, before anything was stored. Each edit, including a
 rollback, adds a version, so nothing is ever lost and history reads top to bottom.
+
+Each version records who wrote it (kind "prompt", name "system" in the provenance
+table). A version written after untrusted content is tainted, and so is every edit made
+from it; a rollback carries the taint of the version it restores, since that is whose
+text becomes current again. A tainted current version is shown to the model as data.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from ..errors import ToolInputError
+from . import provenance
+from .provenance import Provenance
 
 if TYPE_CHECKING:
     import duckdb
@@ -65,10 +72,19 @@ class SystemPrompts:
         return [PromptVersion(*row) for row in rows]
 
     def save(
-        self, prompt: str, *, operation: str, author: str, session_id: str | None = None
+        self,
+        prompt: str,
+        *,
+        operation: str,
+        author: str,
+        session_id: str | None = None,
+        writer: Provenance | None = None,
+        inherit: bool = False,
     ) -> PromptVersion:
         """Store ``prompt`` as the next version (unless it is the current text already).
 
+        ``writer`` is who wrote it (the person when not given); ``inherit``: the text was
+        made from the current version (an edit), so that version's taint carries over.
         Refuses (:class:`ToolInputError`) a text over :data:`INSTRUCTIONS_CHARS`.
         """
         if len(prompt) > INSTRUCTIONS_CHARS:
@@ -86,7 +102,20 @@ class SystemPrompts:
             "VALUES (?, ?, ?, ?, ?)",
             [current.version + 1, prompt, operation, author, session_id],
         )
-        return self.current()
+        saved = self.current()
+        provenance.record(
+            self.con, "prompt", "system", writer or Provenance.person(), version=saved.version,
+            inherit=inherit and bool(current.version),
+        )  # fmt: skip
+        return saved
+
+    def taint(self, version: int | None = None) -> provenance.Record | None:
+        """The provenance of ``version`` (default the current one) when it is tainted, else None."""
+        chosen = self.current().version if version is None else version
+        if chosen == 0:
+            return None
+        found = provenance.of_version(self.con, "prompt", "system", chosen)
+        return found if found is not None and found.tainted else None
 
     def rollback(self, version: int, *, author: str) -> PromptVersion:
         """Make ``version``'s text current again, as a new version."""
@@ -94,7 +123,9 @@ class SystemPrompts:
         if old is None:
             latest = self.current().version
             raise ToolInputError(f"There is no version {version} of the system prompt (versions 0 to {latest}).")
-        return self.save(old.prompt, operation=f"rollback to {version}", author=author)
+        restored = self.taint(version)
+        writer = restored.provenance() if restored is not None else Provenance.person()
+        return self.save(old.prompt, operation=f"rollback to {version}", author=author, writer=writer)
 
 
 def edit(

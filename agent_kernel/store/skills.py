@@ -12,11 +12,14 @@ sorted, so the text only changes when a skill does.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolInputError
+from . import provenance
+from .provenance import Record
 
 if TYPE_CHECKING:
     import duckdb
@@ -198,9 +201,10 @@ class Skills:
             raise ToolInputError(f"No skill named {name!r}; list_skills shows them.")
 
 
-def prompt_section(con: duckdb.DuckDBPyConnection, folder: str | Path | None) -> str:
-    """The enabled skills, one line each (name: description), at most :data:`SECTION_CHARS`."""
-    enabled = [s for s in Skills(con, folder).all() if s.enabled]
+def prompt_section(con: duckdb.DuckDBPyConnection, folder: str | Path | None, withheld: Collection[str] = ()) -> str:
+    """The enabled skills, one line each (name: description), at most :data:`SECTION_CHARS`;
+    stored skills named in ``withheld`` are left out (shown elsewhere, as data)."""
+    enabled = [s for s in Skills(con, folder).all() if s.enabled and not (s.source == "stored" and s.name in withheld)]
     if not enabled:
         return ""
     lines = ["Read a skill with read_skill before a task it covers."]
@@ -238,3 +242,13 @@ def skills_folder(configured: str) -> Path:
     from ..paths import agent_home
 
     return agent_home() / "skills"
+
+
+def tainted(con: duckdb.DuckDBPyConnection) -> dict[str, Record]:
+    """The stored skills whose latest write is tainted, by name. A skill read from the
+    skills folder is the person's own file, never tainted (unless a stored copy shadows it)."""
+    records = provenance.tainted_names(con, "skill")
+    if not records:
+        return {}
+    stored = {name for (name,) in con.execute("SELECT name FROM skills").fetchall()}
+    return {name: record for name, record in records.items() if name in stored}

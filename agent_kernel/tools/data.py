@@ -24,6 +24,7 @@ from ..errors import ToolInputError
 from ..namespace import unwritable_reason
 from ..secrets import redact
 from ..store import guard, sandbox, sql_worker
+from ..store.provenance import TAINTED_NOTE, Provenance
 from . import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
@@ -87,11 +88,17 @@ async def db_sql(
         lambda: sql_worker.run_sql(run, statements, params=params, frames=frames, into=into is not None),
         run.interrupt,
     )
+    commented = [t for t in (guard.commented_table(s.sql) for s in statements if s.kind == "ALTER") if t]
+    if commented:
+        await _record_comments(commented, context.provenance())
     if not result.returns_rows:
-        return {"changes": result.changes}
+        answer: dict[str, Any] = {"changes": result.changes}
+        if commented and context.provenance().untrusted:
+            answer["note"] = TAINTED_NOTE
+        return answer
     shown = result.rows[:INTO_PREVIEW_ROWS] if into is not None else result.rows
     rows, cut = bounded_rows(shown, budget=settings.result_chars * 9 // 10)
-    answer: dict[str, Any] = {
+    answer = {
         "columns": result.columns,
         "rows": rows,
         "row_count": len(rows),
@@ -115,13 +122,29 @@ async def db_sql(
     return answer
 
 
+async def _record_comments(tables: list[str], writer: Provenance) -> None:
+    """Record who wrote the comments on ``tables``. A comment on one column leaves the
+    table's other comments as they were, so a taint they have carries over."""
+    from ..store import provenance
+
+    def record(con: Any) -> None:
+        for table in dict.fromkeys(t.lower() for t in tables):
+            provenance.record(con, "table_comment", table, writer, inherit=True)
+
+    await with_connection(current_context().store, record)
+
+
 async def db_schema() -> dict[str, Any]:
     """Your database's tables and views: columns, row counts, comments (ai_* are yours; others read-only)."""
-    from ..store import catalog
+    from ..store import catalog, provenance
+
+    context = current_context()
+    read_untrusted: list[str] = []
 
     def read(con: Any) -> list[dict[str, Any]]:
         tables = catalog.describe(con)
         counts = catalog.row_counts(con, tables)
+        tainted = provenance.tainted_names(con, "table_comment")
         described = []
         for table in tables:
             entry: dict[str, Any] = {
@@ -134,10 +157,28 @@ async def db_schema() -> dict[str, Any]:
                 entry["view"] = True
             if table.comment:
                 entry["comment"] = table.comment
+            record = tainted.get(table.name.lower())
+            if record is not None and (table.comment or any(c.get("comment") for c in table.columns)):
+                _wrap_comments(entry, record, table.qualified)
+                read_untrusted.append(f"comments on table {table.qualified}")
             described.append(entry)
         return described
 
-    return {"tables": await with_connection(current_context().store, read)}
+    tables = await with_connection(context.store, read)
+    context.note_untrusted(read_untrusted)
+    return {"tables": tables}
+
+
+def _wrap_comments(entry: dict[str, Any], record: Any, table: str) -> None:
+    """A table entry's comments inside the untrusted envelope (they were written after untrusted content)."""
+    from ..store.provenance import shown
+
+    if "comment" in entry:
+        entry["comment"] = shown(entry["comment"], record, f"comment on table {table}")
+    entry["columns"] = [
+        {**c, "comment": shown(c["comment"], record, f"comment on column {table}.{c['name']}")} if c.get("comment") else c
+        for c in entry["columns"]
+    ]
 
 
 async def get_state(key: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..errors import ToolInputError
 from ..store import memories as memory_store
-from ..store import prompts
+from ..store import prompts, provenance
 from . import Tool, current_context
 from .data import with_connection
 
@@ -79,6 +79,7 @@ async def memory(
     context = current_context()
     if action in ("store", "forget"):
         context.system_prompt_changed = True  # the prompt's memory section changes
+    writer = context.provenance()
     if action == "store":
         if not content or not content.strip():
             raise ToolInputError("store needs content: the text to remember.")
@@ -88,24 +89,24 @@ async def memory(
             key = memory_store.period_key(summary_type, period_key, context.settings.now().date())
             chat = chat_id or (context.session_name if summary_type == "conversation-summary" else None)
             stored, replaced = await _with_memories(
-                lambda m: m.summarize(
+                lambda m: _kept(m, m.summarize(
                     content.strip(), summary_type=summary_type, period_key=key, chat_id=chat,
                     tags=tags or [], session_id=context.session_id,
-                )
-            )
+                ), writer)
+            )  # fmt: skip
             answer: dict[str, Any] = {"success": True, "memories": [stored.as_dict()]}
             if replaced:
                 answer["replaced"] = True
-            return answer
+            return _written(answer, writer)
         if summary_type is not None or period_key is not None:
             raise ToolInputError("summary_type and period_key belong to store=summaries.")
         stored = await _with_memories(
-            lambda m: m.remember(
+            lambda m: _kept(m, m.remember(
                 content.strip(), category=category or "fact", tags=tags or [],
                 pursuing_priority=pursuingPriority, session_id=context.session_id,
-            )
-        )
-        return {"success": True, "memories": [stored.as_dict()]}
+            ), writer)
+        )  # fmt: skip
+        return _written({"success": True, "memories": [stored.as_dict()]}, writer)
     if action == "forget":
         if not memory_id:
             raise ToolInputError("forget needs memory_id (recall or list shows the ids).")
@@ -125,16 +126,56 @@ async def memory(
     if action == "recall":
         if not query or not query.strip():
             raise ToolInputError("recall needs query: what to look for, in words (list needs none).")
-        found = await _with_memories(lambda m: m.recall(query, filters, limit))
+        found = await _with_memories(lambda m: _as_read(m, m.recall(query, filters, limit)))
     else:
-        found = await _with_memories(lambda m: m.list(filters, limit))
-    return {"success": True, "memories": [m.as_dict() for m in found]}
+        found = await _with_memories(lambda m: _as_read(m, m.list(filters, limit)))
+    entries, sources = found
+    context.note_untrusted(sources)
+    return {"success": True, "memories": entries}
+
+
+def _written(answer: dict[str, Any], writer: provenance.Provenance) -> dict[str, Any]:
+    return {**answer, "note": provenance.TAINTED_NOTE} if writer.untrusted else answer
+
+
+def _kept(memories: memory_store.Memories, stored: Any, writer: provenance.Provenance) -> Any:
+    """Record who wrote a stored memory (``stored``: a Memory, or (Memory, replaced)) and pass it on.
+    A summary stored again replaces its text, so its provenance is the new writer's alone."""
+    memory = stored[0] if isinstance(stored, tuple) else stored
+    provenance.record(memories.con, "memory", memory.id, writer)
+    return stored
+
+
+def _as_read(
+    memories: memory_store.Memories, found: list[memory_store.Memory]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The memories as the tool returns them, a tainted one's content inside the untrusted
+    envelope; and the untrusted sources the turn reads with them (one per tainted memory)."""
+    records = provenance.latest(memories.con, "memory", [m.id for m in found])
+    answer, sources = [], []
+    for memory in found:
+        entry = memory.as_dict()
+        record = records.get(memory.id)
+        if record is not None and record.tainted:
+            entry["content"] = provenance.shown(memory.content, record, f"memory {memory.id}")
+            sources.append(f"memory {memory.id}")
+        answer.append(entry)
+    return answer, sources
 
 
 async def read_system_prompt() -> dict[str, Any]:
     """Your stored instructions (the part of your system prompt you edit) and their version; read before find_replace or delete."""
-    current = await with_connection(current_context().store, lambda con: prompts.SystemPrompts(con).current())
-    return {"prompt": current.prompt, "version": current.version}
+    context = current_context()
+
+    def read(con: Any) -> tuple[prompts.PromptVersion, provenance.Record | None]:
+        stored = prompts.SystemPrompts(con)
+        return stored.current(), stored.taint()
+
+    current, taint = await with_connection(context.store, read)
+    if taint is None:
+        return {"prompt": current.prompt, "version": current.version}
+    context.note_untrusted([f"stored instructions version {current.version}"])
+    return {"prompt": provenance.shown(current.prompt, taint, f"stored instructions version {current.version}"), "version": current.version}
 
 
 async def edit_system_prompt(
@@ -154,6 +195,7 @@ async def edit_system_prompt(
         replace_all: Replace every occurrence.
     """
     context = current_context()
+    writer = context.provenance()
 
     def apply(con: Any) -> prompts.PromptVersion:
         stored = prompts.SystemPrompts(con)
@@ -161,11 +203,14 @@ async def edit_system_prompt(
         text = prompts.edit(
             current.prompt, operation, content=content, find=find, replace=replace, replace_all=replace_all
         )
-        return stored.save(text, operation=operation, author="agent", session_id=context.session_id)
+        return stored.save(
+            text, operation=operation, author="agent", session_id=context.session_id,
+            writer=writer, inherit=operation != "replace",
+        )  # fmt: skip
 
     saved = await with_connection(context.store, apply)
     context.system_prompt_changed = True
-    return {"version": saved.version}
+    return _written({"version": saved.version}, writer)
 
 
 def _memory_writes(tool_input: Any) -> bool:

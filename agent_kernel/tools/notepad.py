@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from ..store.notepad import NOTEPAD_CHARS, Notepad
+from ..store.provenance import TAINTED_NOTE, Provenance
 from . import Tool, current_context
 from .data import with_connection
 
@@ -15,7 +16,10 @@ Text = Annotated[str, Field(max_length=NOTEPAD_CHARS)]
 
 async def read_notepad() -> dict[str, Any]:
     """Read this session's notepad (your working notes: plan, findings, open items)."""
-    return {"content": await _with_notepad(lambda n: n.read())}
+    content, tainted = await _with_notepad(lambda n: n.read_shown())
+    if tainted:
+        current_context().note_untrusted([f"notepad of session {current_context().session_id[:8]}"])
+    return {"content": content}
 
 
 async def write_notepad(content: Text) -> dict[str, Any]:
@@ -24,8 +28,9 @@ async def write_notepad(content: Text) -> dict[str, Any]:
     Args:
         content: The whole new notepad (Markdown).
     """
-    await _with_notepad(lambda n: n.write(content))
-    return {"ok": True}
+    writer = current_context().provenance()
+    await _with_notepad(lambda n: n.write(content, writer))
+    return _written(writer)
 
 
 async def update_notepad(
@@ -42,8 +47,13 @@ async def update_notepad(
         find: Exact text to find.
         replace: New text.
     """
-    await _with_notepad(lambda n: n.update(operation, content=content, find=find, replace=replace))
-    return {"ok": True}
+    writer = current_context().provenance()
+    await _with_notepad(lambda n: n.update(operation, content=content, find=find, replace=replace, writer=writer))
+    return _written(writer)
+
+
+def _written(writer: Provenance) -> dict[str, Any]:
+    return {"ok": True, "note": TAINTED_NOTE} if writer.untrusted else {"ok": True}
 
 
 async def _with_notepad(action: Any) -> Any:

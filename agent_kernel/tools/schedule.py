@@ -61,7 +61,7 @@ def create_scheduled_task(
         token_limit: Most tokens one firing may use.
         secrets: Names of environment variables the job needs as secrets (values are never stored).
     """
-    from ..scheduler.jobs import Jobs, new_job
+    from ..scheduler.jobs import Jobs, keep_written, new_job
 
     ctx = current_context()
     bad = [n for n in secrets or () if not n.isidentifier()]
@@ -88,8 +88,11 @@ def create_scheduled_task(
             options={"secrets": list(secrets)} if secrets else None,
         )
         with ctx.store.connect() as con:
-            job = Jobs(con).add(job)
-            warning = _no_scheduler(con)
+            job = keep_written(con, Jobs(con).add(job), ctx.provenance(), _now())
+            held = _held(con, job)
+            warning = {} if held else _no_scheduler(con)
+    if held:
+        return {"id": job.id, "name": job.name, "enabled": False, "note": held}
     return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone), **warning}
 
 
@@ -101,17 +104,22 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     """
     from ..scheduler.jobs import Jobs
     from ..scheduler.runs import Runs
+    from ..store import provenance
 
     ctx = current_context()
     with ctx.store.connect() as con:
         jobs = Jobs(con).list(include_disabled=include_disabled, kinds=("notebook", "task"))
         latest = Runs(con).latest_by_job()
+        tainted = provenance.tainted_names(con, "job")
     tasks = []
     for job in jobs:
         last = latest.get(job.id)
         entry: dict[str, Any] = {"id": job.id, "name": job.name}
         if job.task:
-            entry["task"] = job.task
+            entry["task"] = provenance.shown(job.task, tainted.get(job.id), f"task of job {job.id}")
+            if job.id in tainted:
+                ctx.note_untrusted([f"task of job {job.id}"])
+                entry["waits_for_review"] = True
         if job.notebook:
             entry["notebook"] = job.notebook
         entry.update(
@@ -164,7 +172,7 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
         at: ISO 8601 time to fire, e.g. 2026-02-25T09:00:00Z; without an offset it is read in the user's timezone.
         message: What to tell yourself when the reminder fires.
     """
-    from ..scheduler.jobs import Jobs, new_job
+    from ..scheduler.jobs import Jobs, keep_written, new_job
     from ..store.sessions import Sessions
 
     ctx = current_context()
@@ -183,8 +191,11 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
             origin_notebook=session.notebook if session else None,
             created_by=ctx.session_name,
         )
-        job = Jobs(con).add(job)
-        warning = _no_scheduler(con)
+        job = keep_written(con, Jobs(con).add(job), ctx.provenance(), _now())
+        held = _held(con, job)
+        warning = {} if held else _no_scheduler(con)
+    if held:
+        return {"id": job.id, "at": _iso(job.run_at, job.timezone), "enabled": False, "note": held}
     return {"id": job.id, "at": _iso(job.run_at, job.timezone), **warning}
 
 
@@ -220,6 +231,7 @@ def manage_pulse(
         instruction: update_config: what each pulse should do.
     """
     from ..scheduler import pulse
+    from ..scheduler.jobs import keep_written
 
     ctx = current_context()
     now = _now()
@@ -227,8 +239,15 @@ def manage_pulse(
         if action == "update_notes":
             if notes is None:
                 raise ToolInputError("update_notes needs `notes`.")
-            return {"success": True, "action": "notes_updated", "length": pulse.update_notes(con, notes)}
+            length = pulse.update_notes(con, notes)
+            job = keep_written(con, pulse.get(con), ctx.provenance(), now, changed=True)
+            answer = {"success": True, "action": "notes_updated", "length": length}
+            held = _held(con, job)
+            return {**answer, "enabled": False, "note": held} if held else answer
         if action == "update_config":
+            current = pulse.get(con)
+            if enabled and current is not None:
+                _refuse_tainted(con, current)
             job = pulse.configure(
                 con,
                 now,
@@ -239,7 +258,10 @@ def manage_pulse(
                 quiet_hours=quiet_hours,
                 instruction=instruction,
             )
-            return {"success": True, "action": "config_updated", "pulse": pulse.status(con, job, now)}
+            job = keep_written(con, job, ctx.provenance(), now, changed=current is not None)
+            answer = {"success": True, "action": "config_updated", "pulse": pulse.status(con, job, now)}
+            held = _held(con, job)
+            return {**answer, "note": held} if held else answer
         job = pulse.get(con)
         if job is None:
             return {"success": True, "configured": False, "note": "No pulse yet: update_config creates one."}
@@ -310,6 +332,21 @@ def _iso(instant: Any, timezone: str) -> str | None:
     return iso(instant, timezone)
 
 
+def _held(con: Any, job: Any) -> str:
+    """Why ``job`` waits for the user's review ("" when it does not)."""
+    from ..scheduler.jobs import taint, waits_for_review
+
+    record = taint(con, job.id)
+    return waits_for_review(job, record) if record is not None else ""
+
+
+def _refuse_tainted(con: Any, job: Any) -> None:
+    """Only the user enables a job written after untrusted content, once they reviewed it."""
+    held = _held(con, job)
+    if held:
+        raise ToolInputError(f"{job.name!r} ({job.id}) cannot be enabled by you. {held}")
+
+
 def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
     from ..scheduler.jobs import Jobs
 
@@ -319,6 +356,8 @@ def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
         job = jobs.get(job_id)
         if job is None or job.kind == "reminder":
             raise ToolInputError(f"No scheduled task with id {job_id!r}; list_scheduled_tasks shows them.")
+        if enabled:
+            _refuse_tainted(con, job)
         job = jobs.set_enabled(job, enabled, _now())
     return {"id": job.id, "enabled": job.enabled}
 

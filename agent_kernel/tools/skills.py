@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ..errors import ToolInputError
+from ..store import provenance
 from ..store import skills as skill_store
 from . import Tool, current_context
 from .data import with_connection
@@ -26,8 +27,15 @@ async def create_skill(name: Name, description: Description, content: Content, t
         content: The Markdown.
         tags: Keywords.
     """
-    version = await _changing(lambda s: s.create(name, description, content, tags or []))
-    return {"name": name.strip(), "version": version}
+    writer = current_context().provenance()
+
+    def create(skills: skill_store.Skills) -> int:
+        version = skills.create(name, description, content, tags or [])
+        provenance.record(skills.con, "skill", name.strip(), writer, version=version)
+        return version
+
+    version = await _changing(create)
+    return _written({"name": name.strip(), "version": version}, writer)
 
 
 async def update_skill(
@@ -43,8 +51,15 @@ async def update_skill(
     """
     if description is None and content is None and tags is None:
         raise ToolInputError("update_skill needs description, content or tags to change.")
-    version = await _changing(lambda s: s.update(name, description=description, content=content, tags=tags))
-    return {"name": name, "version": version}
+    writer = current_context().provenance()
+
+    def update(skills: skill_store.Skills) -> int:
+        version = skills.update(name, description=description, content=content, tags=tags)
+        provenance.record(skills.con, "skill", name, writer, version=version, inherit=True)
+        return version
+
+    version = await _changing(update)
+    return _written({"name": name, "version": version}, writer)
 
 
 async def delete_skill(name: Name) -> dict[str, Any]:
@@ -58,8 +73,16 @@ async def delete_skill(name: Name) -> dict[str, Any]:
 
 async def list_skills() -> dict[str, Any]:
     """Every skill (enabled or not): name, description, tags, where it comes from."""
-    found = await _with_skills(lambda s: s.all())
-    return {"skills": [s.summary() for s in found]}
+    found, tainted = await _with_skills(lambda s: (s.all(), skill_store.tainted(s.con)))
+    listed = []
+    for skill in found:
+        entry = skill.summary()
+        record = tainted.get(skill.name) if skill.source == "stored" else None
+        if record is not None:
+            entry["description"] = provenance.shown(skill.description, record, f"skill {skill.name}")
+        listed.append(entry)
+    current_context().note_untrusted([f"skill {name}" for name in sorted(tainted)])
+    return {"skills": listed}
 
 
 async def read_skill(name: Name) -> dict[str, Any]:
@@ -68,10 +91,19 @@ async def read_skill(name: Name) -> dict[str, Any]:
     Args:
         name: Skill.
     """
-    skill = await _with_skills(lambda s: s.get(name))
+    skill, tainted = await _with_skills(lambda s: (s.get(name), skill_store.tainted(s.con)))
     if skill is None:
         raise ToolInputError(f"No skill named {name!r}; list_skills shows them.")
-    return {"name": skill.name, "description": skill.description, "content": skill.content}
+    record = tainted.get(skill.name) if skill.source == "stored" else None
+    if record is None:
+        return {"name": skill.name, "description": skill.description, "content": skill.content}
+    what = f"skill {skill.name}"
+    current_context().note_untrusted([what])
+    return {
+        "name": skill.name,
+        "description": provenance.shown(skill.description, record, f"{what} (description)"),
+        "content": provenance.shown(skill.content, record, what),
+    }
 
 
 async def enable_skill(name: Name) -> dict[str, Any]:
@@ -92,6 +124,10 @@ async def disable_skill(name: Name) -> dict[str, Any]:
     """
     await _changing(lambda s: s.set_enabled(name, False))
     return {"name": name, "enabled": False}
+
+
+def _written(answer: dict[str, Any], writer: provenance.Provenance) -> dict[str, Any]:
+    return {**answer, "note": provenance.TAINTED_NOTE} if writer.untrusted else answer
 
 
 async def _with_skills(action: Any) -> Any:

@@ -76,12 +76,32 @@ class AgentKernel(Configurable):
         help="MCP servers whose tools the model gets, named SERVER__TOOL: "
         '{name: {"command": ..., "args": [...], "env": {...}}} for a stdio server, '
         '{name: {"url": ..., "headers": {...}}} for a streamable HTTP server. Each starts '
-        "on the first turn after it is set and runs until the kernel exits.",
+        "on the first turn after it is set and runs until the kernel exits. What a server "
+        "sends is untrusted content, and each of its tools counts as writing (asked for in "
+        'ask mode, not offered in read-only) unless the entry says "trusted": true: then '
+        "a tool the server marks readOnlyHint is believed to only read.",
     ).tag(config=True)
 
     mcp_timeout = Float(
         30.0, help="Seconds an MCP server may take to start or to answer one tool call."
     ).tag(config=True)
+
+    @validate("mcp_servers")
+    def _valid_mcp_servers(self, proposal: dict) -> dict:
+        servers = proposal["value"]
+        for name, entry in servers.items():
+            if not isinstance(name, str) or not name.strip() or len(name) > 64:
+                raise TraitError(f"mcp_servers names are 1 to 64 characters, not {name!r}.")
+            if not isinstance(entry, dict):
+                raise TraitError(
+                    f"mcp_servers[{name!r}] must be a dict such as "
+                    '{"command": ..., "args": [...]} or {"url": ...}, not ' + f"{type(entry).__name__}."
+                )
+            if "trusted" in entry and not isinstance(entry["trusted"], bool):
+                raise TraitError(
+                    f'mcp_servers[{name!r}]["trusted"] must be True or False, not {entry["trusted"]!r}.'
+                )
+        return servers
 
     skills_dir = Unicode(
         "",

@@ -33,7 +33,7 @@ def test_agent_tools_lists_each_tool_with_where_it_comes_from(shell_agent, scrip
     )
     config = shell_agent.agent.config
     config.tool_groups = [*config.tool_groups, "skills"]
-    config.mcp_servers = {"notes": {"command": sys.executable, "args": [SERVER, str(tmp_path)]}}
+    config.mcp_servers = {"notes": {"command": sys.executable, "args": [SERVER, str(tmp_path)], "trusted": True}}
     config.mcp_timeout = 60.0
     magics = magics_of(shell_agent)
     before = rows(magics.agent_tools(""))

@@ -8,8 +8,14 @@ it. A server starts the first time a turn needs it and is stopped at exit.
 Every wait on a server is bounded (``AgentKernel.mcp_timeout``): a server that fails to
 start, stops answering or dies gives the model an ``is_error`` result and the cell one
 line, and is started again by the next turn. Tool definitions and results go through the
-SDK's MCP helpers (``anthropic.lib.tools.mcp``). A tool counts as writing unless the
-server marks it ``readOnlyHint``.
+SDK's MCP helpers (``anthropic.lib.tools.mcp``).
+
+A server is someone else's code: what it sends is untrusted. Every result (and every
+error text) it gives reaches the model redacted and inside the untrusted envelope, and
+the turn notes it as untrusted content, so the approval check asks before writing tools
+and ``fetch_url`` from then on. A tool counts as writing whatever it claims, unless the
+user marked its server ``"trusted": true`` in ``AgentKernel.mcp_servers``: only then is
+its ``readOnlyHint`` believed.
 """
 
 from __future__ import annotations
@@ -25,13 +31,19 @@ from datetime import timedelta
 from typing import Any, TextIO
 
 from ..errors import ToolInputError
-from . import Tool, current_context
+from ..secrets import redact
+from ..untrusted import mark_untrusted
+from . import Tool, _cap, current_context, to_text
 
 __all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers"]
 
 SEPARATOR = "__"
 GROUP = "mcp"
 NAME_CHARS = 64  # the longest tool name the API takes
+TRUSTED = "trusted"  # the key of a server's entry that makes its readOnlyHint believed
+# Room kept within result_chars for the envelope's tags and a truncation note, so a long
+# result is cut inside the envelope and the closing tag still reaches the model.
+ENVELOPE_CHARS = 400
 
 
 @dataclass(eq=False)
@@ -48,15 +60,27 @@ class McpTool(Tool):
     async def call(self, tool_input: object) -> Any:
         try:
             value = await super().call(tool_input)
+        except ServerRefused as exc:
+            raise ToolInputError(f"{self.name} failed: {self.received(exc.reason)}") from None
         except Exception as exc:
             content = getattr(exc, "content", None)  # the SDK's ToolError for an isError result
             if type(exc).__name__ != "ToolError" or not isinstance(content, list):
                 raise
             text = "\n".join(b.get("text", "") for b in content if isinstance(b, dict)).strip()
-            raise ToolInputError(text or f"{self.name} failed (the MCP server gave no message).") from None
+            if not text:
+                raise ToolInputError(f"{self.name} failed (the MCP server gave no message).") from None
+            raise ToolInputError(self.received(text)) from None
         if isinstance(value, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in value):
-            return "\n".join(b["text"] for b in value)  # plain text, as a built-in tool answers
-        return value
+            return self.received("\n".join(b["text"] for b in value))  # plain text, as a built-in tool answers
+        return self.received(to_text(value))  # other content (images, documents) as JSON text
+
+    def received(self, text: str) -> str:
+        """What the server sent, as the model gets it: redacted, cut to fit, inside the
+        untrusted envelope; the turn notes it as untrusted content."""
+        source = f"mcp {self.name}"
+        current_context().note_untrusted([source])
+        limit = int(current_context().settings.result_chars) - ENVELOPE_CHARS
+        return mark_untrusted(_cap(redact(text), max(limit, 0)), source)
 
 
 def tool_name(server: str, name: str) -> str:
@@ -65,6 +89,14 @@ def tool_name(server: str, name: str) -> str:
 
 class ServerError(ToolInputError):
     """An MCP server failed to start, answer or stay up."""
+
+
+class ServerRefused(ToolInputError):
+    """An MCP server answered a call with an error; ``reason`` is the server's own text."""
+
+    def __init__(self, call: str, reason: str) -> None:
+        super().__init__(f"{call} failed: {reason}")
+        self.reason = reason
 
 
 @dataclass(eq=False)
@@ -131,7 +163,7 @@ class McpServers:
             raise
         except Exception as exc:  # noqa: BLE001 - a transport failure: the server stopped
             if _answered(exc):  # the server is up and refused this call
-                raise ServerError(f"{server_name}{SEPARATOR}{tool} failed: {_reason(exc)}") from None
+                raise ServerRefused(f"{server_name}{SEPARATOR}{tool}", _reason(exc)) from None
             self._forget(server_name)
             raise self._failed(server_name, f"stopped ({_reason(exc)})") from None
 
@@ -195,7 +227,7 @@ class McpServers:
                     await session.initialize()
                     listed = await session.list_tools()
                     server.session = session
-                    server.tools = [self._tool(server.name, t) for t in listed.tools]
+                    server.tools = [self._tool(server, t) for t in listed.tools]
                     server.ready.set_result(server.tools)
                     await server.stop.wait()
         except BaseException as exc:  # noqa: BLE001 - reported through ready, or the server stopped
@@ -205,12 +237,14 @@ class McpServers:
             server.session = None
             errlog.close()
 
-    def _tool(self, server_name: str, listed: Any) -> McpTool:
+    def _tool(self, server: _Server, listed: Any) -> McpTool:
         from anthropic.lib.tools.mcp import async_mcp_tool
 
+        server_name = server.name
         name = tool_name(server_name, listed.name)
         annotations = getattr(listed, "annotations", None)
-        read_only = bool(annotations is not None and getattr(annotations, "readOnlyHint", False))
+        claims_read_only = bool(annotations is not None and getattr(annotations, "readOnlyHint", False))
+        read_only = claims_read_only and server.config.get(TRUSTED) is True
         sdk = async_mcp_tool(listed.model_copy(update={"name": name}), _Bridge(self, server_name, listed.name))
         description = listed.description or f"{listed.name} (MCP server {server_name})"
         return McpTool(

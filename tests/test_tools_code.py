@@ -215,6 +215,16 @@ def test_printing_a_gigabyte_shows_a_bounded_head_and_keeps_kernel_memory_bounde
     assert grown < the_string + PRINT_OVERHEAD_BYTES and high_water < the_string + PRINT_OVERHEAD_BYTES
     assert kernel.value("len(big)") == 10**9  # the value itself stays in the kernel
 
+    scripted_model.add(call("run_code", code="big"), say("done"))  # shown as the cell's result
+    grown, _, execution = memory.during("%agent show it")
+    print(f"the 1 GB string as the result: sampled {grown / MB:.0f} MB")
+    [shown] = [text for text in execution.texts() if "xxxx" in text]
+    assert len(shown) < CELL_OUTPUT_CHARS + 1_000 and shown.startswith("'xxxx")
+    assert shown.endswith("[run_code: the value (str) was cut here to fit the cell; all of it is still in the kernel.]")
+    result = json.loads(scripted_model.requests[-1]["messages"][-1]["content"][0]["content"])
+    assert len(result["result"]) < 2_100 and "characters omitted" in result["result"]
+    assert grown < PRINT_OVERHEAD_BYTES
+
 
 def test_a_huge_error_message_is_bounded_in_the_cell_and_for_the_model(kernel, scripted_model):
     from agent_kernel.tools.code import CELL_TRACEBACK_CHARS

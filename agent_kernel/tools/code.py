@@ -173,7 +173,12 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         preprocessing_error = None
     except Exception:  # noqa: BLE001 - run_cell_async reports it like a cell would
         transformed, preprocessing_error = code, sys.exc_info()
-    with _tracebacks_on_stderr(shell), _tee_streams() as (stdout, stderr), _quiet_stops(shell, interrupts):
+    with (
+        _tracebacks_on_stderr(shell),
+        _bounded_result_display(shell),
+        _tee_streams() as (stdout, stderr),
+        _quiet_stops(shell, interrupts),
+    ):
         value, error = await interrupts.run_code(
             _execute(shell, code, transformed, preprocessing_error), timeout_s
         )
@@ -269,6 +274,43 @@ def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:
             shell._showtraceback = saved
         else:
             del shell._showtraceback
+
+
+@contextmanager
+def _bounded_result_display(shell: Any) -> Iterator[None]:
+    """Show the final expression's value in the cell with at most :data:`CELL_OUTPUT_CHARS`
+    of text: a long string or bytes value is formatted from its head only (formatting all
+    of a gigabyte would copy it); a value with any longer form is shown as its cut plain
+    text, and a line says so."""
+    hook = shell.displayhook
+    had_own = "compute_format_data" in vars(hook)
+    original = hook.compute_format_data
+
+    def compute(result: Any) -> Any:
+        formatted = result
+        if isinstance(result, (str, bytes)) and len(result) > CELL_OUTPUT_CHARS:
+            formatted = result[:CELL_OUTPUT_CHARS]
+        data, metadata = original(formatted)
+        if not isinstance(data, dict):
+            return data, metadata
+        text = data.get("text/plain")
+        too_long = any(isinstance(form, (str, bytes)) and len(form) > CELL_OUTPUT_CHARS for form in data.values())
+        if formatted is not result or too_long:
+            cut = text[:CELL_OUTPUT_CHARS] if isinstance(text, str) else ""
+            data = {
+                "text/plain": cut + f"\n[run_code: the value ({type(result).__name__}) was cut here to fit the "
+                f"cell; all of it is still in the kernel.]"
+            }
+        return data, metadata
+
+    hook.compute_format_data = compute
+    try:
+        yield
+    finally:
+        if had_own:
+            hook.compute_format_data = original
+        else:
+            del hook.compute_format_data
 
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
@@ -479,6 +521,10 @@ def _traceback(error: BaseException) -> str:
 
 def _short_repr(value: Any) -> str:
     llm = getattr(type(value), "_repr_llm_", None)
+    if llm is None and isinstance(value, (str, bytes)) and len(value) > KEPT_CHARS:
+        # Its ends, without copying all of it into a repr.
+        head, tail = repr(value[: RESULT_CHARS // 2]), repr(value[-(RESULT_CHARS // 2) :])
+        return redact(head + f" [... {len(value) - RESULT_CHARS:,} characters omitted ...] " + tail)
     try:
         text = llm(value) if callable(llm) else repr(value)
     except Exception as exc:  # noqa: BLE001

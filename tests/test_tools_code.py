@@ -215,6 +215,13 @@ def test_printing_a_gigabyte_shows_a_bounded_head_and_keeps_kernel_memory_bounde
     assert grown < the_string + PRINT_OVERHEAD_BYTES and high_water < the_string + PRINT_OVERHEAD_BYTES
     assert kernel.value("len(big)") == 10**9  # the value itself stays in the kernel
 
+    flood = "while True:\n    print(big[:1_000_000])"
+    [result], execution = run_tools(kernel, scripted_model, call("run_code", code=flood, timeout_s=1))
+    assert result["error"]["type"] == "TimeoutError"
+    assert CELL_OUTPUT_CHARS <= len(execution.stdout) < CELL_OUTPUT_CHARS + 1_000
+    assert "more characters of output were left out of this cell" in execution.stdout
+    assert "run_code was stopped after its time limit (1 s)." in execution.stderr  # shown all the same
+
     scripted_model.add(call("run_code", code="big"), say("done"))  # shown as the cell's result
     grown, _, execution = memory.during("%agent show it")
     print(f"the 1 GB string as the result: sampled {grown / MB:.0f} MB")

@@ -230,9 +230,11 @@ def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
 
     def one_line(_shell: Any, etype: type, value: BaseException, _tb: Any, tb_offset: Any = None) -> list[str]:
         if isinstance(value, CodeTimeout) or interrupts.timed_out:
-            print(f"run_code was stopped after its time limit ({interrupts.timeout_s:g} s).", file=sys.stderr)
+            line = f"run_code was stopped after its time limit ({interrupts.timeout_s:g} s).\n"
         else:
-            print("run_code was stopped.", file=sys.stderr)
+            line = "run_code was stopped.\n"
+        # Shown even when the code's own output has used up what the cell shows.
+        getattr(sys.stderr, "notice", sys.stderr.write)(line)
         return []
 
     shell.set_custom_exc((CodeTimeout, asyncio.CancelledError), one_line)
@@ -458,6 +460,11 @@ class _Tee:
         if shown:
             self._stream.write(shown)
         return len(text)
+
+    def notice(self, text: str) -> None:
+        """Write ``text`` to the cell whatever the budget (a line about the run itself)."""
+        self.kept.write(text)
+        self._stream.write(text)
 
     def flush(self) -> None:
         self._stream.flush()

@@ -246,3 +246,28 @@ def test_a_huge_error_message_is_bounded_in_the_cell_and_for_the_model(kernel, s
     assert "fail()" in execution.stderr
     assert "characters of this traceback left out of the cell" in execution.stderr
     assert execution.stderr.rstrip().endswith("mmm end")
+
+
+def test_the_models_copy_of_a_long_stream_keeps_its_redacted_ends(monkeypatch):
+    from agent_kernel.secrets import Secrets
+    from agent_kernel.tools.code import KEPT_CHARS, STREAM_CHARS, _Ends
+
+    monkeypatch.setenv("AK_TEST_STREAM_KEY", "sk-stream-0123456789")  # removed again afterwards
+    secrets = Secrets()
+    secrets.set("AK_TEST_STREAM_KEY", "sk-stream-0123456789")
+    ends = _Ends()
+    ends.write("sk-stream-0123456789 first line\n")
+    for _ in range(10_000):
+        ends.write("y" * 99 + "\n")
+    ends.write("last line sk-stream-0123456789")
+    assert ends.total == 32 + 1_000_000 + 30
+    kept = ends.bounded(STREAM_CHARS)
+    assert kept.startswith("[secret AK_TEST_STREAM_KEY] first line")
+    assert kept.endswith("last line [secret AK_TEST_STREAM_KEY]")
+    assert "characters omitted" in kept and len(kept) < STREAM_CHARS + 100
+    assert "sk-stream" not in ends.bounded(STREAM_CHARS, keep_head=False)
+    short = _Ends()
+    short.write("a" * KEPT_CHARS)
+    short.write("b" * 10)
+    assert short.whole() == "a" * KEPT_CHARS + "b" * 10  # up to twice KEPT_CHARS, all of it is kept
+    del secrets

@@ -25,6 +25,7 @@ SUMMARY_CHARS = 300
 BRIEFING_CHARS = 4000
 
 _IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
+_REDACTED_ENDS = 16_000  # characters of each end of a long string redacted for its summary
 
 
 
@@ -32,7 +33,16 @@ class _Repr(reprlib.Repr):
     """``reprlib`` that redacts secrets before it shortens, so a cut never ends inside one."""
 
     def repr_str(self, x: str, level: int) -> str:
+        # reprlib shows only the string's head and tail: redact those ends (with a margin
+        # wider than any secret), never a copy of all of a long string.
+        if len(x) > 2 * _REDACTED_ENDS:
+            return super().repr_str(redact(x[:_REDACTED_ENDS]) + redact(x[-_REDACTED_ENDS:]), level)
         return super().repr_str(redact(x), level)
+
+    def repr_bytes(self, x: bytes, level: int) -> str:
+        if len(x) > 2 * _REDACTED_ENDS:
+            x = x[:_REDACTED_ENDS] + x[-_REDACTED_ENDS:]
+        return self.repr_instance(x, level)
 
     def repr_instance(self, x: Any, level: int) -> str:
         try:

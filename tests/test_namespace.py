@@ -22,6 +22,23 @@ def test_dataframe_summary_is_bounded():
     assert entry["columns"][0] == {"name": "c0", "dtype": "int64", "samples": ["0", "1", "2"]}
 
 
+def test_a_long_string_or_bytes_is_summarised_from_its_redacted_ends(monkeypatch):
+    from agent_kernel.secrets import Secrets
+
+    monkeypatch.setenv("AK_TEST_NAMESPACE_KEY", "sk-namespace-0123456789")  # removed again afterwards
+    secrets = Secrets()  # the redactor knows its values while it lives
+    secrets.set("AK_TEST_NAMESPACE_KEY", "sk-namespace-0123456789")
+    middle = "m" * 5_000_000
+    text = "sk-namespace-0123456789" + middle + "sk-namespace-0123456789"
+    summary = describe("big", text)["summary"]
+    assert summary.startswith("5000046 chars: '[secret AK_TEST_NAMESPACE_KEY]")
+    assert summary.endswith("[secret AK_TEST_NAMESPACE_KEY]'") and len(summary) < 200
+    raw = text.encode()
+    summary = describe("raw", raw)["summary"]
+    assert "sk-namespace" not in summary and "[secret AK_TEST_NAMESPACE_KEY]" in summary and len(summary) < 200
+    del secrets
+
+
 def test_broken_repr_does_not_break_the_summary():
     class Broken:
         def __repr__(self):

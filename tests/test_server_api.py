@@ -264,6 +264,60 @@ def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client
     client.call("DELETE", f"{API}/jobs/{made['id']}")
 
 
+def test_malformed_bodies_and_paths_get_400_with_a_message_never_500(client, server):
+    lab, store = server
+    notebook(lab.root / "fine.ipynb")
+    good = b'{"notebook": "fine.ipynb", "cron": "0 9 * * *", '
+    deep = b"[" * 100_000 + b"]" * 100_000
+    bodies = [
+        (deep, "nests too deeply"),
+        (good + b'"parameters": {"a": ' + deep + b"}}", "nests too deeply"),
+        (good + b'"parameters": {"a": ' + b"[" * 40 + b"]" * 40 + b"}}", "nests too deeply"),
+        (b'{"notebook": "\xff\xfe.ipynb"}'.decode("unicode_escape").encode("latin-1"), "not UTF-8"),
+        ('{"notebook": "fine.ipynb"}'.encode("utf-16"), "not UTF-8"),
+        (json.dumps({"notebook": "fine\u0000.ipynb", "cron": "0 9 * * *"}).encode(), "NUL or another control character"),
+        (json.dumps({"notebook": "sub/\u0000/../fine.ipynb"}).encode(), "NUL or another control character"),
+        (json.dumps({"notebook": "x" * 5000 + ".ipynb"}).encode(), "at most 4,096 are accepted"),
+        (json.dumps({"notebook": "x" * 300 + ".ipynb"}).encode(), "File name too long"),
+        (b'{"notebook": "fine\\ud800.ipynb", "cron": "0 9 * * *"}', "unpaired surrogate"),
+        (good + b'"name": "\\udfff"}', "unpaired surrogate"),
+        (good + b'"at": "2030-01-01T09:00\\u0000"}', "`at` holds a NUL"),
+        (good + b'"parameters": {"a": NaN}}', "NaN is not a JSON number"),
+        (good + b'"parameters": {"a": 1e999}}', "send a finite number"),
+        (good + b'"parameters": {"a": 1' + b"0" * 5000 + b"}}", "The request body is not JSON"),
+        (good + b'"name": ["a"]}', "`name` must be a string."),
+        (good + b'"parameters": "a=1"}', "`parameters` must be an object"),
+        (json.dumps({"notebook": "fine.ipynb", "cron": "0 9 * * *", "name": "x" * 2_000_000}).encode(),
+         "at most 1,000,000 are accepted"),
+        (b"null", "must be a JSON object"),
+        (b'"fine.ipynb"', "must be a JSON object"),
+        (b"3", "must be a JSON object"),
+    ]  # fmt: skip
+    for raw, message in bodies:
+        status, reply = client.call("POST", f"{API}/jobs", raw=raw)
+        assert status == 400, (raw[:80], status, reply)
+        assert isinstance(reply, dict) and message in reply["message"], (raw[:80], reply)
+    for method, route in (("PATCH", "jobs/abc"), ("POST", "jobs/abc/run"), ("POST", "runs/abc")):
+        for raw, message in ((deep, "nests too deeply"), (b"[1]", "must be a JSON object"), (b"\xff", "not UTF-8")):
+            status, reply = client.call(method, f"{API}/{route}", raw=raw)
+            assert status == 400 and message in reply["message"], (method, route, raw[:20], status, reply)
+    queries = [
+        ("sessions?notebook=work%00/analysis.ipynb", "`notebook` holds a NUL"),
+        ("sessions?notebook=%0a", "`notebook` holds a NUL or another control character"),
+        ("sessions?notebook=" + "a" * 5000, "at most 4,096 are accepted"),
+        ("sessions?notebook=%ff", "Invalid unicode in notebook"),
+        ("runs?job=abc%00", "`job` holds a NUL"),
+    ]
+    for query, message in queries:
+        status, reply = client.call("GET", f"{API}/{query}")
+        assert status == 400 and message in reply["message"], (query, status, reply)
+    for route in ("jobs/a%00b", "sessions/a%00b", "runs/a%00b", "jobs/a%00b/run"):
+        status, _ = client.call("GET", f"{API}/{route}")
+        assert status == 404, (route, status)  # an id with a NUL names nothing
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM jobs WHERE notebook LIKE '%fine%'").fetchone() == (0,)
+
+
 # -- runs: the server's scheduler runs a job at once -----------------------------------------------
 
 

@@ -140,3 +140,134 @@ def test_extreme_and_non_finite_timeouts_are_refused_and_later_limits_still_hold
 
     with Store(agent_db).connect() as con:
         assert con.execute("SELECT state, last_error FROM sessions").fetchall() == [("idle", None)]
+
+
+# -- what the cell shows is bounded, and printing much costs the kernel little -------------------
+
+MB = 1024 * 1024
+# Kernel memory one run_code call may add beyond what the code itself allocates, however
+# much it prints (the README's stated bound).
+PRINT_OVERHEAD_BYTES = 64 * MB
+
+
+class PeakMemory:
+    """The kernel process's resident memory, sampled with psutil while a cell runs, and the
+    kernel's own high-water mark (``ru_maxrss``, which no sampling can miss)."""
+
+    def __init__(self, kernel) -> None:
+        import psutil
+
+        self.kernel = kernel
+        kernel.ok("import os as _os, resource as _resource")
+        self.process = psutil.Process(kernel.value("_os.getpid()"))
+
+    def during(self, code: str) -> tuple[int, int, object]:
+        """Run ``code``; return (sampled peak growth, high-water growth, execution), in bytes
+        over the resident memory before it ran."""
+        import threading
+        import time
+
+        before = self.process.memory_info().rss
+        peak, done = [before], threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], self.process.memory_info().rss)
+                time.sleep(0.005)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            execution = self.kernel.execute(code, timeout=120)
+        finally:
+            done.set()
+            sampler.join()
+        high_water = self.kernel.value("_resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss")  # KiB
+        return peak[0] - before, high_water * 1024 - before, execution
+
+
+def test_printing_a_gigabyte_shows_a_bounded_head_and_keeps_kernel_memory_bounded(kernel, scripted_model):
+    from agent_kernel.tools.code import CELL_OUTPUT_CHARS
+
+    run_tools(kernel, scripted_model, call("run_code", code="print('warm')"))  # the agent loaded first
+    memory = PeakMemory(kernel)
+    many_lines = "for _ in range(1000):\n    print('x' * 1_000_000)"
+    scripted_model.add(call("run_code", code=many_lines), say("done"))
+    grown, high_water, execution = memory.during("%agent print a lot")
+    print(f"1000 x 1 MB lines: sampled {grown / MB:.0f} MB, high water {high_water / MB:.0f} MB")
+    assert execution.status == "ok"
+    shown = execution.stdout
+    assert CELL_OUTPUT_CHARS <= len(shown) < CELL_OUTPUT_CHARS + 1_000
+    assert "[run_code: 998,001,000 more characters of output were left out of this cell" in shown
+    assert "the values the code made are still in the kernel" in shown
+    result = json.loads(scripted_model.requests[-1]["messages"][-1]["content"][0]["content"])
+    assert len(result["stdout"]) < 9_000 and "characters omitted" in result["stdout"]
+    assert grown < PRINT_OVERHEAD_BYTES and high_water < PRINT_OVERHEAD_BYTES
+
+    one_string = "big = 'x' * 10**9\nprint(big)"
+    scripted_model.add(call("run_code", code=one_string), say("done"))
+    grown, high_water, execution = memory.during("%agent print one gigabyte")
+    print(f"one 1 GB string: sampled {grown / MB:.0f} MB, high water {high_water / MB:.0f} MB")
+    assert execution.status == "ok"
+    assert CELL_OUTPUT_CHARS <= len(execution.stdout) < CELL_OUTPUT_CHARS + 1_000
+    assert "[run_code: 998,000,001 more characters" in execution.stdout
+    the_string = 10**9
+    assert grown < the_string + PRINT_OVERHEAD_BYTES and high_water < the_string + PRINT_OVERHEAD_BYTES
+    assert kernel.value("len(big)") == 10**9  # the value itself stays in the kernel
+
+    flood = "while True:\n    print(big[:1_000_000])"
+    [result], execution = run_tools(kernel, scripted_model, call("run_code", code=flood, timeout_s=1))
+    assert result["error"]["type"] == "TimeoutError"
+    assert CELL_OUTPUT_CHARS <= len(execution.stdout) < CELL_OUTPUT_CHARS + 1_000
+    assert "more characters of output were left out of this cell" in execution.stdout
+    assert "run_code was stopped after its time limit (1 s)." in execution.stderr  # shown all the same
+
+    scripted_model.add(call("run_code", code="big"), say("done"))  # shown as the cell's result
+    grown, _, execution = memory.during("%agent show it")
+    print(f"the 1 GB string as the result: sampled {grown / MB:.0f} MB")
+    [shown] = [text for text in execution.texts() if "xxxx" in text]
+    assert len(shown) < CELL_OUTPUT_CHARS + 1_000 and shown.startswith("'xxxx")
+    assert shown.endswith("[run_code: the value (str) was cut here to fit the cell; all of it is still in the kernel.]")
+    result = json.loads(scripted_model.requests[-1]["messages"][-1]["content"][0]["content"])
+    assert len(result["result"]) < 2_100 and "characters omitted" in result["result"]
+    assert grown < PRINT_OVERHEAD_BYTES
+
+
+def test_a_huge_error_message_is_bounded_in_the_cell_and_for_the_model(kernel, scripted_model):
+    from agent_kernel.tools.code import CELL_TRACEBACK_CHARS
+
+    code = "def fail():\n    raise ValueError('start ' + 'm' * 100_000_000 + ' end')\nfail()"
+    [result], execution = run_tools(kernel, scripted_model, call("run_code", code=code))
+    assert result["success"] is False and result["error"]["type"] == "ValueError"
+    message, trace = result["error"]["message"], result["error"]["traceback"]
+    assert len(message) < 2_100 and message.startswith("start mmm") and message.endswith("mmm end")
+    assert len(trace) < 4_100 and trace.endswith("mmm end\n")
+    assert len(execution.stderr) < CELL_TRACEBACK_CHARS + 1_000
+    assert "fail()" in execution.stderr
+    assert "characters of this traceback left out of the cell" in execution.stderr
+    assert execution.stderr.rstrip().endswith("mmm end")
+
+
+def test_the_models_copy_of_a_long_stream_keeps_its_redacted_ends(monkeypatch):
+    from agent_kernel.secrets import Secrets
+    from agent_kernel.tools.code import KEPT_CHARS, STREAM_CHARS, _Ends
+
+    monkeypatch.setenv("AK_TEST_STREAM_KEY", "sk-stream-0123456789")  # removed again afterwards
+    secrets = Secrets()
+    secrets.set("AK_TEST_STREAM_KEY", "sk-stream-0123456789")
+    ends = _Ends()
+    ends.write("sk-stream-0123456789 first line\n")
+    for _ in range(10_000):
+        ends.write("y" * 99 + "\n")
+    ends.write("last line sk-stream-0123456789")
+    assert ends.total == 32 + 1_000_000 + 30
+    kept = ends.bounded(STREAM_CHARS)
+    assert kept.startswith("[secret AK_TEST_STREAM_KEY] first line")
+    assert kept.endswith("last line [secret AK_TEST_STREAM_KEY]")
+    assert "characters omitted" in kept and len(kept) < STREAM_CHARS + 100
+    assert "sk-stream" not in ends.bounded(STREAM_CHARS, keep_head=False)
+    short = _Ends()
+    short.write("a" * KEPT_CHARS)
+    short.write("b" * 10)
+    assert short.whole() == "a" * KEPT_CHARS + "b" * 10  # up to twice KEPT_CHARS, all of it is kept
+    del secrets

@@ -220,7 +220,58 @@ def test_redirect_loops_end(site: Site) -> None:
     assert len(site.hits) == 6
 
 
-def test_credentials_are_not_sent_across_origins(site: Site, secret: Server) -> None:
+@pytest.fixture(scope="module")
+def other_origin() -> Iterator[Site]:
+    """A second allowed server on the same address, another port: another origin."""
+    server = Site("127.0.0.2")
+    yield server
+    server.close()
+
+
+MODEL_HEADERS = {"X-Api-Key": "k3y-for-the-first-service", "Authorization": "Bearer t0ken", "Accept": "text/csv"}
+
+
+def none_of_the_callers(seen) -> bool:
+    """No header value the caller set is among ``seen`` (the client's own ``Accept: */*`` may be)."""
+    values = {name.lower(): value for name, value in seen.items()}
+    return all(values.get(name.lower()) != value for name, value in MODEL_HEADERS.items())
+
+
+def headers_seen(got) -> dict[str, str]:
+    """The request headers the last hop's server saw (its /headers page echoes them), by lower-case name."""
+    return {k.lower(): v for k, v in json.loads(got.body).items()}
+
+
+def test_no_header_the_caller_set_crosses_to_another_port(site: Site, other_origin: Site) -> None:
+    got = run(
+        site.url(f"/redirect?to={other_origin.url('/headers')}"), headers=MODEL_HEADERS, allow=["127.0.0.2"]
+    )
+    assert got.status == 200 and got.hops[-1] == other_origin.url("/headers")
+    seen = headers_seen(got)
+    assert none_of_the_callers(seen)
+    assert "k3y" not in got.body.decode() and "t0ken" not in got.body.decode()
+    assert other_origin.hits == ["/headers"]
+
+
+def test_no_header_the_caller_set_crosses_to_another_host_on_the_same_port(site: Site) -> None:
+    elsewhere = f"http://intranet.example:{site.port}/headers"
+    got = run(
+        site.url(f"/redirect?to={elsewhere}"), headers=MODEL_HEADERS,
+        allow=["127.0.0.2", "intranet.example"], resolve=resolver(["127.0.0.2"]),
+    )
+    seen = headers_seen(got)
+    assert seen["host"] == f"intranet.example:{site.port}"
+    assert none_of_the_callers(seen)
+
+
+def test_a_same_origin_redirect_keeps_the_headers(site: Site) -> None:
+    got = run(site.url(f"/redirect?status=307&to={site.url('/headers')}"), headers=MODEL_HEADERS, allow=["127.0.0.2"])
+    seen = headers_seen(got)
+    assert got.hops == [site.url(f"/redirect?status=307&to={site.url('/headers')}"), site.url("/headers")]
+    assert {name.lower(): value for name, value in MODEL_HEADERS.items()}.items() <= seen.items()
+
+
+def test_headers_are_dropped_when_the_scheme_changes() -> None:
     import httpx
 
     seen: list[httpx.Request] = []
@@ -228,15 +279,15 @@ def test_credentials_are_not_sent_across_origins(site: Site, secret: Server) -> 
     def answer(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         if len(seen) == 1:
-            return httpx.Response(302, headers={"location": "https://other.example/"})
+            return httpx.Response(302, headers={"location": "http://api.example/"})
         return httpx.Response(200, content=b"ok")
 
     run(
-        "https://api.example/", headers={"Authorization": "Bearer t0ken", "Accept": "text/plain"},
+        "https://api.example/", headers=MODEL_HEADERS,
         resolve=resolver(["93.184.216.34"]), transport=httpx.MockTransport(answer),
     )
-    assert seen[0].headers["authorization"] == "Bearer t0ken"
-    assert "authorization" not in seen[1].headers and seen[1].headers["accept"] == "text/plain"
+    assert seen[0].headers["x-api-key"] == MODEL_HEADERS["X-Api-Key"]
+    assert none_of_the_callers(seen[1].headers)
 
 
 # -- what the user allows ------------------------------------------------------------------------

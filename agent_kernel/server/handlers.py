@@ -20,7 +20,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from . import views
-from .job_request import BadRequest, job_from_request, parse_body
+from .job_request import MAX_PATH_CHARS, BadRequest, check_text, job_from_request, parse_body
 
 T = TypeVar("T")
 
@@ -59,6 +59,16 @@ class _Handler(APIHandler):
 
     def body(self) -> dict[str, Any]:
         return parse_body(self.request.body)
+
+    def text_argument(self, name: str, limit: int = MAX_PATH_CHARS) -> str | None:
+        """A query argument as text: at most ``limit`` characters, no NUL or control characters.
+
+        Read as sent (``get_argument`` would quietly delete control characters, so a path
+        with a NUL would silently become another path)."""
+        sent = self.request.query_arguments.get(name)
+        if not sent:
+            return None
+        return check_text(self.decode_argument(sent[-1], name=name), f"`{name}`", limit)
 
     def int_argument(self, name: str, default: int, low: int, high: int) -> int:
         text = self.get_argument(name, None)
@@ -105,7 +115,7 @@ class SessionsHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self) -> None:
-        notebook = self.get_argument("notebook", None)
+        notebook = self.text_argument("notebook")
         sessions = await self.store_call(lambda con: views.list_sessions(con, self.root, notebook))
         self.reply({"sessions": sessions})
 
@@ -228,7 +238,7 @@ class RunsHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self) -> None:
-        job_id = self.get_argument("job", None)
+        job_id = self.text_argument("job", 64)
         limit = self.int_argument("limit", 50, 1, MAX_RUNS)
         runs = await self.store_call(lambda con: views.list_runs(con, self.root, job_id=job_id, limit=limit))
         self.reply({"runs": runs})

@@ -3,11 +3,17 @@
 The notebook is named by its path relative to the server's root, as JupyterLab names
 files; it must lie inside the root and have a kernel spec (papermill needs one). Every
 refusal is a :class:`BadRequest` whose message says what to change.
+
+Every request body passes :func:`parse_body`, the API's one reader of bodies: at most
+:data:`MAX_BODY_BYTES`, strict UTF-8, one JSON object nesting at most :data:`MAX_DEPTH`
+levels, finite numbers, and strings that are valid Unicode (no unpaired surrogates), so
+nothing past it meets a body the standard library or DuckDB would choke on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +21,11 @@ from typing import Any
 from ..scheduler import ScheduleError
 
 FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap"}
+TEXT_FIELDS = ("name", "cron", "at", "timezone", "overlap")
+MAX_BODY_BYTES = 1_000_000
+MAX_DEPTH = 32
+MAX_PATH_CHARS = 4096
+MAX_FIELD_CHARS = 1000
 
 
 class BadRequest(ValueError):
@@ -22,30 +33,81 @@ class BadRequest(ValueError):
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
+    """The request body as a JSON object, or :class:`BadRequest` saying what is wrong with it."""
+    if len(raw) > MAX_BODY_BYTES:
+        raise BadRequest(f"The request body is {len(raw):,} bytes; at most {MAX_BODY_BYTES:,} are accepted.")
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"The request body is not JSON: {exc}.") from exc
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"The request body is not UTF-8: {exc}.") from None
+    try:
+        body = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(f"The request body nests too deeply; at most {MAX_DEPTH} levels are accepted.") from None
+    except ValueError as exc:
+        raise BadRequest(f"The request body is not JSON: {exc}.") from None
     if not isinstance(body, dict):
         raise BadRequest("The request body must be a JSON object.")
+    _check_values(body)
     return body
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_values(body: Any) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH`, numbers that are not finite and strings
+    that are not valid Unicode (walked without recursion, so no depth can overflow it)."""
+    pending: list[tuple[Any, int]] = [(body, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise BadRequest(f"The request body nests too deeply; at most {MAX_DEPTH} levels are accepted.")
+            items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            pending.extend((item, depth + 1) for item in items)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise BadRequest("The request body holds a number too large for JSON; send a finite number.")
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadRequest(
+                    f"The request body holds a string with an unpaired surrogate ({value[:40]!r}); send valid Unicode."
+                ) from None
+
+
+def check_text(value: str, what: str, limit: int) -> str:
+    """``value`` when it is at most ``limit`` characters without NUL or other control characters."""
+    if len(value) > limit:
+        raise BadRequest(f"{what} is {len(value):,} characters long; at most {limit:,} are accepted.")
+    if any(ord(c) < 0x20 or c == "\x7f" for c in value):
+        raise BadRequest(f"{what} holds a NUL or another control character: {value[:80]!r}; send it without.")
+    return value
 
 
 def notebook_in_root(path: Any, root: Path) -> Path:
     """The notebook's absolute path; it must be an .ipynb file inside ``root``."""
     if not isinstance(path, str) or not path.strip():
         raise BadRequest("Give `notebook`: the notebook's path relative to the Jupyter root.")
-    relative = path.strip().lstrip("/")
-    absolute = (root / relative).resolve()
+    relative = check_text(path, "`notebook`", MAX_PATH_CHARS).strip().lstrip("/")
     try:
+        absolute = (root / relative).resolve()
         absolute.relative_to(root.resolve())
     except ValueError:
         raise BadRequest(f"{path!r} is outside the Jupyter root; give a path inside it.") from None
+    except OSError as exc:
+        raise BadRequest(f"{path[:200]!r} is not a usable path: {exc.strerror or exc}.") from None
     if absolute.suffix != ".ipynb":
         raise BadRequest(f"{path!r} is not a notebook (.ipynb).")
-    if not absolute.is_file():
+    try:
+        found = absolute.is_file()
+    except OSError as exc:
+        raise BadRequest(f"{path[:200]!r} is not a usable path: {exc.strerror or exc}.") from None
+    if not found:
         raise BadRequest(f"No notebook at {path!r}: save it first.")
     return absolute
 
@@ -73,9 +135,11 @@ def job_from_request(body: dict[str, Any], root: Path, now: datetime, *, user: s
         raise BadRequest(f"Unknown field(s): {', '.join(sorted(unknown))}; accepted: {', '.join(sorted(FIELDS))}.")
     notebook = notebook_in_root(body.get("notebook"), root)
     kernel = kernel_name(notebook)
-    for key in ("name", "cron", "at", "timezone", "overlap"):
+    for key in TEXT_FIELDS:
         if body.get(key) is not None and not isinstance(body[key], str):
             raise BadRequest(f"`{key}` must be a string.")
+        if body.get(key) is not None:
+            check_text(body[key], f"`{key}`", MAX_FIELD_CHARS)
     parameters = body.get("parameters") or {}
     if not isinstance(parameters, dict):
         raise BadRequest("`parameters` must be an object of name: value pairs.")

@@ -6,6 +6,13 @@ is shown as its traceback on stderr, not as an ``error`` output: the turn goes o
 papermill fails a notebook that holds any ``error`` output (see outcome.py). What the
 model gets back is bounded: stdout and stderr keep their head and tail, the last
 expression is a short repr (``_repr_llm_`` first), a traceback keeps its last frames.
+
+What the cell shows is bounded too, and nothing is accumulated on the way: one call
+shows at most :data:`CELL_OUTPUT_CHARS` of printed text (stdout and stderr together),
+then one line saying how much was left out; a traceback shows its head and tail up to
+:data:`CELL_TRACEBACK_CHARS`. The model's copy keeps only the head and tail of each
+stream (:class:`_Ends`), so printing a gigabyte costs the kernel a few megabytes beyond
+what the code itself allocates.
 """
 
 from __future__ import annotations
@@ -36,6 +43,12 @@ from . import Tool, current_context
 STREAM_CHARS = 8_000
 RESULT_CHARS = 2_000
 TRACEBACK_CHARS = 4_000
+MESSAGE_CHARS = 2_000  # an error's message, in the model's copy
+CELL_OUTPUT_CHARS = 2_000_000  # printed text one run_code call shows in the cell
+CELL_TRACEBACK_CHARS = 50_000  # a traceback shown in the cell: its head and tail
+# The head and the tail kept of a stream for the model's copy: past STREAM_CHARS and
+# TRACEBACK_CHARS by a margin, so redaction sees any secret whole before the cut.
+KEPT_CHARS = 64_000
 CODE_CHARS = 200_000  # the most source one run_code call takes
 LONGEST_TIMEOUT_S = 3_600.0  # the longest timeout_s a call may ask for
 NAME_CHARS = 256
@@ -160,14 +173,19 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         preprocessing_error = None
     except Exception:  # noqa: BLE001 - run_cell_async reports it like a cell would
         transformed, preprocessing_error = code, sys.exc_info()
-    with _tracebacks_on_stderr(shell), _tee_streams() as (stdout, stderr), _quiet_stops(shell, interrupts):
+    with (
+        _tracebacks_on_stderr(shell),
+        _bounded_result_display(shell),
+        _tee_streams() as (stdout, stderr),
+        _quiet_stops(shell, interrupts),
+    ):
         value, error = await interrupts.run_code(
             _execute(shell, code, transformed, preprocessing_error), timeout_s
         )
     outcome: dict[str, Any] = {
         "success": error is None,
-        "stdout": _bounded(stdout.getvalue(), STREAM_CHARS),
-        "stderr": _bounded(stderr.getvalue(), STREAM_CHARS),
+        "stdout": stdout.kept.bounded(STREAM_CHARS),
+        "stderr": stderr.kept.bounded(STREAM_CHARS),
     }
     if value is not None:
         outcome["result"] = _short_repr(value)
@@ -212,9 +230,11 @@ def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
 
     def one_line(_shell: Any, etype: type, value: BaseException, _tb: Any, tb_offset: Any = None) -> list[str]:
         if isinstance(value, CodeTimeout) or interrupts.timed_out:
-            print(f"run_code was stopped after its time limit ({interrupts.timeout_s:g} s).", file=sys.stderr)
+            line = f"run_code was stopped after its time limit ({interrupts.timeout_s:g} s).\n"
         else:
-            print("run_code was stopped.", file=sys.stderr)
+            line = "run_code was stopped.\n"
+        # Shown even when the code's own output has used up what the cell shows.
+        getattr(sys.stderr, "notice", sys.stderr.write)(line)
         return []
 
     shell.set_custom_exc((CodeTimeout, asyncio.CancelledError), one_line)
@@ -245,7 +265,7 @@ def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:
             except Exception:  # noqa: BLE001 - keep IPython's rendering
                 pass
         stdout.flush()
-        stderr.write(shell.InteractiveTB.stb2text(stb) + "\n")
+        stderr.write(_cell_traceback(shell.InteractiveTB.stb2text(stb)) + "\n")
         stderr.flush()
 
     shell._showtraceback = show
@@ -256,6 +276,43 @@ def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:
             shell._showtraceback = saved
         else:
             del shell._showtraceback
+
+
+@contextmanager
+def _bounded_result_display(shell: Any) -> Iterator[None]:
+    """Show the final expression's value in the cell with at most :data:`CELL_OUTPUT_CHARS`
+    of text: a long string or bytes value is formatted from its head only (formatting all
+    of a gigabyte would copy it); a value with any longer form is shown as its cut plain
+    text, and a line says so."""
+    hook = shell.displayhook
+    had_own = "compute_format_data" in vars(hook)
+    original = hook.compute_format_data
+
+    def compute(result: Any) -> Any:
+        formatted = result
+        if isinstance(result, (str, bytes)) and len(result) > CELL_OUTPUT_CHARS:
+            formatted = result[:CELL_OUTPUT_CHARS]
+        data, metadata = original(formatted)
+        if not isinstance(data, dict):
+            return data, metadata
+        text = data.get("text/plain")
+        too_long = any(isinstance(form, (str, bytes)) and len(form) > CELL_OUTPUT_CHARS for form in data.values())
+        if formatted is not result or too_long:
+            cut = text[:CELL_OUTPUT_CHARS] if isinstance(text, str) else ""
+            data = {
+                "text/plain": cut + f"\n[run_code: the value ({type(result).__name__}) was cut here to fit the "
+                f"cell; all of it is still in the kernel.]"
+            }
+        return data, metadata
+
+    hook.compute_format_data = compute
+    try:
+        yield
+    finally:
+        if had_own:
+            hook.compute_format_data = original
+        else:
+            del hook.compute_format_data
 
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
@@ -281,22 +338,150 @@ def _without_own_frames(tb: types.TracebackType | None) -> types.TracebackType |
     return chain
 
 
-class _Tee:
-    """Writes to the cell's stream and keeps a copy for the model."""
+def _cell_traceback(text: str) -> str:
+    """A traceback as the cell shows it: whole when short, else its head and its tail (where
+    the error's type and message are) around a line saying how much was left out."""
+    if len(text) <= CELL_TRACEBACK_CHARS:
+        return text
+    half = CELL_TRACEBACK_CHARS // 2
+    left_out = len(text) - 2 * half
+    return (
+        text[:half]
+        + f"\n[... {left_out:,} characters of this traceback left out of the cell ...]\n"
+        + text[-half:]
+    )
 
-    def __init__(self, stream: Any) -> None:
+
+class _Ends:
+    """The head and the tail of a text written in pieces, and its length; never the middle.
+
+    The model's copy of a stream: keeping it costs at most about ``3 * keep`` characters
+    however much is written.
+    """
+
+    def __init__(self, keep: int = KEPT_CHARS) -> None:
+        self.keep = keep
+        self.total = 0
+        self._head: list[str] = []
+        self._head_chars = 0
+        self._tail: list[str] = []
+        self._tail_chars = 0
+
+    @classmethod
+    def of(cls, text: str, keep: int = KEPT_CHARS) -> _Ends:
+        ends = cls(keep)
+        ends.write(text)
+        return ends
+
+    def write(self, text: str) -> None:
+        self.total += len(text)
+        if self._head_chars < self.keep:
+            part = text[: self.keep - self._head_chars]
+            self._head.append(part)
+            self._head_chars += len(part)
+        if len(text) >= self.keep:
+            self._tail, self._tail_chars = [text[-self.keep :]], self.keep
+            return
+        self._tail.append(text)
+        self._tail_chars += len(text)
+        if self._tail_chars > 2 * self.keep:
+            tail = "".join(self._tail)[-self.keep :]
+            self._tail, self._tail_chars = [tail], len(tail)
+
+    def head(self) -> str:
+        return "".join(self._head)
+
+    def tail(self) -> str:
+        return "".join(self._tail)[-self.keep :]
+
+    def whole(self) -> str | None:
+        """All that was written, when the head and the tail still hold all of it."""
+        if self.total <= self.keep:
+            return self.head()
+        if self.total <= 2 * self.keep:
+            return self.head() + self.tail()[self.keep - (self.total - self.keep) :]
+        return None
+
+    def text(self) -> str:
+        """All of it when it was short; else the head and the tail around an omission marker."""
+        whole = self.whole()
+        if whole is not None:
+            return whole
+        return self.head() + f"\n[... {self.total - 2 * self.keep:,} characters omitted ...]\n" + self.tail()
+
+    def bounded(self, limit: int, *, keep_head: bool = True, clean: Any = None) -> str:
+        """At most about ``limit`` characters for the model, as :func:`_bounded` makes them:
+        the head and tail (or only the tail), redacted before the cut. ``clean`` is applied
+        to each kept end first (ANSI escapes)."""
+        clean = clean or (lambda text: text)
+        whole = self.whole()
+        if whole is not None:
+            return _bounded(clean(whole), limit, keep_head=keep_head)
+        head, tail = redact(clean(self.head())), redact(clean(self.tail()))
+        omitted = max(self.total - limit, 0)
+        if not keep_head:
+            return f"[... {omitted:,} characters omitted]\n" + tail[-limit:]
+        half = limit // 2
+        return head[:half] + f"\n[... {omitted:,} characters omitted ...]\n" + tail[-half:]
+
+
+class _CellBudget:
+    """How much more printed text this run_code call may show in the cell."""
+
+    def __init__(self, chars: int = CELL_OUTPUT_CHARS) -> None:
+        self.chars = chars
+        self.remaining = chars
+
+    def take(self, text: str) -> str:
+        """The part of ``text`` the cell still shows (all of it, a head, or nothing)."""
+        if len(text) <= self.remaining:
+            self.remaining -= len(text)
+            return text
+        shown = text[: self.remaining]
+        self.remaining = 0
+        return shown
+
+
+class _Tee:
+    """Writes to the cell's stream (within the call's budget) and keeps the ends for the model."""
+
+    def __init__(self, stream: Any, budget: _CellBudget) -> None:
         self._stream = stream
-        self._copy = io.StringIO()
+        self._budget = budget
+        self.kept = _Ends()
+        self.left_out = 0
 
     def write(self, text: str) -> int:
-        self._copy.write(text)
-        return self._stream.write(text)
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self.kept.write(text)
+        shown = self._budget.take(text)
+        self.left_out += len(text) - len(shown)
+        if shown:
+            self._stream.write(shown)
+        return len(text)
+
+    def notice(self, text: str) -> None:
+        """Write ``text`` to the cell whatever the budget (a line about the run itself)."""
+        self.kept.write(text)
+        self._stream.write(text)
 
     def flush(self) -> None:
         self._stream.flush()
 
     def getvalue(self) -> str:
-        return self._copy.getvalue()
+        """What was written: all of it when short, else its head and tail (see :class:`_Ends`)."""
+        return self.kept.text()
+
+    def note_left_out(self) -> None:
+        """One line in the cell saying how much of this stream it did not show."""
+        if self.left_out:
+            self._stream.write(
+                f"\n[run_code: {self.left_out:,} more characters of output were left out of this cell "
+                f"(it shows the first {self._budget.chars:,} of each call); the values the code made "
+                "are still in the kernel.]\n"
+            )
+            self._stream.flush()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -305,12 +490,15 @@ class _Tee:
 @contextmanager
 def _tee_streams() -> Iterator[tuple[_Tee, _Tee]]:
     saved = sys.stdout, sys.stderr
-    out, err = _Tee(sys.stdout), _Tee(sys.stderr)
+    budget = _CellBudget()
+    out, err = _Tee(sys.stdout, budget), _Tee(sys.stderr, budget)
     sys.stdout, sys.stderr = out, err
     try:
         yield out, err
     finally:
         sys.stdout, sys.stderr = saved
+        out.note_left_out()
+        err.note_left_out()
 
 
 def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) -> dict[str, str]:
@@ -322,7 +510,7 @@ def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) 
         }
     return {
         "type": type(error).__name__,
-        "message": _strip_ansi(str(error)),
+        "message": _Ends.of(str(error)).bounded(MESSAGE_CHARS, clean=_strip_ansi),
         "traceback": _traceback(error),
     }
 
@@ -335,11 +523,15 @@ def _traceback(error: BaseException) -> str:
     ]
     text = "".join(traceback.format_list(frames))
     text += "".join(traceback.format_exception_only(type(error), error))
-    return _bounded(_strip_ansi(text), TRACEBACK_CHARS, keep_head=False)
+    return _Ends.of(text).bounded(TRACEBACK_CHARS, keep_head=False, clean=_strip_ansi)
 
 
 def _short_repr(value: Any) -> str:
     llm = getattr(type(value), "_repr_llm_", None)
+    if llm is None and isinstance(value, (str, bytes)) and len(value) > KEPT_CHARS:
+        # Its ends, without copying all of it into a repr.
+        head, tail = repr(value[: RESULT_CHARS // 2]), repr(value[-(RESULT_CHARS // 2) :])
+        return redact(head + f" [... {len(value) - RESULT_CHARS:,} characters omitted ...] " + tail)
     try:
         text = llm(value) if callable(llm) else repr(value)
     except Exception as exc:  # noqa: BLE001

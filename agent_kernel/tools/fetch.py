@@ -10,7 +10,10 @@ Each hop (the URL, then every redirect, followed here and never by the client):
 3. the connection goes to that validated address only: the request's URL carries the
    address itself, with the ``Host`` header and the TLS server name (SNI and certificate
    check) set to the original host, so no later DNS answer can change where it goes;
-4. ports other than the web's usual ones are refused.
+4. ports other than the web's usual ones are refused;
+5. a redirect to another origin (scheme, host or port) drops every header the caller
+   set: a key meant for one service (``Authorization``, ``X-Api-Key``, a cookie) never
+   reaches the next, and no list of "credential headers" has to guess which ones matter.
 
 A host or address in the user's ``fetch_allow`` skips steps 2 and 4. Proxies from the
 environment are ignored (``trust_env=False``): with a proxy, the proxy would connect.
@@ -38,7 +41,6 @@ Resolver = Callable[[str, int], Union[Iterable[str], Awaitable[Iterable[str]]]]
 PORTS = {80, 443, 8000, 8080, 8443}
 MAX_REDIRECTS = 5
 _FORBIDDEN_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te"}
-_CREDENTIAL_HEADERS = {"authorization", "cookie", "proxy-authorization"}
 
 
 class FetchRefused(Exception):
@@ -231,7 +233,7 @@ async def _fetch(
         while True:
             target = await _target(url, allow, resolve)
             if previous is not None and target.origin() != previous.origin():
-                headers = {k: v for k, v in headers.items() if k.lower() not in _CREDENTIAL_HEADERS}
+                headers = {}
             hops.append(url)
             connected.append(str(target.address))
             sent = {**headers, "Host": target.host_header}

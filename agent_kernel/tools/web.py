@@ -89,7 +89,8 @@ async def fetch_url(
     Args:
         url: The http(s) URL.
         method: GET (the default) or HEAD (status and type only).
-        headers: Extra request headers (Accept, an API's key header, ...).
+        headers: Extra request headers (Accept, an API's key header, ...), sent to the URL's
+            origin only: a redirect to another origin drops them.
         max_bytes: Most bytes of the body to read (capped by AgentKernel.fetch_max_bytes).
     """
     from .fetch import FetchError, FetchRefused, fetch

@@ -66,6 +66,7 @@ class Previous:
     name: str
     summary: str | None
     last_active: datetime | None
+    untrusted_sources: tuple[str, ...] = ()  # what it had read: its summary is data, not orders
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,8 @@ def at_start(
         if found is not None:
             stored = recall.summary_of(con, found[0])
             previous = Previous(
-                found[0], found[1], stored.summary if stored else None, recall.last_activity(con, found[0])
+                found[0], found[1], stored.summary if stored else None, recall.last_activity(con, found[0]),
+                recall.untrusted_sources(con, found[0]),
             )
             theirs = recall.pending(con, found[0])
             if theirs is not None:
@@ -168,4 +170,9 @@ def turn_section(previous: Previous, summary: str | None) -> str:
     if not summary:
         return ""
     when = f", last active {previous.last_active:%Y-%m-%d %H:%M} UTC" if previous.last_active else ""
-    return f"Summary of your previous session {previous.name!r}{when}:\n{summary.strip()}"
+    text = summary.strip()
+    if previous.untrusted_sources:
+        from .untrusted import mark_untrusted
+
+        text = mark_untrusted(text, f"summary of session {previous.name}, which read untrusted content")
+    return f"Summary of your previous session {previous.name!r}{when}:\n{text}"

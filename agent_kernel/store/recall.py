@@ -198,6 +198,12 @@ def previous_session(
     return (row[0], row[1]) if row else None
 
 
+def untrusted_sources(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[str, ...]:
+    """The untrusted sources the session read: its summary and messages were written after them."""
+    row = con.execute("SELECT untrusted_sources FROM sessions WHERE id = ?", [session_id]).fetchone()
+    return tuple(json.loads(row[0])) if row and row[0] else ()
+
+
 # -- search -------------------------------------------------------------------------------
 
 _DOCS = f"""

@@ -44,6 +44,7 @@ TRUSTED = "trusted"  # the key of a server's entry that makes its readOnlyHint b
 # Room kept within result_chars for the envelope's tags and a truncation note, so a long
 # result is cut inside the envelope and the closing tag still reaches the model.
 ENVELOPE_CHARS = 400
+DESCRIPTION_CHARS = 2_000  # the most of an untrusted server's tool description offered
 
 
 @dataclass(eq=False)
@@ -247,6 +248,9 @@ class McpServers:
         read_only = claims_read_only and server.config.get(TRUSTED) is True
         sdk = async_mcp_tool(listed.model_copy(update={"name": name}), _Bridge(self, server_name, listed.name))
         description = listed.description or f"{listed.name} (MCP server {server_name})"
+        if server.config.get(TRUSTED) is not True:
+            # The server's own words: data about the tool, never orders to the model.
+            description = mark_untrusted(description[:DESCRIPTION_CHARS], f"MCP server {server_name}")
         return McpTool(
             function=_unused, name=name, group=GROUP, writes=not read_only,
             description=description, server=server_name, sdk=sdk,

@@ -10,6 +10,7 @@ from pydantic import Field
 from ..errors import ToolInputError
 from ..store import recall
 from ..store.memories import parse_instant
+from ..untrusted import mark_untrusted
 from . import Tool, current_context
 from .data import with_connection
 
@@ -45,8 +46,18 @@ async def search_sessions(
         skip_session=context.session_id,  # the turn asking: its prompt would match itself
         skip_turn=context.turn,
     )
-    found = await with_connection(context.store, lambda con: recall.search(con, query, filters, limit))
-    answer: dict[str, Any] = {"matches": [m.as_dict() for m in found]}
+
+    def read(con: Any) -> tuple[list[Any], dict[str, tuple[str, ...]]]:
+        matches = recall.search(con, query, filters, limit)
+        return matches, _read_untrusted(con, {m.session_id for m in matches})
+
+    found, tainted = await with_connection(context.store, read)
+    answer: dict[str, Any] = {"matches": []}
+    for match in found:
+        item = match.as_dict()
+        if match.session_id in tainted:
+            item["snippet"] = _as_data(item["snippet"], match.session, tainted[match.session_id])
+        answer["matches"].append(item)
     if not found:
         answer["note"] = "Nothing matched; try other words, fewer filters, or session_timeline."
     return answer
@@ -68,8 +79,14 @@ async def session_timeline(
                 return None
             listed, left_out = recall.turns(con, found[0])
             stored = recall.summary_of(con, found[0])
+            summary = stored.summary if stored else None
+            read_before = recall.untrusted_sources(con, found[0])
+            if read_before:
+                summary = _as_data(summary, found[1], read_before) if summary else summary
+                for entry in listed:
+                    entry["answer"] = _as_data(entry["answer"], found[1], read_before) if entry["answer"] else ""
             answer: dict[str, Any] = {
-                "session": {"id": found[0], "name": found[1], "summary": stored.summary if stored else None},
+                "session": {"id": found[0], "name": found[1], "summary": summary},
                 "turns": listed,
             }
             if left_out:
@@ -80,7 +97,29 @@ async def session_timeline(
         if answer is None:
             raise ToolInputError(f"No session has the name or id {wanted!r}; session_timeline without session lists them.")
         return answer
-    return {"sessions": await with_connection(store, lambda con: recall.timeline(con, limit))}
+
+    def recent(con: Any) -> list[dict[str, Any]]:
+        listed = recall.timeline(con, limit)
+        tainted = _read_untrusted(con, {item["id"] for item in listed})
+        for item in listed:
+            if item["id"] in tainted and item.get("summary"):
+                item["summary"] = _as_data(item["summary"], item["name"], tainted[item["id"]])
+        return listed
+
+    return {"sessions": await with_connection(store, recent)}
+
+
+def _read_untrusted(con: Any, session_ids: set[str]) -> dict[str, tuple[str, ...]]:
+    """The sessions among ``session_ids`` that had read untrusted content, with what they read."""
+    found = {sid: recall.untrusted_sources(con, sid) for sid in session_ids}
+    return {sid: sources for sid, sources in found.items() if sources}
+
+
+def _as_data(text: str, session: str, sources: tuple[str, ...]) -> str:
+    """Text a session wrote after it read untrusted content: data for this turn, which now
+    counts as having read untrusted content itself."""
+    current_context().note_untrusted([f"session {session}, which read {sources[0][:80]}"])
+    return mark_untrusted(text, f"session {session}, written after it read untrusted content")
 
 
 def _check_length(name: str, value: str | None, most: int) -> None:

@@ -22,6 +22,7 @@ from pydantic import Field
 
 from ..errors import ToolInputError
 from ..store import agent_tools as stored
+from ..store import provenance
 from . import USER_TOOLS, Registry, Tool, current_context
 from .code import CODE_CHARS
 from .data import with_connection
@@ -67,7 +68,9 @@ async def create_tool(
         tools = stored.AgentTools(con)
         if tools.exists(name):
             raise ToolInputError(f"A tool named {name!r} exists; change it with update_tool.")
-        return tools.save(definition, context.session_id)
+        version = tools.save(definition, context.session_id)
+        provenance.record(con, "tool", name, context.provenance(), version=version)
+        return version
 
     version = await with_connection(context.store, save)
     context.tools_changed = True
@@ -114,7 +117,9 @@ async def update_tool(
             writes if writes is not None else base.writes,
             current.enabled,
         )
-        return tools.save(changed, context.session_id)
+        version = tools.save(changed, context.session_id)
+        provenance.record(con, "tool", name, context.provenance(), version=version, inherit=True)
+        return version
 
     version = await with_connection(context.store, save)
     context.tools_changed = True
@@ -204,14 +209,26 @@ TOOLS = [
 
 
 class StoredTool(Tool):
-    """An agent-defined tool: its definition from the store, run by :mod:`.stored_run`."""
+    """An agent-defined tool: its definition from the store, run by :mod:`.stored_run`.
 
-    def __init__(self, definition: stored.ToolVersion) -> None:
+    The model sets ``writes``, so it is a claim, not a permission: a tool counts as
+    read-only only when the sandbox enforces it (isolated, on a machine where isolation is
+    a sandbox: no network, environment, files or database; state writes refused) or when
+    the person trusted this very version as read-only (``trusted``, from the approval
+    card). Any other tool counts as writing, whatever it declares.
+    """
+
+    def __init__(self, definition: stored.ToolVersion, trusted: bool = False) -> None:
+        claims_read_only = definition.writes is False
+        enforced = claims_read_only and definition.isolated and _sandboxed()
         super().__init__(
-            _not_called, name=definition.name, group=GROUP, writes=definition.writes is not False,
+            _not_called, name=definition.name, group=GROUP, writes=not (enforced or (claims_read_only and trusted)),
             description=definition.description, input_schema=definition.parameter_schema,
         )  # fmt: skip
         self.stored = definition
+        self.trusted = trusted
+        # It says it changes nothing and nothing holds it to that: the card offers the grant.
+        self.claims_read_only = claims_read_only and self.writes is True
 
     def definition(self, settings: Any = None) -> dict[str, Any]:
         return {"name": self.name, "description": self.stored.description, "input_schema": self.stored.parameter_schema}
@@ -237,14 +254,25 @@ def sync(registry: Registry, con: Any) -> None:
     from .. import libraries
 
     _TAKEN.update(name for name, item in registry.tools.items() if not isinstance(item, StoredTool))
-    current = {t.name: t for t in stored.AgentTools(con).enabled()}
+    kept = stored.AgentTools(con)
+    current = {t.name: t for t in kept.enabled()}
+    trusted = kept.trusted_read_only()
     libraries.refresh(stored.Libraries(con).versions())
     for name, item in list(registry.tools.items()):
-        if isinstance(item, StoredTool) and (name not in current or current[name] != item.stored):
+        if isinstance(item, StoredTool) and (
+            name not in current or current[name] != item.stored or item.trusted != ((name, item.stored.version) in trusted)
+        ):
             registry.remove(name)
     for name, definition in current.items():
         if name not in registry.tools:
-            registry.add(StoredTool(definition))
+            registry.add(StoredTool(definition, trusted=(name, definition.version) in trusted))
+
+
+def _sandboxed() -> bool:
+    """Whether isolated code runs in the sandbox here (probed once per process)."""
+    from .isolation import isolation
+
+    return isolation().sandboxed
 
 
 # -- checks ---------------------------------------------------------------------------------

@@ -68,3 +68,17 @@ def test_a_notepad_over_its_bound_is_refused_clearly(shell_agent, scripted_model
     assert results[1]["is_error"] and f"at most {NOTEPAD_CHARS:,} characters" in results[1]["text"]
     assert results[2]["is_error"] and "content" in results[2]["text"]
     assert results[3] == {"content": "x" * (NOTEPAD_CHARS - 5)}  # the refused edits changed nothing
+
+
+def test_notepad_writes_are_writing_tools(shell_agent, scripted_model):
+    agent = with_notepad(shell_agent)
+    uses = [("write_notepad", {"content": "planted"}), ("update_notepad", {"operation": "append", "content": "more"})]
+    results, _ = batch(agent, scripted_model, *uses, ("read_notepad", {}), session="quiet", approve="read-only")
+    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    assert "read_notepad" in offered and not offered & {"write_notepad", "update_notepad"}
+    assert results[0]["is_error"] and results[1]["is_error"] and results[2] == {"content": ""}
+    results, _ = batch(agent, scripted_model, *uses, session="quiet", approve="ask")  # nobody to approve
+    assert all(r["is_error"] and "needs the user's approval" in r["text"] for r in results)
+    scripted_model.add(say("next"))
+    agent.ok("continue", session="quiet")
+    assert "planted" not in context_of_last_turn(scripted_model.requests[-1])

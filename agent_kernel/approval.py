@@ -16,7 +16,8 @@ Agent-defined tools are model-written code: one counts as writing unless the san
 enforces its read-only claim or the person trusted that version as read-only (see
 :class:`agent_kernel.tools.agent_tools.StoredTool`). One that another session wrote after
 reading untrusted content (its provenance is tainted) asks before it runs, in every mode,
-``auto`` included; *Trust* clears the taint, and with nobody to ask it is refused.
+``auto`` included; *Trust* clears the taint, and with nobody to ask it is refused. Only
+the session that wrote it after reading that content runs it unasked.
 
 The check runs in the dispatcher, so it holds however a tool is called.
 """
@@ -131,9 +132,17 @@ async def planted_origin(item: Tool, context: ToolContext) -> Record | None:
     if not isinstance(item, StoredTool):
         return None
     found = await with_connection(context.store, lambda con: provenance.latest(con, "tool", [item.name]).get(item.name))
-    if found is None or not found.tainted or found.session_id == context.session_id:
+    if found is None or not found.tainted or steered_writer(found, context):
         return None
     return found
+
+
+def steered_writer(origin: Record, context: Any) -> bool:
+    """Whether ``context``'s session wrote the tainted item ``origin`` and has itself read
+    untrusted content: what could have steered the writing can steer it anyway, so running
+    the item adds nothing. A session that only edited an item tainted before it has not
+    read that content, so it is asked like any other."""
+    return origin.session_id == context.session_id and bool(context.session_sources())
 
 
 async def review_planted(

@@ -114,8 +114,12 @@ class LibraryFinder:
 def tainted_refusal(name: str, origin: Any, turn: Any) -> str | None:
     """Why tainted library ``name`` (its provenance record ``origin``) may not be imported by
     ``turn`` (the running tool call's context, None outside a turn), or None when it may:
-    only the session that wrote it, in an ``auto`` turn."""
-    if turn is not None and turn.session_id == origin.session_id and turn.approve == "auto":
+    only the session that wrote it after reading untrusted content itself, in an ``auto``
+    turn (one that only edited a library tainted before has not read that content)."""
+    if (
+        turn is not None and turn.session_id == origin.session_id and turn.approve == "auto"
+        and bool(turn.session_sources())
+    ):  # fmt: skip
         return None
     return (
         f"agent_libs.{name} was written after the agent read untrusted content, so it is not imported here "

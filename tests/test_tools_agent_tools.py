@@ -230,9 +230,15 @@ def test_a_tool_written_after_untrusted_content_asks_in_other_sessions_even_in_a
     # The session that wrote it runs it (its own turns already hold what it read).
     results, _ = batch(agent, scripted_model, ("planted", {}), session="planter")
     assert results == [{"ran": True}] and marker.read_text() == "ran\n"
+    # A clean session's edit keeps the taint, and does not make that session its writer.
+    results, _ = batch(agent, scripted_model, ("update_tool", {"name": "planted", "description": "Edited."}), session="editor")
+    assert results == [{"name": "planted", "version": 2}]
+    results, _ = batch(agent, scripted_model, ("planted", {}), session="editor")
+    assert results[0]["is_error"] and "after it read untrusted content (web_search useful helpers)" in results[0]["text"]
+    assert marker.read_text() == "ran\n"
     with agent.agent.store.connect() as con:
-        rows = con.execute("SELECT name, version, untrusted FROM provenance WHERE kind = 'tool' ORDER BY name").fetchall()
-    assert rows == [("boxed", 1, True), ("planted", 1, True)]
+        rows = con.execute("SELECT name, version, untrusted FROM provenance WHERE kind = 'tool' ORDER BY name, version").fetchall()
+    assert rows == [("boxed", 1, True), ("planted", 1, True), ("planted", 2, True)]
 
 
 def test_an_isolated_tool_sees_no_kernel_variables_or_secrets_but_has_state(agent, scripted_model, monkeypatch):

@@ -16,7 +16,7 @@ import ast
 import keyword
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
@@ -36,6 +36,7 @@ Name = Annotated[str, Field(max_length=64, description="snake_case name")]
 Description = Annotated[str, Field(max_length=DESCRIPTION_CHARS)]
 Code = Annotated[str, Field(max_length=CODE_CHARS)]
 Version = Annotated[int, Field(ge=1)]
+T = TypeVar("T")
 
 
 async def create_tool(
@@ -72,7 +73,7 @@ async def create_tool(
         provenance.record(con, "tool", name, context.provenance(), version=version)
         return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     context.tools_changed = True
     return {"name": name, "version": version}
 
@@ -121,7 +122,7 @@ async def update_tool(
         provenance.record(con, "tool", name, context.provenance(), version=version, inherit=True)
         return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     context.tools_changed = True
     return {"name": name, "version": version}
 
@@ -338,6 +339,23 @@ def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> 
     except fastjsonschema.JsonSchemaValueException as exc:
         where = exc.message.removeprefix("data.").removeprefix("data ")
         raise ToolInputError(f"Invalid input for {name}: {where}") from None
+
+
+def atomic(work: Callable[[Any], T]) -> Callable[[Any], T]:
+    """``work(con)`` in one transaction: a new version and its provenance row are kept
+    together or not at all (a version without its row would count as clean)."""
+
+    def run(con: Any) -> T:
+        con.execute("BEGIN")
+        try:
+            result = work(con)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+        return result
+
+    return run
 
 
 def kept_version(kept: Any, name: str, version: int | None, unknown: Callable[[], str]) -> Any:

@@ -18,7 +18,7 @@ from ..errors import ToolInputError
 from ..store import agent_tools as stored
 from ..store import provenance
 from . import Tool, current_context
-from .agent_tools import GROUP, NAME, Code, Description, Name, Version, kept_version
+from .agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, kept_version
 from .data import with_connection
 
 
@@ -42,7 +42,7 @@ async def create_library(name: Name, description: Description, code: Code) -> di
         provenance.record(con, "library", name, context.provenance(), version=version)
         return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     libraries.forget()
     return {"name": name, "version": version}
 
@@ -80,7 +80,7 @@ async def update_library(
         provenance.record(con, "library", name, context.provenance(), version=version, inherit=True)
         return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     libraries.forget()
     return {"name": name, "version": version}
 

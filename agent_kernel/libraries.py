@@ -8,6 +8,14 @@ A loaded library is cached in ``sys.modules`` as any module is. When a library c
 :func:`forget` drops every ``agent_libs`` module, so the next import loads the current
 versions (a library holding another one gets the new one too); :func:`refresh` does the
 same when the stored versions differ from the loaded ones (a change made elsewhere).
+
+A library written after the agent had read untrusted content (its provenance is tainted,
+see :mod:`agent_kernel.store.provenance`) may be a plant. It is imported only by the
+session that wrote it, in an ``auto`` turn; anywhere else (another session, a read-only or
+``ask`` turn, the user's own cell) the import raises :class:`ImportError` saying where it
+came from and how the person reviews and clears it. Once a tool call loaded one, every
+library is dropped from ``sys.modules`` after the call (:func:`drop_tainted`), so nothing
+else gets it from the import cache.
 """
 
 from __future__ import annotations
@@ -23,7 +31,10 @@ if TYPE_CHECKING:
 
 PACKAGE = "agent_libs"
 
-__all__ = ["PACKAGE", "LibraryFinder", "forget", "install", "refresh"]
+__all__ = ["PACKAGE", "LibraryFinder", "drop_tainted", "forget", "install", "refresh", "tainted_refusal"]
+
+# Tainted libraries loaded by the session that wrote them, dropped after the call.
+_TAINTED_LOADED: set[str] = set()
 
 
 class LibraryFinder:
@@ -56,11 +67,17 @@ class LibraryFinder:
             module.__path__ = []  # a package of nothing on disk
             return
         name = spec.name.partition(".")[2]
-        library = spec.loader_state = self._read(name)
+        library, origin = self._read_with_origin(name)
+        spec.loader_state = library
         if library is None:
             raise ModuleNotFoundError(
                 f"No library named {name!r} in the agent's store (list_libraries lists them).", name=spec.name
             )
+        if origin is not None and origin.tainted:
+            refusal = tainted_refusal(name, origin, _importing_turn())
+            if refusal is not None:
+                raise ImportError(refusal, name=spec.name)
+            _TAINTED_LOADED.add(spec.name)
         module.__file__ = spec.origin
         module.__agent_lib_version__ = library.version
         module.__doc__ = library.description
@@ -82,6 +99,49 @@ class LibraryFinder:
 
         with self.store().connect() as con:
             return Libraries(con).get(name)
+
+    def _read_with_origin(self, name: str) -> tuple[Any, Any]:
+        """The current version of library ``name`` and its provenance record (or None)."""
+        from .store import provenance
+        from .store.agent_tools import Libraries
+
+        with self.store().connect() as con:
+            library = Libraries(con).get(name)
+            origin = provenance.latest(con, "library", [name]).get(name) if library is not None else None
+        return library, origin
+
+
+def tainted_refusal(name: str, origin: Any, turn: Any) -> str | None:
+    """Why tainted library ``name`` (its provenance record ``origin``) may not be imported by
+    ``turn`` (the running tool call's context, None outside a turn), or None when it may:
+    only the session that wrote it after reading untrusted content itself, in an ``auto``
+    turn (one that only edited a library tainted before has not read that content)."""
+    if (
+        turn is not None and turn.session_id == origin.session_id and turn.approve == "auto"
+        and bool(turn.session_sources())
+    ):  # fmt: skip
+        return None
+    return (
+        f"agent_libs.{name} was written after the agent read untrusted content, so it is not imported here "
+        f"({origin.provenance().label()}). Review it (read_library, or %agent_tainted) and clear it with "
+        f"`%agent_tainted --clear library {name}` to import it."
+    )
+
+
+def _importing_turn() -> Any:
+    """The context of the tool call importing now, or None (a user's cell, a script)."""
+    tools = sys.modules.get("agent_kernel.tools")
+    if tools is None:  # no turn ever ran in this process
+        return None
+    return tools._CONTEXT.get(None)
+
+
+def drop_tainted() -> None:
+    """After a tool call that loaded a tainted library: drop every loaded library (one that
+    imported it holds it too), so no later import reuses it from the cache."""
+    if _TAINTED_LOADED:
+        _TAINTED_LOADED.clear()
+        forget()
 
 
 def install(store: Callable[[], Store]) -> LibraryFinder:

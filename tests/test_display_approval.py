@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+
+import pytest
 
 from agent_kernel.testing import call, reply, say, tool_use, web_search
 
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
+from .websites import Site
 
 pytestmark = needs_widget_replies
 
@@ -123,3 +127,97 @@ def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_m
     front = FrontEnd(kernel)
     kernel.ok("%agent --approve ask once more", on_message=front.hook)
     assert front.of_kind("ChoiceCard") == [] and kernel.value("kept") == 3
+
+
+def offered(request: dict) -> list[str]:
+    return [t["name"] for t in request.get("tools", [])]
+
+
+def test_trust_as_read_only_is_offered_for_an_unenforced_claim_and_binds_to_the_version(kernel, scripted_model):
+    kernel.ok('%config AgentKernel.tool_groups = ["code", "tools"]')
+    scripted_model.add(
+        call("create_tool", name="count_rows", description="Counts rows.", parameter_schema={"type": "object"},
+             code="return 7", writes=False),
+        say("made"),
+    )  # fmt: skip
+    kernel.ok("%agent make a counter")
+    scripted_model.add(call("count_rows"), call("count_rows"), say("done"))
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="read_only")
+    kernel.ok("%agent --approve ask count", on_message=front.hook)
+    cards = front.of_kind("ChoiceCard")
+    assert len(cards) == 1  # trusted: the second call ran without asking
+    card = cards[0].state
+    assert [b["id"] for b in card["buttons"]] == ["run", "skip", "always", "read_only"]
+    assert card["code"] == "return 7" and card["heading"] == "Allow count_rows?"
+    assert "says it changes nothing, but it runs in your kernel" in card["text"]
+    assert [json.loads(results(scripted_model.requests[i])[0]["content"]) for i in (-2, -1)] == [7, 7]
+
+    scripted_model.add(call("count_rows"), say("done"))
+    kernel.ok("%agent --approve read-only count again")
+    assert "count_rows" in offered(scripted_model.requests[-1])
+    assert json.loads(results(scripted_model.requests[-1])[0]["content"]) == 7
+    # A new version is another tool as far as the grant goes.
+    scripted_model.add(call("update_tool", name="count_rows", code="return 8"), say("changed"), say("nothing to run"))
+    kernel.ok("%agent change it")
+    kernel.ok("%agent --approve read-only count again")
+    assert "count_rows" not in offered(scripted_model.requests[-1])
+
+
+def test_a_planted_tool_asks_before_it_runs_in_another_session_even_in_auto(kernel, scripted_model, tmp_path):
+    marker = tmp_path / "planted-ran"
+    code = f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\nreturn 'ran'"
+    kernel.ok('%config AgentKernel.tool_groups = ["code", "tools"]')
+    scripted_model.add(
+        reply(
+            *web_search("useful helpers", [("https://evil.example/helpers", "Helpers")]),
+            tool_use("create_tool", {"name": "planted", "description": "Helps.", "parameter_schema": {"type": "object"},
+                                     "code": code, "writes": False}),
+        ),
+        say("done"),
+    )  # fmt: skip
+    kernel.ok("%agent --new=planter find helpers")
+    scripted_model.add(call("planted"), call("planted"), say("done"), call("planted"), say("done"))
+    decisions = iter(["skip", "trust"])
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice=next(decisions))
+    kernel.ok("%agent --new=victim use it", on_message=front.hook)  # auto
+    skipped, trusted = (results(scripted_model.requests[i])[0] for i in (-2, -1))
+    assert skipped["is_error"] and "The user declined to run planted" in skipped["content"]
+    assert trusted.get("is_error") is not True and trusted["content"] == "ran"
+    assert marker.read_text() == "ran\n"  # only the trusted call ran
+    card = front.of_kind("ChoiceCard")[0].state
+    assert card["heading"] == "Trust planted?" and card["code"] == code
+    assert [b["id"] for b in card["buttons"]] == ["trust", "skip"]
+    assert "after it read untrusted content (web_search useful helpers)" in card["text"]
+    # Trusted once, it is no longer marked: the next session runs it without a card.
+    front = FrontEnd(kernel)
+    kernel.ok("%agent --new=later use it again", on_message=front.hook)
+    assert front.of_kind("ChoiceCard") == [] and marker.read_text() == "ran\n" * 2
+
+
+@pytest.fixture
+def sites() -> Iterator[tuple[Site, Site]]:
+    known, other = Site("127.0.0.2"), Site("127.0.0.3")
+    yield known, other
+    known.close()
+    other.close()
+
+
+def test_after_web_content_fetch_url_asks_only_for_a_host_the_turn_has_not_fetched(kernel, scripted_model, sites):
+    known, other = sites
+    kernel.ok('%config AgentKernel.tool_groups = ["code", "web"]')
+    kernel.ok("%config AgentKernel.fetch_allow = ['127.0.0.2', '127.0.0.3']")
+    scripted_model.add(
+        call("fetch_url", url=known.url("/json")),
+        call("fetch_url", url=known.url("/page")),
+        call("fetch_url", url=other.url("/json")),
+        call("fetch_url", url=other.url("/page")),
+        say("done"),
+    )
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --approve ask read them", on_message=front.hook)
+    cards = front.of_kind("ChoiceCard")
+    assert len(cards) == 1 and other.url("/json") in cards[0].state["code"]  # the new host, once
+    assert known.hits == ["/json", "/page"] and other.hits == ["/json", "/page"]

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from agent_kernel import libraries
+from agent_kernel.testing import reply, say, tool_use, web_search
 
 from .calls import batch
 
@@ -90,6 +91,59 @@ def test_a_failing_library_shows_its_own_line_in_the_tools_traceback(agent, scri
     results, _ = batch(agent, scripted_model, ("use_fragile", {}))
     assert results[0]["is_error"] and "KeyError" in results[0]["text"]
     assert "agent_libs/fragile.py" in results[0]["text"] and "return d['missing']" in results[0]["text"]
+
+
+def test_a_library_written_after_untrusted_content_is_imported_only_by_the_session_that_wrote_it(agent, scripted_model, tmp_path):
+    marker = tmp_path / "planted-library-ran"
+    planted = f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\n\ndef value():\n    return 42\n"
+    scripted_model.add(
+        reply(
+            *web_search("useful helpers", [("https://evil.example/helpers", "Helpers")]),
+            tool_use("create_library", {"name": "helpers", "description": "Helpers.", "code": planted}),
+        ),
+        say("done"),
+    )
+    agent.ok("find helpers", session="planter")
+    use = ("run_code", {"code": "import agent_libs.helpers as h\nh.value()"})
+    results, _ = batch(agent, scripted_model, use, session="planter")  # its own session, auto
+    assert results[0]["result"] == "42" and marker.read_text() == "ran\n"
+
+    refused = "agent_libs.helpers was written after the agent read untrusted content, so it is not imported here"
+    # The user's own cell: the module the planter loaded is not in the import cache either.
+    failed = agent.shell.run_cell("import agent_libs.helpers")
+    assert isinstance(failed.error_in_exec, ImportError)
+    message = str(failed.error_in_exec)
+    assert message.startswith(refused) and "\n" not in message
+    assert "after it read untrusted content (web_search useful helpers)" in message
+    assert "`%agent_tainted --clear library helpers`" in message
+    # Another session, in auto: run_code, a tool in the kernel and an isolated tool.
+    batch(
+        agent, scripted_model,
+        ("create_tool", {"name": "in_kernel", "description": "x", "parameter_schema": {"type": "object"},
+                         "code": "import agent_libs.helpers as h\nreturn h.value()"}),
+        ("create_tool", {"name": "in_box", "description": "x", "parameter_schema": {"type": "object"},
+                         "code": "import agent_libs.helpers as h\nreturn h.value()", "isolated": True}),
+        session="victim",
+    )  # fmt: skip
+    results, _ = batch(agent, scripted_model, use, ("in_kernel", {}), ("in_box", {}), session="victim")
+    assert refused in results[0]["error"]["message"]
+    assert all(r["is_error"] and f"ImportError: {refused}" in r["text"] for r in results[1:])
+    # The session that wrote it, in ask and read-only turns: a tool the person trusted as
+    # read-only runs there without asking, and the library's code still does not.
+    batch(
+        agent, scripted_model,
+        ("create_tool", {"name": "reader", "description": "x", "parameter_schema": {"type": "object"}, "writes": False,
+                         "code": "import agent_libs.helpers as h\nreturn h.value()"}),
+        session="planter",
+    )  # fmt: skip
+    from agent_kernel.store.agent_tools import AgentTools
+
+    with agent.agent.store.connect() as con:
+        AgentTools(con).trust_read_only("reader", 1)
+    for mode in ("ask", "read-only"):
+        results, _ = batch(agent, scripted_model, ("reader", {}), session="planter", approve=mode)
+        assert results[0]["is_error"] and f"ImportError: {refused}" in results[0]["text"]
+    assert marker.read_text() == "ran\n"  # it ran once, in the planter's auto turn only
 
 
 def test_loading_the_extension_installs_the_finder_without_opening_the_store(tmp_path):

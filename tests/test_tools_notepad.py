@@ -104,3 +104,17 @@ def test_a_notepad_written_after_web_content_is_shown_as_data_and_edits_keep_the
     scripted_model.add(say("next"))
     agent.ok("continue", session="clean")
     assert "<untrusted_content" not in context_of_last_turn(scripted_model.requests[-1])
+
+
+def test_notepad_writes_are_writing_tools(shell_agent, scripted_model):
+    agent = with_notepad(shell_agent)
+    uses = [("write_notepad", {"content": "planted"}), ("update_notepad", {"operation": "append", "content": "more"})]
+    results, _ = batch(agent, scripted_model, *uses, ("read_notepad", {}), session="quiet", approve="read-only")
+    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    assert "read_notepad" in offered and not offered & {"write_notepad", "update_notepad"}
+    assert results[0]["is_error"] and results[1]["is_error"] and results[2] == {"content": ""}
+    results, _ = batch(agent, scripted_model, *uses, session="quiet", approve="ask")  # nobody to approve
+    assert all(r["is_error"] and "needs the user's approval" in r["text"] for r in results)
+    scripted_model.add(say("next"))
+    agent.ok("continue", session="quiet")
+    assert "planted" not in context_of_last_turn(scripted_model.requests[-1])

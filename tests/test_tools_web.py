@@ -191,8 +191,8 @@ def test_after_web_content_writing_tools_are_refused_without_an_approver(shell_a
     scripted_model.add(
         # Before any web content: fetch_url reads, it does not write, so it runs in ask mode.
         call("fetch_url", url=site.url("/json")),
-        # After it: fetch_url could carry data out, so it needs approval like a write.
-        reply(tool_use("fetch_url", {"url": site.url("/json")}), tool_use("inspect_namespace", {})),
+        # After it: fetch_url to a new host could carry data out, so it needs approval like a write.
+        reply(tool_use("fetch_url", {"url": f"http://127.0.0.3:{site.port}/json"}), tool_use("inspect_namespace", {})),
         say("ok"),
     )
     shell_agent.ok("read it", approve="ask")

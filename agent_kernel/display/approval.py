@@ -7,11 +7,19 @@ result saying the user declined; *Always for this session* lets that tool run wi
 asking for the rest of the session. The policy (which calls need approval, what a
 refusal says) stays in :mod:`agent_kernel.approval`, which the dispatcher runs; this is
 only the person's side.
+
+For an agent-defined tool the card shows the tool's stored code. One that says it changes
+nothing (``writes: false``) but runs where nothing enforces that gets a fourth button,
+*Trust as read-only*: that version then runs without asking, in read-only turns too. A
+tool another session wrote after reading untrusted content asks first, in every mode,
+with where it came from: *Trust* (the person reviewed it: its taint is cleared and it
+runs) or *Skip*.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,6 +30,26 @@ BUTTONS = [
     {"id": "skip", "label": "Skip", "style": "danger"},
     {"id": "always", "label": "Always for this session"},
 ]
+READ_ONLY_BUTTON = {"id": "read_only", "label": "Trust as read-only"}
+TRUST_BUTTONS = [
+    {"id": "trust", "label": "Trust", "style": "primary"},
+    {"id": "skip", "label": "Skip", "style": "danger"},
+]
+
+
+@dataclass(frozen=True)
+class StoredCode:
+    """An agent-defined tool the card asks about: its stored code, and what it may offer.
+
+    ``origin``: where a tainted tool came from (its provenance label); the card then asks
+    the person to trust it. ``claims_read_only``: it declares it changes nothing and
+    nothing enforces that; the card offers *Trust as read-only*.
+    """
+
+    version: int
+    code: str
+    origin: str | None = None
+    claims_read_only: bool = False
 
 
 class CardApprover:
@@ -31,29 +59,72 @@ class CardApprover:
     :class:`~agent_kernel.display.waiting.Nobody` when no one can answer (or ``STOPPED``).
     """
 
-    async def __call__(self, name: str, tool_input: Any, context: TurnWaits) -> str | Nobody:
+    async def __call__(
+        self, name: str, tool_input: Any, context: TurnWaits, stored: StoredCode | None = None
+    ) -> str | Nobody:
         from .choice import ChoiceCard
         from .waiting import Pending
 
-        what, shown = describe(name, tool_input)
         web_read = list(getattr(context, "untrusted", ()))
-        text = f"The agent wants to {what}."
-        if web_read:
-            text += "\n\n" + web_warning(web_read)
-        card = ChoiceCard(
-            heading=f"Allow {name}?",
-            text=text,
-            code=shown,
+        if stored is not None and stored.origin is not None:
+            card = ChoiceCard(heading=f"Trust {name}?", **_trust_card(name, tool_input, stored))
+        else:
+            what, shown = describe(name, tool_input, stored)
+            text = f"The agent wants to {what}."
+            if stored is not None and stored.claims_read_only:
+                text += "\n\n" + read_only_note(name, stored.version)
+            if web_read:
+                text += "\n\n" + web_warning(web_read)
             # "Always" would not hold: after web content every writing call asks.
-            buttons=BUTTONS if not web_read else BUTTONS[:2],
-            done={
-                "run": "Approved: it ran.",
-                "skip": "Skipped: the agent was told you declined.",
-                "always": f"Approved, and {name} runs without asking for the rest of this session.",
-            },
-        )
+            buttons = BUTTONS if not web_read else BUTTONS[:2]
+            if stored is not None and stored.claims_read_only:
+                buttons = [*buttons, READ_ONLY_BUTTON]
+            card = ChoiceCard(
+                heading=f"Allow {name}?",
+                text=text,
+                code=shown,
+                buttons=buttons,
+                done={
+                    "run": "Approved: it ran.",
+                    "skip": "Skipped: the agent was told you declined.",
+                    "always": f"Approved, and {name} runs without asking for the rest of this session.",
+                    "read_only": f"Trusted as read-only: version {stored.version if stored else ''} of {name} runs without asking.",
+                },
+            )
         context.transcript.end_text()
         return await Pending(card, context).wait()
+
+
+def _trust_card(name: str, tool_input: Any, stored: StoredCode) -> dict[str, Any]:
+    """The card for a tool another session wrote after reading untrusted content."""
+    text = (
+        f"⚠ The agent's own tool {name} (version {stored.version}) was {stored.origin}. "
+        "Instructions hidden in that content may have shaped its code: read it before trusting it. "
+        f"Trust clears its mark and runs it now with this input: {_input_line(tool_input)}"
+    )
+    return {
+        "text": text,
+        "code": stored.code,
+        "buttons": TRUST_BUTTONS,
+        "done": {
+            "trust": f"Trusted: {name} is no longer marked, and it ran.",
+            "skip": "Skipped: the agent was told you declined.",
+        },
+    }
+
+
+def read_only_note(name: str, version: int) -> str:
+    """The card's line for a tool that says it changes nothing, unenforced."""
+    return (
+        f"{name} says it changes nothing, but it runs in your kernel where nothing holds it to that. "
+        f"Trust as read-only: version {version} then runs without asking, in read-only turns too "
+        "(a new version asks again)."
+    )
+
+
+def _input_line(tool_input: Any, limit: int = 300) -> str:
+    text = json.dumps(tool_input, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + " …"
 
 
 def web_warning(sources: list[str]) -> str:
@@ -66,8 +137,13 @@ def web_warning(sources: list[str]) -> str:
     )
 
 
-def describe(name: str, tool_input: Any) -> tuple[str, str]:
+def describe(name: str, tool_input: Any, stored: StoredCode | None = None) -> tuple[str, str]:
     """What the call would do, in words, and the text to show (code, SQL or input)."""
+    if stored is not None:
+        return (
+            f"call its own tool {name} (version {stored.version}, code below) with {_input_line(tool_input)}",
+            stored.code,
+        )
     if isinstance(tool_input, dict):
         if isinstance(tool_input.get("code"), str):
             where = "a fresh Python process" if tool_input.get("isolated") else "your kernel"

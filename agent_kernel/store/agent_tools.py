@@ -120,6 +120,16 @@ class AgentTools:
         row = self.con.execute("DELETE FROM agent_tools WHERE name = ? RETURNING name", [name]).fetchone()
         return row is not None
 
+    def trust_read_only(self, name: str, version: int) -> None:
+        """The person trusted ``version`` of ``name`` as read-only (only their card calls this)."""
+        self.con.execute(
+            "INSERT INTO agent_tool_grants (name, version) VALUES (?, ?) ON CONFLICT DO NOTHING", [name, version]
+        )
+
+    def trusted_read_only(self) -> set[tuple[str, int]]:
+        """Every (name, version) the person trusted as read-only."""
+        return {(name, version) for name, version in self.con.execute("SELECT name, version FROM agent_tool_grants").fetchall()}
+
 
 class Libraries:
     """``agent_libraries`` and ``agent_library_versions`` through one open connection."""

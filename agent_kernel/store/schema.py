@@ -337,6 +337,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE provenance IS 'Project table (read-only): which session and turn wrote each kept item (tool, library, skill, memory, notepad, prompt, table comment, job) and whether it had read untrusted content by then.';
         """,
     ),
+    # -- agent-defined tool versions the person trusted as read-only in the approval card ----
+    (
+        110,
+        """
+        CREATE TABLE IF NOT EXISTS agent_tool_grants (
+            name        VARCHAR NOT NULL,
+            version     INTEGER NOT NULL,
+            granted_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            PRIMARY KEY (name, version)
+        );
+        COMMENT ON TABLE agent_tool_grants IS 'Project table (read-only): agent-defined tool versions the user trusted as read-only in the approval card (offered in read-only turns and run without asking; a new version needs a new grant).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -370,8 +383,9 @@ PROTECTED_TABLES: set[str] = {
     "notepads",
     # recall of past sessions
     "session_summaries",
-    # who wrote what is kept
+    # who wrote what is kept, and the tool versions the person trusted as read-only
     "provenance",
+    "agent_tool_grants",
 }
 
 

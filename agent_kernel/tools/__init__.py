@@ -210,10 +210,18 @@ class Registry:
             return done(_describe_exception(name, exc), True)
         finally:
             _CONTEXT.reset(token)
+            _drop_tainted_libraries()
         return done(to_text(value), False, value)
 
 
 TURN_FRAMES.add(Registry.dispatch.__code__)
+
+
+def _drop_tainted_libraries() -> None:
+    """A tainted library the call loaded stays out of the import cache (see libraries.py)."""
+    from .. import libraries
+
+    libraries.drop_tainted()
 
 
 def tool(

@@ -16,12 +16,13 @@ import ast
 import keyword
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
 from ..errors import ToolInputError
 from ..store import agent_tools as stored
+from ..store import provenance
 from . import USER_TOOLS, Registry, Tool, current_context
 from .code import CODE_CHARS
 from .data import with_connection
@@ -35,6 +36,7 @@ Name = Annotated[str, Field(max_length=64, description="snake_case name")]
 Description = Annotated[str, Field(max_length=DESCRIPTION_CHARS)]
 Code = Annotated[str, Field(max_length=CODE_CHARS)]
 Version = Annotated[int, Field(ge=1)]
+T = TypeVar("T")
 
 
 async def create_tool(
@@ -67,9 +69,11 @@ async def create_tool(
         tools = stored.AgentTools(con)
         if tools.exists(name):
             raise ToolInputError(f"A tool named {name!r} exists; change it with update_tool.")
-        return tools.save(definition, context.session_id)
+        version = tools.save(definition, context.session_id)
+        provenance.record(con, "tool", name, context.provenance(), version=version)
+        return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     context.tools_changed = True
     return {"name": name, "version": version}
 
@@ -114,9 +118,11 @@ async def update_tool(
             writes if writes is not None else base.writes,
             current.enabled,
         )
-        return tools.save(changed, context.session_id)
+        version = tools.save(changed, context.session_id)
+        provenance.record(con, "tool", name, context.provenance(), version=version, inherit=True)
+        return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     context.tools_changed = True
     return {"name": name, "version": version}
 
@@ -204,14 +210,26 @@ TOOLS = [
 
 
 class StoredTool(Tool):
-    """An agent-defined tool: its definition from the store, run by :mod:`.stored_run`."""
+    """An agent-defined tool: its definition from the store, run by :mod:`.stored_run`.
 
-    def __init__(self, definition: stored.ToolVersion) -> None:
+    The model sets ``writes``, so it is a claim, not a permission: a tool counts as
+    read-only only when the sandbox enforces it (isolated, on a machine where isolation is
+    a sandbox: no network, environment, files or database; state writes refused) or when
+    the person trusted this very version as read-only (``trusted``, from the approval
+    card). Any other tool counts as writing, whatever it declares.
+    """
+
+    def __init__(self, definition: stored.ToolVersion, trusted: bool = False) -> None:
+        claims_read_only = definition.writes is False
+        enforced = claims_read_only and definition.isolated and _sandboxed()
         super().__init__(
-            _not_called, name=definition.name, group=GROUP, writes=definition.writes is not False,
+            _not_called, name=definition.name, group=GROUP, writes=not (enforced or (claims_read_only and trusted)),
             description=definition.description, input_schema=definition.parameter_schema,
         )  # fmt: skip
         self.stored = definition
+        self.trusted = trusted
+        # It says it changes nothing and nothing holds it to that: the card offers the grant.
+        self.claims_read_only = claims_read_only and self.writes is True
 
     def definition(self, settings: Any = None) -> dict[str, Any]:
         return {"name": self.name, "description": self.stored.description, "input_schema": self.stored.parameter_schema}
@@ -237,14 +255,25 @@ def sync(registry: Registry, con: Any) -> None:
     from .. import libraries
 
     _TAKEN.update(name for name, item in registry.tools.items() if not isinstance(item, StoredTool))
-    current = {t.name: t for t in stored.AgentTools(con).enabled()}
+    kept = stored.AgentTools(con)
+    current = {t.name: t for t in kept.enabled()}
+    trusted = kept.trusted_read_only()
     libraries.refresh(stored.Libraries(con).versions())
     for name, item in list(registry.tools.items()):
-        if isinstance(item, StoredTool) and (name not in current or current[name] != item.stored):
+        if isinstance(item, StoredTool) and (
+            name not in current or current[name] != item.stored or item.trusted != ((name, item.stored.version) in trusted)
+        ):
             registry.remove(name)
     for name, definition in current.items():
         if name not in registry.tools:
-            registry.add(StoredTool(definition))
+            registry.add(StoredTool(definition, trusted=(name, definition.version) in trusted))
+
+
+def _sandboxed() -> bool:
+    """Whether isolated code runs in the sandbox here (probed once per process)."""
+    from .isolation import isolation
+
+    return isolation().sandboxed
 
 
 # -- checks ---------------------------------------------------------------------------------
@@ -310,6 +339,23 @@ def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> 
     except fastjsonschema.JsonSchemaValueException as exc:
         where = exc.message.removeprefix("data.").removeprefix("data ")
         raise ToolInputError(f"Invalid input for {name}: {where}") from None
+
+
+def atomic(work: Callable[[Any], T]) -> Callable[[Any], T]:
+    """``work(con)`` in one transaction: a new version and its provenance row are kept
+    together or not at all (a version without its row would count as clean)."""
+
+    def run(con: Any) -> T:
+        con.execute("BEGIN")
+        try:
+            result = work(con)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+        return result
+
+    return run
 
 
 def kept_version(kept: Any, name: str, version: int | None, unknown: Callable[[], str]) -> Any:

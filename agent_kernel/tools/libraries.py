@@ -16,8 +16,9 @@ from pydantic import Field
 from .. import libraries
 from ..errors import ToolInputError
 from ..store import agent_tools as stored
+from ..store import provenance
 from . import Tool, current_context
-from .agent_tools import GROUP, NAME, Code, Description, Name, Version, kept_version
+from .agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, kept_version
 from .data import with_connection
 
 
@@ -37,9 +38,11 @@ async def create_library(name: Name, description: Description, code: Code) -> di
         found = stored.Libraries(con)
         if found.get(name) is not None:
             raise ToolInputError(f"A library named {name!r} exists; change it with update_library.")
-        return found.save(name, text, source, context.session_id)
+        version = found.save(name, text, source, context.session_id)
+        provenance.record(con, "library", name, context.provenance(), version=version)
+        return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     libraries.forget()
     return {"name": name, "version": version}
 
@@ -68,14 +71,16 @@ async def update_library(
         base = current
         if from_version is not None:
             base = kept_version(found, name, from_version, lambda: _unknown(found, name))
-        return found.save(
+        version = found.save(
             name,
             _text(description) if description is not None else base.description,
             _source(code) if code is not None else base.code,
             context.session_id,
         )
+        provenance.record(con, "library", name, context.provenance(), version=version, inherit=True)
+        return version
 
-    version = await with_connection(context.store, save)
+    version = await with_connection(context.store, atomic(save))
     libraries.forget()
     return {"name": name, "version": version}
 

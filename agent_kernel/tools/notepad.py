@@ -63,6 +63,6 @@ async def _with_notepad(action: Any) -> Any:
 
 TOOLS = [
     Tool(read_notepad, name="read_notepad", group="skills"),
-    Tool(write_notepad, name="write_notepad", group="skills"),
-    Tool(update_notepad, name="update_notepad", group="skills"),
+    Tool(write_notepad, name="write_notepad", group="skills", writes=True),
+    Tool(update_notepad, name="update_notepad", group="skills", writes=True),
 ]

@@ -179,6 +179,8 @@ class Libraries(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname == "agent_libs":
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         package, _, name = fullname.partition(".")
+        if package == "agent_libs" and name in spec["refused"]:
+            raise ImportError(spec["refused"][name], name=fullname)
         if package == "agent_libs" and name in spec["libraries"]:
             return importlib.machinery.ModuleSpec(fullname, self, origin="agent_libs/%s.py" % name)
     def create_module(self, module_spec): return None
@@ -216,16 +218,16 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
     from .isolation import isolation
 
     context = current_context()
-    libraries = await with_connection(
-        context.store, lambda con: {lib.name: lib.code for lib in stored.Libraries(con).list()}
-    )
+    libraries, refused = await with_connection(context.store, lambda con: _libraries_for(con, context))
     filename = f"<agent tool {definition.name} v{definition.version}>"
     where = isolation()
     with tempfile.TemporaryDirectory(prefix="agent-kernel-tool-") as tmp:
         workdir = os.path.realpath(tmp)
         spec_file = Path(workdir, "tool.json")
         spec_file.write_text(
-            json.dumps({"code": definition.code, "args": args, "libraries": libraries, "filename": filename}),
+            json.dumps(
+                {"code": definition.code, "args": args, "libraries": libraries, "refused": refused, "filename": filename}
+            ),
             encoding="utf-8",
         )
         command = where.command([sys.executable, "-I", "-c", _BOOTSTRAP, str(spec_file)], workdir)
@@ -259,6 +261,21 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
             message += f"\nIt printed:\n{outcome['stdout'][-OUTPUT_CHARS:]}"
         raise StoredToolError(message)
     return outcome.get("value")
+
+
+def _libraries_for(con: Any, context: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """The sources of the libraries this call may import, and why the others (tainted) may not."""
+    from .. import libraries
+    from ..store import provenance
+
+    found = {lib.name: lib.code for lib in stored.Libraries(con).list()}
+    refused = {}
+    for name, origin in provenance.latest(con, "library", list(found)).items():
+        refusal = libraries.tainted_refusal(name, origin, context) if origin.tainted else None
+        if refusal is not None:
+            refused[name] = refusal
+            del found[name]
+    return found, refused
 
 
 async def _converse(process: Any, state: KernelState) -> dict[str, Any]:

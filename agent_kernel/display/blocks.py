@@ -409,7 +409,8 @@ def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
     if re.match(r"^https?://", url, re.IGNORECASE):
         # A link the person clicks, never an <img>: opening the notebook fetches nothing.
         markup = safe.image_link(url, alt)
-        return {"text/html": safe.sanitize_html(markup), "text/plain": f"image: {alt} <{url}>" if alt else f"image: <{url}>"}
+        plain = f"image: {alt} <{url}>" if alt else f"image: <{url}>"
+        return {"text/html": safe.sanitize_html(markup), "text/plain": plain}
     if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.IGNORECASE) and not re.match(r"^[a-z]:[\\/]", url, re.IGNORECASE):
         raise ToolInputError(
             f"image url: only http(s) URLs, data:image/...;base64 URLs and file paths are shown; got {url[:40]!r}."

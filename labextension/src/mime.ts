@@ -64,7 +64,12 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     const box = el('div', { className: 'ak-turn-text agent-kernel-markdown jp-RenderedHTMLCommon' });
     if (typeof html === 'string') {
       // Parsed inert and rewritten before it joins the page: a remote image is a link.
-      box.append(htmlWithoutFetches(this.options.sanitizer.sanitize(html)));
+      const content = htmlWithoutFetches(this.options.sanitizer.sanitize(html));
+      for (const link of Array.from(content.querySelectorAll('a[href]'))) {
+        link.setAttribute('target', '_blank'); // a click opens a tab; the notebook stays
+        link.setAttribute('rel', 'noopener noreferrer');
+      }
+      box.append(content);
     } else {
       box.textContent = text;
     }

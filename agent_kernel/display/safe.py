@@ -116,9 +116,22 @@ def _image_as_link(renderer: Any, tokens: list[Any], idx: int, options: Any, env
     token = tokens[idx]
     url = token.attrGet("src") or ""
     alt = renderer.renderInlineAsText(token.children or [], options, env)
-    inside_link = sum(t.nesting for t in tokens[:idx] if t.type in ("link_open", "link_close")) > 0
+    inside_link = _link_depths(tokens, env)[idx] > 0
     remote = not url.lower().startswith("data:")
     return image_link(url, alt, title=token.attrGet("title") or "", linked=remote and not inside_link)
+
+
+def _link_depths(tokens: list[Any], env: Any) -> list[int]:
+    """How many links each inline token is inside, computed once per token list (a long
+    answer can hold thousands of images)."""
+    known = env.setdefault("agent_kernel_link_depths", {})
+    if id(tokens) not in known:
+        depth, depths = 0, []
+        for token in tokens:
+            depths.append(depth)
+            depth += token.nesting if token.type in ("link_open", "link_close") else 0
+        known[id(tokens)] = depths
+    return known[id(tokens)]
 
 
 def sanitize_html(markup: str) -> str:

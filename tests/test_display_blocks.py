@@ -65,7 +65,10 @@ def test_image_paths_stay_inside_the_working_directory(tmp_path):
     with pytest.raises(ToolInputError, match="does not exist"):
         B.image_bundle({"url": "missing.png"}, tmp_path)
     url = B.image_bundle({"url": "https://example.org/a.png", "alt": "<b>"}, tmp_path)
-    assert url["text/html"] == '<img src="https://example.org/a.png" alt="&lt;b&gt;">'
+    assert url["text/html"] == (
+        '<a class="agent-kernel-image-link" href="https://example.org/a.png" title="https://example.org/a.png" '
+        'rel="noopener noreferrer">🖼 image: &lt;b&gt; (example.org/a.png)</a>'
+    )  # a link: the browser fetches the image only when the person opens it
 
 
 def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_model, agent_db, tmp_path):

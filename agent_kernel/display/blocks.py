@@ -392,7 +392,7 @@ def json_bundle(block: dict[str, Any]) -> Bundle:
 
 
 def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
-    """An image from a URL (the browser fetches it) or from a file in ``cwd`` (embedded)."""
+    """An image from a file in ``cwd`` or a data: URL (embedded), or a link to an http(s) image."""
     url, alt = block["url"].strip(), safe.clean_text(block.get("alt") or "")
     if safe.clean_text(url) != url:
         raise ToolInputError("image url contains control characters; give a plain URL or path.")
@@ -407,8 +407,10 @@ def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
             return {mime: raw.decode("utf-8", "replace"), "text/plain": alt or "image"}
         return {mime: base64.b64encode(raw).decode("ascii"), "text/plain": alt or "image"}
     if re.match(r"^https?://", url, re.IGNORECASE):
-        markup = f'<img src="{html.escape(url, quote=True)}" alt="{html.escape(alt, quote=True)}" style="max-width:100%">'
-        return {"text/html": safe.sanitize_html(markup), "text/plain": alt or url}
+        # A link the person clicks, never an <img>: opening the notebook fetches nothing.
+        markup = safe.image_link(url, alt)
+        plain = f"image: {alt} <{url}>" if alt else f"image: <{url}>"
+        return {"text/html": safe.sanitize_html(markup), "text/plain": plain}
     if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.IGNORECASE) and not re.match(r"^[a-z]:[\\/]", url, re.IGNORECASE):
         raise ToolInputError(
             f"image url: only http(s) URLs, data:image/...;base64 URLs and file paths are shown; got {url[:40]!r}."

@@ -8,6 +8,13 @@ ammonia (``nh3``) with a short allow-list: no scripts, event handlers, styles, f
 forms, or URLs other than http(s) and mailto. The project's own markup is built with
 :func:`html.escape` around every value that came from the model.
 
+Nothing the model writes makes the browser fetch anything by itself: an image in its
+Markdown becomes a link to the image (the person clicks to open it), and the allow-list
+has no element that loads a resource (no ``img``, ``video``, ``audio``, ``source``,
+``link``, frames, ``srcset``, ``poster``, ``background``, ``ping`` or styles with URLs).
+A remote image would be fetched each time the notebook is opened, with whatever the
+model put in its URL (a key in the query string), to a host the model chose.
+
 :func:`clean_text` removes what makes renderers fail: control characters (vl-convert's
 SVG step aborts the whole process on them), XML non-characters and lone surrogates.
 """
@@ -20,14 +27,14 @@ from typing import Any
 
 Bundle = dict[str, Any]
 
-# What Markdown can produce, and nothing that runs, loads frames, or overlays the page.
+# What Markdown can produce (images as links), and nothing that runs, loads a resource,
+# or overlays the page.
 ALLOWED_TAGS = {
     "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "del", "s", "code",
-    "pre", "blockquote", "ul", "ol", "li", "a", "img", "table", "thead", "tbody", "tr", "th", "td",
+    "pre", "blockquote", "ul", "ol", "li", "a", "span", "table", "thead", "tbody", "tr", "th", "td",
 }
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
-    "img": {"src", "alt", "title"},
     "ol": {"start"},
     "th": {"style"},
     "td": {"style"},
@@ -68,7 +75,63 @@ def _markdown() -> Any:
 
     # html=False: raw HTML in the source is shown as text. markdown-it's link check also
     # refuses javascript:, vbscript:, file: and non-image data: URLs.
-    return MarkdownIt("commonmark", {"html": False, "breaks": False}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False, "breaks": False}).enable(["table", "strikethrough"])
+    md.add_render_rule("image", _image_as_link)
+    return md
+
+
+IMAGE_LINK_CLASS = "agent-kernel-image-link"
+_SHOWN_URL_CHARS = 80
+
+
+def image_link(url: str, alt: str, *, title: str = "", linked: bool = True) -> str:
+    """An image as a link the person clicks to open it: "🖼 image: alt (host/path)".
+
+    ``linked=False`` (an image inside a link, or a URL that is not fetched over the web)
+    gives the label alone. Every value is escaped here; the caller sanitises the result.
+    """
+    import html
+
+    shown = shown_url(url)
+    words = f"🖼 image: {alt} ({shown})" if alt else f"🖼 image: {shown}"
+    label = html.escape(words)
+    if not linked:
+        return f'<span class="{IMAGE_LINK_CLASS}">{label}</span>'
+    hint = html.escape(f"{title} · {url}" if title else url, quote=True)
+    return f'<a class="{IMAGE_LINK_CLASS}" href="{html.escape(url, quote=True)}" title="{hint}">{label}</a>'
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its scheme and query, clipped: where an image link goes, readably."""
+    if url.lower().startswith("data:"):
+        return "embedded data"
+    without_scheme = re.sub(r"^[a-z][a-z0-9+.-]*:(?=//)", "", url, flags=re.IGNORECASE).lstrip("/")
+    base = re.split(r"[?#]", without_scheme, maxsplit=1)[0]
+    return base if len(base) <= _SHOWN_URL_CHARS else base[: _SHOWN_URL_CHARS - 1] + "…"
+
+
+def _image_as_link(renderer: Any, tokens: list[Any], idx: int, options: Any, env: Any) -> str:
+    """markdown-it's rule for ``![alt](url)`` (inline and reference style): a link, not an
+    ``<img>``, so opening the output fetches nothing."""
+    token = tokens[idx]
+    url = token.attrGet("src") or ""
+    alt = renderer.renderInlineAsText(token.children or [], options, env)
+    inside_link = _link_depths(tokens, env)[idx] > 0
+    remote = not url.lower().startswith("data:")
+    return image_link(url, alt, title=token.attrGet("title") or "", linked=remote and not inside_link)
+
+
+def _link_depths(tokens: list[Any], env: Any) -> list[int]:
+    """How many links each inline token is inside, computed once per token list (a long
+    answer can hold thousands of images)."""
+    known = env.setdefault("agent_kernel_link_depths", {})
+    if id(tokens) not in known:
+        depth, depths = 0, []
+        for token in tokens:
+            depths.append(depth)
+            depth += token.nesting if token.type in ("link_open", "link_close") else 0
+        known[id(tokens)] = depths
+    return known[id(tokens)]
 
 
 def sanitize_html(markup: str) -> str:
@@ -80,6 +143,7 @@ def sanitize_html(markup: str) -> str:
         tags=ALLOWED_TAGS,
         attributes=ALLOWED_ATTRIBUTES,
         url_schemes=URL_SCHEMES,
+        allowed_classes={"a": {IMAGE_LINK_CLASS}, "span": {IMAGE_LINK_CLASS}},
         filter_style_properties=STYLE_PROPERTIES,
         strip_comments=True,
         link_rel="noopener noreferrer",

@@ -24,6 +24,7 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, Unicode
 
 from .handlers import handlers
+from .provenance import handlers as provenance_handlers
 
 
 class ServerState:
@@ -121,7 +122,7 @@ class AgentKernelServer(ExtensionApp):
         self.settings.update({"agent_kernel_state": self.state})
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers())
+        self.handlers.extend(handlers() + provenance_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         if self.scheduler:

@@ -75,6 +75,18 @@ export interface IStats {
   per_day: { day: string; code_runs: number; failures: number; cost: number | null }[];
 }
 
+/** A kept item whose latest write came from a turn that had read untrusted content. */
+export interface ITainted {
+  kind: string;
+  name: string;
+  version: number | null;
+  session_id: string | null;
+  session: string | null;
+  turn: number | null;
+  sources: string[];
+  created_at: string | null;
+}
+
 export interface INewJob {
   name?: string;
   notebook: string;
@@ -153,5 +165,11 @@ export const api = {
       method: 'POST',
       body: JSON.stringify({ action: 'open' })
     }),
-  stats: (days = 14) => request<IStats>(`stats?days=${days}`)
+  stats: (days = 14) => request<IStats>(`stats?days=${days}`),
+  tainted: () => request<{ items: ITainted[]; total: number }>('tainted'),
+  clearTainted: (kind: string, name: string) =>
+    request<{ cleared: number }>('tainted/clear', {
+      method: 'POST',
+      body: JSON.stringify({ kind, name })
+    })
 };

@@ -4,14 +4,15 @@
  *
  * The model's text arrives as HTML the kernel made from its Markdown (raw HTML off, an
  * allow-list sanitiser); it goes through JupyterLab's HTML sanitiser again here, and
- * without it the plain text is shown. Everything else is set as text. The factory is
+ * without it the plain text is shown; nothing in it loads by itself (an image is a link
+ * to it, see `htmlWithoutFetches`). Everything else is set as text. The factory is
  * marked safe, so a notebook that is not trusted renders it the same way. The elements
  * keep the class names of the kernel's HTML (agent-kernel-tool, -markdown, -muted, ...).
  */
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
-import { el } from './dom';
+import { el, htmlWithoutFetches } from './dom';
 
 export const MIME_TYPE = 'application/vnd.agent-kernel.turn+json';
 
@@ -62,7 +63,13 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
   private renderText(text: string, html: string | undefined): void {
     const box = el('div', { className: 'ak-turn-text agent-kernel-markdown jp-RenderedHTMLCommon' });
     if (typeof html === 'string') {
-      box.innerHTML = this.options.sanitizer.sanitize(html);
+      // Parsed inert and rewritten before it joins the page: a remote image is a link.
+      const content = htmlWithoutFetches(this.options.sanitizer.sanitize(html));
+      for (const link of Array.from(content.querySelectorAll('a[href]'))) {
+        link.setAttribute('target', '_blank'); // a click opens a tab; the notebook stays
+        link.setAttribute('rel', 'noopener noreferrer');
+      }
+      box.append(content);
     } else {
       box.textContent = text;
     }

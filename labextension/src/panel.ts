@@ -1,5 +1,6 @@
 /**
- * The Agent panel (left sidebar): sessions, scheduled jobs, recent runs, stats.
+ * The Agent panel (left sidebar): sessions, items kept after untrusted content, scheduled
+ * jobs, recent runs, stats.
  *
  * It refreshes every POLL_MS while it is visible and the browser tab is shown, and
  * at once after an action; hidden, it asks nothing of the server.
@@ -10,7 +11,7 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { api, IJob, IRun, ISession, IStats, ISchedulerStatus } from './api';
+import { api, IJob, IRun, ISession, IStats, ISchedulerStatus, ITainted } from './api';
 import { duration, el, local, money, relative } from './dom';
 
 export const POLL_MS = 10_000;
@@ -31,6 +32,7 @@ export class AgentPanel extends Widget {
       ),
       this.errorNode,
       this.sessionsNode,
+      this.taintedNode,
       this.jobsNode,
       this.runsNode,
       this.statsNode
@@ -53,14 +55,16 @@ export class AgentPanel extends Widget {
   async refresh(): Promise<void> {
     const notebook = this.notebooks?.currentWidget?.context.path;
     try {
-      const [sessions, jobs, runs, stats] = await Promise.all([
+      const [sessions, tainted, jobs, runs, stats] = await Promise.all([
         api.sessions(this.allSessions ? undefined : notebook),
+        api.tainted(),
         api.jobs(),
         api.runs(),
         api.stats()
       ]);
       this.errorNode.textContent = '';
       this.drawSessions(sessions.sessions, notebook);
+      this.drawTainted(tainted.items, tainted.total);
       this.drawJobs(jobs.jobs, jobs.scheduler);
       this.drawRuns(runs.runs);
       this.drawStats(stats);
@@ -148,6 +152,35 @@ export class AgentPanel extends Widget {
           notebook && !this.allSessions ? 'No agent session in this notebook yet: run an %agent cell.' : 'No agent sessions yet.');
     this.sessionsNode.replaceChildren(
       el('h3', {}, 'Sessions ', toggle), list, empty ?? ''
+    );
+  }
+
+  // -- kept after untrusted content -------------------------------------------------------
+
+  /** What the agent kept after reading untrusted content: later turns see it as data and
+   * its code asks before it runs, until the person reviews it and clears it here. */
+  private drawTainted(items: ITainted[], total: number): void {
+    const rows = items.map(item => {
+      const from = item.session ?? (item.session_id ? item.session_id.slice(0, 8) : 'unknown session');
+      const sources = item.sources.length ? `after ${item.sources.slice(0, 2).join(', ')}${item.sources.length > 2 ? ` and ${item.sources.length - 2} more` : ''}` : '';
+      return el('li', { className: 'ak-tainted', 'data-kind': item.kind, 'data-name': item.name },
+        el('div', { className: 'ak-row' },
+          el('span', { className: 'ak-status ak-status-tainted' }, item.kind),
+          el('strong', { title: item.name }, item.name),
+          el('span', { className: 'ak-muted', title: local(item.created_at) }, relative(item.created_at))
+        ),
+        el('div', { className: 'ak-row ak-muted', title: item.sources.join('\n') },
+          `${from}${item.turn !== null ? `, turn ${item.turn}` : ''}${sources ? ` · ${sources}` : ''}`),
+        el('div', { className: 'ak-actions' },
+          this.button('Clear', () => api.clearTainted(item.kind, item.name)))
+      );
+    });
+    const more = total > items.length ? el('p', { className: 'ak-muted' }, `and ${total - items.length} more`) : '';
+    this.taintedNode.replaceChildren(
+      el('h3', { title: 'Written by a turn that had read web pages, fetched files or MCP results: later turns see it as data, and its code asks before it runs. Clear an item once you have reviewed it.' },
+        'Kept after untrusted content'),
+      rows.length ? el('ul', { className: 'ak-list' }, ...rows) : el('p', { className: 'ak-muted' }, 'Nothing: everything kept was written before any untrusted content.'),
+      more
     );
   }
 
@@ -259,6 +292,7 @@ export class AgentPanel extends Widget {
   private timer: number | null = null;
   private errorNode = el('p', { className: 'ak-error' });
   private sessionsNode = el('section', { className: 'ak-section ak-sessions' });
+  private taintedNode = el('section', { className: 'ak-section ak-tainted-items' });
   private jobsNode = el('section', { className: 'ak-section ak-jobs' });
   private runsNode = el('section', { className: 'ak-section ak-runs' });
   private statsNode = el('section', { className: 'ak-section ak-stats' });

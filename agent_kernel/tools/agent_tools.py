@@ -23,6 +23,7 @@ from pydantic import Field
 from ..errors import ToolInputError
 from ..store import agent_tools as stored
 from ..store import provenance
+from ..untrusted import mark_untrusted
 from . import USER_TOOLS, Registry, Tool, current_context
 from .code import CODE_CHARS
 from .data import with_connection
@@ -219,7 +220,7 @@ class StoredTool(Tool):
     card). Any other tool counts as writing, whatever it declares.
     """
 
-    def __init__(self, definition: stored.ToolVersion, trusted: bool = False) -> None:
+    def __init__(self, definition: stored.ToolVersion, trusted: bool = False, tainted_by: str = "") -> None:
         claims_read_only = definition.writes is False
         enforced = claims_read_only and definition.isolated and _sandboxed()
         super().__init__(
@@ -228,11 +229,17 @@ class StoredTool(Tool):
         )  # fmt: skip
         self.stored = definition
         self.trusted = trusted
+        # Its provenance label when its current version was written after untrusted content:
+        # its description is then offered as data inside the untrusted envelope.
+        self.tainted_by = tainted_by
         # It says it changes nothing and nothing holds it to that: the card offers the grant.
         self.claims_read_only = claims_read_only and self.writes is True
 
     def definition(self, settings: Any = None) -> dict[str, Any]:
-        return {"name": self.name, "description": self.stored.description, "input_schema": self.stored.parameter_schema}
+        description = self.stored.description
+        if self.tainted_by:
+            description = mark_untrusted(description, f"tool {self.name}, {self.tainted_by}")
+        return {"name": self.name, "description": description, "input_schema": self.stored.parameter_schema}
 
     async def call(self, tool_input: object) -> Any:
         from .stored_run import run_stored_tool
@@ -258,15 +265,18 @@ def sync(registry: Registry, con: Any) -> None:
     kept = stored.AgentTools(con)
     current = {t.name: t for t in kept.enabled()}
     trusted = kept.trusted_read_only()
+    written = provenance.latest(con, "tool", list(current))
+    tainted_by = {name: r.provenance().label() for name, r in written.items() if r.tainted}
     libraries.refresh(stored.Libraries(con).versions())
     for name, item in list(registry.tools.items()):
         if isinstance(item, StoredTool) and (
             name not in current or current[name] != item.stored or item.trusted != ((name, item.stored.version) in trusted)
+            or item.tainted_by != tainted_by.get(name, "")
         ):
             registry.remove(name)
     for name, definition in current.items():
         if name not in registry.tools:
-            registry.add(StoredTool(definition, trusted=(name, definition.version) in trusted))
+            registry.add(StoredTool(definition, trusted=(name, definition.version) in trusted, tainted_by=tainted_by.get(name, "")))
 
 
 def _sandboxed() -> bool:

@@ -198,7 +198,7 @@ def web_note(sources: list[str]) -> str:
     if not sources:
         return ""
     return (
-        f" Web content was read in this turn ({describe_sources(sources)}); after that, writing "
+        f" Untrusted content (web, MCP, kept text) was read in this turn ({describe_sources(sources)}); after that, writing "
         "tools, and fetch_url to a host not yet fetched in this turn, need the user's approval each time."
     )
 

@@ -117,10 +117,10 @@ def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_m
     assert len(cards) == 2  # "Always" was given, yet the call after the search asked
     first, second = (c.state for c in cards)
     assert "Web content" not in first["text"]
-    assert second["text"].startswith("The agent wants to run this code in your kernel.\n\n⚠ Web content was read in this turn (web_search pandas pivot).")
+    assert second["text"].startswith("The agent wants to run this code in your kernel.\n\n⚠ Untrusted content (web, MCP, kept text) was read in this turn (web_search pandas pivot).")
     assert [b["id"] for b in second["buttons"]] == ["run", "skip"]  # no "Always" after web content
     assert kernel.value("kept") == 2
-    assert any("⚠ Web content was read in this turn" in t for t in result.final_texts())
+    assert any("⚠ Untrusted content (web, MCP, kept text) was read in this turn" in t for t in result.final_texts())
 
     # A turn without web content: "Always for this session" holds again.
     scripted_model.add(call("run_code", code="kept += 1"), say("done"))

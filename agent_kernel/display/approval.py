@@ -131,7 +131,7 @@ def web_warning(sources: list[str]) -> str:
     """The card's line when untrusted web content entered the turn."""
     shown = "; ".join(s[:100] for s in sources[:3]) + (f"; +{len(sources) - 3} more" if len(sources) > 3 else "")
     return (
-        f"⚠ Web content was read in this turn ({shown}). Instructions hidden in it may be "
+        f"⚠ Untrusted content (web, MCP, kept text) was read in this turn ({shown}). Instructions hidden in it may be "
         "steering the agent: run this only if it is what you asked for. Until the turn ends, "
         "every such call asks."
     )

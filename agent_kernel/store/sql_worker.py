@@ -93,7 +93,16 @@ def run(
     frames: Mapping[str, Any],
     into: bool,
 ) -> SqlResult:
-    """Run the call in a worker process, within ``sql_run.limits``; refusals raise."""
+    """Run the call in a worker process, within ``sql_run.limits``; refusals raise.
+
+    A call that may write gets the frames it names redacted (their text and column names
+    lose every known secret), since what DuckDB reads from a frame never passes through a
+    statement's parameters on its way into the file.
+    """
+    if not sql_run.read_only and frames:
+        from ..secrets import redact_frame
+
+        frames = {name: redact_frame(frame) for name, frame in frames.items()}
     request = (str(sql_run.store.path), sql_run.limits, sql_run.read_only, list(statements), params, dict(frames), into)
     try:
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)

@@ -40,7 +40,7 @@ _ANYWHERE = re.compile(
     r"(?:^|_)(?:SIGNING|ENCRYPTION|MASTER|ACCOUNT|SERVICE|ACCESS)_KEY(?:$|_)"
 )
 # ... or as the name's last word (``GITHUB_TOKEN``, ``DB_PASS``, ``SENTRY_DSN``).
-_LAST_WORD = {"TOKEN", "TOKENS", "PASS", "PWD", "DSN", "AUTH"}
+_LAST_WORD = {"TOKEN", "PASS", "PWD", "DSN", "AUTH"}
 # Last words naming a setting about a credential, not the credential.
 _SETTING_WORDS = {
     "LIMIT", "LIMITS", "COUNT", "SIZE", "LENGTH", "LEN", "MAX", "MIN", "FILE", "PATH", "DIR",
@@ -141,7 +141,8 @@ _KEY_BLOCK_TAIL = r"[\s\S]*?(?:-----END[^\n]*?-----|Private-MAC:[^\n]*|\Z)"
 class _Format:
     kind: str
     pattern: re.Pattern[str]
-    anchors: tuple[bytes, ...]  # folded; one of them is in the folded text where it matches
+    anchors: tuple[str, ...]  # one of them is in the text where it matches (lower case if
+    folded: bool  # the pattern ignores case, and then looked for in the lower-cased text)
 
 
 # Characters of a token (a key, a URL with its password) and the shortest credential token:
@@ -154,27 +155,36 @@ _LONG_RUN = b"\x01" * MIN_TOKEN
 _RUN = re.compile(rb"\x01{%d,}" % MIN_TOKEN)
 # Text either side of a run a format may need (a private key's header, "aws_secret = '").
 MARGIN = 64
+MAX_RUNS = 512
 
 
 class CredentialFormats:
     """Redacts text in a credential's format as ``[secret <kind>]``."""
 
     def __init__(self, formats: Iterable[tuple[str, re.Pattern[str]]]) -> None:
-        from .redaction import fold
-
-        self._fold = fold
         self.formats = []
         for kind, pattern in formats:
             anchors = _anchors(pattern)
             if anchors:
-                self.formats.append(_Format(kind, pattern, tuple(sorted({fold(a) for a in anchors}))))
+                folded = bool(pattern.flags & re.IGNORECASE)
+                anchors = {a.lower() for a in anchors} if folded else anchors
+                shared = _shared(anchors)
+                anchors = {shared} if len(shared) >= 2 else anchors
+                self.formats.append(_Format(kind, pattern, tuple(sorted(anchors)), folded))
 
     def __len__(self) -> int:
         return len(self.formats)
 
-    def present(self, folded: bytes) -> list[_Format]:
-        """The formats that may match a text whose :func:`~agent_kernel.redaction.fold` is ``folded``."""
-        return [f for f in self.formats if any(a in folded for a in f.anchors)]
+    def present(self, text: str) -> list[_Format]:
+        """The formats that may match ``text``: one anchor is in it, or, for a format with
+        several anchors, its pattern matches (one search costs less than a search for each)."""
+        lowered = text.lower() if any(f.folded for f in self.formats) else text
+        found = []
+        for f in self.formats:
+            seen = lowered if f.folded else text
+            if f.anchors[0] in seen if len(f.anchors) == 1 else f.pattern.search(text):
+                found.append(f)
+        return found
 
     def redact(self, text: str) -> str:
         """``text`` with every credential in a known format replaced (``text`` itself if none)."""
@@ -184,7 +194,7 @@ class CredentialFormats:
             return text
         windows = _windows(tokens, len(text))
         pieces = [text[start:end] for start, end in windows]
-        present = self.present(self._fold("\n".join(pieces)))
+        present = self.present("\n".join(pieces))
         if not present:
             return text
         parts: list[str] = []
@@ -200,9 +210,12 @@ class CredentialFormats:
 
 
 def _windows(tokens: bytes, size: int) -> list[tuple[int, int]]:
-    """The spans around the long token runs, overlapping ones merged."""
+    """The spans around the long token runs, overlapping ones merged (the whole text when
+    there are many: looking at it whole is then cheaper than cutting it up)."""
     windows: list[tuple[int, int]] = []
-    for run in _RUN.finditer(tokens):
+    for count, run in enumerate(_RUN.finditer(tokens)):
+        if count >= MAX_RUNS:
+            return [(0, size)]
         start, end = max(0, run.start() - MARGIN), min(size, run.end() + MARGIN)
         if windows and start <= windows[-1][1]:
             windows[-1] = (windows[-1][0], end)
@@ -254,31 +267,73 @@ def _anchors(pattern: re.Pattern[str]) -> set[str] | None:
     return _required(list(parsed), _constants)
 
 
+def _shared(texts: set[str]) -> str:
+    """The longest text all of ``texts`` contain (one search for it is cheaper than one each)."""
+    shortest = min(texts, key=len)
+    for size in range(len(shortest), 0, -1):
+        for start in range(len(shortest) - size + 1):
+            piece = shortest[start : start + size]
+            if all(piece in t for t in texts):
+                return piece
+    return ""
+
+
 def _required(items: list[Any], c: Any) -> set[str] | None:
-    """The best set of alternative literals a sequence of parsed regex items requires."""
+    """The best set of alternative texts a sequence of parsed regex items requires.
+
+    Consecutive required pieces are joined (``A`` then ``3T|BIA|KIA`` gives ``A3T``,
+    ``ABIA``, ``AKIA``) while the set stays small: longer anchors are rarer in text.
+    """
     candidates: list[set[str]] = []
-    run: list[str] = []
+    current: set[str] | None = None
     for op, arg in items:
-        if op is c.LITERAL:
-            run.append(chr(arg))
-            continue
-        if run:
-            candidates.append({"".join(run)})
-            run = []
-        if op is c.SUBPATTERN:
-            found = _required(list(arg[-1]), c)
-        elif op is c.BRANCH:
-            alternatives = [_required(list(a), c) for a in arg[1]]
-            found = set().union(*alternatives) if all(alternatives) else None  # type: ignore[arg-type]
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and arg[0] >= 1:
-            found = _required(list(arg[2]), c)
+        piece = _piece(op, arg, c)
+        if piece is None:
+            if current:
+                candidates.append(current)
+            current = None
+        elif current and len(current) * len(piece) <= 16:
+            current = {a + b for a in current for b in piece}
         else:
-            found = None
-        if found:
-            candidates.append(found)
-    if run:
-        candidates.append({"".join(run)})
+            if current:
+                candidates.append(current)
+            current = piece
+        if op in (c.MAX_REPEAT, c.MIN_REPEAT) and current is not None:
+            candidates.append(current)  # what a repeat requires cannot be joined to what follows
+            current = None
+    if current:
+        candidates.append(current)
     candidates = [s for s in candidates if min(map(len, s)) >= 2]
     if not candidates:
         return None
     return max(candidates, key=lambda s: (min(map(len, s)), -len(s)))
+
+
+def _piece(op: Any, arg: Any, c: Any) -> set[str] | None:
+    """The texts one parsed item requires (one of), else ``None``."""
+    if op is c.LITERAL:
+        return {chr(arg)}
+    if op is c.IN and len(arg) <= 6 and all(o is c.LITERAL for o, _ in arg):
+        return {chr(a) for _, a in arg}
+    if op is c.SUBPATTERN:
+        return _whole(list(arg[-1]), c)
+    if op is c.BRANCH:
+        alternatives = [_whole(list(a), c) for a in arg[1]]
+        if all(alternatives) and sum(map(len, alternatives)) <= 16:  # type: ignore[arg-type]
+            return set().union(*alternatives)  # type: ignore[arg-type]
+        return None
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT) and arg[0] >= 1:
+        return _required(list(arg[2]), c)
+    return None
+
+
+def _whole(items: list[Any], c: Any) -> set[str] | None:
+    """The texts a sequence matches when it is all literal pieces (a group, a branch), else
+    the best texts it requires."""
+    joined: set[str] = {""}
+    for op, arg in items:
+        piece = _piece(op, arg, c)
+        if piece is None or op in (c.MAX_REPEAT, c.MIN_REPEAT) or len(joined) * len(piece) > 16:
+            return _required(items, c)
+        joined = {a + b for a in joined for b in piece}
+    return joined if joined != {""} else None

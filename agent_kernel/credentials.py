@@ -48,6 +48,8 @@ _SETTING_WORDS = {
     "ID", "TYPE", "MODE", "ENABLED", "DISABLED", "VERSION", "TTL", "TIMEOUT", "EXPIRY",
     "EXPIRES", "PROVIDER", "METHOD", "HEADER", "FORMAT", "ALGORITHM", "ARN",
 }  # fmt: skip
+# This package's own settings (AGENT_KERNEL_SECRET_ENV lists names, not values).
+_OWN_SETTINGS = "AGENT_KERNEL_"
 _NOT_SECRET_VALUES = {"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled"}
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
 _PATH = re.compile(r"(?:/|~|\.\.?/|[A-Za-z]:\\)")
@@ -58,7 +60,7 @@ def is_credential_name(name: str) -> bool:
     """Whether an environment variable's name says it holds a credential."""
     upper = name.upper()
     words = upper.split("_")
-    if words[-1] in _SETTING_WORDS or upper in ("PWD", "OLDPWD"):
+    if words[-1] in _SETTING_WORDS or upper in ("PWD", "OLDPWD") or upper.startswith(_OWN_SETTINGS):
         return False
     return bool(_ANYWHERE.search(upper)) or (len(words) > 1 and words[-1] in _LAST_WORD) or upper == "TOKEN"
 

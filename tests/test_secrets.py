@@ -12,7 +12,9 @@ from agent_kernel.testing import call, say
 from . import leaks
 
 
-def test_redaction_longest_first_and_short_values_left_alone():
+def test_redaction_longest_first_and_short_values_left_alone(monkeypatch):
+    for name in ("AK_TEST_TOKEN", "AK_TEST_TOKEN_LONG", "AK_TEST_PIN"):
+        monkeypatch.setenv(name, "")  # so the values set below leave with the test
     secrets = Secrets()
     secrets.set("AK_TEST_TOKEN", "tok-123456")
     secrets.set("AK_TEST_TOKEN_LONG", "tok-123456-extra")

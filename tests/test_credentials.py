@@ -129,3 +129,12 @@ def test_every_kept_detect_secrets_pattern_is_used():
     assert len(kept) >= 12
     expected = sum(len(p.denylist) for p in kept) + len(EXTRA_FORMATS)
     assert len(credential_formats()) == expected  # each has an anchor: none runs on every text
+
+
+def test_a_credential_among_many_long_tokens_is_found():
+    github = FORMATTED["github"][0]
+    lines = [f"/data/exports/run-{i:06d}/part-{i:016x}.parquet" for i in range(2_000)]
+    lines.insert(1_500, f"token {github} here")
+    out = credential_formats().redact("\n".join(lines))
+    assert "token [secret GitHub Token] here" in out and github not in out
+    assert out.count("\n") == 2_000

@@ -134,7 +134,8 @@ def scrub(value: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
 
 def redact_frame(frame: Any) -> Any:
     """``frame`` (pandas, or pyarrow/polars made pandas) with its column names and text
-    cells redacted; ``frame`` itself when it holds no secret.
+    cells (also text inside list and dict cells) redacted; ``frame`` itself when it holds
+    no secret.
 
     For a write of kernel frames into the store (``CREATE TABLE ai_x AS SELECT * FROM df``):
     the values DuckDB reads from a frame do not pass through a statement's parameters.
@@ -148,21 +149,40 @@ def redact_frame(frame: Any) -> Any:
         frame = frame.to_pandas()
     names = [str(c) for c in frame.columns]
     renamed = strings.texts(names)
-    changed: dict[Any, list[Any]] = {}
+    changed: dict[Any, pd.Series] = {}
     for column in frame.columns:
         values = frame[column]
-        if values.dtype != object and not isinstance(values.dtype, pd.StringDtype):
+        kind = values.dtype
+        if not (kind == object or isinstance(kind, (pd.StringDtype, pd.CategoricalDtype))):
             continue
         cells = values.tolist()
-        texts = [v for v in cells if isinstance(v, str)]
-        redacted = strings.texts([clean_text(v) for v in texts])
-        if any(a is not b for a, b in zip(texts, redacted)):
-            found = iter(redacted)
-            changed[column] = [next(found) if isinstance(v, str) else v for v in cells]
+        redacted = _redacted_cells(cells, strings)
+        if redacted is not cells:
+            dtype = None if isinstance(kind, pd.CategoricalDtype) else kind
+            changed[column] = pd.Series(redacted, index=frame.index, dtype=dtype)
     if not changed and renamed is names:
         return frame
     copy = frame.copy()
-    for column, cells in changed.items():
-        copy[column] = pd.Series(cells, index=frame.index, dtype=frame[column].dtype)
+    for column, series in changed.items():
+        copy[column] = series
     copy.columns = renamed
     return copy
+
+
+def _redacted_cells(cells: list[Any], strings: Redactor) -> list[Any]:
+    """``cells`` with their text redacted (the same list when none changed)."""
+    texts = [c for c in cells if isinstance(c, str)]
+    redacted = iter(strings.texts([clean_text(t) for t in texts]))
+    out: list[Any] = []
+    changed = False
+    for cell in cells:
+        if isinstance(cell, str):
+            new = next(redacted)
+        elif isinstance(cell, (list, tuple, dict)):
+            new = _scrub(cell, strings)
+            new = cell if new == (list(cell) if isinstance(cell, tuple) else cell) else new
+        else:
+            new = cell
+        changed = changed or new is not cell
+        out.append(new)
+    return out if changed else cells

@@ -229,3 +229,28 @@ def test_credentials_in_a_known_format_are_redacted_in_fetched_text(shell_agent,
     for value in (GITHUB_TOKEN, AWS_KEY_ID):
         assert leaks.request_leaks(scripted_model.requests, value) == []
         assert leaks.store_leaks(str(agent_db), value) == []
+
+
+def test_a_frame_written_into_the_store_loses_its_secrets(monkeypatch):
+    import pandas as pd
+    import pyarrow as pa
+
+    from agent_kernel.secrets import redact_frame
+
+    value = leaks.UNDECLARED["OPENAI_API_KEY"]
+    monkeypatch.setenv("OPENAI_API_KEY", value)
+    marker = "[secret OPENAI_API_KEY]"
+    frame = pd.DataFrame({
+        "text": [value, "x"], "category": pd.Categorical([value, "y"]), "nested": [[value, "z"], {"k": value}],
+        "number": [1, 2], value: [3, 4],
+    })  # fmt: skip
+    out = redact_frame(frame)
+    assert out.to_dict("list") == {
+        "text": [marker, "x"], "category": [marker, "y"], "nested": [[marker, "z"], {"k": marker}],
+        "number": [1, 2], marker: [3, 4],
+    }  # fmt: skip
+    assert frame["text"][0] == value  # the user's frame is not changed
+    plain = pd.DataFrame({"text": ["x", "y"], "nested": [[1], [2]]})
+    assert redact_frame(plain) is plain
+    table = pa.table({"text": [value, "ok"]})
+    assert redact_frame(table)["text"].tolist() == [marker, "ok"]

@@ -96,6 +96,8 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     import papermill
 
     monkeypatch.setenv(leaks.NAME, leaks.SECRET)
+    for name, value in leaks.UNDECLARED.items():  # beside it, credentials nobody declared
+        monkeypatch.setenv(name, value)
     cells = [
         "%load_ext agent_kernel",
         f'%config AgentKernel.secret_env = ["{leaks.NAME}"]',
@@ -114,6 +116,13 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     assert [c.execution_count for c in cells[-3:]] == [4, 5, 6]
     assert not [o for c in cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     _check_corpus(scripted_model, agent_db)
+    # os.environ printed, and interpolated into a prompt, held them too.
+    values = list(leaks.UNDECLARED.values())
+    for value in values:
+        assert leaks.request_leaks(scripted_model.requests, value) == []
+        assert leaks.store_leaks(str(agent_db), value) == []
+    assert leaks.file_leaks(str(agent_db), [*values, leaks.SECRET]) == []
+    assert "[secret AWS_SECRET_ACCESS_KEY]" in json.dumps(scripted_model.requests[-1]["messages"][-1])
 
 
 

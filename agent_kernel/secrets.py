@@ -133,9 +133,9 @@ def scrub(value: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
 
 
 def redact_frame(frame: Any) -> Any:
-    """``frame`` (pandas, or pyarrow/polars made pandas) with its column names and text
-    cells (also text inside list and dict cells) redacted; ``frame`` itself when it holds
-    no secret.
+    """``frame`` with its column names and text cells (also text inside list and dict
+    cells) redacted: a pandas frame itself when it holds no secret, else a copy; a pyarrow
+    or polars frame comes back as pandas.
 
     For a write of kernel frames into the store (``CREATE TABLE ai_x AS SELECT * FROM df``):
     the values DuckDB reads from a frame do not pass through a statement's parameters.

@@ -100,7 +100,7 @@ class Agent:
         self._running = False
         self.approver: Approver | None = None
         self._always_allowed: dict[str, set[str]] = {}  # session id -> tools approved for good
-        self.secrets = Secrets(lambda: self.config.secret_env)
+        self.secrets = Secrets(lambda: self.config.secret_env, lambda: self.config.secret_env_ignore)
         self.last_result: TurnResult | None = None
         self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
 

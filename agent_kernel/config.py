@@ -239,6 +239,24 @@ class AgentKernel(Configurable):
             )
         return list(proposal["value"])
 
+    secret_env_ignore = List(
+        Unicode(),
+        default_value=[],
+        help="Environment variables that look like credentials (named *_API_KEY, *_TOKEN, "
+        "*SECRET*, *PASSWORD*, ..., or holding a URL with a password) but are not secrets "
+        "to redact: the model sees their values. Every other such variable is redacted like "
+        "a secret_env one, and the model is told its name.",
+    ).tag(config=True)
+
+    @validate("secret_env_ignore")
+    def _valid_secret_env_ignore(self, proposal: dict) -> list[str]:
+        bad = [n for n in proposal["value"] if not str(n).isidentifier()]
+        if bad:
+            raise TraitError(
+                f"secret_env_ignore takes environment variable names; {', '.join(map(repr, bad))} is not one."
+            )
+        return list(proposal["value"])
+
     # -- the web (tool group "web") -------------------------------------------------------
 
     fetch_allow = List(

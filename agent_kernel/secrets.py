@@ -11,6 +11,11 @@ Everything bound for the model or the DuckDB file passes through :func:`scrub` (
 (:class:`~agent_kernel.store.Store`), and the cuts that shorten text before that (stdout
 head and tail, summaries, SQL cells), so a cut never leaves part of a secret. They use
 the secrets of every :class:`Secrets` alive in this process, plus the Anthropic key.
+
+Credentials nobody declared are secrets too (:mod:`agent_kernel.credentials`):
+environment variables named like one (``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``) but
+those a kernel's ``AgentKernel.secret_env_ignore`` names, and text in a well-known
+credential format, shown as ``[secret <kind>]``.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .credentials import credential_formats, undeclared
 from .redaction import MIN_REDACTED_LENGTH, Redactor, clean_text
 from .redaction import scrub as _scrub
 
-__all__ = ["MIN_REDACTED_LENGTH", "Secrets", "redact", "redactor", "scrub"]
+__all__ = ["MIN_REDACTED_LENGTH", "Secrets", "redact", "redact_frame", "redactor", "scrub"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Always secret when set, though nobody declared them: the model's own credentials.
@@ -34,13 +40,19 @@ _ALWAYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 class Secrets:
     """Named secret values of one kernel: typed ones and environment variables by name.
 
-    ``env_names`` is read each time (a function returning the names, or the names), so
+    ``env_names`` and ``ignore`` (the undeclared credentials not to treat as secrets) are
+    read each time (a function returning the names, or the names), so
     ``%config AgentKernel.secret_env = [...]`` applies at once.
     """
 
-    def __init__(self, env_names: Callable[[], Iterable[str]] | Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        env_names: Callable[[], Iterable[str]] | Iterable[str] = (),
+        ignore: Callable[[], Iterable[str]] | Iterable[str] = (),
+    ) -> None:
         self._values: dict[str, str] = {}
         self._env_names = env_names
+        self._ignore = ignore
         _LIVE.add(self)
 
     def set(self, name: str, value: str) -> None:
@@ -55,18 +67,30 @@ class Secrets:
         names = self._env_names() if callable(self._env_names) else self._env_names
         return [n for n in names if _NAME.match(n)]
 
+    def ignored(self) -> list[str]:
+        names = self._ignore() if callable(self._ignore) else self._ignore
+        return list(names)
+
+    def undeclared(self) -> list[tuple[str, str]]:
+        """``(name, value)`` of the credentials in the environment nobody declared."""
+        declared = set(self._values) | set(self.env_names())
+        return [(n, v) for n, v in undeclared(os.environ, self.ignored()) if n not in declared]
+
     def names(self) -> list[str]:
-        """The declared names: typed ones and ``secret_env`` ones (set or not)."""
-        return sorted(set(self._values) | set(self.env_names()))
+        """The names the model is told: typed ones, ``secret_env`` ones (set or not), and
+        the undeclared credentials of the environment (the Anthropic key is not told)."""
+        found = {n for n, _ in self.undeclared() if n not in _ALWAYS}
+        return sorted(set(self._values) | set(self.env_names()) | found)
 
     def pairs(self) -> list[tuple[str, str]]:
-        """``(name, value)`` of every secret that has a value now."""
+        """``(name, value)`` of every secret that has a value now (a name may have several:
+        a URL and its password)."""
         found = dict(self._values)
         for name in self.env_names():
             value = os.environ.get(name)
             if value and name not in found:
                 found[name] = value
-        return list(found.items())
+        return list(found.items()) + self.undeclared()
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of this process replaced by ``[secret NAME]``."""
@@ -81,8 +105,12 @@ def redactor() -> Redactor:
     """The redactor for every secret this process knows now (cached while they stay the same)."""
     global _cached
     pairs: dict[str, str] = {}
-    for secrets in list(_LIVE):
+    live = list(_LIVE)
+    for secrets in live:
         for name, value in secrets.pairs():
+            pairs.setdefault(value, name)
+    if not live:  # a process without a kernel's settings (the scheduler, the server)
+        for name, value in undeclared(os.environ):
             pairs.setdefault(value, name)
     for name in _ALWAYS:
         value = os.environ.get(name)
@@ -90,7 +118,7 @@ def redactor() -> Redactor:
             pairs.setdefault(value, name)
     key = tuple(sorted((n, v) for v, n in pairs.items()))
     if _cached is None or _cached[0] != key:
-        _cached = (key, Redactor(key))
+        _cached = (key, Redactor(key, formats=credential_formats()))
     return _cached[1]
 
 
@@ -102,3 +130,59 @@ def redact(text: str) -> str:
 def scrub(value: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     """A JSON-ready copy of ``value``: encodable, depth-bounded, every known secret redacted."""
     return _scrub(value, redactor(), default=default)
+
+
+def redact_frame(frame: Any) -> Any:
+    """``frame`` with its column names and text cells (also text inside list and dict
+    cells) redacted: a pandas frame itself when it holds no secret, else a copy; a pyarrow
+    or polars frame comes back as pandas.
+
+    For a write of kernel frames into the store (``CREATE TABLE ai_x AS SELECT * FROM df``):
+    the values DuckDB reads from a frame do not pass through a statement's parameters.
+    """
+    import pandas as pd
+
+    strings = redactor()
+    if not strings:
+        return frame
+    if not isinstance(frame, pd.DataFrame):
+        frame = frame.to_pandas()
+    names = [str(c) for c in frame.columns]
+    renamed = strings.texts(names)
+    changed: dict[Any, pd.Series] = {}
+    for column in frame.columns:
+        values = frame[column]
+        kind = values.dtype
+        if not (kind == object or isinstance(kind, (pd.StringDtype, pd.CategoricalDtype))):
+            continue
+        cells = values.tolist()
+        redacted = _redacted_cells(cells, strings)
+        if redacted is not cells:
+            dtype = None if isinstance(kind, pd.CategoricalDtype) else kind
+            changed[column] = pd.Series(redacted, index=frame.index, dtype=dtype)
+    if not changed and renamed is names:
+        return frame
+    copy = frame.copy()
+    for column, series in changed.items():
+        copy[column] = series
+    copy.columns = renamed
+    return copy
+
+
+def _redacted_cells(cells: list[Any], strings: Redactor) -> list[Any]:
+    """``cells`` with their text redacted (the same list when none changed)."""
+    texts = [c for c in cells if isinstance(c, str)]
+    redacted = iter(strings.texts([clean_text(t) for t in texts]))
+    out: list[Any] = []
+    changed = False
+    for cell in cells:
+        if isinstance(cell, str):
+            new = next(redacted)
+        elif isinstance(cell, (list, tuple, dict)):
+            new = _scrub(cell, strings)
+            new = cell if new == (list(cell) if isinstance(cell, tuple) else cell) else new
+        else:
+            new = cell
+        changed = changed or new is not cell
+        out.append(new)
+    return out if changed else cells

@@ -201,6 +201,7 @@ class WarmUp:
         steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
         steps.append(("make a model client", _make_sample_client))
         steps.append(("parse a streamed reply", _parse_sample_reply))
+        steps.append(("read the credential formats", _read_credential_formats))
         steps.append(("open the store", self._open_store))
         return steps
 
@@ -251,6 +252,12 @@ def _make_sample_client() -> None:
 
     http_client = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
     anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0, http_client=http_client)
+
+
+def _read_credential_formats() -> None:
+    from .credentials import credential_formats
+
+    credential_formats()  # detect-secrets' patterns, which every redaction uses
 
 
 def _parse_sample_reply() -> None:

@@ -5,12 +5,18 @@
 - redact (none):   the redaction a tool result gets when it holds no secret (the common
                    case): normalise the JSON text once, look for every form of every secret.
 - redact (2 hits): the same text with two secrets in it (one raw, one letter-spaced).
+- redact (formats): the same text with a GitHub token and an AWS access key id in it,
+                   no named secret (found by their format).
+- redact (no formats): "redact (none)" with the credential formats off: what they add.
 - stdout text:     1 MB of printed lines (what run_code returns), no secret.
+- paths text:      1 MB of printed lines dense with long tokens (paths, ids), no secret:
+                   the formats' slow path, where every format is looked for.
 - scrub walk:      the slower path for a result whose JSON has escapes (quotes, newlines
                    in strings): every raw string is collected and checked, then encoded.
 
-Each secret has 10 forms (raw, reversed, base64 at three alignments, hex, URL ...).
-Medians over repeated runs, in one process.
+Each secret has 10 forms (raw, reversed, base64 at three alignments, hex, URL ...). The
+redactor also looks for credentials in well-known formats, as the kernel's does (building
+those formats, once per process, is not timed). Medians over repeated runs, in one process.
 
     python benchmarks/redaction.py [--mb 1] [--secrets 10] [--repeat 15]
 """
@@ -28,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent_kernel.credentials import credential_formats  # noqa: E402
 from agent_kernel.redaction import Redactor, scrub  # noqa: E402
 
 
@@ -50,7 +57,8 @@ def main() -> None:
     rnd = random.Random(7)
     alphabet = string.ascii_letters + string.digits
     secrets = [(f"SECRET_{i}", "sk-" + "".join(rnd.choice(alphabet) for _ in range(29))) for i in range(args.secrets)]
-    redactor = Redactor(secrets)
+    redactor = Redactor(secrets, formats=credential_formats())
+    names_only = Redactor(secrets)
     rows, size = [], 0
     while size < args.mb * 1_000_000:
         row = {
@@ -64,9 +72,14 @@ def main() -> None:
     text = json.dumps(rows, ensure_ascii=False)
     half = len(text) // 2
     with_hits = text[:half] + secrets[3][1] + " " + " ".join(secrets[7][1]) + text[half:]
+    with_formats = text[:half] + " ghp_" + "a1B2" * 9 + " AKIA" + "Z7Q2" * 4 + " " + text[half:]
     stdout = "\n".join(f"step {i}: loaded {rnd.randint(0, 10**6)} rows from part-{i:05d}.parquet" for i in range(20_000))
+    paths = "\n".join(
+        f"wrote /data/exports/2024/run-{i:06d}/part-{rnd.getrandbits(64):016x}.parquet ({i} rows)" for i in range(14_000)
+    )
     escaped_rows = [dict(r, note=r["note"].replace(" ", "\n")) for r in rows]
     assert "[secret" not in redactor.text(text) and redactor.text(with_hits).count("[secret") == 2
+    assert redactor.text(with_formats).count("[secret") == 2
 
     print(f"{len(text) / 1e6:.2f} MB result ({len(rows):,} rows), {len(secrets)} secrets, "
           f"{len(redactor._needles)} forms; medians of {args.repeat} runs")  # fmt: skip
@@ -74,7 +87,10 @@ def main() -> None:
         "json.dumps": median_ms(lambda: json.dumps(rows, ensure_ascii=False), args.repeat),
         "redact (none)": median_ms(lambda: redactor.text(text), args.repeat),
         "redact (2 hits)": median_ms(lambda: redactor.text(with_hits), args.repeat),
+        "redact (formats)": median_ms(lambda: redactor.text(with_formats), args.repeat),
+        "redact (no formats)": median_ms(lambda: names_only.text(text), args.repeat),
         f"stdout text ({len(stdout) / 1e6:.2f} MB)": median_ms(lambda: redactor.text(stdout), args.repeat),
+        f"paths text ({len(paths) / 1e6:.2f} MB)": median_ms(lambda: redactor.text(paths), args.repeat),
         "scrub walk": median_ms(lambda: scrub(escaped_rows, redactor), max(3, args.repeat // 3)),
     }
     for label, ms in results.items():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
+from pathlib import Path
 from typing import Any
 
 from agent_kernel.testing import reply, say, tool_use
@@ -206,3 +207,57 @@ def store_leaks(db_path: str, value: str = SECRET) -> list[tuple[str, str, str]]
         ).fetchall()
         leaks += [(t, "COMMENT", f) for t, c in comments for f in findings(c, value)]
     return leaks
+
+
+# -- credentials nobody declared --------------------------------------------------------
+# Set in the kernel's environment, in no secret_env: found by their names.
+
+UNDECLARED = {
+    "OPENAI_API_KEY": "sk-proj-Zq81vNw4Lx0pTb6Ke2Yh9Rj3Mc7Ud5Sa",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCY9q2Lw8vTz1",
+}
+_OPENAI, _AWS = (f'os.environ["{name}"]' for name in UNDECLARED)
+
+# (what it tries, code run with run_code)
+UNDECLARED_CODE: list[tuple[str, str]] = [
+    ("printed", f"print({_OPENAI}, {_AWS})"),
+    ("printed base64", f"print(base64.b64encode({_AWS}.encode()).decode())"),
+    ("environment printed", "print(dict(os.environ))"),
+    ("error message", f"raise ValueError('bad key ' + {_OPENAI})"),
+    ("memory written from code",
+     f"with agent.store.connect() as con:\n    Memories(con).remember('keys: ' + {_OPENAI} + ' ' + {_AWS})"),
+    ("frame",
+     f"creds_frame = pd.DataFrame({{'key': [{_OPENAI}, {_AWS}], {_AWS}: [1, 2]}})\n"
+     f"@tool\ndef creds_tool(x: int) -> dict:\n    '''Returns the keys.'''\n    return {{'openai': {_OPENAI}, 'aws': {_AWS}}}\n"
+     f"@tool\ndef creds_raise(x: int) -> str:\n    '''Fails.'''\n    raise RuntimeError({_AWS})"),
+]
+UNDECLARED_TOOLS: list[tuple[str, str, dict[str, Any]]] = [
+    ("frame stored in an ai_ table", "db_sql", {"sql": "CREATE TABLE ai_creds AS SELECT * FROM creds_frame"}),
+    ("ai_ table read back", "db_sql", {"sql": "SELECT * FROM ai_creds"}),
+    ("memory listed", "memory", {"action": "list"}),
+]
+UNDECLARED_USER_TOOLS: list[tuple[str, str, dict[str, Any]]] = [
+    ("@tool result", "creds_tool", {"x": 1}),
+    ("@tool error", "creds_raise", {"x": 1}),
+]
+
+
+def undeclared_script() -> list[Any]:
+    """Two turns: the code (request 0), the tools (1), an answer (2); the @tools (3), an answer (4)."""
+    return [
+        reply(*[tool_use("run_code", {"code": c}) for _, c in UNDECLARED_CODE]),
+        reply(*[tool_use(name, args) for _, name, args in UNDECLARED_TOOLS]),
+        say("done one"),
+        reply(*[tool_use(name, args) for _, name, args in UNDECLARED_USER_TOOLS]),
+        say("done two"),
+    ]
+
+
+def file_leaks(db_path: str, values: list[str]) -> list[str]:
+    """The values (raw, or as UTF-8 bytes anywhere) in the DuckDB file, checkpointed first."""
+    import duckdb
+
+    with duckdb.connect(db_path) as con:
+        con.execute("CHECKPOINT")
+    data = Path(db_path).read_bytes()
+    return [v for v in values if v.encode() in data or v[:16].encode() in data]

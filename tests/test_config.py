@@ -84,6 +84,7 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     monkeypatch.setenv("SERVICE_TOKEN", "value-of-the-service-token")
     agent = Agent(secret_env=["SERVICE_TOKEN"], instruction="Use value-of-the-service-token.",
                   shell=InteractiveShell.instance())  # fmt: skip
+    monkeypatch.setenv("TYPED_SECRET", "")  # so the value set below leaves with the test
     agent.secrets.set("TYPED_SECRET", "typed-secret-value")
     prompt = assemble(
         [("Instructions from the user", agent.config.instruction)],

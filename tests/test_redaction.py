@@ -98,3 +98,16 @@ def test_scrub_uses_the_default_for_other_objects():
 
     cleaned = scrub([Frame()], Redactor([("TOKEN", SECRET)]), default=lambda v: v._repr_llm_())
     assert cleaned == [f"Frame with {MARK}"]
+
+
+def test_credential_formats_are_redacted_after_named_secrets_in_texts_and_scrub():
+    from agent_kernel.credentials import credential_formats
+
+    github = "ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue"
+    redactor = Redactor([("TOKEN", SECRET)], formats=credential_formats())
+    assert redactor.text(f"{SECRET} and {github}") == f"{MARK} and [secret GitHub Token]"
+    plain = ["nothing", "here " * 100]
+    assert redactor.texts(plain) is plain  # nothing found: the same list
+    cleaned = scrub({"rows": [["ok", f"token={github}"]], github: 1}, redactor)
+    assert cleaned == {"rows": [["ok", "token=[secret GitHub Token]"]], "[secret GitHub Token]": 1}
+    assert Redactor(formats=credential_formats())  # on with no named secret

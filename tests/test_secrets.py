@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent_kernel.secrets import Secrets
 from agent_kernel.testing import call, say
 
 from . import leaks
 
 
-def test_redaction_longest_first_and_short_values_left_alone():
+def test_redaction_longest_first_and_short_values_left_alone(monkeypatch):
+    for name in ("AK_TEST_TOKEN", "AK_TEST_TOKEN_LONG", "AK_TEST_PIN"):
+        monkeypatch.setenv(name, "")  # so the values set below leave with the test
     secrets = Secrets()
     secrets.set("AK_TEST_TOKEN", "tok-123456")
     secrets.set("AK_TEST_TOKEN_LONG", "tok-123456-extra")
@@ -92,6 +96,8 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     import papermill
 
     monkeypatch.setenv(leaks.NAME, leaks.SECRET)
+    for name, value in leaks.UNDECLARED.items():  # beside it, credentials nobody declared
+        monkeypatch.setenv(name, value)
     cells = [
         "%load_ext agent_kernel",
         f'%config AgentKernel.secret_env = ["{leaks.NAME}"]',
@@ -110,4 +116,150 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     assert [c.execution_count for c in cells[-3:]] == [4, 5, 6]
     assert not [o for c in cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     _check_corpus(scripted_model, agent_db)
+    # os.environ printed, and interpolated into a prompt, held them too.
+    values = list(leaks.UNDECLARED.values())
+    for value in values:
+        assert leaks.request_leaks(scripted_model.requests, value) == []
+        assert leaks.store_leaks(str(agent_db), value) == []
+    assert leaks.file_leaks(str(agent_db), [*values, leaks.SECRET]) == []
+    assert "[secret AWS_SECRET_ACCESS_KEY]" in json.dumps(scripted_model.requests[-1]["messages"][-1])
 
+
+
+# -- credentials nobody declared (tests/leaks.py UNDECLARED) ------------------------------
+
+
+def test_undeclared_credentials_reach_no_request_and_no_byte_of_the_store(scripted_model, agent_db, tmp_path):
+    from .kernel import Kernel
+
+    kernel = Kernel(dict(leaks.UNDECLARED), cwd=str(tmp_path))
+    try:
+        kernel.ok("%load_ext agent_kernel")
+        kernel.ok(leaks.SETUP)
+        scripted_model.add(*leaks.undeclared_script())
+        assert kernel.execute("%agent use the keys").status == "ok"
+        kernel.ok("%agent and the tools")
+        # Code still reads the real values: only what leaves for the model or the file is redacted.
+        assert kernel.value("os.environ['OPENAI_API_KEY']") == leaks.UNDECLARED["OPENAI_API_KEY"]
+    finally:
+        kernel.shutdown()
+    requests = scripted_model.requests
+    assert len(requests) == 5
+    values = list(leaks.UNDECLARED.values())
+    for value in values:
+        assert leaks.request_leaks(requests, value) == []
+        assert leaks.store_leaks(str(agent_db), value) == []
+    assert leaks.file_leaks(str(agent_db), values) == []
+    # The model is told the names, as for declared secrets, and sees markers where the values were.
+    system = requests[0]["system"][0]["text"]
+    assert "`AWS_SECRET_ACCESS_KEY`, `OPENAI_API_KEY`" in system and "ANTHROPIC_API_KEY" not in system
+    code = [b["content"] for b in requests[1]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    shown = dict(zip((what for what, _ in leaks.UNDECLARED_CODE), code))
+    assert "[secret OPENAI_API_KEY] [secret AWS_SECRET_ACCESS_KEY]" in shown["printed"]
+    assert "[secret AWS_SECRET_ACCESS_KEY]" in shown["printed base64"]
+    assert "[secret OPENAI_API_KEY]" in shown["environment printed"]
+    assert "bad key [secret OPENAI_API_KEY]" in shown["error message"]
+    tools = [b for b in requests[2]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    stored, read_back, memory = (json.loads(b["content"]) for b in tools)
+    assert stored == {"changes": 2}
+    assert read_back["columns"] == ["key", "[secret AWS_SECRET_ACCESS_KEY]"]
+    assert read_back["rows"] == [["[secret OPENAI_API_KEY]", 1], ["[secret AWS_SECRET_ACCESS_KEY]", 2]]
+    assert "[secret OPENAI_API_KEY]" in json.dumps(memory)
+    user = [b for b in requests[4]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert "[secret OPENAI_API_KEY]" in user[0]["content"] and "[secret AWS_SECRET_ACCESS_KEY]" in user[0]["content"]
+    assert user[1]["is_error"] and "[secret AWS_SECRET_ACCESS_KEY]" in user[1]["content"]
+    # The SDK's own credential goes in its header as it is: redaction is of content only.
+    sent = [{k.lower(): v for k, v in h.items()} for h in scripted_model.headers]
+    assert len(sent) == 5
+    assert {h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ") for h in sent} == {"scripted-test-key"}
+
+
+def test_an_ignored_name_is_shown_and_not_told(shell_agent, scripted_model, monkeypatch):
+    monkeypatch.setenv("BUILD_TOKEN", "build-7Hq2Lw9Xc4Vz")
+    monkeypatch.setenv("SHOWN_API_KEY", "not-a-secret-3Kp8")
+    config = shell_agent.agent.config
+    config.secret_env_ignore = ["SHOWN_API_KEY"]
+    code = "import os\nprint(os.environ['BUILD_TOKEN'], os.environ['SHOWN_API_KEY'])"
+    scripted_model.add(call("run_code", code=code), say("ok"))
+    shell_agent.ok("print them")
+    result = scripted_model.requests[1]["messages"][-1]["content"][0]["content"]
+    assert "[secret BUILD_TOKEN] not-a-secret-3Kp8" in result
+    system = scripted_model.requests[0]["system"][0]["text"]
+    assert "`BUILD_TOKEN`" in system and "SHOWN_API_KEY" not in system
+
+
+def test_setting_takes_names_only():
+    from traitlets import TraitError
+
+    from agent_kernel.config import AgentKernel
+
+    with pytest.raises(TraitError, match="secret_env_ignore takes environment variable names"):
+        AgentKernel(secret_env_ignore=["NOT A NAME"])
+
+
+GITHUB_TOKEN = "ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue"
+AWS_KEY_ID = "AKIAZ7Q2W4E6R8T1Y3U5"
+
+
+@pytest.fixture
+def leaky_site():
+    """A loopback server whose page shows a GitHub token and an AWS access key id."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            body = f"deploy with token {GITHUB_TOKEN} and key id {AWS_KEY_ID}.\n".encode()
+            self.send_response(200)
+            self.send_header("content-type", "text/plain")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.3", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield f"http://127.0.0.3:{server.server_address[1]}/notes"
+    server.shutdown()
+    server.server_close()
+
+
+def test_credentials_in_a_known_format_are_redacted_in_fetched_text(shell_agent, scripted_model, leaky_site, agent_db):
+    config = shell_agent.agent.config
+    config.tool_groups = ["code", "web"]
+    config.fetch_allow = ["127.0.0.3"]
+    scripted_model.add(call("fetch_url", url=leaky_site), say("read"))
+    shell_agent.ok("read the notes")
+    text = json.loads(scripted_model.requests[1]["messages"][-1]["content"][0]["content"])["text"]
+    assert "deploy with token [secret GitHub Token] and key id [secret AWS Access Key]." in text
+    for value in (GITHUB_TOKEN, AWS_KEY_ID):
+        assert leaks.request_leaks(scripted_model.requests, value) == []
+        assert leaks.store_leaks(str(agent_db), value) == []
+
+
+def test_a_frame_written_into_the_store_loses_its_secrets(monkeypatch):
+    import pandas as pd
+    import pyarrow as pa
+
+    from agent_kernel.secrets import redact_frame
+
+    value = leaks.UNDECLARED["OPENAI_API_KEY"]
+    monkeypatch.setenv("OPENAI_API_KEY", value)
+    marker = "[secret OPENAI_API_KEY]"
+    frame = pd.DataFrame({
+        "text": [value, "x"], "category": pd.Categorical([value, "y"]), "nested": [[value, "z"], {"k": value}],
+        "number": [1, 2], value: [3, 4],
+    })  # fmt: skip
+    out = redact_frame(frame)
+    assert out.to_dict("list") == {
+        "text": [marker, "x"], "category": [marker, "y"], "nested": [[marker, "z"], {"k": marker}],
+        "number": [1, 2], marker: [3, 4],
+    }  # fmt: skip
+    assert frame["text"][0] == value  # the user's frame is not changed
+    plain = pd.DataFrame({"text": ["x", "y"], "nested": [[1], [2]]})
+    assert redact_frame(plain) is plain
+    table = pa.table({"text": [value, "ok"]})
+    assert redact_frame(table)["text"].tolist() == [marker, "ok"]

@@ -24,7 +24,7 @@ import json, sys, threading
 from IPython.core.interactiveshell import InteractiveShell
 
 shell = InteractiveShell.instance()
-heavy = lambda: sorted(m for m in ("anthropic", "duckdb") if m in sys.modules)
+heavy = lambda: sorted(m for m in ("anthropic", "duckdb", "detect_secrets") if m in sys.modules)
 seen = {}
 
 def at_cell_end(result):  # registered first: runs before the warm-up's own callback
@@ -68,10 +68,10 @@ def test_the_warm_up_starts_after_the_loading_cell_and_prepares_a_turn(agent_db)
     assert "agent-kernel-warm-up" not in report["threads_then"]
     # Afterwards, in the background: everything a turn needs.
     assert report["finished"] is True
-    assert report["heavy_after"] == ["anthropic", "duckdb"]
+    assert report["heavy_after"] == ["anthropic", "detect_secrets", "duckdb"]
     steps = report["steps"]
     assert {"duckdb", "anthropic", "agent_kernel.loop", "agent_kernel.tools.builtin"} <= set(steps)
-    assert steps[-2:] == ["parse a streamed reply", "open the store"]
+    assert steps[-3:] == ["parse a streamed reply", "read the credential formats", "open the store"]
     # The tools the first turn offers are described; those of other groups are not built.
     assert "describe the tools" in steps
     assert report["described"] == report["offered"]

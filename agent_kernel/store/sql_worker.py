@@ -93,7 +93,14 @@ def run(
     frames: Mapping[str, Any],
     into: bool,
 ) -> SqlResult:
-    """Run the call in a worker process, within ``sql_run.limits``; refusals raise."""
+    """Run the call in a worker process, within ``sql_run.limits``; refusals raise.
+
+    A call that may write gets the frames it names redacted (their text and column names
+    lose every known secret), since what DuckDB reads from a frame never passes through a
+    statement's parameters on its way into the file.
+    """
+    if not sql_run.read_only and frames:
+        frames = _redacted_frames(frames)
     request = (str(sql_run.store.path), sql_run.limits, sql_run.read_only, list(statements), params, dict(frames), into)
     try:
         payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
@@ -107,6 +114,18 @@ def run(
         return worker.call(sql_run, payload)
     finally:
         _give_back(worker)
+
+
+def _redacted_frames(frames: Mapping[str, Any]) -> dict[str, Any]:
+    from ..secrets import redact_frame
+
+    try:
+        return {name: redact_frame(frame) for name, frame in frames.items()}
+    except Exception as exc:  # noqa: BLE001 - a frame that cannot be read as pandas
+        raise ToolInputError(
+            f"A DataFrame this write reads could not be checked for secrets ({type(exc).__name__}: "
+            f"{exc}). Turn it into a pandas DataFrame first (run_code)."
+        ) from None
 
 
 # -- the kernel's side --------------------------------------------------------------------

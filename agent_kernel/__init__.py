@@ -2,7 +2,7 @@
 
 ``%load_ext agent_kernel`` registers ``%agent`` and its companions. Loading is cheap: it
 imports neither ``anthropic`` nor ``duckdb`` and opens no file. Once the loading cell has
-finished, a background thread prepares them for the first turn (:mod:`agent_kernel.warmup`).
+finished, a background thread prepares them for the first turn (:mod:`agent_kernel.turn.warmup`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ __version__ = "0.1.0"
 # Public name -> the module that defines it. Each is imported on first use (module
 # ``__getattr__``) so that ``import agent_kernel`` and ``%load_ext`` stay cheap.
 _LAZY = {
-    "Agent": ".agent",
+    "Agent": ".turn.agent",
     "ToolContext": ".tools.context",
-    "TurnResult": ".loop",
+    "TurnResult": ".turn.loop",
     "tool": ".tools",
     "AgentKernelError": ".errors",
     "MissingKeyError": ".errors",
@@ -34,20 +34,11 @@ __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension"]
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .agent import Agent
-    from .errors import (
-        AgentKernelError,
-        MissingKeyError,
-        ModelError,
-        SessionError,
-        StoreError,
-        ToolInputError,
-        TurnFailedError,
-        TurnInProgressError,
-    )
-    from .loop import TurnResult
-    from .tools import tool
-    from .tools.context import ToolContext
+    from agent_kernel.turn.agent import Agent
+    from agent_kernel.errors import AgentKernelError, MissingKeyError, ModelError, SessionError, StoreError, ToolInputError, TurnFailedError, TurnInProgressError
+    from agent_kernel.turn.loop import TurnResult
+    from agent_kernel.tools import tool
+    from agent_kernel.tools.context import ToolContext
 
 
 # Submodules reachable as attributes (``agent_kernel.llm.generate``) without importing them here.
@@ -71,7 +62,7 @@ def __dir__() -> list[str]:
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     """Jupyter Server finds the REST API and the in-server scheduler here."""
-    from .server import _jupyter_server_extension_points as points
+    from agent_kernel.server import _jupyter_server_extension_points as points
 
     return points()
 
@@ -83,11 +74,12 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
-    from . import magics, warmup
-    from .config import AgentKernel
-    from .magics_data import DataMagics
-    from .magics_jobs import JobMagics
-    from .magics_tools import ToolMagics
+    from agent_kernel.magics import agent as magics
+    from agent_kernel.turn import warmup
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.magics.data import DataMagics
+    from agent_kernel.magics.jobs import JobMagics
+    from agent_kernel.magics.tools import ToolMagics
 
     if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
         return
@@ -103,7 +95,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     ]
     for registered in magics._REGISTERED:
         shell.register_magics(registered)
-    from . import libraries
+    from agent_kernel.kernel import libraries
 
     libraries.install(lambda: instance.kernel_agent.store)  # opened at the first agent_libs import
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
@@ -113,7 +105,8 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:
     """Undo :func:`load_ipython_extension` (``%reload_ext`` calls both)."""
-    from . import magics, warmup
+    from agent_kernel.magics import agent as magics
+    from agent_kernel.turn import warmup
 
     warmup.stop()
     if magics.rewrite_agent_cells in shell.input_transformers_cleanup:

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .scheduler.jobs import Job
-    from .scheduler.runs import Run
-    from .store import Store
+    from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.runs import Run
+    from agent_kernel.store import Store
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .scheduler import ScheduleError
-    from .scheduler.lean_imports import refuse_unused_slow_imports
+    from agent_kernel.scheduler import ScheduleError
+    from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
 
     refuse_unused_slow_imports()
 
@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _scheduler(args: argparse.Namespace) -> int:
-    from .scheduler.daemon import Scheduler, SchedulerSettings
-    from .scheduler.executors import make_executor
+    from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
+    from agent_kernel.scheduler.executors import make_executor
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     store = _store(args)
@@ -70,7 +70,7 @@ def _scheduler(args: argparse.Namespace) -> int:
             if scheduler.leader is not None and scheduler.leader.holder != scheduler.worker:
                 print(f"Another scheduler ({scheduler.leader.holder}) is running; it handles what is due.")
                 return 0
-            from .scheduler.jobs import Jobs
+            from agent_kernel.scheduler.jobs import Jobs
 
             with store.connect() as con:
                 jobs = Jobs(con).all_by_id({run.job_id for run in finished})
@@ -98,8 +98,8 @@ def _scheduler(args: argparse.Namespace) -> int:
 
 
 def _jobs_list(args: argparse.Namespace) -> int:
-    from .scheduler.jobs import Jobs
-    from .scheduler.runs import Runs
+    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler.runs import Runs
 
     with _store(args).connect() as con:
         jobs = Jobs(con).list(include_disabled=args.all)
@@ -107,7 +107,7 @@ def _jobs_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([_job_json(job, latest.get(job.id)) for job in jobs], indent=2))
         return 0
-    from .display.text_tables import Table
+    from agent_kernel.display.text_tables import Table
 
     rows = [_job_row(job, latest.get(job.id)) for job in jobs]
     print(repr(Table(["id", "name", "kind", "schedule", "next run", "last run", "status"], rows,
@@ -116,9 +116,9 @@ def _jobs_list(args: argparse.Namespace) -> int:
 
 
 def _jobs_add(args: argparse.Namespace) -> int:
-    from .scheduler.clock import SystemClock, iso
-    from .scheduler.cron import local_timezone_name
-    from .scheduler.jobs import Jobs, Policy, new_job
+    from agent_kernel.scheduler.clock import SystemClock, iso
+    from agent_kernel.scheduler.cron import local_timezone_name
+    from agent_kernel.scheduler.jobs import Jobs, Policy, new_job
 
     if bool(args.notebook) == bool(args.task):
         print("agent-kernel: give a NOTEBOOK or --task PROMPT (one of them).", file=sys.stderr)
@@ -159,9 +159,9 @@ def _jobs_add(args: argparse.Namespace) -> int:
 
 
 def _jobs_run(args: argparse.Namespace) -> int:
-    from .scheduler.clock import SystemClock
-    from .scheduler.daemon import Scheduler
-    from .scheduler.runs import SUCCEEDED, Runs
+    from agent_kernel.scheduler.clock import SystemClock
+    from agent_kernel.scheduler.daemon import Scheduler
+    from agent_kernel.scheduler.runs import SUCCEEDED, Runs
 
     store = _store(args)
     if args.queue:
@@ -188,8 +188,8 @@ def _jobs_run(args: argparse.Namespace) -> int:
 
 
 def _jobs_toggle(args: argparse.Namespace) -> int:
-    from .scheduler.clock import SystemClock, iso
-    from .scheduler.jobs import Jobs, enable_by_person
+    from agent_kernel.scheduler.clock import SystemClock, iso
+    from agent_kernel.scheduler.jobs import Jobs, enable_by_person
 
     with _store(args).connect() as con:
         job, now = _find_job(con, args.job), SystemClock().now()
@@ -200,8 +200,8 @@ def _jobs_toggle(args: argparse.Namespace) -> int:
 
 
 def _jobs_remove(args: argparse.Namespace) -> int:
-    from .scheduler.clock import SystemClock
-    from .scheduler.jobs import Jobs
+    from agent_kernel.scheduler.clock import SystemClock
+    from agent_kernel.scheduler.jobs import Jobs
 
     with _store(args).connect() as con:
         job = _find_job(con, args.job)
@@ -214,10 +214,10 @@ def _jobs_remove(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from .scheduler import ScheduleError
-    from .scheduler.clock import SystemClock
-    from .scheduler.jobs import Jobs
-    from .scheduler.runs import Runs
+    from agent_kernel.scheduler import ScheduleError
+    from agent_kernel.scheduler.clock import SystemClock
+    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler.runs import Runs
 
     with _store(args).connect() as con:
         runs = Runs(con)
@@ -234,7 +234,7 @@ def _runs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([run.to_json() | {"job_name": _name(jobs, run)} for run in found], indent=2))
         return 0
-    from .display.text_tables import Table
+    from agent_kernel.display.text_tables import Table
 
     rows = [
         [run.id, _name(jobs, run), _local(run.scheduled_for, jobs.get(run.job_id)), str(run.attempt), run.status,
@@ -272,15 +272,15 @@ class _Progress:
 
 
 def _store(args: argparse.Namespace) -> Store:
-    from .paths import default_db_path
-    from .store import Store
+    from agent_kernel.paths import default_db_path
+    from agent_kernel.store import Store
 
     return Store(Path(args.db).expanduser() if args.db else default_db_path())
 
 
 def _find_job(con: Any, key: str) -> Job:
-    from .scheduler import ScheduleError
-    from .scheduler.jobs import Jobs
+    from agent_kernel.scheduler import ScheduleError
+    from agent_kernel.scheduler.jobs import Jobs
 
     job = Jobs(con).find(key)
     if job is None:
@@ -291,7 +291,7 @@ def _find_job(con: Any, key: str) -> Job:
 def _parameter(text: str) -> tuple[str, Any]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip().isidentifier():
-        from .scheduler import ScheduleError
+        from agent_kernel.scheduler import ScheduleError
 
         raise ScheduleError(f"Parameters are NAME=VALUE, not {text!r}.")
     try:
@@ -301,7 +301,7 @@ def _parameter(text: str) -> tuple[str, Any]:
 
 
 def _job_json(job: Job, last: Run | None) -> dict[str, Any]:
-    from .scheduler.clock import iso
+    from agent_kernel.scheduler.clock import iso
 
     return {
         "id": job.id, "name": job.name, "kind": job.kind, "type": job.type, "cron": job.cron,
@@ -346,7 +346,7 @@ def _name(jobs: dict[str, Job], run: Run) -> str:
 def _local(instant: Any, job: Job | None) -> str:
     if instant is None:
         return ""
-    from .scheduler.cron import zone
+    from agent_kernel.scheduler.cron import zone
 
     tz = zone(job.timezone) if job else None
     return instant.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if tz else instant.strftime("%Y-%m-%d %H:%M UTC")

@@ -168,7 +168,7 @@ class AgentKernel(Configurable):
     @validate("instruction")
     def _bounded_instruction(self, proposal: dict) -> str:
         # Imported here: config imports nothing of the store at load.
-        from .store.prompts import INSTRUCTIONS_CHARS
+        from agent_kernel.store.prompts import INSTRUCTIONS_CHARS
 
         value = proposal["value"]
         if len(value) > INSTRUCTIONS_CHARS:
@@ -399,7 +399,7 @@ class AgentKernel(Configurable):
 
     @validate("prices")
     def _valid_prices(self, proposal: dict) -> dict:
-        from .prices import price_from_setting
+        from agent_kernel.model.prices import price_from_setting
 
         for model, value in proposal["value"].items():
             try:
@@ -410,7 +410,7 @@ class AgentKernel(Configurable):
 
     @validate("thinking")
     def _valid_thinking(self, proposal: dict) -> str:
-        from .thinking import LEVELS, OFF
+        from agent_kernel.model.thinking import LEVELS, OFF
 
         value = proposal["value"].strip().lower()
         if value not in OFF and value not in LEVELS:

@@ -18,7 +18,7 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
     """Execute ``notebook`` with papermill into ``output``; return the output path."""
     import papermill
 
-    from .headless import kernel_manager_config
+    from agent_kernel.scheduler.kernels import kernel_manager_config
 
     if scripted is None:
         scripted = not os.environ.get("ANTHROPIC_API_KEY")
@@ -29,8 +29,8 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
         saved = dict(os.environ)
         stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
         if scripted:
-            from .testing import ScriptedModel
-            from .testing.demo import demo_responder
+            from agent_kernel.testing import ScriptedModel
+            from agent_kernel.testing.demo import demo_responder
 
             model = stack.enter_context(ScriptedModel(responder=demo_responder))
             os.environ.update(model.env())

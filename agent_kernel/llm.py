@@ -19,7 +19,7 @@ Where the call goes and what it counts toward:
 
 A Message Batch's calls are counted at the list price (the batch discount is not applied).
 
-Every request goes out through :class:`~agent_kernel.model.ModelClient` (or, for batches,
+Every request goes out through :class:`~agent_kernel.model.client.ModelClient` (or, for batches,
 through :func:`agent_kernel.secrets.scrub`), so secrets are redacted from prompts as from
 everything else sent to the model.
 
@@ -43,11 +43,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .errors import AgentKernelError, ModelError
+from agent_kernel.errors import AgentKernelError, ModelError
 
 if TYPE_CHECKING:
-    from .config import AgentKernel
-    from .model import ModelClient
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.model.client import ModelClient
 
 __all__ = [
     "LEVELS", "Generation", "GenerationError", "agenerate", "agenerate_many", "generate", "generate_many",
@@ -198,7 +198,7 @@ def _validator(schema: Any) -> Any:
         text = json.dumps(schema, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"schema must be plain JSON: {exc}.") from None
-    from .json_schemas import compiled
+    from agent_kernel.model.json_schemas import compiled
 
     try:
         return compiled(text)
@@ -282,7 +282,7 @@ _DEFAULT: dict[str, Any] = {}
 
 
 def _caller(agent: Agent | None) -> _Caller:
-    from .tools import current_context
+    from agent_kernel.tools import current_context
 
     try:
         context = current_context()
@@ -295,8 +295,8 @@ def _caller(agent: Agent | None) -> _Caller:
     if agent is not None:
         return _Caller(agent.model_client, agent.config)
     if "client" not in _DEFAULT:
-        from .config import AgentKernel
-        from .model import ModelClient
+        from agent_kernel.config import AgentKernel
+        from agent_kernel.model.client import ModelClient
 
         _DEFAULT.update(client=ModelClient(), settings=AgentKernel())
     return _Caller(_DEFAULT["client"], _DEFAULT["settings"])
@@ -306,7 +306,7 @@ def _kernel_agent() -> Agent | None:
     """The notebook's agent when the extension is loaded in this process."""
     import sys
 
-    magics = sys.modules.get(f"{__package__}.magics")
+    magics = sys.modules.get("agent_kernel.magics.agent")
     active = getattr(magics, "_ACTIVE", None)
     return active.kernel_agent if active is not None else None
 
@@ -379,7 +379,7 @@ def _progress_bar(total: int, description: str, shown: bool) -> Any:
     """A tqdm bar: in a kernel, one display the saved notebook keeps as it ended; else on stderr."""
     if not shown or total == 0:
         return None
-    from .display.progress import progress_bar
+    from agent_kernel.display.progress import progress_bar
 
     return progress_bar(total, description, "call")
 
@@ -648,8 +648,8 @@ async def _batch(
     """All requests as one Message Batch: created, polled until it ended, results matched by id."""
     import anthropic
 
-    from .model import describe_api_error
-    from .secrets import scrub
+    from agent_kernel.model.client import describe_api_error
+    from agent_kernel.secrets import scrub
 
     results: list[Generation | None] = [r if isinstance(r, Generation) else None for r in requests]
     sent = {f"item-{i}": r for i, r in enumerate(requests) if isinstance(r, _Request)}

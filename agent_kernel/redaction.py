@@ -35,7 +35,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .credentials import CredentialFormats
+    from agent_kernel.credentials import CredentialFormats
 
 # Shorter values would redact ordinary words and numbers.
 MIN_REDACTED_LENGTH = 4

@@ -7,7 +7,7 @@ both as ``os.environ["NAME"]``; values are never stored.
 
 Everything bound for the model or the DuckDB file passes through :func:`scrub` (or
 :func:`redact` for one text): the request the model client sends
-(:class:`~agent_kernel.model.ModelClient`), every statement the store runs
+(:class:`~agent_kernel.model.client.ModelClient`), every statement the store runs
 (:class:`~agent_kernel.store.Store`), and the cuts that shorten text before that (stdout
 head and tail, summaries, SQL cells), so a cut never leaves part of a secret. They use
 the secrets of every :class:`Secrets` alive in this process, plus the Anthropic key.
@@ -26,9 +26,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .credentials import credential_formats, undeclared
-from .redaction import MIN_REDACTED_LENGTH, Redactor, clean_text
-from .redaction import scrub as _scrub
+from agent_kernel.credentials import credential_formats, undeclared
+from agent_kernel.redaction import MIN_REDACTED_LENGTH, Redactor, clean_text
+from agent_kernel.redaction import scrub as _scrub
 
 __all__ = ["MIN_REDACTED_LENGTH", "Secrets", "redact", "redact_frame", "redactor", "scrub"]
 

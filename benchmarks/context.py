@@ -65,7 +65,8 @@ def scripted_session(turns: int) -> tuple[list[dict[str, Any]], list[str], list[
     index of each turn's first request."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_kernel import Agent, namespace
+    from agent_kernel import Agent
+    from agent_kernel.kernel import namespace
     from agent_kernel.testing import ScriptedModel, call, say
 
     os.environ.setdefault("ANTHROPIC_API_KEY", "scripted-benchmark-key")
@@ -92,7 +93,7 @@ def scripted_session(turns: int) -> tuple[list[dict[str, Any]], list[str], list[
 def earlier_layout(request: dict[str, Any], briefing: str) -> dict[str, Any]:
     """``request`` as the earlier layout sent it: the date and the whole variable list in
     the system prompt, no turn context in the messages, one top-level breakpoint."""
-    from agent_kernel.prompt import BASE_INSTRUCTION, is_turn_context
+    from agent_kernel.turn.prompt import BASE_INSTRUCTION, is_turn_context
 
     def bare(block: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in block.items() if k != "cache_control"}

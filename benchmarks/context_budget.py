@@ -94,7 +94,7 @@ def run_session(turns: int, window: int) -> dict[str, Any]:
 
 def request_sizes(session: dict[str, Any], turns: int) -> list[tuple[int, int, int]]:
     """(turn, tokens with the budget, tokens without) for the turns in AT_TURNS."""
-    from agent_kernel.conversation import repair
+    from agent_kernel.model.conversation import repair
 
     rows = []
     first_requests = session["requests"][::2]  # each turn: the tool call, then the answer

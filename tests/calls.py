@@ -63,7 +63,9 @@ def sql_run(store, sql, limits=None, read_only=None, **options):
 
     ``read_only``: by default as db_sql decides (reads run on a read-only connection).
     """
-    from agent_kernel.store import guard, sandbox, sql_worker
+    from agent_kernel.sql import guard
+    from agent_kernel.sql import sandbox
+    from agent_kernel.sql import worker as sql_worker
 
     if read_only is None:
         read_only = not guard.writes(sql)
@@ -100,7 +102,7 @@ def without_breakpoints(value):
 def texts_of(request: dict) -> list[tuple[str, str]]:
     """(role, text or block type) of every block a recorded request sent, the per-turn
     context blocks that lead user messages left out (the user's words only)."""
-    from agent_kernel.conversation import is_turn_context
+    from agent_kernel.model.conversation import is_turn_context
 
     return [
         (m["role"], b.get("text") or b.get("type"))

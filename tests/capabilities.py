@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from agent_kernel.display.presence import widget_replies_during_cells
-from agent_kernel.store.guard import sql_guard_available
+from agent_kernel.sql.guard import sql_guard_available
 
 needs_widget_replies = pytest.mark.skipif(
     not widget_replies_during_cells(),

@@ -27,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     # Kernels that papermill, the scheduler and subprocesses start run their first cell right
     # after %load_ext: a background warm-up would only compete with it. Live kernels
-    # (tests/kernel.py, JupyterLab's) and tests/test_warmup.py keep it on.
+    # (tests/kernel.py, JupyterLab's) and tests/test_turn_warmup.py keep it on.
     os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
     # As in the scheduler's processes: nbformat here without jsonschema's IRI grammar.
     from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports

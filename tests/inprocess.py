@@ -21,8 +21,8 @@ from typing import Any
 from agent_kernel import Agent
 from agent_kernel.config import AgentKernel
 from agent_kernel.display.transcript import Transcript
-from agent_kernel.interrupts import TurnInterrupts
-from agent_kernel.loop import TurnResult
+from agent_kernel.kernel.interrupts import TurnInterrupts
+from agent_kernel.turn.loop import TurnResult
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.writer import WriteBehind

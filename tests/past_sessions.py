@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from agent_kernel.conversation import CONTEXT_END, CONTEXT_START
+from agent_kernel.model.conversation import CONTEXT_END, CONTEXT_START
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Journal, Sessions
 

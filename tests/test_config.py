@@ -78,7 +78,7 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel import Agent
-    from agent_kernel.prompt import assemble
+    from agent_kernel.turn.prompt import assemble
     from agent_kernel.secrets import scrub
 
     monkeypatch.setenv("SERVICE_TOKEN", "value-of-the-service-token")

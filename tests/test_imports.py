@@ -83,9 +83,9 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_sees_function_level_and_type_checking_imports():
     graph = import_graph()
-    assert "agent_kernel.loop" in graph["agent_kernel.agent"]  # imported inside Agent._turn
-    assert "agent_kernel.store.sessions" in graph["agent_kernel.loop"]
-    assert "agent_kernel.approval" in graph["agent_kernel.loop"]  # under TYPE_CHECKING
+    assert "agent_kernel.turn.loop" in graph["agent_kernel.turn.agent"]  # imported inside Agent._turn
+    assert "agent_kernel.store.sessions" in graph["agent_kernel.turn.loop"]
+    assert "agent_kernel.turn.approval" in graph["agent_kernel.turn.loop"]  # under TYPE_CHECKING
 
 
 def test_finding_a_cycle():

@@ -33,7 +33,8 @@ def test_load_imports_neither_anthropic_nor_duckdb(tmp_path):
 
 
 def test_public_names():
-    from agent_kernel import errors, loop, tools
+    from agent_kernel import errors, tools
+    from agent_kernel.turn import loop
     from agent_kernel.tools import context
 
     assert sorted(agent_kernel.__all__) == sorted(
@@ -53,7 +54,7 @@ PUBLIC_IMPORTS = r"""
 import json, sys
 from agent_kernel import AgentKernelError, TurnFailedError, load_ipython_extension
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in {"anthropic", "duckdb", "httpx"})
-print(json.dumps({"heavy": heavy, "loop": "agent_kernel.loop" in sys.modules}))
+print(json.dumps({"heavy": heavy, "loop": "agent_kernel.turn.loop" in sys.modules}))
 """
 
 

@@ -77,7 +77,7 @@ def test_instructions_over_their_cap_are_a_usage_error(kernel):
 def test_agent_prompt_says_when_the_stored_instructions_are_tainted_and_rollback_keeps_the_taint(shell_agent):
     from types import SimpleNamespace
 
-    from agent_kernel.magics_data import DataMagics
+    from agent_kernel.magics.data import DataMagics
     from agent_kernel.store import provenance
     from agent_kernel.store.prompts import SystemPrompts
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from IPython.core.error import UsageError
 
-from agent_kernel.magics_tools import ToolMagics
+from agent_kernel.magics.tools import ToolMagics
 from agent_kernel.store.skills import Skills
 from agent_kernel.testing import say
 

@@ -65,7 +65,7 @@ def _check_corpus(scripted_model, db_path) -> None:
     user_results = [b for b in requests[4]["messages"][-1]["content"] if b["type"] == "tool_result"]
     assert ["[secret" in r["content"] for r in user_results] == [True, True, True]
     assert user_results[1]["is_error"] and "[truncated" in user_results[2]["content"]
-    from agent_kernel.conversation import context_texts
+    from agent_kernel.model.conversation import context_texts
 
     # What the model is told: the system prompt and the turn contexts (the variables).
     system = requests[3]["system"][0]["text"] + "\n".join(context_texts(requests[3]["messages"]))

@@ -19,7 +19,7 @@ import pytest
 from agent_kernel.store import Store, provenance
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.usage import UsageLog
-from agent_kernel.usage import CallUsage
+from agent_kernel.model.usage import CallUsage
 
 from .jupyterlab import JupyterLab
 from .kernel import Kernel

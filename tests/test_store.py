@@ -102,7 +102,7 @@ def test_processes_share_the_file_without_losing_writes(store):
 def _session_with_rows(con, name):
     from agent_kernel.store.audit import AuditLog
     from agent_kernel.store.usage import UsageLog
-    from agent_kernel.usage import CallUsage
+    from agent_kernel.model.usage import CallUsage
 
     session = Sessions(con).create(name, notebook="nb.ipynb")
     journal = Journal(session.id, turn=1)

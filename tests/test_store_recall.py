@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from agent_kernel.store import Store, recall
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.usage import UsageLog
-from agent_kernel.usage import CallUsage
+from agent_kernel.model.usage import CallUsage
 
 from .past_sessions import past_session
 

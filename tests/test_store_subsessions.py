@@ -7,7 +7,7 @@ from agent_kernel.store import Store
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.subsessions import ChildRow, insert_child, outcome, record_result
 from agent_kernel.store.usage import UsageLog, session_usage, sessions_cost
-from agent_kernel.usage import CallUsage
+from agent_kernel.model.usage import CallUsage
 
 
 def child(con, parent_id: str, name: str, *, cost_limit: float | None = None) -> str:

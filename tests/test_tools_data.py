@@ -15,7 +15,7 @@ from agent_kernel.testing import say
 
 from .calls import HOSTILE, after_hostile_page, as_instruction, batch, decoded, only_as_data, restarted, sql, system_text
 from .capabilities import needs_sql_guard
-from .test_interrupts import interrupt, stopped_turn
+from .test_kernel_interrupts import interrupt, stopped_turn
 
 # Every refusal of the guard, as the model meets it: (SQL, what the answer must point to).
 REFUSALS = [

@@ -3,7 +3,7 @@ the system prompt), kept across a restart, bounded; whole in-process turns."""
 
 from __future__ import annotations
 
-from agent_kernel.conversation import is_turn_context
+from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.store.notepad import NOTEPAD_CHARS
 from agent_kernel.testing import say
 

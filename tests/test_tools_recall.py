@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_kernel.session_summary import is_session_summary_request
+from agent_kernel.turn.summaries import is_session_summary_request
 from agent_kernel.store import Store
 
 from .calls import batch

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import nbformat
 
-from agent_kernel.conversation import is_turn_context
+from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store.sessions import Sessions

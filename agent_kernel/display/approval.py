@@ -5,7 +5,7 @@ three buttons (two after web content was read in the turn: then it says so, and
 *Always* is not offered). *Skip* refuses the call, which the model receives as an ``is_error``
 result saying the user declined; *Always for this session* lets that tool run without
 asking for the rest of the session. The policy (which calls need approval, what a
-refusal says) stays in :mod:`agent_kernel.approval`, which the dispatcher runs; this is
+refusal says) stays in :mod:`agent_kernel.turn.approval`, which the dispatcher runs; this is
 only the person's side.
 
 For an agent-defined tool the card shows the tool's stored code. One that says it changes
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .waiting import Nobody, TurnWaits
+    from agent_kernel.display.waiting import Nobody, TurnWaits
 
 BUTTONS = [
     {"id": "run", "label": "Run", "style": "primary"},
@@ -53,7 +53,7 @@ class StoredCode:
 
 
 class CardApprover:
-    """An :data:`~agent_kernel.approval.Approver` that asks with a card in the running cell.
+    """An :data:`~agent_kernel.turn.approval.Approver` that asks with a card in the running cell.
 
     It returns the person's answer only: ``"run"``, ``"skip"``, ``"always"``, or
     :class:`~agent_kernel.display.waiting.Nobody` when no one can answer (or ``STOPPED``).
@@ -62,8 +62,8 @@ class CardApprover:
     async def __call__(
         self, name: str, tool_input: Any, context: TurnWaits, stored: StoredCode | None = None
     ) -> str | Nobody:
-        from .choice import ChoiceCard
-        from .waiting import Pending
+        from agent_kernel.display.choice import ChoiceCard
+        from agent_kernel.display.waiting import Pending
 
         web_read = list(getattr(context, "untrusted", ()))
         if stored is not None and stored.origin is not None:

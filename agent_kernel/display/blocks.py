@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolInputError
-from . import safe
+from agent_kernel.errors import ToolInputError
+from agent_kernel.display import safe
 
 Bundle = dict[str, Any]
 
@@ -310,7 +310,7 @@ def check_fields(fields: Any, where: str) -> None:
             if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
                 raise ToolInputError(f"{at}: a select needs `options`, a non-empty list of strings.")
         if field.get("default") is not None:
-            from .form import FieldError, coerce
+            from agent_kernel.display.form import FieldError, coerce
 
             try:
                 coerce(field, field["default"])

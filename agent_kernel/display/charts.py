@@ -19,9 +19,9 @@ import math
 import numbers
 from typing import Any
 
-from ..errors import ToolInputError
-from .blocks import LABEL_CHARS, Bundle
-from .safe import clean_text
+from agent_kernel.errors import ToolInputError
+from agent_kernel.display.blocks import LABEL_CHARS, Bundle
+from agent_kernel.display.safe import clean_text
 
 VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -114,7 +114,7 @@ def _spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
 def chart_png(spec: dict[str, Any]) -> bytes:
     """The chart as a PNG, rendered offline by vl-convert (no network access allowed) in a
     worker process; a failure is a :class:`ToolInputError` the model can act on."""
-    from .png_worker import WORKER, RenderError
+    from agent_kernel.display.png_worker import WORKER, RenderError
 
     try:
         return WORKER.render(spec)
@@ -182,7 +182,7 @@ def _from_datasets(data: dict[str, Any]) -> tuple[list[Any], list[tuple[str, lis
 
 
 def _frame_rows(name: str, namespace: dict[str, Any]) -> list[dict[str, Any]]:
-    from .table_widget import _frame
+    from agent_kernel.display.table_widget import _frame
 
     frame = _frame(name, namespace)
     if len(frame) > MAX_POINTS:

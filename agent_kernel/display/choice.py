@@ -14,8 +14,8 @@ from typing import Any
 
 import traitlets
 
-from .presence import ACK_JS
-from .waiting import STOPPED, Bundle, Nobody, WaitingWidget
+from agent_kernel.display.presence import ACK_JS
+from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
 
 _JS = Path(__file__).with_name("js")
 

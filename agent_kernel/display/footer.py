@@ -10,7 +10,7 @@ session's limits) and says how much of it they were:
 
 The cache share is the part of the turn's input tokens read from the prompt cache (billed
 at a tenth of the input price or less). The cost is shown only for models with a price
-(see :mod:`agent_kernel.prices`); a turn with calls to a model without one says so
+(see :mod:`agent_kernel.model.prices`); a turn with calls to a model without one says so
 instead of guessing.
 """
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import traitlets
 
-from ..errors import ToolInputError
-from .presence import ACK_JS
-from .waiting import STOPPED, Bundle, Nobody, WaitingWidget
+from agent_kernel.errors import ToolInputError
+from agent_kernel.display.presence import ACK_JS
+from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
 
 _JS = Path(__file__).with_name("js")
 

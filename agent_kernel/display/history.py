@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..conversation import is_turn_context
+from agent_kernel.model.conversation import is_turn_context
 
 
 class StoredMessage(Protocol):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .footer import usd
+from agent_kernel.display.footer import usd
 
 if TYPE_CHECKING:
-    from .waiting import TurnWaits
+    from agent_kernel.display.waiting import TurnWaits
 
 
 async def offer_continue(context: TurnWaits, used: int, limit: int, needed: int = 0) -> int | None:
@@ -59,9 +59,9 @@ async def _offer(
     context: TurnWaits, heading: str, text: str, label: str, continued: str, stopped: str, state: str
 ) -> bool:
     """Show the card and wait; True when the person clicked Continue."""
-    from .choice import ChoiceCard
-    from .presence import PRESENCE
-    from .waiting import Pending
+    from agent_kernel.display.choice import ChoiceCard
+    from agent_kernel.display.presence import PRESENCE
+    from agent_kernel.display.waiting import Pending
 
     if PRESENCE.nobody(context) is not None:
         return False  # the notice above already says how to raise the limit

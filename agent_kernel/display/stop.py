@@ -14,7 +14,7 @@ from typing import Any
 
 import traitlets
 
-from .presence import ACK_JS, AckWidget
+from agent_kernel.display.presence import ACK_JS, AckWidget
 
 _ESM = ACK_JS + """
 function render({ model, el }) {

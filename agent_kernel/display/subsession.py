@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .transcript import _ICONS, _input_summary
+from agent_kernel.display.transcript import _ICONS, _input_summary
 
 __all__ = ["SubSessionView"]
 

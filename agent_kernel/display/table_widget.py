@@ -17,10 +17,10 @@ from typing import Any
 
 import traitlets
 
-from ..errors import ToolInputError
-from .blocks import Bundle
-from .presence import ACK_JS, AckWidget
-from .text_tables import Table
+from agent_kernel.errors import ToolInputError
+from agent_kernel.display.blocks import Bundle
+from agent_kernel.display.presence import ACK_JS, AckWidget
+from agent_kernel.display.text_tables import Table
 
 _JS = Path(__file__).with_name("js")
 CELL_CHARS = 200

@@ -70,7 +70,7 @@ class Markdown:
         self.text = text
 
     def _repr_html_(self) -> str:
-        from .safe import markdown_html
+        from agent_kernel.display.safe import markdown_html
 
         return markdown_html(self.text)
 

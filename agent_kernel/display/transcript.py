@@ -85,7 +85,7 @@ class Transcript:
         """Show a Stop button (live front ends only); ``on_stop`` runs when it is clicked."""
         if not self.live:
             return
-        from .stop import StopButton
+        from agent_kernel.display.stop import StopButton
 
         self._stop_widget = StopButton()
         self._stop_widget.on_stop(on_stop)
@@ -259,7 +259,7 @@ class Transcript:
 
     def server_result(self, block: dict[str, Any]) -> None:
         """A server tool's result block: the card says what came back."""
-        from .web import result_summary
+        from agent_kernel.display.web import result_summary
 
         status, detail = result_summary(block)
         self.tool_finished(str(block.get("tool_use_id")), status=status, detail=detail)
@@ -268,7 +268,7 @@ class Transcript:
         """The pages the answer cites, as links under it."""
         if not sources:
             return
-        from .web import sources_bundle
+        from agent_kernel.display.web import sources_bundle
 
         self.end_text()
         bundle = sources_bundle(sources)
@@ -329,7 +329,7 @@ class Transcript:
     def _updates_ignored(self) -> bool | None:
         """Whether the client ignores display updates (it drew no widget); ``None``: not known yet."""
         if self._updates_applied is None and self.live and self._stop_widget is not None:
-            from .presence import stdin_allowed
+            from agent_kernel.display.presence import stdin_allowed
 
             if self._stop_widget.rendered or not stdin_allowed():
                 self._updates_applied = True  # a widget front end, or nbclient
@@ -401,7 +401,7 @@ _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipp
 
 
 def _text_bundle(text: str) -> Bundle:
-    from .safe import clean_text, markdown_bundle, markdown_html
+    from agent_kernel.display.safe import clean_text, markdown_bundle, markdown_html
 
     # The renderer shows ``html`` (made here by the rules of .safe) through JupyterLab's
     # sanitiser too; it never renders the model's Markdown itself.

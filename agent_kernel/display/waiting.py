@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import traitlets
 
-from .presence import PRESENCE, AckWidget, Attendance
+from agent_kernel.display.presence import PRESENCE, AckWidget, Attendance
 
 if TYPE_CHECKING:
-    from .transcript import Transcript
+    from agent_kernel.display.transcript import Transcript
 
 Bundle = dict[str, Any]
 

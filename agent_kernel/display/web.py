@@ -32,7 +32,7 @@ def result_summary(block: dict[str, Any]) -> tuple[str, str]:
 
 def sources_bundle(sources: list[dict[str, str]]) -> Bundle:
     """The cited pages as numbered links (HTML) and lines (plain text)."""
-    from .safe import clean_text, sanitize_html
+    from agent_kernel.display.safe import clean_text, sanitize_html
 
     items = "".join(
         f'<li><a href="{html.escape(s["url"], quote=True)}">{html.escape(clean_text(s["title"]))}</a></li>'

@@ -29,7 +29,7 @@ shares the store with kernels.
 
 from __future__ import annotations
 
-from ..errors import AgentKernelError
+from agent_kernel.errors import AgentKernelError
 
 __all__ = ["ScheduleError"]
 

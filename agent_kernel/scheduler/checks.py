@@ -35,7 +35,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from . import ScheduleError
+from agent_kernel.scheduler import ScheduleError
 
 # What a job may be; jobs.py and the checks below share it.
 KINDS = ("notebook", "task", "reminder", "pulse")
@@ -248,7 +248,7 @@ def _check_regular_notebook(path: str) -> None:
 
 
 def _schedule_and_policy(job: Any) -> None:
-    from .cron import check_cron, zone
+    from agent_kernel.scheduler.cron import check_cron, zone
 
     try:
         zone(job.timezone)

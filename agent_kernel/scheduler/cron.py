@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
 
-from . import ScheduleError
-from .clock import UTC, as_utc
+from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.clock import UTC, as_utc
 
 # Iterations of a cron expression scanned forward before the scan jumps to the end.
 _SCAN_LIMIT = 20_000

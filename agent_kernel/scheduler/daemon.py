@@ -31,18 +31,18 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import ScheduleError, leader
-from .checks import InvalidJob, check_job
-from .clock import Clock, SystemClock, iso
-from .executors import Executor, LocalExecutor
-from .jobs import Job, Jobs
-from .rundir import RunDir
-from .runs import CANCELLED, FAILED, LOST, QUEUED, RUNNING, SKIPPED, Outcome, Run, Runs
+from agent_kernel.scheduler import ScheduleError, leader
+from agent_kernel.scheduler.checks import InvalidJob, check_job
+from agent_kernel.scheduler.clock import Clock, SystemClock, iso
+from agent_kernel.scheduler.executors import Executor, LocalExecutor
+from agent_kernel.scheduler.jobs import Job, Jobs
+from agent_kernel.scheduler.rundir import RunDir
+from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, QUEUED, RUNNING, SKIPPED, Outcome, Run, Runs
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ..store import Store
+    from agent_kernel.store import Store
 
 log = logging.getLogger("agent_kernel.scheduler")
 
@@ -71,7 +71,7 @@ class Scheduler:
         executor: Executor | None = None,
         settings: SchedulerSettings | None = None,
     ) -> None:
-        from ..paths import agent_home
+        from agent_kernel.paths import agent_home
 
         self.store = store
         self.home = Path(home) if home is not None else agent_home()
@@ -131,7 +131,7 @@ class Scheduler:
     def serve(self, stop: threading.Event, *, drain: threading.Event | None = None) -> None:
         """Run until ``stop`` is set; then wait for in-flight runs (cancel them when
         ``drain`` is set too) and give up the lease."""
-        from ..errors import StoreError
+        from agent_kernel.errors import StoreError
 
         announced = None
         while not stop.is_set():
@@ -172,7 +172,7 @@ class Scheduler:
 
     def run_now(self, job_key: str, *, on_progress: Callable[[Run, dict[str, Any]], None] | None = None) -> Run:
         """Run a job at once in this process, leader or not, and wait for it."""
-        from . import ScheduleError
+        from agent_kernel.scheduler import ScheduleError
 
         now = self.clock.now()
         with self.store.connect() as con:
@@ -375,7 +375,7 @@ class Scheduler:
         return starts
 
     def _start(self, starts: list[tuple[Run, Job, str | None]]) -> list[Run]:
-        from .spec import build_spec
+        from agent_kernel.scheduler.spec import build_spec
 
         started = []
         for run, job, prompt in starts:
@@ -424,7 +424,7 @@ class Scheduler:
     def _pulse_prompt(self, con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> str | None:
         if job.kind != "pulse":
             return None
-        from . import pulse
+        from agent_kernel.scheduler import pulse
 
         return pulse.prompt(con, job, now)
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .clock import SystemClock, from_db, iso, to_db
+from agent_kernel.scheduler.clock import SystemClock, from_db, iso, to_db
 
 MAX_ITEMS = 15
 
@@ -51,7 +51,7 @@ class Digest:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from ..display.safe import markdown_html  # run errors and names may hold model text
+        from agent_kernel.display.safe import markdown_html  # run errors and names may hold model text
 
         return markdown_html(self.markdown)
 
@@ -59,9 +59,9 @@ class Digest:
 def collect_digest(hours: float = 24, *, db_path: str | Path | None = None, now: datetime | None = None,
                    timezone: str | None = None) -> Digest:  # fmt: skip
     """The last and next ``hours`` of the agent's scheduled work and sessions."""
-    from ..paths import default_db_path
-    from ..store import Store
-    from .cron import local_timezone_name
+    from agent_kernel.paths import default_db_path
+    from agent_kernel.store import Store
+    from agent_kernel.scheduler.cron import local_timezone_name
 
     now = now or SystemClock().now()
     since, horizon = now - timedelta(hours=hours), now + timedelta(hours=hours)

@@ -27,10 +27,10 @@ import threading
 import time
 from typing import Any
 
-from . import runner
-from .rundir import RunDir
-from .runs import CANCELLED, FAILED, LOST, SUCCEEDED, TIMED_OUT
-from .spec import RunSpec
+from agent_kernel.scheduler import runner
+from agent_kernel.scheduler.rundir import RunDir
+from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, SUCCEEDED, TIMED_OUT
+from agent_kernel.scheduler.spec import RunSpec
 
 STOP_GRACE_S = 5.0
 _WATCH_S = 0.25  # how often the timeout, the cancel file and the heartbeat are checked

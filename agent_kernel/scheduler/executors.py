@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from .execute import execute_run
-from .runs import FAILED, LOST
-from .spec import RunSpec
+from agent_kernel.scheduler.execute import execute_run
+from agent_kernel.scheduler.runs import FAILED, LOST
+from agent_kernel.scheduler.spec import RunSpec
 
 Done = Callable[[str, dict[str, Any]], None]
 
@@ -124,11 +124,11 @@ def make_executor(kind: str = "local", *, address: str | None = None, n_workers:
         try:
             return DaskExecutor(address, n_workers=n_workers)
         except ImportError:
-            from . import ScheduleError
+            from agent_kernel.scheduler import ScheduleError
 
             raise ScheduleError(
                 "The Dask executor needs distributed: pip install 'agent-kernel[dask]'."
             ) from None
-    from . import ScheduleError
+    from agent_kernel.scheduler import ScheduleError
 
     raise ScheduleError(f"Unknown executor {kind!r}: use local or dask.")

@@ -22,16 +22,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..paths import agent_home
-from . import ScheduleError
-from .checks import KINDS, check_job
-from .clock import as_utc, from_db, to_db
-from .cron import QuietWindow, Schedule, check_cron, parse_instant, zone
+from agent_kernel.paths import agent_home
+from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.checks import KINDS, check_job
+from agent_kernel.scheduler.clock import as_utc, from_db, to_db
+from agent_kernel.scheduler.cron import QuietWindow, Schedule, check_cron, parse_instant, zone
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ..store.provenance import Provenance, Record
+    from agent_kernel.store.provenance import Provenance, Record
 
 CATCHUP = ("skip", "latest", "all")
 OVERLAP = ("allow", "forbid", "queue")
@@ -362,7 +362,7 @@ class Jobs:
 
         Its queued runs are cancelled and its running ones asked to stop.
         """
-        from .runs import Runs
+        from agent_kernel.scheduler.runs import Runs
 
         found = self.get(job_id)
         if found is None:
@@ -392,7 +392,7 @@ def keep_written(
     """Record who wrote ``job`` (``changed``: an edit of a stored job, whose taint carries
     over). A job written after untrusted content is disabled: it runs unattended, so only
     the person turns it on, after reviewing it (:func:`enable_by_person`)."""
-    from ..store import provenance
+    from agent_kernel.store import provenance
 
     written = provenance.record(con, "job", job.id, writer, inherit=changed)
     if written.tainted and job.enabled:
@@ -402,7 +402,7 @@ def keep_written(
 
 def taint(con: duckdb.DuckDBPyConnection, job_id: str) -> Record | None:
     """The job's provenance when it was written after untrusted content and not cleared, else None."""
-    from ..store import provenance
+    from agent_kernel.store import provenance
 
     found = provenance.latest(con, "job", [job_id]).get(job_id)
     return found if found is not None and found.tainted else None
@@ -415,7 +415,7 @@ def waits_for_review(job: Job, record: Record) -> str:
 
 def enable_by_person(con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> Job:
     """The person enables ``job``: they reviewed it, so its taint is cleared too."""
-    from ..store import provenance
+    from agent_kernel.store import provenance
 
     provenance.clear(con, "job", job.id)
     return Jobs(con).set_enabled(job, True, now)

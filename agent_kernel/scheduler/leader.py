@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from .clock import from_db, to_db
+from agent_kernel.scheduler.clock import from_db, to_db
 
 if TYPE_CHECKING:
     import duckdb

@@ -17,10 +17,10 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from . import ScheduleError
-from .clock import from_db, iso, to_db
-from .cron import QuietWindow, zone
-from .jobs import Job, Jobs, Policy, new_job
+from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.clock import from_db, iso, to_db
+from agent_kernel.scheduler.cron import QuietWindow, zone
+from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
 
 if TYPE_CHECKING:
     import duckdb

@@ -38,8 +38,8 @@ class Stopped(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .rundir import RunDir
-    from .spec import RunSpec
+    from agent_kernel.scheduler.rundir import RunDir
+    from agent_kernel.scheduler.spec import RunSpec
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
-    from .lean_imports import refuse_unused_slow_imports
+    from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
 
     refuse_unused_slow_imports()
     import papermill
@@ -71,8 +71,8 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
     from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
-    from ..headless import kernel_manager_config
-    from .checks import InvalidJob
+    from agent_kernel.scheduler.kernels import kernel_manager_config
+    from agent_kernel.scheduler.checks import InvalidJob
 
     try:
         kernel_name = _checked(spec)
@@ -130,7 +130,7 @@ def _checked(spec: Any) -> str:
     """The kernel to run ``spec`` in, once the spec and the code papermill injects pass the checks."""
     from papermill.translators import PythonTranslator
 
-    from .checks import check_kernel, check_parameter_cell, check_spec
+    from agent_kernel.scheduler.checks import check_kernel, check_parameter_cell, check_spec
 
     check_spec(spec)
     kernel_name = spec.kernel_name or _kernel_of(spec.input_path)
@@ -144,9 +144,9 @@ def _cell_error(ename: str, evalue: str) -> str:
     """The run's error for a failed cell: an %agent turn's own line, else ``ename: evalue``.
 
     A notebook fails exactly when one of its cells failed; an %agent cell fails when its
-    turn did not end normally (see agent_kernel/outcome.py), with one line that says why.
+    turn did not end normally (see agent_kernel/turn/outcome.py), with one line that says why.
     """
-    from ..errors import TurnFailedError
+    from agent_kernel.errors import TurnFailedError
 
     evalue = str(evalue).strip()
     if ename == TurnFailedError.__name__ and evalue:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .clock import from_db, to_db
+from agent_kernel.scheduler.clock import from_db, to_db
 
 if TYPE_CHECKING:
     import duckdb
@@ -83,7 +83,7 @@ class Run:
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON values (instants as ISO 8601 UTC)."""
-        from .clock import iso
+        from agent_kernel.scheduler.clock import iso
 
         data: dict[str, Any] = {}
         for name in _COLUMNS:

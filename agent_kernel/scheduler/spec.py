@@ -21,11 +21,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .rundir import RunDir
+from agent_kernel.scheduler.rundir import RunDir
 
 if TYPE_CHECKING:
-    from .jobs import Job
-    from .runs import Run
+    from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.]+")
 
@@ -116,7 +116,7 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
 
 def session_name(job: Job, run: Run) -> str:
     """A fresh, readable session name for one firing: ``<job>-<local time>-<run>``."""
-    from .cron import zone
+    from agent_kernel.scheduler.cron import zone
 
     slug = _SLUG.sub("-", job.name).strip("-")[:40] or job.kind
     local = run.scheduled_for.astimezone(zone(job.timezone))

@@ -7,6 +7,6 @@ from typing import Any
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    from .app import AgentKernelServer
+    from agent_kernel.server.app import AgentKernelServer
 
     return [{"module": "agent_kernel.server", "app": AgentKernelServer}]

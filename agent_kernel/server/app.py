@@ -23,15 +23,15 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, Unicode
 
-from .handlers import handlers
-from .provenance import handlers as provenance_handlers
+from agent_kernel.server.handlers import handlers
+from agent_kernel.server.provenance import handlers as provenance_handlers
 
 
 class ServerState:
     """What the handlers share: the store, the server's root, the scheduler thread."""
 
     def __init__(self, store: Any, root_dir: str, log: Any) -> None:
-        from ..scheduler.clock import SystemClock
+        from agent_kernel.scheduler.clock import SystemClock
 
         self.store = store
         self.root_dir = root_dir
@@ -50,7 +50,7 @@ class ServerState:
         return self.clock.now()
 
     def start_scheduler(self, *, max_concurrent: int, poll_s: float) -> None:
-        from ..scheduler.daemon import Scheduler, SchedulerSettings
+        from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 
         settings = SchedulerSettings(max_concurrent=max_concurrent, poll_s=poll_s)
         self.scheduler = Scheduler(self.store, settings=settings)
@@ -82,7 +82,7 @@ class ServerState:
 
     def output_in_root(self, run: Any, job: Any) -> str | None:
         """The run's output notebook as a path JupyterLab can open (relative to the root)."""
-        from .views import relative_path
+        from agent_kernel.server.views import relative_path
 
         if not run.output_path or not Path(run.output_path).is_file():
             return None
@@ -113,8 +113,8 @@ class AgentKernelServer(ExtensionApp):
     )
 
     def initialize_settings(self) -> None:
-        from ..paths import default_db_path
-        from ..store import Store
+        from agent_kernel.paths import default_db_path
+        from agent_kernel.store import Store
 
         store = Store(Path(self.db_path).expanduser() if self.db_path else default_db_path())
         root = self.serverapp.root_dir if self.serverapp is not None else "."

@@ -19,8 +19,8 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from . import views
-from .job_request import MAX_PATH_CHARS, BadRequest, check_text, job_from_request, parse_body
+from agent_kernel.server import views
+from agent_kernel.server.job_request import MAX_PATH_CHARS, BadRequest, check_text, job_from_request, parse_body
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ class _Handler(APIHandler):
         super().log_exception(typ, value, tb)
 
     async def scheduler_status(self) -> dict[str, Any]:
-        from ..scheduler import leader
+        from agent_kernel.scheduler import leader
 
         lease = await self.store_call(lambda con: leader.running(con, self.agent.now()))
         status: dict[str, Any] = {"running": lease is not None, "in_server": self.agent.scheduler_in_server}
@@ -103,7 +103,7 @@ class _Handler(APIHandler):
         if isinstance(exc, BadRequest):
             self.refuse(400, str(exc))
             return
-        from ..errors import StoreError
+        from agent_kernel.errors import StoreError
 
         if isinstance(exc, StoreError):
             self.refuse(503, str(exc))
@@ -141,7 +141,7 @@ class JobsHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def post(self) -> None:
-        from ..scheduler.jobs import Jobs
+        from agent_kernel.scheduler.jobs import Jobs
 
         user = getattr(self.current_user, "username", None)
         job = job_from_request(self.body(), self.root, self.agent.now(), user=user)
@@ -153,8 +153,8 @@ class JobHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self, job_id: str) -> None:
-        from ..scheduler.jobs import Jobs
-        from ..scheduler.runs import Runs
+        from agent_kernel.scheduler.jobs import Jobs
+        from agent_kernel.scheduler.runs import Runs
 
         def read(con: Any) -> Any:
             job = Jobs(con).get(job_id)
@@ -170,8 +170,8 @@ class JobHandler(_Handler):
     @authorized(action="write")
     async def patch(self, job_id: str) -> None:
         """``{"enabled": true | false}``: resume or pause the job."""
-        from ..scheduler.jobs import Jobs, enable_by_person
-        from ..scheduler.runs import Runs
+        from agent_kernel.scheduler.jobs import Jobs, enable_by_person
+        from agent_kernel.scheduler.runs import Runs
 
         body = self.body()
         if set(body) != {"enabled"} or not isinstance(body["enabled"], bool):
@@ -196,7 +196,7 @@ class JobHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def delete(self, job_id: str) -> None:
-        from ..scheduler.jobs import Jobs
+        from agent_kernel.scheduler.jobs import Jobs
 
         now = self.agent.now()
         deleted = await self.store_call(lambda con: Jobs(con).delete(job_id, now))
@@ -211,8 +211,8 @@ class JobRunHandler(_Handler):
     @authorized(action="execute")
     async def post(self, job_id: str) -> None:
         """Queue a run now; the scheduler starts it within a moment."""
-        from ..scheduler.jobs import Jobs
-        from ..scheduler.runs import Runs
+        from agent_kernel.scheduler.jobs import Jobs
+        from agent_kernel.scheduler.runs import Runs
 
         if self.body():
             raise BadRequest("This route takes no body.")
@@ -271,7 +271,7 @@ class RunHandler(_Handler):
             return
         run, job = found
         if action == "cancel":
-            from ..scheduler.runs import Runs
+            from agent_kernel.scheduler.runs import Runs
 
             now = self.agent.now()
             state = await self.store_call(lambda con: Runs(con).request_cancel(run.id, now, "cancelled in JupyterLab"))
@@ -281,8 +281,8 @@ class RunHandler(_Handler):
 
     @staticmethod
     def _find(con: Any, run_id: str) -> Any:
-        from ..scheduler.jobs import Jobs
-        from ..scheduler.runs import Runs
+        from agent_kernel.scheduler.jobs import Jobs
+        from agent_kernel.scheduler.runs import Runs
 
         run = Runs(con).get(run_id)
         if run is None:

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..scheduler import ScheduleError
+from agent_kernel.scheduler import ScheduleError
 
 FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap"}
 TEXT_FIELDS = ("name", "cron", "at", "timezone", "overlap")
@@ -127,8 +127,8 @@ def kernel_name(notebook: Path) -> str:
 
 def job_from_request(body: dict[str, Any], root: Path, now: datetime, *, user: str | None) -> Any:
     """A validated :class:`~agent_kernel.scheduler.jobs.Job` (not stored yet)."""
-    from ..scheduler.cron import local_timezone_name
-    from ..scheduler.jobs import Policy, new_job
+    from agent_kernel.scheduler.cron import local_timezone_name
+    from agent_kernel.scheduler.jobs import Policy, new_job
 
     unknown = set(body) - FIELDS
     if unknown:

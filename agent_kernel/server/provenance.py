@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from .handlers import _Handler
-from .job_request import BadRequest
+from agent_kernel.server.handlers import _Handler
+from agent_kernel.server.job_request import BadRequest
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,7 +29,7 @@ MAX_LISTED = 500
 
 def tainted_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The tainted kept items (at most ``MAX_LISTED``), each with its session's name."""
-    from ..store import provenance
+    from agent_kernel.store import provenance
 
     records = provenance.tainted(con)
     ids = sorted({r.session_id for r in records if r.session_id})
@@ -43,7 +43,7 @@ def tainted_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
 def clear_request(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """``(kind, name)`` to clear from a request body (None for all); BadRequest otherwise."""
-    from ..store.provenance import KINDS
+    from agent_kernel.store.provenance import KINDS
 
     how = (
         'Send {"kind": KIND, "name": NAME} (one item), {"kind": KIND} (every item of a kind) '
@@ -72,7 +72,7 @@ class TaintedClearHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def post(self) -> None:
-        from ..store import provenance
+        from agent_kernel.store import provenance
 
         kind, name = clear_request(self.body())
         cleared = await self.store_call(lambda con: provenance.clear(con, kind, name))

@@ -12,14 +12,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..scheduler.clock import iso
+from agent_kernel.scheduler.clock import iso
 
 if TYPE_CHECKING:
     import duckdb
 
-    from ..scheduler.jobs import Job
-    from ..scheduler.runs import Run
-    from ..store.sessions import Session
+    from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.runs import Run
+    from agent_kernel.store.sessions import Session
 
 MAX_MESSAGES = 500
 
@@ -27,7 +27,7 @@ MAX_MESSAGES = 500
 def session_costs(con: duckdb.DuckDBPyConnection, sessions: list[Session]) -> dict[str, float | None]:
     """What each session has cost in US dollars, from its recorded model calls; None for a
     session with no priced call (no call yet, or only calls to a model without a price)."""
-    from ..store.usage import sessions_cost
+    from agent_kernel.store.usage import sessions_cost
 
     found = sessions_cost(con, [s.id for s in sessions])
     costs: dict[str, float | None] = {}
@@ -76,7 +76,7 @@ def session_json(session: Session, root: Path, cost: float | None) -> dict[str, 
 def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None) -> list[dict[str, Any]]:
     """Every session, most recently used first; with ``notebook`` (a path relative to the
     root) only that notebook's sessions and the sub-sessions they spawned."""
-    from ..store.sessions import Sessions
+    from agent_kernel.store.sessions import Sessions
 
     sessions = Sessions(con).list()
     if notebook is not None:
@@ -93,7 +93,7 @@ def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | No
 
 
 def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) -> dict[str, Any] | None:
-    from ..store.sessions import Sessions
+    from agent_kernel.store.sessions import Sessions
 
     sessions = Sessions(con)
     session = sessions.get(session_id)
@@ -146,8 +146,8 @@ def job_json(job: Job, last: Run | None, root: Path) -> dict[str, Any]:
 
 
 def list_jobs(con: duckdb.DuckDBPyConnection, root: Path) -> list[dict[str, Any]]:
-    from ..scheduler.jobs import Jobs
-    from ..scheduler.runs import Runs
+    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler.runs import Runs
 
     jobs = Jobs(con).list()
     latest = Runs(con).latest_by_job()
@@ -166,7 +166,7 @@ def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -
     data = run_json(run, job, root)
     logs: dict[str, str] = {}
     if run.run_dir:
-        from ..scheduler.rundir import RunDir
+        from agent_kernel.scheduler.rundir import RunDir
 
         run_dir = RunDir(Path(run.run_dir))
         for name, target in (("runner", run_dir.runner_log), ("stdout", run_dir.stdout), ("stderr", run_dir.stderr)):
@@ -179,8 +179,8 @@ def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -
 def list_runs(
     con: duckdb.DuckDBPyConnection, root: Path, *, job_id: str | None, limit: int
 ) -> list[dict[str, Any]]:
-    from ..scheduler.jobs import Jobs
-    from ..scheduler.runs import Runs
+    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler.runs import Runs
 
     runs = Runs(con).list(job_id=job_id, limit=limit)
     jobs = Jobs(con).all_by_id({r.job_id for r in runs})
@@ -192,7 +192,7 @@ def list_runs(
 
 def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict[str, Any]:
     """Code runs, failures by category, tool calls, tokens and cost per day."""
-    from ..store.audit import stats
+    from agent_kernel.store.audit import stats
 
     summary = stats(con, days)
     since = (now - timedelta(days=days)).replace(tzinfo=None)
@@ -231,7 +231,7 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict
 
 def _iso_naive(value: datetime | None) -> str | None:
     """A stored (naive UTC) timestamp as ISO 8601 UTC."""
-    from ..scheduler.clock import from_db
+    from agent_kernel.scheduler.clock import from_db
 
     return iso(from_db(value)) if value is not None else None
 

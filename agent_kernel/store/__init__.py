@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import StoreError
-from .schema import migrate
+from agent_kernel.errors import StoreError
+from agent_kernel.store.schema import migrate
 
 T = TypeVar("T")
 
@@ -68,7 +68,7 @@ class Store:
         """Yield a connection under the file lock; commit and close when the block ends.
 
         ``config``: DuckDB settings for this connection's database instance (the SQL
-        sandbox of :mod:`agent_kernel.store.guard` uses it). ``read_only``: DuckDB opens
+        sandbox of :mod:`agent_kernel.sql.guard` uses it). ``read_only``: DuckDB opens
         the file for reading only, so nothing run on it can change the file (its TEMP
         schema, in memory, stays writable). ``mirrored``: what the block writes is already
         in the in-memory copies that :meth:`unchanged_since` guards (the turn's journal),
@@ -258,8 +258,8 @@ class StoreConnection:
 
 def _clean(value: Any) -> Any:
     """``value`` with its strings redacted and made encodable (other values as they are)."""
-    from ..secrets import redactor
-    from ..redaction import clean_text
+    from agent_kernel.secrets import redactor
+    from agent_kernel.redaction import clean_text
 
     strings = redactor()
 

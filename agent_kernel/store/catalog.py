@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .guard import WRITABLE_PREFIX, quote_name
+from agent_kernel.store.schema import WRITABLE_PREFIX, quote_name
 
 if TYPE_CHECKING:
     import duckdb

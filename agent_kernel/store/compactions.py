@@ -1,7 +1,7 @@
 """Compactions of long sessions: the summary that stands in for a session's oldest messages.
 
 A row says: send ``summary`` in place of the first ``covers`` messages of the session's
-conversation (as :func:`agent_kernel.conversation.repair` loads it), and send the tool
+conversation (as :func:`agent_kernel.model.conversation.repair` loads it), and send the tool
 results of the messages before ``trimmed`` shortened. The messages themselves stay in
 ``messages``; a compaction only changes what a request carries. ``fingerprint`` identifies
 the last covered message, so a row is never applied to a conversation it was not made from.

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolInputError
-from .bm25 import ranked
-from .bm25 import terms as _terms
-from .schema import UTC_NOW
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store.bm25 import ranked
+from agent_kernel.store.bm25 import terms as _terms
+from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb

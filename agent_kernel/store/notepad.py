@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import ToolInputError
-from . import provenance
-from .provenance import Provenance
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import provenance
+from agent_kernel.store.provenance import Provenance
 
 if TYPE_CHECKING:
     import duckdb

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..errors import ToolInputError
-from . import provenance
-from .provenance import Provenance
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import provenance
+from agent_kernel.store.provenance import Provenance
 
 if TYPE_CHECKING:
     import duckdb

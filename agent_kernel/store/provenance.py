@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .schema import UTC_NOW
+from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
@@ -185,7 +185,7 @@ def shown(text: str, record: Record | None, what: str) -> str:
     ``what`` it is and where it came from, when ``record`` is tainted; else unchanged."""
     if record is None or not record.tainted:
         return text
-    from ..untrusted import mark_untrusted
+    from agent_kernel.untrusted import mark_untrusted
 
     return mark_untrusted(text, f"{what}, {record.provenance().label()}")
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..conversation import CONTEXT_START, is_turn_context
-from .bm25 import STOPWORDS, ranked, terms
-from .schema import UTC_NOW
+from agent_kernel.model.conversation import CONTEXT_START, is_turn_context
+from agent_kernel.store.bm25 import STOPWORDS, ranked, terms
+from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb

@@ -388,6 +388,14 @@ PROTECTED_TABLES: set[str] = {
     "agent_tool_grants",
 }
 
+# The prefix of the tables the model may create and write (db_sql).
+WRITABLE_PREFIX = "ai_"
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Run the migrations this file has not seen yet."""

@@ -2,7 +2,7 @@
 
 A session's stored messages are exactly what was said, in order; repairing them into a
 valid Messages conversation (a result for every ``tool_use``) happens when they are
-loaded, in :mod:`agent_kernel.conversation`.
+loaded, in :mod:`agent_kernel.model.conversation`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SessionError
-from .schema import UTC_NOW
+from agent_kernel.errors import SessionError
+from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ToolInputError
-from . import provenance
-from .provenance import Record
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import provenance
+from agent_kernel.store.provenance import Record
 
 if TYPE_CHECKING:
     import duckdb
@@ -239,7 +239,7 @@ def skills_folder(configured: str) -> Path:
     """The Agent Skills folder: ``configured`` when set, else ``skills/`` in agent-kernel's data directory."""
     if configured:
         return Path(configured).expanduser()
-    from ..paths import agent_home
+    from agent_kernel.paths import agent_home
 
     return agent_home() / "skills"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from .schema import UTC_NOW
+from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb

@@ -11,12 +11,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .schema import UTC_NOW
+from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
 
-    from .sessions import Session
+    from agent_kernel.store.sessions import Session
 
 __all__ = ["FINISHED", "ChildRow", "insert_child", "outcome", "record_result", "tree_order"]
 

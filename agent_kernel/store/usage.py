@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import duckdb
 
-    from ..usage import CallUsage
+    from agent_kernel.model.usage import CallUsage
 
 __all__ = ["DayUsage", "SessionUsage", "UsageLog", "daily", "session_usage", "sessions_cost"]
 

@@ -11,7 +11,7 @@ into the file (a checkpoint) by a batch nobody waits for or that finds it over
 The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
 database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
 milliseconds are lost, and what was stored stays a valid
-conversation (see :mod:`agent_kernel.conversation`).
+conversation (see :mod:`agent_kernel.model.conversation`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import StoreError
+from agent_kernel.errors import StoreError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     import duckdb
 
-    from . import Store
+    from agent_kernel.store import Store
 
 Write = Callable[["duckdb.DuckDBPyConnection"], None]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
-from .script import Failure, Reply
+from agent_kernel.testing.script import Failure, Reply
 
 __all__ = ["Batches"]
 

@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any
 
-from ..conversation import is_turn_context
-from .script import Reply, call, say
+from agent_kernel.model.conversation import is_turn_context
+from agent_kernel.testing.script import Reply, call, say
 
 OFFLINE_NOTE = (
     "This is the offline scripted demo model, not Claude: it only knows how to load a CSV "

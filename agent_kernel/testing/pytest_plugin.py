@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .server import ScriptedModel
+    from agent_kernel.testing.server import ScriptedModel
 
 
 @pytest.fixture
 def scripted_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
     """A running :class:`~agent_kernel.testing.ScriptedModel` with ``ANTHROPIC_BASE_URL``
     and ``ANTHROPIC_API_KEY`` set for this test (and for kernels it starts)."""
-    from .server import ScriptedModel
+    from agent_kernel.testing.server import ScriptedModel
 
     with ScriptedModel() as model:
         for key, value in model.env().items():

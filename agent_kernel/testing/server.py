@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from .batches import Batches
-from .cache import CacheError, PromptCache
-from .script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
+from agent_kernel.testing.batches import Batches
+from agent_kernel.testing.cache import CacheError, PromptCache
+from agent_kernel.testing.script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
 
 if TYPE_CHECKING:
     import httpx2 as httpx  # the SDK's httpx package (see _httpx)
@@ -61,7 +61,7 @@ class ScriptedModel:
         without one, an exhausted script answers 400 with a message saying so.
     summarizer:
         Answers the agent's conversation-summary requests (a compaction, see
-        :mod:`agent_kernel.budget`; a session's summary, see :mod:`agent_kernel.session_summary`)
+        :mod:`agent_kernel.turn.budget`; a session's summary, see :mod:`agent_kernel.turn.summaries`)
         outside the script, so a script need not know when one comes; by default :func:`~agent_kernel.testing.script.summary_reply`. ``None``:
         they take the next scripted reply like any request. Either way they are kept in
         :attr:`requests` and :attr:`summary_requests`.
@@ -151,8 +151,8 @@ class ScriptedModel:
         return len(self.script)
 
     def _next(self, body: dict[str, Any]) -> Reply | Failure:
-        from ..budget import is_summary_request
-        from ..session_summary import is_session_summary_request
+        from agent_kernel.turn.budget import is_summary_request
+        from agent_kernel.turn.summaries import is_session_summary_request
 
         summary = is_summary_request(body) or is_session_summary_request(body)
         with self._lock:

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from ..conversation import OVERSIZED_INPUT
-from ..errors import ToolInputError
-from ..interrupts import TURN_FRAMES, TurnInterrupted
-from ..secrets import redact, scrub
+from agent_kernel.model.conversation import OVERSIZED_INPUT
+from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
+from agent_kernel.secrets import redact, scrub
 
 if TYPE_CHECKING:
-    from .context import ToolContext
+    from agent_kernel.tools.context import ToolContext
 
 __all__ = ["INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "current_context", "strict_json", "tool"]
 
@@ -91,7 +91,7 @@ class Tool:
         """The ``tools=[...]`` entry sent to the model, its schema compacted (see schema.py);
         ``settings``: the turn's :class:`~agent_kernel.config.AgentKernel`, which a server
         tool's entry depends on."""
-        from .schema import compact
+        from agent_kernel.tools.schema import compact
 
         sent = dict(self._sdk_tool.to_dict())
         sent["input_schema"] = compact(sent["input_schema"])
@@ -123,7 +123,7 @@ class Outcome:
     duration_ms: float | None = 0.0  # None: the tool never ran (approval refused it)
 
     def block(self, tool_use_id: str) -> dict[str, Any]:
-        from ..conversation import tool_result
+        from agent_kernel.model.conversation import tool_result
 
         return tool_result(tool_use_id, self.content, is_error=self.is_error)
 
@@ -219,7 +219,7 @@ TURN_FRAMES.add(Registry.dispatch.__code__)
 
 def _drop_tainted_libraries() -> None:
     """A tainted library the call loaded stays out of the import cache (see libraries.py)."""
-    from .. import libraries
+    from agent_kernel.kernel import libraries
 
     libraries.drop_tainted()
 

@@ -20,13 +20,13 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from ..store import agent_tools as stored
-from ..store import provenance
-from ..untrusted import mark_untrusted
-from . import USER_TOOLS, Registry, Tool, current_context
-from .code import CODE_CHARS
-from .data import with_connection
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import agent_tools as stored
+from agent_kernel.store import provenance
+from agent_kernel.untrusted import mark_untrusted
+from agent_kernel.tools import USER_TOOLS, Registry, Tool, current_context
+from agent_kernel.tools.code import CODE_CHARS
+from agent_kernel.tools.data import with_connection
 
 GROUP = "tools"
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -242,7 +242,7 @@ class StoredTool(Tool):
         return {"name": self.name, "description": description, "input_schema": self.stored.parameter_schema}
 
     async def call(self, tool_input: object) -> Any:
-        from .stored_run import run_stored_tool
+        from agent_kernel.tools.stored_run import run_stored_tool
 
         if not isinstance(tool_input, dict):
             raise ToolInputError(f"{self.name} takes a JSON object, got {type(tool_input).__name__}.")
@@ -259,7 +259,7 @@ def sync(registry: Registry, con: Any) -> None:
 
     A ``@tool`` function or built-in tool of the same name wins over a stored one.
     """
-    from .. import libraries
+    from agent_kernel.kernel import libraries
 
     _TAKEN.update(name for name, item in registry.tools.items() if not isinstance(item, StoredTool))
     kept = stored.AgentTools(con)
@@ -281,7 +281,7 @@ def sync(registry: Registry, con: Any) -> None:
 
 def _sandboxed() -> bool:
     """Whether isolated code runs in the sandbox here (probed once per process)."""
-    from .isolation import isolation
+    from agent_kernel.tools.isolation import isolation
 
     return isolation().sandboxed
 
@@ -321,7 +321,7 @@ def _schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _validator(schema_json: str) -> Any:
     """The compiled validator of a schema given as JSON text."""
-    from ..json_schemas import compiled
+    from agent_kernel.model.json_schemas import compiled
 
     try:
         return compiled(schema_json)

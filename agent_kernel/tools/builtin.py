@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from . import Registry
+from agent_kernel.tools import Registry
 
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from . import agent_tools, code, data, libraries, llm, memory, notepad, recall, schedule, skills, subsessions, ui, web
+    from agent_kernel.tools import agent_tools, code, data, libraries, llm, memory, notepad, recall, schedule, skills, subsessions, ui, web
 
     registry = Registry()
     modules = (code, data, memory, recall, notepad, schedule, skills, ui, web, agent_tools, libraries, llm, subsessions)

@@ -35,10 +35,10 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
-from ..namespace import describe, describe_namespace
-from ..secrets import redact
-from . import Tool, current_context
+from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
+from agent_kernel.kernel.namespace import describe, describe_namespace
+from agent_kernel.secrets import redact
+from agent_kernel.tools import Tool, current_context
 
 STREAM_CHARS = 8_000
 RESULT_CHARS = 2_000
@@ -117,7 +117,7 @@ async def inspect_namespace(
 
 def _run_code_description() -> str:
     """run_code's description, with what isolation this machine gives (see isolation.py)."""
-    from .isolation import isolation
+    from agent_kernel.tools.isolation import isolation
 
     return (
         "Run Python in the user's live kernel: variables stay in their namespace; prints, plots "
@@ -581,7 +581,7 @@ if last is not None:
 async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
     import signal
 
-    from .isolation import isolation
+    from agent_kernel.tools.isolation import isolation
 
     where = isolation()
     with tempfile.TemporaryDirectory(prefix="agent-kernel-isolated-") as tmp:

@@ -6,19 +6,19 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..store.provenance import Provenance
-from ..store.sessions import Journal
+from agent_kernel.store.provenance import Provenance
+from agent_kernel.store.sessions import Journal
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..config import AgentKernel
-    from ..display.transcript import Transcript
-    from ..interrupts import TurnInterrupts
-    from ..model import ModelClient
-    from ..secrets import Secrets
-    from ..store import Store
-    from ..store.writer import WriteBehind
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.display.transcript import Transcript
+    from agent_kernel.kernel.interrupts import TurnInterrupts
+    from agent_kernel.model.client import ModelClient
+    from agent_kernel.secrets import Secrets
+    from agent_kernel.store import Store
+    from agent_kernel.store.writer import WriteBehind
 
 __all__ = ["SubSessionHost", "ToolContext"]
 

@@ -2,9 +2,9 @@
 
 ``db_sql`` runs off the event loop, so the kernel stays responsive (Stop works) while
 another process runs the SQL (a fork of the kernel for a read of its DataFrames, else a
-worker: :mod:`agent_kernel.store.sql_worker`); Stop interrupts it, and kills it when
+worker: :mod:`agent_kernel.sql.worker`); Stop interrupts it, and kills it when
 DuckDB cannot stop. What the SQL may do is decided in
-:mod:`agent_kernel.store.guard`, how it runs in :mod:`agent_kernel.store.sandbox`.
+:mod:`agent_kernel.sql.guard`, how it runs in :mod:`agent_kernel.sql.sandbox`.
 """
 
 from __future__ import annotations
@@ -20,17 +20,19 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from ..namespace import unwritable_reason
-from ..secrets import redact
-from ..store import guard, sandbox, sql_worker
-from ..store.provenance import TAINTED_NOTE, Provenance
-from . import Tool, current_context, strict_json
+from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel.namespace import unwritable_reason
+from agent_kernel.secrets import redact
+from agent_kernel.sql import guard
+from agent_kernel.sql import sandbox
+from agent_kernel.sql import worker as sql_worker
+from agent_kernel.store.provenance import TAINTED_NOTE, Provenance
+from agent_kernel.tools import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
-    from ..config import AgentKernel
-    from ..store import Store
-    from ..store.state import State
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.store import Store
+    from agent_kernel.store.state import State
 
 T = TypeVar("T")
 
@@ -125,7 +127,7 @@ async def db_sql(
 async def _record_comments(tables: list[str], writer: Provenance) -> None:
     """Record who wrote the comments on ``tables``. A comment on one column leaves the
     table's other comments as they were, so a taint they have carries over."""
-    from ..store import provenance
+    from agent_kernel.store import provenance
 
     def record(con: Any) -> None:
         for table in dict.fromkeys(t.lower() for t in tables):
@@ -136,7 +138,7 @@ async def _record_comments(tables: list[str], writer: Provenance) -> None:
 
 async def db_schema() -> dict[str, Any]:
     """Your database's tables and views: columns, row counts, comments (ai_* are yours; others read-only)."""
-    from ..store import catalog, provenance
+    from agent_kernel.store import catalog, provenance
 
     context = current_context()
     read_untrusted: list[str] = []
@@ -171,7 +173,7 @@ async def db_schema() -> dict[str, Any]:
 
 def _wrap_comments(entry: dict[str, Any], record: Any, table: str) -> None:
     """A table entry's comments inside the untrusted envelope (they were written after untrusted content)."""
-    from ..store.provenance import shown
+    from agent_kernel.store.provenance import shown
 
     if "comment" in entry:
         entry["comment"] = shown(entry["comment"], record, f"comment on table {table}")
@@ -300,7 +302,7 @@ async def with_connection(store: Store, read: Callable[[Any], T]) -> T:
 
 
 async def _with_state(action: Callable[[State], T]) -> T:
-    from ..store.state import State
+    from agent_kernel.store.state import State
 
     return await with_connection(current_context().store, lambda con: action(State(con)))
 

@@ -30,8 +30,8 @@ from functools import lru_cache
 from typing import Any, Union
 from urllib.parse import urljoin, urlsplit
 
-from . import addresses
-from .addresses import IPAddress
+from agent_kernel.tools import addresses
+from agent_kernel.tools.addresses import IPAddress
 
 __all__ = ["FetchError", "FetchRefused", "Fetched", "Resolver", "fetch"]
 

@@ -150,7 +150,7 @@ def _python_paths() -> tuple[str, ...]:
 
 def _hidden_dirs() -> list[str]:
     """The agent's data directory and its DuckDB file's directory (real paths)."""
-    from ..paths import agent_home, default_db_path
+    from agent_kernel.paths import agent_home, default_db_path
 
     hidden = []
     for path in (default_db_path().parent, agent_home()):

@@ -1,7 +1,7 @@
 """The library tools of the ``tools`` group: Python modules the agent keeps in its database.
 
 A library is imported as ``import agent_libs.NAME`` by agent-defined tools, ``run_code``
-and the user's own cells (see :mod:`agent_kernel.libraries`). Every change is a new
+and the user's own cells (see :mod:`agent_kernel.kernel.libraries`). Every change is a new
 stored version; the loaded libraries are dropped so the next import gets it.
 """
 
@@ -13,13 +13,13 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from .. import libraries
-from ..errors import ToolInputError
-from ..store import agent_tools as stored
-from ..store import provenance
-from . import Tool, current_context
-from .agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, kept_version
-from .data import with_connection
+from agent_kernel.kernel import libraries
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import agent_tools as stored
+from agent_kernel.store import provenance
+from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, kept_version
+from agent_kernel.tools.data import with_connection
 
 
 async def create_library(name: Name, description: Description, code: Code) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from . import Tool
+from agent_kernel.errors import ToolInputError
+from agent_kernel.tools import Tool
 
 PROMPT_CHARS = 400_000  # about 100k tokens
 SYSTEM_CHARS = 100_000
@@ -42,7 +42,7 @@ async def llm_generate(
         max_tokens: Most output tokens (default 4096).
         temperature: Accepted (0 to 1) but not sent: current models have no sampling temperature.
     """
-    from ..llm import GenerationError, agenerate
+    from agent_kernel.llm import GenerationError, agenerate
 
     if schema is not None and len(json.dumps(schema, default=str)) > SCHEMA_CHARS:
         raise ToolInputError(f"schema is over {SCHEMA_CHARS:,} characters of JSON; send a smaller schema.")

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TextIO
 
-from ..errors import ToolInputError
-from ..secrets import redact
-from ..untrusted import mark_untrusted
-from . import Tool, _cap, current_context, to_text
+from agent_kernel.errors import ToolInputError
+from agent_kernel.secrets import redact
+from agent_kernel.untrusted import mark_untrusted
+from agent_kernel.tools import Tool, _cap, current_context, to_text
 
 __all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers"]
 

@@ -6,11 +6,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from ..store import memories as memory_store
-from ..store import prompts, provenance
-from . import Tool, current_context
-from .data import with_connection
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import memories as memory_store
+from agent_kernel.store import prompts, provenance
+from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.data import with_connection
 
 Category = Literal[
     "fact", "preference", "life-goal", "project", "open-loop", "relationship", "health", "work", "personal-context"

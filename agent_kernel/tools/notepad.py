@@ -6,10 +6,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..store.notepad import NOTEPAD_CHARS, Notepad
-from ..store.provenance import TAINTED_NOTE, Provenance
-from . import Tool, current_context
-from .data import with_connection
+from agent_kernel.store.notepad import NOTEPAD_CHARS, Notepad
+from agent_kernel.store.provenance import TAINTED_NOTE, Provenance
+from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.data import with_connection
 
 Text = Annotated[str, Field(max_length=NOTEPAD_CHARS)]
 

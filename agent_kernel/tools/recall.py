@@ -7,12 +7,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from ..store import recall
-from ..store.memories import parse_instant
-from ..untrusted import mark_untrusted
-from . import Tool, current_context
-from .data import with_connection
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import recall
+from agent_kernel.store.memories import parse_instant
+from agent_kernel.untrusted import mark_untrusted
+from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.data import with_connection
 
 QUERY_CHARS = 500
 SHORT_CHARS = 300  # notebook paths, dates, session names and ids

@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from . import Tool, current_context, strict_json
+from agent_kernel.errors import ToolInputError
+from agent_kernel.tools import Tool, current_context, strict_json
 
 PROMPT_CHARS = 20_000  # a task's prompt, a reminder's message, the pulse's instruction
 PATH_CHARS = 4_096
@@ -61,7 +61,7 @@ def create_scheduled_task(
         token_limit: Most tokens one firing may use.
         secrets: Names of environment variables the job needs as secrets (values are never stored).
     """
-    from ..scheduler.jobs import Jobs, keep_written, new_job
+    from agent_kernel.scheduler.jobs import Jobs, keep_written, new_job
 
     ctx = current_context()
     bad = [n for n in secrets or () if not n.isidentifier()]
@@ -102,9 +102,9 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     Args:
         include_disabled: Also list paused tasks.
     """
-    from ..scheduler.jobs import Jobs
-    from ..scheduler.runs import Runs
-    from ..store import provenance
+    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler.runs import Runs
+    from agent_kernel.store import provenance
 
     ctx = current_context()
     with ctx.store.connect() as con:
@@ -172,8 +172,8 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
         at: ISO 8601 time to fire, e.g. 2026-02-25T09:00:00Z; without an offset it is read in the user's timezone.
         message: What to tell yourself when the reminder fires.
     """
-    from ..scheduler.jobs import Jobs, keep_written, new_job
-    from ..store.sessions import Sessions
+    from agent_kernel.scheduler.jobs import Jobs, keep_written, new_job
+    from agent_kernel.store.sessions import Sessions
 
     ctx = current_context()
     with _errors(), ctx.store.connect() as con:
@@ -230,8 +230,8 @@ def manage_pulse(
         quiet_hours: update_config: local time windows with no pulse, e.g. [{"start": "22:00", "end": "07:00"}].
         instruction: update_config: what each pulse should do.
     """
-    from ..scheduler import pulse
-    from ..scheduler.jobs import keep_written
+    from agent_kernel.scheduler import pulse
+    from agent_kernel.scheduler.jobs import keep_written
 
     ctx = current_context()
     now = _now()
@@ -291,7 +291,7 @@ TOOLS = [
 @contextmanager
 def _errors() -> Iterator[None]:
     """Turn a ScheduleError into the is_error result the model reads."""
-    from ..scheduler import ScheduleError
+    from agent_kernel.scheduler import ScheduleError
 
     try:
         yield
@@ -301,7 +301,7 @@ def _errors() -> Iterator[None]:
 
 def _no_scheduler(con: Any) -> dict[str, str]:
     """``{"warning": ...}`` telling the model how to get the job fired when no scheduler runs."""
-    from ..scheduler import leader
+    from agent_kernel.scheduler import leader
 
     if leader.running(con, _now()) is not None:
         return {}
@@ -312,13 +312,13 @@ def _no_scheduler(con: Any) -> dict[str, str]:
 
 
 def _now() -> Any:
-    from ..scheduler.clock import SystemClock
+    from agent_kernel.scheduler.clock import SystemClock
 
     return SystemClock().now()
 
 
 def _timezone(name: str | None) -> str:
-    from ..scheduler.cron import local_timezone_name, zone
+    from agent_kernel.scheduler.cron import local_timezone_name, zone
 
     chosen = name or current_context().settings.timezone or local_timezone_name()
     with _errors():
@@ -327,14 +327,14 @@ def _timezone(name: str | None) -> str:
 
 
 def _iso(instant: Any, timezone: str) -> str | None:
-    from ..scheduler.clock import iso
+    from agent_kernel.scheduler.clock import iso
 
     return iso(instant, timezone)
 
 
 def _held(con: Any, job: Any) -> str:
     """Why ``job`` waits for the user's review ("" when it does not)."""
-    from ..scheduler.jobs import taint, waits_for_review
+    from agent_kernel.scheduler.jobs import taint, waits_for_review
 
     record = taint(con, job.id)
     return waits_for_review(job, record) if record is not None else ""
@@ -348,7 +348,7 @@ def _refuse_tainted(con: Any, job: Any) -> None:
 
 
 def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
-    from ..scheduler.jobs import Jobs
+    from agent_kernel.scheduler.jobs import Jobs
 
     ctx = current_context()
     with ctx.store.connect() as con:
@@ -363,7 +363,7 @@ def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
 
 
 def _delete(job_id: str, *, kinds: tuple[str, ...], other: str) -> bool:
-    from ..scheduler.jobs import Jobs
+    from agent_kernel.scheduler.jobs import Jobs
 
     ctx = current_context()
     with ctx.store.connect() as con:

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from ..store import provenance
-from ..store import skills as skill_store
-from . import Tool, current_context
-from .data import with_connection
+from agent_kernel.errors import ToolInputError
+from agent_kernel.store import provenance
+from agent_kernel.store import skills as skill_store
+from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.data import with_connection
 
 Name = Annotated[str, Field(max_length=64)]
 Description = Annotated[str, Field(max_length=skill_store.DESCRIPTION_CHARS)]

@@ -24,10 +24,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolInputError
-from ..interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
-from ..store import agent_tools as stored
-from . import current_context
+from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
+from agent_kernel.store import agent_tools as stored
+from agent_kernel.tools import current_context
 
 TIMEOUT_S = 60.0  # as run_code's default
 TRACEBACK_FRAMES = 3
@@ -82,7 +82,7 @@ class KernelState:
             raise PermissionError(f"{self._tool} is declared writes: false, so it may not change state.")
 
     def _with(self, action: Any) -> Any:
-        from ..store.state import State
+        from agent_kernel.store.state import State
 
         with self._store.connect() as con:
             return action(State(con))
@@ -104,8 +104,8 @@ def compile_tool(definition: stored.ToolVersion) -> Any:
 
 
 async def _run_in_kernel(definition: stored.ToolVersion, args: dict[str, Any]) -> Any:
-    from .. import libraries
-    from .code import _tee_streams
+    from agent_kernel.kernel import libraries
+    from agent_kernel.tools.code import _tee_streams
 
     context = current_context()
     libraries.install(lambda: context.store)
@@ -214,8 +214,8 @@ except BaseException as exc:
 
 
 async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) -> Any:
-    from .data import with_connection
-    from .isolation import isolation
+    from agent_kernel.tools.data import with_connection
+    from agent_kernel.tools.isolation import isolation
 
     context = current_context()
     libraries, refused = await with_connection(context.store, lambda con: _libraries_for(con, context))
@@ -265,8 +265,8 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
 
 def _libraries_for(con: Any, context: Any) -> tuple[dict[str, str], dict[str, str]]:
     """The sources of the libraries this call may import, and why the others (tainted) may not."""
-    from .. import libraries
-    from ..store import provenance
+    from agent_kernel.kernel import libraries
+    from agent_kernel.store import provenance
 
     found = {lib.name: lib.code for lib in stored.Libraries(con).list()}
     refused = {}

@@ -2,7 +2,7 @@
 
 A tool cannot start a turn (the loop sits above the tools), so the turn hands its tool
 context a :class:`~.context.SubSessionHost` that does: the agent implements it (see
-:mod:`agent_kernel.subsessions`). These functions check the input and say what went
+:mod:`agent_kernel.turn.subsessions`). These functions check the input and say what went
 wrong in words the model can act on.
 """
 
@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..errors import ToolInputError
-from . import Tool, current_context
-from .context import SubSessionHost
+from agent_kernel.errors import ToolInputError
+from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.context import SubSessionHost
 
 __all__ = ["TASK_CHARS", "TOOLS"]
 

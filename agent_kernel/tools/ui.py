@@ -15,9 +15,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
-from ..errors import ToolInputError
-from . import Tool, current_context
+from agent_kernel.display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
+from agent_kernel.errors import ToolInputError
+from agent_kernel.tools import Tool, current_context
 
 NO_USER_FORM = (
     "No user is present to fill in the form ({reason}). `data` holds the form's defaults, "
@@ -55,10 +55,10 @@ async def render_blocks(
         blocks: Blocks in order.
         title: Heading.
     """
-    from ..display import blocks as B
-    from ..display.presence import PRESENCE
-    from ..display.safe import clean_text, clean_value
-    from ..display.waiting import Nobody, Pending
+    from agent_kernel.display import blocks as B
+    from agent_kernel.display.presence import PRESENCE
+    from agent_kernel.display.safe import clean_text, clean_value
+    from agent_kernel.display.waiting import Nobody, Pending
 
     ctx = current_context()
     checked = [clean_value(block) for block in B.check_blocks(blocks)]
@@ -78,12 +78,12 @@ async def render_blocks(
         if kind == "table":
             outputs.append(_table(block, ctx.namespace, ctx.settings.table_page_size, widgets))
         elif kind == "chart":
-            from ..display.charts import chart_bundle, chart_png, chart_spec
+            from agent_kernel.display.charts import chart_bundle, chart_png, chart_spec
 
             spec = chart_spec(block, ctx.namespace)
             outputs.append(chart_bundle(spec, await asyncio.to_thread(chart_png, spec)))
         elif kind == "form":
-            from ..display.form import FormWidget
+            from agent_kernel.display.form import FormWidget
 
             pending = Pending(
                 FormWidget(
@@ -121,9 +121,9 @@ async def ask_user(
         question: One or two sentences.
         options: Buttons to choose from; omit for a typed answer.
     """
-    from ..display.choice import ChoiceCard, Typed
-    from ..display.safe import clean_text
-    from ..display.waiting import Nobody, Pending
+    from agent_kernel.display.choice import ChoiceCard, Typed
+    from agent_kernel.display.safe import clean_text
+    from agent_kernel.display.waiting import Nobody, Pending
 
     if options is not None and (not options or not all(o.strip() for o in options)):
         raise ToolInputError("options must be a non-empty list of non-empty strings, or omitted for free text.")
@@ -158,7 +158,7 @@ async def send_message(text: Message) -> dict[str, Any]:
         print(text, flush=True)
         return {"ok": True}
     ctx.transcript.end_text()
-    from ..display.safe import markdown_bundle
+    from agent_kernel.display.safe import markdown_bundle
 
     quoted = "\n".join(f"> {line}" for line in text.splitlines()) or ">"
     _show(markdown_bundle(quoted, plain=text))
@@ -172,7 +172,7 @@ def _show(output: Any) -> None:
     """Display a bundle, a widget (its bundle carries a static fallback) or a pending form."""
     from IPython.display import display
 
-    from ..display.waiting import Pending
+    from agent_kernel.display.waiting import Pending
 
     if isinstance(output, dict):
         display(output, raw=True)
@@ -183,7 +183,7 @@ def _show(output: Any) -> None:
 
 
 def _table(block: dict[str, Any], namespace: dict[str, Any], page_size: int, widgets: bool) -> Any:
-    from ..display.table_widget import TableSource, TableWidget
+    from agent_kernel.display.table_widget import TableSource, TableWidget
 
     source = TableSource(block, namespace)
     title = block.get("title") or ""
@@ -193,7 +193,7 @@ def _table(block: dict[str, Any], namespace: dict[str, Any], page_size: int, wid
 
 
 def _no_user_form(fields: list[dict[str, Any]], reason: str) -> dict[str, Any]:
-    from ..display.form import defaults
+    from agent_kernel.display.form import defaults
 
     values = defaults(fields)
     result: dict[str, Any] = {

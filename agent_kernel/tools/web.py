@@ -7,7 +7,7 @@ result blocks; the kernel only offers them, with the user's domain lists and lim
 SSRF-guarded :func:`agent_kernel.tools.fetch.fetch`.
 
 Everything these tools bring back is *untrusted*: the turn notes it (the approval check
-then asks before any writing tool, see :mod:`agent_kernel.approval`), and fetch_url's
+then asks before any writing tool, see :mod:`agent_kernel.turn.approval`), and fetch_url's
 text reaches the model inside an ``<untrusted_content>`` envelope the system prompt explains.
 """
 
@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ToolInputError
-from ..untrusted import mark_untrusted
-from . import Tool, current_context
+from agent_kernel.errors import ToolInputError
+from agent_kernel.untrusted import mark_untrusted
+from agent_kernel.tools import Tool, current_context
 
 if TYPE_CHECKING:
-    from ..config import AgentKernel
+    from agent_kernel.config import AgentKernel
 
 __all__ = [
     "SERVER_RESULT_TYPES", "TOOLS", "ServerTool", "cited_sources", "fetch_url",
@@ -93,8 +93,8 @@ async def fetch_url(
             origin only: a redirect to another origin drops them.
         max_bytes: Most bytes of the body to read (capped by AgentKernel.fetch_max_bytes).
     """
-    from .fetch import FetchError, FetchRefused, fetch
-    from .webtext import body_text
+    from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch
+    from agent_kernel.tools.webtext import body_text
 
     context = current_context()
     settings = context.settings

@@ -1,0 +1,1 @@
+"""The IPython magics: parse a cell into a turn request, run it, render the answer."""

@@ -1,0 +1,572 @@
+"""The ``%agent`` magics: parse what the user typed and hand it to the :class:`Agent`.
+
+IPython magics are synchronous, but a turn must be *awaited* on the kernel's event loop
+so that widget events (Stop, approvals, forms) arrive while it runs. An input transformer
+therefore rewrites ``%agent ...`` lines and ``%%agent`` cells into
+``await run_agent_magic(line, body)``. The registered magics stay, for ``%agent?`` help,
+``%lsmagic``, and places the rewrite does not reach (a script with no running loop).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from agent_kernel.config import APPROVE_MODES, AgentKernel
+from agent_kernel.magics.args import parse_args, unquote
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.turn.agent import Agent
+    from agent_kernel.turn.loop import TurnResult
+    from agent_kernel.store.sessions import Session, Sessions
+
+__all__ = [
+    "FLAGS",
+    "AgentCall",
+    "AgentMagics",
+    "Flag",
+    "flags_help",
+    "interpolate",
+    "parse_agent_call",
+    "rewrite_agent_cells",
+    "run_agent_magic",
+]
+
+_ACTIVE: AgentMagics | None = None
+_REGISTERED: list[Magics] = []  # every Magics instance load_ipython_extension registered
+
+# ---------------------------------------------------------------------------------------
+# Parsing
+
+
+@dataclass
+class AgentCall:
+    """A parsed ``%agent`` / ``%%agent`` invocation."""
+
+    prompt: str
+    new: str | bool | None = None
+    session: str | None = None
+    output: str | None = None
+    model: str | None = None
+    token_limit: int | None = None
+    approve: str | None = None
+    think: str | bool | None = None
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One ``%agent`` flag: the parser, the error messages and ``%agent?`` all read it."""
+
+    names: tuple[str, ...]  # the first is the one shown; the others are accepted too
+    value: str  # what follows it in the help ("NAME", "[NAME]" when optional, "" for none)
+    help: str
+    field: str | None = None  # the AgentCall attribute it sets
+    # An optional value that is one of these words: the next word is the value only when it
+    # is one of them (so "%agent --think why ..." is a prompt, not a value).
+    choices: tuple[str, ...] = ()
+
+
+_THINK_LEVELS = ("adaptive", "low", "medium", "high", "max", "off")  # thinking.LEVELS and off
+
+FLAGS = (
+    Flag(("--new",), "[NAME]", "start a new session (on a %agent line: --new=NAME, or --new NAME "
+         "-- PROMPT); an earlier NAME is kept as NAME~1", "new"),
+    Flag(("--session",), "NAME", "continue the session called NAME, or start it", "session"),
+    Flag(("-o", "--output"), "VAR", "also store the final text (or the JSON it holds) in VAR",
+         "output"),
+    Flag(("--model",), "M", "model for this turn", "model"),
+    Flag(("--token-limit",), "N", "the session's token limit for this turn", "token_limit"),
+    Flag(("--approve",), "MODE", " | ".join(APPROVE_MODES), "approve"),
+    Flag(("--think",), "[LEVEL]", "Claude thinks before answering, shown collapsed: "
+         + " | ".join(_THINK_LEVELS) + " (default adaptive, or AgentKernel.thinking)", "think",
+         choices=_THINK_LEVELS),
+    Flag(("--",), "", "end of flags (for a prompt that starts with a dash)"),
+)  # fmt: skip
+_BY_NAME = {name: flag for flag in FLAGS if flag.field for name in flag.names}
+_TOKEN = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|\S+)")
+_FLAGS_HELP = ", ".join(f"{flag.names[0]} {flag.value}" for flag in FLAGS if flag.field)
+
+
+def flags_help(indent: int = 2, column: int = 17, width: int = 76) -> str:
+    """The ``Flags:`` lines of ``%agent?``, one flag a line, help wrapped in a column."""
+    lines = []
+    for flag in FLAGS:
+        usage = f"{flag.names[0]} {flag.value}".rstrip()
+        lead = " " * indent + usage.ljust(column)
+        lines.append(textwrap.fill(
+            flag.help, width, initial_indent=lead if len(usage) < column else lead + " ",
+            subsequent_indent=" " * (indent + column),
+            break_on_hyphens=False, break_long_words=False,
+        ))  # fmt: skip
+    return "\n".join(lines)
+
+
+def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
+    """Split ``line`` into flags and prompt; ``body`` is the cell of ``%%agent``.
+
+    Flags come first. On a ``%agent`` line the prompt is whatever follows them, word for
+    word; ``--`` ends the flags explicitly. ``--new`` takes a name as ``--new=NAME``, on
+    the ``%%agent`` line as ``--new NAME``, or before ``--`` (``%agent --new NAME -- ...``).
+    """
+    tokens: list[tuple[str, int]] = []  # (token, end offset in line)
+    pos = 0
+    while True:
+        match = _TOKEN.match(line, pos)
+        if not match:
+            break
+        tokens.append((match.group(1), match.end()))
+        pos = match.end()
+    call = AgentCall(prompt="")
+    cell = body is not None
+    i, rest_at = 0, None
+    while i < len(tokens):
+        token, end = tokens[i]
+        flag, _, inline = token.partition("=")
+        if token == "--":
+            rest_at = end
+            break
+        if not token.startswith("-") or (not cell and _is_prompt_dash(token)):
+            if cell:
+                raise UsageError(
+                    f"Unexpected {token!r} on the %%agent line: the prompt goes in the cell body. "
+                    f"Flags: {_FLAGS_HELP}."
+                )
+            rest_at = end - len(token)
+            break
+        known = _BY_NAME.get(flag)
+        if known is None:
+            raise UsageError(f"Unknown flag {flag!r} for %agent. Flags: {_FLAGS_HELP}.")
+        if known.value.startswith("["):  # an optional value: --new, --new=NAME
+            if inline:
+                value: str | bool = inline
+            elif known.choices:
+                following = tokens[i + 1][0] if i + 1 < len(tokens) else ""
+                value = True
+                if unquote(following).lower() in known.choices:
+                    value = unquote(following)
+                    i += 1
+            elif i + 1 < len(tokens) and not tokens[i + 1][0].startswith("-") and (
+                cell or (i + 2 < len(tokens) and tokens[i + 2][0] == "--")
+            ):
+                value = unquote(tokens[i + 1][0])
+                i += 1
+            else:
+                value = True
+            setattr(call, known.field, value)
+        else:
+            value = inline
+            if not value:
+                if i + 1 >= len(tokens):
+                    raise UsageError(f"{flag} needs a value. Flags: {_FLAGS_HELP}.")
+                value = tokens[i + 1][0]
+                i += 1
+            setattr(call, known.field, unquote(value))
+        i += 1
+    if rest_at is None:
+        rest_at = len(line)
+    call.prompt = body.strip() if cell else line[rest_at:].strip()
+    if cell and line[rest_at:].strip():
+        raise UsageError("Unexpected text after -- on the %%agent line: the prompt goes in the cell body.")
+    _validate(call)
+    return call
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+
+def _is_prompt_dash(token: str) -> bool:
+    """A dash that starts prose ('- item', '-5 degrees'), not a flag."""
+    return token == "-" or bool(re.match(r"^-\d", token))
+
+
+def _validate(call: AgentCall) -> None:
+    if call.new and call.session is not None:
+        raise UsageError(
+            "Use either --new (a fresh session) or --session NAME (continue one), not both."
+        )
+    if call.output is not None and not call.output.isidentifier():
+        raise UsageError(f"-o needs a Python variable name, not {call.output!r}.")
+    if isinstance(call.token_limit, str):
+        try:
+            call.token_limit = int(call.token_limit.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise UsageError(f"--token-limit needs a whole number of tokens, not {call.token_limit!r}.") from None
+        if call.token_limit <= 0:
+            raise UsageError("--token-limit must be positive.")
+    if isinstance(call.think, str):
+        if call.think.lower() not in _THINK_LEVELS:
+            raise UsageError(f"--think takes one of {', '.join(_THINK_LEVELS)}, not {call.think!r}.")
+        call.think = call.think.lower()
+    if call.approve is not None and call.approve.lower() not in APPROVE_MODES:
+        raise UsageError(f"--approve must be one of {', '.join(APPROVE_MODES)}, not {call.approve!r}.")
+
+
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\[\]{}]*\])*)\}")
+
+
+def interpolate(prompt: str, namespace: dict[str, Any]) -> str:
+    """Replace ``{name}`` (also ``{df.shape}``, ``{Out[3]}``) with the kernel value's ``str``.
+
+    ``{{`` and ``}}`` give literal braces. A name the kernel does not have, and braces
+    that are not a simple field (JSON, set literals), are left as they are.
+    """
+    formatter = string.Formatter()
+
+    def replace(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        field = match.group(1)
+        root = re.match(r"[A-Za-z_][A-Za-z0-9_]*", field)
+        if root is None or root.group(0) not in namespace:
+            return token
+        try:
+            value, _ = formatter.get_field(field, (), namespace)
+        except Exception:  # noqa: BLE001 - a bad index keeps the text as typed
+            return token
+        return str(value)
+
+    return _FIELD.sub(replace, prompt)
+
+
+# ---------------------------------------------------------------------------------------
+# The rewrite into an awaited call
+
+_LINE = re.compile(r"^%agent(?=\s|$)(.*)$")
+_CELL = re.compile(r"^%%agent(?=\s|$)(.*)$")
+_CALL = "await __import__('agent_kernel.magics.agent', fromlist=['run_agent_magic']).run_agent_magic"
+
+
+def rewrite_agent_cells(lines: list[str]) -> list[str]:
+    """IPython cleanup transformer: ``%agent`` / ``%%agent`` become awaited calls."""
+    if not lines:
+        return lines
+    first = lines[0].rstrip("\n")
+    cell = _CELL.match(first)
+    if cell:
+        return [f"{_CALL}({cell.group(1).strip()!r}, {''.join(lines[1:])!r})\n"]
+    if first.startswith("%%"):
+        return lines  # another cell magic owns this cell
+    rewritten = []
+    for text in lines:
+        match = _LINE.match(text.rstrip("\n"))
+        rewritten.append(f"{_CALL}({match.group(1).strip()!r})\n" if match else text)
+    return rewritten
+
+
+async def run_agent_magic(line: str, body: str | None = None) -> None:
+    """What a rewritten ``%agent`` line or ``%%agent`` cell awaits."""
+    if _ACTIVE is None:
+        raise UsageError("agent_kernel is not loaded: run %load_ext agent_kernel first.")
+    await _ACTIVE.run_turn(line, body)
+
+
+# ---------------------------------------------------------------------------------------
+# The magics
+
+
+@magics_class
+class AgentMagics(Magics):
+    """``%agent`` and its companions; settings live in :class:`AgentKernel`."""
+
+    def __init__(self, shell: InteractiveShell, settings: AgentKernel) -> None:
+        super().__init__(shell=shell)
+        self.settings = settings
+        self._agent: Agent | None = None
+
+    @property
+    def kernel_agent(self) -> Agent:
+        """The kernel's one :class:`Agent`, made on first use."""
+        if self._agent is None:
+            from agent_kernel.turn.agent import Agent
+
+            self._agent = Agent(config=self.settings, shell=self.shell)
+        return self._agent
+
+    async def run_turn(self, line: str, body: str | None) -> TurnResult | None:
+        """Parse, interpolate and run one turn; user mistakes become ``UsageError``."""
+        from agent_kernel.errors import AgentKernelError, SessionError, TurnFailedError
+
+        call = parse_agent_call(line, body)
+        prompt = interpolate(call.prompt, self.shell.user_ns)
+        agent = self.kernel_agent
+        if not prompt:
+            if call.new:
+                session, kept_as = agent.start_session(call.new)
+                kept = f" The earlier {session.name!r} is kept as {kept_as!r}." if kept_as else ""
+                print(f"Started session {session.name!r}; the next %agent continues it.{kept}")
+                return None
+            raise UsageError("Give the agent a prompt: %agent PROMPT, or a %%agent cell with a body.")
+        try:
+            result = await agent.arun(
+                prompt,
+                new=call.new,
+                session=call.session,
+                model=call.model,
+                token_limit=call.token_limit,
+                approve=call.approve,
+                thinking=call.think,
+                check=True,  # a turn that did not end normally fails the cell (outcome.py)
+            )
+        except TurnFailedError:
+            raise
+        except AgentKernelError as exc:
+            raise UsageError(str(exc)) from None
+        if call.output:
+            self.shell.user_ns[call.output] = result.value()
+        return result
+
+    @no_var_expand
+    @line_cell_magic
+    def agent(self, line: str = "", cell: str | None = None) -> None:  # type: ignore[override]
+        """Run one agent turn in this kernel.
+
+        Usage::
+
+            %agent PROMPT
+            %agent [flags] PROMPT
+            %%agent [flags]
+            PROMPT (the cell body)
+
+        The agent may run code here (variables stay, outputs land in this cell), inspect
+        your variables, and call its other tools until it ends its turn. A Stop button,
+        or interrupting the kernel, ends the turn. The next %agent in this notebook
+        continues the same session, also after a kernel restart.
+
+        Flags:
+        {flags}
+
+        {name} in the prompt is replaced by that variable's value; {{ and }} are braces.
+        Settings: %config AgentKernel (model, token_limit, approve, tool_groups, ...).
+        """
+        import asyncio  # a kernel has it loaded; a plain IPython shell pays for it here, not at load
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            raise UsageError(
+                "%agent must be awaited on the kernel's event loop: put it at the start of a "
+                "line at the top level of a cell (not inside a block or function), and keep "
+                "%autoawait on. From code, use `await agent_kernel.Agent().arun(...)`."
+            )
+        asyncio.run(self.run_turn(line, cell))
+
+    if agent.__doc__:  # %agent? shows the flags as FLAGS declares them (None under python -OO)
+        agent.__doc__ = agent.__doc__.replace(
+            "        {flags}", textwrap.indent(flags_help(), " " * 8)
+        )
+
+    @magic_arguments()
+    @argument("--all", action="store_true", help="List every notebook's sessions.")
+    @argument("--rename", nargs=2, metavar=("OLD", "NEW"), help="Rename session OLD to NEW.")
+    @argument("--archive", metavar="NAME", help="Archive NAME (state completed).")
+    @argument("--delete", metavar="NAME", help="Delete NAME, its messages and its audit rows.")
+    @argument("--yes", action="store_true", help="Delete without asking (papermill, scripts).")
+    @line_magic
+    def agent_sessions(self, line: str = "") -> Any:
+        """List the agent's sessions (name, notebook, state, tokens, cost, last use), or manage one.
+
+        Without --all only this notebook's sessions are listed; the current one is marked *;
+        sub-sessions stand indented under the session that started them.
+        Names with spaces go in quotes. An archived session is not continued by a plain
+        %agent; %agent --session NAME reopens it. --delete asks for confirmation when
+        someone can answer, and refuses where nobody can (papermill, a script) unless
+        --yes is given. Memories and stored-prompt versions outlive a deleted session.
+        """
+        args = parse_args(self.agent_sessions, line)
+        actions = [f for f in ("rename", "archive", "delete") if getattr(args, f) is not None]
+        if len(actions) > 1:
+            raise UsageError("Give one of --rename, --archive and --delete at a time.")
+        if actions and args.all:
+            raise UsageError("--all lists sessions; it does not go with --" + actions[0] + ".")
+        if args.yes and actions != ["delete"]:
+            raise UsageError("--yes goes with --delete NAME.")
+        if args.rename is not None:
+            return self._rename_session(*(unquote(name) for name in args.rename))
+        if args.archive is not None:
+            return self._archive_session(unquote(args.archive))
+        if args.delete is not None:
+            return self._delete_session(unquote(args.delete), confirmed=args.yes)
+        return self._list_sessions(args.all)
+
+    def _list_sessions(self, show_all: bool) -> Any:
+        from agent_kernel.display.footer import usd
+        from agent_kernel.display.text_tables import Table
+        from agent_kernel.store.sessions import Sessions
+        from agent_kernel.store.subsessions import tree_order
+        from agent_kernel.store.usage import sessions_cost
+
+        agent = self.kernel_agent
+        current = agent._session_id  # noqa: SLF001 - the magic shows the agent's own state
+        notebook = None if show_all else agent.notebook
+        with agent.store.connect() as con:
+            found = Sessions(con).list(notebook)
+            costs = sessions_cost(con, [s.id for s in found])
+
+        def cost(session_id: str) -> str:
+            spent, unpriced = costs.get(session_id, (0.0, 0))
+            if session_id not in costs:
+                return "-"
+            if unpriced and not spent:
+                return "no price"
+            return usd(spent) + (" + unpriced" if unpriced else "")
+
+        rows = [
+            [
+                "    " * level + ("↳ " if level else "") + ("* " if s.id == current else "") + s.name,
+                s.notebook or "",
+                s.state,
+                f"{s.tokens_used:,}",
+                cost(s.id),
+                f"{s.updated_at:%Y-%m-%d %H:%M}",
+            ]
+            for s, level in tree_order(found)  # sub-sessions under their parent, indented
+        ]
+        note = "" if rows else "No sessions yet: the first %agent starts one."
+        return Table(["session", "notebook", "state", "tokens", "cost", "last used"], rows, note=note)
+
+    def _existing_session(self, sessions: Sessions, name: str) -> Session:
+        found = sessions.by_name(name)
+        if found is None:
+            raise UsageError(f"No session named {name!r}; %agent_sessions --all lists them.")
+        return found
+
+    def _rename_session(self, old: str, new: str) -> None:
+        from agent_kernel.errors import SessionError
+        from agent_kernel.store.sessions import Sessions
+
+        if not new.strip():
+            raise UsageError("The new session name is empty.")
+        with self.kernel_agent.store.connect() as con:
+            sessions = Sessions(con)
+            session = self._existing_session(sessions, old)
+            try:
+                sessions.rename(session.id, new)
+            except SessionError as exc:
+                raise UsageError(str(exc)) from None
+        print(f"Renamed session {old!r} to {new!r}.")
+
+    def _archive_session(self, name: str) -> None:
+        from agent_kernel.store.sessions import Sessions
+
+        with self.kernel_agent.store.connect() as con:
+            sessions = Sessions(con)
+            sessions.set_state(self._existing_session(sessions, name).id, "completed")
+        print(f"Archived session {name!r} (state completed); %agent --session {name} reopens it.")
+
+    def _delete_session(self, name: str, *, confirmed: bool) -> None:
+        from agent_kernel.store.sessions import Sessions
+
+        store = self.kernel_agent.store
+        with store.connect() as con:
+            sessions = Sessions(con)
+            session = self._existing_session(sessions, name)
+            rows = sessions.stored_rows(session.id)
+        what = (
+            f"session {name!r} with {_count(rows['messages'], 'message')}, "
+            f"{_count(rows['tool_calls'], 'tool call')} "
+            f"and {_count(rows['code_executions'], 'code run')}"
+        )
+        if not confirmed:
+            answer = self._ask(f"Delete {what}? This cannot be undone. [y/N] ")
+            if answer is None:
+                raise UsageError(
+                    f"Deleting {what} needs a confirmation, and nobody can answer here "
+                    "(papermill or a script?): add --yes to delete it."
+                )
+            if answer.strip().lower() not in ("y", "yes"):
+                print(f"Kept session {name!r}.")
+                return
+        with store.connect() as con:
+            sessions = Sessions(con)
+            current = sessions.by_name(name)
+            if current is None or current.id != session.id:
+                raise UsageError(f"Session {name!r} changed meanwhile; nothing was deleted.")
+            sessions.delete(session.id)
+        print(f"Deleted {what}.")
+
+    def _ask(self, question: str) -> str | None:
+        """The person's answer to ``question``, or ``None`` when nobody can be asked."""
+        import sys
+
+        from IPython.core.error import StdinNotImplementedError
+
+        if getattr(self.shell, "kernel", None) is None and not sys.stdin.isatty():
+            return None  # a script with no terminal
+        try:
+            return input(question)
+        except (StdinNotImplementedError, EOFError):
+            return None
+
+    @magic_arguments()
+    @argument("name", metavar="NAME", help="The environment variable the value goes in.")
+    @line_magic
+    def agent_secret(self, line: str = "") -> None:
+        """Ask for a secret value and keep it for the agent's code; it is never echoed.
+
+        The value is read with getpass, kept in this kernel's memory and environment
+        (code the agent runs finds it as os.environ["NAME"]), and never stored. The model
+        is told the name; anything sent to it or stored that contains the value (raw or
+        in a common encoding) shows [secret NAME]. Unattended runs declare secrets with
+        %config AgentKernel.secret_env = ["NAME"] instead.
+        """
+        import getpass
+
+        from IPython.core.error import StdinNotImplementedError
+
+        name = parse_args(self.agent_secret, line).name
+        if not name.isidentifier():
+            raise UsageError("Usage: %agent_secret NAME (a valid environment variable name)")
+        try:
+            value = getpass.getpass(f"Value for {name} (not echoed): ")
+        except StdinNotImplementedError:
+            raise UsageError(
+                f"This front end cannot ask for input (papermill?). Set {name} in the "
+                "kernel's environment instead."
+            ) from None
+        try:
+            self.kernel_agent.secrets.set(name, value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        print(f"Stored {name} ({len(value)} characters). The model sees it as [secret {name}].")
+
+    @magic_arguments()
+    @argument("n", nargs="?", type=int, metavar="N", help="The last N messages (default: all).")
+    @argument("--session", metavar="NAME", help="Show the session NAME instead of the current one.")
+    @line_magic
+    def agent_history(self, line: str = "") -> Any:
+        """Show the current session's transcript (the last N messages, all by default)."""
+        from agent_kernel.display.text_tables import Markdown
+        from agent_kernel.errors import SessionError
+        from agent_kernel.display.history import render_history
+        from agent_kernel.store.sessions import Sessions
+
+        args = parse_args(self.agent_history, line)
+        if args.n is not None and args.n < 0:
+            raise UsageError("N must be a number of messages (0 or more).")
+        name = None if args.session is None else unquote(args.session)
+        limit = args.n
+        agent = self.kernel_agent
+        try:
+            session = agent.session(name=name, create=False)
+        except SessionError as exc:
+            raise UsageError(str(exc)) from None
+        if session is None:
+            return Markdown("No session yet in this notebook: the first %agent starts one.")
+        with agent.store.connect() as con:
+            messages = Sessions(con).messages(session.id)
+        return Markdown(render_history(session.name, messages, limit))

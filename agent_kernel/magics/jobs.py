@@ -1,0 +1,140 @@
+"""``%agent_jobs``: the scheduled jobs, seen from a notebook.
+
+Shows each job with its schedule, next run, last run and status, and a link to the last
+output notebook; says so when no scheduler daemon is running (jobs fire only while one
+runs). It reads the same store as the daemon; it never imports the scheduler's
+machinery (papermill, executors).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from agent_kernel.magics.args import parse_args
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.store import Store
+
+__all__ = ["JobMagics", "JobsView"]
+
+
+@magics_class
+class JobMagics(Magics):
+    """The scheduler's magics; ``store`` gives the kernel agent's store when called."""
+
+    def __init__(self, shell: InteractiveShell, store: Callable[[], Store]) -> None:
+        super().__init__(shell=shell)
+        self._store = store
+
+    @magic_arguments()
+    @argument("--all", action="store_true", help="Also list disabled jobs.")
+    @line_magic
+    def agent_jobs(self, line: str = "") -> Any:
+        """Scheduled jobs: schedule, next run, last run, status and the last output notebook.
+
+        Jobs are created by the agent's schedule tools (create_scheduled_task,
+        set_reminder, manage_pulse), JupyterLab's "Schedule this notebook…" or
+        `agent-kernel jobs add`, and fire while a scheduler runs: the one in Jupyter
+        Server (agent-kernel's server extension) or `agent-kernel scheduler`.
+        """
+        from agent_kernel.scheduler import leader
+        from agent_kernel.scheduler.clock import SystemClock
+        from agent_kernel.scheduler.jobs import Jobs
+        from agent_kernel.scheduler.runs import Runs
+
+        args = parse_args(self.agent_jobs, line)
+        now = SystemClock().now()
+        with self._store().connect() as con:
+            jobs = Jobs(con).list(include_disabled=args.all)
+            latest = Runs(con).latest_by_job()
+            lease = leader.running(con, now)
+        rows = [_row(job, latest.get(job.id)) for job in jobs]
+        notes = []
+        if not rows:
+            notes.append("No scheduled jobs yet: ask %agent to schedule one, or use `agent-kernel jobs add`.")
+        if lease is None:
+            notes.append(f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}.")
+        return JobsView(rows, " ".join(notes))
+
+
+def _row(job: Any, last: Any) -> dict[str, str]:
+    from agent_kernel.scheduler.cron import zone
+
+    tz = zone(job.timezone)
+
+    def local(instant: Any) -> str:
+        return instant.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if instant else ""
+
+    return {
+        "id": job.id,
+        "name": job.name,
+        "kind": job.kind,
+        "schedule": job.schedule.describe(),
+        "next run": local(job.next_run_at) if job.enabled else "(disabled)",
+        "last run": local(last.started_at or last.scheduled_for) if last else "",
+        "status": last.status if last else "",
+        "error": (last.error or "").splitlines()[0][:100] if last and last.error else "",
+        "output": last.output_path or "" if last and last.status not in ("QUEUED",) else "",
+    }
+
+
+_COLUMNS = ["id", "name", "kind", "schedule", "next run", "last run", "status", "output"]
+_STATUS_COLORS = {"SUCCEEDED": "#1a7f37", "FAILED": "#cf222e", "TIMED_OUT": "#cf222e", "LOST": "#9a6700",
+                  "CANCELLED": "#57606a", "RUNNING": "#0969da", "QUEUED": "#57606a"}  # fmt: skip
+
+
+class JobsView:
+    """The table ``%agent_jobs`` returns: HTML with links in a notebook, text elsewhere."""
+
+    def __init__(self, rows: list[dict[str, str]], note: str = "") -> None:
+        self.rows = rows
+        self.note = note
+
+    def _repr_html_(self) -> str:
+        import html  # with its entity table: not worth loading at %load_ext
+
+        head = "".join(f"<th style='text-align:left'>{c}</th>" for c in _COLUMNS)
+        body = []
+        for row in self.rows:
+            cells = []
+            for column in _COLUMNS:
+                value = html.escape(row[column])
+                if column == "status" and row[column]:
+                    color = _STATUS_COLORS.get(row[column], "inherit")
+                    title = f" title='{html.escape(row['error'], quote=True)}'" if row["error"] else ""
+                    value = f"<span style='color:{color}'{title}>{value}</span>"
+                elif column == "output" and row[column]:
+                    value = _link(row[column])
+                cells.append(f"<td style='text-align:left'>{value}</td>")
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        note = f"<div style='color:#57606a'>{html.escape(self.note)}</div>" if self.note else ""
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note}"
+
+    def __repr__(self) -> str:
+        from agent_kernel.display.text_tables import Table
+
+        rows = [[row[c] if c != "status" or not row["error"] else f"{row[c]} ({row['error']})" for c in _COLUMNS]
+                for row in self.rows]  # fmt: skip
+        return repr(Table(_COLUMNS, rows, note=self.note))
+
+
+def _link(path: str) -> str:
+    """A link the front end can open: relative to the kernel's directory when possible."""
+    import html
+
+    target = Path(path)
+    try:
+        relative = os.path.relpath(target, Path.cwd())
+    except ValueError:  # another drive (Windows)
+        relative = str(target)
+    href = relative if not relative.startswith("..") else target.as_uri()
+    label = f"{target.parent.name}/{target.name}"
+    return f"<a href='{html.escape(href, quote=True)}' target='_blank' title='{html.escape(path, quote=True)}'>{html.escape(label)}</a>"

@@ -1,0 +1,160 @@
+"""Magics over what the model can use: ``%agent_tools``, ``%agent_skills`` and ``%agent_tainted``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+
+from agent_kernel.config import APPROVE_MODES
+from agent_kernel.magics.args import parse_args
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.turn.agent import Agent
+    from agent_kernel.tools import Tool
+
+__all__ = ["ToolMagics"]
+
+
+@magics_class
+class ToolMagics(Magics):
+    """The tools and skills the agent has, and where each comes from."""
+
+    def __init__(self, shell: InteractiveShell, owner: Any) -> None:
+        super().__init__(shell=shell)
+        self.owner = owner  # has .kernel_agent (AgentMagics)
+
+    @property
+    def agent(self) -> Agent:
+        return self.owner.kernel_agent
+
+    @magic_arguments()
+    @argument(
+        "--approve", default=None, metavar="MODE",
+        help=f"List what a turn in this approval mode sees ({', '.join(APPROVE_MODES)}; default the setting).",
+    )
+    @line_magic
+    def agent_tools(self, line: str = "") -> Any:
+        """Every tool the model can call in the next turn, its group, whether it changes
+        things, and where it comes from: built in, a @tool function, defined by the agent,
+        or an MCP server (configured servers start with the next turn)."""
+        from agent_kernel.display.text_tables import Table
+
+        args = parse_args(self.agent_tools, line)
+        mode = (args.approve or self.agent.config.approve).lower()
+        if mode not in APPROVE_MODES:
+            raise UsageError(f"--approve takes one of {', '.join(APPROVE_MODES)}, not {args.approve!r}.")
+        offered = self.agent._offered(mode)
+        builtin = _builtin_names()
+        rows = [[t.name, t.group, _writes(t), _source(t, builtin)] for t in offered]
+        running = set(self.agent._mcp.running()) if self.agent._mcp is not None else set()
+        waiting = [n for n in self.agent.config.mcp_servers if n not in running]
+        rows += [[f"{n}__*", "mcp", "", f"MCP server {n} (starts with the next turn)"] for n in waiting]
+        note = "" if offered else "No tools are offered (tools_enabled is False or tool_groups is empty)."
+        return Table(["tool", "group", "writes", "from"], rows, title=f"Tools the model sees ({mode})", note=note)
+
+    @magic_arguments()
+    @line_magic
+    def agent_skills(self, line: str = "") -> Any:
+        """Every skill: name, description, whether it is enabled (listed in the system
+        prompt), and where it comes from (stored, or a SKILL.md in AgentKernel.skills_dir)."""
+        from agent_kernel.display.text_tables import Table
+        from agent_kernel.store.skills import Skills, skills_folder
+
+        parse_args(self.agent_skills, line)
+        folder = skills_folder(self.agent.config.skills_dir)
+        with self.agent.store.connect() as con:
+            found = Skills(con, folder).all()
+        rows = [[s.name, s.description, "yes" if s.enabled else "no", s.source] for s in found]
+        offered = "skills" in self.agent.config.tool_groups
+        note = f"Skills folder: {folder}." + (
+            "" if offered else " The skills group is off: %config AgentKernel.tool_groups adds it."
+        )
+        return Table(["skill", "description", "enabled", "from"], rows, title="Skills", note=note)
+
+
+    @magic_arguments()
+    @argument("--clear", nargs=2, metavar=("KIND", "NAME"), help="Clear one item's taint after you reviewed it.")
+    @argument("--clear-all", action="store_true", help="Clear every taint (you reviewed everything listed).")
+    @line_magic
+    def agent_tainted(self, line: str = "") -> Any:
+        """What the agent kept after it had read untrusted content (a web page, a fetched
+        file, an MCP result): tools, libraries, skills, memories, notepads, stored
+        instructions, table comments, jobs. Such text reaches the model only as data
+        (inside <untrusted_content> tags, never as instruction), and such jobs stay
+        disabled, until you review the item and clear it.
+
+            %agent_tainted                       list what is tainted
+            %agent_tainted --clear KIND NAME     clear one item (KIND as listed, e.g. memory 3f2a...)
+            %agent_tainted --clear-all           clear everything listed
+        """
+        from agent_kernel.display.text_tables import Table
+        from agent_kernel.store import provenance
+
+        args = parse_args(self.agent_tainted, line)
+        if args.clear and args.clear_all:
+            raise UsageError("Use --clear KIND NAME or --clear-all, not both.")
+        if args.clear:
+            kind, name = args.clear
+            if kind not in provenance.KINDS:
+                raise UsageError(f"KIND is one of {', '.join(provenance.KINDS)}, not {kind!r}.")
+        with self.agent.store.connect() as con:
+            if args.clear:
+                if not provenance.clear(con, kind, name):
+                    raise UsageError(f"No tainted {kind} named {name!r}; %agent_tainted lists them.")
+                print(f"Cleared {kind} {name}: it is trusted as the person's own from now on.")
+                return None
+            if args.clear_all:
+                print(f"Cleared {provenance.clear(con)} tainted item(s).")
+                return None
+            found = provenance.tainted(con)
+        rows = [_tainted_row(r) for r in found]
+        note = (
+            "Nothing kept is tainted." if not rows
+            else "Review each item, then %agent_tainted --clear KIND NAME (or --clear-all)."
+        )  # fmt: skip
+        return Table(["kind", "name", "version", "session", "turn", "sources", "when (UTC)"], rows, title="Tainted items", note=note)
+
+
+def _tainted_row(record: Any) -> list[str]:
+    shown = "; ".join(s[:80] for s in record.sources[:2])
+    more = f" (+{len(record.sources) - 2})" if len(record.sources) > 2 else ""
+    return [
+        record.kind,
+        record.name,
+        "" if record.version is None else str(record.version),
+        (record.session_id or "")[:8],
+        "" if record.turn is None else str(record.turn),
+        shown + more,
+        f"{record.created_at:%Y-%m-%d %H:%M}" if record.created_at else "",
+    ]
+
+
+def _builtin_names() -> set[str]:
+    from agent_kernel.tools.builtin import builtin_registry
+
+    return set(builtin_registry().tools)
+
+
+def _writes(item: Tool) -> str:
+    if callable(item.writes):
+        return "some calls"
+    return "yes" if item.writes else ""
+
+
+def _source(item: Tool, builtin: set[str]) -> str:
+    from agent_kernel.tools import USER_TOOLS
+
+    server = getattr(item, "server", "")
+    if server:
+        return f"MCP server {server}"
+    if item.name in builtin:
+        return "built in"
+    if USER_TOOLS.get(item.name) is item:
+        module = getattr(item.function, "__module__", "") or ""
+        return "@tool in this kernel" if module == "__main__" else f"@tool in {module}"
+    return "defined by the agent (stored)"

@@ -1,0 +1,1 @@
+"""The model side: the SDK client, conversation repair, caching, thinking, prices, usage."""

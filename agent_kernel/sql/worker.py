@@ -1,0 +1,629 @@
+"""Where the model's SQL runs: a process the kernel can stop, never the kernel itself.
+
+DuckDB looks for an interrupt, and at its own ``max_execution_time``, only between chunks
+of work: one expensive scalar call (``damerau_levenshtein`` of two long strings) or one
+vector of huge values (``repeat('x', 10000000) FROM range(1000)``) runs to its end, can
+allocate far past ``memory_limit``, and meanwhile holds the database file. A busy DuckDB
+connection cannot be closed and a thread cannot be stopped; a process can. So each call
+runs in another process: the kernel watches the clock and that process's memory,
+interrupts it at the limit or on Stop, and kills it if it has not answered soon after.
+The OS then releases the store's lock and DuckDB's own file lock; the open transaction is
+lost (it never committed), the file stays as it was.
+
+Two kinds of process, by what the call reads:
+
+- A read of kernel frames alone (:func:`~agent_kernel.sql.guard.reads_only_frames`,
+  frames of pandas, pyarrow or polars.DataFrame) runs in a **fork of the kernel**
+  (:func:`run_forked`). The child shares the kernel's pages copy-on-write, so it scans
+  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~30 ms (the
+  fork, registering the frames, the child's first writes copying pages). It runs on an
+  in-memory database the kernel prepared (see :func:`~agent_kernel.sql.sandbox.ready_to_fork`),
+  sends its answer over a pipe, and leaves with ``os._exit``: no kernel handler, atexit
+  hook, ZMQ socket or output stream of the kernel is used there (signals reset, its own
+  process group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its
+  memory cap bounds its growth over its size at the fork (the RSS of a fork includes the
+  kernel's shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms).
+- Anything else, a call that reads or writes the file, runs in a **worker process**
+  (:func:`run`), started with ``python -m`` and kept for the next call (only the first
+  pays for starting one). The frames such a call names are sent to it pickled; a frame
+  that cannot be pickled is refused there.
+
+Both answer with the same length-prefixed pickles, and the kernel watches both the same
+way (:class:`_Watched`). An ``into=`` result comes back as Arrow record batches, streamed
+as they are read.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from agent_kernel.errors import ToolInputError
+from agent_kernel.sql.sandbox import timeout_message
+
+if TYPE_CHECKING:
+    from agent_kernel.sql.guard import Statement
+    from agent_kernel.sql.sandbox import SqlResult, SqlRun
+
+__all__ = ["run", "run_forked", "run_sql"]
+
+GRACE_S = 0.5  # after an interrupt, how long the worker may take to answer before it is killed
+_POLL_S = 0.02  # how often the clock and the worker's memory are checked
+_IDLE_WORKERS = 2
+_HEADER = struct.Struct("<Q")
+_STOP_SIGNAL = signal.SIGUSR1
+
+
+def run_sql(
+    sql_run: SqlRun,
+    statements: Sequence[Statement],
+    *,
+    params: Sequence[Any] | None = None,
+    frames: Mapping[str, Any] | None = None,
+    into: bool = False,
+) -> SqlResult:
+    """Run ``statements`` in one transaction, in a fork or a worker; every refusal is a :class:`ToolInputError`."""
+    if sql_run.interrupted:  # stopped before it started: no process is taken for it
+        raise ToolInputError("The query was stopped.")
+    named, forked = sql_run.placement(statements, dict(frames or {}))
+    if forked:
+        return run_forked(sql_run, statements, params=params, frames=named, into=into)
+    result = run(sql_run, statements, params=params, frames=named, into=into)
+    sql_run.remember(result)
+    return result
+
+
+def run(
+    sql_run: SqlRun,
+    statements: Sequence[Statement],
+    *,
+    params: Sequence[Any] | None,
+    frames: Mapping[str, Any],
+    into: bool,
+) -> SqlResult:
+    """Run the call in a worker process, within ``sql_run.limits``; refusals raise.
+
+    A call that may write gets the frames it names redacted (their text and column names
+    lose every known secret), since what DuckDB reads from a frame never passes through a
+    statement's parameters on its way into the file.
+    """
+    if not sql_run.read_only and frames:
+        frames = _redacted_frames(frames)
+    request = (str(sql_run.store.path), sql_run.limits, sql_run.read_only, list(statements), params, dict(frames), into)
+    try:
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001 - a frame type that cannot leave the process
+        raise ToolInputError(
+            f"A DataFrame this query names cannot be read by db_sql ({type(exc).__name__}: {exc}). "
+            "Turn it into a pandas DataFrame first (run_code)."
+        ) from None
+    worker = _take()
+    try:
+        return worker.call(sql_run, payload)
+    finally:
+        _give_back(worker)
+
+
+def _redacted_frames(frames: Mapping[str, Any]) -> dict[str, Any]:
+    from agent_kernel.secrets import redact_frame
+
+    try:
+        return {name: redact_frame(frame) for name, frame in frames.items()}
+    except Exception as exc:  # noqa: BLE001 - a frame that cannot be read as pandas
+        raise ToolInputError(
+            f"A DataFrame this write reads could not be checked for secrets ({type(exc).__name__}: "
+            f"{exc}). Turn it into a pandas DataFrame first (run_code)."
+        ) from None
+
+
+# -- the kernel's side --------------------------------------------------------------------
+
+
+class _Watched:
+    """A process running one call, watched from the kernel: clock, Stop, memory, kill.
+
+    Messages come back as length-prefixed pickles: ``("started", None)``, ``("batch",
+    record_batch)`` for ``into=`` rows, then ``("result", SqlResult)`` or ``("error", exc)``.
+    """
+
+    pid: int
+    answers: Any  # the pipe the answers come on (a binary file)
+
+    def alive(self) -> bool:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def memory_cap(self, limits: Any) -> int:
+        """The resident size over which the process is killed."""
+        return limits.worker_memory_bytes()
+
+    def watch(self, sql_run: SqlRun, started: float | None = None) -> SqlResult:
+        """Wait for the answer; interrupt, then kill, at the time limit, on Stop, over the memory cap.
+
+        ``started``: when the clock started (by default, once the process says the
+        database is open: waiting for the file's lock is not the query's time).
+        """
+        import psutil
+
+        limits = sql_run.limits
+        try:
+            watched = psutil.Process(self.pid)
+        except psutil.Error:
+            watched = None
+        memory_cap = self.memory_cap(limits)
+        batches: list[Any] = []
+        while True:
+            if sql_run.interrupted:
+                return self._stop(batches, "The query was stopped.", limits.max_rows)
+            if started is not None and time.monotonic() - started > limits.timeout_s:
+                return self._stop(batches, timeout_message(limits.timeout_s), limits.max_rows)
+            try:
+                rss = watched.memory_info().rss if watched is not None else 0
+            except psutil.Error:
+                rss = 0
+            if rss > memory_cap:
+                self.kill()
+                raise ToolInputError(
+                    f"The statement needed more than {limits.worker_memory_bytes() / 2**20:,.0f} MB of memory "
+                    "and was stopped (nothing was changed): a result with huge values (long strings, big "
+                    "lists) or too many rows. Select shorter values (left(text, 200)), fewer rows "
+                    "(LIMIT), or aggregate in SQL."
+                )
+            if not self._readable(_POLL_S):
+                continue
+            kind, body = self._receive()
+            if kind == "started":
+                self.on_started()
+                if started is None:
+                    started = time.monotonic()
+            elif kind == "batch":
+                batches.append(body)
+            else:
+                return _finish(kind, body, batches, limits.max_rows)
+
+    def on_started(self) -> None:
+        pass
+
+    def _stop(self, batches: list[Any], message: str, max_rows: int) -> SqlResult:
+        """Interrupt the process; kill it when it does not answer within :data:`GRACE_S`.
+
+        A call that finished meanwhile returns its result (a write may have committed).
+        """
+        try:
+            os.kill(self.pid, _STOP_SIGNAL)
+        except OSError:
+            pass
+        deadline = time.monotonic() + GRACE_S
+        try:
+            while time.monotonic() < deadline:
+                if not self._readable(_POLL_S):
+                    continue
+                kind, body = self._receive()
+                if kind == "batch":
+                    batches.append(body)
+                elif kind == "result":
+                    return _finish(kind, body, batches, max_rows)
+                elif kind != "started":  # it stopped in time and can take the next call
+                    raise ToolInputError(message)
+        except ToolInputError as exc:
+            if str(exc) == message:
+                raise
+        self.kill()  # busy in one call DuckDB cannot interrupt, or gone
+        raise ToolInputError(message)
+
+    def _readable(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.answers], [], [], timeout)
+        return bool(ready)
+
+    def _receive(self) -> tuple[str, Any]:
+        message = _read(self.answers)
+        if message is None:
+            self.kill()
+            raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
+        return pickle.loads(message)
+
+
+class _Worker(_Watched):
+    """A worker process that takes calls one after another, until the kernel closes its pipe."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", __name__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
+        self.pid = self.process.pid
+        self.answers = self.process.stdout
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def call(self, sql_run: SqlRun, payload: bytes) -> SqlResult:
+        try:
+            _write(self.process.stdin, payload)
+        except OSError:
+            self.kill()
+            raise ToolInputError("The SQL worker could not take the query; try again.") from None
+        return self.watch(sql_run)
+
+    def _readable(self, timeout: float) -> bool:
+        if not self.alive():
+            raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
+        return super()._readable(timeout)
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+        self.close()
+
+    def close(self) -> None:
+        """Close its pipe (it leaves when the pipe closes) and reap it; kill it if it lingers."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+class _Forked(_Watched):
+    """A fork of the kernel running one read of kernel frames, which it sees in place.
+
+    After the fork the two processes share every page until one writes it, so the
+    frames are not copied. The child's resident size starts at the kernel's (its pages
+    are mapped, shared): the memory cap bounds what it adds to that.
+    """
+
+    def __init__(
+        self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool
+    ) -> None:
+        from agent_kernel.sql.sandbox import ready_to_fork
+
+        self.started = False
+        read_end, write_end = os.pipe()
+        with ready_to_fork(sql_run.limits, frames), warnings.catch_warnings():
+            # Python 3.12+ warns that a fork of a multi-threaded process may deadlock in the
+            # child on a lock another thread held. The child takes no lock the kernel's
+            # threads use: a new SqlRun, a database only this block touches, no logging, no
+            # ZMQ; and it is killed like any call (at the limit, on Stop) should one of the
+            # runtimes' own locks stall it.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(read_end)
+                os.close(write_end)
+                raise
+            if pid == 0:  # the child, with the frames registered: never returns
+                os.close(read_end)
+                _run_in_child(sql_run, statements, params, into, write_end)
+        os.close(write_end)
+        self.pid = pid
+        self.answers = os.fdopen(read_end, "rb", buffering=0)
+        self._status: int | None = None
+        import psutil
+
+        try:
+            self._start_rss = psutil.Process(pid).memory_info().rss
+        except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
+            self._start_rss = psutil.Process().memory_info().rss
+
+    def memory_cap(self, limits: Any) -> int:
+        return self._start_rss + limits.worker_memory_bytes()
+
+    def on_started(self) -> None:
+        self.started = True
+
+    def alive(self) -> bool:
+        return self._reap(os.WNOHANG) is None
+
+    def kill(self) -> None:
+        if self._status is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self._reap(0)
+        self.answers.close()
+
+    def done(self) -> None:
+        """Close the pipe; reap the child once it has left (off this thread: it may be exiting)."""
+        self.answers.close()
+        if self._reap(os.WNOHANG) is None:
+            threading.Thread(target=self._reap, args=(0,), daemon=True).start()
+
+    def _reap(self, options: int) -> int | None:
+        if self._status is None:
+            try:
+                pid, status = os.waitpid(self.pid, options)
+            except ChildProcessError:  # reaped by someone else
+                pid, status = self.pid, 0
+            if pid:
+                self._status = status
+        return self._status
+
+
+def run_forked(
+    sql_run: SqlRun,
+    statements: Sequence[Statement],
+    *,
+    params: Sequence[Any] | None,
+    frames: Mapping[str, Any],
+    into: bool,
+) -> SqlResult:
+    """Run a read of kernel frames alone in a fork of the kernel, within ``sql_run.limits``.
+
+    The clock starts at the fork: nothing is waited for. A child that never got as far as
+    starting the query (stalled on a lock held at the fork) is killed at the limit, and
+    the call runs in a worker process instead.
+    """
+    try:
+        child = _Forked(sql_run, statements, params, frames, into)
+    except (OSError, AttributeError):  # no fork here (no os.fork, or out of processes or memory)
+        return run(sql_run, statements, params=params, frames=frames, into=into)
+    try:
+        return child.watch(sql_run, started=time.monotonic())
+    except ToolInputError:
+        if child.started or sql_run.interrupted:
+            raise
+    finally:
+        child.done()
+    return run(sql_run, statements, params=params, frames=frames, into=into)
+
+
+def _run_in_child(
+    sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int
+) -> NoReturn:
+    """The forked child: run the call, send the answer, leave without running the kernel's exit code."""
+    code = 0
+    try:
+        gc.disable()  # a collection would touch, and so copy, every page of the kernel's heap
+        # The stop signal is taken by one thread (as in the worker); the kernel's handlers are not ours.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+        signal.set_wakeup_fd(-1)  # the kernel's event loop listens on that one
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+            signal.signal(number, signal.SIG_DFL)
+        os.setpgid(0, 0)  # an interrupt of the kernel's process group reaches the kernel, which stops this
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the kernel's streams (ipykernel captures fds 1 and 2) are not ours
+            os.dup2(devnull, fd)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - until os._exit
+        os.closerange(3, answers_fd)  # the kernel's sockets, pipes and files
+        os.closerange(answers_fd + 1, _max_fd())
+        answers = os.fdopen(answers_fd, "wb", buffering=0)
+        _answer_call(answers, _fresh_run(sql_run), statements, params, into)
+    except BaseException:  # noqa: BLE001 - nothing may escape into the kernel's code
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def _fresh_run(sql_run: SqlRun) -> SqlRun:
+    """The same call on a new SqlRun: locks the kernel's threads may have held stay behind."""
+    from agent_kernel.sql.sandbox import SqlRun
+
+    return SqlRun(sql_run.store, sql_run.limits, read_only=True)
+
+
+def _answer_call(answers: Any, sql_run: SqlRun, statements: Any, params: Any, into: bool) -> None:
+    kernel = os.getppid()
+
+    def stop_on_signal() -> None:  # and leave when the kernel dies, even mid-statement
+        while signal.sigtimedwait({_STOP_SIGNAL}, 0.5) is None:
+            if os.getppid() != kernel:
+                os._exit(0)
+        sql_run.interrupt()
+
+    threading.Thread(target=stop_on_signal, daemon=True).start()
+
+    def answer(kind: str, body: Any = None) -> None:
+        _write(answers, pickle.dumps((kind, body), protocol=pickle.HIGHEST_PROTOCOL))
+
+    sql_run.on_start = lambda: answer("started")
+    if into:
+        sql_run.emit_batch = lambda batch: answer("batch", batch)
+    try:
+        answer("result", sql_run.run_in_memory(statements, params=params, into=into))
+    except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
+        answer("error", _portable(exc))
+
+
+def _max_fd() -> int:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY else 65536
+
+
+def _finish(kind: str, body: Any, batches: list[Any], max_rows: int) -> SqlResult:
+    if kind == "error":
+        raise body
+    result: SqlResult = body
+    if result.schema is not None:  # an into= result: the rows came as Arrow batches
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(batches, schema=result.schema)
+        batches.clear()
+        result.frame = table.to_pandas(self_destruct=True)
+        del table
+        result.rows = list(result.frame.head(max_rows).itertuples(index=False, name=None))
+    return result
+
+
+_idle: list[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+_successors: list[threading.Thread] = []
+
+
+def _take() -> _Worker:
+    for successor in list(_successors):  # one being started is ready sooner than a new one
+        successor.join()
+    with _idle_lock:
+        while _idle:
+            worker = _idle.pop()
+            if worker.alive():
+                return worker
+    return _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
+    if not worker.alive():  # killed at the limit: start its successor now, not on the next call
+        successor = threading.Thread(target=_start_successor, daemon=True)
+        _successors.append(successor)
+        successor.start()
+        return
+    with _idle_lock:
+        if len(_idle) < _IDLE_WORKERS:
+            _idle.append(worker)
+            return
+    worker.kill()
+
+
+@atexit.register
+def _close_idle() -> None:
+    """At exit, the idle workers leave too (rather than outliving their kernel unreaped)."""
+    with _idle_lock:
+        workers, _idle[:] = list(_idle), []
+    for worker in workers:
+        worker.close()
+
+
+def _start_successor() -> None:
+    try:
+        _give_back(_Worker())
+    finally:
+        _successors.remove(threading.current_thread())
+
+
+def _write(pipe: Any, payload: bytes) -> None:
+    pipe.write(_HEADER.pack(len(payload)))
+    view = memoryview(payload)
+    while view:
+        written = pipe.write(view)
+        view = view[written:]
+
+
+def _read(pipe: Any) -> bytes | None:
+    header = _read_exactly(pipe, _HEADER.size)
+    if header is None:
+        return None
+    return _read_exactly(pipe, _HEADER.unpack(header)[0])
+
+
+def _read_exactly(pipe: Any, size: int) -> bytes | None:
+    data = bytearray()
+    while len(data) < size:
+        chunk = pipe.read(min(size - len(data), 1 << 24))
+        if not chunk:
+            return None
+        data += chunk
+    return bytes(data)
+
+
+# -- the worker's side --------------------------------------------------------------------
+
+
+def _serve() -> None:
+    """Answer calls until the kernel closes the pipe."""
+    from agent_kernel.store import Store
+    from agent_kernel.sql.sandbox import SqlRun
+
+    # The stop signal is taken by one thread, never delivered to another (every thread
+    # started later, DuckDB's and Arrow's included, inherits the blocked mask).
+    signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+    # A kernel interrupt goes to the kernel's whole process group, this worker included;
+    # the kernel stops a call here with the stop signal, so SIGINT must not end the worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_the_kernel()
+    _preload()
+    requests = os.fdopen(os.dup(0), "rb", buffering=0)
+    answers = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)  # nothing else may write into the answers' pipe
+    current: list[SqlRun] = []
+
+    def take_stops() -> None:
+        while True:
+            signal.sigwait({_STOP_SIGNAL})
+            for sql_run in list(current):
+                sql_run.interrupt()
+
+    threading.Thread(target=take_stops, daemon=True).start()
+
+    def answer(kind: str, body: Any = None) -> None:
+        _write(answers, pickle.dumps((kind, body), protocol=pickle.HIGHEST_PROTOCOL))
+
+    stores: dict[str, Store] = {}
+    while True:
+        message = _read(requests)
+        if message is None:
+            return
+        path, limits, read_only, statements, params, frames, into = pickle.loads(message)
+        store = stores.setdefault(path, Store(path))
+        sql_run = SqlRun(store, limits, read_only=read_only)
+        sql_run.on_start = lambda: answer("started")
+        if into:
+            sql_run.emit_batch = lambda batch: answer("batch", batch)
+        current.append(sql_run)
+        try:
+            answer("result", sql_run.run_here(statements, params=params, frames=frames, into=into))
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
+            answer("error", _portable(exc))
+        finally:
+            current.remove(sql_run)
+
+
+def _die_with_the_kernel() -> None:
+    """Exit when the kernel dies, even in the middle of a long statement."""
+    kernel = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == kernel:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _preload() -> None:
+    """Import what calls need (frames arrive as pandas, into= leaves as Arrow) before the first."""
+    import duckdb  # noqa: F401
+
+    for name in ("pandas", "pyarrow"):
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc`` itself when it survives pickling (the project's errors do), else a summary."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    _serve()

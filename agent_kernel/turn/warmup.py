@@ -1,0 +1,309 @@
+"""The first turn's preparation, done off the main thread while the user types.
+
+``%load_ext`` imports nothing heavy. When the cell that loaded the extension has
+finished, a daemon thread imports what a turn needs (``duckdb``, ``anthropic``, the
+tools, the display), has the SDK parse a response once and opens the store once, so a
+turn started a moment later finds all of it ready instead of paying ~1.5 s.
+
+The thread is polite: it works in small steps (one package each), waits between them
+while a cell runs (``pre_run_cell`` / ``post_run_cell``), and shortens the interpreter's
+switch interval meanwhile, so the kernel's own threads get the interpreter lock back
+quickly.
+
+Two threads importing modules of one package tree at once, each entering it elsewhere
+(the turn imports ``agent_kernel.turn.loop``, which imports the store, while this thread
+imports the store), can each hold a module the other needs; Python then hands one of
+them a half-initialized module (an ImportError). So a turn that starts before the
+warm-up is done waits for the step in progress, stops the warm-up, and does the rest on
+its normal path, as without a warm-up. A failure here is dropped: the turn meets it
+again on its normal path and reports it there.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.config import AgentKernel
+
+__all__ = ["WarmUp", "start_after_cell"]
+
+# In dependency order, so each step is short; a cell waits for one step at most.
+_MODULES = (
+    "duckdb",
+    "filelock",
+    "pydantic",
+    "anyio",
+    "httpx2",
+    "jiter",
+    "anthropic",
+    "anthropic.types",
+    "anthropic.lib.streaming",
+    "agent_kernel.store",
+    "agent_kernel.store.sessions",
+    "agent_kernel.store.writer",
+    "agent_kernel.store.audit",
+    "agent_kernel.store.catalog",
+    "agent_kernel.store.memories",
+    "agent_kernel.store.prompts",
+    "agent_kernel.model.client",
+    "agent_kernel.model.conversation",
+    "agent_kernel.turn.prompt",
+    "agent_kernel.kernel.namespace",
+    "agent_kernel.kernel.interrupts",
+    "agent_kernel.turn.approval",
+    "agent_kernel.turn.outcome",
+    "agent_kernel.turn.loop",
+    "ipywidgets",
+    "anywidget",
+    "agent_kernel.display.transcript",
+    "agent_kernel.display.safe",
+    "agent_kernel.display.stop",
+    "agent_kernel.display.limit",
+    "agent_kernel.display.approval",
+    "agent_kernel.tools",
+    "agent_kernel.tools.context",
+    "agent_kernel.tools.builtin",
+    "agent_kernel.turn.agent",
+)
+
+_SWITCH_INTERVAL = 0.0005  # seconds; see WarmUp._run
+
+# A streamed reply as the SDK receives it: parsing one builds the SDK's validators.
+_SAMPLE_EVENTS: tuple[dict[str, Any], ...] = (
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_warm_up", "type": "message", "role": "assistant", "model": "warm-up",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        },
+    },
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+    {"type": "content_block_stop", "index": 0},
+    {
+        "type": "content_block_start", "index": 1,
+        "content_block": {"type": "tool_use", "id": "toolu_warm_up", "name": "run_code", "input": {}},
+    },
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 2}},
+    {"type": "message_stop"},
+)
+
+
+class WarmUp:
+    """One warm-up thread for a shell: started once, paused while cells run."""
+
+    def __init__(self, shell: InteractiveShell, settings: AgentKernel) -> None:
+        self.shell = shell
+        self.settings = settings
+        self.done = threading.Event()  # set when the thread has finished (however it went)
+        self.steps_done: list[str] = []  # what it did, in order (for tests and benchmarks)
+        self._cells = threading.Condition()
+        self._running_cells = 0  # nested: a turn's run_code runs cells inside the %agent cell
+        self._stepping = False  # a step is in progress
+        self._exiting = False  # the interpreter exits, or a turn started: no more steps
+        self._thread: threading.Thread | None = None
+
+    # -- events ----------------------------------------------------------------------------
+
+    def start(self, *_: Any) -> None:
+        """Start the thread (a ``post_run_cell`` callback: after the loading cell)."""
+        self.shell.events.unregister("post_run_cell", self.start)
+        if self._thread is not None:
+            return
+        self.shell.events.register("pre_run_cell", self._cell_started)
+        self.shell.events.register("post_run_cell", self._cell_finished)
+        self._thread = threading.Thread(target=self._run, name="agent-kernel-warm-up", daemon=True)
+        atexit.register(self._at_exit)
+        self._thread.start()
+
+    def _cell_started(self, *_: Any) -> None:
+        with self._cells:
+            self._running_cells += 1
+
+    def _cell_finished(self, *_: Any) -> None:
+        with self._cells:
+            self._running_cells = max(self._running_cells - 1, 0)
+            self._cells.notify_all()
+
+    def _at_exit(self) -> None:
+        """Let the step in progress finish: a daemon thread stopped inside DuckDB or an
+        extension module's initialisation can abort the process at exit."""
+        self.wait_for_step(timeout=10.0)
+
+    def wait_for_step(self, timeout: float | None = 60.0) -> None:
+        """Wait until the step in progress (if any) has finished; no further step starts
+        (a turn does the rest itself, on its normal path)."""
+        with self._cells:
+            self._exiting = True
+            self._cells.notify_all()
+            self._cells.wait_for(lambda: not self._stepping, timeout)
+
+    def stop_listening(self) -> None:
+        """Stop following the shell's cells (the thread is done, or the extension unloaded)."""
+        for event, callback in (
+            ("post_run_cell", self.start),
+            ("pre_run_cell", self._cell_started),
+            ("post_run_cell", self._cell_finished),
+        ):
+            try:
+                self.shell.events.unregister(event, callback)
+            except ValueError:
+                pass
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        # While two threads want the interpreter lock, each holds it up to the switch
+        # interval (5 ms by default) before the other gets it; a short one lets the
+        # kernel's own threads (the cells, the messages) get it back quickly.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, _SWITCH_INTERVAL))
+        try:
+            for name, step in self._steps():
+                with self._cells:  # a running cell keeps the interpreter lock
+                    self._cells.wait_for(lambda: self._running_cells == 0 or self._exiting)
+                    if self._exiting:
+                        break
+                    self._stepping = True
+                try:
+                    step()
+                except Exception:  # noqa: BLE001 - the turn's own path meets it again
+                    continue
+                else:
+                    self.steps_done.append(name)
+                finally:
+                    with self._cells:
+                        self._stepping = False
+                        self._cells.notify_all()
+        finally:
+            sys.setswitchinterval(interval)
+            self.done.set()
+            self.stop_listening()
+
+    def _steps(self) -> list[tuple[str, Callable[[], None]]]:
+        steps: list[tuple[str, Callable[[], None]]] = [
+            (name, lambda name=name: _import(name)) for name in _MODULES
+        ]
+        steps.append(("render a paragraph", _render_sample_text))
+        steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
+        steps.append(("make a model client", _make_sample_client))
+        steps.append(("parse a streamed reply", _parse_sample_reply))
+        steps.append(("read the credential formats", _read_credential_formats))
+        steps.append(("open the store", self._open_store))
+        return steps
+
+    def _open_store(self) -> None:
+        """Open an existing store once (DuckDB's first open in a process costs most); a
+        missing one is left for the first turn to create."""
+        from agent_kernel.paths import default_db_path
+        from agent_kernel.store import Store
+
+        path = Path(self.settings.db_path).expanduser() if self.settings.db_path else default_db_path()
+        if not path.exists():
+            return
+        with Store(path).connect(read_only=True) as con:
+            con.execute("SELECT count(*) FROM sessions").fetchall()
+
+
+def _import(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass  # the turn reports a missing dependency
+
+
+def _render_sample_text() -> None:
+    from agent_kernel.display.safe import markdown_bundle
+
+    markdown_bundle("Warm-up: **bold**, `code`, a [link](https://example.com).\n\n- a list")
+
+
+def _describe_tools(settings: AgentKernel) -> None:
+    """Build the definitions (and validators) of the tools a turn offers with these settings.
+
+    They come from the functions' signatures through the SDK and pydantic, and the built-in
+    tools are shared by every registry, so the first turn finds its own ready. Tools of
+    groups it does not offer are left for the turn that does (about half of them)."""
+    from agent_kernel.tools.builtin import builtin_registry
+
+    groups = settings.tool_groups if settings.tools_enabled else []
+    for item in builtin_registry().offered(groups):
+        item.definition(settings)
+
+
+def _make_sample_client() -> None:
+    """Make a client as a turn does; the SSL context it loads is the one the turn's uses."""
+    import anthropic
+
+    from agent_kernel.model.client import ssl_context
+
+    http_client = anthropic.DefaultAsyncHttpxClient(verify=ssl_context())
+    anthropic.AsyncAnthropic(api_key="warm-up", base_url="http://127.0.0.1:9", max_retries=0, http_client=http_client)
+
+
+def _read_credential_formats() -> None:
+    from agent_kernel.credentials import credential_formats
+
+    credential_formats()  # detect-secrets' patterns, which every redaction uses
+
+
+def _parse_sample_reply() -> None:
+    from anthropic.lib.streaming._messages import accumulate_event
+    from anthropic.types import RawMessageStreamEvent
+    from anthropic._models import construct_type
+
+    snapshot = None
+    buffers: dict[int, bytes] = {}
+    for raw in _SAMPLE_EVENTS:
+        event = construct_type(type_=RawMessageStreamEvent, value=raw)
+        snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=buffers)
+    if snapshot is not None:
+        [b.model_dump(mode="json", exclude_none=True) for b in snapshot.content]
+
+
+_CURRENT: WarmUp | None = None  # the loaded extension's warm-up
+
+
+def start_after_cell(shell: InteractiveShell, settings: AgentKernel) -> WarmUp | None:
+    """Warm up once the running cell has finished (no thread starts during ``%load_ext``).
+
+    ``AGENT_KERNEL_WARM_UP=0`` in the environment switches it off.
+    """
+    global _CURRENT
+    stop()
+    events = getattr(shell, "events", None)
+    if events is None or os.environ.get("AGENT_KERNEL_WARM_UP", "1").strip() in {"0", "false", "no"}:
+        return None
+    _CURRENT = WarmUp(shell, settings)
+    events.register("post_run_cell", _CURRENT.start)
+    return _CURRENT
+
+
+async def wait_for_step() -> None:
+    """What a turn awaits before its imports: the warm-up step in progress, if any."""
+    warm_up = _CURRENT
+    if warm_up is not None and not warm_up.done.is_set():
+        import asyncio
+
+        await asyncio.to_thread(warm_up.wait_for_step)
+
+
+def stop() -> None:
+    """Stop listening to cells (``%unload_ext``); a running step finishes on its own."""
+    global _CURRENT
+    if _CURRENT is not None:
+        _CURRENT.stop_listening()
+        _CURRENT = None

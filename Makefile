@@ -1,6 +1,7 @@
 # make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set)
 # make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
-# make screenshots  run the browser tests and copy their README screenshots into docs/screenshots
+# make docs        build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
+# make screenshots  run the browser tests and copy their screenshots into docs/screenshots
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap demo test screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap demo test docs docs-check screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap
 
@@ -45,7 +46,7 @@ $(STAMP): pyproject.toml labextension/package.json
 	# uv installs what pip would, from PyPI, in about two thirds of pip's time. Compiled
 	# bytecode as pip leaves it: where PYTHONDONTWRITEBYTECODE is set, every kernel would
 	# otherwise compile its imports again.
-	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e '.[test]'
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e '.[test,docs]'
 	# JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in labextension/ updates it.
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter-builder develop --overwrite . > /dev/null
 	touch $@
@@ -55,7 +56,19 @@ demo: nodejs $(STAMP)
 
 test: nodejs $(STAMP) chromium bubblewrap
 	$(VENV)/bin/lint-imports
+	$(MAKE) docs-check
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+# The site; the notebooks in notebooks/ are executed offline (scripted model) on the way.
+docs: nodejs $(STAMP)
+	$(VENV)/bin/sphinx-build -q -b html docs docs/_build/html
+	@echo "The documentation: $(abspath docs/_build/html/index.html)"
+
+# As `make test` builds it: every warning an error, every cross-reference and link between
+# pages checked (-n), all problems listed (--keep-going), every page read again (-E: an
+# incremental build would not repeat the warnings of pages it skips). No external link is fetched.
+docs-check: nodejs $(STAMP)
+	$(VENV)/bin/sphinx-build -q -E -n -W --keep-going -b html docs docs/_build/html
 
 screenshots: nodejs $(STAMP) chromium
 	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py tests/test_browser_labextension.py
@@ -72,4 +85,4 @@ bench: nodejs $(STAMP)
 	$(PY) benchmarks/delegation.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache agent_kernel/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache docs/_build docs/examples agent_kernel/labextension labextension/lib labextension/node_modules

@@ -70,6 +70,7 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": [],
 }
-html_sidebars = {"index": []}
+# Only the user guide has sections of its own; other pages get the whole width.
+html_sidebars = {page: [] for page in ("index", "install", "settings", "api", "security", "performance", "contributing", "examples/*")}
 html_show_sourcelink = False
 html_copy_source = False

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
+    from agent_kernel.scheduler.service import SchedulerService
     from agent_kernel.store import Store
 
 
@@ -98,27 +99,23 @@ def _scheduler(args: argparse.Namespace) -> int:
 
 
 def _jobs_list(args: argparse.Namespace) -> int:
-    from agent_kernel.scheduler.jobs import Jobs
-    from agent_kernel.scheduler.runs import Runs
-
-    with _store(args).connect() as con:
-        jobs = Jobs(con).list(include_disabled=args.all)
-        latest = Runs(con).latest_by_job()
+    states = _service(args).jobs(include_disabled=args.all)
     if args.json:
-        print(json.dumps([_job_json(job, latest.get(job.id)) for job in jobs], indent=2))
+        print(json.dumps([_job_json(state.job, state.last) for state in states], indent=2))
         return 0
     from agent_kernel.display.text_tables import Table
 
-    rows = [_job_row(job, latest.get(job.id)) for job in jobs]
+    rows = [_job_row(state.job, state.last) for state in states]
     print(repr(Table(["id", "name", "kind", "schedule", "next run", "last run", "status"], rows,
                      note="" if rows else "No jobs: `agent-kernel jobs add` creates one.")))  # fmt: skip
     return 0
 
 
 def _jobs_add(args: argparse.Namespace) -> int:
-    from agent_kernel.scheduler.clock import SystemClock, iso
-    from agent_kernel.scheduler.cron import local_timezone_name
-    from agent_kernel.scheduler.jobs import Jobs, Policy, new_job
+    from agent_kernel.scheduler.clock import iso
+    from agent_kernel.scheduler.jobs import Policy
+    from agent_kernel.scheduler.service import JobFields
+    from agent_kernel.store.provenance import Provenance
 
     if bool(args.notebook) == bool(args.task):
         print("agent-kernel: give a NOTEBOOK or --task PROMPT (one of them).", file=sys.stderr)
@@ -134,11 +131,10 @@ def _jobs_add(args: argparse.Namespace) -> int:
         retry_delay_s=args.retry_delay,
     )
     name = args.name or (Path(args.notebook).stem if args.notebook else " ".join(args.task.split())[:40])
-    job = new_job(
+    fields = JobFields(
         name=name,
         kind="notebook" if args.notebook else "task",
-        now=SystemClock().now(),
-        timezone=args.timezone or local_timezone_name(),
+        timezone=args.timezone,
         notebook=args.notebook,
         task=args.task,
         parameters=dict(_parameter(p) for p in args.parameter),
@@ -149,38 +145,27 @@ def _jobs_add(args: argparse.Namespace) -> int:
         token_limit=args.token_limit,
         kernel=args.kernel,
         policy=policy,
-        created_by="cli",
     )
-    with _store(args).connect() as con:
-        job = Jobs(con).add(job)
+    job = _service(args).create(fields, by=Provenance.person(), created_by="cli").job
     print(f"Added job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
     print("It fires while `agent-kernel scheduler` runs.")
     return 0
 
 
 def _jobs_run(args: argparse.Namespace) -> int:
-    from agent_kernel.scheduler.clock import SystemClock
-    from agent_kernel.scheduler.daemon import Scheduler
-    from agent_kernel.scheduler.runs import SUCCEEDED, Runs
+    from agent_kernel.scheduler.runs import SUCCEEDED
 
-    store = _store(args)
+    service = _service(args)
     if args.queue:
-        with store.connect() as con:
-            job = _find_job(con, args.job)
-            now = SystemClock().now()
-            run = Runs(con).insert(job.id, now, cause="manual", now=now)
-        assert run is not None
-        print(f"Queued run {run.id} of {job.name}; the scheduler starts it.")
+        queued = service.run_now(args.job)
+        print(f"Queued run {queued.run.id} of {_name(queued.job, queued.run)}; the scheduler starts it.")
         return 0
-    with store.connect() as con:
-        job = _find_job(con, args.job)
-    scheduler = Scheduler(store)
+    job = service.get(args.job).job
     progress = _Progress(job.name)
     try:
-        run = scheduler.run_now(job.id, on_progress=progress.update)
+        run = service.run_now(job.id, wait=True, on_progress=progress.update).run
     finally:
         progress.close()
-        scheduler.close()
     print(_run_line(run, job))
     if run.status != SUCCEEDED and run.run_dir:
         print(f"  logs: {run.run_dir}")
@@ -188,24 +173,19 @@ def _jobs_run(args: argparse.Namespace) -> int:
 
 
 def _jobs_toggle(args: argparse.Namespace) -> int:
-    from agent_kernel.scheduler.clock import SystemClock, iso
-    from agent_kernel.scheduler.jobs import Jobs, enable_by_person
+    from agent_kernel.scheduler.clock import iso
+    from agent_kernel.store.provenance import Provenance
 
-    with _store(args).connect() as con:
-        job, now = _find_job(con, args.job), SystemClock().now()
-        job = enable_by_person(con, job, now) if args.enable else Jobs(con).set_enabled(job, False, now)
-    state = f"enabled; next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
-    print(f"Job {job.id} ({job.name}) {state}.")
+    service = _service(args)
+    state = service.enable(args.job, by=Provenance.person()) if args.enable else service.disable(args.job)
+    job = state.job
+    shown = f"enabled; next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
+    print(f"Job {job.id} ({job.name}) {shown}.")
     return 0
 
 
 def _jobs_remove(args: argparse.Namespace) -> int:
-    from agent_kernel.scheduler.clock import SystemClock
-    from agent_kernel.scheduler.jobs import Jobs
-
-    with _store(args).connect() as con:
-        job = _find_job(con, args.job)
-        Jobs(con).delete(job.id, SystemClock().now())
+    job = _service(args).delete(args.job)
     print(f"Removed job {job.id} ({job.name}); its runs stay in `agent-kernel runs`.")
     return 0
 
@@ -214,32 +194,22 @@ def _jobs_remove(args: argparse.Namespace) -> int:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from agent_kernel.scheduler import ScheduleError
-    from agent_kernel.scheduler.clock import SystemClock
-    from agent_kernel.scheduler.jobs import Jobs
-    from agent_kernel.scheduler.runs import Runs
-
-    with _store(args).connect() as con:
-        runs = Runs(con)
-        if args.cancel:
-            run = runs.find(args.cancel)
-            if run is None:
-                raise ScheduleError(f"No run {args.cancel!r}.")
-            state = runs.request_cancel(run.id, SystemClock().now(), "cancelled from the command line")
-            print(f"Run {run.id}: " + ("cancellation asked; its scheduler stops it." if state == "RUNNING" else f"{state}."))
-            return 0
-        job_id = _find_job(con, args.job).id if args.job else None
-        found = runs.list(job_id=job_id, limit=args.limit, statuses=tuple(args.status or ()))
-        jobs = Jobs(con).all_by_id({r.job_id for r in found})
+    service = _service(args)
+    if args.cancel:
+        cancelled, state = service.cancel(args.cancel, reason="cancelled from the command line")
+        asked = "cancellation asked; its scheduler stops it." if state == "RUNNING" else f"{state}."
+        print(f"Run {cancelled.run.id}: {asked}")
+        return 0
+    found = service.runs(job=args.job, limit=args.limit, statuses=args.status or ())
     if args.json:
-        print(json.dumps([run.to_json() | {"job_name": _name(jobs, run)} for run in found], indent=2))
+        print(json.dumps([f.run.to_json() | {"job_name": _name(f.job, f.run)} for f in found], indent=2))
         return 0
     from agent_kernel.display.text_tables import Table
 
     rows = [
-        [run.id, _name(jobs, run), _local(run.scheduled_for, jobs.get(run.job_id)), str(run.attempt), run.status,
-         _seconds(run), _cells(run), _detail(run)]
-        for run in found
+        [f.run.id, _name(f.job, f.run), _local(f.run.scheduled_for, f.job), str(f.run.attempt), f.run.status,
+         _seconds(f.run), _cells(f.run), _detail(f.run)]
+        for f in found
     ]  # fmt: skip
     print(repr(Table(["run", "job", "scheduled for", "try", "status", "time", "cells", "output / error"], rows,
                      note="" if rows else "No runs yet.")))  # fmt: skip
@@ -278,14 +248,11 @@ def _store(args: argparse.Namespace) -> Store:
     return Store(Path(args.db).expanduser() if args.db else default_db_path())
 
 
-def _find_job(con: Any, key: str) -> Job:
-    from agent_kernel.scheduler import ScheduleError
-    from agent_kernel.scheduler.jobs import Jobs
+def _service(args: argparse.Namespace) -> SchedulerService:
+    """The jobs of ``--db``, named as a person types them: id, id prefix or name."""
+    from agent_kernel.scheduler.service import SchedulerService
 
-    job = Jobs(con).find(key)
-    if job is None:
-        raise ScheduleError(f"No job {key!r} (or more than one matches): `agent-kernel jobs list` shows them.")
-    return job
+    return SchedulerService(_store(args), by_name=True, listing="`agent-kernel jobs list` shows them")
 
 
 def _parameter(text: str) -> tuple[str, Any]:
@@ -338,8 +305,7 @@ def _detail(run: Run) -> str:
     return run.output_path or ""
 
 
-def _name(jobs: dict[str, Job], run: Run) -> str:
-    job = jobs.get(run.job_id)
+def _name(job: Job | None, run: Run) -> str:
     return job.name if job else run.job_id
 
 

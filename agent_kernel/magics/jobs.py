@@ -2,8 +2,8 @@
 
 Shows each job with its schedule, next run, last run and status, and a link to the last
 output notebook; says so when no scheduler daemon is running (jobs fire only while one
-runs). It reads the same store as the daemon; it never imports the scheduler's
-machinery (papermill, executors).
+runs). It reads the same store as the daemon, through the scheduler service; it never
+imports the scheduler's machinery (papermill, executors).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
@@ -45,18 +46,17 @@ class JobMagics(Magics):
         `agent-kernel jobs add`, and fire while a scheduler runs: the one in Jupyter
         Server (agent-kernel's server extension) or `agent-kernel scheduler`.
         """
-        from agent_kernel.scheduler import leader
-        from agent_kernel.scheduler.clock import SystemClock
-        from agent_kernel.scheduler.jobs import Jobs
-        from agent_kernel.scheduler.runs import Runs
+        from agent_kernel.scheduler import ScheduleError, leader
+        from agent_kernel.scheduler.service import SchedulerService
 
         args = parse_args(self.agent_jobs, line)
-        now = SystemClock().now()
-        with self._store().connect() as con:
-            jobs = Jobs(con).list(include_disabled=args.all)
-            latest = Runs(con).latest_by_job()
-            lease = leader.running(con, now)
-        rows = [_row(job, latest.get(job.id)) for job in jobs]
+        service = SchedulerService(self._store())
+        try:
+            states = service.jobs(include_disabled=args.all)
+            lease = service.scheduler()
+            rows = [_row(state.job, state.last) for state in states]
+        except ScheduleError as exc:
+            raise UsageError(str(exc)) from None
         notes = []
         if not rows:
             notes.append("No scheduled jobs yet: ask %agent to schedule one, or use `agent-kernel jobs add`.")

@@ -22,6 +22,8 @@ The modules, in the order data flows::
     daemon    Scheduler: reconcile, fire, dispatch, heartbeat, record
     pulse     the pulse: a recurring autonomous run with continuity notes
     digest    what the daily digest notebook summarises
+    service   SchedulerService: create, update, enable, disable, delete, run now, cancel;
+              what the CLI, the server API, the schedule tools and %agent_jobs call
 
 Nothing here imports the magics or the agent: the scheduler is its own process that
 shares the store with kernels.
@@ -31,8 +33,20 @@ from __future__ import annotations
 
 from agent_kernel.errors import AgentKernelError
 
-__all__ = ["ScheduleError"]
+__all__ = ["NotFoundError", "ScheduleError"]
 
 
 class ScheduleError(AgentKernelError):
-    """A job or reminder cannot be created as asked; the message says what to change."""
+    """A job or reminder cannot be created or changed as asked; the message says what to change."""
+
+
+class NotFoundError(ScheduleError):
+    """No job (or run) answers to the id or name given.
+
+    ``kind`` is the kind of the job that does answer to it when that job is not of the
+    kinds the caller asked for (a reminder given to a tool for tasks), else None.
+    """
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind

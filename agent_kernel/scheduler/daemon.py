@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agent_kernel.scheduler")
 
+# A claimed run ready to start: the run, its job, and the pulse's prompt (pulse jobs only).
+Start = tuple[Run, Job, str | None]
+
 
 @dataclass
 class SchedulerSettings:
@@ -168,27 +171,31 @@ class Scheduler:
         """Cut the current sleep short (a new job, a stop request)."""
         self._wake.set()
 
-    # -- running a job now (the CLI's `jobs run`) --------------------------------------------
+    # -- a run in the foreground (the service's run_now with wait) --------------------------
 
-    def run_now(self, job_key: str, *, on_progress: Callable[[Run, dict[str, Any]], None] | None = None) -> Run:
-        """Run a job at once in this process, leader or not, and wait for it."""
-        from agent_kernel.scheduler import ScheduleError
+    def claim_here(self, con: duckdb.DuckDBPyConnection, run: Run, job: Job) -> Start:
+        """Claim ``run`` (just queued in ``con``) for this process, leader or not.
 
+        Called in the connection that queued it, so no other scheduler claims it first.
+        """
         now = self.clock.now()
-        with self.store.connect() as con:
-            job = Jobs(con).find(job_key)
-            if job is None:
-                raise ScheduleError(f"No job {job_key!r}: `agent-kernel jobs list` shows them.")
-            runs = Runs(con)
-            run = runs.insert(job.id, now, cause="manual", now=now)
-            assert run is not None
-            run_dir = RunDir.for_run(self.home, job.id, run.id)
-            claimed = runs.claim(
-                run.id, worker=self.worker, executor=self.executor.name,
-                run_dir=str(run_dir.path), output_path=str(run_dir.output), now=now,
-            )  # fmt: skip
-            assert claimed is not None
-            start = (claimed, job, self._pulse_prompt(con, job, now))
+        run_dir = RunDir.for_run(self.home, job.id, run.id)
+        claimed = Runs(con).claim(
+            run.id, worker=self.worker, executor=self.executor.name,
+            run_dir=str(run_dir.path), output_path=str(run_dir.output), now=now,
+        )  # fmt: skip
+        assert claimed is not None
+        return claimed, job, self._pulse_prompt(con, job, now)
+
+    def run_in_foreground(
+        self, start: Start, *, on_progress: Callable[[Run, dict[str, Any]], None] | None = None
+    ) -> Run:
+        """Start a run claimed with :meth:`claim_here`, wait for it, return it as recorded.
+
+        Ctrl-C asks the run to stop and still waits for its end to be recorded.
+        """
+        run, job, _prompt = start
+        run_dir = RunDir.for_run(self.home, job.id, run.id)
         self._start([start])
         try:
             while run.id in self._inflight:
@@ -342,7 +349,7 @@ class Scheduler:
         Jobs(con).set_next_run(job.id, None)
         log.warning("job %s (%s) not fired: %s", job.id, job.name, reason)
 
-    def _claim(self, con: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple[Run, Job, str | None]]:
+    def _claim(self, con: duckdb.DuckDBPyConnection, now: datetime) -> list[Start]:
         runs = Runs(con)
         capacity = self.settings.max_concurrent - runs.running_count()
         active = runs.active()
@@ -352,7 +359,7 @@ class Scheduler:
             return []
         busy_jobs = {r.job_id for r in active if r.status == RUNNING}
         jobs = Jobs(con).all_by_id({r.job_id for r in waiting})
-        starts: list[tuple[Run, Job, str | None]] = []
+        starts: list[Start] = []
         for run in waiting:
             job = jobs.get(run.job_id)
             if job is None or job.deleted_at is not None:
@@ -374,7 +381,7 @@ class Scheduler:
         self._waiting = len(starts) < len(waiting)
         return starts
 
-    def _start(self, starts: list[tuple[Run, Job, str | None]]) -> list[Run]:
+    def _start(self, starts: list[Start]) -> list[Run]:
         from agent_kernel.scheduler.spec import build_spec
 
         started = []

@@ -31,7 +31,6 @@ from agent_kernel.scheduler.cron import QuietWindow, Schedule, check_cron, parse
 if TYPE_CHECKING:
     import duckdb
 
-    from agent_kernel.store.provenance import Provenance, Record
 
 CATCHUP = ("skip", "latest", "all")
 OVERLAP = ("allow", "forbid", "queue")
@@ -375,47 +374,3 @@ class Jobs:
             [to_db(now), job_id],
         )
         return True
-
-
-# -- who wrote a job ----------------------------------------------------------------------
-
-WAITS_FOR_REVIEW = (
-    "It was written after this session read untrusted content ({sources}), so it stays "
-    "disabled until the user reviews and enables it (`agent-kernel jobs enable {id}`); you "
-    "cannot enable it. Tell the user it is waiting for their review."
-)
-
-
-def keep_written(
-    con: duckdb.DuckDBPyConnection, job: Job, writer: Provenance, now: datetime, *, changed: bool = False
-) -> Job:
-    """Record who wrote ``job`` (``changed``: an edit of a stored job, whose taint carries
-    over). A job written after untrusted content is disabled: it runs unattended, so only
-    the person turns it on, after reviewing it (:func:`enable_by_person`)."""
-    from agent_kernel.store import provenance
-
-    written = provenance.record(con, "job", job.id, writer, inherit=changed)
-    if written.tainted and job.enabled:
-        return Jobs(con).set_enabled(job, False, now)
-    return job
-
-
-def taint(con: duckdb.DuckDBPyConnection, job_id: str) -> Record | None:
-    """The job's provenance when it was written after untrusted content and not cleared, else None."""
-    from agent_kernel.store import provenance
-
-    found = provenance.latest(con, "job", [job_id]).get(job_id)
-    return found if found is not None and found.tainted else None
-
-
-def waits_for_review(job: Job, record: Record) -> str:
-    """What the model is told about a job kept disabled because of ``record``'s taint."""
-    return WAITS_FOR_REVIEW.format(sources="; ".join(s[:80] for s in record.sources[:2]), id=job.id)
-
-
-def enable_by_person(con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> Job:
-    """The person enables ``job``: they reviewed it, so its taint is cleared too."""
-    from agent_kernel.store import provenance
-
-    provenance.clear(con, "job", job.id)
-    return Jobs(con).set_enabled(job, True, now)

@@ -32,11 +32,13 @@ class ServerState:
 
     def __init__(self, store: Any, root_dir: str, log: Any) -> None:
         from agent_kernel.scheduler.clock import SystemClock
+        from agent_kernel.scheduler.service import SchedulerService
 
         self.store = store
         self.root_dir = root_dir
         self.log = log
         self.clock = SystemClock()
+        self.jobs = SchedulerService(store, clock=self.clock, on_change=self.wake_scheduler)
         self.scheduler: Any = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()

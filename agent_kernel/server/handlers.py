@@ -5,6 +5,8 @@ request without the server's token or login cookie (403), ``@authorized`` asks t
 server's authorizer about the ``agent-kernel`` resource, and the handler base checks the
 XSRF token of cookie-authenticated writes. Database work runs in a thread (the store's
 short connection waits for the file lock), so a busy file never blocks the server.
+Jobs and runs are read and changed through the scheduler service (the same one the CLI,
+the tools and ``%agent_jobs`` use), as the person: enabling a job here is their review.
 Input the API refuses gets 400 with a message; a missing id gets 404.
 """
 
@@ -19,8 +21,11 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from agent_kernel.scheduler import NotFoundError, ScheduleError
+from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.server import views
-from agent_kernel.server.job_request import MAX_PATH_CHARS, BadRequest, check_text, job_from_request, parse_body
+from agent_kernel.server.job_request import MAX_PATH_CHARS, BadRequest, check_text, job_fields, parse_body
+from agent_kernel.store.provenance import Provenance
 
 T = TypeVar("T")
 
@@ -40,6 +45,12 @@ class _Handler(APIHandler):
     def root(self) -> Path:
         return Path(self.agent.root_dir)
 
+    @property
+    def jobs(self) -> SchedulerService:
+        """The scheduler service of the server's store (it wakes the server's scheduler)."""
+        jobs: SchedulerService = self.agent.jobs
+        return jobs
+
     async def store_call(self, work: Callable[[Any], T]) -> T:
         """``work(con)`` under one short store connection, in a worker thread."""
 
@@ -47,7 +58,11 @@ class _Handler(APIHandler):
             with self.agent.store.connect() as con:
                 return work(con)
 
-        return await asyncio.get_running_loop().run_in_executor(None, run)
+        return await self.in_thread(run)
+
+    async def in_thread(self, work: Callable[[], T]) -> T:
+        """``work()`` in a worker thread: the store's connection waits for the file lock."""
+        return await asyncio.get_running_loop().run_in_executor(None, work)
 
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -83,14 +98,14 @@ class _Handler(APIHandler):
         return value
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, BadRequest):
+        if isinstance(value, (BadRequest, ScheduleError)):
             return
         super().log_exception(typ, value, tb)
 
     async def scheduler_status(self) -> dict[str, Any]:
         from agent_kernel.scheduler import leader
 
-        lease = await self.store_call(lambda con: leader.running(con, self.agent.now()))
+        lease = await self.in_thread(self.jobs.scheduler)
         status: dict[str, Any] = {"running": lease is not None, "in_server": self.agent.scheduler_in_server}
         if lease is None:
             status["message"] = f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}."
@@ -100,7 +115,10 @@ class _Handler(APIHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, BadRequest):
+        if isinstance(exc, NotFoundError):
+            self.refuse(404, str(exc))
+            return
+        if isinstance(exc, (BadRequest, ScheduleError)):
             self.refuse(400, str(exc))
             return
         from agent_kernel.errors import StoreError
@@ -135,74 +153,44 @@ class JobsHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self) -> None:
-        jobs = await self.store_call(lambda con: views.list_jobs(con, self.root))
+        states = await self.in_thread(self.jobs.jobs)
+        jobs = [views.job_json(state.job, state.last, self.root) for state in states]
         self.reply({"jobs": jobs, "scheduler": await self.scheduler_status()})
 
     @web.authenticated
     @authorized(action="write")
     async def post(self) -> None:
-        from agent_kernel.scheduler.jobs import Jobs
-
         user = getattr(self.current_user, "username", None)
-        job = job_from_request(self.body(), self.root, self.agent.now(), user=user)
-        stored = await self.store_call(lambda con: Jobs(con).add(job))
-        self.agent.wake_scheduler()
-        self.reply(views.job_json(stored, None, self.root) | {"scheduler": await self.scheduler_status()}, 201)
+        fields = job_fields(self.body(), self.root)
+        created_by = f"jupyterlab:{user}" if user else "jupyterlab"
+        state = await self.in_thread(lambda: self.jobs.create(fields, by=Provenance.person(), created_by=created_by))
+        self.reply(views.job_json(state.job, None, self.root) | {"scheduler": await self.scheduler_status()}, 201)
+
 
 class JobHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self, job_id: str) -> None:
-        from agent_kernel.scheduler.jobs import Jobs
-        from agent_kernel.scheduler.runs import Runs
-
-        def read(con: Any) -> Any:
-            job = Jobs(con).get(job_id)
-            return job and views.job_json(job, Runs(con).latest_by_job().get(job.id), self.root)
-
-        found = await self.store_call(read)
-        if found is None:
-            self.refuse(404, f"No job {job_id!r}.")
-            return
-        self.reply(found)
+        state = await self.in_thread(lambda: self.jobs.get(job_id))
+        self.reply(views.job_json(state.job, state.last, self.root))
 
     @web.authenticated
     @authorized(action="write")
     async def patch(self, job_id: str) -> None:
         """``{"enabled": true | false}``: resume or pause the job."""
-        from agent_kernel.scheduler.jobs import Jobs, enable_by_person
-        from agent_kernel.scheduler.runs import Runs
-
         body = self.body()
         if set(body) != {"enabled"} or not isinstance(body["enabled"], bool):
             raise BadRequest('Send {"enabled": true} or {"enabled": false}.')
-        now = self.agent.now()
-
-        def toggle(con: Any) -> Any:
-            jobs = Jobs(con)
-            job = jobs.get(job_id)
-            if job is None:
-                return None
-            job = enable_by_person(con, job, now) if body["enabled"] else jobs.set_enabled(job, False, now)
-            return views.job_json(job, Runs(con).latest_by_job().get(job.id), self.root)
-
-        found = await self.store_call(toggle)
-        if found is None:
-            self.refuse(404, f"No job {job_id!r}.")
-            return
-        self.agent.wake_scheduler()
-        self.reply(found)
+        if body["enabled"]:
+            state = await self.in_thread(lambda: self.jobs.enable(job_id, by=Provenance.person()))
+        else:
+            state = await self.in_thread(lambda: self.jobs.disable(job_id))
+        self.reply(views.job_json(state.job, state.last, self.root))
 
     @web.authenticated
     @authorized(action="write")
     async def delete(self, job_id: str) -> None:
-        from agent_kernel.scheduler.jobs import Jobs
-
-        now = self.agent.now()
-        deleted = await self.store_call(lambda con: Jobs(con).delete(job_id, now))
-        if not deleted:
-            self.refuse(404, f"No job {job_id!r}.")
-            return
+        await self.in_thread(lambda: self.jobs.delete(job_id))
         self.reply({"deleted": True, "id": job_id})
 
 
@@ -211,27 +199,11 @@ class JobRunHandler(_Handler):
     @authorized(action="execute")
     async def post(self, job_id: str) -> None:
         """Queue a run now; the scheduler starts it within a moment."""
-        from agent_kernel.scheduler.jobs import Jobs
-        from agent_kernel.scheduler.runs import Runs
-
         if self.body():
             raise BadRequest("This route takes no body.")
-        now = self.agent.now()
-
-        def queue(con: Any) -> Any:
-            job = Jobs(con).get(job_id)
-            if job is None:
-                return None
-            run = Runs(con).insert(job.id, now, cause="manual", now=now)
-            return run and views.run_json(run, job, self.root)
-
-        run = await self.store_call(queue)
-        if run is None:
-            self.refuse(404, f"No job {job_id!r}.")
-            return
-        self.agent.wake_scheduler()
+        queued = await self.in_thread(lambda: self.jobs.run_now(job_id))
         status = await self.scheduler_status()
-        self.reply(run | {"scheduler": status}, 202)
+        self.reply(views.run_json(queued.run, queued.job, self.root) | {"scheduler": status}, 202)
 
 
 class RunsHandler(_Handler):
@@ -240,20 +212,16 @@ class RunsHandler(_Handler):
     async def get(self) -> None:
         job_id = self.text_argument("job", 64)
         limit = self.int_argument("limit", 50, 1, MAX_RUNS)
-        runs = await self.store_call(lambda con: views.list_runs(con, self.root, job_id=job_id, limit=limit))
-        self.reply({"runs": runs})
+        runs = await self.in_thread(lambda: self.jobs.runs(job=job_id, limit=limit))
+        self.reply({"runs": [views.run_json(found.run, found.job, self.root) for found in runs]})
 
 
 class RunHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self, run_id: str) -> None:
-        found = await self.store_call(lambda con: self._find(con, run_id))
-        if found is None:
-            self.refuse(404, f"No run {run_id!r}.")
-            return
-        run, job = found
-        self.reply(views.run_detail(run, job, self.root))
+        found = await self.in_thread(lambda: self.jobs.run(run_id))
+        self.reply(views.run_detail(found.run, found.job, self.root))
 
     @web.authenticated
     @authorized(action="write")
@@ -265,29 +233,12 @@ class RunHandler(_Handler):
         action = body.get("action")
         if set(body) != {"action"} or action not in ("open", "cancel"):
             raise BadRequest('Send {"action": "open"} or {"action": "cancel"}.')
-        found = await self.store_call(lambda con: self._find(con, run_id))
-        if found is None:
-            self.refuse(404, f"No run {run_id!r}.")
-            return
-        run, job = found
+        found = await self.in_thread(lambda: self.jobs.run(run_id))
         if action == "cancel":
-            from agent_kernel.scheduler.runs import Runs
-
-            now = self.agent.now()
-            state = await self.store_call(lambda con: Runs(con).request_cancel(run.id, now, "cancelled in JupyterLab"))
-            self.reply({"id": run.id, "status": state})
+            _, state = await self.in_thread(lambda: self.jobs.cancel(found.run.id, reason="cancelled in JupyterLab"))
+            self.reply({"id": found.run.id, "status": state})
             return
-        self.reply({"id": run.id, "path": self.agent.output_in_root(run, job)})
-
-    @staticmethod
-    def _find(con: Any, run_id: str) -> Any:
-        from agent_kernel.scheduler.jobs import Jobs
-        from agent_kernel.scheduler.runs import Runs
-
-        run = Runs(con).get(run_id)
-        if run is None:
-            return None
-        return run, Jobs(con).get(run.job_id, deleted=True)
+        self.reply({"id": found.run.id, "path": self.agent.output_in_root(found.run, found.job)})
 
 
 class StatsHandler(_Handler):

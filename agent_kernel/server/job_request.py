@@ -2,7 +2,8 @@
 
 The notebook is named by its path relative to the server's root, as JupyterLab names
 files; it must lie inside the root and have a kernel spec (papermill needs one). Every
-refusal is a :class:`BadRequest` whose message says what to change.
+refusal is a :class:`BadRequest` whose message says what to change; what the job may
+hold is then checked by the scheduler service, whose ``ScheduleError`` is a 400 too.
 
 Every request body passes :func:`parse_body`, the API's one reader of bodies: at most
 :data:`MAX_BODY_BYTES`, strict UTF-8, one JSON object nesting at most :data:`MAX_DEPTH`
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.jobs import Policy
+from agent_kernel.scheduler.service import JobFields
 
 FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap"}
 TEXT_FIELDS = ("name", "cron", "at", "timezone", "overlap")
@@ -125,11 +126,8 @@ def kernel_name(notebook: Path) -> str:
     return name
 
 
-def job_from_request(body: dict[str, Any], root: Path, now: datetime, *, user: str | None) -> Any:
-    """A validated :class:`~agent_kernel.scheduler.jobs.Job` (not stored yet)."""
-    from agent_kernel.scheduler.cron import local_timezone_name
-    from agent_kernel.scheduler.jobs import Policy, new_job
-
+def job_fields(body: dict[str, Any], root: Path) -> JobFields:
+    """What to create from the dialog's request; the scheduler service checks the rest."""
     unknown = set(body) - FIELDS
     if unknown:
         raise BadRequest(f"Unknown field(s): {', '.join(sorted(unknown))}; accepted: {', '.join(sorted(FIELDS))}.")
@@ -146,20 +144,14 @@ def job_from_request(body: dict[str, Any], root: Path, now: datetime, *, user: s
     bad = [name for name in parameters if not name.isidentifier()]
     if bad:
         raise BadRequest(f"Parameter names must be Python identifiers; {bad[0]!r} is not one.")
-    try:
-        policy = Policy(overlap=body.get("overlap") or "forbid")
-        return new_job(
-            name=body.get("name") or notebook.stem,
-            kind="notebook",
-            now=now,
-            timezone=body.get("timezone") or local_timezone_name(),
-            notebook=str(notebook),
-            parameters=parameters,
-            at=body.get("at") or None,
-            cron=body.get("cron") or None,
-            kernel=kernel,
-            policy=policy,
-            created_by=f"jupyterlab:{user}" if user else "jupyterlab",
-        )
-    except ScheduleError as exc:
-        raise BadRequest(str(exc)) from exc
+    return JobFields(
+        name=body.get("name") or notebook.stem,
+        kind="notebook",
+        timezone=body.get("timezone") or None,
+        notebook=str(notebook),
+        parameters=parameters,
+        at=body.get("at") or None,
+        cron=body.get("cron") or None,
+        kernel=kernel,
+        policy=Policy(overlap=body.get("overlap") or "forbid"),
+    )

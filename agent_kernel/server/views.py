@@ -1,6 +1,7 @@
-"""The API's JSON: sessions, jobs, runs and stats read from one open connection.
+"""The API's JSON: sessions and stats read from one open connection; jobs and runs as
+the scheduler service returns them.
 
-Plain functions of a connection and the server's root directory, so the handlers stay
+Plain functions of what they show and the server's root directory, so the handlers stay
 thin and the shapes can be tested without a server. Paths inside the root are also
 given relative to it (what JupyterLab opens); instants are ISO 8601 UTC.
 """
@@ -145,15 +146,6 @@ def job_json(job: Job, last: Run | None, root: Path) -> dict[str, Any]:
     }
 
 
-def list_jobs(con: duckdb.DuckDBPyConnection, root: Path) -> list[dict[str, Any]]:
-    from agent_kernel.scheduler.jobs import Jobs
-    from agent_kernel.scheduler.runs import Runs
-
-    jobs = Jobs(con).list()
-    latest = Runs(con).latest_by_job()
-    return [job_json(job, latest.get(job.id), root) for job in jobs]
-
-
 def run_json(run: Run, job: Job | None, root: Path) -> dict[str, Any]:
     data = run.to_json()
     data["job_name"] = job.name if job else None
@@ -174,17 +166,6 @@ def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -
                 logs[name] = run_dir.log_tail(target, log_chars)
     data["log"] = logs
     return data
-
-
-def list_runs(
-    con: duckdb.DuckDBPyConnection, root: Path, *, job_id: str | None, limit: int
-) -> list[dict[str, Any]]:
-    from agent_kernel.scheduler.jobs import Jobs
-    from agent_kernel.scheduler.runs import Runs
-
-    runs = Runs(con).list(job_id=job_id, limit=limit)
-    jobs = Jobs(con).all_by_id({r.job_id for r in runs})
-    return [run_json(run, jobs.get(run.job_id), root) for run in runs]
 
 
 # -- stats ------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The ``schedule`` group: scheduled tasks, reminders and the pulse.
 
-These tools only write jobs into the store; the scheduler daemon (``agent-kernel
-scheduler``, its own process) fires them. A task runs a notebook with papermill, or a
+These tools only write jobs into the store, through the scheduler service as the turn
+that calls them (so a job written after untrusted content waits for the person's review);
+the scheduler daemon (``agent-kernel scheduler``, its own process) fires them. A task runs a notebook with papermill, or a
 generated notebook whose cell is ``%agent TASK`` in a fresh session; a reminder
 continues the session that set it. Times go in as ISO 8601 (read in the job's timezone
 when they carry no offset) and come back with the timezone's offset.
@@ -12,18 +13,22 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.tools import Tool, current_context, strict_json
 
+if TYPE_CHECKING:
+    from agent_kernel.scheduler.service import SchedulerService
+
 PROMPT_CHARS = 20_000  # a task's prompt, a reminder's message, the pulse's instruction
 PATH_CHARS = 4_096
 SHORT_CHARS = 200  # names, ids, times, cron expressions, timezones, models
 PARAMETERS = 100  # the most papermill parameters one task passes
 LARGEST_TOKEN_LIMIT = 100_000_000
+TASK_KINDS = ("notebook", "task", "pulse")  # what the task tools act on; reminders have their own
 
 Prompt = Annotated[str, Field(max_length=PROMPT_CHARS)]
 Short = Annotated[str, Field(max_length=SHORT_CHARS)]
@@ -61,7 +66,7 @@ def create_scheduled_task(
         token_limit: Most tokens one firing may use.
         secrets: Names of environment variables the job needs as secrets (values are never stored).
     """
-    from agent_kernel.scheduler.jobs import Jobs, keep_written, new_job
+    from agent_kernel.scheduler.service import JobFields
 
     ctx = current_context()
     bad = [n for n in secrets or () if not n.isidentifier()]
@@ -69,31 +74,26 @@ def create_scheduled_task(
         raise ToolInputError(f"secrets takes environment variable names; {bad[0]!r} is not one.")
     if parameters is not None:
         strict_json(parameters, "parameters")
-    zone_name = _timezone(timezone)
+    fields = JobFields(
+        name=name,
+        kind="notebook" if notebook else "task",
+        timezone=_timezone(timezone),
+        notebook=notebook,
+        task=task,
+        parameters=parameters,
+        at=at,
+        cron=cron,
+        cwd=os.getcwd(),
+        model=model,
+        token_limit=token_limit,
+        options={"secrets": list(secrets)} if secrets else None,
+    )
     with _errors():
-        job = new_job(
-            name=name,
-            kind="notebook" if notebook else "task",
-            now=_now(),
-            timezone=zone_name,
-            notebook=notebook,
-            task=task,
-            parameters=parameters,
-            at=at,
-            cron=cron,
-            cwd=os.getcwd(),
-            model=model,
-            token_limit=token_limit,
-            created_by=ctx.session_name,
-            options={"secrets": list(secrets)} if secrets else None,
-        )
-        with ctx.store.connect() as con:
-            job = keep_written(con, Jobs(con).add(job), ctx.provenance(), _now())
-            held = _held(con, job)
-            warning = {} if held else _no_scheduler(con)
-    if held:
-        return {"id": job.id, "name": job.name, "enabled": False, "note": held}
-    return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone), **warning}
+        state = _service().create(fields, by=ctx.provenance(), created_by=ctx.session_name)
+    job = state.job
+    if state.held:
+        return {"id": job.id, "name": job.name, "enabled": False, "note": state.held}
+    return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone), **_no_scheduler()}
 
 
 def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
@@ -102,22 +102,16 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     Args:
         include_disabled: Also list paused tasks.
     """
-    from agent_kernel.scheduler.jobs import Jobs
-    from agent_kernel.scheduler.runs import Runs
     from agent_kernel.store import provenance
 
     ctx = current_context()
-    with ctx.store.connect() as con:
-        jobs = Jobs(con).list(include_disabled=include_disabled, kinds=("notebook", "task"))
-        latest = Runs(con).latest_by_job()
-        tainted = provenance.tainted_names(con, "job")
     tasks = []
-    for job in jobs:
-        last = latest.get(job.id)
+    for state in _service().jobs(include_disabled=include_disabled, kinds=("notebook", "task")):
+        job, last = state.job, state.last
         entry: dict[str, Any] = {"id": job.id, "name": job.name}
         if job.task:
-            entry["task"] = provenance.shown(job.task, tainted.get(job.id), f"task of job {job.id}")
-            if job.id in tainted:
+            entry["task"] = provenance.shown(job.task, state.taint, f"task of job {job.id}")
+            if state.taint is not None:
                 ctx.note_untrusted([f"task of job {job.id}"])
                 entry["waits_for_review"] = True
         if job.notebook:
@@ -142,7 +136,7 @@ def cancel_scheduled_task(id: Short) -> dict[str, Any]:
     Args:
         id: The task's id (from create_scheduled_task or list_scheduled_tasks).
     """
-    return {"deleted": _delete(id, kinds=("notebook", "task", "pulse"), other="a reminder: use cancel_reminder")}
+    return {"deleted": _delete(id, kinds=TASK_KINDS, other="a reminder: use cancel_reminder")}
 
 
 def enable_scheduled_task(id: Short) -> dict[str, Any]:
@@ -172,31 +166,29 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
         at: ISO 8601 time to fire, e.g. 2026-02-25T09:00:00Z; without an offset it is read in the user's timezone.
         message: What to tell yourself when the reminder fires.
     """
-    from agent_kernel.scheduler.jobs import Jobs, keep_written, new_job
+    from agent_kernel.scheduler.service import JobFields
     from agent_kernel.store.sessions import Sessions
 
     ctx = current_context()
-    with _errors(), ctx.store.connect() as con:
+    with ctx.store.connect() as con:
         session = Sessions(con).get(ctx.session_id)
-        preview = " ".join(message.split())
-        job = new_job(
-            name="reminder: " + (preview[:50] + ("..." if len(preview) > 50 else "")),
-            kind="reminder",
-            now=_now(),
-            timezone=_timezone(None),
-            task=f"(A reminder you set earlier in this session.) {message}",
-            at=at,
-            cwd=os.getcwd(),
-            session=ctx.session_name,
-            origin_notebook=session.notebook if session else None,
-            created_by=ctx.session_name,
-        )
-        job = keep_written(con, Jobs(con).add(job), ctx.provenance(), _now())
-        held = _held(con, job)
-        warning = {} if held else _no_scheduler(con)
-    if held:
-        return {"id": job.id, "at": _iso(job.run_at, job.timezone), "enabled": False, "note": held}
-    return {"id": job.id, "at": _iso(job.run_at, job.timezone), **warning}
+    preview = " ".join(message.split())
+    fields = JobFields(
+        name="reminder: " + (preview[:50] + ("..." if len(preview) > 50 else "")),
+        kind="reminder",
+        timezone=_timezone(None),
+        task=f"(A reminder you set earlier in this session.) {message}",
+        at=at,
+        cwd=os.getcwd(),
+        session=ctx.session_name,
+        origin_notebook=session.notebook if session else None,
+    )
+    with _errors():
+        state = _service().create(fields, by=ctx.provenance(), created_by=ctx.session_name)
+    job = state.job
+    if state.held:
+        return {"id": job.id, "at": _iso(job.run_at, job.timezone), "enabled": False, "note": state.held}
+    return {"id": job.id, "at": _iso(job.run_at, job.timezone), **_no_scheduler()}
 
 
 def cancel_reminder(id: Short) -> dict[str, Any]:
@@ -230,27 +222,18 @@ def manage_pulse(
         quiet_hours: update_config: local time windows with no pulse, e.g. [{"start": "22:00", "end": "07:00"}].
         instruction: update_config: what each pulse should do.
     """
-    from agent_kernel.scheduler import pulse
-    from agent_kernel.scheduler.jobs import keep_written
-
     ctx = current_context()
-    now = _now()
-    with _errors(), ctx.store.connect() as con:
+    service = _service()
+    with _errors():
         if action == "update_notes":
             if notes is None:
                 raise ToolInputError("update_notes needs `notes`.")
-            length = pulse.update_notes(con, notes)
-            job = keep_written(con, pulse.get(con), ctx.provenance(), now, changed=True)
+            length, state = service.keep_pulse_notes(notes, by=ctx.provenance())
             answer = {"success": True, "action": "notes_updated", "length": length}
-            held = _held(con, job)
-            return {**answer, "enabled": False, "note": held} if held else answer
+            return {**answer, "enabled": False, "note": state.held} if state.held else answer
         if action == "update_config":
-            current = pulse.get(con)
-            if enabled and current is not None:
-                _refuse_tainted(con, current)
-            job = pulse.configure(
-                con,
-                now,
+            state, status = service.configure_pulse(
+                by=ctx.provenance(),
                 timezone=_timezone(None),
                 enabled=enabled,
                 pulses_per_day=pulses_per_day,
@@ -258,14 +241,12 @@ def manage_pulse(
                 quiet_hours=quiet_hours,
                 instruction=instruction,
             )
-            job = keep_written(con, job, ctx.provenance(), now, changed=current is not None)
-            answer = {"success": True, "action": "config_updated", "pulse": pulse.status(con, job, now)}
-            held = _held(con, job)
-            return {**answer, "note": held} if held else answer
-        job = pulse.get(con)
-        if job is None:
-            return {"success": True, "configured": False, "note": "No pulse yet: update_config creates one."}
-        return {"success": True, "configured": True, **pulse.status(con, job, now)}
+            answer = {"success": True, "action": "config_updated", "pulse": status}
+            return {**answer, "note": state.held} if state.held else answer
+        found = service.pulse_status()
+    if found is None:
+        return {"success": True, "configured": False, "note": "No pulse yet: update_config creates one."}
+    return {"success": True, "configured": True, **found[1]}
 
 
 TOOLS = [
@@ -299,22 +280,23 @@ def _errors() -> Iterator[None]:
         raise ToolInputError(str(exc)) from None
 
 
-def _no_scheduler(con: Any) -> dict[str, str]:
+def _service() -> SchedulerService:
+    """The scheduler service of this turn's store (jobs named by their exact id)."""
+    from agent_kernel.scheduler.service import SchedulerService
+
+    return SchedulerService(current_context().store)
+
+
+def _no_scheduler() -> dict[str, str]:
     """``{"warning": ...}`` telling the model how to get the job fired when no scheduler runs."""
     from agent_kernel.scheduler import leader
 
-    if leader.running(con, _now()) is not None:
+    if _service().scheduler() is not None:
         return {}
     return {
         "warning": "No scheduler is running, so this will not fire until one starts. Tell the user "
         f"to {leader.HOW_TO_START}."
     }
-
-
-def _now() -> Any:
-    from agent_kernel.scheduler.clock import SystemClock
-
-    return SystemClock().now()
 
 
 def _timezone(name: str | None) -> str:
@@ -332,45 +314,28 @@ def _iso(instant: Any, timezone: str) -> str | None:
     return iso(instant, timezone)
 
 
-def _held(con: Any, job: Any) -> str:
-    """Why ``job`` waits for the user's review ("" when it does not)."""
-    from agent_kernel.scheduler.jobs import taint, waits_for_review
-
-    record = taint(con, job.id)
-    return waits_for_review(job, record) if record is not None else ""
-
-
-def _refuse_tainted(con: Any, job: Any) -> None:
-    """Only the user enables a job written after untrusted content, once they reviewed it."""
-    held = _held(con, job)
-    if held:
-        raise ToolInputError(f"{job.name!r} ({job.id}) cannot be enabled by you. {held}")
-
-
 def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
-    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler import NotFoundError
 
-    ctx = current_context()
-    with ctx.store.connect() as con:
-        jobs = Jobs(con)
-        job = jobs.get(job_id)
-        if job is None or job.kind == "reminder":
-            raise ToolInputError(f"No scheduled task with id {job_id!r}; list_scheduled_tasks shows them.")
-        if enabled:
-            _refuse_tainted(con, job)
-        job = jobs.set_enabled(job, enabled, _now())
-    return {"id": job.id, "enabled": job.enabled}
+    service = _service()
+    with _errors():
+        try:
+            if enabled:
+                state = service.enable(job_id, by=current_context().provenance(), kinds=TASK_KINDS)
+            else:
+                state = service.disable(job_id, kinds=TASK_KINDS)
+        except NotFoundError:
+            raise ToolInputError(f"No scheduled task with id {job_id!r}; list_scheduled_tasks shows them.") from None
+    return {"id": state.job.id, "enabled": state.job.enabled}
 
 
 def _delete(job_id: str, *, kinds: tuple[str, ...], other: str) -> bool:
-    from agent_kernel.scheduler.jobs import Jobs
+    from agent_kernel.scheduler import NotFoundError
 
-    ctx = current_context()
-    with ctx.store.connect() as con:
-        jobs = Jobs(con)
-        job = jobs.get(job_id)
-        if job is None:
+    try:
+        _service().delete(job_id, kinds=kinds)
+    except NotFoundError as exc:
+        if exc.kind is None:
             return False
-        if job.kind not in kinds:
-            raise ToolInputError(f"{job_id!r} is {other}.")
-        return jobs.delete(job.id, _now())
+        raise ToolInputError(f"{job_id!r} is {other}.") from None
+    return True

@@ -152,14 +152,16 @@ PRINT_OVERHEAD_BYTES = 64 * MB
 
 class PeakMemory:
     """The kernel process's resident memory, sampled with psutil while a cell runs, and the
-    kernel's own high-water mark (``ru_maxrss``, which no sampling can miss)."""
+    kernel's own high-water mark (Linux's ``VmHWM``, which no sampling can miss), reset
+    before each cell so an earlier test's peak in the same kernel does not count."""
 
     def __init__(self, kernel) -> None:
         import psutil
 
         self.kernel = kernel
-        kernel.ok("import os as _os, resource as _resource")
+        kernel.ok("import os as _os")
         self.process = psutil.Process(kernel.value("_os.getpid()"))
+        self.proc = f"/proc/{self.process.pid}"
 
     def during(self, code: str) -> tuple[int, int, object]:
         """Run ``code``; return (sampled peak growth, high-water growth, execution), in bytes
@@ -167,6 +169,8 @@ class PeakMemory:
         import threading
         import time
 
+        with open(f"{self.proc}/clear_refs", "w") as reset:
+            reset.write("5")  # resets the process's VmHWM to its current resident size
         before = self.process.memory_info().rss
         peak, done = [before], threading.Event()
 
@@ -182,8 +186,12 @@ class PeakMemory:
         finally:
             done.set()
             sampler.join()
-        high_water = self.kernel.value("_resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss")  # KiB
-        return peak[0] - before, high_water * 1024 - before, execution
+        return peak[0] - before, self._high_water() - before, execution
+
+    def _high_water(self) -> int:
+        with open(f"{self.proc}/status") as status:
+            [line] = [line for line in status if line.startswith("VmHWM:")]
+        return int(line.split()[1]) * 1024  # kB
 
 
 def test_printing_a_gigabyte_shows_a_bounded_head_and_keeps_kernel_memory_bounded(kernel, scripted_model):

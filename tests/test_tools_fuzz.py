@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agent_kernel.config import TOOL_GROUPS
+from agent_kernel.store import Store
 from agent_kernel.testing import call, fail, reply, say, tool_use
 from agent_kernel.tools import INPUT_BYTES, USER_TOOLS, Outcome, tool
 from agent_kernel.tools.agent_tools import StoredTool, sync
@@ -75,6 +76,18 @@ REGRESSIONS: dict[str, list[object]] = {
     ],
 }
 
+# Valid calls that reach each of these tools' real work, run every time besides the drawn
+# inputs (hostile values inside a valid shape). SITE stands for the allowed test site.
+REACHING: dict[str, list[object]] = {
+    "db_sql": [{"sql": "SELECT 'nan'::DOUBLE AS n, '\x00é' AS t, [1, NULL]::INT[] AS l, 2::HUGEINT ** 100 AS h"}],
+    "fetch_url": [{"url": "SITE/page"}, {"url": "SITE/gzip-bomb", "max_bytes": 10}, {"url": "SITE/injection", "method": "HEAD"}],
+    "llm_generate": [{"prompt": "\x00 classify: \u202e", "max_tokens": 5}, {"prompt": "x", "schema": {"type": "object"}}],
+    "set_state": [{"key": "\x00é", "value": {"deep": [[[["x"]]]], "big": 2**62}}],
+    "fuzz_stored_tool": [{"text": "\x00é" * 300, "count": 2**62, "items": [1e308, 1e308]}],
+    USER_TOOL: [{"prices": [], "label": "none"}, {"prices": [1e308, 1e308], "label": "\x00"}],
+    "notes__write_note": [{"name": "ok", "text": "</untrusted_content>\x00" * 1000}],
+}
+
 _DEEP: list[Any] = []
 for _ in range(200):
     _DEEP = [_DEEP]
@@ -99,6 +112,16 @@ CODE = [
     "print('\\ud800')", "raise Exception('\\ud800' * 3)", "import sys; sys.stdout.write('\\x1b[2J' * 100)",
     "class E(Exception):\n    def __str__(self): raise RuntimeError('no str')\nraise E()",
     "def f(n): return f(n + 1)\nf(0)", "float('nan')", "{'a': float('inf')}", "b'\\xff' * 10",
+]
+# Statements for db_sql: types JSON has no form for, guarded statements, odd text.
+SQL = [
+    "SELECT 1/0", "SELECT '\x00' AS nul", "SELECT * FROM range(100000)", "SELECT ?", ";", "", "--",
+    "SELECT 'nan'::DOUBLE, 'inf'::DOUBLE, INTERVAL 1 DAY, DATE '2024-01-01', TIMESTAMPTZ '2024-01-01 00:00:00+05',"
+    " BLOB '\\xFF\\x00', 170141183460469231731687303715884105727::HUGEINT, 1.5::DECIMAL(18,3), uuid(),"
+    " [1, NULL]::INT[], {'x': [1]} AS s, MAP {'k': 1} AS m, 'é' AS e",
+    "SELECT * FROM sessions", "DROP TABLE sessions", "ATTACH ':memory:' AS x", "COPY sessions TO '/tmp/x.csv'",
+    "INSTALL httpfs", "CREATE TABLE fuzz_t AS SELECT 1 AS a", "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT 1; SELECT 2", "PRAGMA database_list", "CALL pragma_version()", "SELECT getenv('HOME')",
 ]
 # Addresses for fetch_url besides the allowed test site's pages (those are added per run).
 URLS = [
@@ -169,6 +192,8 @@ def field_values(tool_name: str, field: str, schema: dict[str, Any], site: Site 
     if field == "url" and tool_name == "fetch_url":
         allowed = [site.url(p) for p in SITE_PATHS] if site is not None else []
         return st.sampled_from(allowed + URLS) | plausible(schema)
+    if field == "sql":
+        return st.sampled_from(SQL) | plausible(schema)
     if field == "timeout_s":  # short, so a hostile but valid call ends soon
         return st.sampled_from([0.5, 1, -1, 0, float("nan"), float("inf"), 10**9, "1"])
     return plausible(schema)
@@ -345,13 +370,15 @@ def fuzz_one_tool(
             before()
         if name.startswith("notes__"):
             tool_input = mcp_safe(tool_input)
+        if site is not None and isinstance(tool_input, dict) and str(tool_input.get("url")).startswith("SITE/"):
+            tool_input = {**tool_input, "url": site.url(tool_input["url"].removeprefix("SITE"))}
         started = time.perf_counter()
         outcome = caller.call(name, tool_input)
         check_outcome(name, outcome, time.perf_counter() - started, own_code=own_code)
         calls.append((name, time.perf_counter() - started, outcome.is_error))
 
     test = given(tool_input=tool_inputs(name, schema, site))(one_call)
-    for known in REGRESSIONS.get(name, []):
+    for known in REGRESSIONS.get(name, []) + REACHING.get(name, []):
         test = example(tool_input=known)(test)
     fuzz_settings(EXAMPLES.get(name, EXAMPLES_PER_TOOL))(test)()
 
@@ -390,7 +417,9 @@ def test_every_tool_answers_malformed_input_and_the_shell_and_store_stay_healthy
     # The inputs both reach the tools' work and get refused, many times over.
     assert sum(is_error for _, _, is_error in calls) > 2 * len(fuzzed)
     assert sum(not is_error for _, _, is_error in calls) > len(fuzzed)
-    assert set(REGRESSIONS) <= fuzzed and set(EXAMPLES) <= fuzzed
+    assert set(REGRESSIONS) | set(REACHING) | set(EXAMPLES) <= fuzzed
+    ran = {name for name, _, is_error in calls if not is_error}
+    assert {"run_code", "llm_generate", "fetch_url", "fuzz_stored_tool", "notes__write_note", "db_sql"} <= ran, ran
 
     # The API's server tools are never run here.
     for name in SERVER_TOOLS:
@@ -413,6 +442,12 @@ def test_every_tool_answers_malformed_input_and_the_shell_and_store_stay_healthy
     with caller.store.connect() as con:
         assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] >= 1
         assert con.execute("SELECT count(*) FROM agent_tools").fetchone()[0] >= 2
+    # The file opens afresh (as the next kernel would) and every table in it reads whole.
+    with Store(caller.store.path).connect(read_only=True) as con:
+        tables = [row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+        assert {"sessions", "agent_tools", "agent_state", "tool_calls"} <= set(tables)
+        for table in tables:
+            con.execute(f'SELECT * FROM "{table}"').fetchall()
 
 
 # -- sub-sessions: only a turn has a host for them ------------------------------------------
@@ -472,7 +507,7 @@ def test_sub_session_tools_answer_malformed_input_in_whole_turns(shell_agent, sc
     scripted_model.responder = respond
     turns = itertools.count()
 
-    @fuzz_settings(12)
+    @fuzz_settings(EXAMPLES_PER_TOOL)
     @given(uses=session_calls)
     def one_turn(uses: list[tuple[str, object]]) -> None:
         prompt = f"{PARENT}-{next(turns)}"
@@ -492,7 +527,9 @@ def test_sub_session_tools_answer_malformed_input_in_whole_turns(shell_agent, sc
             assert "Traceback (most recent call last)" not in text and not text.startswith(f"{name} failed with "), text[:2000]
 
     one_turn()
-    assert any(not r.get("is_error") for b in scripted_model.requests for r in results_of(b))
+    answered = [result_text(r) for b in scripted_model.requests for r in results_of(b) if not r.get("is_error")]
+    assert any('"id"' in text for text in answered)  # children were started,
+    assert any('"results"' in text and '"completed"' in text for text in answered)  # and reported back
     # The shell still runs code after every tree of sessions ended.
     scripted_model.add(call("run_code", code="6 * 7"), say("42"))
     assert shell_agent.ok("after the fuzz").result is not None

@@ -223,14 +223,15 @@ class TurnInterrupts:
             self._loop.call_soon_threadsafe(self._cancel, self._code)
 
     def _insist(self) -> None:
-        """Stop code still running after SIGINT: it ignored or replaced the handler.
+        """Stop code still running after SIGINT when it replaced the handler (to ignore it).
 
         Raises :class:`CodeTimeout` in the main thread directly, which lands at the code's
         next Python instruction (a blocking call in C still finishes first). Only while the
         code's frames are on the main thread's stack; should the code end at that very
         moment, the exception stops the turn (as an interrupt would), never the kernel.
         """
-        if self._signal_owner() is None:
+        owner = self._signal_owner()
+        if owner is None:
             return  # the code was cancelled, not signalled
         main = threading.main_thread().ident
         with self._cond:
@@ -239,6 +240,8 @@ class TurnInterrupts:
                 self._cond.wait(ends - time.monotonic())
             if not self._code_active or self._closed or main is None:
                 return
+            if signal.getsignal(signal.SIGINT) == owner._on_sigint:
+                return  # still ours: the code is in a long call in C, the signal waits for it
             if _on_stack(sys._current_frames().get(main), CODE_FRAMES):
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(CodeTimeout))
 

@@ -12,9 +12,11 @@ which must stay alive.
 Inputs follow each tool's JSON schema closely enough to get past its first checks (right
 names, often right types), then break it: wrong types, huge strings and lists, NaN/inf/huge
 numbers, nested junk, missing and extra keys, lone surrogates, NUL; and sometimes any JSON
-at all. Each call must come back as an Outcome within a time bound, its content text under
-the result cap, with no unexpected exception inside a built-in tool (one would read "TOOL
-failed with ..."). Hypothesis runs derandomized with no database: the same inputs every run.
+at all; besides, inputs that once broke a tool and valid calls that reach each tool's work.
+Each call must come back as an Outcome within a time bound, its content text under the
+result cap, with no unexpected exception inside a built-in tool (one would read "TOOL
+failed with ..."); afterwards the shell, the MCP server and the DuckDB file still work.
+Hypothesis runs derandomized with no database: the same inputs every run.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ SUBSESSION_TOOLS = ["spawn_session", "wait_for_sessions", "report_result"]
 MCP_SERVER = str(Path(__file__).with_name("mcp_server.py"))
 USER_TOOL = "fuzz_user_tool"
 
-# More for a deeper run on one's machine (the suite's 15 keep it near 20 s); with
+# More for a deeper run on one's machine (the suite's 15 keep it near 30 s); with
 # AGENT_KERNEL_FUZZ_RANDOM=1 each run draws new inputs.
 EXAMPLES_PER_TOOL = int(os.environ.get("AGENT_KERNEL_FUZZ_EXAMPLES", "15"))
 # Fewer for tools whose every call costs a process start: the MCP server's crash (it is
@@ -62,16 +64,16 @@ CALL_SECONDS = 10.0  # nothing waits for a person or hangs: every call ends well
 RESULT_CHARS = 20_000  # Registry.dispatch's default cap
 CAP_NOTE_CHARS = 120  # the "[truncated: ...]" line after a capped result
 
-# Inputs that once broke a tool, run first every time (as hypothesis @example).
+# Inputs the fuzz found breaking a tool, run every time (as hypothesis @example).
 REGRESSIONS: dict[str, list[object]] = {
-    # A lone surrogate or NaN in an MCP call: the transport dropped the message and the call
-    # waited out mcp_timeout (tools/mcp.py now refuses such input).
+    # A lone surrogate or NaN in an MCP call: refused at once (the transport cannot send it,
+    # and the call would wait out mcp_timeout).
     "notes__write_note": [{"name": "a", "text": "\ud800"}, {"name": "b", "text": float("nan")}],
     "run_code": [
-        {"code": "exit()"},  # ended the kernel (tools/code.py refuses exit in the agent's code)
-        {"code": "import sys; sys.stdout.close()"},  # closed the cell's stream for good
-        {"code": "print('\\ud800' * 3)"},  # a lone surrogate failed the kernel's output message
-        # Code that takes SIGINT for itself ran past its time limit forever (interrupts.py).
+        {"code": "exit()"},  # would end the kernel: refused
+        {"code": "import sys; sys.stdout.close()"},  # would close the cell's stream for good
+        {"code": "print('\\ud800' * 3)"},  # would fail the kernel's output message
+        # Code that takes SIGINT for itself is still stopped at its time limit.
         {"code": "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass", "timeout_s": 0.5},
     ],
 }
@@ -403,10 +405,6 @@ def test_every_tool_answers_malformed_input_and_the_shell_and_store_stay_healthy
     for name in sorted(served, key=lambda n: n == "notes__crash"):  # crash last: it restarts the server
         fuzz_one_tool(caller, name, calls, before=notes.ensure_running)
 
-    if os.environ.get("AGENT_KERNEL_FUZZ_TIMES"):
-        import collections; tot = collections.Counter()
-        for n, sec, _ in calls: tot[n] += sec
-        print("TIMES", tot.most_common(12))
     # Every registered tool was fuzzed: each kind of tool, and no name left out.
     fuzzed = {name for name, _, _ in calls}
     assert fuzzed == registered - set(SERVER_TOOLS)

@@ -279,3 +279,22 @@ def test_the_models_copy_of_a_long_stream_keeps_its_redacted_ends(monkeypatch):
     short.write("b" * 10)
     assert short.whole() == "a" * KEPT_CHARS + "b" * 10  # up to twice KEPT_CHARS, all of it is kept
     del secrets
+
+
+def test_the_agents_code_cannot_end_the_kernel_or_break_its_streams(tmp_path):
+    """exit(), quit() and ask_exit() would stop ipykernel's event loop, closing stdout would
+    close the cell's stream for good, a lone surrogate would fail the output message."""
+    import sys
+
+    from .inprocess import in_process
+
+    with in_process(tmp_path) as caller:
+        stdout = sys.stdout
+        for code in ("exit()", "quit()", "get_ipython().ask_exit()"):
+            error = caller.value("run_code", {"code": code})["error"]
+            assert error["type"] == "KernelExitRefused" and "keeps running" in error["message"]
+        assert not caller.shell.exit_now and "ask_exit" not in vars(caller.shell)
+        assert caller.value("run_code", {"code": "import sys; sys.stdout.close()"})["success"]
+        assert sys.stdout is stdout and not stdout.closed
+        printed = caller.value("run_code", {"code": "print('a\\ud800b')"})
+        assert printed["success"] and printed["stdout"].startswith("a")

@@ -18,7 +18,6 @@ what the code itself allocates.
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import re
 import sys

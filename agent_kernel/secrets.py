@@ -71,10 +71,12 @@ class Secrets:
         names = self._ignore() if callable(self._ignore) else self._ignore
         return list(names)
 
-    def undeclared(self) -> list[tuple[str, str]]:
-        """``(name, value)`` of the credentials in the environment nobody declared."""
+    def undeclared(self, also_ignored: Iterable[str] = ()) -> list[tuple[str, str]]:
+        """``(name, value)`` of the credentials in the environment nobody declared (less
+        the names ignored here and ``also_ignored``)."""
         declared = set(self._values) | set(self.env_names())
-        return [(n, v) for n, v in undeclared(os.environ, self.ignored()) if n not in declared]
+        ignored = [*self.ignored(), *also_ignored]
+        return [(n, v) for n, v in undeclared(os.environ, ignored) if n not in declared]
 
     def names(self) -> list[str]:
         """The names the model is told: typed ones, ``secret_env`` ones (set or not), and
@@ -82,15 +84,15 @@ class Secrets:
         found = {n for n, _ in self.undeclared() if n not in _ALWAYS}
         return sorted(set(self._values) | set(self.env_names()) | found)
 
-    def pairs(self) -> list[tuple[str, str]]:
+    def pairs(self, also_ignored: Iterable[str] = ()) -> list[tuple[str, str]]:
         """``(name, value)`` of every secret that has a value now (a name may have several:
-        a URL and its password)."""
+        a URL and its password); ``also_ignored``: undeclared names not to count."""
         found = dict(self._values)
         for name in self.env_names():
             value = os.environ.get(name)
             if value and name not in found:
                 found[name] = value
-        return list(found.items()) + self.undeclared()
+        return list(found.items()) + self.undeclared(also_ignored)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret of this process replaced by ``[secret NAME]``."""
@@ -106,8 +108,11 @@ def redactor() -> Redactor:
     global _cached
     pairs: dict[str, str] = {}
     live = list(_LIVE)
+    # A name a kernel's settings ignore is no undeclared credential for any Secrets of the
+    # process (they share the environment); a declared one stays a secret.
+    ignored = {name for secrets in live for name in secrets.ignored()}
     for secrets in live:
-        for name, value in secrets.pairs():
+        for name, value in secrets.pairs(ignored):
             pairs.setdefault(value, name)
     if not live:  # a process without a kernel's settings (the scheduler, the server)
         for name, value in undeclared(os.environ):

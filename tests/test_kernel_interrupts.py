@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -227,3 +228,28 @@ def test_an_interrupt_as_a_phase_starts_stops_it():
         assert loop.run_until_complete(turn()) < 2
     finally:
         loop.close()
+
+
+def test_a_time_limit_stops_code_that_took_sigint_for_itself(tmp_path):
+    """Code that ignores SIGINT is stopped by CodeTimeout raised in it directly, after a grace
+    period; the turn's handler is put back for the rest of the turn."""
+    import signal
+
+    from agent_kernel.kernel.interrupts import _STOP_GRACE_S
+
+    from .inprocess import in_process
+
+    code = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    before = signal.getsignal(signal.SIGINT)
+    with in_process(tmp_path) as caller:
+        started = time.perf_counter()
+        first, after = caller.calls(
+            ("run_code", {"code": code, "timeout_s": 0.5}),
+            ("run_code", {"code": "import signal\nsignal.getsignal(signal.SIGINT).__name__"}),
+        )
+        seconds = time.perf_counter() - started
+    stopped = json.loads(first.content)
+    assert stopped["error"]["type"] == "TimeoutError" and "time limit of 0.5 s" in stopped["error"]["message"]
+    assert seconds < 0.5 + _STOP_GRACE_S + 3
+    assert json.loads(after.content)["result"] == "'_on_sigint'"  # the turn's handler, back
+    assert signal.getsignal(signal.SIGINT) == before  # and the one before the turn after it

@@ -263,3 +263,16 @@ def test_a_frame_written_into_the_store_loses_its_secrets(monkeypatch):
     assert redact_frame(plain) is plain
     table = pa.table({"text": [value, "ok"]})
     assert redact_frame(table)["text"].tolist() == [marker, "ok"]
+
+
+def test_a_name_one_kernel_ignores_is_no_credential_for_another_secrets_of_the_process(monkeypatch):
+    from agent_kernel.secrets import Secrets, redact
+
+    monkeypatch.setenv("SHARED_API_KEY", "shared-value-9Qz4Lm")
+    monkeypatch.setenv("OTHER_API_KEY", "other-value-7Ty2Pw")
+    plain = Secrets()  # e.g. an Agent of an earlier cell, still alive
+    ignoring = Secrets(ignore=["SHARED_API_KEY"])
+    assert redact("shared-value-9Qz4Lm other-value-7Ty2Pw") == "shared-value-9Qz4Lm [secret OTHER_API_KEY]"
+    declared = Secrets(env_names=["SHARED_API_KEY"])  # declared by name: a secret whatever is ignored
+    assert redact("shared-value-9Qz4Lm") == "[secret SHARED_API_KEY]"
+    del plain, ignoring, declared

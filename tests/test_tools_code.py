@@ -152,14 +152,16 @@ PRINT_OVERHEAD_BYTES = 64 * MB
 
 class PeakMemory:
     """The kernel process's resident memory, sampled with psutil while a cell runs, and the
-    kernel's own high-water mark (``ru_maxrss``, which no sampling can miss)."""
+    kernel's own high-water mark (Linux's ``VmHWM``, which no sampling can miss), reset
+    before each cell so an earlier test's peak in the same kernel does not count."""
 
     def __init__(self, kernel) -> None:
         import psutil
 
         self.kernel = kernel
-        kernel.ok("import os as _os, resource as _resource")
+        kernel.ok("import os as _os")
         self.process = psutil.Process(kernel.value("_os.getpid()"))
+        self.proc = f"/proc/{self.process.pid}"
 
     def during(self, code: str) -> tuple[int, int, object]:
         """Run ``code``; return (sampled peak growth, high-water growth, execution), in bytes
@@ -167,6 +169,8 @@ class PeakMemory:
         import threading
         import time
 
+        with open(f"{self.proc}/clear_refs", "w") as reset:
+            reset.write("5")  # resets the process's VmHWM to its current resident size
         before = self.process.memory_info().rss
         peak, done = [before], threading.Event()
 
@@ -182,8 +186,12 @@ class PeakMemory:
         finally:
             done.set()
             sampler.join()
-        high_water = self.kernel.value("_resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss")  # KiB
-        return peak[0] - before, high_water * 1024 - before, execution
+        return peak[0] - before, self._high_water() - before, execution
+
+    def _high_water(self) -> int:
+        with open(f"{self.proc}/status") as status:
+            [line] = [line for line in status if line.startswith("VmHWM:")]
+        return int(line.split()[1]) * 1024  # kB
 
 
 def test_printing_a_gigabyte_shows_a_bounded_head_and_keeps_kernel_memory_bounded(kernel, scripted_model):
@@ -271,3 +279,22 @@ def test_the_models_copy_of_a_long_stream_keeps_its_redacted_ends(monkeypatch):
     short.write("b" * 10)
     assert short.whole() == "a" * KEPT_CHARS + "b" * 10  # up to twice KEPT_CHARS, all of it is kept
     del secrets
+
+
+def test_the_agents_code_cannot_end_the_kernel_or_break_its_streams(tmp_path):
+    """exit(), quit() and ask_exit() would stop ipykernel's event loop, closing stdout would
+    close the cell's stream for good, a lone surrogate would fail the output message."""
+    import sys
+
+    from .inprocess import in_process
+
+    with in_process(tmp_path) as caller:
+        stdout = sys.stdout
+        for code in ("exit()", "quit()", "get_ipython().ask_exit()"):
+            error = caller.value("run_code", {"code": code})["error"]
+            assert error["type"] == "KernelExitRefused" and "keeps running" in error["message"]
+        assert not caller.shell.exit_now and "ask_exit" not in vars(caller.shell)
+        assert caller.value("run_code", {"code": "import sys; sys.stdout.close()"})["success"]
+        assert sys.stdout is stdout and not stdout.closed
+        printed = caller.value("run_code", {"code": "print('a\\ud800b')"})
+        assert printed["success"] and printed["stdout"].startswith("a")

@@ -251,3 +251,31 @@ def test_the_trusted_key_must_be_a_boolean_and_entries_dicts():
         config.mcp_servers = {"notes": "npx server"}
     with pytest.raises(TraitError, match="1 to 64 characters"):
         config.mcp_servers = {"": {"command": "x"}}
+
+
+def test_input_a_server_cannot_be_sent_is_refused_at_once(tmp_path, scripted_model):
+    """A lone surrogate made the transport drop the message (the call waited out
+    mcp_timeout); NaN was sent as null."""
+    from agent_kernel.tools.mcp import McpServers
+
+    from .inprocess import in_process
+
+    servers = McpServers()
+    try:
+        with in_process(tmp_path) as caller:
+            caller.settings.mcp_timeout = 30.0
+            config = {"notes": {"command": sys.executable, "args": [SERVER, str(tmp_path)]}}
+            assert caller.loop.run_until_complete(servers.connect(config, 60.0)) == []
+            for item in servers.tools():
+                caller.registry.add(item)
+            started = time.monotonic()
+            surrogate = caller.call("notes__write_note", {"name": "a", "text": "x\ud800"})
+            nan = caller.call("notes__write_note", {"name": "b", "text": "x", "extra": float("nan")})
+            assert time.monotonic() - started < 5
+            assert surrogate.is_error and "lone surrogate" in surrogate.content
+            assert nan.is_error and "NaN" in nan.content
+            fine = caller.call("notes__write_note", {"name": "c", "text": "fine"})
+            assert not fine.is_error and "saved c" in fine.content
+            assert not (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
+    finally:
+        servers.close()

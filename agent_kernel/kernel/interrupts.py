@@ -11,7 +11,8 @@ DESIGN.md). So for the length of a turn this module owns SIGINT:
   of the nested run, or the turn catches.
 
 A code time limit uses the same path: a timer thread sends SIGINT to the main thread, and
-the handler raises :class:`CodeTimeout` instead, which stops only that code. After any of
+the handler raises :class:`CodeTimeout` instead, which stops only that code (code that
+took SIGINT for itself gets it raised directly a moment later). After any of
 these the turn looks at :attr:`TurnInterrupts.reason`, never at which exception arrived,
 because IPython swallows both ``KeyboardInterrupt`` and ``CancelledError`` in user code.
 """
@@ -19,8 +20,10 @@ because IPython swallows both ``KeyboardInterrupt`` and ``CancelledError`` in us
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import math
 import signal
+import sys
 import threading
 import time
 from collections.abc import Coroutine
@@ -47,6 +50,9 @@ class TurnInterrupted(Exception):
 # The longest the watchdog sleeps at once: a far deadline is reached by waking again, so no
 # deadline (however large) overflows a wait.
 _LONGEST_WAIT_S = 60.0
+# How long code past its time limit may go on after SIGINT before CodeTimeout is raised
+# in it directly (it ignored or replaced the signal's handler).
+_STOP_GRACE_S = 2.0
 
 # Code objects whose frames mark "the turn is executing Python": set by the loop module.
 TURN_FRAMES: set[CodeType] = set()
@@ -179,6 +185,8 @@ class TurnInterrupts:
                 self._deadline = None
                 self._cond.notify_all()
             self._code = None
+            if self._installed and signal.getsignal(signal.SIGINT) != self._on_sigint:
+                signal.signal(signal.SIGINT, self._on_sigint)  # the code replaced the turn's handler
 
     # -- internals -----------------------------------------------------------------------
 
@@ -201,6 +209,7 @@ class TurnInterrupts:
                 self._timeout_pending = True
                 self.timed_out = True
             self._time_out()
+            self._insist()
 
     def _time_out(self) -> None:
         owner = self._signal_owner()
@@ -212,6 +221,29 @@ class TurnInterrupts:
             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
         elif self._loop is not None:
             self._loop.call_soon_threadsafe(self._cancel, self._code)
+
+    def _insist(self) -> None:
+        """Stop code still running after SIGINT when it replaced the handler (to ignore it).
+
+        Raises :class:`CodeTimeout` in the main thread directly, which lands at the code's
+        next Python instruction (a blocking call in C still finishes first). Only while the
+        code's frames are on the main thread's stack; should the code end at that very
+        moment, the exception stops the turn (as an interrupt would), never the kernel.
+        """
+        owner = self._signal_owner()
+        if owner is None:
+            return  # the code was cancelled, not signalled
+        main = threading.main_thread().ident
+        with self._cond:
+            ends = time.monotonic() + _STOP_GRACE_S
+            while self._code_active and not self._closed and time.monotonic() < ends:
+                self._cond.wait(ends - time.monotonic())
+            if not self._code_active or self._closed or main is None:
+                return
+            if signal.getsignal(signal.SIGINT) == owner._on_sigint:
+                return  # still ours: the code is in a long call in C, the signal waits for it
+            if _on_stack(sys._current_frames().get(main), CODE_FRAMES):
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(main), ctypes.py_object(CodeTimeout))
 
     def _signal_owner(self) -> TurnInterrupts | None:
         """This turn or the one it follows (up the tree) whose handler owns SIGINT."""

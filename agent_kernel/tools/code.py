@@ -18,7 +18,6 @@ what the code itself allocates.
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import re
 import sys
@@ -178,6 +177,7 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         _bounded_result_display(shell),
         _tee_streams() as (stdout, stderr),
         _quiet_stops(shell, interrupts),
+        _no_exit(shell),
     ):
         value, error = await interrupts.run_code(
             _execute(shell, code, transformed, preprocessing_error), timeout_s
@@ -242,6 +242,33 @@ def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
         yield
     finally:
         shell.custom_exceptions, shell.CustomTB = saved
+
+
+class KernelExitRefused(RuntimeError):
+    """The agent's code asked the kernel to exit."""
+
+
+@contextmanager
+def _no_exit(shell: Any) -> Iterator[None]:
+    """Refuse ``exit()``, ``quit()`` and ``get_ipython().ask_exit()`` in the nested run.
+
+    In ipykernel they stop the kernel's event loop a moment later, ending the user's
+    kernel and everything in it; the agent's code gets an error it can read instead.
+    """
+    had_own = "ask_exit" in vars(shell)
+    saved = vars(shell).get("ask_exit")
+
+    def refuse() -> None:
+        raise KernelExitRefused("run_code cannot exit or restart the user's kernel; the kernel keeps running.")
+
+    shell.ask_exit = refuse
+    try:
+        yield
+    finally:
+        if had_own:
+            shell.ask_exit = saved
+        else:
+            del shell.ask_exit
 
 
 @contextmanager
@@ -458,6 +485,8 @@ class _Tee:
         shown = self._budget.take(text)
         self.left_out += len(text) - len(shown)
         if shown:
+            if not shown.isascii():  # a lone surrogate would fail the kernel's message encoding
+                shown = shown.encode("utf-8", "replace").decode("utf-8")
             self._stream.write(shown)
         return len(text)
 
@@ -467,6 +496,10 @@ class _Tee:
         self._stream.write(text)
 
     def flush(self) -> None:
+        self._stream.flush()
+
+    def close(self) -> None:
+        """The code may close its stdout; the cell's stream stays open for the user."""
         self._stream.flush()
 
     def getvalue(self) -> str:

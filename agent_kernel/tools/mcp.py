@@ -33,7 +33,7 @@ from typing import Any, TextIO
 from agent_kernel.errors import ToolInputError
 from agent_kernel.secrets import redact
 from agent_kernel.untrusted import mark_untrusted
-from agent_kernel.tools import Tool, _cap, current_context, to_text
+from agent_kernel.tools import Tool, _cap, current_context, strict_json, to_text
 
 __all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers"]
 
@@ -297,7 +297,22 @@ class _Bridge:
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         timeout = float(current_context().settings.mcp_timeout)
+        _check_sendable(f"{self.server}{SEPARATOR}{self.tool}", arguments or {})
         return await self.servers.call(self.server, self.tool, arguments or {}, timeout)
+
+
+def _check_sendable(name: str, arguments: dict[str, Any]) -> None:
+    """Refuse input the server cannot be sent as it is: NaN or an infinity (sent as null), or
+    a lone surrogate (not UTF-8: the transport drops the message and the call waits out
+    its time limit)."""
+    text = strict_json(arguments, f"The input of {name}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ToolInputError(
+                f"The input of {name} holds a lone surrogate (not valid Unicode text); send the text without it."
+            ) from None
 
 
 def _transport(config: dict[str, Any], errlog: TextIO) -> Any:

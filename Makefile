@@ -1,5 +1,6 @@
 # make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set)
 # make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
+# make typecheck    run mypy over the package ([tool.mypy] in pyproject.toml; make test runs it)
 # make screenshots  run the browser tests and copy their README screenshots into docs/screenshots
 PYTHON ?= python3
 VENV ?= .venv
@@ -11,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap demo test screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap demo typecheck test screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap
 
@@ -53,8 +54,12 @@ $(STAMP): pyproject.toml labextension/package.json
 demo: nodejs $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
 test: nodejs $(STAMP) chromium bubblewrap
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 screenshots: nodejs $(STAMP) chromium
@@ -72,4 +77,4 @@ bench: nodejs $(STAMP)
 	$(PY) benchmarks/delegation.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache agent_kernel/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache agent_kernel/labextension labextension/lib labextension/node_modules

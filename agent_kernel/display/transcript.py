@@ -491,8 +491,9 @@ def _input_text(name: str, tool_input: Any) -> str:
     """What a card shows when it opens: run_code's code, else the input as JSON."""
     if not isinstance(tool_input, dict) or not tool_input:
         return ""
-    if name == "run_code" and isinstance(tool_input.get("code"), str):
-        return tool_input["code"]
+    code = tool_input.get("code")
+    if name == "run_code" and isinstance(code, str):
+        return code
     return json.dumps(tool_input, ensure_ascii=False, indent=2, default=str)
 
 

@@ -94,7 +94,9 @@ class WaitingWidget(AckWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # The widget plus a static fallback (text/html) for viewers without its state.
-        data, metadata = super()._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)
+        assert bundle is not None, "a widget with a view has a bundle"
+        data, metadata = bundle
         fallback = self.static(None)
         data = {**fallback, **data, "text/plain": fallback.get("text/plain", data["text/plain"])}
         return data, metadata

@@ -183,7 +183,8 @@ class ModelClient:
 
         params = scrub(params)
         try:
-            return await self.client().messages.create(**params)
+            message: Message = await self.client().messages.create(**params)
+            return message
         except anthropic.APIError as exc:
             raise ModelError(describe_api_error(exc, params.get("model"))) from exc
 

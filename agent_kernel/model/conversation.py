@@ -145,7 +145,7 @@ def is_turn_context(block: dict[str, Any]) -> bool:
 
 def context_texts(messages: Iterable[dict[str, Any]]) -> list[str]:
     """The texts of the turn-context blocks in ``messages``, oldest first."""
-    found = []
+    found: list[str] = []
     for message in messages:
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, list):

@@ -13,6 +13,7 @@ fire once: inserting a firing that exists already does nothing.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -107,7 +108,8 @@ class Outcome:
 
     @classmethod
     def from_result(cls, result: dict[str, Any]) -> Outcome:
-        return cls(**{k: result.get(k) for k in cls.__dataclass_fields__})
+        fields: dict[str, Any] = {k: result.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
 
 
 class Runs:
@@ -153,7 +155,7 @@ class Runs:
         ).fetchall()
         return {run.job_id: run for run in map(Run.from_row, rows)}
 
-    def active(self, job_id: str | None = None) -> list[Run]:
+    def active(self, job_id: str | None = None) -> builtins.list[Run]:
         clause = " AND job_id = ?" if job_id is not None else ""
         params = [job_id] if job_id is not None else []
         rows = self.con.execute(
@@ -215,7 +217,7 @@ class Runs:
         ).fetchone()
         return Run.from_row(row) if row else None
 
-    def heartbeat(self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]) -> list[str]:
+    def heartbeat(self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]) -> builtins.list[str]:
         """Renew ``worker``'s running runs; return those whose cancellation was asked for."""
         self.con.execute(
             "UPDATE runs SET heartbeat_at = ? WHERE worker = ? AND status = 'RUNNING'", [to_db(now), worker]
@@ -243,7 +245,7 @@ class Runs:
         ).fetchone()
         return Run.from_row(row) if row else None
 
-    def expired(self, now: datetime, lease_s: float, *, except_worker: str) -> list[Run]:
+    def expired(self, now: datetime, lease_s: float, *, except_worker: str) -> builtins.list[Run]:
         """RUNNING runs of other workers whose heartbeat is older than the lease."""
         from datetime import timedelta
 
@@ -253,7 +255,7 @@ class Runs:
         ).fetchall()
         return [Run.from_row(row) for row in rows]
 
-    def running_of_others(self, worker: str) -> list[Run]:
+    def running_of_others(self, worker: str) -> builtins.list[Run]:
         rows = self.con.execute(
             f"{_SELECT} WHERE status = 'RUNNING' AND worker IS DISTINCT FROM ?", [worker]
         ).fetchall()

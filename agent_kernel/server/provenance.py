@@ -37,7 +37,7 @@ def tainted_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     if ids:
         rows = con.execute("SELECT id, name FROM sessions WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
         names = dict(rows)
-    items = [r.as_dict() | {"session": names.get(r.session_id)} for r in records[:MAX_LISTED]]
+    items = [r.as_dict() | {"session": names.get(r.session_id) if r.session_id else None} for r in records[:MAX_LISTED]]
     return {"items": items, "total": len(records), "kinds": list(provenance.KINDS)}
 
 

@@ -76,7 +76,8 @@ class SearchFilters:
     skip_turn: int | None = None
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses, params = ["true"], []
+        clauses: list[str] = ["true"]
+        params: list[Any] = []
         if self.notebook:
             clauses.append("(s.notebook = ? OR ends_with(s.notebook, '/' || ?))")
             params += [self.notebook, self.notebook.lstrip("/")]
@@ -324,10 +325,10 @@ def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[dict[st
         elif role == "assistant":
             entry["answer"] = _cut(said, TURN_TEXT_CHARS)  # the last text is the answer
     for turn, tool, is_error in calls:
-        entry = by_turn.get(turn)
-        if entry is not None:
-            entry["tool_calls"] = entry.get("tool_calls", 0) + 1
-            entry["tool_errors"] = entry.get("tool_errors", 0) + int(bool(is_error))
+        called = by_turn.get(turn)
+        if called is not None:
+            called["tool_calls"] = called.get("tool_calls", 0) + 1
+            called["tool_errors"] = called.get("tool_errors", 0) + int(bool(is_error))
             if tool not in entry.setdefault("tools", []):
                 entry["tools"].append(tool)
     ordered = [by_turn[t] for t in sorted(by_turn)]

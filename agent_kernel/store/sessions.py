@@ -7,6 +7,7 @@ loaded, in :mod:`agent_kernel.model.conversation`.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 import uuid
@@ -113,7 +114,7 @@ class Sessions:
         ).fetchall()
         return [Session(*row) for row in rows]
 
-    def messages(self, session_id: str) -> list[StoredMessage]:
+    def messages(self, session_id: str) -> builtins.list[StoredMessage]:
         rows = self.con.execute(
             "SELECT seq, turn, role, content, created_at FROM messages "
             "WHERE session_id = ? ORDER BY seq",

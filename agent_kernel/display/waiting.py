@@ -20,7 +20,7 @@ import traitlets
 from agent_kernel.display.presence import PRESENCE, AckWidget, Attendance
 
 if TYPE_CHECKING:
-    from agent_kernel.display.transcript import Transcript
+    from agent_kernel.display.view import TurnView
 
 Bundle = dict[str, Any]
 
@@ -29,7 +29,7 @@ class TurnWaits(Attendance, Protocol):
     """What a waiting widget needs of the running turn; the turn's tool context provides it."""
 
     @property
-    def transcript(self) -> Transcript: ...
+    def transcript(self) -> TurnView: ...
 
     @property
     def presence_timeout(self) -> float: ...  # seconds a front end has to draw the widget

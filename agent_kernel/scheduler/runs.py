@@ -24,6 +24,8 @@ from agent_kernel.scheduler.clock import from_db, to_db
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.scheduler.records import RunRecord
+
 QUEUED, RUNNING = "QUEUED", "RUNNING"
 SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LOST, SKIPPED = (
     "SUCCEEDED", "FAILED", "TIMED_OUT", "CANCELLED", "LOST", "SKIPPED",
@@ -82,16 +84,35 @@ class Run:
             return None
         return (self.finished_at - self.started_at).total_seconds()
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON values (instants as ISO 8601 UTC)."""
+    def to_json(self) -> RunRecord:
+        """Plain JSON values (instants as ISO 8601 UTC), keyed in the order of ``_COLUMNS``."""
         from agent_kernel.scheduler.clock import iso
 
-        data: dict[str, Any] = {}
-        for name in _COLUMNS:
-            value = getattr(self, name)
-            data[name] = iso(value) if name in _INSTANTS else value
-        data["seconds"] = self.seconds
-        return data
+        return {
+            "id": self.id,
+            "job_id": self.job_id,
+            "scheduled_for": iso(self.scheduled_for),
+            "attempt": self.attempt,
+            "cause": self.cause,
+            "status": self.status,
+            "not_before": iso(self.not_before),
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "heartbeat_at": iso(self.heartbeat_at),
+            "worker": self.worker,
+            "executor": self.executor,
+            "executor_detail": self.executor_detail,
+            "run_dir": self.run_dir,
+            "output_path": self.output_path,
+            "error": self.error,
+            "error_cell": self.error_cell,
+            "exit_code": self.exit_code,
+            "cells_done": self.cells_done,
+            "cells_total": self.cells_total,
+            "cancel_requested": self.cancel_requested,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from agent_kernel.store.schema import UTC_NOW
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.model.shapes import ContentBlock, Role
+
 
 STATES = (
     "idle", "running", "waiting_for_input", "completed", "error", "token_limit_reached", "cost_limit_reached",
@@ -69,8 +71,8 @@ class StoredMessage:
 
     seq: int
     turn: int
-    role: str
-    content: list[dict[str, Any]]
+    role: Role
+    content: list[ContentBlock]
     created_at: datetime
 
 

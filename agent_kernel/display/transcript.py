@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_kernel.model.shapes import ContentBlock
+
 Bundle = dict[str, Any]
 
 
@@ -257,7 +259,7 @@ class Transcript:
         """The API started a server tool (its input is complete); its result follows."""
         self.tool_running(tool_use_id, name, tool_input)
 
-    def server_result(self, block: dict[str, Any]) -> None:
+    def server_result(self, block: ContentBlock) -> None:
         """A server tool's result block: the card says what came back."""
         from agent_kernel.display.web import result_summary
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from agent_kernel.model.shapes import ContentBlock
+
 Bundle = dict[str, Any]
 
 
-def result_summary(block: dict[str, Any]) -> tuple[str, str]:
+def result_summary(block: ContentBlock) -> tuple[str, str]:
     """The card's status (``ok`` or ``error``) and detail for a server tool's result block."""
     content = block.get("content")
     if isinstance(content, list):

@@ -132,7 +132,7 @@ def _interrupted(tool_use_id: str) -> dict[str, Any]:
     return tool_result(tool_use_id, INTERRUPTED_RESULT, is_error=True)
 
 
-def _empty_text(block: dict[str, Any]) -> bool:
+def _empty_text(block: ContentBlock) -> bool:
     return block.get("type") == "text" and not str(block.get("text", "")).strip()
 
 
@@ -142,12 +142,12 @@ CONTEXT_START = "<turn-context>\n"
 CONTEXT_END = "\n</turn-context>"
 
 
-def is_turn_context(block: dict[str, Any]) -> bool:
+def is_turn_context(block: ContentBlock) -> bool:
     """Whether ``block`` is a turn-context block (:func:`agent_kernel.turn.prompt.turn_context`) (not words the user wrote)."""
     return block.get("type") == "text" and str(block.get("text", "")).startswith(CONTEXT_START)
 
 
-def context_texts(messages: Iterable[dict[str, Any]]) -> list[str]:
+def context_texts(messages: Iterable[Message]) -> list[str]:
     """The texts of the turn-context blocks in ``messages``, oldest first."""
     found: list[str] = []
     for message in messages:

@@ -329,8 +329,8 @@ def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[dict[st
         if called is not None:
             called["tool_calls"] = called.get("tool_calls", 0) + 1
             called["tool_errors"] = called.get("tool_errors", 0) + int(bool(is_error))
-            if tool not in entry.setdefault("tools", []):
-                entry["tools"].append(tool)
+            if tool not in called.setdefault("tools", []):
+                called["tools"].append(tool)
     ordered = [by_turn[t] for t in sorted(by_turn)]
     for entry in ordered:
         entry.setdefault("tool_calls", 0)

@@ -336,9 +336,12 @@ def _transport_for(model: ScriptedModel) -> httpx.AsyncBaseTransport:
         answer = model.respond(request.url.path, body, dict(request.headers.items()), request.method)
         if answer.delay:
             await asyncio.sleep(answer.delay)
+        response: httpx.Response
         if answer.reply is None:
-            return http.Response(answer.status, headers=answer.headers, content=answer.body())
-        return http.Response(answer.status, headers=answer.headers, content=_paced(answer))
+            response = http.Response(answer.status, headers=answer.headers, content=answer.body())
+        else:
+            response = http.Response(answer.status, headers=answer.headers, content=_paced(answer))
+        return response
 
     transport: httpx.AsyncBaseTransport = http.MockTransport(handle)
     return transport

@@ -107,9 +107,9 @@ class ServerRefused(ToolInputError):
 class _Server:
     name: str
     config: dict[str, Any]
-    ready: Future = field(default_factory=Future)  # its tools, or why it did not start
+    ready: Future[Any] = field(default_factory=Future)  # its tools, or why it did not start
     stop: asyncio.Event | None = None
-    task: asyncio.Task | None = None
+    task: asyncio.Task[None] | None = None
     session: Any = None
     tools: list[McpTool] = field(default_factory=list)
 

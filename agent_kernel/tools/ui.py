@@ -109,7 +109,8 @@ async def render_blocks(
     outcome = await pending.wait()
     if isinstance(outcome, Nobody):
         return _no_user_form(pending.widget.fields, outcome.reason)
-    return outcome
+    answer: dict[str, Any] = outcome
+    return answer
 
 
 async def ask_user(

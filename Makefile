@@ -1,6 +1,7 @@
 # make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set)
 # make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
-# make docs        build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
+# make docs         build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
+# make typecheck    run mypy over the package ([tool.mypy] in pyproject.toml; make test runs it)
 # make screenshots  run the browser tests and copy their screenshots into docs/screenshots
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,7 +13,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap demo test docs docs-check screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap demo typecheck test docs docs-check screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap
 
@@ -54,8 +55,12 @@ $(STAMP): pyproject.toml labextension/package.json
 demo: nodejs $(STAMP)
 	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
 
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
 test: nodejs $(STAMP) chromium bubblewrap
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 	$(MAKE) docs-check
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
@@ -86,3 +91,4 @@ bench: nodejs $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache docs/_build docs/examples agent_kernel/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache agent_kernel/labextension labextension/lib labextension/node_modules

@@ -84,7 +84,8 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
         return
     settings = AgentKernel(parent=shell)
-    shell.configurables.append(settings)
+    configurables: list[Any] = shell.configurables  # IPython annotates them as shells
+    configurables.append(settings)
     instance = magics.AgentMagics(shell, settings)
     magics._ACTIVE = instance
     magics._REGISTERED[:] = [
@@ -113,7 +114,8 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
         shell.input_transformers_cleanup.remove(magics.rewrite_agent_cells)
     if magics._ACTIVE is not None:
         settings = magics._ACTIVE.settings
-        shell.configurables[:] = [c for c in shell.configurables if c is not settings]
+        configurables: list[Any] = shell.configurables
+        configurables[:] = [c for c in configurables if c is not settings]
     for registered in magics._REGISTERED:
         for kind, names in registered.magics.items():
             for name in names:

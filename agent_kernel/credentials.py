@@ -29,7 +29,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 __all__ = ["CredentialFormats", "credential_formats", "is_credential_name", "undeclared"]
@@ -203,7 +203,7 @@ class CredentialFormats:
         for (start, end), piece in zip(windows, pieces):
             redacted = piece
             for found in present:
-                redacted = found.pattern.sub(lambda m, kind=found.kind: _replaced(m, kind), redacted)
+                redacted = found.pattern.sub(partial(_replaced, kind=found.kind), redacted)
             if redacted != piece:
                 parts += [text[done:start], redacted]
                 done = end
@@ -249,7 +249,7 @@ def credential_formats() -> CredentialFormats:
     from detect_secrets.plugins.private_key import PrivateKeyDetector
 
     formats: list[tuple[str, re.Pattern[str]]] = []
-    plugins = get_mapping_from_secret_type_to_class()
+    plugins: dict[str, Any] = get_mapping_from_secret_type_to_class()
     for kind, plugin in sorted(plugins.items()):
         if not issubclass(plugin, RegexBasedDetector) or plugin.__name__ in LEFT_OUT:
             continue

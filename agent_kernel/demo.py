@@ -27,7 +27,7 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
     workdir.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         saved = dict(os.environ)
-        stack.callback(lambda: (os.environ.clear(), os.environ.update(saved)))
+        stack.callback(_restore_environ, saved)
         if scripted:
             from agent_kernel.testing import ScriptedModel
             from agent_kernel.testing.demo import demo_responder
@@ -43,6 +43,11 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
             config=kernel_manager_config(),
         )
     return output
+
+
+def _restore_environ(saved: dict[str, str]) -> None:
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def main(argv: list[str] | None = None) -> int:

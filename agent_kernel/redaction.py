@@ -201,7 +201,7 @@ class _Text:
     __slots__ = ()
 
 
-class _Pairs(list):
+class _Pairs(list[tuple[Any, Any]]):
     """A dict shaped by :func:`_shape`: its ``(key, value)`` pairs, string keys taken out."""
 
 

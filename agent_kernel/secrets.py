@@ -118,9 +118,9 @@ def redactor() -> Redactor:
         for name, value in undeclared(os.environ):
             pairs.setdefault(value, name)
     for name in _ALWAYS:
-        value = os.environ.get(name)
-        if value and len(value) >= 8:
-            pairs.setdefault(value, name)
+        set_value = os.environ.get(name)
+        if set_value and len(set_value) >= 8:
+            pairs.setdefault(set_value, name)
     key = tuple(sorted((n, v) for v, n in pairs.items()))
     if _cached is None or _cached[0] != key:
         _cached = (key, Redactor(key, formats=credential_formats()))
@@ -181,6 +181,7 @@ def _redacted_cells(cells: list[Any], strings: Redactor) -> list[Any]:
     out: list[Any] = []
     changed = False
     for cell in cells:
+        new: Any
         if isinstance(cell, str):
             new = next(redacted)
         elif isinstance(cell, (list, tuple, dict)):

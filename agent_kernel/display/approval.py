@@ -92,7 +92,8 @@ class CardApprover:
                 },
             )
         context.transcript.end_text()
-        return await Pending(card, context).wait()
+        answer: str | Nobody = await Pending(card, context).wait()
+        return answer
 
 
 def _trust_card(name: str, tool_input: Any, stored: StoredCode) -> dict[str, Any]:

@@ -422,8 +422,8 @@ def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
             f"image url {url!r} is outside the kernel's working directory ({root}); "
             "use a path inside it or an http(s) URL."
         )
-    mime = IMAGE_TYPES.get(path.suffix.lower())
-    if mime is None:
+    file_mime = IMAGE_TYPES.get(path.suffix.lower())
+    if file_mime is None:
         raise ToolInputError(f"image {url!r}: use one of {', '.join(sorted(IMAGE_TYPES))}.")
     if not path.is_file():
         raise ToolInputError(f"image file {url!r} does not exist in {root}.")
@@ -431,5 +431,5 @@ def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
     if size > IMAGE_BYTES:
         raise ToolInputError(f"image {url!r} is {size:,} bytes; the limit is {IMAGE_BYTES:,}.")
     raw = path.read_bytes()
-    payload = raw.decode("utf-8") if mime == "image/svg+xml" else base64.b64encode(raw).decode("ascii")
-    return {mime: payload, "text/plain": alt or path.name}
+    payload = raw.decode("utf-8") if file_mime == "image/svg+xml" else base64.b64encode(raw).decode("ascii")
+    return {file_mime: payload, "text/plain": alt or path.name}

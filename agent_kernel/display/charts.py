@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 from agent_kernel.errors import ToolInputError
@@ -29,9 +30,10 @@ MAX_POINTS = 5_000
 TEXT_CHARS = LABEL_CHARS  # a title, an axis label, an x value or a series name
 
 
-def chart_spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+def chart_spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]:
     """The Vega-Lite spec of a chart block (data inline), every text in it cleaned and clipped."""
-    return _tidy(_spec(block, namespace))
+    spec: dict[str, Any] = _tidy(_spec(block, namespace))
+    return spec
 
 
 def _tidy(value: Any) -> Any:
@@ -47,7 +49,7 @@ def _tidy(value: Any) -> Any:
     return value
 
 
-def _spec(block: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]:
     xs, series, x_title = _series(block, namespace)
     points = [
         {"x": x, "series": name, "value": value}
@@ -138,7 +140,7 @@ def chart_bundle(spec: dict[str, Any], png: bytes) -> Bundle:
 # -- the data, whatever shape it came in ------------------------------------------------------
 
 
-def _series(block: dict[str, Any], namespace: dict[str, Any]) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
+def _series(block: dict[str, Any], namespace: Mapping[str, Any]) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
     """x values, ``[(series name, y values)]`` and the x axis title."""
     data = block.get("data")
     if isinstance(data, dict):
@@ -181,7 +183,7 @@ def _from_datasets(data: dict[str, Any]) -> tuple[list[Any], list[tuple[str, lis
     return [_jsonable(v) for v in labels], series, None
 
 
-def _frame_rows(name: str, namespace: dict[str, Any]) -> list[dict[str, Any]]:
+def _frame_rows(name: str, namespace: Mapping[str, Any]) -> list[dict[str, Any]]:
     from agent_kernel.display.table_widget import _frame
 
     frame = _frame(name, namespace)

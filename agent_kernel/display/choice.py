@@ -36,7 +36,7 @@ class ChoiceCard(WaitingWidget):
     heading = traitlets.Unicode("").tag(sync=True)
     text = traitlets.Unicode("").tag(sync=True)
     code = traitlets.Unicode("").tag(sync=True)
-    buttons = traitlets.List().tag(sync=True)
+    buttons: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     free_text = traitlets.Bool(False).tag(sync=True)
     placeholder = traitlets.Unicode("").tag(sync=True)
 

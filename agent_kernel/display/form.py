@@ -103,7 +103,7 @@ class FormWidget(WaitingWidget):
     _css = (_JS / "widgets.css").read_text(encoding="utf-8")
 
     title = traitlets.Unicode("").tag(sync=True)
-    fields = traitlets.List().tag(sync=True)
+    fields: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
     submit_label = traitlets.Unicode("Submit").tag(sync=True)
 
     def on_message(self, content: dict[str, Any]) -> None:
@@ -111,7 +111,8 @@ class FormWidget(WaitingWidget):
         if kind == "dismiss":
             self.answer({"action": "dismiss"})
         elif kind == "submit":
-            raw = content.get("data") if isinstance(content.get("data"), dict) else {}
+            data = content.get("data")
+            raw: dict[str, Any] = data if isinstance(data, dict) else {}
             values, errors = typed_values(self.fields, raw)
             if errors:
                 self.reply({"type": "errors", "errors": errors})

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from agent_kernel.model.conversation import is_turn_context
+from agent_kernel.model.shapes import ContentBlock
 
 
 class StoredMessage(Protocol):
@@ -17,7 +18,7 @@ class StoredMessage(Protocol):
     def role(self) -> str: ...
 
     @property
-    def content(self) -> list[dict[str, Any]]: ...
+    def content(self) -> list[ContentBlock]: ...
 
     @property
     def created_at(self) -> datetime: ...

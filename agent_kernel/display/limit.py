@@ -76,4 +76,4 @@ async def _offer(
     )
     context.transcript.end_text()
     outcome = await Pending(card, context).wait(state=state)
-    return outcome == "continue"
+    return bool(outcome == "continue")

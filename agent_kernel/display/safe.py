@@ -131,7 +131,8 @@ def _link_depths(tokens: list[Any], env: Any) -> list[int]:
             depths.append(depth)
             depth += token.nesting if token.type in ("link_open", "link_close") else 0
         known[id(tokens)] = depths
-    return known[id(tokens)]
+    found: list[int] = known[id(tokens)]
+    return found
 
 
 def sanitize_html(markup: str) -> str:

@@ -62,11 +62,13 @@ class StopButton(AckWidget):
                 callback()
 
         self.on_msg(on_message)
-        self.observe(lambda change: change["new"] and callback(), names=["clicked"])
+        self.observe(lambda change: callback() if change["new"] else None, names=["clicked"])
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Only the widget: a client that draws no widgets has nothing to click (its way to
         # stop is interrupting the kernel), so it shows nothing rather than the object's repr.
-        data, metadata = super()._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)
+        assert bundle is not None, "a widget with a view has a bundle"
+        data, metadata = bundle
         data["text/plain"] = ""
         return data, metadata

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_kernel.display.transcript import _ICONS, _input_summary
+from agent_kernel.model.shapes import ContentBlock
 
 __all__ = ["SubSessionView"]
 
@@ -122,7 +123,7 @@ class SubSessionView:
     def server_tool(self, tool_use_id: str, name: str, tool_input: Any) -> None:
         self.tool_running(tool_use_id, name, tool_input)
 
-    def server_result(self, block: dict[str, Any]) -> None:
+    def server_result(self, block: ContentBlock) -> None:
         self.tool_finished(str(block.get("tool_use_id")), status="ok")
 
     def sources(self, sources: list[dict[str, str]]) -> None:

@@ -12,6 +12,7 @@ HTML table with a note of how many rows there are.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ CELL_CHARS = 200
 class TableSource:
     """Rows to show: a list of dicts or a pandas DataFrame, with columns and sorting."""
 
-    def __init__(self, block: dict[str, Any], namespace: dict[str, Any]) -> None:
+    def __init__(self, block: dict[str, Any], namespace: Mapping[str, Any]) -> None:
         self.frame: Any = None
         self.records: list[dict[str, Any]] = []
         wanted = block.get("columns")
@@ -108,7 +109,7 @@ class TableSource:
         return {"text/html": table._repr_html_(), "text/plain": repr(table)}
 
 
-def _frame(name: str, namespace: dict[str, Any]) -> Any:
+def _frame(name: str, namespace: Mapping[str, Any]) -> Any:
     if name not in namespace:
         raise ToolInputError(f"There is no variable {name!r} in the kernel; inspect_namespace lists them.")
     value = namespace[name]
@@ -153,9 +154,9 @@ class TableWidget(AckWidget):
     _css = (_JS / "widgets.css").read_text(encoding="utf-8")
 
     title = traitlets.Unicode("").tag(sync=True)
-    columns = traitlets.List().tag(sync=True)
-    numeric = traitlets.List().tag(sync=True)
-    rows = traitlets.List().tag(sync=True)
+    columns: traitlets.List[dict[str, Any]] = traitlets.List().tag(sync=True)
+    numeric: traitlets.List[str] = traitlets.List().tag(sync=True)
+    rows: traitlets.List[list[Any]] = traitlets.List().tag(sync=True)
     row_count = traitlets.Int(0).tag(sync=True)
     page = traitlets.Int(0).tag(sync=True)
     page_size = traitlets.Int(25).tag(sync=True)
@@ -189,6 +190,8 @@ class TableWidget(AckWidget):
             self.rows = self.source.page(page, self.page_size, key, descending)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data, metadata = super()._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)
+        assert bundle is not None, "a widget with a view has a bundle"
+        data, metadata = bundle
         static = self.source.static(self.title, self.page_size)
         return {**static, **data, "text/plain": static["text/plain"]}, metadata

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_kernel.model.shapes import ContentBlock
+
 Bundle = dict[str, Any]
 
 
@@ -257,7 +259,7 @@ class Transcript:
         """The API started a server tool (its input is complete); its result follows."""
         self.tool_running(tool_use_id, name, tool_input)
 
-    def server_result(self, block: dict[str, Any]) -> None:
+    def server_result(self, block: ContentBlock) -> None:
         """A server tool's result block: the card says what came back."""
         from agent_kernel.display.web import result_summary
 
@@ -491,8 +493,9 @@ def _input_text(name: str, tool_input: Any) -> str:
     """What a card shows when it opens: run_code's code, else the input as JSON."""
     if not isinstance(tool_input, dict) or not tool_input:
         return ""
-    if name == "run_code" and isinstance(tool_input.get("code"), str):
-        return tool_input["code"]
+    code = tool_input.get("code")
+    if name == "run_code" and isinstance(code, str):
+        return code
     return json.dumps(tool_input, ensure_ascii=False, indent=2, default=str)
 
 

@@ -20,7 +20,7 @@ import traitlets
 from agent_kernel.display.presence import PRESENCE, AckWidget, Attendance
 
 if TYPE_CHECKING:
-    from agent_kernel.display.transcript import Transcript
+    from agent_kernel.display.view import TurnView
 
 Bundle = dict[str, Any]
 
@@ -29,7 +29,7 @@ class TurnWaits(Attendance, Protocol):
     """What a waiting widget needs of the running turn; the turn's tool context provides it."""
 
     @property
-    def transcript(self) -> Transcript: ...
+    def transcript(self) -> TurnView: ...
 
     @property
     def presence_timeout(self) -> float: ...  # seconds a front end has to draw the widget
@@ -94,7 +94,9 @@ class WaitingWidget(AckWidget):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # The widget plus a static fallback (text/html) for viewers without its state.
-        data, metadata = super()._repr_mimebundle_(**kwargs)
+        bundle = super()._repr_mimebundle_(**kwargs)
+        assert bundle is not None, "a widget with a view has a bundle"
+        data, metadata = bundle
         fallback = self.static(None)
         data = {**fallback, **data, "text/plain": fallback.get("text/plain", data["text/plain"])}
         return data, metadata

@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from agent_kernel.model.shapes import ContentBlock
+
 Bundle = dict[str, Any]
 
 
-def result_summary(block: dict[str, Any]) -> tuple[str, str]:
+def result_summary(block: ContentBlock) -> tuple[str, str]:
     """The card's status (``ok`` or ``error``) and detail for a server tool's result block."""
     content = block.get("content")
     if isinstance(content, list):
@@ -24,7 +26,8 @@ def result_summary(block: dict[str, Any]) -> tuple[str, str]:
         if "error_code" in content:
             return "error", f"the API reported {content['error_code']}"
         if content.get("type") == "web_fetch_result":
-            document = content.get("content") if isinstance(content.get("content"), dict) else {}
+            fetched = content.get("content")
+            document: dict[str, Any] = fetched if isinstance(fetched, dict) else {}
             title = str(document.get("title") or "").strip()
             return "ok", f"fetched{': ' + title[:80] if title else ''}"
     return "ok", ""

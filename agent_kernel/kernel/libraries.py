@@ -24,9 +24,11 @@ import importlib.machinery
 import sys
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
+    from importlib.abc import Loader
+
     from agent_kernel.store import Store
 
 PACKAGE = "agent_libs"
@@ -49,14 +51,18 @@ class LibraryFinder:
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if fullname == PACKAGE:
-            return importlib.machinery.ModuleSpec(fullname, self, origin=PACKAGE, is_package=True)
+            return importlib.machinery.ModuleSpec(fullname, self._loader(), origin=PACKAGE, is_package=True)
         package, _, name = fullname.partition(".")
         if package != PACKAGE or not name.isidentifier():
             return None
         # Not read here: Python asks finders while holding its global import lock, and
         # opening the store may import DuckDB, which another thread may be importing.
         # The library is read when the module is executed.
-        return importlib.machinery.ModuleSpec(fullname, self, origin=_filename(name))
+        return importlib.machinery.ModuleSpec(fullname, self._loader(), origin=_filename(name))
+
+    def _loader(self) -> Loader:
+        """This finder as its modules' loader: one by protocol, not by base class."""
+        return cast("Loader", self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None  # the default module
@@ -79,7 +85,7 @@ class LibraryFinder:
                 raise ImportError(refusal, name=spec.name)
             _TAINTED_LOADED.add(spec.name)
         module.__file__ = spec.origin
-        module.__agent_lib_version__ = library.version
+        setattr(module, "__agent_lib_version__", library.version)  # noqa: B010 - an attribute of our own
         module.__doc__ = library.description
         code = compile(library.code, _filename(library.name), "exec", dont_inherit=True)
         exec(code, module.__dict__)  # noqa: S102 - the agent's own stored library
@@ -89,7 +95,8 @@ class LibraryFinder:
         module = sys.modules.get(fullname)
         spec = getattr(module, "__spec__", None)
         if spec is not None and getattr(spec, "loader_state", None) is not None:
-            return spec.loader_state.code
+            code: str = spec.loader_state.code
+            return code
         package, _, name = fullname.partition(".")
         found = self._read(name) if package == PACKAGE and name else None
         return found.code if found is not None else None

@@ -32,6 +32,8 @@ _REDACTED_ENDS = 16_000  # characters of each end of a long string redacted for 
 class _Repr(reprlib.Repr):
     """``reprlib`` that redacts secrets before it shortens, so a cut never ends inside one."""
 
+    fillvalue = "..."  # reprlib's own from Python 3.11 (an instance attribute there)
+
     def repr_str(self, x: str, level: int) -> str:
         # reprlib shows only the string's head and tail: redact those ends (with a margin
         # wider than any secret), never a copy of all of a long string.
@@ -248,9 +250,12 @@ def _describe_frame(frame: Any) -> dict[str, Any]:
 
 
 def _non_null_head(series: Any) -> list[Any]:
+    head: list[Any]
     if _module_root(series) == "polars":
-        return series.drop_nulls().head(SAMPLE_VALUES).to_list()
-    return series.dropna().head(SAMPLE_VALUES).tolist()
+        head = series.drop_nulls().head(SAMPLE_VALUES).to_list()
+    else:
+        head = series.dropna().head(SAMPLE_VALUES).tolist()
+    return head
 
 
 def _is_dataframe(value: Any) -> bool:

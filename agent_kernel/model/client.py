@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from agent_kernel.model import conversation
 from agent_kernel.errors import MissingKeyError, ModelError
+from agent_kernel.model.shapes import ContentBlock
 
 if TYPE_CHECKING:
     from anthropic import DefaultAsyncHttpxClient
@@ -52,7 +53,7 @@ class StreamView(Protocol):
     def tool_started(self, tool_use_id: str, name: str) -> None: ...
     def tool_input(self, tool_use_id: str, partial: Any) -> None: ...
     def server_tool(self, tool_use_id: str, name: str, tool_input: Any) -> None: ...
-    def server_result(self, block: dict[str, Any]) -> None: ...
+    def server_result(self, block: ContentBlock) -> None: ...
     def new_attempt(self) -> None: ...
     def retract(self) -> None: ...
     def notice(self, text: str, *, kind: str = "info") -> None: ...
@@ -183,7 +184,8 @@ class ModelClient:
 
         params = scrub(params)
         try:
-            return await self.client().messages.create(**params)
+            message: Message = await self.client().messages.create(**params)
+            return message
         except anthropic.APIError as exc:
             raise ModelError(describe_api_error(exc, params.get("model"))) from exc
 
@@ -264,7 +266,7 @@ class _InputBuffer:
 
 
 def _apply_delta(
-    block: dict[str, Any],
+    block: ContentBlock,
     event: Any,
     buffers: dict[int, _InputBuffer],
     view: StreamView,

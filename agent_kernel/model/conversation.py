@@ -12,6 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_kernel.model.shapes import ContentBlock, Role
+
+# What the turn hands over and gets back: still a plain dict (the turn builds its messages
+# by hand); :class:`~agent_kernel.model.shapes.MessageParam` is the shape it has.
 Message = dict[str, Any]
 
 # A streamed tool input longer than this is not kept: the stored and re-sent conversation
@@ -21,7 +25,7 @@ OVERSIZED_INPUT = "oversized_input_bytes"
 INTERRUPTED_RESULT = "The tool call was interrupted before it finished; it produced no result."
 
 
-def tool_uses(content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def tool_uses(content: list[ContentBlock]) -> list[ContentBlock]:
     return [block for block in content if block.get("type") == "tool_use"]
 
 
@@ -32,7 +36,7 @@ def tool_result(tool_use_id: str, payload: str, *, is_error: bool = False) -> di
     return block
 
 
-def as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def as_blocks(content: str | list[ContentBlock]) -> list[ContentBlock]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
 
 
@@ -97,7 +101,7 @@ class Repair:
         return list(self.fixed)
 
 
-def _append(fixed: list[Message], role: str, blocks: list[dict[str, Any]]) -> None:
+def _append(fixed: list[Message], role: Role, blocks: list[ContentBlock]) -> None:
     if not blocks:
         return
     if fixed and fixed[-1]["role"] == role:
@@ -113,14 +117,14 @@ def _append(fixed: list[Message], role: str, blocks: list[dict[str, Any]]) -> No
         fixed.append({"role": role, "content": blocks})
 
 
-def _answered_server_tools(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _answered_server_tools(blocks: list[ContentBlock]) -> list[ContentBlock]:
     """``blocks`` without the server tool calls (web search, fetch) no result block answers:
     the API runs them inside its response, so an answer can only be in the same message."""
     answered = {b.get("tool_use_id") for b in blocks if str(b.get("type", "")).endswith("_tool_result")}
     return [b for b in blocks if b.get("type") != "server_tool_use" or b.get("id") in answered]
 
 
-def _user(blocks: list[dict[str, Any]]) -> Message:
+def _user(blocks: list[ContentBlock]) -> Message:
     return {"role": "user", "content": blocks}
 
 
@@ -128,7 +132,7 @@ def _interrupted(tool_use_id: str) -> dict[str, Any]:
     return tool_result(tool_use_id, INTERRUPTED_RESULT, is_error=True)
 
 
-def _empty_text(block: dict[str, Any]) -> bool:
+def _empty_text(block: ContentBlock) -> bool:
     return block.get("type") == "text" and not str(block.get("text", "")).strip()
 
 
@@ -138,14 +142,14 @@ CONTEXT_START = "<turn-context>\n"
 CONTEXT_END = "\n</turn-context>"
 
 
-def is_turn_context(block: dict[str, Any]) -> bool:
+def is_turn_context(block: ContentBlock) -> bool:
     """Whether ``block`` is a turn-context block (:func:`agent_kernel.turn.prompt.turn_context`) (not words the user wrote)."""
     return block.get("type") == "text" and str(block.get("text", "")).startswith(CONTEXT_START)
 
 
-def context_texts(messages: Iterable[dict[str, Any]]) -> list[str]:
+def context_texts(messages: Iterable[Message]) -> list[str]:
     """The texts of the turn-context blocks in ``messages``, oldest first."""
-    found = []
+    found: list[str] = []
     for message in messages:
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, list):

@@ -16,9 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.clock import UTC, as_utc
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 # Iterations of a cron expression scanned forward before the scan jumps to the end.
 _SCAN_LIMIT = 20_000
@@ -196,7 +200,7 @@ def check_cron(expression: str) -> None:
         ) from None
 
 
-def zone(name: str):
+def zone(name: str) -> ZoneInfo:
     """The ``ZoneInfo`` for an IANA name, or a :class:`ScheduleError` saying what is valid."""
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 

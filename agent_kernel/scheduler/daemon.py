@@ -136,7 +136,7 @@ class Scheduler:
         ``drain`` is set too) and give up the lease."""
         from agent_kernel.errors import StoreError
 
-        announced = None
+        announced: str | bool | None = None  # the leader announced, True once this one leads
         while not stop.is_set():
             try:
                 self.tick()

@@ -66,7 +66,12 @@ def execute_run(spec_data: dict[str, Any]) -> dict[str, Any]:
             start_new_session=True,
         )
     exited = threading.Event()
-    threading.Thread(target=lambda: (process.wait(), exited.set()), daemon=True).start()
+
+    def wait_then_set() -> None:
+        process.wait()
+        exited.set()
+
+    threading.Thread(target=wait_then_set, daemon=True).start()
     stopped: tuple[str, str] | None = None
     while not exited.wait(timeout=min(_WATCH_S, max(deadline - time.monotonic(), 0.0))):
         if time.monotonic() >= deadline:
@@ -112,7 +117,7 @@ def _alive(process: Any) -> bool:
     import psutil
 
     try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+        return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
 

@@ -107,7 +107,8 @@ class DaskExecutor:
 
 def _dask_result(future: Any) -> dict[str, Any]:
     if future.status == "finished":
-        return future.result()
+        result: dict[str, Any] = future.result()
+        return result
     if future.status == "cancelled":
         return {"status": LOST, "error": "The Dask future was cancelled (the cluster went away?)."}
     exc = future.exception()

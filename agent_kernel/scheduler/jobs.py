@@ -15,6 +15,7 @@ reads and writes the ``jobs`` table through an open connection.
 
 from __future__ import annotations
 
+import builtins
 import json
 import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -75,7 +76,7 @@ class Policy:
 
     def retry_delay(self, attempt: int) -> float:
         """Seconds before attempt ``attempt + 1`` (exponential back-off, capped at 1 h)."""
-        return min(self.retry_delay_s * 2 ** max(attempt - 1, 0), 3600.0)
+        return float(min(self.retry_delay_s * 2 ** max(attempt - 1, 0), 3600.0))
 
 
 _POLICY_FIELDS = [f.name for f in fields(Policy)]
@@ -316,7 +317,7 @@ class Jobs:
         rows = self.con.execute(f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE id IN ({marks})", list(ids)).fetchall()
         return {job.id: job for job in map(Job.from_row, rows)}
 
-    def due(self, now: datetime) -> list[Job]:
+    def due(self, now: datetime) -> builtins.list[Job]:
         rows = self.con.execute(
             f"SELECT {', '.join(_COLUMNS)} FROM jobs WHERE deleted_at IS NULL AND enabled "
             "AND next_run_at IS NOT NULL AND next_run_at <= ? ORDER BY next_run_at",

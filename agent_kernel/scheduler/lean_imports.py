@@ -21,4 +21,4 @@ UNUSED_SLOW_IMPORTS = ("rfc3987_syntax",)
 def refuse_unused_slow_imports() -> None:
     """Make ``import rfc3987_syntax`` fail in this process (unless it is imported already)."""
     for name in UNUSED_SLOW_IMPORTS:
-        sys.modules.setdefault(name, None)  # type: ignore[arg-type] - None: the import fails
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]  # None: the import fails

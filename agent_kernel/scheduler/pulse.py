@@ -70,7 +70,7 @@ def configure(
     """Create the pulse or change its settings; the next firing follows the new ones."""
     jobs = Jobs(con)
     current = get(con)
-    options = dict(current.options) if current else {"pulses_per_day": 12, "active_days": list(range(7)), "quiet_hours": [], "notes": ""}
+    options: dict[str, Any] = dict(current.options) if current else {"pulses_per_day": 12, "active_days": list(range(7)), "quiet_hours": [], "notes": ""}
     if pulses_per_day is not None:
         options["pulses_per_day"] = pulses_per_day
     if active_days is not None:
@@ -137,9 +137,10 @@ def status(con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> dict[str,
     schedule = job.schedule
     remaining, cursor = 0, now
     while job.enabled:
-        cursor = schedule.next_after(cursor)
-        if cursor is None or cursor >= next_midnight:
+        following = schedule.next_after(cursor)
+        if following is None or following >= next_midnight:
             break
+        cursor = following
         remaining += 1
     options = job.options
     return {

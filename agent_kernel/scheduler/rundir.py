@@ -62,9 +62,10 @@ class RunDir:
 
     def read_json(self, target: Path) -> dict[str, Any] | None:
         try:
-            return json.loads(target.read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        return data
 
     def touch_heartbeat(self) -> None:
         self.heartbeat.touch()
@@ -72,7 +73,7 @@ class RunDir:
     def heartbeat_age(self) -> float:
         """Seconds since the owner last touched the heartbeat (0 when there is none)."""
         try:
-            return max(time.time() - self.heartbeat.stat().st_mtime, 0.0)
+            return float(max(time.time() - self.heartbeat.stat().st_mtime, 0.0))
         except OSError:
             return 0.0
 

@@ -288,12 +288,12 @@ def _progress_engine() -> type:
                 progress.start(nb_man.nb)
                 start, complete = nb_man.cell_start, nb_man.cell_complete
 
-                def cell_start(cell: Any, cell_index: int | None = None, **kw: Any) -> Any:
+                def cell_start(cell: Any, cell_index: Any = None, **kw: Any) -> Any:
                     outcome = start(cell, cell_index, **kw)
                     progress.cell_start(cell, cell_index)
                     return outcome
 
-                def cell_complete(cell: Any, cell_index: int | None = None, **kw: Any) -> Any:
+                def cell_complete(cell: Any, cell_index: Any = None, **kw: Any) -> Any:
                     outcome = complete(cell, cell_index, **kw)
                     progress.cell_complete(cell, cell_index)
                     return outcome

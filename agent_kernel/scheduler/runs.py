@@ -13,6 +13,7 @@ fire once: inserting a firing that exists already does nothing.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,8 @@ from agent_kernel.scheduler.clock import from_db, to_db
 
 if TYPE_CHECKING:
     import duckdb
+
+    from agent_kernel.scheduler.records import RunRecord
 
 QUEUED, RUNNING = "QUEUED", "RUNNING"
 SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LOST, SKIPPED = (
@@ -81,16 +84,35 @@ class Run:
             return None
         return (self.finished_at - self.started_at).total_seconds()
 
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON values (instants as ISO 8601 UTC)."""
+    def to_json(self) -> RunRecord:
+        """Plain JSON values (instants as ISO 8601 UTC), keyed in the order of ``_COLUMNS``."""
         from agent_kernel.scheduler.clock import iso
 
-        data: dict[str, Any] = {}
-        for name in _COLUMNS:
-            value = getattr(self, name)
-            data[name] = iso(value) if name in _INSTANTS else value
-        data["seconds"] = self.seconds
-        return data
+        return {
+            "id": self.id,
+            "job_id": self.job_id,
+            "scheduled_for": iso(self.scheduled_for),
+            "attempt": self.attempt,
+            "cause": self.cause,
+            "status": self.status,
+            "not_before": iso(self.not_before),
+            "created_at": iso(self.created_at),
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "heartbeat_at": iso(self.heartbeat_at),
+            "worker": self.worker,
+            "executor": self.executor,
+            "executor_detail": self.executor_detail,
+            "run_dir": self.run_dir,
+            "output_path": self.output_path,
+            "error": self.error,
+            "error_cell": self.error_cell,
+            "exit_code": self.exit_code,
+            "cells_done": self.cells_done,
+            "cells_total": self.cells_total,
+            "cancel_requested": self.cancel_requested,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass(frozen=True)
@@ -107,7 +129,8 @@ class Outcome:
 
     @classmethod
     def from_result(cls, result: dict[str, Any]) -> Outcome:
-        return cls(**{k: result.get(k) for k in cls.__dataclass_fields__})
+        fields: dict[str, Any] = {k: result.get(k) for k in cls.__dataclass_fields__}
+        return cls(**fields)
 
 
 class Runs:
@@ -153,7 +176,7 @@ class Runs:
         ).fetchall()
         return {run.job_id: run for run in map(Run.from_row, rows)}
 
-    def active(self, job_id: str | None = None) -> list[Run]:
+    def active(self, job_id: str | None = None) -> builtins.list[Run]:
         clause = " AND job_id = ?" if job_id is not None else ""
         params = [job_id] if job_id is not None else []
         rows = self.con.execute(
@@ -215,7 +238,7 @@ class Runs:
         ).fetchone()
         return Run.from_row(row) if row else None
 
-    def heartbeat(self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]) -> list[str]:
+    def heartbeat(self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]) -> builtins.list[str]:
         """Renew ``worker``'s running runs; return those whose cancellation was asked for."""
         self.con.execute(
             "UPDATE runs SET heartbeat_at = ? WHERE worker = ? AND status = 'RUNNING'", [to_db(now), worker]
@@ -243,7 +266,7 @@ class Runs:
         ).fetchone()
         return Run.from_row(row) if row else None
 
-    def expired(self, now: datetime, lease_s: float, *, except_worker: str) -> list[Run]:
+    def expired(self, now: datetime, lease_s: float, *, except_worker: str) -> builtins.list[Run]:
         """RUNNING runs of other workers whose heartbeat is older than the lease."""
         from datetime import timedelta
 
@@ -253,7 +276,7 @@ class Runs:
         ).fetchall()
         return [Run.from_row(row) for row in rows]
 
-    def running_of_others(self, worker: str) -> list[Run]:
+    def running_of_others(self, worker: str) -> builtins.list[Run]:
         rows = self.con.execute(
             f"{_SELECT} WHERE status = 'RUNNING' AND worker IS DISTINCT FROM ?", [worker]
         ).fetchall()

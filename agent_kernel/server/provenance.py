@@ -23,11 +23,13 @@ from agent_kernel.server.job_request import BadRequest
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.server.shapes import TaintedItemJson, TaintedJson
+
 NAME_CHARS = 200
 MAX_LISTED = 500
 
 
-def tainted_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def tainted_json(con: duckdb.DuckDBPyConnection) -> TaintedJson:
     """The tainted kept items (at most ``MAX_LISTED``), each with its session's name."""
     from agent_kernel.store import provenance
 
@@ -37,7 +39,9 @@ def tainted_json(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     if ids:
         rows = con.execute("SELECT id, name FROM sessions WHERE id IN (SELECT unnest(?))", [ids]).fetchall()
         names = dict(rows)
-    items = [r.as_dict() | {"session": names.get(r.session_id)} for r in records[:MAX_LISTED]]
+    items: list[TaintedItemJson] = [
+        {**r.as_dict(), "session": names.get(r.session_id) if r.session_id else None} for r in records[:MAX_LISTED]
+    ]
     return {"items": items, "total": len(records), "kinds": list(provenance.KINDS)}
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
+    from agent_kernel.server.shapes import JobJson, RunDetailJson, RunJson, SessionDetailJson, SessionJson, StatsJson
     from agent_kernel.store.sessions import Session
 
 MAX_MESSAGES = 500
@@ -56,7 +57,7 @@ def relative_path(path: str | None, root: Path) -> str | None:
 # -- sessions ---------------------------------------------------------------------------------
 
 
-def session_json(session: Session, root: Path, cost: float | None) -> dict[str, Any]:
+def session_json(session: Session, root: Path, cost: float | None) -> SessionJson:
     return {
         "id": session.id,
         "name": session.name,
@@ -74,7 +75,7 @@ def session_json(session: Session, root: Path, cost: float | None) -> dict[str, 
     }
 
 
-def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None) -> list[dict[str, Any]]:
+def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None) -> list[SessionJson]:
     """Every session, most recently used first; with ``notebook`` (a path relative to the
     root) only that notebook's sessions and the sub-sessions they spawned."""
     from agent_kernel.store.sessions import Sessions
@@ -93,7 +94,7 @@ def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | No
     return [session_json(s, root, costs[s.id]) for s in sessions]
 
 
-def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) -> dict[str, Any] | None:
+def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) -> SessionDetailJson | None:
     from agent_kernel.store.sessions import Sessions
 
     sessions = Sessions(con)
@@ -102,7 +103,8 @@ def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) 
         return None
     messages = sessions.messages(session_id)
     shown = messages[-MAX_MESSAGES:]
-    return session_json(session, root, session_costs(con, [session])[session.id]) | {
+    return {
+        **session_json(session, root, session_costs(con, [session])[session.id]),
         "messages": [
             {"seq": m.seq, "turn": m.turn, "role": m.role, "content": m.content, "created_at": _iso_naive(m.created_at)}
             for m in shown
@@ -121,7 +123,7 @@ def _same_path(stored: str, wanted: str) -> bool:
 # -- jobs and runs ----------------------------------------------------------------------------
 
 
-def job_json(job: Job, last: Run | None, root: Path) -> dict[str, Any]:
+def job_json(job: Job, last: Run | None, root: Path) -> JobJson:
     return {
         "id": job.id,
         "name": job.name,
@@ -146,14 +148,15 @@ def job_json(job: Job, last: Run | None, root: Path) -> dict[str, Any]:
     }
 
 
-def run_json(run: Run, job: Job | None, root: Path) -> dict[str, Any]:
-    data = run.to_json()
-    data["job_name"] = job.name if job else None
-    data["output_notebook"] = relative_path(run.output_path, root)
-    return data
+def run_json(run: Run, job: Job | None, root: Path) -> RunJson:
+    return {
+        **run.to_json(),
+        "job_name": job.name if job else None,
+        "output_notebook": relative_path(run.output_path, root),
+    }
 
 
-def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -> dict[str, Any]:
+def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -> RunDetailJson:
     """A run with the tails of its logs (the cells' stdout and stderr, the runner's own)."""
     data = run_json(run, job, root)
     logs: dict[str, str] = {}
@@ -164,14 +167,13 @@ def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -
         for name, target in (("runner", run_dir.runner_log), ("stdout", run_dir.stdout), ("stderr", run_dir.stderr)):
             if target.exists():
                 logs[name] = run_dir.log_tail(target, log_chars)
-    data["log"] = logs
-    return data
+    return {**data, "log": logs}
 
 
 # -- stats ------------------------------------------------------------------------------------
 
 
-def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> dict[str, Any]:
+def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> StatsJson:
     """Code runs, failures by category, tool calls, tokens and cost per day."""
     from agent_kernel.store.audit import stats
 

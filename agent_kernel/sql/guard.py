@@ -369,7 +369,8 @@ def _syntax_tree(sql: str) -> dict[str, Any]:
     """DuckDB's parse of ``sql`` as JSON (``error`` set where it is no SELECT it can show)."""
     cursor = _parser_cursor()
     try:
-        return json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [sql]))
+        tree: dict[str, Any] = json.loads(scalar(cursor, "SELECT json_serialize_sql(?)", [sql]))
+        return tree
     finally:
         cursor.close()
 

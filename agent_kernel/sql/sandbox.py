@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.sql import protect
-from agent_kernel.sql.guard import NO_FILES, Plan, Statement, check_plan, identifiers, quote_name, reads_only_frames, scalar
+from agent_kernel.sql.guard import NO_FILES, Plan, Statement, check_plan, identifiers, reads_only_frames, scalar
+from agent_kernel.store.schema import quote_name
 
 if TYPE_CHECKING:
     import duckdb
@@ -521,8 +522,9 @@ def ready_to_fork(limits: Limits, frames: Mapping[str, Any]) -> Iterator[None]:
 def _unregister(con: duckdb.DuckDBPyConnection | None, names: list[str]) -> None:
     """Take ``names`` off the fork's connection, then let the next fork go."""
     try:
-        for name in names if con is not None else []:
-            con.unregister(name)
+        if con is not None:
+            for name in names:
+                con.unregister(name)
     finally:
         _fork_lock.release()
 

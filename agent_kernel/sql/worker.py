@@ -55,7 +55,7 @@ from agent_kernel.sql.sandbox import timeout_message
 
 if TYPE_CHECKING:
     from agent_kernel.sql.guard import Statement
-    from agent_kernel.sql.sandbox import SqlResult, SqlRun
+    from agent_kernel.sql.sandbox import Limits, SqlResult, SqlRun
 
 __all__ = ["run", "run_forked", "run_sql"]
 
@@ -147,7 +147,7 @@ class _Watched:
     def kill(self) -> None:
         raise NotImplementedError
 
-    def memory_cap(self, limits: Any) -> int:
+    def memory_cap(self, limits: Limits) -> int:
         """The resident size over which the process is killed."""
         return limits.worker_memory_bytes()
 
@@ -234,7 +234,8 @@ class _Watched:
         if message is None:
             self.kill()
             raise ToolInputError("The SQL worker stopped unexpectedly; the query did not finish. Try again.")
-        return pickle.loads(message)
+        answer: tuple[str, Any] = pickle.loads(message)
+        return answer
 
 
 class _Worker(_Watched):
@@ -327,7 +328,7 @@ class _Forked(_Watched):
         except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
             self._start_rss = psutil.Process().memory_info().rss
 
-    def memory_cap(self, limits: Any) -> int:
+    def memory_cap(self, limits: Limits) -> int:
         return self._start_rss + limits.worker_memory_bytes()
 
     def on_started(self) -> None:

@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.store.rows import aggregate_row
 from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class Libraries:
 
 
 def _next_version(con: duckdb.DuckDBPyConnection, table: str, name: str) -> int:
-    row = con.execute(f"SELECT coalesce(max(version), 0) FROM {table} WHERE name = ?", [name]).fetchone()
+    row = aggregate_row(con.execute(f"SELECT coalesce(max(version), 0) FROM {table} WHERE name = ?", [name]))
     return int(row[0]) + 1
 
 

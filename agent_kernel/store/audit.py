@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.store.rows import aggregate_row
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -158,19 +160,19 @@ class Failure:
 
 def stats(con: duckdb.DuckDBPyConnection, days: int) -> Stats:
     since = _utc_now() - timedelta(days=days)
-    total, succeeded, mean_ms = con.execute(
+    total, succeeded, mean_ms = aggregate_row(con.execute(
         "SELECT count(*), count(*) FILTER (WHERE success), avg(duration_ms) "
         "FROM code_executions WHERE created_at >= ?",
         [since],
-    ).fetchone()
+    ))
     categories = con.execute(
         "SELECT error_category, count(*) AS n FROM code_executions "
         "WHERE created_at >= ? AND NOT success GROUP BY ALL ORDER BY n DESC, error_category",
         [since],
     ).fetchall()
-    calls, errors = con.execute(
+    calls, errors = aggregate_row(con.execute(
         "SELECT count(*), count(*) FILTER (WHERE is_error) FROM tool_calls WHERE created_at >= ?", [since]
-    ).fetchone()
+    ))
     tools = con.execute(
         "SELECT tool, count(*) AS n FROM tool_calls WHERE created_at >= ? GROUP BY ALL "
         "ORDER BY n DESC, tool LIMIT 5",

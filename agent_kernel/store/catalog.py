@@ -11,6 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.store.rows import aggregate_row
 from agent_kernel.store.schema import WRITABLE_PREFIX, quote_name
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class TableInfo:
 def describe(con: duckdb.DuckDBPyConnection) -> list[TableInfo]:
     """Every table and view of the file (not temporary, not internal): the model's first."""
     found: dict[tuple[str, str], TableInfo] = {}
-    current = con.execute("SELECT current_database()").fetchone()[0]
+    current = aggregate_row(con.execute("SELECT current_database()"))[0]
     for schema, name, comment, rows in con.execute(
         "SELECT schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
         "WHERE database_name = current_database() AND NOT temporary AND NOT internal"

@@ -15,6 +15,7 @@ extension is not bundled with the wheel).
 
 from __future__ import annotations
 
+import builtins
 import re
 import uuid
 from collections.abc import Collection, Sequence
@@ -115,7 +116,8 @@ class Filters:
     period_key_prefix: str | None = None
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses, params = ["true"], []
+        clauses: list[str] = ["true"]
+        params: list[Any] = []
         if self.store:
             clauses.append("store = ?")
             params.append(self.store)
@@ -238,7 +240,7 @@ class Memories:
         ).fetchall()
         return [_memory(row) for row in rows]
 
-    def user_memories(self) -> list[Memory]:
+    def user_memories(self) -> builtins.list[Memory]:
         """Every user memory, most important first (the order the system prompt shows)."""
         rows = self.con.execute(
             f"SELECT {_COLUMNS} FROM memories WHERE store = 'user_memory' "

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.store.schema import UTC_NOW
 
@@ -65,6 +65,21 @@ class Provenance:
         return f"written by {who} after it read untrusted content ({shown}{more})"
 
 
+class RecordJson(TypedDict):
+    """A :class:`Record` as plain JSON (instants as ISO 8601)."""
+
+    kind: str
+    name: str
+    version: int | None
+    session_id: str | None
+    turn: int | None
+    untrusted: bool
+    tainted: bool
+    sources: list[str]
+    cleared_at: str | None
+    created_at: str | None
+
+
 @dataclass(frozen=True)
 class Record:
     """One stored provenance row: an item's latest write."""
@@ -87,7 +102,7 @@ class Record:
     def provenance(self) -> Provenance:
         return Provenance(self.session_id, self.turn, self.sources if self.tainted else ())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> RecordJson:
         return {
             "kind": self.kind, "name": self.name, "version": self.version, "session_id": self.session_id,
             "turn": self.turn, "untrusted": self.untrusted, "tainted": self.tainted, "sources": list(self.sources),

@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.model.conversation import CONTEXT_START, is_turn_context
 from agent_kernel.store.bm25 import STOPWORDS, ranked, terms
@@ -23,10 +23,11 @@ from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
+    from typing_extensions import NotRequired
 
 __all__ = [
-    "Match", "Pending", "SearchFilters", "SessionSummary", "find_session", "last_activity",
-    "pending", "previous_session", "save_summary", "search", "summary_of", "timeline", "turns",
+    "Match", "Pending", "SearchFilters", "SessionLine", "SessionSummary", "TurnLine", "find_session",
+    "last_activity", "pending", "previous_session", "save_summary", "search", "summary_of", "timeline", "turns",
 ]  # fmt: skip
 
 SUMMARY_CHARS = 4_000  # the longest stored summary
@@ -76,7 +77,8 @@ class SearchFilters:
     skip_turn: int | None = None
 
     def where(self) -> tuple[str, list[Any]]:
-        clauses, params = ["true"], []
+        clauses: list[str] = ["true"]
+        params: list[Any] = []
         if self.notebook:
             clauses.append("(s.notebook = ? OR ends_with(s.notebook, '/' || ?))")
             params += [self.notebook, self.notebook.lstrip("/")]
@@ -277,7 +279,37 @@ def find_session(con: duckdb.DuckDBPyConnection, name_or_id: str) -> tuple[str, 
     return (row[0], row[1]) if row else None
 
 
-def timeline(con: duckdb.DuckDBPyConnection, limit: int) -> list[dict[str, Any]]:
+class SessionLine(TypedDict):
+    """One session as ``session_timeline`` lists it."""
+
+    id: str
+    name: str
+    notebook: str | None
+    state: str
+    started: str | None
+    last_active: str | None
+    turns: int
+    tool_calls: int
+    tokens: int
+    cost_usd: float | None
+    summary: str | None
+    parent_id: NotRequired[str]
+
+
+class TurnLine(TypedDict):
+    """One turn of a session as ``session_timeline`` shows it: when, the prompt, the final
+    answer, the tools called."""
+
+    turn: int
+    at: str | None
+    prompt: str
+    answer: str
+    tool_calls: NotRequired[int]
+    tool_errors: NotRequired[int]
+    tools: NotRequired[list[str]]
+
+
+def timeline(con: duckdb.DuckDBPyConnection, limit: int) -> list[SessionLine]:
     """The ``limit`` sessions used last, newest first, with their figures and summaries."""
     rows = con.execute(
         "SELECT s.id, s.name, s.notebook, s.state, s.parent_id, s.created_at, s.updated_at, s.tokens_used, "
@@ -290,9 +322,9 @@ def timeline(con: duckdb.DuckDBPyConnection, limit: int) -> list[dict[str, Any]]
         "ORDER BY s.updated_at DESC LIMIT ?",
         [limit],
     ).fetchall()
-    found = []
+    found: list[SessionLine] = []
     for sid, name, notebook, state, parent, created, updated, tokens, n_turns, calls, cost, summary in rows:
-        item: dict[str, Any] = {
+        item: SessionLine = {
             "id": sid, "name": name, "notebook": notebook, "state": state, "started": _iso(created),
             "last_active": _iso(updated), "turns": int(n_turns), "tool_calls": int(calls),
             "tokens": int(tokens), "cost_usd": None if cost is None else round(float(cost), 4),
@@ -304,7 +336,7 @@ def timeline(con: duckdb.DuckDBPyConnection, limit: int) -> list[dict[str, Any]]
     return found
 
 
-def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[dict[str, Any]], int]:
+def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[TurnLine], int]:
     """The session's turns in order (the latest :data:`TIMELINE_TURNS`), and how many earlier
     ones are left out: when, the prompt, the final answer, the tools called."""
     rows = con.execute(
@@ -313,7 +345,7 @@ def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[dict[st
     calls = con.execute(
         "SELECT turn, tool, is_error FROM tool_calls WHERE session_id = ? ORDER BY created_at", [session_id]
     ).fetchall()
-    by_turn: dict[int, dict[str, Any]] = {}
+    by_turn: dict[int, TurnLine] = {}
     for turn, role, content, at in rows:
         entry = by_turn.setdefault(turn, {"turn": turn, "at": _iso(at), "prompt": "", "answer": ""})
         said = _said(json.loads(content))
@@ -324,12 +356,12 @@ def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> tuple[list[dict[st
         elif role == "assistant":
             entry["answer"] = _cut(said, TURN_TEXT_CHARS)  # the last text is the answer
     for turn, tool, is_error in calls:
-        entry = by_turn.get(turn)
-        if entry is not None:
-            entry["tool_calls"] = entry.get("tool_calls", 0) + 1
-            entry["tool_errors"] = entry.get("tool_errors", 0) + int(bool(is_error))
-            if tool not in entry.setdefault("tools", []):
-                entry["tools"].append(tool)
+        called = by_turn.get(turn)
+        if called is not None:
+            called["tool_calls"] = called.get("tool_calls", 0) + 1
+            called["tool_errors"] = called.get("tool_errors", 0) + int(bool(is_error))
+            if tool not in called.setdefault("tools", []):
+                called["tools"].append(tool)
     ordered = [by_turn[t] for t in sorted(by_turn)]
     for entry in ordered:
         entry.setdefault("tool_calls", 0)

@@ -7,6 +7,7 @@ loaded, in :mod:`agent_kernel.model.conversation`.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 import uuid
@@ -19,6 +20,8 @@ from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
+
+    from agent_kernel.model.shapes import ContentBlock, Role
 
 
 STATES = (
@@ -68,8 +71,8 @@ class StoredMessage:
 
     seq: int
     turn: int
-    role: str
-    content: list[dict[str, Any]]
+    role: Role
+    content: list[ContentBlock]
     created_at: datetime
 
 
@@ -113,7 +116,7 @@ class Sessions:
         ).fetchall()
         return [Session(*row) for row in rows]
 
-    def messages(self, session_id: str) -> list[StoredMessage]:
+    def messages(self, session_id: str) -> builtins.list[StoredMessage]:
         rows = self.con.execute(
             "SELECT seq, turn, role, content, created_at FROM messages "
             "WHERE session_id = ? ORDER BY seq",
@@ -233,21 +236,21 @@ class Journal:
         self.session_id = session_id
         self.turn = turn
         self._lock = threading.Lock()
-        self._messages: list[tuple[str, list[dict[str, Any]]]] = []
+        self._messages: list[tuple[str, list[ContentBlock]]] = []
         self._tokens = 0
         self._state: tuple[str, str | None] | None = None
         self._token_limit: int | None = None
         self._cost_limit: float | None = None
         self._untrusted: list[str] | None = None
         # Everything recorded this turn, written or not: what the session has after it.
-        self.recorded: list[tuple[str, list[dict[str, Any]]]] = []
+        self.recorded: list[tuple[str, list[ContentBlock]]] = []
         self.recorded_tokens = 0
         self.recorded_state: tuple[str, str | None] | None = None
         self.recorded_token_limit: int | None = None
         self.recorded_cost_limit: float | None = None
         self.recorded_untrusted: list[str] | None = None
 
-    def message(self, role: str, content: list[dict[str, Any]]) -> None:
+    def message(self, role: str, content: list[ContentBlock]) -> None:
         with self._lock:
             self._messages.append((role, content))
             self.recorded.append((role, content))

@@ -170,7 +170,7 @@ class Skills:
             _tags(tags) if tags is not None else list(row[2]),
         )
         _check_text(new[0], new[1])
-        version = row[3] + 1
+        version = int(row[3]) + 1
         self.con.execute(
             "UPDATE skills SET description = ?, content = ?, tags = ?, version = ?, "
             "updated_at = now() AT TIME ZONE 'UTC' WHERE name = ?",

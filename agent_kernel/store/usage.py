@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.store.rows import aggregate_row
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -76,13 +78,13 @@ class SessionUsage:
 def session_usage(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionUsage:
     """The session's usage; its cost includes its sub-sessions' (at any depth), as its
     ``tokens_used`` does: both count against its limits."""
-    cost, unpriced = con.execute(
+    cost, unpriced = aggregate_row(con.execute(
         "WITH RECURSIVE tree(id) AS (SELECT CAST(? AS VARCHAR) UNION "
         "SELECT s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
         "SELECT coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
         "FROM model_calls WHERE session_id IN (SELECT id FROM tree)",
         [session_id],
-    ).fetchone()
+    ))
     last = con.execute(
         "SELECT input_tokens + cache_read_tokens + cache_write_tokens, request_chars FROM model_calls "
         "WHERE session_id = ? ORDER BY created_at DESC, turn DESC, call DESC LIMIT 1",

@@ -91,6 +91,7 @@ class Batches:
         results = []
         for item in body.get("requests") or []:
             answer, message = self.model.complete(dict(item.get("params") or {}))
+            outcome: dict[str, Any]
             if isinstance(answer, Failure):
                 outcome = {"type": "errored", "error": {"type": "error", "error": {"type": answer.type, "message": answer.message}}}
             else:
@@ -127,7 +128,8 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _iso(value: datetime) -> str:
+def _iso(value: datetime | None) -> str:
+    assert value is not None, "a batch's time is set before it is shown"
     return value.isoformat().replace("+00:00", "Z")
 
 

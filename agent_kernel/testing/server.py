@@ -36,7 +36,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel.testing.batches import Batches
 from agent_kernel.testing.cache import CacheError, PromptCache
@@ -104,7 +104,7 @@ class ScriptedModel:
 
     @property
     def url(self) -> str:
-        host, port = self._bound().server_address[:2]
+        host, port = cast("tuple[str, int]", self._bound().server_address[:2])
         return f"http://{host}:{port}"
 
     def _bound(self) -> _Server:
@@ -241,14 +241,14 @@ class ScriptedModel:
         """The message ``answer`` makes for ``body``, its usage counted as the API counts it."""
         with self._lock:
             cached = self.cache.usage(body)
-        usage = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
+        usage: dict[str, Any] = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
         server_tools = server_tool_counts(answer.content)
         if server_tools is not None and "server_tool_use" not in usage:
             usage = dict(usage, server_tool_use=server_tools)
         self.usages.append(usage)
         message = _message(self._message_id(), answer, usage)
         with self._lock:
-            self._thinking_sent.update(_thinking_key(b) for b in answer.content if _thinking_key(b))
+            self._thinking_sent.update(key for key in map(_thinking_key, answer.content) if key)
         return message
 
     def _json(
@@ -329,18 +329,22 @@ def _httpx() -> Any:
 
 
 def _transport_for(model: ScriptedModel) -> httpx.AsyncBaseTransport:
-    httpx = _httpx()
+    http = _httpx()
 
     async def handle(request: httpx.Request) -> httpx.Response:
         body = json.loads(await request.aread() or b"{}")
         answer = model.respond(request.url.path, body, dict(request.headers.items()), request.method)
         if answer.delay:
             await asyncio.sleep(answer.delay)
+        response: httpx.Response
         if answer.reply is None:
-            return httpx.Response(answer.status, headers=answer.headers, content=answer.body())
-        return httpx.Response(answer.status, headers=answer.headers, content=_paced(answer))
+            response = http.Response(answer.status, headers=answer.headers, content=answer.body())
+        else:
+            response = http.Response(answer.status, headers=answer.headers, content=_paced(answer))
+        return response
 
-    return httpx.MockTransport(handle)
+    transport: httpx.AsyncBaseTransport = http.MockTransport(handle)
+    return transport
 
 
 async def _paced(answer: _Answer) -> AsyncIterator[bytes]:

@@ -179,7 +179,8 @@ async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any
     """
 
     def read(con: Any) -> stored.ToolVersion:
-        return kept_version(stored.AgentTools(con), name, version, lambda: _unknown(con, name))
+        found: stored.ToolVersion = kept_version(stored.AgentTools(con), name, version, lambda: _unknown(con, name))
+        return found
 
     return (await with_connection(current_context().store, read)).as_dict()
 

@@ -112,7 +112,8 @@ async def read_library(name: Name, version: Version | None = None) -> dict[str, 
 
     def read(con: Any) -> stored.LibraryVersion:
         found = stored.Libraries(con)
-        return kept_version(found, name, version, lambda: _unknown(found, name))
+        kept: stored.LibraryVersion = kept_version(found, name, version, lambda: _unknown(found, name))
+        return kept
 
     return (await with_connection(current_context().store, read)).as_dict()
 

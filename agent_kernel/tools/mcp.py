@@ -28,12 +28,15 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.secrets import redact
 from agent_kernel.untrusted import mark_untrusted
 from agent_kernel.tools import Tool, _cap, current_context, strict_json, to_text
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 __all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers"]
 
@@ -55,7 +58,7 @@ class McpTool(Tool):
     sdk: Any = None
 
     @property
-    def _sdk_tool(self) -> Any:  # type: ignore[override]
+    def _sdk_tool(self) -> Any:
         return self.sdk
 
     async def call(self, tool_input: object) -> Any:
@@ -104,9 +107,9 @@ class ServerRefused(ToolInputError):
 class _Server:
     name: str
     config: dict[str, Any]
-    ready: Future = field(default_factory=Future)  # its tools, or why it did not start
+    ready: Future[Any] = field(default_factory=Future)  # its tools, or why it did not start
     stop: asyncio.Event | None = None
-    task: asyncio.Task | None = None
+    task: asyncio.Task[None] | None = None
     session: Any = None
     tools: list[McpTool] = field(default_factory=list)
 
@@ -246,7 +249,8 @@ class McpServers:
         annotations = getattr(listed, "annotations", None)
         claims_read_only = bool(annotations is not None and getattr(annotations, "readOnlyHint", False))
         read_only = claims_read_only and server.config.get(TRUSTED) is True
-        sdk = async_mcp_tool(listed.model_copy(update={"name": name}), _Bridge(self, server_name, listed.name))
+        session = cast("ClientSession", _Bridge(self, server_name, listed.name))  # its call_tool is the session's
+        sdk = async_mcp_tool(listed.model_copy(update={"name": name}), session)
         description = listed.description or f"{listed.name} (MCP server {server_name})"
         if server.config.get(TRUSTED) is not True:
             # The server's own words: data about the tool, never orders to the model.
@@ -343,8 +347,8 @@ def _answered(exc: BaseException) -> bool:
 
 
 def _reason(exc: BaseException) -> str:
-    while getattr(exc, "exceptions", None):  # anyio task groups wrap errors in groups
-        exc = exc.exceptions[0]
+    while inner := getattr(exc, "exceptions", None):  # anyio task groups wrap errors in groups
+        exc = inner[0]
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]
 

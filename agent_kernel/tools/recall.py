@@ -98,12 +98,13 @@ async def session_timeline(
             raise ToolInputError(f"No session has the name or id {wanted!r}; session_timeline without session lists them.")
         return answer
 
-    def recent(con: Any) -> list[dict[str, Any]]:
+    def recent(con: Any) -> list[recall.SessionLine]:
         listed = recall.timeline(con, limit)
         tainted = _read_untrusted(con, {item["id"] for item in listed})
         for item in listed:
-            if item["id"] in tainted and item.get("summary"):
-                item["summary"] = _as_data(item["summary"], item["name"], tainted[item["id"]])
+            summary = item.get("summary")
+            if item["id"] in tainted and summary:
+                item["summary"] = _as_data(summary, item["name"], tainted[item["id"]])
         return listed
 
     return {"sessions": await with_connection(store, recent)}

@@ -21,13 +21,19 @@ import signal
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from agent_kernel.store import agent_tools as stored
 from agent_kernel.tools import current_context
+
+if TYPE_CHECKING:
+    from agent_kernel.store.state import State
+
+T = TypeVar("T")
 
 TIMEOUT_S = 60.0  # as run_code's default
 TRACEBACK_FRAMES = 3
@@ -81,7 +87,7 @@ class KernelState:
         if not self._writes:
             raise PermissionError(f"{self._tool} is declared writes: false, so it may not change state.")
 
-    def _with(self, action: Any) -> Any:
+    def _with(self, action: Callable[[State], T]) -> T:
         from agent_kernel.store.state import State
 
         with self._store.connect() as con:
@@ -295,7 +301,8 @@ async def _converse(process: Any, state: KernelState) -> dict[str, Any]:
         if "state" not in message:
             process.stdin.close()
             await process.wait()
-            return message
+            answer: dict[str, Any] = message
+            return answer
         request = message["state"]
         try:
             answer = {"value": await asyncio.to_thread(_state_call, state, request)}

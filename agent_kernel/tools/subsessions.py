@@ -88,7 +88,7 @@ async def report_result(result: Annotated[str, Field(max_length=RESULT_CHARS)]) 
 
 
 def _host(ctx: Any) -> SubSessionHost:
-    host = ctx.sessions
+    host: SubSessionHost | None = ctx.sessions
     if host is None:
         raise ToolInputError("Sub-sessions are not available here (no agent turn is running them).")
     return host

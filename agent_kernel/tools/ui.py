@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -108,7 +109,8 @@ async def render_blocks(
     outcome = await pending.wait()
     if isinstance(outcome, Nobody):
         return _no_user_form(pending.widget.fields, outcome.reason)
-    return outcome
+    answer: dict[str, Any] = outcome
+    return answer
 
 
 async def ask_user(
@@ -182,7 +184,7 @@ def _show(output: Any) -> None:
         display(output)
 
 
-def _table(block: dict[str, Any], namespace: dict[str, Any], page_size: int, widgets: bool) -> Any:
+def _table(block: dict[str, Any], namespace: Mapping[str, Any], page_size: int, widgets: bool) -> Any:
     from agent_kernel.display.table_widget import TableSource, TableWidget
 
     source = TableSource(block, namespace)

@@ -153,7 +153,8 @@ def cited_sources(contents: list[list[dict[str, Any]]]) -> list[dict[str, str]]:
         for block in content:
             result = block.get("content")
             if block.get("type") == "web_fetch_tool_result" and isinstance(result, dict) and result.get("url"):
-                doc = result.get("content") if isinstance(result.get("content"), dict) else {}
+                fetched = result.get("content")
+                doc: dict[str, Any] = fetched if isinstance(fetched, dict) else {}
                 documents[str(doc.get("title") or result["url"])] = str(result["url"])
     seen: dict[str, dict[str, str]] = {}
     for content in contents:

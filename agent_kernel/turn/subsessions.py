@@ -322,7 +322,7 @@ class SubSessions:
         context = ToolContext(
             shell=family.shell, settings=settings, store=family.store, writer=family.writer,
             session_id=child.id, session_name=child.name, turn=1, prompt=child.task,
-            transcript=child.view,  # type: ignore[arg-type] - the same methods as a Transcript
+            transcript=child.view,  # type: ignore[arg-type]  # the same methods as a Transcript
             interrupts=interrupts, approve=family.approve, secrets=family.secrets, sessions=host,
             earlier_untrusted=child.inherited[0],
         )  # fmt: skip

@@ -1,0 +1,34 @@
+"""The JSON the scheduler hands out: a run as the server's API, the CLI and the
+JupyterLab panel read it (instants as ISO 8601 UTC, None where not reached yet)."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class RunRecord(TypedDict):
+    """One row of ``runs`` as plain JSON (:meth:`~agent_kernel.scheduler.runs.Run.to_json`)."""
+
+    id: str
+    job_id: str
+    scheduled_for: str | None
+    attempt: int
+    cause: str  # schedule | catchup | manual | retry
+    status: str
+    not_before: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    heartbeat_at: str | None
+    worker: str | None
+    executor: str | None
+    executor_detail: str | None
+    run_dir: str | None
+    output_path: str | None
+    error: str | None
+    error_cell: int | None
+    exit_code: int | None
+    cells_done: int | None
+    cells_total: int | None
+    cancel_requested: bool
+    seconds: float | None  # from start to finish, once both are known

@@ -1,0 +1,204 @@
+"""The JSON of the REST API under ``/agent-kernel/api/``: what each route answers and the
+request bodies it takes (the JupyterLab extension sends and reads the same shapes).
+
+Instants are ISO 8601 UTC strings; paths inside the server's root are also given relative
+to it (``notebook_path``, ``output_notebook``), None where they lie outside it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from agent_kernel.scheduler.records import RunRecord
+from agent_kernel.store.provenance import RecordJson
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired
+
+    from agent_kernel.model.shapes import ContentBlock, Role
+
+
+class ErrorJson(TypedDict):
+    """Every refusal (400, 404, 503): what to change, in words."""
+
+    message: str
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+class SessionJson(TypedDict):
+    """``GET /sessions`` (as ``{"sessions": [...]}``): one session."""
+
+    id: str
+    name: str
+    notebook: str | None
+    notebook_path: str | None
+    state: str
+    model: str | None
+    tokens: int
+    token_limit: int | None
+    cost: float | None  # US dollars of its priced model calls; None when none was priced
+    parent_id: str | None
+    last_error: str | None
+    created_at: str | None
+    updated_at: str | None
+
+
+class MessageJson(TypedDict):
+    """One stored message of a session, its content blocks as the API sent or took them."""
+
+    seq: int
+    turn: int
+    role: Role
+    content: list[ContentBlock]
+    created_at: str | None
+
+
+class SessionDetailJson(SessionJson):
+    """``GET /sessions/ID``: the session with its latest messages."""
+
+    messages: list[MessageJson]
+    messages_total: int
+
+
+class SessionsJson(TypedDict):
+    sessions: list[SessionJson]
+
+
+# -- jobs and runs --------------------------------------------------------------------------
+
+
+class JobJson(TypedDict):
+    """``GET /jobs`` (as ``{"jobs": [...]}``), ``GET /jobs/ID``, ``PATCH /jobs/ID``: one job
+    with its latest run."""
+
+    id: str
+    name: str
+    kind: str
+    type: str
+    schedule: str
+    cron: str | None
+    at: str | None
+    timezone: str
+    notebook: str | None
+    notebook_path: str | None
+    task: str | None
+    parameters: dict[str, Any]
+    overlap: str
+    enabled: bool
+    next_run: str | None
+    last_run: str | None
+    last_status: str | None
+    last_run_id: str | None
+    created_by: str | None
+    created_at: str | None
+
+
+class SchedulerStatusJson(TypedDict):
+    """Whether a scheduler runs (jobs fire only while one does)."""
+
+    running: bool
+    in_server: bool
+    message: NotRequired[str]  # how to start one, when none runs
+    holder: NotRequired[str]  # the scheduler that leads, when one runs
+
+
+class CreatedJobJson(JobJson):
+    """``POST /jobs``: the job made, and whether anything will run it."""
+
+    scheduler: SchedulerStatusJson
+
+
+class RunJson(RunRecord):
+    """``GET /runs`` (as ``{"runs": [...]}``), ``POST /jobs/ID/run``: one run."""
+
+    job_name: str | None
+    output_notebook: str | None
+
+
+class RunDetailJson(RunJson):
+    """``GET /runs/ID``: the run with the tails of its logs (``runner``, ``stdout``, ``stderr``)."""
+
+    log: dict[str, str]
+
+
+class JobRequest(TypedDict, total=False):
+    """``POST /jobs``: a notebook to run on a schedule (``cron``) or once (``at``)."""
+
+    name: str
+    notebook: str  # relative to the server's root
+    cron: str
+    at: str
+    timezone: str
+    parameters: dict[str, Any]
+    overlap: str
+
+
+class EnabledRequest(TypedDict):
+    """``PATCH /jobs/ID``: turn a job on or off."""
+
+    enabled: bool
+
+
+class RunActionRequest(TypedDict):
+    """``POST /runs/ID``: open its output notebook or cancel it."""
+
+    action: Literal["open", "cancel"]
+
+
+# -- stats ----------------------------------------------------------------------------------
+
+
+class DayJson(TypedDict):
+    day: str
+    code_runs: int
+    failures: int
+    cost: float | None
+
+
+class StatsJson(TypedDict):
+    """``GET /stats?days=N``: code runs, failures by category, tool calls, tokens, cost per day."""
+
+    days: int
+    code_runs: int
+    succeeded: int
+    failed: int
+    mean_ms: float | None
+    failures_by_category: dict[str, int]
+    tool_calls: int
+    tool_errors: int
+    top_tools: dict[str, int]
+    tokens: int
+    per_day: list[DayJson]
+
+
+# -- tainted kept items ---------------------------------------------------------------------
+
+
+class TaintedItemJson(RecordJson):
+    """A kept item whose latest write came from a turn that had read untrusted content."""
+
+    session: str | None  # the name of the session that wrote it
+
+
+class TaintedJson(TypedDict):
+    """``GET /tainted``."""
+
+    items: list[TaintedItemJson]
+    total: int
+    kinds: list[str]
+
+
+class ClearRequest(TypedDict, total=False):
+    """``POST /tainted/clear``: ``{"kind", "name"}`` (one item), ``{"kind"}`` (a kind) or ``{"all": true}``."""
+
+    kind: str
+    name: str
+    all: Literal[True]
+
+
+class ClearedJson(TypedDict):
+    cleared: int
+    kind: str | None
+    name: str | None

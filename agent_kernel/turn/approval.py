@@ -54,8 +54,10 @@ def make_check(
 
     async def check(item: Tool, tool_input: Any, context: ToolContext) -> str | None:
         web_read = list(getattr(context, "untrusted", ()))
-        writes = item.writes_for(tool_input)
         sends_out = bool(web_read) and item.group == "web"
+        # Whether the call writes is asked only where the mode needs it: for db_sql it
+        # parses the statement, which an auto turn has no use for.
+        writes = mode != "auto" and item.writes_for(tool_input)
         if mode == "read-only" and (sends_out or writes):
             return (
                 f"{item.name} changes things and this turn is read-only (--approve read-only). "

@@ -98,6 +98,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     from agent_kernel.kernel import libraries
 
     libraries.install(lambda: instance.kernel_agent.store)  # opened at the first agent_libs import
+    from agent_kernel.model import calls
+
+    calls.set_kernel_default(lambda: calls.Caller(instance.kernel_agent.model_client, instance.kernel_agent.config))
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
     warmup.start_after_cell(shell, settings)
@@ -120,3 +123,6 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
                 shell.magics_manager.magics[kind].pop(name, None)
     magics._REGISTERED.clear()
     magics._ACTIVE = None
+    from agent_kernel.model import calls
+
+    calls.set_kernel_default(None)

@@ -20,6 +20,7 @@ _LAZY = {
     "TurnResult": ".turn.loop",
     "tool": ".tools",
     "AgentKernelError": ".errors",
+    "ConfigError": ".errors",
     "MissingKeyError": ".errors",
     "ModelError": ".errors",
     "SessionError": ".errors",
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.turn.agent import Agent
-    from agent_kernel.errors import AgentKernelError, MissingKeyError, ModelError, SessionError, StoreError, ToolInputError, TurnFailedError, TurnInProgressError
+    from agent_kernel.errors import AgentKernelError, ConfigError, MissingKeyError, ModelError, SessionError, StoreError, ToolInputError, TurnFailedError, TurnInProgressError
     from agent_kernel.turn.loop import TurnResult
     from agent_kernel.tools import tool
     from agent_kernel.tools.context import ToolContext

@@ -27,7 +27,8 @@ from agent_kernel.model.conversation import OVERSIZED_INPUT
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
 from agent_kernel.secrets import redact, scrub
-from agent_kernel.tools.report import _CALL, ToolCall, ToolReport
+from agent_kernel.tools.context import _CALL, ToolCall
+from agent_kernel.tools.report import ToolReport
 
 if TYPE_CHECKING:
     from agent_kernel.tools.context import ToolContext

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Journal
-from agent_kernel.tools.report import ToolReport, current_call
+from agent_kernel.tools.report import ToolReport
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from agent_kernel.store import Store
     from agent_kernel.store.writer import WriteBehind
 
-__all__ = ["SubSessionHost", "ToolContext", "UntrustedReads"]
+__all__ = ["SubSessionHost", "ToolCall", "ToolContext", "UntrustedReads", "current_call"]
 
 
 class SubSessionHost(Protocol):
@@ -160,3 +161,20 @@ class ToolContext:
     @property
     def hidden_names(self) -> set[str]:
         return set(getattr(self.shell, "user_ns_hidden", {}))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The tool call being dispatched: its turn's context, its id, and its report."""
+
+    context: ToolContext
+    tool_use_id: str | None
+    report: ToolReport
+
+
+_CALL: contextvars.ContextVar[ToolCall] = contextvars.ContextVar("agent_kernel_tool_call")
+
+
+def current_call() -> ToolCall | None:
+    """The tool call being dispatched here, or None outside one."""
+    return _CALL.get(None)

@@ -9,14 +9,10 @@ the tool list, keep the untrusted sources, stop the session).
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from agent_kernel.tools.context import ToolContext
-
-__all__ = ["ToolCall", "ToolReport", "current_call"]
+__all__ = ["ToolReport"]
 
 
 @dataclass
@@ -50,19 +46,3 @@ class ToolReport:
         """The session ends with ``result``: no further tool call of the turn runs."""
         self.ended = result
 
-
-@dataclass(frozen=True)
-class ToolCall:
-    """The tool call being dispatched: its turn's context, its id, and its report."""
-
-    context: ToolContext
-    tool_use_id: str | None
-    report: ToolReport
-
-
-_CALL: contextvars.ContextVar[ToolCall] = contextvars.ContextVar("agent_kernel_tool_call")
-
-
-def current_call() -> ToolCall | None:
-    """The tool call being dispatched here, or None outside one."""
-    return _CALL.get(None)

@@ -40,9 +40,8 @@ if TYPE_CHECKING:
     from agent_kernel.tools.context import SubSessionHost
     from agent_kernel.turn.approval import Check
     from agent_kernel.turn.request import TurnRequest
-    from agent_kernel.turn.subsessions import Family
 
-__all__ = ["Assembler", "TurnParts", "TurnPlan", "thinking_level"]
+__all__ = ["Assembler", "Family", "TurnParts", "TurnPlan", "thinking_level"]
 
 # Seconds a front end has to draw the Stop button before the transcript treats it as a
 # client that ignores display updates (jupyter console); see display/transcript.py.
@@ -62,6 +61,24 @@ class TurnParts:
     secrets: Secrets | None
     notebook: str
     live: bool  # a front end shows widgets (approval cards, Continue, Stop)
+
+
+@dataclass
+class Family:
+    """What every session of one tree shares: the agent's parts and what the top-level turn
+    started with."""
+
+    parts: TurnParts
+    tools: list[Tool]
+    system: str
+    limits: TurnLimits  # the top-level turn's; a child gets its own model and token limit
+    approve: str
+    check: Check | None = None
+    refresh_tools: Callable[[], list[Tool]] | None = None
+
+    @property
+    def settings(self) -> AgentKernel:
+        return self.parts.settings
 
 
 @dataclass

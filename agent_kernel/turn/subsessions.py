@@ -32,37 +32,14 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TurnInterrupts
-from agent_kernel.turn.assemble import Assembler, TurnParts
+from agent_kernel.turn.assemble import Assembler, Family
 from agent_kernel.turn.request import TurnRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from agent_kernel.turn.approval import Check
-    from agent_kernel.config import AgentKernel
     from agent_kernel.display.subsession import SubSessionView
-    from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
-    from agent_kernel.tools import Tool
+    from agent_kernel.turn.loop import Turn, TurnResult
 
 __all__ = ["Family", "SubSessions"]
-
-
-@dataclass
-class Family:
-    """What every session of one tree shares: the agent's parts and what the top-level turn
-    started with."""
-
-    parts: TurnParts
-    tools: list[Tool]
-    system: str
-    limits: TurnLimits  # the top-level turn's; a child gets its own model and token limit
-    approve: str
-    check: Check | None = None
-    refresh_tools: Callable[[], list[Tool]] | None = None
-
-    @property
-    def settings(self) -> AgentKernel:
-        return self.parts.settings
 
 
 @dataclass

@@ -89,7 +89,7 @@ class ToolContext:
     model_client: ModelClient | None = None
     # The untrusted sources the session has read: the turn adds what each call reported;
     # tools read it through session_sources() and provenance().
-    reads: UntrustedReads = field(default_factory=lambda: UntrustedReads())
+    reads: UntrustedReads = field(default_factory=UntrustedReads)
     # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
     sessions: SubSessionHost | None = None
     journal: Journal = field(init=False)  # the turn's pending writes

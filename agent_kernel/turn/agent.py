@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from agent_kernel.store.sessions import Journal, Session, Sessions
     from agent_kernel.store.usage import SessionUsage
     from agent_kernel.turn.assemble import TurnParts
-    from agent_kernel.turn.sessions import SessionAdmin
+    from agent_kernel.turn.admin import Admin
     from agent_kernel.turn.subsessions import SubSessions
     from agent_kernel.tools import Registry, Tool
     from agent_kernel.model.usage import InputEstimate
@@ -101,7 +101,7 @@ class Agent:
         self.secrets = Secrets(lambda: self.config.secret_env, lambda: self.config.secret_env_ignore)
         self.last_result: TurnResult | None = None
         self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
-        self._admin: SessionAdmin | None = None
+        self._admin: Admin | None = None
 
     # -- parts, made on first use --------------------------------------------------------
 
@@ -164,13 +164,13 @@ class Agent:
         return getattr(self.shell, "kernel", None) is not None
 
     @property
-    def admin(self) -> SessionAdmin:
+    def admin(self) -> Admin:
         """What the person manages between turns: sessions, the audit trail, the stored
-        instructions (the magics call it; see :mod:`agent_kernel.turn.sessions`)."""
+        instructions, skills, tainted items (the magics call it; see :mod:`agent_kernel.turn.admin`)."""
         if self._admin is None:
-            from agent_kernel.turn.sessions import SessionAdmin
+            from agent_kernel.turn.admin import Admin
 
-            self._admin = SessionAdmin(lambda: self.store, lambda: self.notebook, lambda: self._session_id)
+            self._admin = Admin(lambda: self.store, lambda: self.notebook, lambda: self._session_id)
         return self._admin
 
     # -- sessions ------------------------------------------------------------------------

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.display.limit import offer_continue, offer_cost_continue
 from agent_kernel.display.transcript import Transcript
+from agent_kernel.errors import ConfigError
 from agent_kernel.model import conversation
 from agent_kernel.model.thinking import LEVELS, OFF
 from agent_kernel.model.usage import InputEstimate
-from agent_kernel.errors import ConfigError
 from agent_kernel.tools.context import ToolContext, UntrustedReads
 from agent_kernel.turn.budget import ContextBudget
 from agent_kernel.turn.loop import Turn, TurnLimits

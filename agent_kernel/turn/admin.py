@@ -1,8 +1,10 @@
 """What a person manages of an agent's store between turns: its sessions (list, rename,
-archive, delete, read), its audit trail and its stored instructions.
+archive, delete, read), its audit trail, its stored instructions, its skills and what it
+kept after reading untrusted content.
 
 The magics (``%agent_sessions``, ``%agent_history``, ``%agent_stats``, ``%agent_failures``,
-``%agent_prompt``) parse, call these and render; each call opens the store once. A
+``%agent_prompt``, ``%agent_skills``, ``%agent_tainted``) parse, call these and render;
+each call opens the store once. A
 mistake (a session that does not exist, a name that is taken) raises an
 :class:`~agent_kernel.errors.AgentKernelError` whose message the magic shows.
 """
@@ -14,17 +16,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import SessionError
-from agent_kernel.store import audit, usage
+from agent_kernel.store import audit, provenance, usage
 from agent_kernel.store.prompts import SystemPrompts
 from agent_kernel.store.sessions import Sessions
+from agent_kernel.store.skills import Skills, skills_folder
 from agent_kernel.store.subsessions import tree_order
 from agent_kernel.store.usage import sessions_cost
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agent_kernel.store import Store
     from agent_kernel.store.sessions import Session, StoredMessage
+    from agent_kernel.store.skills import Skill
 
-__all__ = ["SessionAdmin", "SessionListing", "StoredRows"]
+__all__ = ["Admin", "SessionListing", "StoredRows"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,8 @@ class StoredRows:
     rows: dict[str, int]
 
 
-class SessionAdmin:
-    """The store side of the magics that manage sessions, for one agent."""
+class Admin:
+    """The store side of the magics that manage what an agent keeps, for one agent."""
 
     def __init__(self, store: Callable[[], Store], notebook: Callable[[], str], current: Callable[[], str | None]):
         self._store = store  # the agent's store, as it is now (db_path may change)
@@ -136,6 +142,25 @@ class SessionAdmin:
         with self._connect() as con:
             prompts = SystemPrompts(con)
             return prompts.current(), prompts.taint() is not None
+
+    # -- skills and what is tainted ----------------------------------------------------------
+
+    def skills(self, skills_dir: str) -> tuple[Path, list[Skill]]:
+        """The skills folder ``skills_dir`` names, and every skill (stored, or in the folder)."""
+        folder = skills_folder(skills_dir)
+        with self._connect() as con:
+            return folder, Skills(con, folder).all()
+
+    def tainted(self) -> list[provenance.Record]:
+        """What was kept after the agent read untrusted content, not cleared yet."""
+        with self._connect() as con:
+            return provenance.tainted(con)
+
+    def clear_taint(self, kind: str | None = None, name: str | None = None) -> int:
+        """Trust one item (``kind``, ``name``) as the person's own, or every one (neither given);
+        how many were cleared."""
+        with self._connect() as con:
+            return provenance.clear(con, kind, name)
 
 
 def _existing(sessions: Sessions, name: str) -> Session:

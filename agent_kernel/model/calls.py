@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_kernel.model.client import ModelClient
 
-__all__ = ["Caller", "calls_through", "kernel_default", "set_kernel_default", "turn_caller"]
+__all__ = [
+    "Caller", "calls_through", "kernel_default", "reset_turn_caller", "set_kernel_default", "set_turn_caller",
+    "turn_caller",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,11 +50,21 @@ _KERNEL: list[Callable[[], Caller]] = []  # the notebook's default, while the ex
 @contextmanager
 def calls_through(caller: Caller | None) -> Iterator[None]:
     """Model calls made inside the block go through ``caller`` (``None``: the kernel default)."""
-    token = _TURN.set(caller)
+    token = set_turn_caller(caller)
     try:
         yield
     finally:
-        _TURN.reset(token)
+        reset_turn_caller(token)
+
+
+def set_turn_caller(caller: Caller | None) -> contextvars.Token[Caller | None]:
+    """:func:`calls_through` for a hot path: set ``caller``; pass the token to :func:`reset_turn_caller`."""
+    return _TURN.set(caller)
+
+
+def reset_turn_caller(token: contextvars.Token[Caller | None]) -> None:
+    """Back to the caller before :func:`set_turn_caller` returned ``token``."""
+    _TURN.reset(token)
 
 
 def turn_caller() -> Caller | None:

@@ -122,7 +122,9 @@ class ToolContext:
     def turn_sources(self) -> list[str]:
         """The untrusted sources this turn has read so far, the running call's included."""
         call = current_call()
-        running = call.report.untrusted if call is not None and call.context is self else []
+        running = call.report.untrusted if call is not None and call.context is self else None
+        if not running:
+            return list(self.reads.this_turn)
         return [*self.reads.this_turn, *(s for s in running if s not in self.reads.this_turn)]
 
     def session_sources(self) -> list[str]:

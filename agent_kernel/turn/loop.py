@@ -258,7 +258,9 @@ class Turn:
                 self._journal.usage(spent)
                 self._save("assistant", content)
                 _count_server_tools(message, result)
-                self._read_untrusted(web.untrusted_sources(content))
+                read = web.untrusted_sources(content)
+                if read:
+                    self._read_untrusted(read)
                 turn_contents.append(content)
                 if self._messages[-1]["role"] == "assistant":
                     # The continuation of a paused turn (pause_turn): one assistant message.
@@ -460,7 +462,8 @@ class Turn:
 
     def _merge(self, report: ToolReport) -> None:
         """Take in what a tool call reported it did."""
-        self._read_untrusted(report.untrusted)
+        if report.untrusted:
+            self._read_untrusted(report.untrusted)
         self._tools_changed = self._tools_changed or report.tools_changed
         self._prompt_changed = self._prompt_changed or report.system_prompt_changed
         if report.ended is not None:
@@ -485,7 +488,8 @@ class Turn:
             )
 
     async def _dispatch(self, use: dict[str, Any], report: ToolReport) -> Outcome:
-        with calls.calls_through(self._caller):
+        token = calls.set_turn_caller(self._caller)
+        try:
             return await self.registry.dispatch(
                 use["name"],
                 use.get("input"),
@@ -496,6 +500,8 @@ class Turn:
                 tool_use_id=use["id"],
                 report=report,
             )
+        finally:
+            calls.reset_turn_caller(token)
 
     # -- requests and storage ------------------------------------------------------------
 

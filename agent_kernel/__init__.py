@@ -20,6 +20,7 @@ _LAZY = {
     "TurnResult": ".turn.loop",
     "tool": ".tools",
     "AgentKernelError": ".errors",
+    "ConfigError": ".errors",
     "MissingKeyError": ".errors",
     "ModelError": ".errors",
     "SessionError": ".errors",
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.turn.agent import Agent
-    from agent_kernel.errors import AgentKernelError, MissingKeyError, ModelError, SessionError, StoreError, ToolInputError, TurnFailedError, TurnInProgressError
+    from agent_kernel.errors import AgentKernelError, ConfigError, MissingKeyError, ModelError, SessionError, StoreError, ToolInputError, TurnFailedError, TurnInProgressError
     from agent_kernel.turn.loop import TurnResult
     from agent_kernel.tools import tool
     from agent_kernel.tools.context import ToolContext
@@ -99,6 +100,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     from agent_kernel.kernel import libraries
 
     libraries.install(lambda: instance.kernel_agent.store)  # opened at the first agent_libs import
+    from agent_kernel.model import calls
+
+    calls.set_kernel_default(lambda: calls.Caller(instance.kernel_agent.model_client, instance.kernel_agent.config))
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
     warmup.start_after_cell(shell, settings)
@@ -122,3 +126,6 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
                 shell.magics_manager.magics[kind].pop(name, None)
     magics._REGISTERED.clear()
     magics._ACTIVE = None
+    from agent_kernel.model import calls
+
+    calls.set_kernel_default(None)

@@ -3,6 +3,7 @@
 Every error the project raises on purpose derives from one root::
 
     AgentKernelError
+    ├── ConfigError           a setting or a turn option holds a value that cannot be used
     ├── ModelError            the model could not be reached or refused the request
     │   └── MissingKeyError   no API key in the environment
     ├── SessionError          a session name that does not exist, or already does
@@ -11,14 +12,15 @@ Every error the project raises on purpose derives from one root::
     ├── ToolInputError        a tool was called with input it cannot use
     └── TurnFailedError       a turn did not end normally (raised by %agent; see outcome.py)
 
-A user's mistake in a magic is shown as an IPython ``UsageError`` (no traceback);
-these errors carry a message written for the person reading the cell.
+The library raises only these; the magics show them as an IPython ``UsageError`` (no
+traceback), so each carries a message written for the person reading the cell.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AgentKernelError",
+    "ConfigError",
     "MissingKeyError",
     "ModelError",
     "SessionError",
@@ -31,6 +33,11 @@ __all__ = [
 
 class AgentKernelError(Exception):
     """Root of every error agent-kernel raises on purpose."""
+
+
+class ConfigError(AgentKernelError):
+    """A setting (``AgentKernel.tool_groups``) or a turn option (``thinking``) has a value
+    agent-kernel cannot use; the message names the values it takes."""
 
 
 class ModelError(AgentKernelError):

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent_kernel.errors import AgentKernelError, ModelError
+from agent_kernel.model import calls
+from agent_kernel.model.calls import Caller
 
 if TYPE_CHECKING:
     from agent_kernel.config import AgentKernel
@@ -268,47 +270,25 @@ def _schema_problem(validator: Any, value: Any) -> str | None:
 # -- where calls go, and what they count toward ------------------------------------------------
 
 
-@dataclass
-class _Caller:
-    """The model client and settings calls use; ``record`` and ``limit_reached`` come from a turn."""
-
-    client: ModelClient
-    settings: AgentKernel
-    record: Callable[[Any, float | None], None] | None = None
-    limit_reached: Callable[[], str | None] | None = None
-
-
-_DEFAULT: dict[str, Any] = {}
-
-
-def _caller(agent: Agent | None) -> _Caller:
-    from agent_kernel.tools import current_context
-
-    try:
-        context = current_context()
-    except RuntimeError:
-        context = None
-    if context is not None and context.model_client is not None:
-        return _Caller(context.model_client, context.settings, context.on_model_call, context.limit_reached)
-    if agent is None:
-        agent = _kernel_agent()
+def _caller(agent: Agent | None) -> Caller:
+    """Where calls go: the running turn's caller, else ``agent``'s, else the notebook's, else our own."""
+    caller = calls.turn_caller()
+    if caller is not None:
+        return caller
     if agent is not None:
-        return _Caller(agent.model_client, agent.config)
+        return Caller(agent.model_client, agent.config)
+    caller = calls.kernel_default()
+    if caller is not None:
+        return caller
     if "client" not in _DEFAULT:
         from agent_kernel.config import AgentKernel
         from agent_kernel.model.client import ModelClient
 
         _DEFAULT.update(client=ModelClient(), settings=AgentKernel())
-    return _Caller(_DEFAULT["client"], _DEFAULT["settings"])
+    return Caller(_DEFAULT["client"], _DEFAULT["settings"])
 
 
-def _kernel_agent() -> Agent | None:
-    """The notebook's agent when the extension is loaded in this process."""
-    import sys
-
-    magics = sys.modules.get("agent_kernel.magics.agent")
-    active = getattr(magics, "_ACTIVE", None)
-    return active.kernel_agent if active is not None else None
+_DEFAULT: dict[str, Any] = {}
 
 
 class _Tally:
@@ -319,7 +299,7 @@ class _Tally:
     :meth:`drain`, which the waiting caller runs as they come in.
     """
 
-    def __init__(self, caller: _Caller, *, same_thread: bool, bar: Any = None) -> None:
+    def __init__(self, caller: Caller, *, same_thread: bool, bar: Any = None) -> None:
         self.record = caller.record
         self.same_thread = same_thread
         self.bar = bar
@@ -434,7 +414,7 @@ def _wait(make: Callable[[], Awaitable[T]], tally: _Tally) -> T:
 # -- one call ---------------------------------------------------------------------------------
 
 
-async def _one(caller: _Caller, request: _Request, tally: _Tally) -> Generation:
+async def _one(caller: Caller, request: _Request, tally: _Tally) -> Generation:
     """One request answered; every failure is the result's ``error``, never an exception."""
     model = request.params["model"]
     reason = caller.limit_reached() if caller.limit_reached is not None else None
@@ -623,7 +603,7 @@ def _requests(
 
 
 async def _concurrent(
-    caller: _Caller, requests: list[_Request | Generation], tally: _Tally, concurrency: int
+    caller: Caller, requests: list[_Request | Generation], tally: _Tally, concurrency: int
 ) -> list[Generation]:
     gate = asyncio.Semaphore(concurrency)
 
@@ -643,7 +623,7 @@ async def _concurrent(
 
 
 async def _batch(
-    caller: _Caller, requests: list[_Request | Generation], tally: _Tally, poll_s: float
+    caller: Caller, requests: list[_Request | Generation], tally: _Tally, poll_s: float
 ) -> list[Generation]:
     """All requests as one Message Batch: created, polled until it ended, results matched by id."""
     import anthropic

@@ -43,14 +43,14 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
 
 
 def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_turn():
-    from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel import Agent, tool
+    from agent_kernel.errors import ConfigError
     from agent_kernel.tools import USER_TOOLS
 
     agent = Agent(shell=InteractiveShell.instance(), tool_groups=["code", "reports"])
-    with pytest.raises(UsageError, match="Unknown tool group 'reports'.*code, data, llm, memory"):
+    with pytest.raises(ConfigError, match="Unknown tool group 'reports'.*code, data, llm, memory"):
         agent._offered("auto")
 
     @tool(group="reports")

@@ -70,7 +70,7 @@ def test_bad_flags_are_usage_errors(line, message):
 
 
 SAMPLES = {"new": "fresh", "session": "work", "output": "answer", "model": "claude-x", "token_limit": "7",
-           "approve": "ask", "think": "high"}  # fmt: skip
+           "approve": "ask", "thinking": "high"}  # fmt: skip
 
 
 def test_every_declared_flag_is_parsed_and_documented():

@@ -6,7 +6,7 @@ import json
 
 import duckdb
 import pytest
-from IPython.core.error import UsageError
+from agent_kernel.errors import ConfigError
 from traitlets import TraitError
 
 from agent_kernel.config import AgentKernel
@@ -74,7 +74,7 @@ def test_think_flag_overrides_the_setting_for_one_turn(shell_agent, scripted_mod
     shell_agent.ok("three")
     sent = [(r.get("thinking", {}).get("type"), r.get("output_config")) for r in scripted_model.requests]
     assert sent == [("adaptive", None), ("adaptive", {"effort": "max"}), ("adaptive", {"effort": "low"})]
-    with pytest.raises(UsageError, match="--think takes one of"):
+    with pytest.raises(ConfigError, match="--think takes one of"):
         shell_agent.agent.run("four", thinking="deep")
 
 

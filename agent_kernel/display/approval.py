@@ -65,7 +65,7 @@ class CardApprover:
         from agent_kernel.display.choice import ChoiceCard
         from agent_kernel.display.waiting import Pending
 
-        web_read = list(getattr(context, "untrusted", ()))
+        web_read = list(getattr(context, "turn_sources", list)())  # a ToolContext's view
         if stored is not None and stored.origin is not None:
             card = ChoiceCard(heading=f"Trust {name}?", **_trust_card(name, tool_input, stored))
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import string
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -20,18 +20,17 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from agent_kernel.config import APPROVE_MODES, AgentKernel
-from agent_kernel.magics.args import parse_args, unquote
+from agent_kernel.magics.args import parse_args, unquote, usage_errors
+from agent_kernel.turn.request import TurnRequest
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.turn.agent import Agent
     from agent_kernel.turn.loop import TurnResult
-    from agent_kernel.store.sessions import Session, Sessions
 
 __all__ = [
     "FLAGS",
-    "AgentCall",
     "AgentMagics",
     "Flag",
     "flags_help",
@@ -48,20 +47,6 @@ _REGISTERED: list[Magics] = []  # every Magics instance load_ipython_extension r
 # Parsing
 
 
-@dataclass
-class AgentCall:
-    """A parsed ``%agent`` / ``%%agent`` invocation."""
-
-    prompt: str
-    new: str | bool | None = None
-    session: str | None = None
-    output: str | None = None
-    model: str | None = None
-    token_limit: int | None = None
-    approve: str | None = None
-    think: str | bool | None = None
-
-
 @dataclass(frozen=True)
 class Flag:
     """One ``%agent`` flag: the parser, the error messages and ``%agent?`` all read it."""
@@ -69,7 +54,7 @@ class Flag:
     names: tuple[str, ...]  # the first is the one shown; the others are accepted too
     value: str  # what follows it in the help ("NAME", "[NAME]" when optional, "" for none)
     help: str
-    field: str | None = None  # the AgentCall attribute it sets
+    field: str | None = None  # the TurnRequest field it sets
     # An optional value that is one of these words: the next word is the value only when it
     # is one of them (so "%agent --think why ..." is a prompt, not a value).
     choices: tuple[str, ...] = ()
@@ -87,7 +72,7 @@ FLAGS = (
     Flag(("--token-limit",), "N", "the session's token limit for this turn", "token_limit"),
     Flag(("--approve",), "MODE", " | ".join(APPROVE_MODES), "approve"),
     Flag(("--think",), "[LEVEL]", "Claude thinks before answering, shown collapsed: "
-         + " | ".join(_THINK_LEVELS) + " (default adaptive, or AgentKernel.thinking)", "think",
+         + " | ".join(_THINK_LEVELS) + " (default adaptive, or AgentKernel.thinking)", "thinking",
          choices=_THINK_LEVELS),
     Flag(("--",), "", "end of flags (for a prompt that starts with a dash)"),
 )  # fmt: skip
@@ -110,8 +95,10 @@ def flags_help(indent: int = 2, column: int = 17, width: int = 76) -> str:
     return "\n".join(lines)
 
 
-def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
+def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
     """Split ``line`` into flags and prompt; ``body`` is the cell of ``%%agent``.
+
+    The request fails the cell when the turn does not end normally (``check``).
 
     Flags come first. On a ``%agent`` line the prompt is whatever follows them, word for
     word; ``--`` ends the flags explicitly. ``--new`` takes a name as ``--new=NAME``, on
@@ -125,7 +112,7 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
             break
         tokens.append((match.group(1), match.end()))
         pos = match.end()
-    call = AgentCall(prompt="")
+    call: dict[str, Any] = {}
     cell = body is not None
     i, rest_at = 0, None
     while i < len(tokens):
@@ -161,7 +148,7 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
                 i += 1
             else:
                 value = True
-            setattr(call, known.field, value)
+            call[known.field] = value
         else:
             value = inline
             if not value:
@@ -169,15 +156,15 @@ def parse_agent_call(line: str, body: str | None = None) -> AgentCall:
                     raise UsageError(f"{flag} needs a value. Flags: {_FLAGS_HELP}.")
                 value = tokens[i + 1][0]
                 i += 1
-            setattr(call, known.field, unquote(value))
+            call[known.field] = unquote(value)
         i += 1
     if rest_at is None:
         rest_at = len(line)
-    call.prompt = body.strip() if cell else line[rest_at:].strip()
+    prompt = body.strip() if cell else line[rest_at:].strip()
     if cell and line[rest_at:].strip():
         raise UsageError("Unexpected text after -- on the %%agent line: the prompt goes in the cell body.")
     _validate(call)
-    return call
+    return TurnRequest(prompt, check=True, **call)
 
 
 def _count(n: int, thing: str) -> str:
@@ -189,26 +176,31 @@ def _is_prompt_dash(token: str) -> bool:
     return token == "-" or bool(re.match(r"^-\d", token))
 
 
-def _validate(call: AgentCall) -> None:
-    if call.new and call.session is not None:
+def _validate(call: dict[str, Any]) -> None:
+    """Check the flags' values (``call``: TurnRequest field -> value as typed) and convert them."""
+    if call.get("new") and call.get("session") is not None:
         raise UsageError(
             "Use either --new (a fresh session) or --session NAME (continue one), not both."
         )
-    if call.output is not None and not call.output.isidentifier():
-        raise UsageError(f"-o needs a Python variable name, not {call.output!r}.")
-    if isinstance(call.token_limit, str):
+    output = call.get("output")
+    if output is not None and not output.isidentifier():
+        raise UsageError(f"-o needs a Python variable name, not {output!r}.")
+    token_limit = call.get("token_limit")
+    if isinstance(token_limit, str):
         try:
-            call.token_limit = int(call.token_limit.replace("_", "").replace(",", ""))
+            call["token_limit"] = int(token_limit.replace("_", "").replace(",", ""))
         except ValueError:
-            raise UsageError(f"--token-limit needs a whole number of tokens, not {call.token_limit!r}.") from None
-        if call.token_limit <= 0:
+            raise UsageError(f"--token-limit needs a whole number of tokens, not {token_limit!r}.") from None
+        if call["token_limit"] <= 0:
             raise UsageError("--token-limit must be positive.")
-    if isinstance(call.think, str):
-        if call.think.lower() not in _THINK_LEVELS:
-            raise UsageError(f"--think takes one of {', '.join(_THINK_LEVELS)}, not {call.think!r}.")
-        call.think = call.think.lower()
-    if call.approve is not None and call.approve.lower() not in APPROVE_MODES:
-        raise UsageError(f"--approve must be one of {', '.join(APPROVE_MODES)}, not {call.approve!r}.")
+    think = call.get("thinking")
+    if isinstance(think, str):
+        if think.lower() not in _THINK_LEVELS:
+            raise UsageError(f"--think takes one of {', '.join(_THINK_LEVELS)}, not {think!r}.")
+        call["thinking"] = think.lower()
+    approve = call.get("approve")
+    if approve is not None and approve.lower() not in APPROVE_MODES:
+        raise UsageError(f"--approve must be one of {', '.join(APPROVE_MODES)}, not {approve!r}.")
 
 
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\[\]{}]*\])*)\}")
@@ -297,36 +289,25 @@ class AgentMagics(Magics):
 
     async def run_turn(self, line: str, body: str | None) -> TurnResult | None:
         """Parse, interpolate and run one turn; user mistakes become ``UsageError``."""
-        from agent_kernel.errors import AgentKernelError, SessionError, TurnFailedError
+        from agent_kernel.errors import AgentKernelError, TurnFailedError
 
-        call = parse_agent_call(line, body)
-        prompt = interpolate(call.prompt, self.shell.user_ns)
+        request = parse_agent_call(line, body)
+        request = replace(request, prompt=interpolate(request.prompt, self.shell.user_ns))
         agent = self.kernel_agent
-        if not prompt:
-            if call.new:
-                session, kept_as = agent.start_session(call.new)
+        if not request.prompt:
+            if request.new:
+                session, kept_as = agent.start_session(request.new)
                 kept = f" The earlier {session.name!r} is kept as {kept_as!r}." if kept_as else ""
                 print(f"Started session {session.name!r}; the next %agent continues it.{kept}")
                 return None
             raise UsageError("Give the agent a prompt: %agent PROMPT, or a %%agent cell with a body.")
         try:
-            result = await agent.arun(
-                prompt,
-                new=call.new,
-                session=call.session,
-                model=call.model,
-                token_limit=call.token_limit,
-                approve=call.approve,
-                thinking=call.think,
-                check=True,  # a turn that did not end normally fails the cell (outcome.py)
-            )
+            # A turn that did not end normally fails the cell (request.check; see outcome.py).
+            return await agent.arun_request(request)
         except TurnFailedError:
             raise
         except AgentKernelError as exc:
             raise UsageError(str(exc)) from None
-        if call.output:
-            self.shell.user_ns[call.output] = result.value()
-        return result
 
     @no_var_expand
     @line_cell_magic
@@ -406,16 +387,9 @@ class AgentMagics(Magics):
     def _list_sessions(self, show_all: bool) -> Any:
         from agent_kernel.display.footer import usd
         from agent_kernel.display.text_tables import Table
-        from agent_kernel.store.sessions import Sessions
-        from agent_kernel.store.subsessions import tree_order
-        from agent_kernel.store.usage import sessions_cost
 
-        agent = self.kernel_agent
-        current = agent._session_id  # noqa: SLF001 - the magic shows the agent's own state
-        notebook = None if show_all else agent.notebook
-        with agent.store.connect() as con:
-            found = Sessions(con).list(notebook)
-            costs = sessions_cost(con, [s.id for s in found])
+        listing = self.kernel_agent.admin.listing(every_notebook=show_all)
+        costs = listing.costs
 
         def cost(session_id: str) -> str:
             spent, unpriced = costs.get(session_id, (0.0, 0))
@@ -427,55 +401,33 @@ class AgentMagics(Magics):
 
         rows = [
             [
-                "    " * level + ("↳ " if level else "") + ("* " if s.id == current else "") + s.name,
+                "    " * level + ("↳ " if level else "") + ("* " if s.id == listing.current else "") + s.name,
                 s.notebook or "",
                 s.state,
                 f"{s.tokens_used:,}",
                 cost(s.id),
                 f"{s.updated_at:%Y-%m-%d %H:%M}",
             ]
-            for s, level in tree_order(found)  # sub-sessions under their parent, indented
+            for s, level in listing.sessions  # sub-sessions under their parent, indented
         ]
         note = "" if rows else "No sessions yet: the first %agent starts one."
         return Table(["session", "notebook", "state", "tokens", "cost", "last used"], rows, note=note)
 
-    def _existing_session(self, sessions: Sessions, name: str) -> Session:
-        found = sessions.by_name(name)
-        if found is None:
-            raise UsageError(f"No session named {name!r}; %agent_sessions --all lists them.")
-        return found
-
     def _rename_session(self, old: str, new: str) -> None:
-        from agent_kernel.errors import SessionError
-        from agent_kernel.store.sessions import Sessions
-
-        if not new.strip():
-            raise UsageError("The new session name is empty.")
-        with self.kernel_agent.store.connect() as con:
-            sessions = Sessions(con)
-            session = self._existing_session(sessions, old)
-            try:
-                sessions.rename(session.id, new)
-            except SessionError as exc:
-                raise UsageError(str(exc)) from None
+        with usage_errors():
+            self.kernel_agent.admin.rename(old, new)
         print(f"Renamed session {old!r} to {new!r}.")
 
     def _archive_session(self, name: str) -> None:
-        from agent_kernel.store.sessions import Sessions
-
-        with self.kernel_agent.store.connect() as con:
-            sessions = Sessions(con)
-            sessions.set_state(self._existing_session(sessions, name).id, "completed")
+        with usage_errors():
+            self.kernel_agent.admin.archive(name)
         print(f"Archived session {name!r} (state completed); %agent --session {name} reopens it.")
 
     def _delete_session(self, name: str, *, confirmed: bool) -> None:
-        from agent_kernel.store.sessions import Sessions
-
-        store = self.kernel_agent.store
-        with store.connect() as con:
-            sessions = Sessions(con)
-            session = self._existing_session(sessions, name)
-            rows = sessions.stored_rows(session.id)
+        admin = self.kernel_agent.admin
+        with usage_errors():
+            found = admin.stored_rows(name)
+        rows = found.rows
         what = (
             f"session {name!r} with {_count(rows['messages'], 'message')}, "
             f"{_count(rows['tool_calls'], 'tool call')} "
@@ -491,12 +443,8 @@ class AgentMagics(Magics):
             if answer.strip().lower() not in ("y", "yes"):
                 print(f"Kept session {name!r}.")
                 return
-        with store.connect() as con:
-            sessions = Sessions(con)
-            current = sessions.by_name(name)
-            if current is None or current.id != session.id:
-                raise UsageError(f"Session {name!r} changed meanwhile; nothing was deleted.")
-            sessions.delete(session.id)
+        with usage_errors():
+            admin.delete(found)
         print(f"Deleted {what}.")
 
     def _ask(self, question: str) -> str | None:
@@ -550,23 +498,17 @@ class AgentMagics(Magics):
     @line_magic
     def agent_history(self, line: str = "") -> Any:
         """Show the current session's transcript (the last N messages, all by default)."""
-        from agent_kernel.display.text_tables import Markdown
-        from agent_kernel.errors import SessionError
         from agent_kernel.display.history import render_history
-        from agent_kernel.store.sessions import Sessions
+        from agent_kernel.display.text_tables import Markdown
 
         args = parse_args(self.agent_history, line)
         if args.n is not None and args.n < 0:
             raise UsageError("N must be a number of messages (0 or more).")
         name = None if args.session is None else unquote(args.session)
-        limit = args.n
         agent = self.kernel_agent
-        try:
+        with usage_errors():
             session = agent.session(name=name, create=False)
-        except SessionError as exc:
-            raise UsageError(str(exc)) from None
         if session is None:
             return Markdown("No session yet in this notebook: the first %agent starts one.")
-        with agent.store.connect() as con:
-            messages = Sessions(con).messages(session.id)
-        return Markdown(render_history(session.name, messages, limit))
+        return Markdown(render_history(session.name, agent.admin.messages(session), args.n))
+

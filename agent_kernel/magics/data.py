@@ -9,7 +9,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from agent_kernel.magics.args import parse_args
+from agent_kernel.magics.args import parse_args, usage_errors
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -45,14 +45,11 @@ class DataMagics(Magics):
         and cost in USD (for models with a price: see AgentKernel.prices).
         """
         from agent_kernel.display.text_tables import Table, Tables
-        from agent_kernel.store import audit, usage
 
         args = parse_args(self.agent_stats, line)
         if args.days <= 0:
             raise UsageError("DAYS must be a positive number of days.")
-        with self.agent.store.connect() as con:
-            found = audit.stats(con, args.days)
-            days = usage.daily(con, args.days)
+        found, days = self.agent.admin.stats(args.days)
         share = f" ({found.succeeded / found.executions:.0%})" if found.executions else ""
         rows: list[list[str]] = [
             ["code runs", f"{found.executions:,}"],
@@ -74,13 +71,11 @@ class DataMagics(Magics):
     def agent_failures(self, line: str = "") -> Any:
         """The code and the error of the agent's last N failed code runs, newest first."""
         from agent_kernel.display.text_tables import Table
-        from agent_kernel.store import audit
 
         args = parse_args(self.agent_failures, line)
         if args.n <= 0:
             raise UsageError("N must be a positive number.")
-        with self.agent.store.connect() as con:
-            found = audit.failures(con, args.n)
+        found = self.agent.admin.failures(args.n)
         rows = [
             [
                 f"{f.created_at:%Y-%m-%d %H:%M} UTC",
@@ -115,41 +110,30 @@ class DataMagics(Magics):
 
         Your own fixed instruction goes in %config AgentKernel.instruction.
         """
-        from agent_kernel.store.prompts import SystemPrompts
-
         args = parse_args(self.agent_prompt, line)
         chosen = (args.rollback is not None, args.history, args.full, args.clear, cell is not None)
         if sum(chosen) > 1:
             raise UsageError("Use one of --rollback, --history, --full, --clear, or a %%agent_prompt cell.")
         agent = self.agent
         if args.full:
-            return _markdown_block("The system prompt of the next turn", agent.system_prompt())
-        with agent.store.connect() as con:
-            prompts = SystemPrompts(con)
-            if cell is not None or args.clear:
-                from agent_kernel.errors import ToolInputError
-
-                try:
-                    saved = prompts.save(
-                        (cell or "").strip(), operation="clear" if args.clear else "replace", author="user"
-                    )
-                except ToolInputError as exc:
-                    raise UsageError(str(exc)) from None
-                print(f"Stored instructions saved as version {saved.version}.")
-                return None
-            if args.rollback is not None:
-                from agent_kernel.errors import ToolInputError
-
-                try:
-                    saved = prompts.rollback(args.rollback, author="user")
-                except ToolInputError as exc:
-                    raise UsageError(str(exc)) from None
-                print(f"Restored version {args.rollback}; it is now version {saved.version}.")
-                return None
-            if args.history:
-                return _history_table(prompts.history())
-            current, taint = prompts.current(), prompts.taint()
-        return _show_version(current, tainted=taint is not None)
+            with usage_errors():
+                full = agent.system_prompt()
+            return _markdown_block("The system prompt of the next turn", full)
+        admin = agent.admin
+        if cell is not None or args.clear:
+            with usage_errors():
+                saved = admin.save_instructions((cell or "").strip(), clear=args.clear)
+            print(f"Stored instructions saved as version {saved.version}.")
+            return None
+        if args.rollback is not None:
+            with usage_errors():
+                saved = admin.restore_instructions(args.rollback)
+            print(f"Restored version {args.rollback}; it is now version {saved.version}.")
+            return None
+        if args.history:
+            return _history_table(admin.instruction_versions())
+        current, tainted = admin.instructions()
+        return _show_version(current, tainted=tainted)
 
 
 def _show_version(current: Any, *, tainted: bool = False) -> Any:

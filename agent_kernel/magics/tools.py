@@ -63,12 +63,9 @@ class ToolMagics(Magics):
         """Every skill: name, description, whether it is enabled (listed in the system
         prompt), and where it comes from (stored, or a SKILL.md in AgentKernel.skills_dir)."""
         from agent_kernel.display.text_tables import Table
-        from agent_kernel.store.skills import Skills, skills_folder
 
         parse_args(self.agent_skills, line)
-        folder = skills_folder(self.agent.config.skills_dir)
-        with self.agent.store.connect() as con:
-            found = Skills(con, folder).all()
+        folder, found = self.agent.admin.skills(self.agent.config.skills_dir)
         rows = [[s.name, s.description, "yes" if s.enabled else "no", s.source] for s in found]
         offered = "skills" in self.agent.config.tool_groups
         note = f"Skills folder: {folder}." + (
@@ -102,16 +99,16 @@ class ToolMagics(Magics):
             kind, name = args.clear
             if kind not in provenance.KINDS:
                 raise UsageError(f"KIND is one of {', '.join(provenance.KINDS)}, not {kind!r}.")
-        with self.agent.store.connect() as con:
-            if args.clear:
-                if not provenance.clear(con, kind, name):
-                    raise UsageError(f"No tainted {kind} named {name!r}; %agent_tainted lists them.")
-                print(f"Cleared {kind} {name}: it is trusted as the person's own from now on.")
-                return None
-            if args.clear_all:
-                print(f"Cleared {provenance.clear(con)} tainted item(s).")
-                return None
-            found = provenance.tainted(con)
+        admin = self.agent.admin
+        if args.clear:
+            if not admin.clear_taint(kind, name):
+                raise UsageError(f"No tainted {kind} named {name!r}; %agent_tainted lists them.")
+            print(f"Cleared {kind} {name}: it is trusted as the person's own from now on.")
+            return None
+        if args.clear_all:
+            print(f"Cleared {admin.clear_taint()} tainted item(s).")
+            return None
+        found = admin.tainted()
         rows = [_tainted_row(r) for r in found]
         note = (
             "Nothing kept is tainted." if not rows

@@ -27,11 +27,15 @@ from agent_kernel.model.conversation import OVERSIZED_INPUT
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
 from agent_kernel.secrets import redact, scrub
+from agent_kernel.tools.context import _CALL, ToolCall
+from agent_kernel.tools.report import ToolReport
 
 if TYPE_CHECKING:
     from agent_kernel.tools.context import ToolContext
 
-__all__ = ["INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "current_context", "strict_json", "tool"]
+__all__ = [
+    "INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "ToolReport", "current_context", "strict_json", "tool",
+]  # fmt: skip
 
 # The most one tool call's input may hold (its text, counted as UTF-8) and how deeply it
 # may nest; checked before anything else looks at the input.
@@ -115,12 +119,14 @@ class Tool:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a dispatched call produced: the text the model gets and whether it is an error."""
+    """What a dispatched call produced: the text the model gets, whether it is an error, and
+    what the tool reported it did (for the turn to act on)."""
 
     content: str
     is_error: bool
     value: Any = None
     duration_ms: float | None = 0.0  # None: the tool never ran (approval refused it)
+    report: ToolReport = field(default_factory=ToolReport)
 
     def block(self, tool_use_id: str) -> dict[str, Any]:
         from agent_kernel.model.conversation import tool_result
@@ -161,15 +167,20 @@ class Registry:
         result_chars: int = 20_000,
         input_bytes: int = INPUT_BYTES,
         check: Callable[[Tool, object, ToolContext], Awaitable[str | None]] | None = None,
+        tool_use_id: str | None = None,
+        report: ToolReport | None = None,
     ) -> Outcome:
         """Run one tool call; every failure becomes an ``is_error`` outcome.
 
         An input over ``input_bytes`` (or nested deeper than :data:`INPUT_DEPTH`) is
         refused before anything else. ``offered`` limits which names may run (a tool not
         offered this turn is refused even if registered); ``check`` may refuse a call with
-        a reason before it runs (approval).
+        a reason before it runs (approval). What the tool reports it did goes into
+        ``report`` (a fresh one by default: the caller that passes its own still has it
+        when an interrupt ends the call) and comes back as ``outcome.report``.
         """
         started = time.perf_counter()
+        report = report if report is not None else ToolReport()
 
         def done(content: str, is_error: bool, value: Any = None, *, ran: bool = True) -> Outcome:
             # A result was redacted by to_text (before JSON encoding); an error text is here.
@@ -177,7 +188,7 @@ class Registry:
             if is_error:
                 content = redact(content)
             duration_ms = (time.perf_counter() - started) * 1000 if ran else None
-            return Outcome(_cap(content, result_chars), is_error, value, duration_ms)
+            return Outcome(_cap(content, result_chars), is_error, value, duration_ms, report)
 
         oversize = input_problem(name, tool_input, input_bytes)
         if oversize is not None:
@@ -188,6 +199,7 @@ class Registry:
             names = ", ".join(sorted(allowed)) or "none"
             return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
         token = _CONTEXT.set(context)
+        call_token = _CALL.set(ToolCall(context, tool_use_id, report))
         try:
             if check is not None:
                 refusal = await check(item, tool_input, context)
@@ -209,6 +221,7 @@ class Registry:
                 return done(tool_error, True)
             return done(_describe_exception(name, exc), True)
         finally:
+            _CALL.reset(call_token)
             _CONTEXT.reset(token)
             _drop_tainted_libraries()
         return done(to_text(value), False, value)

@@ -7,7 +7,7 @@ the user's variables), with ``run_code``'s time limit, interrupt and output capt
 ``isolated``, in a fresh subprocess as ``run_code(isolated=True)`` runs (see
 :mod:`agent_kernel.tools.stored_run`). Every change is a new stored version; a tool that
 changed is offered from the next model call on (the loop refreshes its tool list when
-:attr:`ToolContext.tools_changed` is set).
+the call reports ``ToolReport.tools_changed``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ async def create_tool(
         return version
 
     version = await with_connection(context.store, atomic(save))
-    context.tools_changed = True
+    context.report.changed_tools()
     return {"name": name, "version": version}
 
 
@@ -124,7 +124,7 @@ async def update_tool(
         return version
 
     version = await with_connection(context.store, atomic(save))
-    context.tools_changed = True
+    context.report.changed_tools()
     return {"name": name, "version": version}
 
 
@@ -136,7 +136,8 @@ async def delete_tool(name: Name) -> dict[str, Any]:
     """
     context = current_context()
     deleted = await with_connection(context.store, lambda con: stored.AgentTools(con).delete(name))
-    context.tools_changed = context.tools_changed or deleted
+    if deleted:
+        context.report.changed_tools()
     return {"deleted": deleted}
 
 
@@ -193,7 +194,7 @@ async def _set_enabled(name: str, enabled: bool) -> dict[str, Any]:
             raise ToolInputError(_unknown(con, name))
 
     await with_connection(context.store, change)
-    context.tools_changed = True
+    context.report.changed_tools()
     return {"name": name, "enabled": enabled}
 
 

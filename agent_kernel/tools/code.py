@@ -87,7 +87,7 @@ async def run_code(
         outcome = await _run_in_kernel(code, timeout_s)
     outcome["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
     outcome["execution_id"] = execution_id
-    context.executions.append(outcome | {"code": code})
+    context.report.ran_code(outcome | {"code": code})
     if context.interrupts.reason is not None:
         raise TurnInterrupted(context.interrupts.reason)
     return outcome

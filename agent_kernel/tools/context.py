@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+import contextvars
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Journal
+from agent_kernel.tools.report import ToolReport
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from agent_kernel.store import Store
     from agent_kernel.store.writer import WriteBehind
 
-__all__ = ["SubSessionHost", "ToolContext"]
+__all__ = ["SubSessionHost", "ToolCall", "ToolContext", "UntrustedReads", "current_call"]
 
 
 class SubSessionHost(Protocol):
@@ -37,6 +39,29 @@ class SubSessionHost(Protocol):
 
     async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
         """Each child's ``{id, status, result?, error?}`` once all of them have finished."""
+
+
+@dataclass
+class UntrustedReads:
+    """Where untrusted content (web pages, search results, MCP results) entered a session:
+    in its earlier turns (the conversation still holds it) and in this one, one line each.
+
+    Only the turn adds to it, merging what each tool call reported; what a tool keeps from
+    then on is tainted by it, and the approval check asks before every writing tool.
+    """
+
+    earlier: tuple[str, ...] = ()
+    this_turn: list[str] = field(default_factory=list)
+
+    def add(self, sources: list[str]) -> bool:
+        """Add the sources not read yet in this turn; whether there were any."""
+        new = [s for s in dict.fromkeys(sources) if s not in self.this_turn]
+        self.this_turn.extend(new)
+        return bool(new)
+
+    def session_sources(self) -> list[str]:
+        """Every untrusted source the session has read, earlier turns first."""
+        return [*self.earlier, *(s for s in self.this_turn if s not in self.earlier)]
 
 
 @dataclass
@@ -59,46 +84,53 @@ class ToolContext:
     interrupts: TurnInterrupts
     approve: str = "auto"
     secrets: Secrets | None = None
-    tool_use_id: str | None = None  # the call being dispatched, while there is one
-    # The turn's model client, for calls a tool makes itself (llm_generate, agent_kernel.llm).
+    # The turn's model client, for calls a tool makes itself (llm_generate, agent_kernel.llm);
+    # None: they go where calls outside a turn go (see agent_kernel.model.calls).
     model_client: ModelClient | None = None
-    # Set by the turn: records a model call made outside the conversation (its response and
-    # milliseconds) in the turn's usage; and says why no more calls may be made (a limit
-    # reached), or None.
-    on_model_call: Callable[[Any, float], None] | None = None
-    limit_reached: Callable[[], str | None] | None = None
-    # What tools report back to the turn; the loop reads and resets them after each call.
-    executions: list[dict[str, Any]] = field(default_factory=list)  # run_code's runs, audited
-    system_prompt_changed: bool = False  # memory or stored instructions changed
-    tools_changed: bool = False  # an agent-defined tool was created, changed or switched
-    # Where untrusted content (web pages, search results, MCP results) entered this turn,
-    # one line each; from then on the approval check asks before every writing tool. Add to
-    # it with note_untrusted, which also keeps it with the session.
-    untrusted: list[str] = field(default_factory=list)
-    # The untrusted sources earlier turns of this session read (the conversation still
-    # holds them): what this turn writes to be kept is tainted by them too.
-    earlier_untrusted: tuple[str, ...] = ()
+    # The untrusted sources the session has read: the turn adds what each call reported;
+    # tools read it through session_sources() and provenance().
+    reads: UntrustedReads = field(default_factory=UntrustedReads)
     # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
     sessions: SubSessionHost | None = None
-    # Set by report_result: the session ended itself with this result; the turn stops.
-    ended: str | None = None
     journal: Journal = field(init=False)  # the turn's pending writes
 
     def __post_init__(self) -> None:
         self.journal = Journal(self.session_id, self.turn)
 
+    # -- what the running call reports (see report.py) -------------------------------------
+
+    @property
+    def report(self) -> ToolReport:
+        """The report of the tool call running now with this context."""
+        call = current_call()
+        if call is None or call.context is not self:
+            raise RuntimeError("A tool reports only while it is dispatched in an agent turn.")
+        return call.report
+
+    @property
+    def tool_use_id(self) -> str | None:
+        """The id of the tool call running now with this context, or None."""
+        call = current_call()
+        return call.tool_use_id if call is not None and call.context is self else None
+
     def note_untrusted(self, sources: list[str]) -> None:
-        """Untrusted content entered the turn from ``sources``; the session keeps the list."""
-        new = [s for s in sources if s not in self.untrusted]
-        if not new:
-            return
-        self.untrusted.extend(new)
-        self.journal.untrusted(self.session_sources())
-        self.writer.submit(self.journal.write)
+        """Report untrusted content the running call read (``self.report.read_untrusted``)."""
+        self.report.read_untrusted(sources)
+
+    # -- read-only views of the turn ---------------------------------------------------------
+
+    def turn_sources(self) -> list[str]:
+        """The untrusted sources this turn has read so far, the running call's included."""
+        call = current_call()
+        running = call.report.untrusted if call is not None and call.context is self else None
+        if not running:
+            return list(self.reads.this_turn)
+        return [*self.reads.this_turn, *(s for s in running if s not in self.reads.this_turn)]
 
     def session_sources(self) -> list[str]:
         """Every untrusted source this session has read, earlier turns first."""
-        return [*self.earlier_untrusted, *(s for s in self.untrusted if s not in self.earlier_untrusted)]
+        earlier = self.reads.earlier
+        return [*earlier, *(s for s in self.turn_sources() if s not in earlier)]
 
     def provenance(self) -> Provenance:
         """Who writes what a tool keeps now: this turn, tainted by what the session read."""
@@ -131,3 +163,20 @@ class ToolContext:
     @property
     def hidden_names(self) -> set[str]:
         return set(getattr(self.shell, "user_ns_hidden", {}))
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The tool call being dispatched: its turn's context, its id, and its report."""
+
+    context: ToolContext
+    tool_use_id: str | None
+    report: ToolReport
+
+
+_CALL: contextvars.ContextVar[ToolCall] = contextvars.ContextVar("agent_kernel_tool_call")
+
+
+def current_call() -> ToolCall | None:
+    """The tool call being dispatched here, or None outside one."""
+    return _CALL.get(None)

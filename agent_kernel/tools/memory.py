@@ -78,7 +78,7 @@ async def memory(
     """
     context = current_context()
     if action in ("store", "forget"):
-        context.system_prompt_changed = True  # the prompt's memory section changes
+        context.report.changed_prompt()  # the prompt's memory section changes
     writer = context.provenance()
     if action == "store":
         if not content or not content.strip():
@@ -209,7 +209,7 @@ async def edit_system_prompt(
         )  # fmt: skip
 
     saved = await with_connection(context.store, apply)
-    context.system_prompt_changed = True
+    context.report.changed_prompt()
     return _written({"version": saved.version}, writer)
 
 

@@ -138,7 +138,7 @@ async def _with_skills(action: Any) -> Any:
 
 async def _changing(action: Any) -> Any:
     result = await _with_skills(action)
-    current_context().system_prompt_changed = True  # the prompt's skill list changes
+    current_context().report.changed_prompt()  # the prompt's skill list changes
     return result
 
 

@@ -83,7 +83,7 @@ async def report_result(result: Annotated[str, Field(max_length=RESULT_CHARS)]) 
             "report_result is only for sub-sessions (started with spawn_session); this is a "
             "top-level session: answer the user directly instead."
         )
-    ctx.ended = result
+    ctx.report.end_session(result)
     return {"ok": True}
 
 

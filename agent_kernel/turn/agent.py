@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.config import TOOL_GROUPS, AgentKernel
-from agent_kernel.errors import SessionError, TurnInProgressError
+from agent_kernel.errors import ConfigError, SessionError, TurnInProgressError
 from agent_kernel.paths import default_db_path
 from agent_kernel.secrets import Secrets
+from agent_kernel.turn.request import TurnRequest
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -38,16 +39,13 @@ if TYPE_CHECKING:
     from agent_kernel.store.compactions import Compaction
     from agent_kernel.store.sessions import Journal, Session, Sessions
     from agent_kernel.store.usage import SessionUsage
+    from agent_kernel.turn.assemble import TurnParts
+    from agent_kernel.turn.admin import Admin
     from agent_kernel.turn.subsessions import SubSessions
     from agent_kernel.tools import Registry, Tool
     from agent_kernel.model.usage import InputEstimate
 
 __all__ = ["Agent"]
-
-
-# Seconds a front end has to draw the Stop button before the transcript treats it as a
-# client that ignores display updates (jupyter console); see display/transcript.py.
-WIDGET_GRACE_S = 2.0
 
 
 class Agent:
@@ -103,6 +101,7 @@ class Agent:
         self.secrets = Secrets(lambda: self.config.secret_env, lambda: self.config.secret_env_ignore)
         self.last_result: TurnResult | None = None
         self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
+        self._admin: Admin | None = None
 
     # -- parts, made on first use --------------------------------------------------------
 
@@ -164,6 +163,16 @@ class Agent:
         """Whether a front end can show widgets (a Jupyter kernel, not a terminal or script)."""
         return getattr(self.shell, "kernel", None) is not None
 
+    @property
+    def admin(self) -> Admin:
+        """What the person manages between turns: sessions, the audit trail, the stored
+        instructions, skills, tainted items (the magics call it; see :mod:`agent_kernel.turn.admin`)."""
+        if self._admin is None:
+            from agent_kernel.turn.admin import Admin
+
+            self._admin = Admin(lambda: self.store, lambda: self.notebook, lambda: self._session_id)
+        return self._admin
+
     # -- sessions ------------------------------------------------------------------------
 
     def session(
@@ -188,11 +197,9 @@ class Agent:
         Returns it and the name an earlier session called ``name`` is kept under (``None``
         when there was none).
         """
-        from IPython.core.error import UsageError
-
         try:
             groups = {t.group for t in self._offered(self.config.approve.lower())}
-        except UsageError:
+        except ConfigError:
             groups = set()  # the turn will say what is wrong with tool_groups
         start = self._read_start(name or True, None, self.config.instruction, groups)
         # The next turn continues it as read here (no "new session" notice again).
@@ -262,19 +269,20 @@ class Agent:
 
         Takes the keyword arguments of :meth:`arun`.
         """
+        request = _request(prompt, **options)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._run_on_own_loop(prompt, options))
+            return asyncio.run(self._run_on_own_loop(request))
         raise RuntimeError(
             "An event loop is already running here (a notebook cell?): use "
             "`await agent.arun(...)` or the %agent magic instead of agent.run()."
         )
 
-    async def _run_on_own_loop(self, prompt: str, options: dict[str, Any]) -> TurnResult:
+    async def _run_on_own_loop(self, request: TurnRequest) -> TurnResult:
         """A turn on a loop that ends with it: its model connections are closed first."""
         try:
-            return await self.arun(prompt, **options)
+            return await self.arun_request(request)
         finally:
             if self._model_client is not None:
                 await self._model_client.aclose()
@@ -303,6 +311,19 @@ class Agent:
         ``check=True`` it raises :class:`~agent_kernel.errors.TurnFailedError` with that
         line instead, as an ``%agent`` cell does.
         """
+        return await self.arun_request(
+            TurnRequest(
+                prompt, new=new, session=session, model=model, token_limit=token_limit,
+                approve=approve, check=check, thinking=thinking,
+            )  # fmt: skip
+        )
+
+    async def arun_request(self, request: TurnRequest) -> TurnResult:
+        """Run the turn ``request`` describes (what :meth:`arun` and ``%agent`` build).
+
+        With ``request.output`` the final text (or the JSON it holds) goes into that
+        variable of the shell once the turn ended normally.
+        """
         if self._running:
             raise TurnInProgressError(
                 "An agent turn is already running in this kernel; wait for it or press Stop."
@@ -312,73 +333,56 @@ class Agent:
             from agent_kernel.turn import warmup
 
             await warmup.wait_for_step()  # its imports and the turn's must not interleave
-            result = await self._turn(prompt, new, session, model, token_limit, approve, check, thinking)
+            result = await self._turn(request)
         finally:
             self._running = False
         self.last_result = result
-        if check:
+        if request.check:
             from agent_kernel.turn.outcome import raise_if_failed
 
             raise_if_failed(result)
+        if request.output:
+            self.shell.user_ns[request.output] = result.value()
         return result
 
-    async def _turn(
-        self,
-        prompt: str,
-        new: str | bool | None,
-        session_name: str | None,
-        model: str | None,
-        token_limit: int | None,
-        approve: str | None,
-        check: bool = False,
-        thinking: str | bool | None = None,
-    ) -> TurnResult:
-        from agent_kernel.model import conversation
-        from agent_kernel.turn.approval import make_check
-        from agent_kernel.turn.budget import ContextBudget
-        from agent_kernel.display.limit import offer_continue, offer_cost_continue
-        from agent_kernel.display.transcript import Transcript
+    def _parts(self) -> TurnParts:
+        """What this agent's turns (and their sub-sessions) use."""
+        from agent_kernel.turn.assemble import TurnParts
+
+        return TurnParts(
+            shell=self.shell, settings=self.config, store=self.store, writer=self._writer,
+            registry=self.registry, model_client=self.model_client, secrets=self.secrets,
+            notebook=self.notebook, live=self.live,
+        )  # fmt: skip
+
+    async def _turn(self, request: TurnRequest) -> TurnResult:
         from agent_kernel.kernel.interrupts import TurnInterrupts
-        from agent_kernel.turn.loop import Turn, TurnLimits
-        from agent_kernel.turn.prompt import assemble, turn_context
-        from agent_kernel.tools.context import ToolContext
+        from agent_kernel.model import conversation
         from agent_kernel.model.usage import InputEstimate
+        from agent_kernel.tools.context import UntrustedReads
+        from agent_kernel.turn.approval import make_check
+        from agent_kernel.turn.assemble import Assembler, TurnPlan, thinking_level
+        from agent_kernel.turn.prompt import assemble, turn_context
 
         config = self.config
-        level = _thinking_level(thinking, config.thinking)
-        mode = (approve or config.approve).lower()
+        level = thinking_level(request.thinking, config.thinking)
+        mode = (request.approve or config.approve).lower()
         mcp_failures = await self._connect_mcp()
-        registry = self.registry
         offered = self._offered(mode)
         groups = {t.group for t in offered}
-        store = self.store
+        builder = Assembler(self._parts())
         if not self._writer.idle:  # the last turn's saves are still going out
             await asyncio.to_thread(self._writer.flush)
-        start = self._unchanged_start(new, session_name, config.instruction, groups)
+        start = self._unchanged_start(request.new, request.session, config.instruction, groups)
         if start is None:
-            start = self._read_start(new, session_name, config.instruction, groups)
+            start = self._read_start(request.new, request.session, config.instruction, groups)
         resolved = start.resolved
         current = start.session
-        history = start.history()
-        turn_number = start.last_turn + 1
-        sections = start.sections
-        compacted = list(start.compactions)
-        spent = start.usage
-        notepad = start.notepad
-        limit = token_limit or current.token_limit or config.token_limit
-        # A limit Continue raised for this session stays, unless the setting is higher (0: off).
-        cost_limit = max(current.cost_limit or 0.0, config.cost_limit) if config.cost_limit else None
+        limits = builder.limits(request, current, thinking=level)
         summaries = await self._write_summaries(start.recall)
-        transcript = Transcript(
-            live=self.live,
-            updates_per_second=config.updates_per_second,
-            widget_grace_s=min(float(config.presence_timeout), WIDGET_GRACE_S),
-            failure_raised=check,
-        )
-        shell = self.shell
-        system = assemble(sections, groups=groups, secrets=self.secrets.names())
+        transcript = builder.transcript(request)
         context_block = turn_context(
-            start.conversation.known, settings=config, shell=shell, groups=groups, notepad=notepad,
+            start.conversation.known, settings=config, shell=self.shell, groups=groups, notepad=start.notepad,
             notes=mcp_failures, previous_session=_previous_section(start.recall, summaries),
         )
         for line in mcp_failures:
@@ -389,62 +393,37 @@ class Agent:
                 f"(%agent --session {resolved.kept_as} continues it).",
                 kind="muted",
             )
-        turn_model = model or current.model or config.model
-        budget = ContextBudget.from_settings(
-            config, model=turn_model, store=self.store, session_id=current.id,
-            model_client=self.model_client, seen=self._budget_seen, stored=compacted, mirrored=True,
-        )
+        spent = start.usage
+        budget = builder.budget(limits, current, list(start.compactions), self._budget_seen)
         with TurnInterrupts() as interrupts:
-            context = ToolContext(
-                shell=shell,
-                settings=config,
-                store=store,
-                writer=self._writer,
-                session_id=current.id,
-                session_name=current.name,
-                turn=turn_number,
-                prompt=prompt,
-                transcript=transcript,
-                interrupts=interrupts,
-                approve=mode,
-                secrets=self.secrets,
-                model_client=self.model_client,
-                earlier_untrusted=current.untrusted_sources,
-            )
             transcript.show_stop(lambda: interrupts.request("stop"))
             if self.approver is None and self.live:
                 from agent_kernel.display.approval import CardApprover
 
                 self.approver = CardApprover()
-            turn = Turn(
-                context=context,
-                registry=registry,
+            plan = TurnPlan(
+                session_id=current.id,
+                session_name=current.name,
+                number=start.last_turn + 1,
                 tools=offered,
-                model_client=self.model_client,
-                limits=TurnLimits(
-                    model=turn_model,
-                    max_tokens=config.max_tokens,
-                    token_limit=limit,
-                    max_model_calls=config.max_model_calls,
-                    model_retries=config.model_retries,
-                    result_chars=config.result_chars,
-                    cost_limit=cost_limit,
-                    thinking=level,
-                ),
-                system=system,
-                history=history,
-                prompt_blocks=[context_block, *conversation.as_blocks(prompt)],
-                session_tokens=current.tokens_used,
+                system=assemble(start.sections, groups=groups, secrets=self.secrets.names()),
+                approve=mode,
+                limits=limits,
+                prompt_blocks=[context_block, *conversation.as_blocks(request.prompt)],
+                history=start.history(),
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
-                on_token_limit=offer_continue if self.live else None,
-                budget=budget,
-                on_cost_limit=offer_cost_continue if self.live else None,
+                refresh_tools=lambda: self._offered(mode),
+                reads=UntrustedReads(earlier=current.untrusted_sources),
+                session_tokens=current.tokens_used,
                 session_cost=spent.cost,
                 estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
-                refresh_tools=lambda: self._offered(mode),
+                budget=budget,
                 side_calls=[(w.message, w.duration_ms) for w in summaries if w.message is not None],
+                ask_to_continue=self.live,
             )
-            context.sessions = children = self._subsessions(turn, current, interrupts, mode)
+            turn = builder.turn(request, plan, transcript=transcript, interrupts=interrupts)
+            context = turn.context
+            context.sessions = children = self._subsessions(builder.parts, turn, current, interrupts)
             try:
                 try:
                     result = await turn.run()
@@ -473,15 +452,15 @@ class Agent:
             await saving
         return result
 
-    def _subsessions(self, turn: Turn, session: Session, interrupts: TurnInterrupts, mode: str) -> SubSessions:
+    def _subsessions(
+        self, parts: TurnParts, turn: Turn, session: Session, interrupts: TurnInterrupts
+    ) -> SubSessions:
         """What spawn_session and wait_for_sessions of this turn use (see subsessions.py)."""
         from agent_kernel.turn.subsessions import Family, SubSessions
 
         family = Family(
-            shell=self.shell, settings=self.config, store=self.store, writer=self._writer,
-            registry=turn.registry, tools=list(turn.tools), model_client=self._model_client,
-            system=turn.system, limits=turn.limits, approve=mode, notebook=self.notebook,
-            live=self.live, secrets=self.secrets, check=turn.check, refresh_tools=turn.refresh_tools,
+            parts=parts, tools=list(turn.tools), system=turn.system, limits=turn.limits,
+            approve=turn.context.approve, check=turn.check, refresh_tools=turn.refresh_tools,
         )  # fmt: skip
         return SubSessions(
             family, session_id=session.id, session_name=session.name, depth=0, interrupts=interrupts, turn=turn
@@ -613,9 +592,7 @@ class Agent:
         known = set(TOOL_GROUPS) | {t.group for t in registry.tools.values()}
         unknown = [g for g in groups if g not in known]
         if unknown:
-            from IPython.core.error import UsageError
-
-            raise UsageError(
+            raise ConfigError(
                 f"Unknown tool group {', '.join(map(repr, unknown))} in AgentKernel.tool_groups: "
                 f"the groups are {', '.join(sorted(known))}. (tools_enabled = False switches "
                 "all tools off.)"
@@ -739,21 +716,10 @@ def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
     )
 
 
-def _thinking_level(given: str | bool | None, setting: str) -> str:
-    """The thinking level of a turn: ``given`` (``--think``) over the setting; "" is off."""
-    from agent_kernel.model.thinking import LEVELS, OFF
-
-    if given is None:
-        return setting
-    if given is True:
-        return setting or "adaptive"
-    if given is False:
-        return ""
-    level = given.strip().lower()
-    if level in OFF:
-        return ""
-    if level not in LEVELS:
-        from IPython.core.error import UsageError
-
-        raise UsageError(f"--think takes one of {', '.join(LEVELS)} (or off), not {given!r}.")
-    return level
+def _request(prompt: str, **options: Any) -> TurnRequest:
+    """The request :meth:`Agent.run` makes of its keyword arguments (those of :meth:`Agent.arun`)."""
+    known = {"new", "session", "model", "token_limit", "approve", "check", "thinking"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"Agent.run() got an unexpected keyword argument {unknown[0]!r}")
+    return TurnRequest(prompt, **options)

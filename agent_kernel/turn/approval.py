@@ -53,7 +53,7 @@ def make_check(
     allowed_for = always if always is not None else {}
 
     async def check(item: Tool, tool_input: Any, context: ToolContext) -> str | None:
-        web_read = list(getattr(context, "untrusted", ()))
+        web_read = context.turn_sources()
         sends_out = bool(web_read) and item.group == "web"
         # Whether the call writes is asked only where the mode needs it: for db_sql it
         # parses the statement, which an auto turn has no use for.
@@ -173,7 +173,7 @@ async def trust_read_only(item: Tool, context: ToolContext) -> None:
 
     version = item.stored.version  # type: ignore[attr-defined]
     await with_connection(context.store, lambda con: AgentTools(con).trust_read_only(item.name, version))
-    context.tools_changed = True  # offered as reading from the next call on
+    context.report.changed_tools()  # offered as reading from the next call on
 
 
 def planted_refusal(name: str, label: str, reason: str = "") -> str:

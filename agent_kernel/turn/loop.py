@@ -20,6 +20,7 @@ from agent_kernel.model import conversation
 from agent_kernel.turn import prompt
 from agent_kernel.errors import ModelError
 from agent_kernel.kernel.interrupts import TurnInterrupted
+from agent_kernel.model import calls
 from agent_kernel.model.client import ModelClient
 from agent_kernel.model.thinking import thinking_params
 from agent_kernel.secrets import scrub
@@ -27,6 +28,7 @@ from agent_kernel.store import audit
 from agent_kernel.store import sessions as session_rows
 from agent_kernel.store import usage as usage_rows
 from agent_kernel.tools import web
+from agent_kernel.tools.report import ToolReport
 from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 
 if TYPE_CHECKING:
@@ -173,6 +175,11 @@ class Turn:
     _audit: audit.AuditLog = field(init=False)
     _usage: usage_rows.UsageLog = field(init=False)
     _unpriced_noted: bool = False
+    # What the tool calls reported (see tools/report.py), merged here as each call ends.
+    _ended: str | None = None  # report_result: the session ended with this result
+    _tools_changed: bool = False
+    _prompt_changed: bool = False
+    _caller: calls.Caller | None = None  # where the tools' own model calls go (see model/calls.py)
     # The definitions of ``tools``, built once for the turn's calls (again when a tool call
     # changed which tools are offered).
     _definitions: tuple[list[Tool], list[dict[str, Any]]] | None = None
@@ -199,8 +206,14 @@ class Turn:
             self.budget.on_model_call = lambda message, ms: self._side_call(result, message, ms)
         for message, ms in self.side_calls:
             self._side_call(result, message, ms)
-        ctx.on_model_call = lambda message, ms: self._side_call(result, message, ms)
-        ctx.limit_reached = lambda: self._limit_line(result)
+        if ctx.model_client is not None:
+            self._caller = calls.Caller(
+                ctx.model_client, ctx.settings,
+                record=lambda message, ms: self._side_call(result, message, ms),
+                limit_reached=lambda: self._limit_line(result),
+            )  # fmt: skip
+        if ctx.reads.this_turn:  # read before the turn started (a sub-session's inherited sources)
+            self._journal.untrusted(ctx.reads.session_sources())
         self._journal.state("running")
         self._write()
         try:
@@ -245,7 +258,9 @@ class Turn:
                 self._journal.usage(spent)
                 self._save("assistant", content)
                 _count_server_tools(message, result)
-                ctx.note_untrusted(web.untrusted_sources(content))
+                read = web.untrusted_sources(content)
+                if read:
+                    self._read_untrusted(read)
                 turn_contents.append(content)
                 if self._messages[-1]["role"] == "assistant":
                     # The continuation of a paused turn (pause_turn): one assistant message.
@@ -271,8 +286,8 @@ class Turn:
                         )
                     break
                 await self._run_tools(uses, result)
-                if ctx.ended is not None:  # a sub-session called report_result
-                    result.state, result.ending, result.text = "completed", "end_turn", ctx.ended
+                if self._ended is not None:  # a sub-session called report_result
+                    result.state, result.ending, result.text = "completed", "end_turn", self._ended
                     break
         except TurnInterrupted as stop:
             if not prompt_saved:
@@ -391,18 +406,19 @@ class Turn:
     async def _run_tools(self, uses: list[dict[str, Any]], result: TurnResult) -> None:
         ctx = self.context
         blocks: list[dict[str, Any]] = []
+        running: ToolReport | None = None  # the report of the call under way
         try:
             for use in uses:
-                if ctx.ended is not None:  # report_result ended the session: the rest never run
+                if self._ended is not None:  # report_result ended the session: the rest never run
                     skipped = "Not run: the session ended with report_result before this call."
                     blocks.append(conversation.tool_result(use["id"], skipped, is_error=True))
                     continue
                 ctx.transcript.tool_running(use["id"], use["name"], use.get("input"))
-                ctx.tool_use_id = use["id"]
+                running = ToolReport()
                 try:
-                    outcome = await ctx.interrupts.phase(self._dispatch(use))
+                    outcome = await ctx.interrupts.phase(self._dispatch(use, running))
                 finally:
-                    ctx.tool_use_id = None
+                    self._merge(running)
                 result.tool_calls += 1
                 blocks.append(outcome.block(use["id"]))
                 self._audit.tool_call(
@@ -410,8 +426,9 @@ class Turn:
                     result_chars=len(outcome.content),
                     is_error=outcome.is_error,
                     duration_ms=outcome.duration_ms,
-                    executions=_take_executions(ctx),
+                    executions=running.executions,
                 )
+                running = None
                 ctx.transcript.tool_finished(
                     use["id"],
                     status=_outcome_status(outcome),
@@ -427,20 +444,37 @@ class Turn:
                     ctx.transcript.tool_finished(use["id"], status="interrupted", detail="stopped")
                     self._audit.tool_call(
                         use, result_chars=len(stopped), is_error=True, duration_ms=None,
-                        executions=_take_executions(ctx),
+                        executions=running.executions if running is not None else [],
                     )
+                    running = None  # its runs are audited with the call that made them
             raise
         finally:
             if blocks:
                 self._save("user", blocks)
                 self._messages.append({"role": "user", "content": blocks})
-        if ctx.tools_changed:
-            ctx.tools_changed = False
+        if self._tools_changed:
+            self._tools_changed = False
             if self.refresh_tools is not None:
                 self.tools = self.refresh_tools()
-        if ctx.system_prompt_changed:
-            ctx.system_prompt_changed = False
+        if self._prompt_changed:
+            self._prompt_changed = False
             self.system = self._system_prompt()
+
+    def _merge(self, report: ToolReport) -> None:
+        """Take in what a tool call reported it did."""
+        if report.untrusted:
+            self._read_untrusted(report.untrusted)
+        self._tools_changed = self._tools_changed or report.tools_changed
+        self._prompt_changed = self._prompt_changed or report.system_prompt_changed
+        if report.ended is not None:
+            self._ended = report.ended
+
+    def _read_untrusted(self, sources: list[str]) -> None:
+        """Untrusted content entered the turn from ``sources``: the session keeps the list."""
+        reads = self.context.reads
+        if reads.add(sources):
+            self._journal.untrusted(reads.session_sources())
+            self.context.writer.submit(self._journal.write)
 
     def _system_prompt(self) -> str:
         """The system prompt built again from the store (a tool changed a stored section)."""
@@ -453,15 +487,21 @@ class Turn:
                 secrets=ctx.secrets.names() if ctx.secrets is not None else (),
             )
 
-    async def _dispatch(self, use: dict[str, Any]) -> Outcome:
-        return await self.registry.dispatch(
-            use["name"],
-            use.get("input"),
-            self.context,
-            offered=[t.name for t in self.tools],
-            result_chars=self.limits.result_chars,
-            check=self.check,
-        )
+    async def _dispatch(self, use: dict[str, Any], report: ToolReport) -> Outcome:
+        token = calls.set_turn_caller(self._caller)
+        try:
+            return await self.registry.dispatch(
+                use["name"],
+                use.get("input"),
+                self.context,
+                offered=[t.name for t in self.tools],
+                result_chars=self.limits.result_chars,
+                check=self.check,
+                tool_use_id=use["id"],
+                report=report,
+            )
+        finally:
+            calls.reset_turn_caller(token)
 
     # -- requests and storage ------------------------------------------------------------
 
@@ -564,12 +604,6 @@ def _count_server_tools(message: Any, result: TurnResult) -> None:
     if used is not None:
         result.web_searches += used.web_search_requests or 0
         result.web_fetches += used.web_fetch_requests or 0
-
-
-def _take_executions(ctx: ToolContext) -> list[dict[str, Any]]:
-    """The code runs the last tool call reported, cleared for the next call."""
-    runs, ctx.executions = ctx.executions, []
-    return runs
 
 
 def _failed(value: Any) -> bool:

@@ -27,47 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TurnInterrupts
+from agent_kernel.turn.assemble import Assembler, Family
+from agent_kernel.turn.request import TurnRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from agent_kernel.turn.approval import Check
-    from agent_kernel.config import AgentKernel
     from agent_kernel.display.subsession import SubSessionView
-    from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
-    from agent_kernel.model.client import ModelClient
-    from agent_kernel.secrets import Secrets
-    from agent_kernel.store import Store
-    from agent_kernel.store.writer import WriteBehind
-    from agent_kernel.tools import Registry, Tool
+    from agent_kernel.turn.loop import Turn, TurnResult
 
 __all__ = ["Family", "SubSessions"]
-
-
-@dataclass
-class Family:
-    """What every session of one tree shares: the parts of the top-level turn."""
-
-    shell: Any
-    settings: AgentKernel
-    store: Store
-    writer: WriteBehind
-    registry: Registry
-    tools: list[Tool]
-    model_client: ModelClient
-    system: str
-    limits: TurnLimits  # the top-level turn's; a child gets its own model and token limit
-    approve: str
-    notebook: str
-    live: bool
-    secrets: Secrets | None = None
-    check: Check | None = None
-    refresh_tools: Callable[[], list[Tool]] | None = None
 
 
 @dataclass
@@ -134,11 +106,12 @@ class SubSessions:
         cost_limit = self._cost_left()
         child_id = uuid.uuid4().hex
         name = f"{self.session_name}/sub-{child_id[:6]}"
-        row = ChildRow(child_id, name, self.family.notebook, self.session_id, task, model, limit, cost_limit)
-        self.family.writer.submit(insert_child(row))
+        parts = self.family.parts
+        row = ChildRow(child_id, name, parts.notebook, self.session_id, task, model, limit, cost_limit)
+        parts.writer.submit(insert_child(row))
         parent = current_context()
-        child = _Child(child_id, name, task, SubSessionView(name, task, live=self.family.live))
-        child.inherited = (tuple(parent.earlier_untrusted), tuple(parent.untrusted))
+        child = _Child(child_id, name, task, SubSessionView(name, task, live=parts.live))
+        child.inherited = (tuple(parent.reads.earlier), tuple(parent.turn_sources()))
         self.children[child_id] = child
         for turn in self._turns():
             if turn.result is not None:
@@ -271,10 +244,10 @@ class SubSessions:
             return {}
         from agent_kernel.store.subsessions import FINISHED, outcome
 
-        await asyncio.to_thread(self.family.writer.flush)
+        await asyncio.to_thread(self.family.parts.writer.flush)
 
         def read() -> dict[str, dict[str, Any] | None]:
-            with self.family.store.connect(read_only=True) as con:
+            with self.family.parts.store.connect(read_only=True) as con:
                 return {i: outcome(con, i) for i in ids}
 
         found = await asyncio.to_thread(read)
@@ -309,49 +282,23 @@ class SubSessions:
     # -- a child's turn ----------------------------------------------------------------------
 
     async def _run(self, child: _Child, model: str, token_limit: int, cost_limit: float | None) -> None:
-        from agent_kernel.model import conversation
-        from agent_kernel.turn.loop import Turn
-        from agent_kernel.turn.prompt import turn_context
-        from agent_kernel.tools.context import ToolContext
-
         family, settings = self.family, self.family.settings
         interrupts = child.interrupts
         interrupts.install(signals=False)
         interrupts.follow(self.interrupts)
         host = SubSessions(family, session_id=child.id, session_name=child.name, depth=self.depth + 1, interrupts=interrupts)
-        context = ToolContext(
-            shell=family.shell, settings=settings, store=family.store, writer=family.writer,
-            session_id=child.id, session_name=child.name, turn=1, prompt=child.task,
-            transcript=child.view,  # type: ignore[arg-type]  # the same methods as a Transcript
-            interrupts=interrupts, approve=family.approve, secrets=family.secrets, sessions=host,
-            earlier_untrusted=child.inherited[0],
-        )  # fmt: skip
-        # Its task was written after what the parent read in this turn: the child is in the
-        # same state (the approval check is as strict for it), and keeps the sources.
-        context.note_untrusted(list(child.inherited[1]))
-        groups = {t.group for t in family.tools}
         brief = (
             f"You are a sub-session started by session {self.session_name!r} (depth {self.depth + 1}). "
             "Work on the task below on your own: nobody sees this conversation but the session that "
             "started you. When done, call report_result with everything it needs; nothing runs after that."
         )
-        turn = Turn(
-            context=context,
-            registry=family.registry,
-            tools=family.tools,
-            model_client=family.model_client,
-            limits=replace(family.limits, model=model, token_limit=token_limit, cost_limit=cost_limit),
-            system=family.system,
-            history=conversation.Repair(),
-            prompt_blocks=[
-                turn_context(None, settings=settings, shell=family.shell, groups=groups),
-                *conversation.as_blocks(f"{brief}\n\nTask:\n{child.task}"),
-            ],
-            session_tokens=0,
-            check=family.check,
-            refresh_tools=family.refresh_tools,
-            parent=self.turn,
-        )
+        request = TurnRequest(child.task, session=child.name, model=model, token_limit=token_limit, approve=family.approve)
+        turn = Assembler(family.parts).sub_session_turn(
+            request, family, parent=self.turn, session_id=child.id, session_name=child.name, brief=brief,
+            cost_limit=cost_limit, inherited=child.inherited, transcript=child.view, interrupts=interrupts,
+            sessions=host,
+        )  # fmt: skip
+        context = turn.context
         host.turn = turn
         timer = asyncio.get_running_loop().call_later(float(settings.subsession_timeout_s), self._time_out, child)
         result: TurnResult | None = None
@@ -402,7 +349,7 @@ class SubSessions:
 
         found = child.outcome
         assert found is not None
-        self.family.writer.submit(record_result(child.id, found["status"], found.get("result"), found.get("error")))
+        self.family.parts.writer.submit(record_result(child.id, found["status"], found.get("result"), found.get("error")))
         child.view.finished(found["status"], result=found.get("result"), error=found.get("error"))
 
 

@@ -1,0 +1,34 @@
+"""``TurnRequest``: what one turn is asked to do, as its caller said it.
+
+Every way into a turn builds one: the ``%agent`` parser (:func:`agent_kernel.magics.agent.
+parse_agent_call`), :meth:`Agent.run <agent_kernel.turn.agent.Agent.run>` and ``arun`` from
+their keyword arguments, and a session starting a sub-session. The turn reads it as given;
+whatever it leaves out (``None``) comes from the session and the settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["TurnRequest"]
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn's prompt and the options its caller chose for it."""
+
+    prompt: str
+    # Start a fresh session (called ``new`` when a string; an earlier one of that name is
+    # kept as NAME~1), or continue the session called ``session``; neither: the current one.
+    new: str | bool | None = None
+    session: str | None = None
+    model: str | None = None  # over the session's model and AgentKernel.model
+    token_limit: int | None = None  # the session's token limit from this turn on
+    approve: str | None = None  # an approval mode (config.APPROVE_MODES) over AgentKernel.approve
+    # Thinking for this turn: True (adaptive, or the setting's level), a level, False/"off".
+    thinking: str | bool | None = None
+    # Raise TurnFailedError when the turn does not end normally (as an %agent cell fails).
+    check: bool = False
+    # The kernel variable that gets the final text (or the JSON it holds) once the turn ended
+    # normally (``%agent -o VAR``).
+    output: str | None = None

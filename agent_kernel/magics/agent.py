@@ -130,8 +130,9 @@ def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
             rest_at = end - len(token)
             break
         known = _BY_NAME.get(flag)
-        if known is None:
+        if known is None or known.field is None:  # _BY_NAME holds only flags with a field
             raise UsageError(f"Unknown flag {flag!r} for %agent. Flags: {_FLAGS_HELP}.")
+        field = known.field
         if known.value.startswith("["):  # an optional value: --new, --new=NAME
             if inline:
                 value: str | bool = inline
@@ -148,7 +149,7 @@ def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
                 i += 1
             else:
                 value = True
-            call[known.field] = value
+            call[field] = value
         else:
             value = inline
             if not value:
@@ -156,7 +157,7 @@ def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
                     raise UsageError(f"{flag} needs a value. Flags: {_FLAGS_HELP}.")
                 value = tokens[i + 1][0]
                 i += 1
-            call[known.field] = unquote(value)
+            call[field] = unquote(value)
         i += 1
     if rest_at is None:
         rest_at = len(line)

@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Row, options, write  # noqa: E402
+
 from tests.kernel import Kernel  # noqa: E402
 
 SERVER = """

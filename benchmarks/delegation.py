@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import tempfile
 import re
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any

@@ -40,6 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Row, options, write  # noqa: E402
+
 from tests.kernel import Kernel  # noqa: E402
 
 SERVER = """
@@ -134,7 +135,7 @@ def main() -> None:
     # Wall-clock times; index 1 of each pair is the CPU time the kernel process spent.
     med = {(kind, n): statistics.median(t[0] for t in times[n]) * 1000 for kind, times in (("agent", agent), ("baseline", baseline)) for n in sizes}
     print(f"median of {args.repeat} runs, one kernel, scripted model in its own process")
-    print(f"  round trips   %agent turn   raw SDK + exec   ratio")
+    print("  round trips   %agent turn   raw SDK + exec   ratio")
     for n in sizes:
         print(f"  {n:11d}   {med['agent', n]:8.1f} ms   {med['baseline', n]:11.1f} ms   {med['agent', n] / med['baseline', n]:5.2f}")
     print("                                  wall        CPU (the kernel's: less inflated by a busy machine)")

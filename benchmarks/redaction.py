@@ -36,9 +36,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Row, options, write  # noqa: E402
+
 from agent_kernel.credentials import credential_formats  # noqa: E402
 from agent_kernel.redaction import Redactor, scrub  # noqa: E402
-from results import Row, options, write  # noqa: E402
 
 GOAL_MS = 20
 

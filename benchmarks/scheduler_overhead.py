@@ -40,11 +40,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import Row, options, write
+
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.jobs import Jobs, new_job
 from agent_kernel.store import Store
-from results import Row, options, write
 from tests.scheduling import write_notebook
 
 BIN = Path(sys.executable).parent

@@ -101,7 +101,7 @@ async def main() -> None:
         ratios = []
         rows: list[Row] = []
         first_call = None
-        time.sleep(args.wait)
+        await asyncio.sleep(args.wait)
         for name, sql in QUERIES.items():
             warm_up = await tool(sql)  # warm up both (imports, first open of the file, caches)
             first_call = warm_up if first_call is None else first_call

@@ -143,13 +143,13 @@ def main() -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="agent-kernel-bench-") as tmp:
         work = Path(tmp)
-        sections = [(f"One small notebook (3 cells), median of {args.repeat}:", "", overhead(work, args.repeat))]
+        sections = [(f"One small notebook (3 cells), median of {args.repeat}:", "a small notebook", overhead(work, args.repeat))]
         if args.long_repeat:
             sections.append((f"The same notebook working 3 s longer, median of {args.long_repeat}:",
-                             ", notebook working 3 s longer", overhead(work, args.long_repeat, seconds=3, cold=False)))  # fmt: skip
-        for title, longer, runs in sections:
+                             "the notebook working 3 s longer", overhead(work, args.long_repeat, seconds=3, cold=False)))  # fmt: skip
+        for title, notebook, runs in sections:
             base = statistics.median(runs["papermill"])
-            rows.append(Row(f"scheduler run of a small notebook{longer} (baseline: papermill CLI)",
+            rows.append(Row(f"scheduler run of {notebook} (baseline: papermill CLI)",
                             statistics.median(runs["scheduler"]), "s", base, goal=1.1, goal_of="ratio"))  # fmt: skip
             if "cold --once" in runs:
                 rows.append(Row("cold `agent-kernel scheduler --once` (baseline: papermill CLI)",

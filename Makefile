@@ -3,6 +3,7 @@
 # make docs         build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
 # make typecheck    run mypy over the package ([tool.mypy] in pyproject.toml; make test runs it)
 # make screenshots  run the browser tests and copy their screenshots into docs/screenshots
+# make bench        run every benchmark in full and print one table of figures, baselines and goals
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -78,16 +79,22 @@ docs-check: nodejs $(STAMP)
 screenshots: nodejs $(STAMP) chromium
 	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py tests/test_browser_labextension.py
 
+# Every benchmark runs to its end, whatever the others did; each writes its figures to
+# $(BENCH_RESULTS)/NAME.json, and benchmarks/summary.py prints them as one table (exit
+# status 1 if a benchmark failed). `make bench BENCH_ARGS=--quick` runs the small sizes
+# that `make test` runs (tests/test_benchmarks.py).
+BENCHMARKS := load_ext loop_overhead cold_turn scheduler_overhead sql_dataframe blocks redaction context delegation
+BENCH_RESULTS ?= build/bench
+BENCH_ARGS ?=
+
 bench: nodejs $(STAMP)
-	$(PY) benchmarks/load_ext.py
-	$(PY) benchmarks/loop_overhead.py
-	$(PY) benchmarks/cold_turn.py
-	$(PY) benchmarks/scheduler_overhead.py
-	$(PY) benchmarks/sql_dataframe.py
-	$(PY) benchmarks/blocks.py
-	$(PY) benchmarks/redaction.py
-	$(PY) benchmarks/context.py
-	$(PY) benchmarks/delegation.py
+	@rm -rf $(BENCH_RESULTS) && mkdir -p $(BENCH_RESULTS)
+	@for name in $(BENCHMARKS); do \
+		echo; echo "== benchmarks/$$name.py $(BENCH_ARGS)"; \
+		$(PY) benchmarks/$$name.py $(BENCH_ARGS) --json $(BENCH_RESULTS)/$$name.json \
+			|| echo "benchmarks/$$name.py FAILED (exit status $$?)"; \
+	done
+	$(PY) benchmarks/summary.py $(BENCH_RESULTS) $(BENCHMARKS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache docs/_build docs/examples agent_kernel/labextension labextension/lib labextension/node_modules

@@ -8,7 +8,7 @@
 - Unattended wait: how long ``ask_user`` takes to say "no user present" in a kernel
   driven like nbclient (``allow_stdin: false``) vs a turn that only answers in text.
 
-    python benchmarks/blocks.py [--rows 200000] [--runs 7]
+    python benchmarks/blocks.py [--rows 200000] [--runs 7] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from results import Row, options, write  # noqa: E402
+
 
 def median_ms(action: Callable[[], Any], runs: int) -> float:
     times = []
@@ -37,7 +39,7 @@ def median_ms(action: Callable[[], Any], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def table(rows: int, runs: int) -> None:
+def table(rows: int, runs: int) -> list[Row]:
     import pandas as pd
 
     from agent_kernel.display.table_widget import TableSource
@@ -65,9 +67,13 @@ def table(rows: int, runs: int) -> None:
     print(f"  sort by a column + 2 pages           {sort:10.2f} ms")
     print(f"  baseline: whole frame to_html()      {whole:10.2f} ms   {html_bytes:>12,} bytes")
     print(f"  first page / to_html                 {first / whole:10.5f}      bytes ratio {page_bytes / html_bytes:.6f}")
+    return [
+        Row(f"table block, first page of {rows:,} rows (baseline: to_html of all)", first, "ms", whole),
+        Row(f"table block, sort + 2 pages of {rows:,} rows (baseline: to_html of all)", sort, "ms", whole),
+    ]
 
 
-def chart(runs: int) -> None:
+def chart(runs: int) -> list[Row]:
     from agent_kernel.display.charts import chart_png, chart_spec
 
     block = {"chartType": "bar", "title": "Revenue", "data": {
@@ -82,9 +88,10 @@ def chart(runs: int) -> None:
     print(f"  Vega-Lite spec                       {spec_ms:10.2f} ms")
     print(f"  PNG with vl-convert                  {png_ms:10.2f} ms")
     print(f"  PNG / spec                           {png_ms / spec_ms:10.1f}")
+    return [Row("chart block, Vega-Lite spec (baseline: its PNG with vl-convert)", spec_ms, "ms", png_ms)]
 
 
-def unattended(runs: int) -> None:
+def unattended(runs: int) -> list[Row]:
     from agent_kernel.testing import ScriptedModel, call, say
     from tests.kernel import Kernel
 
@@ -112,17 +119,16 @@ def unattended(runs: int) -> None:
     print(f"  turn with ask_user (2 model calls)   {ask_ms:10.1f} ms")
     print(f"  baseline: text-only turn (1 call)    {text_ms:10.1f} ms")
     print(f"  ratio                                {ask_ms / text_ms:10.2f}   (no wait: far below the 30 s timeout)")
+    return [Row("unattended turn with ask_user (baseline: a text-only turn)", ask_ms, "ms", text_ms)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
+    args = options(parser, quick={"rows": 2_000, "runs": 1})
     os.environ.setdefault("ANTHROPIC_API_KEY", "benchmark")
-    table(args.rows, args.runs)
-    chart(args.runs)
-    unattended(args.runs)
+    write(args, "blocks", table(args.rows, args.runs) + chart(args.runs) + unattended(args.runs))
 
 
 if __name__ == "__main__":

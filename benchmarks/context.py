@@ -13,7 +13,7 @@
 - The context budget (benchmarks/context_budget.py): request size at turns 10, 100 and
   500 with and without the budget, and the time a compaction costs.
 
-    python benchmarks/context.py [--turns 20] [--budget-turns 500]
+    python benchmarks/context.py [--turns 20] [--budget-turns 500] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from results import Row, options, write  # noqa: E402
 
 PROMPT_LIMIT = 12_000
 
@@ -93,7 +95,8 @@ def scripted_session(turns: int) -> tuple[list[dict[str, Any]], list[str], list[
 def earlier_layout(request: dict[str, Any], briefing: str) -> dict[str, Any]:
     """``request`` as the earlier layout sent it: the date and the whole variable list in
     the system prompt, no turn context in the messages, one top-level breakpoint."""
-    from agent_kernel.turn.prompt import BASE_INSTRUCTION, is_turn_context
+    from agent_kernel.model.conversation import is_turn_context
+    from agent_kernel.turn.prompt import BASE_INSTRUCTION
 
     def bare(block: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in block.items() if k != "cache_control"}
@@ -144,12 +147,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--budget-turns", type=int, default=500, help="turns of the context-budget session")
-    args = parser.parse_args()
-    default_prompt_size()
-    cache_billing(args.turns)
+    args = options(parser, quick={"turns": 3, "budget_turns": 10})
+    prompt = default_prompt_size()
+    billing = cache_billing(args.turns)
     from context_budget import budget_figures  # the same folder
 
-    budget_figures(args.budget_turns)
+    share = {name: f["read"] / f["total"] * 100 for name, f in billing.items()}
+    rows = [
+        Row("default system prompt + tool definitions", prompt["total"], "chars", goal=PROMPT_LIMIT),
+        Row(f"input read from the prompt cache, turns 2-{args.turns} (baseline: the earlier layout)",
+            share["now"], "%", share["earlier layout"]),
+    ]  # fmt: skip
+    write(args, "context", rows + budget_figures(args.budget_turns))
 
 
 if __name__ == "__main__":

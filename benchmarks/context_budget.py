@@ -14,7 +14,7 @@ model calls ``run_code`` to print 5,000 characters, then answers. The budget is
   the summary), from the ``context_summaries`` table. A real small model adds its own
   answer time (seconds) to the ones that summarise.
 
-    python benchmarks/context_budget.py [--turns 500] [--window 30000]
+    python benchmarks/context_budget.py [--turns 500] [--window 30000] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from results import Row, options, write  # noqa: E402
 
 AT_TURNS = (10, 100, 500)
 
@@ -122,14 +124,16 @@ def compaction_cost(session: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def budget_figures(turns: int = 500, window: int = 30_000) -> None:
-    """Print request sizes with and without the budget, and what the compactions cost."""
+def budget_figures(turns: int = 500, window: int = 30_000) -> list[Row]:
+    """Print request sizes with and without the budget, and what the compactions cost;
+    the figures of the last turn measured and of the compactions, as result rows."""
     session = run_session(turns, window)
     limit = int(window * 0.7)
     print(f"{turns} turns, context_window {window:,} (budget {limit:,} tokens), "
           f"{session['seconds']:.1f} s")
     print(f"{'turn':>6} {'with budget':>14} {'without':>14}")
-    for n, with_budget, without in request_sizes(session, turns):
+    sizes = request_sizes(session, turns)
+    for n, with_budget, without in sizes:
         print(f"{n:>6} {with_budget:>14,} {without:>14,}")
     cost = compaction_cost(session)
     print(f"compactions: {cost['compactions']} ({cost['summaries']} with a summary)")
@@ -137,14 +141,23 @@ def budget_figures(turns: int = 500, window: int = 30_000) -> None:
         print("  summarising: median {:.1f} ms, max {:.1f} ms".format(*cost["summary_ms"]))
     if cost["trim_ms"]:
         print("  shortening tool results only: median {:.1f} ms, max {:.1f} ms".format(*cost["trim_ms"]))
+    rows = [
+        Row(f"request at turn {n}, context budget {limit:,} tokens (baseline: no budget)", with_budget, "tokens", without)
+        for n, with_budget, without in sizes[-1:]
+    ]
+    if cost["summary_ms"]:
+        rows.append(Row("a compaction that summarises, median", cost["summary_ms"][0], "ms"))
+    if cost["trim_ms"]:
+        rows.append(Row("a compaction that shortens tool results only, median", cost["trim_ms"][0], "ms"))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--window", type=int, default=30_000)
-    args = parser.parse_args()
-    budget_figures(args.turns, args.window)
+    args = options(parser, quick={"turns": 10})
+    write(args, "context_budget", budget_figures(args.turns, args.window))
 
 
 if __name__ == "__main__":

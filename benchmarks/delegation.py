@@ -12,6 +12,7 @@
 Each section is a function returning its figures, so more sections can join ``main()``.
 
     python benchmarks/delegation.py [--prompts 1000] [--latency 0.05] [--concurrency 16] [--step 2] [--repeat 3]
+                                    [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import tempfile
 import re
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from results import Row, options, write  # noqa: E402
 
 SERVER = """
 import sys
@@ -139,7 +142,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--step", type=float, default=2.0, help="seconds one sub-session step takes")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = options(parser, quick={"prompts": 32, "latency": 0.01, "step": 0.2, "repeat": 1})
 
     figures = generate_many_figures(args.prompts, args.latency, args.concurrency)
     serial = figures["concurrency 1"]
@@ -162,6 +165,12 @@ def main() -> None:
         f"(b) three {sub['step_s']:g} s isolated steps: sub-sessions {sub['subsessions_s']:.2f} s, "
         f"one after another {sub['serial_s']:.2f} s: {sub['speedup']:.2f}x faster (ideal 3x; goal >= 2.5x)"
     )
+    write(args, "delegation", [
+        Row(f"generate_many speed-up, {args.prompts:,} prompts at concurrency {args.concurrency} over 1",
+            serial / parallel, "x", goal=8, at_most=False),
+        Row(f"three {sub['step_s']:g} s steps in sub-sessions, speed-up over one after another",
+            sub["speedup"], "x", goal=2.5, at_most=False),
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":

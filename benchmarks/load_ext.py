@@ -4,7 +4,7 @@ Each figure is the median of several fresh ``python`` processes, so no import is
 the wall-clock time, and the process's CPU time beside it (what a machine busy with
 other work inflates less).
 
-    python benchmarks/load_ext.py [--runs 15]
+    python benchmarks/load_ext.py [--runs 15] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import json
 import statistics
 import subprocess
 import sys
+
+from results import Row, options, write
 
 LOAD = """
 import json, time
@@ -53,7 +55,7 @@ def measure(code: str, runs: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
-    args = parser.parse_args()
+    args = options(parser, quick={"runs": 2})
     load = measure(LOAD, args.runs)
     anthropic_ms = measure(IMPORT_ANTHROPIC, args.runs)
     duckdb_ms = measure(IMPORT_DUCKDB, args.runs)
@@ -62,6 +64,10 @@ def main() -> None:
     print(f"  import anthropic         {anthropic_ms[0]:8.1f} ms {anthropic_ms[1]:8.1f} ms   (what loading avoids)")
     print(f"  import duckdb            {duckdb_ms[0]:8.1f} ms {duckdb_ms[1]:8.1f} ms   (what loading avoids)")
     print(f"  load / import anthropic  {load[0] / anthropic_ms[0]:8.3f}    {load[1] / anthropic_ms[1]:8.3f}")
+    write(args, "load_ext", [
+        Row("%load_ext agent_kernel, wall (baseline: import anthropic)", load[0], "ms", anthropic_ms[0], goal=50),
+        Row("%load_ext agent_kernel, CPU (baseline: import anthropic)", load[1], "ms", anthropic_ms[1]),
+    ])  # fmt: skip
 
 
 if __name__ == "__main__":

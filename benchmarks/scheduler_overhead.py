@@ -20,7 +20,9 @@
 
 Medians over --repeat runs, printed side by side with their ratios.
 
-    python benchmarks/scheduler_overhead.py [--repeat 7] [--long-repeat 5] [--batches 3]
+``--long-repeat 0`` leaves out the longer notebook (``--quick`` does).
+
+    python benchmarks/scheduler_overhead.py [--repeat 7] [--long-repeat 5] [--batches 3] [--jobs 8] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from results import Row, options, write
 
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
@@ -133,16 +137,23 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--long-repeat", type=int, default=5)
     parser.add_argument("--batches", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--jobs", type=int, default=8, help="short jobs due at once, for the throughput")
+    args = options(parser, quick={"repeat": 1, "long_repeat": 0, "batches": 1, "jobs": 2})
     logging.getLogger("distributed").setLevel(logging.ERROR)
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="agent-kernel-bench-") as tmp:
         work = Path(tmp)
-        for title, runs in (
-            (f"One small notebook (3 cells), median of {args.repeat}:", overhead(work, args.repeat)),
-            (f"The same notebook working 3 s longer, median of {args.long_repeat}:",
-             overhead(work, args.long_repeat, seconds=3, cold=False)),
-        ):  # fmt: skip
+        sections = [(f"One small notebook (3 cells), median of {args.repeat}:", "a small notebook", overhead(work, args.repeat))]
+        if args.long_repeat:
+            sections.append((f"The same notebook working 3 s longer, median of {args.long_repeat}:",
+                             "the notebook working 3 s longer", overhead(work, args.long_repeat, seconds=3, cold=False)))  # fmt: skip
+        for title, notebook, runs in sections:
             base = statistics.median(runs["papermill"])
+            rows.append(Row(f"scheduler run of {notebook} (baseline: papermill CLI)",
+                            statistics.median(runs["scheduler"]), "s", base, goal=1.1, goal_of="ratio"))  # fmt: skip
+            if "cold --once" in runs:
+                rows.append(Row("cold `agent-kernel scheduler --once` (baseline: papermill CLI)",
+                                statistics.median(runs["cold --once"]), "s", base))  # fmt: skip
             print(title)
             for label, values in runs.items():
                 median = statistics.median(values)
@@ -152,12 +163,15 @@ def main() -> None:
                 print(f"  {label:<13} {median:6.2f} s{extra}")
         print("  goal: scheduler <= 1.10x papermill")
 
-        batches, cluster = throughput(work, args.batches)
+        batches, cluster = throughput(work, args.batches, args.jobs)
         serial = statistics.median(batches["local serial"])
-        print(f"\n8 short jobs due at once, median of {args.batches} batches (LocalCluster start {cluster:.2f} s, not included):")
+        print(f"\n{args.jobs} short jobs due at once, median of {args.batches} batches (LocalCluster start {cluster:.2f} s, not included):")
         for label, values in batches.items():
             median = statistics.median(values)
-            print(f"  {label:<15} {median:6.2f} s   {8 / median:5.2f} jobs/s   {serial / median:5.2f}x local serial")
+            print(f"  {label:<15} {median:6.2f} s   {args.jobs / median:5.2f} jobs/s   {serial / median:5.2f}x local serial")
+        rows.append(Row(f"{args.jobs} short jobs on Dask, 2 workers (baseline: local, one at a time)",
+                        statistics.median(batches["dask 2 workers"]), "s", serial))  # fmt: skip
+    write(args, "scheduler_overhead", rows)
 
 
 if __name__ == "__main__":

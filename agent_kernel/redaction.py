@@ -35,7 +35,7 @@ import base64
 import json
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,7 @@ _ASCII_WHITESPACE = bytes(range(0x09, 0x0E)) + bytes(range(0x1C, 0x21))
 _FOLD = bytes.maketrans(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZ+/", b"abcdefghijklmnopqrstuvwxyz-_"
 )
-_NON_ASCII_SPACE = re.compile(r"[^\S\x00-\x7f]")
+_NON_ASCII_SPACE = re.compile(r"[^\S\x00-\x7f]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SEPARATOR = "\x00"
 
@@ -293,11 +293,19 @@ class _Pairs(list[tuple[Any, Any]]):
 _TEXT = _Text()
 
 
+_SCALARS = (bool, int, float)
+
+
 def _shape(value: Any, depth: int, strings: list[str], default: Callable[[Any], Any] | None) -> Any:
+    """``value`` with its strings taken out into ``strings`` (a string left as :data:`_TEXT`).
+
+    The strings and numbers in a dict or list, nearly all of a large value, are taken
+    where they are met rather than in a call each: the walk costs a call per container.
+    """
     if isinstance(value, str):
         strings.append(value)
         return _TEXT
-    if value is None or isinstance(value, (bool, int, float)):
+    if value is None or isinstance(value, _SCALARS):
         return value
     if depth >= MAX_DEPTH:
         strings.append(DEEP_MARKER)
@@ -308,13 +316,28 @@ def _shape(value: Any, depth: int, strings: list[str], default: Callable[[Any], 
             if isinstance(key, str):
                 strings.append(key)
                 key = _TEXT
-            elif not (key is None or isinstance(key, (bool, int, float))):
+            elif not (key is None or isinstance(key, _SCALARS)):
                 strings.append(str(key))
                 key = _TEXT
-            pairs.append((key, _shape(item, depth + 1, strings, default)))
+            if isinstance(item, str):
+                strings.append(item)
+                pairs.append((key, _TEXT))
+            elif item is None or isinstance(item, _SCALARS):
+                pairs.append((key, item))
+            else:
+                pairs.append((key, _shape(item, depth + 1, strings, default)))
         return pairs
     if isinstance(value, (list, tuple)):
-        return [_shape(item, depth + 1, strings, default) for item in value]
+        shaped: list[Any] = []
+        for item in value:
+            if isinstance(item, str):
+                strings.append(item)
+                shaped.append(_TEXT)
+            elif item is None or isinstance(item, _SCALARS):
+                shaped.append(item)
+            else:
+                shaped.append(_shape(item, depth + 1, strings, default))
+        return shaped
     try:
         converted = default(value) if default is not None else str(value)
     except Exception as exc:  # noqa: BLE001 - a broken __repr__ must not break the caller
@@ -324,15 +347,16 @@ def _shape(value: Any, depth: int, strings: list[str], default: Callable[[Any], 
     return _shape(converted, depth + 1, strings, default)
 
 
-def _fill(shaped: Any, texts: Any) -> Any:
+def _fill(shaped: Any, texts: Iterator[str]) -> Any:
+    """``shaped`` with the strings of ``texts`` put back where :func:`_shape` took them."""
     if shaped is _TEXT:
         return next(texts)
     if isinstance(shaped, _Pairs):
         out: dict[Any, Any] = {}
         for key, item in shaped:
             real = next(texts) if key is _TEXT else key  # a key's text comes before its value's
-            out[real] = _fill(item, texts)
+            out[real] = next(texts) if item is _TEXT else _fill(item, texts) if isinstance(item, list) else item
         return out
     if isinstance(shaped, list):
-        return [_fill(item, texts) for item in shaped]
+        return [next(texts) if i is _TEXT else _fill(i, texts) if isinstance(i, list) else i for i in shaped]
     return shaped

@@ -207,3 +207,17 @@ def test_many_secrets_each_found_in_every_form_in_one_pass():
             assert redactor.text(f"x {form} y") == f"x [secret {name}] y"
     text = "nothing to see\u00a0here " * 5000
     assert redactor.text(text) is text and redactor._candidates(text) == []
+
+
+def test_scrub_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    value = {"rows": [{"a": SECRET, "b": [1, "x"]}] * 100}
+    assert gc.isenabled()
+    assert scrub(value, REDACTOR)["rows"][0]["a"] == MARK and gc.isenabled()
+    gc.disable()
+    try:
+        scrub(value, REDACTOR)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -11,7 +11,7 @@ A :class:`Redactor` knows a set of ``(name, value)`` pairs and replaces each val
 
 Cost: one pass to normalise the text (whitespace dropped, case folded, ``+/`` as ``-_``)
 and one pass of an Aho-Corasick automaton holding every variant of every secret over it
-(``ahocorasick_rs``: a few milliseconds a megabyte, however many variants); only a
+(``ahocorasick_rs``: about a millisecond a megabyte, however many variants); only a
 secret found there is matched with the exact regular expression. A 1 MB text with 10
 secrets takes about 3 ms, and about 2 ms more for the credential formats
 (:mod:`agent_kernel.credentials`), more when the text is dense with long tokens

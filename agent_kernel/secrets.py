@@ -6,7 +6,7 @@ the kernel was started with: papermill, the scheduler, JupyterHub, CI). Code rea
 both as ``os.environ["NAME"]``; values are never stored.
 
 Everything bound for the model or the DuckDB file passes through :func:`scrub` (or
-:func:`redact` for one text): the request the model client sends
+:func:`redact` for one text, :func:`redacted_json` for a value as JSON text): the request the model client sends
 (:class:`~agent_kernel.model.client.ModelClient`), every statement the store runs
 (:class:`~agent_kernel.store.Store`), and the cuts that shorten text before that (stdout
 head and tail, summaries, SQL cells), so a cut never leaves part of a secret. They use
@@ -28,9 +28,10 @@ from typing import Any
 
 from agent_kernel.credentials import credential_formats, undeclared
 from agent_kernel.redaction import MIN_REDACTED_LENGTH, Redactor, clean_text
+from agent_kernel.redaction import redacted_json as _redacted_json
 from agent_kernel.redaction import scrub as _scrub
 
-__all__ = ["MIN_REDACTED_LENGTH", "Secrets", "redact", "redact_frame", "redactor", "scrub"]
+__all__ = ["MIN_REDACTED_LENGTH", "Secrets", "redact", "redact_frame", "redacted_json", "redactor", "scrub"]
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Always secret when set, though nobody declared them: the model's own credentials.
@@ -135,6 +136,12 @@ def redact(text: str) -> str:
 def scrub(value: Any, *, default: Callable[[Any], Any] | None = None) -> Any:
     """A JSON-ready copy of ``value``: encodable, depth-bounded, every known secret redacted."""
     return _scrub(value, redactor(), default=default)
+
+
+def redacted_json(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+    """The JSON text of ``value`` (non-ASCII kept), encodable, every known secret redacted
+    in its raw strings: ``json.dumps(scrub(value))``, walking ``value`` only when it must."""
+    return _redacted_json(value, redactor(), default=default)
 
 
 def redact_frame(frame: Any) -> Any:

@@ -11,8 +11,14 @@
 - stdout text:     1 MB of printed lines (what run_code returns), no secret.
 - paths text:      1 MB of printed lines dense with long tokens (paths, ids), no secret:
                    the formats' slow path, where every format is looked for.
-- scrub walk:      the slower path for a result whose JSON has escapes (quotes, newlines
-                   in strings): every raw string is collected and checked, then encoded.
+- to_text (plain):  end to end, value to redacted JSON text, as a tool result is sent
+                   (``redacted_json``): json.dumps, then the text redacted in one pass.
+- to_text (escaped): the same for a result whose JSON has escapes (newlines in strings):
+                   the JSON text is looked at with its escapes undone, no walk.
+- json.dumps (escaped): what encoding that result costs alone.
+- scrub walk:      the value walked string by string (``scrub``): what a result whose
+                   JSON has escapes and a secret in it costs (to_text falls back to it),
+                   and what scrubbing a request costs per string.
 
 Each secret has 10 forms (raw, reversed, base64 at three alignments, hex, URL ...). The
 redactor also looks for credentials in well-known formats, as the kernel's does (building
@@ -39,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from results import Row, options, write  # noqa: E402
 
 from agent_kernel.credentials import credential_formats  # noqa: E402
-from agent_kernel.redaction import Redactor, scrub  # noqa: E402
+from agent_kernel.redaction import Redactor, redacted_json, scrub  # noqa: E402
 
 GOAL_MS = 20
 
@@ -86,6 +92,7 @@ def main() -> None:
     escaped_rows = [dict(r, note=r["note"].replace(" ", "\n")) for r in rows]
     assert "[secret" not in redactor.text(text) and redactor.text(with_hits).count("[secret") == 2
     assert redactor.text(with_formats).count("[secret") == 2
+    assert redacted_json(escaped_rows, redactor) == json.dumps(scrub(escaped_rows, redactor), ensure_ascii=False)
 
     print(f"{len(text) / 1e6:.2f} MB result ({len(rows):,} rows), {len(secrets)} secrets, "
           f"{len(redactor._needles)} forms; medians of {args.repeat} runs")  # fmt: skip
@@ -97,6 +104,9 @@ def main() -> None:
         "redact (no formats)": median_ms(lambda: names_only.text(text), args.repeat),
         f"stdout text ({len(stdout) / 1e6:.2f} MB)": median_ms(lambda: redactor.text(stdout), args.repeat),
         f"paths text ({len(paths) / 1e6:.2f} MB)": median_ms(lambda: redactor.text(paths), args.repeat),
+        "to_text (plain)": median_ms(lambda: redacted_json(rows, redactor), args.repeat),
+        "to_text (escaped)": median_ms(lambda: redacted_json(escaped_rows, redactor), args.repeat),
+        "json.dumps (escaped)": median_ms(lambda: json.dumps(escaped_rows, ensure_ascii=False), args.repeat),
         "scrub walk": median_ms(lambda: scrub(escaped_rows, redactor), max(3, args.repeat // 3)),
     }
     base = results.pop("json.dumps")

@@ -138,3 +138,17 @@ def test_a_credential_among_many_long_tokens_is_found():
     out = credential_formats().redact("\n".join(lines))
     assert "token [secret GitHub Token] here" in out and github not in out
     assert out.count("\n") == 2_000
+
+
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("id A3TX" + "Q7Z2" * 4 + " end", "AWS Access Key"),  # each of a format's anchors
+        ("id ASIA" + "Q7Z2" * 4 + " end", "AWS Access Key"),
+        ("hook XOXB-1234567890-1234567890-abcdefghij end", "Slack Token"),  # anchor in any case
+        ("a\u00e9 \u212a gh " * 1000 + "ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue", "GitHub Token"),
+    ],
+)
+def test_formats_are_found_by_any_of_their_anchors(text, kind):
+    redacted = credential_formats().redact(text)
+    assert f"[secret {kind}]" in redacted and "Q7Z2Q7Z2" not in redacted and "1234567890-abc" not in redacted

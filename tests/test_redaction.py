@@ -9,7 +9,16 @@ import urllib.parse
 
 import pytest
 
-from agent_kernel.redaction import DEEP_MARKER, MAX_DEPTH, Redactor, clean_text, scrub, variants
+from agent_kernel.redaction import (
+    DEEP_MARKER,
+    MAX_DEPTH,
+    Redactor,
+    clean_text,
+    redacted_json,
+    scrub,
+    unescaped,
+    variants,
+)
 
 SECRET = 'pa"ss\\word-7Qz!&x/+k'
 DATA = SECRET.encode()
@@ -111,3 +120,104 @@ def test_credential_formats_are_redacted_after_named_secrets_in_texts_and_scrub(
     cleaned = scrub({"rows": [["ok", f"token={github}"]], github: 1}, redactor)
     assert cleaned == {"rows": [["ok", "token=[secret GitHub Token]"]], "[secret GitHub Token]": 1}
     assert Redactor(formats=credential_formats())  # on with no named secret
+
+
+# -- a value as redacted JSON text, without the walk when nothing is found ----------------
+
+REDACTOR = Redactor([("TOKEN", SECRET)])
+SHOWN = [
+    *variants(SECRET),
+    base64.b64encode(b"user:" + DATA).decode(),
+    " ".join(SECRET),
+    "\n".join(SECRET),
+    "\t".join(SECRET[::-1]),
+    SECRET[:9] + "\n" + SECRET[9:],
+    "\u00a0".join(SECRET),
+    "\r\n".join(SECRET) + " caf\u00e9",
+]
+
+
+def _walked(value, redactor=REDACTOR, default=None):
+    return json.dumps(scrub(value, redactor, default=default), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("shown", SHOWN, ids=lambda s: s[:24])
+def test_redacted_json_finds_every_form_behind_json_escapes(shown):
+    value = {"out": f'line "one"\n{shown}\nend', "rows": [["a\\b", 1.5], [shown, None]], shown: True}
+    text = redacted_json(value, REDACTOR)
+    assert text == _walked(value) and MARK in text
+    assert not any(SECRET[i : i + 10] in text for i in range(len(SECRET) - 9))
+    assert shown not in text
+
+
+def test_redacted_json_without_a_secret_is_the_json_text():
+    value = {"lines": "a\nb\t\"c\" \\ d \u00e9\u00a0e \x01", "n": [1, 2.5, None, True], 3: ("t", "u")}
+    text = redacted_json(value, REDACTOR)
+    assert text == json.dumps(value, ensure_ascii=False) == _walked(value)
+    assert REDACTOR.json_text(text) is text  # escapes and all, nothing found: no copy, no walk
+    assert redacted_json(value) == text  # no redactor: the JSON text as it is
+
+
+def test_redacted_json_of_what_json_cannot_encode_is_the_walk():
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    cyclic: list = ["a\nb", SECRET]
+    cyclic.append(cyclic)
+    for value, default in (
+        (cyclic, None),
+        ({(1, 2): SECRET, "k": "x\ny"}, None),
+        ({"obj": Broken(), "s": "\n".join(SECRET)}, repr),
+        ({"lone\ud800": "a\udfff\nb"}, None),
+    ):
+        text = redacted_json(value, REDACTOR, default=default)
+        assert text == _walked(value, default=default)
+        text.encode("utf-8")
+        assert SECRET not in text
+
+
+def test_credential_formats_behind_json_escapes_are_redacted():
+    from agent_kernel.credentials import credential_formats
+
+    redactor = Redactor([("TOKEN", SECRET)], formats=credential_formats())
+    aws = 'aws_secret_key = "' + "wJalrXUtnFEMI/K7MDENG+bPxRfiCY9q2Lw8vTz1" + '"'
+    github = "ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue"
+    value = {"config": f"[default]\n{aws}\n", "log": [f"push\twith {github}\n"], "plain": "a\nb"}
+    text = redacted_json(value, redactor)
+    assert text == _walked(value, redactor)
+    assert "wJalrXUtnFEMI" not in text and github not in text
+    assert "[secret AWS Access Key]" in text and "[secret GitHub Token]" in text
+    clean = {"config": "[default]\nregion = eu-west-1\n", "paths": ["/data/run-000001/part-0.parquet\n"] * 50}
+    assert redactor.json_text(json.dumps(clean, ensure_ascii=False)) == json.dumps(clean, ensure_ascii=False)
+
+
+def test_unescaped_gives_the_strings_verbatim():
+    value = {"q": 'say "hi"\\ \n\t\r\b\f\x00\x1f caf\u00e9 \u2028 \U0001f600', "k\nk": ["x"]}
+    view = unescaped(json.dumps(value, ensure_ascii=False))
+    assert value["q"] in view and "k\nk" in view
+
+
+def test_many_secrets_each_found_in_every_form_in_one_pass():
+    values = [(f"KEY_{i}", f"key-{i:02d}-Zq81vNw4Lx0pTb6Ke2Yh9") for i in range(40)]
+    redactor = Redactor(values)
+    assert len(redactor._needles) > 200  # past what a single SIMD-packed search holds
+    for name, value in values[::7]:
+        for form in (value, value[::-1], value.encode().hex().upper(), " ".join(value)):
+            assert redactor.text(f"x {form} y") == f"x [secret {name}] y"
+    text = "nothing to see\u00a0here " * 5000
+    assert redactor.text(text) is text and redactor._candidates(text) == []
+
+
+def test_scrub_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    value = {"rows": [{"a": SECRET, "b": [1, "x"]}] * 100}
+    assert gc.isenabled()
+    assert scrub(value, REDACTOR)["rows"][0]["a"] == MARK and gc.isenabled()
+    gc.disable()
+    try:
+        scrub(value, REDACTOR)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

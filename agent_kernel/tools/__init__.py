@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.model.conversation import OVERSIZED_INPUT
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
-from agent_kernel.secrets import redact, scrub
+from agent_kernel.secrets import redact, redacted_json
 from agent_kernel.tools.context import _CALL, ToolCall
 from agent_kernel.tools.report import ToolReport
 
@@ -270,20 +270,12 @@ USER_TOOLS = Registry()
 def to_text(value: Any) -> str:
     """The text sent to the model for a tool's return value (JSON for structured values).
 
-    Secrets are redacted in the raw strings, before JSON escaping could hide a value
-    holding quotes, backslashes or newlines. When the JSON has no escapes at all it is
-    the raw strings verbatim, so the JSON text is redacted in one pass (the fast path
-    for large results).
+    Secrets are redacted as in the raw strings, which JSON escaping could hide (a value
+    holding quotes, backslashes or newlines): see :func:`agent_kernel.secrets.redacted_json`.
     """
     if isinstance(value, str):
         return redact(value)
-    try:
-        text = json.dumps(value, default=_json_default, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = None
-    if text is not None and "\\" not in text:
-        return redact(text)
-    return json.dumps(scrub(value, default=_json_default), ensure_ascii=False)
+    return redacted_json(value, default=_json_default)
 
 
 def strict_json(value: Any, what: str) -> str:

@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from types import CodeType, FrameType
 from typing import Any, TypeVar
 
@@ -138,10 +138,12 @@ class TurnInterrupts:
         if self.reason is not None:
             raise TurnInterrupted(self.reason)
 
-    async def phase(self, coro: Coroutine[Any, Any, T]) -> T:
+    async def phase(self, coro: Awaitable[T]) -> T:
         """Run one phase (a model call, a tool) so that a stop can cancel it at once."""
         if self.reason is not None:
-            coro.close()
+            close = getattr(coro, "close", None)
+            if close is not None:
+                close()  # a coroutine never started: no "never awaited" warning
             raise TurnInterrupted(self.reason)
         task = asyncio.ensure_future(coro)
         self._phase = task

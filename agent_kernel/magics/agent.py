@@ -161,7 +161,7 @@ def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
         i += 1
     if rest_at is None:
         rest_at = len(line)
-    prompt = body.strip() if cell else line[rest_at:].strip()
+    prompt = (body or "").strip() if cell else line[rest_at:].strip()
     if cell and line[rest_at:].strip():
         raise UsageError("Unexpected text after -- on the %%agent line: the prompt goes in the cell body.")
     _validate(call)
@@ -293,7 +293,9 @@ class AgentMagics(Magics):
         from agent_kernel.errors import AgentKernelError, TurnFailedError
 
         request = parse_agent_call(line, body)
-        request = replace(request, prompt=interpolate(request.prompt, self.shell.user_ns))
+        shell = self.shell
+        assert shell is not None  # a registered magic has its shell
+        request = replace(request, prompt=interpolate(request.prompt, shell.user_ns))
         agent = self.kernel_agent
         if not request.prompt:
             if request.new:
@@ -312,7 +314,7 @@ class AgentMagics(Magics):
 
     @no_var_expand
     @line_cell_magic
-    def agent(self, line: str = "", cell: str | None = None) -> None:  # type: ignore[override]
+    def agent(self, line: str = "", cell: str | None = None) -> None:
         """Run one agent turn in this kernel.
 
         Usage::

@@ -21,9 +21,11 @@ __all__ = ["parse_args", "unquote", "usage_errors"]
 def parse_args(magic: Callable[..., Any], line: str) -> argparse.Namespace:
     """Parse ``line`` for ``magic``; a bad line is a ``UsageError`` naming the usage."""
     try:
-        return parse_argstring(magic, line)
+        parsed: argparse.Namespace = parse_argstring(magic, line)
+        return parsed
     except UsageError as exc:
-        usage = " ".join(magic.parser.format_usage().split()[1:])  # without "usage:"
+        parser = getattr(magic, "parser")  # set by @magic_arguments
+        usage = " ".join(parser.format_usage().split()[1:])  # without "usage:"
         raise UsageError(f"{exc}. Usage: {usage}") from None
 
 

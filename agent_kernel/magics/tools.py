@@ -30,7 +30,8 @@ class ToolMagics(Magics):
 
     @property
     def agent(self) -> Agent:
-        return self.owner.kernel_agent
+        agent: Agent = self.owner.kernel_agent
+        return agent
 
     @magic_arguments()
     @argument(

@@ -158,7 +158,8 @@ class ToolContext:
     @property
     def namespace(self) -> MutableMapping[str, Any]:
         """The user's namespace: variables defined here stay for the user."""
-        return self.shell.user_ns
+        namespace: MutableMapping[str, Any] = self.shell.user_ns
+        return namespace
 
     @property
     def hidden_names(self) -> set[str]:

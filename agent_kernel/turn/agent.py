@@ -150,7 +150,8 @@ class Agent:
             from agent_kernel.model.client import ModelClient
 
             self._model_client = ModelClient(http_client=self._http_client)
-        return self._model_client
+        client: ModelClient = self._model_client
+        return client
 
     @property
     def notebook(self) -> str:
@@ -573,7 +574,7 @@ class Agent:
             from agent_kernel.tools.mcp import kernel_servers
 
             self._mcp = kernel_servers()
-        failures = await self._mcp.connect(servers, float(self.config.mcp_timeout))
+        failures: list[str] = await self._mcp.connect(servers, float(self.config.mcp_timeout))
         registry = self.registry
         for name in [n for n, t in registry.tools.items() if t.group == "mcp"]:
             registry.remove(name)

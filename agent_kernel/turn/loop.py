@@ -505,7 +505,7 @@ class Turn:
 
     # -- requests and storage ------------------------------------------------------------
 
-    def _side_call(self, result: TurnResult, message: Any, duration_ms: float) -> None:
+    def _side_call(self, result: TurnResult, message: Any, duration_ms: float | None) -> None:
         """Record a model call made for the turn outside its conversation (a summary, a
         tool's llm_generate)."""
         usage = CallUsage.of(message.model, message.usage, getattr(self.context.settings, "prices", None))

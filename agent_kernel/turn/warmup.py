@@ -22,13 +22,14 @@ again on its normal path and reports it there.
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import os
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -195,7 +196,7 @@ class WarmUp:
 
     def _steps(self) -> list[tuple[str, Callable[[], None]]]:
         steps: list[tuple[str, Callable[[], None]]] = [
-            (name, lambda name=name: _import(name)) for name in _MODULES
+            (name, functools.partial(_import, name)) for name in _MODULES
         ]
         steps.append(("render a paragraph", _render_sample_text))
         steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
@@ -268,7 +269,7 @@ def _parse_sample_reply() -> None:
     snapshot = None
     buffers: dict[int, bytes] = {}
     for raw in _SAMPLE_EVENTS:
-        event = construct_type(type_=RawMessageStreamEvent, value=raw)
+        event = cast(RawMessageStreamEvent, construct_type(type_=RawMessageStreamEvent, value=raw))
         snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=buffers)
     if snapshot is not None:
         [b.model_dump(mode="json", exclude_none=True) for b in snapshot.content]

@@ -459,3 +459,22 @@ def test_a_kernel_interrupt_leaves_the_idle_sql_workers_running(store):
     time.sleep(0.5)
     assert all(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
     assert run(store, "SELECT 2").rows == [(2,)]
+
+
+def test_a_fork_lets_go_of_the_frames_once_it_has_left(store):
+    """The frames a fork read are registered on a connection of the call's own, closed once
+    the child has been reaped: the kernel keeps no reference to a frame the user dropped."""
+    import weakref
+
+    frame = pd.DataFrame({"n": range(1000)})
+    kept = weakref.ref(frame)
+    run(store, "SELECT 1")  # the file's tables are known: the next call runs in a fork
+    assert run(store, "SELECT max(n) FROM frame", frames={"frame": frame}).rows == [(999,)]
+    assert _forks_left() == []
+    del frame
+    deadline = time.monotonic() + 3
+    while kept() is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert kept() is None
+    # and the next fork finds the database free (no connection of an earlier call holds it)
+    assert run(store, "SELECT count(*) FROM again", frames={"again": pd.DataFrame({"n": [1, 2]})}).rows == [(2,)]

@@ -77,6 +77,24 @@ def test_rows_are_capped_and_say_so(shell_agent, scripted_model):
     assert few["row_count"] == 10 and few["truncated"] is True
 
 
+def test_shown_rows_are_as_many_as_fit_the_budget():
+    """The longest run of first rows whose JSON fits (at least one row), measured row by row."""
+    import json
+
+    from agent_kernel.tools.data import bounded_rows
+
+    rows = [(i, "é" * (i % 7), i / 3, None) for i in range(1000)]
+    for budget in (10, 500, 18_000, 10**6):
+        shown, cut = bounded_rows(rows, budget=budget)
+        size = len(json.dumps(shown, ensure_ascii=False))
+        assert shown == [list(r) for r in rows[: len(shown)]] and shown
+        assert cut is (len(shown) < len(rows) or size > budget)
+        assert size <= budget or len(shown) == 1
+        if cut and len(shown) > 1:
+            assert len(json.dumps(shown + [list(rows[len(shown)])], ensure_ascii=False)) > budget
+    assert bounded_rows([], budget=10) == ([], False)
+
+
 @needs_sql_guard
 def test_a_query_that_runs_too_long_is_stopped_and_the_database_stays_usable(kernel, scripted_model, agent_db):
     batch(kernel, scripted_model, sql("SELECT 1 AS warm"))  # the kernel's first call starts the SQL worker

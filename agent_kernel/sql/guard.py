@@ -24,6 +24,11 @@
 
 No regular expressions over SQL: where text is looked at, it is DuckDB's tokenizer's
 tokens. Where and how the checked statements run is :mod:`agent_kernel.sql.sandbox`.
+
+What the parser says of a text depends on nothing but the text (its database holds only
+DuckDB's own functions), so it is kept for the texts seen last: one call asks about its
+SQL several times (its statements, whether it writes, whether it reads only frames), and
+a model often runs the same query again. The plan is never kept: it depends on the file.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import ToolInputError
@@ -40,7 +46,11 @@ from agent_kernel.store.schema import PROTECTED_TABLES, WRITABLE_PREFIX, quote_n
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Statement", "check_plan", "explained", "identifiers", "parse", "reads_only_frames", "writes"]
+__all__ = [
+    "Statement", "check_plan", "explained", "identifiers", "parse", "prepare", "reads_only_frames", "writes",
+]
+
+_KEPT_TEXTS = 64  # SQL texts whose parse is kept (each at most db_sql's SQL_CHARS)
 
 
 # -- statement kinds ------------------------------------------------------------------------
@@ -158,8 +168,12 @@ def _parser_cursor() -> duckdb.DuckDBPyConnection:
 
 def parse(sql: str) -> list[Statement]:
     """Split ``sql`` into statements; refuse the kinds db_sql never runs."""
-    import duckdb
+    return list(_checked_statements(sql))
 
+
+@lru_cache(maxsize=_KEPT_TEXTS)
+def _checked_statements(sql: str) -> tuple[Statement, ...]:
+    """:func:`parse`'s statements, kept per text (a refusal is raised again each time)."""
     if not sql.strip():
         raise ToolInputError("sql is empty: give one or more SQL statements.")
     statements = _split(sql)
@@ -171,7 +185,7 @@ def parse(sql: str) -> list[Statement]:
     return statements
 
 
-def _split(sql: str) -> list[Statement]:
+def _split(sql: str) -> tuple[Statement, ...]:
     """DuckDB's parser: the statements of ``sql`` with their kinds (nothing refused yet)."""
     import duckdb
 
@@ -182,7 +196,15 @@ def _split(sql: str) -> list[Statement]:
         raise ToolInputError(str(exc)) from None
     finally:
         cursor.close()
-    return [Statement(s.query.strip().rstrip(";").strip(), _kind(s)) for s in found]
+    return tuple(Statement(s.query.strip().rstrip(";").strip(), _kind(s)) for s in found)
+
+
+def prepare() -> None:
+    """Make the parser's database and read DuckDB's function catalogue now, off the path
+    of the first call (together ~50 ms), and parse a query once."""
+    for function_type in ("", "table"):
+        _builtin_functions(function_type)
+    writes("SELECT count(*) AS n FROM range(3) WHERE range > 1")
 
 
 def _kind(statement: Any) -> str:
@@ -313,15 +335,17 @@ def commented_table(sql: str) -> str | None:
     return parts[-1] if parts and heads[2] in ("TABLE", "VIEW") else None
 
 
-def identifiers(sql: str) -> set[str]:
+@lru_cache(maxsize=_KEPT_TEXTS)
+def identifiers(sql: str) -> frozenset[str]:
     """Every name-like token of ``sql`` (unquoted), for finding the DataFrames it reads."""
     names = set()
     for text, kind in _tokens(sql):
         if kind in ("identifier", "keyword"):
             names.add(text[1:-1].replace('""', '"') if text.startswith('"') else text)
-    return names
+    return frozenset(names)
 
 
+@lru_cache(maxsize=_KEPT_TEXTS)
 def writes(sql: str) -> bool:
     """Whether ``sql`` may change the database, from the parser alone (for approvals).
 
@@ -581,26 +605,39 @@ def reads_only_frames(
     lowered = {name.lower() for name in frames}
     named = False
     for statement in statements:
-        tree = _syntax_tree(statement.sql)
-        if tree.get("error"):
+        tables = _tables_read(statement.sql)
+        if tables is None or not tables <= lowered or tables & file_names:
             return False
-        ctes = {str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)}
-        for node in _dicts(tree):
-            kind = node.get("type")
-            if isinstance(kind, str) and kind.endswith("_QUERY_NODE"):
-                return False
-            if kind == "BASE_TABLE":
-                name = str(node.get("table_name", "")).lower()
-                if name in ctes:
-                    continue
-                if node.get("schema_name") or node.get("catalog_name") or name not in lowered or name in file_names:
-                    return False
-                named = True
-            elif kind == "TABLE_FUNCTION":
-                function = str((node.get("function") or {}).get("function_name", "")).lower()
-                if function not in _TABLE_FUNCTIONS:
-                    return False
+        named = named or bool(tables)
     return named
+
+
+@lru_cache(maxsize=_KEPT_TEXTS)
+def _tables_read(sql: str) -> frozenset[str] | None:
+    """The tables (by lower-case name, CTEs left out) a SELECT reads, or None when it is
+    not a plain read: a qualified name, a table function off the list, a data-modifying
+    CTE, or a text the parser cannot show."""
+    tree = _syntax_tree(sql)
+    if tree.get("error"):
+        return None
+    ctes = {str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)}
+    tables = set()
+    for node in _dicts(tree):
+        kind = node.get("type")
+        if isinstance(kind, str) and kind.endswith("_QUERY_NODE"):
+            return None
+        if kind == "BASE_TABLE":
+            name = str(node.get("table_name", "")).lower()
+            if name in ctes:
+                continue
+            if node.get("schema_name") or node.get("catalog_name"):
+                return None
+            tables.add(name)
+        elif kind == "TABLE_FUNCTION":
+            function = str((node.get("function") or {}).get("function_name", "")).lower()
+            if function not in _TABLE_FUNCTIONS:
+                return None
+    return frozenset(tables)
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Any:

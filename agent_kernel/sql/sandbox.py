@@ -43,9 +43,10 @@ from agent_kernel.store.schema import quote_name
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.config import AgentKernel
     from agent_kernel.store import Store
 
-__all__ = ["Limits", "SqlResult", "SqlRun", "prepare_fork"]
+__all__ = ["ForkReady", "Limits", "SqlResult", "SqlRun", "prepare_fork", "ready_to_fork"]
 
 READ_ONLY_WRITE = (
     "This statement changes the database, and this db_sql call runs read-only (a read-only "
@@ -68,6 +69,19 @@ class Limits:
     into_max_rows: int = 10_000_000
     into_max_bytes: int = 1024 * 1024 * 1024
     fetch_bytes: int = 16 * 1024 * 1024  # rows shown to the model are read up to this size
+
+    @classmethod
+    def from_settings(cls, settings: AgentKernel) -> Limits:
+        """The limits the ``AgentKernel`` settings give the model's SQL."""
+        return cls(
+            timeout_s=settings.sql_timeout_s,
+            max_rows=settings.sql_max_rows,
+            memory_limit=settings.sql_memory_limit,
+            threads=settings.sql_threads,
+            max_db_bytes=settings.db_max_mb * 1024 * 1024,
+            into_max_rows=settings.into_max_rows,
+            into_max_bytes=settings.into_max_mb * 1024 * 1024,
+        )
 
     def worker_memory_bytes(self) -> int:
         """Most memory the worker process may use: DuckDB's limit plus room for Python.
@@ -183,17 +197,21 @@ class SqlRun:
         return names
 
     def run_in_memory(
-        self, statements: Sequence[Statement], *, params: Sequence[Any] | None = None, into: bool = False
+        self,
+        ready: ForkReady,
+        statements: Sequence[Statement],
+        *,
+        params: Sequence[Any] | None = None,
+        into: bool = False,
     ) -> SqlResult:
         """Run a read of kernel frames alone in a fork made within :func:`ready_to_fork`.
 
         The database and its connection, with the frames registered, come from the kernel;
         this gives the database its threads (none survive a fork), then locks it.
         """
-        database, con = _fork_ready[_config_key(self.limits)]
-        con.execute(f"SET threads = {self.limits.config()['threads']}")
-        database.execute("SET lock_configuration = true")
-        return self._run_on(con, _Call(statements, params, {}, into))
+        ready.con.execute(f"SET threads = {self.limits.config()['threads']}")
+        ready.database.execute("SET lock_configuration = true")
+        return self._run_on(ready.con, _Call(statements, params, {}, into))
 
     def run_here(
         self,
@@ -484,49 +502,64 @@ def _memory_sandbox(limits: Limits) -> _MemorySandbox:
 
 
 # For forks: an in-memory database with the sandbox but not locked yet and one thread
-# (so none of its own), and its connection. This process uses them only to register the
-# frames of a call right before it forks, under _fork_lock: no thread holds any of their
-# locks at the fork. Opening a DuckDB database takes ~40 ms; registering a frame in a
-# fresh fork ~25 ms (the first touch copies thousands of the kernel's pages), ~5 ms here.
-_fork_ready: dict[tuple[Any, ...], tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]] = {}
+# (so none of its own). This process uses it only to register the frames of a call on a
+# connection of its own right before it forks, and to close that connection once the
+# child has left, each under _fork_lock: no thread holds any of its locks at a fork.
+# Opening a DuckDB database takes ~40 ms; registering a frame in a fresh fork ~25 ms (the
+# first touch copies thousands of the kernel's pages), ~2 ms here.
+_fork_ready: dict[tuple[Any, ...], duckdb.DuckDBPyConnection] = {}
 _fork_lock = threading.Lock()
 
 
-@contextmanager
-def ready_to_fork(limits: Limits, frames: Mapping[str, Any]) -> Iterator[None]:
-    """Fork within this block to have the child's database ready, ``frames`` registered on it."""
+@dataclass(frozen=True)
+class ForkReady:
+    """The database a fork runs its call on, and the call's connection, the frames registered."""
+
+    database: duckdb.DuckDBPyConnection
+    con: duckdb.DuckDBPyConnection
+
+    def release(self) -> None:
+        """Close the call's connection, which lets go of its frames: once the child has left
+        (before, closing it would write pages the child shares, each copied first)."""
+        with _fork_lock:
+            self.con.close()
+
+
+def prepare_fork(store: Store, limits: Limits) -> None:
+    """Do now what a first read of kernel frames would: open the forks' database for
+    ``limits`` and read the names of the file's tables (when the file exists)."""
+    with _fork_lock:
+        _fork_database(limits)
+    if store.path.exists():
+        SqlRun(store, limits, read_only=True)._file_names()
+
+
+def _fork_database(limits: Limits) -> duckdb.DuckDBPyConnection:
+    """The forks' database for ``limits`` (the caller holds ``_fork_lock``)."""
     import duckdb
 
     key = _config_key(limits)
-    _fork_lock.acquire()
-    con = None
-    try:
-        if key not in _fork_ready:
-            _fork_ready.clear()
-            database = duckdb.connect(":memory:", config={**limits.config(), "threads": 1})
-            con = database.cursor()
+    if key not in _fork_ready:
+        _fork_ready.clear()
+        _fork_ready[key] = duckdb.connect(":memory:", config={**limits.config(), "threads": 1})
+    return _fork_ready[key]
+
+
+@contextmanager
+def ready_to_fork(limits: Limits, frames: Mapping[str, Any]) -> Iterator[ForkReady]:
+    """Fork within this block to have the child's database ready, ``frames`` registered on
+    its connection; call ``release()`` on what it yields once the child has left."""
+    with _fork_lock:
+        database = _fork_database(limits)
+        con = database.cursor()
+        try:
             con.execute("SET enable_progress_bar = false")  # a local option: set before the lock
-            _fork_ready[key] = (database, con)
-        _, con = _fork_ready[key]
-        for name, frame in frames.items():
-            con.register(name, frame.to_arrow() if _is_polars(frame) else frame)
-        yield
-    except BaseException:
-        _unregister(con, list(frames))
-        raise
-    # Unregistering now writes pages the child shares, each copied first (~4 ms): not on the
-    # way to the answer. The next fork waits for it.
-    threading.Thread(target=_unregister, args=(con, list(frames)), daemon=True).start()
-
-
-def _unregister(con: duckdb.DuckDBPyConnection | None, names: list[str]) -> None:
-    """Take ``names`` off the fork's connection, then let the next fork go."""
-    try:
-        if con is not None:
-            for name in names:
-                con.unregister(name)
-    finally:
-        _fork_lock.release()
+            for name, frame in frames.items():
+                con.register(name, frame.to_arrow() if _is_polars(frame) else frame)
+            yield ForkReady(database, con)
+        except BaseException:
+            con.close()
+            raise
 
 
 def _forks_well(frame: Any) -> bool:

@@ -39,6 +39,8 @@ import atexit
 import gc
 import os
 import pickle
+import queue
+import resource  # here, not in a fork: an import there would touch (copy) many of the kernel's pages
 import select
 import signal
 import struct
@@ -55,7 +57,7 @@ from agent_kernel.sql.sandbox import timeout_message
 
 if TYPE_CHECKING:
     from agent_kernel.sql.guard import Statement
-    from agent_kernel.sql.sandbox import Limits, SqlResult, SqlRun
+    from agent_kernel.sql.sandbox import ForkReady, Limits, SqlResult, SqlRun
 
 __all__ = ["run", "run_forked", "run_sql"]
 
@@ -151,6 +153,15 @@ class _Watched:
         """The resident size over which the process is killed."""
         return limits.worker_memory_bytes()
 
+    def watched_process(self) -> Any:
+        """The process as ``psutil`` sees it (to read its memory), or None when it is gone."""
+        import psutil
+
+        try:
+            return psutil.Process(self.pid)
+        except psutil.Error:
+            return None
+
     def watch(self, sql_run: SqlRun, started: float | None = None) -> SqlResult:
         """Wait for the answer; interrupt, then kill, at the time limit, on Stop, over the memory cap.
 
@@ -160,10 +171,7 @@ class _Watched:
         import psutil
 
         limits = sql_run.limits
-        try:
-            watched = psutil.Process(self.pid)
-        except psutil.Error:
-            watched = None
+        watched = self.watched_process()
         memory_cap = self.memory_cap(limits)
         batches: list[Any] = []
         while True:
@@ -297,11 +305,15 @@ class _Forked(_Watched):
     def __init__(
         self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool
     ) -> None:
+        import psutil
+
         from agent_kernel.sql.sandbox import ready_to_fork
 
         self.started = False
+        self._status: int | None = None
+        self._released = False
         read_end, write_end = os.pipe()
-        with ready_to_fork(sql_run.limits, frames), warnings.catch_warnings():
+        with ready_to_fork(sql_run.limits, frames) as ready, warnings.catch_warnings():
             # Python 3.12+ warns that a fork of a multi-threaded process may deadlock in the
             # child on a lock another thread held. The child takes no lock the kernel's
             # threads use: a new SqlRun, a database only this block touches, no logging, no
@@ -316,17 +328,20 @@ class _Forked(_Watched):
                 raise
             if pid == 0:  # the child, with the frames registered: never returns
                 os.close(read_end)
-                _run_in_child(sql_run, statements, params, into, write_end)
+                _run_in_child(sql_run, ready, statements, params, into, write_end)
+        self._ready = ready
         os.close(write_end)
         self.pid = pid
         self.answers = os.fdopen(read_end, "rb", buffering=0)
-        self._status: int | None = None
-        import psutil
-
         try:
-            self._start_rss = psutil.Process(pid).memory_info().rss
+            self._process: Any = psutil.Process(pid)
+            self._start_rss = self._process.memory_info().rss
         except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
+            self._process = None
             self._start_rss = psutil.Process().memory_info().rss
+
+    def watched_process(self) -> Any:
+        return self._process
 
     def memory_cap(self, limits: Limits) -> int:
         return self._start_rss + limits.worker_memory_bytes()
@@ -347,10 +362,19 @@ class _Forked(_Watched):
         self.answers.close()
 
     def done(self) -> None:
-        """Close the pipe; reap the child once it has left (off this thread: it may be exiting)."""
+        """Close the pipe; once the child has left, reap it and let go of the call's frames
+        (on the reaper thread when it is still exiting: a big process takes a while)."""
         self.answers.close()
         if self._reap(os.WNOHANG) is None:
-            threading.Thread(target=self._reap, args=(0,), daemon=True).start()
+            _reap_later(self)
+        else:
+            self.release()
+
+    def release(self) -> None:
+        """Let go of the call's connection and frames, once (the child has left)."""
+        if not self._released:
+            self._released = True
+            self._ready.release()
 
     def _reap(self, options: int) -> int | None:
         if self._status is None:
@@ -391,8 +415,33 @@ def run_forked(
     return run(sql_run, statements, params=params, frames=frames, into=into)
 
 
+_leaving: queue.SimpleQueue[_Forked] = queue.SimpleQueue()
+_reaper: threading.Thread | None = None
+_reaper_lock = threading.Lock()
+
+
+def _reap_later(child: _Forked) -> None:
+    """Have the reaper thread reap ``child`` and release its frames once it has left."""
+    global _reaper
+    _leaving.put(child)
+    with _reaper_lock:
+        if _reaper is None or not _reaper.is_alive():
+            _reaper = threading.Thread(target=_reap_forks, name="agent-kernel-sql-reaper", daemon=True)
+            _reaper.start()
+
+
+def _reap_forks() -> None:
+    """One thread for every fork's exit, rather than a thread started for each."""
+    while True:
+        child = _leaving.get()
+        try:
+            child._reap(0)
+        finally:
+            child.release()
+
+
 def _run_in_child(
-    sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int
+    sql_run: SqlRun, ready: ForkReady, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int
 ) -> NoReturn:
     """The forked child: run the call, send the answer, leave without running the kernel's exit code."""
     code = 0
@@ -411,7 +460,7 @@ def _run_in_child(
         os.closerange(3, answers_fd)  # the kernel's sockets, pipes and files
         os.closerange(answers_fd + 1, _max_fd())
         answers = os.fdopen(answers_fd, "wb", buffering=0)
-        _answer_call(answers, _fresh_run(sql_run), statements, params, into)
+        _answer_call(answers, _fresh_run(sql_run), ready, statements, params, into)
     except BaseException:  # noqa: BLE001 - nothing may escape into the kernel's code
         code = 1
     finally:
@@ -425,7 +474,7 @@ def _fresh_run(sql_run: SqlRun) -> SqlRun:
     return SqlRun(sql_run.store, sql_run.limits, read_only=True)
 
 
-def _answer_call(answers: Any, sql_run: SqlRun, statements: Any, params: Any, into: bool) -> None:
+def _answer_call(answers: Any, sql_run: SqlRun, ready: ForkReady, statements: Any, params: Any, into: bool) -> None:
     kernel = os.getppid()
 
     def stop_on_signal() -> None:  # and leave when the kernel dies, even mid-statement
@@ -443,14 +492,12 @@ def _answer_call(answers: Any, sql_run: SqlRun, statements: Any, params: Any, in
     if into:
         sql_run.emit_batch = lambda batch: answer("batch", batch)
     try:
-        answer("result", sql_run.run_in_memory(statements, params=params, into=into))
+        answer("result", sql_run.run_in_memory(ready, statements, params=params, into=into))
     except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
         answer("error", _portable(exc))
 
 
 def _max_fd() -> int:
-    import resource
-
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     return soft if soft != resource.RLIM_INFINITY else 65536
 

@@ -30,7 +30,6 @@ from agent_kernel.store.provenance import TAINTED_NOTE, Provenance
 from agent_kernel.tools import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
-    from agent_kernel.config import AgentKernel
     from agent_kernel.store import Store
     from agent_kernel.store.state import State
 
@@ -84,7 +83,7 @@ async def db_sql(
             raise ToolInputError("into= takes a query that reads (SELECT ...), not one that writes.")
     # A read runs on a read-only connection: a write the guard missed cannot happen there.
     read_only = context.approve == "read-only" or not guard.writes(sql)
-    run = sandbox.SqlRun(context.store, _limits(settings), read_only=read_only)
+    run = sandbox.SqlRun(context.store, sandbox.Limits.from_settings(settings), read_only=read_only)
     frames = kernel_frames(context.namespace, context.hidden_names)
     result = await _off_loop(
         lambda: sql_worker.run_sql(run, statements, params=params, frames=frames, into=into is not None),
@@ -117,9 +116,9 @@ async def db_sql(
     elif result.note:
         answer["note"] = result.note
     elif answer["truncated"]:
-        answer["note"] = (
+        answer["note"] = (  # no double quotes: JSON would escape them, and redaction then walks every row
             "More rows exist than are shown: aggregate or filter in SQL, or fetch the whole "
-            'result into the kernel with into="name".'
+            "result into the kernel with into='name'."
         )
     return answer
 
@@ -248,18 +247,6 @@ TOOLS = [
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _limits(settings: AgentKernel) -> sandbox.Limits:
-    return sandbox.Limits(
-        timeout_s=settings.sql_timeout_s,
-        max_rows=settings.sql_max_rows,
-        memory_limit=settings.sql_memory_limit,
-        threads=settings.sql_threads,
-        max_db_bytes=settings.db_max_mb * 1024 * 1024,
-        into_max_rows=settings.into_max_rows,
-        into_max_bytes=settings.into_max_mb * 1024 * 1024,
-    )
-
-
 def kernel_frames(namespace: Mapping[str, Any], hidden: set[str]) -> dict[str, Any]:
     """The user's DataFrames (pandas; polars and pyarrow when installed) by variable name."""
     frames = {}
@@ -315,16 +302,24 @@ def _check_key(key: str) -> None:
 
 
 def bounded_rows(rows: list[tuple[Any, ...]], *, budget: int) -> tuple[list[list[Any]], bool]:
-    """``rows`` as JSON-ready lists, as many as fit in ``budget`` characters of JSON."""
-    cells = [[json_value(v) for v in row] for row in rows]
-    size = len(json.dumps(cells, ensure_ascii=False))
-    if size <= budget:
-        return cells, False
-    # Rows of one result are alike: start from the share that fits on average, then shrink.
-    count = max(1, len(cells) * budget // size)
-    while count > 1 and len(json.dumps(cells[:count], ensure_ascii=False)) > budget:
-        count = count * 9 // 10
-    return cells[:count], True
+    """``rows`` as JSON-ready lists, as many as fit in ``budget`` characters of JSON (at least one).
+
+    Each row is measured as it is made ready, and the rest are left as soon as one does not
+    fit: a result far over the budget costs about what is shown. (A JSON list is ``[``, its
+    items joined by ``, ``, then ``]``, so the sizes add up exactly.)
+    """
+    cells: list[list[Any]] = []
+    size = 2
+    for row in rows:
+        cell = [json_value(v) for v in row]
+        size += len(_JSON.encode(cell)) + (2 if cells else 0)
+        if size > budget and cells:
+            return cells, True
+        cells.append(cell)
+    return cells, size > budget
+
+
+_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def json_value(value: Any) -> Any:

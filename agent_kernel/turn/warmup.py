@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from agent_kernel.sql.warmup import prepare_db_sql
+
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
@@ -198,6 +200,7 @@ class WarmUp:
         steps: list[tuple[str, Callable[[], None]]] = [
             (name, functools.partial(_import, name)) for name in _MODULES
         ]
+        steps.insert(1, ("prepare db_sql", lambda: prepare_db_sql(self.settings)))  # right after duckdb
         steps.append(("render a paragraph", _render_sample_text))
         steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
         steps.append(("make a model client", _make_sample_client))

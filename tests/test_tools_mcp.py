@@ -192,9 +192,10 @@ def test_a_read_only_claim_is_believed_only_from_a_server_the_user_trusts(notes_
 
 
 def test_results_and_errors_reach_the_model_wrapped_redacted_and_unable_to_close_the_envelope(
-    notes_agent, scripted_model
+    notes_agent, scripted_model, monkeypatch
 ):
     agent, folder = notes_agent
+    monkeypatch.setenv("MCP_NOTE_TOKEN", "")  # so the value set below leaves with the test
     agent.agent.secrets.set("MCP_NOTE_TOKEN", "mcp-note-secret-4c1d9e")
     (folder / "creds.txt").write_text("token=mcp-note-secret-4c1d9e")
     batch(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from IPython.core.interactiveshell import InteractiveShell
 
@@ -12,7 +13,11 @@ from agent_kernel.kernel.namespace import known_variables
 from agent_kernel.turn.prompt import turn_context
 
 
-def test_default_tools_and_system_prompt_fit_in_12750_characters(tmp_path):
+def test_default_tools_and_system_prompt_fit_in_12750_characters(tmp_path, monkeypatch):
+    from agent_kernel.credentials import undeclared
+
+    for name, _ in undeclared(os.environ):  # the default prompt: no credentials to name
+        monkeypatch.delenv(name, raising=False)
     agent = Agent(shell=InteractiveShell.instance(), db_path=str(tmp_path / "agent.duckdb"))
     tools = [t.definition() for t in agent._offered(agent.config.approve)]
     sent = len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))) + len(agent.system_prompt())

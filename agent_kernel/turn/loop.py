@@ -103,21 +103,19 @@ class TurnResult:
         if not side:
             self.model_calls += 1
             self.model = usage.model
-        self.tokens += usage.total
-        self.session_tokens += usage.total
-        self.input_tokens += usage.prompt_tokens
-        self.cache_read_tokens += usage.cache_read
-        if usage.cost is None:
-            self.unpriced_calls += 1
-        else:
-            self.cost = (self.cost or 0.0) + usage.cost
-            self.session_cost += usage.cost
+        self._add(usage)
 
     def count_subsession(self, usage: CallUsage) -> None:
         """Add one model call of a sub-session (started by this turn, at any depth)."""
+        self._add(usage)
+        self.subsession_tokens += usage.total
+        if usage.cost is not None:
+            self.subsession_cost += usage.cost
+
+    def _add(self, usage: CallUsage) -> None:
+        """A call's tokens and cost in the turn's and the session's figures."""
         self.tokens += usage.total
         self.session_tokens += usage.total
-        self.subsession_tokens += usage.total
         self.input_tokens += usage.prompt_tokens
         self.cache_read_tokens += usage.cache_read
         if usage.cost is None:
@@ -125,7 +123,6 @@ class TurnResult:
         else:
             self.cost = (self.cost or 0.0) + usage.cost
             self.session_cost += usage.cost
-            self.subsession_cost += usage.cost
 
     def value(self) -> Any:
         """The final text, or the JSON it holds when it is only a JSON value."""

@@ -522,8 +522,12 @@ class Turn:
 
     def _outer(self) -> list[Turn]:
         """The turns of the sessions above this one: its parent's first."""
+        return self.lineage()[1:]
+
+    def lineage(self) -> list[Turn]:
+        """This turn and those of the sessions above it, nearest first."""
         found: list[Turn] = []
-        turn = self.parent
+        turn: Turn | None = self
         while turn is not None:
             found.append(turn)
             turn = turn.parent

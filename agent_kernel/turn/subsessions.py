@@ -128,12 +128,7 @@ class SubSessions:
 
     def _turns(self) -> list[Turn]:
         """This session's turn and those of the sessions above it."""
-        found: list[Turn] = []
-        turn = self.turn
-        while turn is not None:
-            found.append(turn)
-            turn = turn.parent
-        return found
+        return self.turn.lineage() if self.turn is not None else []
 
     def own_model(self) -> str:
         """The model this session runs on (a child's default)."""

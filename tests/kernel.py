@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jupyter_client.manager import KernelManager, start_new_kernel
+from jupyter_client.manager import KernelManager
 
 
 @dataclass
@@ -65,8 +67,19 @@ class Kernel:
         kwargs: dict[str, Any] = {"env": full_env}
         if cwd:
             kwargs["cwd"] = cwd
-        self.manager: KernelManager
-        self.manager, self.client = start_new_kernel(kernel_name="python3", startup_timeout=60, **kwargs)
+        # IPC sockets: a TCP port chosen free can be taken by a kernel another test worker
+        # starts before this one binds it ("Address already in use").
+        # The socket paths are absolute: the kernel may run in another directory.
+        self._sockets = tempfile.mkdtemp(prefix="ak-kernel-")
+        self.manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(self._sockets, "k"))
+        self.manager.start_kernel(**kwargs)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        try:
+            self.client.wait_for_ready(timeout=60)
+        except RuntimeError:
+            self.shutdown()
+            raise
 
     def execute(
         self,
@@ -132,3 +145,4 @@ class Kernel:
     def shutdown(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
+        shutil.rmtree(self._sockets, ignore_errors=True)

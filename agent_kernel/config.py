@@ -34,9 +34,12 @@ class AgentKernel(Configurable):
     max_tokens = Int(8192, help="max_tokens of each model call.").tag(config=True)
 
     token_limit = Int(
-        1_000_000,
+        10_000_000,
         help="Tokens (input + output) a session may use before it stops with state "
-        "token_limit_reached. Raise it per turn with --token-limit.",
+        "token_limit_reached; tokens read from the prompt cache count a tenth, as they are "
+        "billed. The default lets a day's work run (a 300-turn session in a 200,000-token "
+        "window uses about 6,000,000) and stops a session that loops without end. Raise it "
+        "per turn with --token-limit.",
     ).tag(config=True)
 
     max_model_calls = Int(

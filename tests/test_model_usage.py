@@ -54,7 +54,12 @@ def test_every_model_call_is_stored_with_its_tokens_and_cost(shell_agent, script
     # A second turn: the session's cost adds up.
     scripted_model.add(say("Again.", usage=SECOND))
     footer = shell_agent.ok("again").lines[-1]
-    assert footer.endswith(f"of 1,000,000 tokens, ${cost(FIRST) + 2 * cost(SECOND):.4f})")
+    # The session's tokens as its limit counts them: cache reads at a tenth.
+    counted = (200 + 50 + 800 + 1_000) + 2 * (300 + 80 + 900)
+    assert footer.endswith(
+        f": under 1% of its token limit · {counted:,} of 10,000,000 tokens, ${cost(FIRST) + 2 * cost(SECOND):.4f})"
+    )
+    assert shell_agent.agent.session(create=False).tokens_used == counted
     assert [r[:2] for r in model_calls(agent_db)][-1] == (2, 1)
 
 
@@ -114,6 +119,26 @@ def test_cost_limit_warns_when_the_model_has_no_price(shell_agent, scripted_mode
     scripted_model.add(reply(tool_use("run_code", {"code": "y = 1"}), usage=FIRST), say("ok", usage=FIRST))
     cell = shell_agent.ok("go")  # not stopped: there is no cost to count
     assert any("cost_limit does not count calls to 'scripted-model': it has no price" in line for line in cell.lines)
+
+
+def test_the_footer_says_how_close_the_session_is_to_the_limit_it_reaches_first(shell_agent, scripted_model):
+    config = shell_agent.agent.config
+    config.prices = {"scripted-model": PRICE}
+    config.token_limit = 50_000
+    scripted_model.add(say("Hi.", usage=FIRST))
+    assert ": 4% of its token limit · 2,050 of 50,000 tokens" in shell_agent.ok("hi").lines[-1]
+    config.cost_limit = 0.05  # the two calls cost $0.0150: 30% of it, more than the 8% of the tokens
+    scripted_model.add(say("Again.", usage=FIRST))
+    footer = shell_agent.ok("again").lines[-1]
+    assert ": 30% of its cost limit · 4,100 of 50,000 tokens, $0.0150)" in footer
+
+
+def test_cache_reads_count_a_tenth_against_the_token_limit():
+    usage = CallUsage.of("scripted-model", FIRST)
+    assert usage.total == 9_250
+    assert usage.counted == 200 + 1_000 + 50 + 8_000 // 10
+    assert CallUsage("m", cache_read=1).counted == 1  # a part of a token counts as one
+    assert CallUsage("m", input_tokens=7, output_tokens=3).counted == 10
 
 
 def test_call_usage_and_the_input_estimate():

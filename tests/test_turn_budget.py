@@ -129,6 +129,48 @@ def test_a_500_turn_session_stays_under_its_budget(shell_agent, scripted_model, 
     assert summaries == len(scripted_model.summary_requests)
 
 
+def test_a_300_turn_working_session_runs_to_the_end_under_the_default_limits(shell_agent, scripted_model):
+    """A day's work: 300 turns of a 5,000-character tool result each, in a 40,000-token
+    window, with every limit at its default."""
+    agent = shell_agent.agent
+    agent.config.context_window = 40_000
+    agent.config.tool_groups = ["code"]
+    defaults = AgentKernel()
+    assert (agent.config.token_limit, agent.config.cost_limit) == (defaults.token_limit, defaults.cost_limit)
+    scripted_model.responder = long_print
+
+    shown = turns(agent, [f"turn {n}: print a long line" for n in range(300)])
+
+    assert len(main_requests(scripted_model)) == 600
+    result = agent.last_result
+    assert result is not None and result.state == "idle" and result.text == "Printed it."
+    # Every call resends the conversation, most of it from the prompt cache: counted at full
+    # weight that alone is over the limit; counted as billed it is well under it.
+    sent = sum(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in scripted_model.usages)
+    assert sent > defaults.token_limit
+    assert result.session_tokens < defaults.token_limit / 2
+    footers = [line for line in shown.splitlines() if "of its token limit" in line]
+    assert len(footers) == 300
+    share = round(100 * result.session_tokens / defaults.token_limit)
+    assert f": {share}% of its token limit · {result.session_tokens:,} of {defaults.token_limit:,} tokens" in footers[-1]
+
+
+def test_a_runaway_loop_is_stopped_under_the_default_limits(shell_agent, scripted_model):
+    """A model that never ends its turn: the default max_model_calls stops the turn, and the
+    stop says how to go on."""
+    agent = shell_agent.agent
+    agent.config.tool_groups = ["code"]
+    calls = AgentKernel().max_model_calls
+    scripted_model.responder = lambda body: call("run_code", code="print('again ' * 1000)")
+
+    cell = shell_agent.execute("keep going")
+
+    assert len(main_requests(scripted_model)) == calls
+    assert cell.result is not None and cell.result.ending == "call_limit"
+    assert str(cell.error).startswith(f"Stopped after {calls} model calls in one turn")
+    assert "%agent continue" in str(cell.error)
+
+
 def test_the_summary_is_stored_and_reused_by_another_agent(shell_agent, scripted_model, agent_db):
     settings = {"context_window": 8_000, "tool_groups": ["code"], "token_limit": 10**9}
     for name, value in settings.items():

@@ -1,7 +1,12 @@
 """The line under a finished turn: model, tools, time, tokens, cache share and cost.
 
     claude-sonnet-5-5 · 2 tool calls · 4.1 s · 31,204 tokens, 88% of input from cache · $0.0123
-    (session 'sales': 95,310 of 1,000,000 tokens, $0.0412)
+    (session 'sales': 2% of its token limit · 195,310 of 10,000,000 tokens, $0.0412)
+
+The session's tokens are those its token limit counts (cache reads at a tenth, as they are
+billed; see :attr:`agent_kernel.model.usage.CallUsage.counted`), so they grow more slowly
+than the turns' own figures. How close the session is to stopping is the larger share of
+its token limit and its cost limit.
 
 A turn that started sub-sessions counts their calls as its own (they count against the
 session's limits) and says how much of it they were:
@@ -43,6 +48,7 @@ class TurnFigures:
     subsessions: int = 0  # started in the turn, at any depth; the figures above include them
     subsession_tokens: int = 0
     subsession_cost: float = 0.0
+    cost_limit: float | None = None  # USD per session; None: no cost limit
 
 
 def usd(amount: float) -> str:
@@ -76,6 +82,16 @@ def footer_line(f: TurnFigures) -> str:
     session_cost = f", {usd(f.session_cost)}" if f.session_cost or f.cost is not None else ""
     return (
         " · ".join(parts)
-        + f" ({'new ' if f.new_session else ''}session {f.session!r}: "
+        + f" ({'new ' if f.new_session else ''}session {f.session!r}: {limit_share(f)} · "
         f"{f.session_tokens:,} of {f.token_limit:,} tokens{session_cost})"
     )
+
+
+def limit_share(f: TurnFigures) -> str:
+    """How close the session is to the limit it will reach first: "34% of its token limit"."""
+    shares = [(f.session_tokens / f.token_limit if f.token_limit > 0 else 0.0, "token")]
+    if f.cost_limit:
+        shares.append((f.session_cost / f.cost_limit, "cost"))
+    share, which = max(shares)
+    shown = "under 1%" if 0 < share < 0.01 else f"{share:.0%}"
+    return f"{shown} of its {which} limit"

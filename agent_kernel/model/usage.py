@@ -19,9 +19,12 @@ from typing import Any
 
 from agent_kernel.model.prices import call_cost, price_for
 
-__all__ = ["CHARS_PER_TOKEN", "CallUsage", "InputEstimate", "request_chars"]
+__all__ = ["CACHE_READS_PER_TOKEN", "CHARS_PER_TOKEN", "CallUsage", "InputEstimate", "request_chars"]
 
 CHARS_PER_TOKEN = 4
+# Tokens read from the prompt cache that count as one against a session's token limit: what
+# they cost beside an input token (the API bills cache reads at a tenth of the input price or less).
+CACHE_READS_PER_TOKEN = 10
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,18 @@ class CallUsage:
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.output_tokens
+
+    @property
+    def counted(self) -> int:
+        """What the call counts against a session's token limit: every token, those read
+        from the prompt cache weighed at their price (:data:`CACHE_READS_PER_TOKEN`).
+
+        A long session resends its whole conversation with every call, almost all of it
+        from the cache; counted at full weight, that alone would use up a limit meant to
+        stop a runaway loop within a day's ordinary work.
+        """
+        read = -(-self.cache_read // CACHE_READS_PER_TOKEN)
+        return self.input_tokens + self.cache_write + self.output_tokens + read
 
     @classmethod
     def of(cls, model: str, usage: Any, prices: Mapping[str, Any] | None = None) -> CallUsage:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from agent_kernel.model.conversation import Repair
     from agent_kernel.kernel.interrupts import TurnInterrupts
     from agent_kernel.turn.loaded import LoadedConversation
-    from agent_kernel.turn.loop import Turn, TurnResult
+    from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
     from agent_kernel.model.client import HttpClient, ModelClient
     from agent_kernel.turn.summaries import RecallStart
     from agent_kernel.store import Store
@@ -441,7 +441,7 @@ class Agent:
         try:
             await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
             if result.state != "error" and result.model_calls:
-                footer = _footer(result, turn.limits.token_limit, new=resolved.created)
+                footer = _footer(result, turn.limits, new=resolved.created)
                 usage = {
                     "model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
                     "tokens": result.tokens, "session_tokens": result.session_tokens,
@@ -690,7 +690,7 @@ def _previous_section(found: RecallStart, written: list[Any]) -> str:
     return turn_section(found.previous, fresh[-1] if fresh else found.previous.summary)
 
 
-def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
+def _footer(result: TurnResult, limits: TurnLimits, *, new: bool = False) -> str:
     from agent_kernel.display.footer import TurnFigures, footer_line
 
     return footer_line(
@@ -705,7 +705,7 @@ def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
             unpriced_calls=result.unpriced_calls,
             session=result.session,
             session_tokens=result.session_tokens,
-            token_limit=limit,
+            token_limit=limits.token_limit,
             session_cost=result.session_cost,
             new_session=new,
             web_searches=result.web_searches,
@@ -713,6 +713,7 @@ def _footer(result: TurnResult, limit: int, *, new: bool = False) -> str:
             subsessions=result.subsessions,
             subsession_tokens=result.subsession_tokens,
             subsession_cost=result.subsession_cost,
+            cost_limit=limits.cost_limit,
         )
     )
 

@@ -64,7 +64,7 @@ class TurnResult:
     tool_calls: int = 0
     model_calls: int = 0
     tokens: int = 0
-    session_tokens: int = 0
+    session_tokens: int = 0  # what the token limit counts (CallUsage.counted), earlier turns included
     stop_reason: str | None = None
     error: str | None = None
     seconds: float = 0.0
@@ -113,9 +113,10 @@ class TurnResult:
             self.subsession_cost += usage.cost
 
     def _add(self, usage: CallUsage) -> None:
-        """A call's tokens and cost in the turn's and the session's figures."""
+        """A call's tokens and cost in the turn's and the session's figures (the session's
+        tokens are those its token limit counts: :attr:`CallUsage.counted`)."""
         self.tokens += usage.total
-        self.session_tokens += usage.total
+        self.session_tokens += usage.counted
         self.input_tokens += usage.prompt_tokens
         self.cache_read_tokens += usage.cache_read
         if usage.cost is None:
@@ -245,7 +246,7 @@ class Turn:
                     stop_reason=message.stop_reason,
                 )  # fmt: skip
                 self._count(result, usage)
-                spent = usage.total
+                spent = usage.counted
                 # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
                 # tool input cannot fail the next request or insert).
                 content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
@@ -508,7 +509,7 @@ class Turn:
         usage = CallUsage.of(message.model, message.usage, getattr(self.context.settings, "prices", None))
         self._usage.call(usage, duration_ms=duration_ms, stop_reason=message.stop_reason)
         self._count(result, usage, side=True)
-        self._journal.usage(usage.total)
+        self._journal.usage(usage.counted)
 
     def _count(self, result: TurnResult, usage: CallUsage, *, side: bool = False) -> None:
         """Add a call to this turn's figures and to those of the sessions that started it:
@@ -517,7 +518,7 @@ class Turn:
         for outer in self._outer():
             if outer.result is not None:
                 outer.result.count_subsession(usage)
-            outer._journal.usage(usage.total)
+            outer._journal.usage(usage.counted)
             self.context.writer.submit(outer._journal.write)
 
     def _outer(self) -> list[Turn]:

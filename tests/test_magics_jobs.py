@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from agent_kernel.scheduler import leader
 from agent_kernel.scheduler.clock import ManualClock
+from agent_kernel.scheduler.service import SchedulerService
 
 from .scheduling import UTC, add_job, home_fixture, scheduler, store_fixture, write_notebook  # noqa: F401 - fixtures
 
@@ -26,14 +27,23 @@ def test_agent_jobs_lists_jobs_with_their_last_run_and_output(kernel, store, hom
     assert "<span style='color:#cf222e' title='ZeroDivisionError: division by zero'>FAILED</span>" in page
     assert "<a href='home/runs/" in page and "/output.ipynb' target='_blank'" in page  # relative to the kernel's dir
     assert "No scheduler is running: jobs fire only while one runs; start JupyterLab or Jupyter Server" in page
-    assert "or run `agent-kernel scheduler` in a terminal." in page
+    assert "or run <code>agent-kernel scheduler</code> in a terminal.</div>" in page
     text = shown.final_texts()[-1]
     assert "FAILED (ZeroDivisionError: division by zero)" in text and "later" in text
 
 
 def test_agent_jobs_when_empty_and_while_a_scheduler_leads(kernel, store):
-    empty = kernel.ok("%agent_jobs").final_texts()[-1]
-    assert "No scheduled jobs yet" in empty
+    empty = kernel.ok("%agent_jobs")
+    # No table to fill: what to do next, each command as code (no literal backticks).
+    page = empty.final_texts("text/html")[-1]
+    assert "<table" not in page and "<th" not in page and "`" not in page
+    assert page.startswith("<div style='color:#57606a'>No scheduled jobs yet. Ask <code>%agent</code> to schedule one")
+    assert "or run <code>agent-kernel jobs add</code> in a terminal.</div>" in page
+    assert "<div style='color:#57606a'>No scheduler is running" in page
+    text = empty.final_texts()[-1]
+    assert text.splitlines()[0].startswith("No scheduled jobs yet. Ask %agent to schedule one")
+    assert "`" not in text and "name" not in text.split() and "----" not in text
+    assert "run agent-kernel scheduler in a terminal" in text
     with store.connect() as con:
         leader.acquire(con, "otherhost:1:abcdef", datetime.now(UTC), 300)
     assert "No scheduler is running" not in kernel.ok("%agent_jobs").final_texts()[-1]
@@ -44,3 +54,14 @@ def test_agent_jobs_when_empty_and_while_a_scheduler_leads(kernel, store):
     doc = kernel.ok("print(get_ipython().find_magic('agent_jobs').__doc__)").stdout
     assert "next run" in doc and "agent-kernel scheduler" in doc
     assert "%agent_jobs [--all]" in doc and "Also list disabled jobs." in doc
+
+
+def test_agent_jobs_says_when_every_job_is_disabled(kernel, store):
+    job = add_job(store, name="paused", task="Summarise.", at=datetime.now(UTC) + timedelta(days=1), now=datetime.now(UTC))
+    with store.connect() as con:
+        leader.acquire(con, "otherhost:1:abcdef", datetime.now(UTC), 300)
+    SchedulerService(store).disable(job.id)
+    shown = kernel.ok("%agent_jobs").final_texts()[-1]
+    assert shown == "No enabled jobs: 1 job is disabled (%agent_jobs --all lists them)."
+    listed = kernel.ok("%agent_jobs --all").final_texts()[-1]
+    assert "paused" in listed and "(disabled)" in listed

@@ -52,17 +52,30 @@ class JobMagics(Magics):
         args = parse_args(self.agent_jobs, line)
         service = SchedulerService(self._store())
         try:
-            states = service.jobs(include_disabled=args.all)
+            states = service.jobs(include_disabled=True)
             lease = service.scheduler()
-            rows = [_row(state.job, state.last) for state in states]
         except ScheduleError as exc:
             raise UsageError(str(exc)) from None
+        shown = [state for state in states if args.all or state.job.enabled]
+        rows = [_row(state.job, state.last) for state in shown]
         notes = []
         if not rows:
-            notes.append("No scheduled jobs yet: ask %agent to schedule one, or use `agent-kernel jobs add`.")
+            notes.append(_empty_note(disabled=len(states)))
         if lease is None:
             notes.append(f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}.")
-        return JobsView(rows, " ".join(notes))
+        return JobsView(rows, "\n".join(notes))
+
+
+def _empty_note(*, disabled: int) -> str:
+    """What to do when there is no job to list (``disabled``: jobs that are switched off)."""
+    if disabled:
+        plural = "s are" if disabled != 1 else " is"
+        return f"No enabled jobs: {disabled} job{plural} disabled (`%agent_jobs --all` lists them)."
+    return (
+        "No scheduled jobs yet. Ask `%agent` to schedule one (\"run this notebook every morning "
+        "at 8\"), use the clock button \"Schedule this notebook…\" in a notebook's toolbar in "
+        "JupyterLab, or run `agent-kernel jobs add` in a terminal."
+    )
 
 
 def _row(job: Any, last: Any) -> dict[str, str]:
@@ -92,7 +105,11 @@ _STATUS_COLORS = {"SUCCEEDED": "#1a7f37", "FAILED": "#cf222e", "TIMED_OUT": "#cf
 
 
 class JobsView:
-    """The table ``%agent_jobs`` returns: HTML with links in a notebook, text elsewhere."""
+    """The table ``%agent_jobs`` returns: HTML with links in a notebook, text elsewhere.
+
+    Without rows there is no table, only the ``note`` (what to do next). The note is one
+    paragraph a line; `backticks` in it mark a command: code in HTML, plain in text.
+    """
 
     def __init__(self, rows: list[dict[str, str]], note: str = "") -> None:
         self.rows = rows
@@ -101,6 +118,11 @@ class JobsView:
     def _repr_html_(self) -> str:
         import html  # with its entity table: not worth loading at %load_ext
 
+        note = "".join(
+            f"<div style='color:#57606a'>{_code_html(line)}</div>" for line in self.note.splitlines()
+        )
+        if not self.rows:
+            return note
         head = "".join(f"<th style='text-align:left'>{c}</th>" for c in _COLUMNS)
         body = []
         for row in self.rows:
@@ -115,15 +137,25 @@ class JobsView:
                     value = _link(row[column])
                 cells.append(f"<td style='text-align:left'>{value}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
-        note = f"<div style='color:#57606a'>{html.escape(self.note)}</div>" if self.note else ""
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{note}"
 
     def __repr__(self) -> str:
         from agent_kernel.display.text_tables import Table
 
+        note = self.note.replace("`", "")
+        if not self.rows:
+            return note
         rows = [[row[c] if c != "status" or not row["error"] else f"{row[c]} ({row['error']})" for c in _COLUMNS]
                 for row in self.rows]  # fmt: skip
-        return repr(Table(_COLUMNS, rows, note=self.note))
+        return repr(Table(_COLUMNS, rows, note=note))
+
+
+def _code_html(text: str) -> str:
+    """``text`` as HTML, its `backticked` parts as code."""
+    import html
+
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
 
 
 def _link(path: str) -> str:

@@ -55,6 +55,7 @@ def save_panel_screenshot(page, panel) -> None:
 def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(
+        reply(tool_use("run_code", {"code": "1 / 0"})),
         reply(tool_use("create_scheduled_task", {"name": "nightly summary", "task": "Summarise the sales table.",
                                                  "cron": "0 2 * * *", "timezone": "UTC"})),
         say("Scheduled the nightly summary."),
@@ -73,6 +74,15 @@ def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(l
     assert "At 02:00 every day (UTC)" in job.inner_text() and "not run yet" in job.inner_text()
     # The server runs the scheduler: no warning that jobs will not fire.
     assert panel.locator(".ak-jobs .ak-warning").count() == 0
+    # Every figure says what it counts.
+    stats = panel.locator(".ak-stats .ak-figures")
+    refresh_until(page, panel, stats.locator("th", has_text="Failures by kind"))
+    labels = stats.locator("th").all_inner_texts()
+    assert labels == ["Code runs", "Failures by kind", "Tool calls", "Tokens"], labels
+    failures = stats.locator("tr", has_text="Failures by kind").locator("td").inner_text()
+    assert failures.endswith("runtime error") or "runtime errors" in failures, failures
+    assert "failed)" in stats.locator("tr", has_text="Code runs").inner_text()
+    assert panel.locator(".ak-days th").all_inner_texts() == ["Day", "Code runs", "Failed", "Cost"]
     save_panel_screenshot(page, panel)
 
 
@@ -90,15 +100,21 @@ def test_schedule_this_notebook_creates_a_job_the_server_runs_and_its_output_ope
     page.wait_for_function(KERNEL_READY, timeout=60_000)
 
     button = page.locator(".jp-NotebookPanel-toolbar [data-jp-item-name='agentKernelSchedule'] button")
+    # Unsaved (as JupyterLab marks a notebook it just filled language_info in): a run would
+    # use the file on disk, so the dialog offers to save it first.
     page.evaluate("() => { window.jupyterapp.shell.currentWidget.context.model.dirty = true; }")
-    button.click()  # unsaved: a run would use the file on disk
-    dialog = page.locator(".jp-Dialog")
-    dialog.get_by_text("Save the notebook first: a scheduled run uses the saved file.").wait_for(timeout=30_000)
-    dialog.get_by_role("button", name="Close").click()
-    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
     button.click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.get_by_text("report.ipynb has unsaved changes. A scheduled run uses the saved file: save it now?").wait_for(
+        timeout=30_000
+    )
+    assert dialog.get_by_role("button").all_inner_texts() == ["Cancel", "Save and schedule"]
+    dialog.get_by_role("button", name="Cancel").click()  # cancelled: still unsaved, nothing scheduled
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
+    button.click()
+    dialog.get_by_role("button", name="Save and schedule").click()
     dialog.get_by_text("Runs report.ipynb with papermill").wait_for(timeout=30_000)
+    assert not page.evaluate("() => window.jupyterapp.shell.currentWidget.context.model.dirty")
     assert dialog.locator("input[name='name']").input_value() == "report"
     assert dialog.locator("input[name='parameter-who']").input_value() == "'nobody'"
     dialog.locator("input[name='parameter-who']").fill("'browser'")
@@ -115,7 +131,24 @@ def test_schedule_this_notebook_creates_a_job_the_server_runs_and_its_output_ope
     job.get_by_role("button", name="Run now").click()
     done = panel.locator(".ak-run").filter(has_text="SUCCEEDED").filter(has_text="report")
     refresh_until(page, panel, done)
+    # The output opens read-only where the run left it: nothing copied, no kernel started.
+    kernels = "() => Array.from(window.jupyterapp.serviceManager.kernels.running()).length"
+    before = page.evaluate(kernels)
     done.first.get_by_role("button", name="Open output").click()
+    view = page.locator(".ak-run-output:visible")
+    view.wait_for(timeout=30_000)
+    frame = view.locator("iframe.ak-run-output-frame")
+    assert frame.get_attribute("sandbox") == ""  # what the run printed runs no script here
+    page.frame_locator(".ak-run-output:visible iframe.ak-run-output-frame").get_by_text("hello browser").wait_for(
+        timeout=30_000
+    )
+    assert page.get_by_role("tab", name="report (run output, read-only)").get_attribute("aria-selected") == "true"
+    page.wait_for_timeout(1000)
+    assert page.evaluate(kernels) == before
+    assert not (jupyterlab.root / "agent-kernel-runs").exists()
+    save_screenshot(view, "labextension-run-output.png")
+    # A copy to edit: into the project folder, opened as a notebook.
+    view.get_by_role("button", name="Open a copy to edit").click()
     output = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output").filter(has_text="hello browser")
     output.wait_for(timeout=60_000)
     assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path").startswith("agent-kernel-runs/report-")

@@ -94,7 +94,7 @@ def client(server) -> Client:
 ROUTES = [
     ("GET", "sessions"), ("GET", "sessions/abc"), ("GET", "jobs"), ("POST", "jobs"), ("GET", "jobs/abc"),
     ("PATCH", "jobs/abc"), ("DELETE", "jobs/abc"), ("POST", "jobs/abc/run"), ("GET", "runs"),
-    ("GET", "runs/abc"), ("POST", "runs/abc"), ("GET", "stats"),
+    ("GET", "runs/abc"), ("POST", "runs/abc"), ("GET", "runs/abc/output"), ("GET", "stats"),
 ]  # fmt: skip
 
 
@@ -311,7 +311,7 @@ def test_malformed_bodies_and_paths_get_400_with_a_message_never_500(client, ser
     for query, message in queries:
         status, reply = client.call("GET", f"{API}/{query}")
         assert status == 400 and message in reply["message"], (query, status, reply)
-    for route in ("jobs/a%00b", "sessions/a%00b", "runs/a%00b", "jobs/a%00b/run"):
+    for route in ("jobs/a%00b", "sessions/a%00b", "runs/a%00b", "jobs/a%00b/run", "runs/a%00b/output"):
         status, _ = client.call("GET", f"{API}/{route}")
         assert status == 404, (route, status)  # an id with a NUL names nothing
     with store.connect() as con:
@@ -346,6 +346,14 @@ def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_roo
     status, one = client.call("GET", f"{API}/jobs/{job['id']}")
     assert one["last_status"] == "SUCCEEDED" and one["last_run_id"] == run["id"]
 
+    # Read where the run left it: a static page, nothing copied into the root.
+    status, page = client.call("GET", f"{API}/runs/{run['id']}/output")
+    assert status == 200 and (page["id"], page["job_name"], page["status"]) == (run["id"], "hello", "SUCCEEDED")
+    assert "hello server" in page["html"] and "Content-Security-Policy" in page["html"]
+    assert "default-src 'none'" in page["html"] and not (lab.root / "agent-kernel-runs").exists()
+    status, reply = client.call("GET", f"{API}/runs/nosuchrun/output")
+    assert status == 404 and reply["message"] == "No run 'nosuchrun'."
+    # A copy to edit goes into the root.
     status, opened = client.call("POST", f"{API}/runs/{run['id']}", {"action": "open"})
     assert status == 200 and opened["path"] == f"agent-kernel-runs/hello-{run['id']}.ipynb"
     output = nbformat.read(lab.root / opened["path"], as_version=4)

@@ -241,6 +241,20 @@ class RunHandler(_Handler):
         self.reply({"id": found.run.id, "path": self.agent.output_in_root(found.run, found.job)})
 
 
+class RunOutputHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self, run_id: str) -> None:
+        """The run's output notebook as a static HTML page (``html``), read where the run
+        left it: nothing is copied and no kernel starts (see :mod:`.outputs`)."""
+        from agent_kernel.server.outputs import output_page
+
+        found = await self.in_thread(lambda: self.jobs.run(run_id))
+        page = await self.in_thread(lambda: output_page(found.run))
+        name = found.job.name if found.job else found.run.job_id
+        self.reply({"id": found.run.id, "job_name": name, "status": found.run.status, "html": page})
+
+
 class StatsHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
@@ -262,5 +276,6 @@ def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:
         (f"{base}/jobs/{ID}/run", JobRunHandler),
         (f"{base}/runs", RunsHandler),
         (f"{base}/runs/{ID}", RunHandler),
+        (f"{base}/runs/{ID}/output", RunOutputHandler),
         (f"{base}/stats", StatsHandler),
     ]

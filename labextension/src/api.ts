@@ -64,6 +64,14 @@ export interface IRun {
   output_notebook: string | null;
 }
 
+/** A run's output notebook as a static HTML page (read where the run left it). */
+export interface IRunOutput {
+  id: string;
+  job_name: string;
+  status: string;
+  html: string;
+}
+
 export interface IStats {
   days: number;
   code_runs: number;
@@ -160,6 +168,7 @@ export const api = {
       method: 'POST'
     }),
   runs: (limit = 30) => request<{ runs: IRun[] }>(`runs?limit=${limit}`),
+  runOutput: (id: string) => request<IRunOutput>(`runs/${id}/output`),
   openRun: (id: string) =>
     request<{ path: string | null }>(`runs/${id}`, {
       method: 'POST',

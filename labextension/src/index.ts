@@ -54,7 +54,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
       icon: clockIcon,
       execute: async args => {
         let path = args.path as string | undefined;
-        let dirty = false;
         if (!path && args.fromBrowser && browser) {
           const item = browser.selectedItems().next();
           path = item && !item.done ? item.value.path : undefined;
@@ -67,8 +66,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           return;
         }
         const open = notebooks?.find(nb => nb.context.path === path);
-        dirty = Boolean(open?.context.model.dirty);
-        await scheduleNotebook(app.serviceManager.contents, path, dirty, refresh);
+        const save = open?.context.model.dirty ? () => open.context.save() : null;
+        await scheduleNotebook(app.serviceManager.contents, path, save, refresh);
       }
     });
 

@@ -6,12 +6,12 @@
  * at once after an action; hidden, it asks nothing of the server.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, showDialog, showErrorMessage } from '@jupyterlab/apputils';
+import { Dialog, MainAreaWidget, showDialog, showErrorMessage, ToolbarButton } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { api, IJob, IRun, ISession, IStats, ISchedulerStatus, ITainted } from './api';
+import { api, IJob, IRun, IRunOutput, ISession, IStats, ISchedulerStatus, ITainted } from './api';
 import { duration, el, local, money, relative } from './dom';
 
 export const POLL_MS = 10_000;
@@ -246,30 +246,66 @@ export class AgentPanel extends Widget {
     );
   }
 
+  /** The run's output, read-only where the run left it: no copy, no kernel. */
   private async openRun(run: IRun): Promise<void> {
-    const { path } = await api.openRun(run.id);
-    if (!path) {
-      throw new Error('This run left no output notebook.');
+    const shown = this.outputs.get(run.id);
+    if (shown && !shown.isDisposed) {
+      this.app.shell.activateById(shown.id);
+      return;
     }
-    await this.app.commands.execute('docmanager:open', { path });
+    const page = await api.runOutput(run.id);
+    const widget = new MainAreaWidget({ content: new RunOutputView(page) });
+    widget.id = `ak-run-output-${run.id}`;
+    widget.addClass('ak-run-output');
+    widget.title.label = `${page.job_name} (run output, read-only)`;
+    widget.title.caption = `The output notebook of run ${run.id} (${page.status}), as the run left it`;
+    widget.title.closable = true;
+    widget.toolbar.addItem('openCopy', new ToolbarButton({
+      label: 'Open a copy to edit',
+      tooltip: 'Copy the output notebook into this project and open it with a kernel',
+      onClick: () => void this.openCopy(run)
+    }));
+    this.outputs.set(run.id, widget);
+    this.app.shell.add(widget, 'main');
+    this.app.shell.activateById(widget.id);
+  }
+
+  private async openCopy(run: IRun): Promise<void> {
+    try {
+      const { path } = await api.openRun(run.id);
+      if (!path) {
+        throw new Error('This run left no output notebook.');
+      }
+      await this.app.commands.execute('docmanager:open', { path });
+    } catch (error) {
+      await showErrorMessage('Open a copy to edit', (error as Error).message);
+    }
   }
 
   // -- stats -------------------------------------------------------------------------------
 
   private drawStats(stats: IStats): void {
+    const count = (n: number) => n.toLocaleString();
+    const plural = (n: number, word: string) => `${count(n)} ${word}${n === 1 ? '' : 's'}`;
+    const figure = (label: string, value: string, title?: string) =>
+      el('tr', { title }, el('th', { scope: 'row' }, label), el('td', {}, value));
     const categories = Object.entries(stats.failures_by_category);
     const days = stats.per_day.slice(-7);
     this.statsNode.replaceChildren(
       el('h3', {}, `Last ${stats.days} days`),
-      el('div', { className: 'ak-muted' },
-        `${stats.code_runs} code runs, ${stats.failed} failed · ${stats.tool_calls} tool calls · ${stats.tokens.toLocaleString()} tokens`),
-      categories.length
-        ? el('ul', { className: 'ak-list' }, ...categories.map(([name, n]) => el('li', {}, `${name}: ${n}`)))
-        : '',
+      el('table', { className: 'ak-figures' },
+        figure('Code runs', count(stats.code_runs) + (stats.failed ? ` (${count(stats.failed)} failed)` : '')),
+        categories.length
+          ? figure('Failures by kind', categories.map(([name, n]) => `${plural(n, `${name} error`)}`).join(', '),
+              'What the failed code runs ended with: syntax, import, type, reference, timeout, network or runtime errors')
+          : null,
+        figure('Tool calls', count(stats.tool_calls) + (stats.tool_errors ? ` (${count(stats.tool_errors)} failed)` : '')),
+        figure('Tokens', count(stats.tokens))
+      ),
       days.length
         ? el('table', { className: 'ak-days' },
-            el('tr', {}, el('th', {}, 'day'), el('th', {}, 'runs'), el('th', {}, 'failed'), el('th', {}, 'cost')),
-            ...days.map(d => el('tr', {}, el('td', {}, d.day), el('td', {}, String(d.code_runs)), el('td', {}, String(d.failures)), el('td', {}, money(d.cost)))))
+            el('tr', {}, el('th', {}, 'Day'), el('th', {}, 'Code runs'), el('th', {}, 'Failed'), el('th', {}, 'Cost')),
+            ...days.map(d => el('tr', {}, el('td', {}, d.day), el('td', {}, count(d.code_runs)), el('td', {}, count(d.failures)), el('td', {}, money(d.cost)))))
         : ''
     );
   }
@@ -290,10 +326,26 @@ export class AgentPanel extends Widget {
 
   private allSessions = false;
   private timer: number | null = null;
+  private outputs = new Map<string, MainAreaWidget>();
   private errorNode = el('p', { className: 'ak-error' });
   private sessionsNode = el('section', { className: 'ak-section ak-sessions' });
   private taintedNode = el('section', { className: 'ak-section ak-tainted-items' });
   private jobsNode = el('section', { className: 'ak-section ak-jobs' });
   private runsNode = el('section', { className: 'ak-section ak-runs' });
   private statsNode = el('section', { className: 'ak-section ak-stats' });
+}
+
+/**
+ * A run's output notebook as the server rendered it, in an iframe sandboxed without
+ * scripts: what a run printed is not trusted, and nothing in it runs here.
+ */
+class RunOutputView extends Widget {
+  constructor(page: IRunOutput) {
+    super();
+    this.addClass('ak-run-output-view');
+    const frame = el('iframe', { className: 'ak-run-output-frame', title: `Output of run ${page.id}` });
+    frame.setAttribute('sandbox', '');
+    frame.srcdoc = page.html;
+    this.node.append(frame);
+  }
 }

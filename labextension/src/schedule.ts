@@ -2,7 +2,8 @@
  * "Schedule this notebook…": a dialog that creates a job through the API.
  *
  * The papermill parameters are those of the notebook's cell tagged `parameters`
- * (simple `name = value` lines); the notebook must be saved and have a kernel.
+ * (simple `name = value` lines); the notebook must have a kernel, and unsaved changes are
+ * saved first ("Save and schedule").
  */
 import { Dialog, showDialog, showErrorMessage, Notification } from '@jupyterlab/apputils';
 import { Contents } from '@jupyterlab/services';
@@ -175,16 +176,16 @@ class ScheduleForm extends Widget {
 
 /**
  * Open the dialog for the notebook at `path`; create the job when it is accepted.
- * `dirty`: the open notebook has unsaved changes (the job would run the saved file).
+ * `save`: given when the open notebook has unsaved changes (a scheduled run uses the saved
+ * file, so it is saved first, once the person agrees).
  */
 export async function scheduleNotebook(
   contents: Contents.IManager,
   path: string,
-  dirty: boolean,
+  save: (() => Promise<void>) | null,
   onCreated: () => void
 ): Promise<void> {
-  if (dirty) {
-    await showErrorMessage('Schedule this notebook', 'Save the notebook first: a scheduled run uses the saved file.');
+  if (save && !(await saveFirst(path, save))) {
     return;
   }
   let model: Contents.IModel;
@@ -225,5 +226,24 @@ export async function scheduleNotebook(
       })));
       form.restore(kept);
     }
+  }
+}
+
+/** Ask to save a notebook with unsaved changes, and save it; false: not saved (cancelled or failed). */
+async function saveFirst(path: string, save: () => Promise<void>): Promise<boolean> {
+  const answer = await showDialog({
+    title: 'Schedule this notebook',
+    body: `${path} has unsaved changes. A scheduled run uses the saved file: save it now?`,
+    buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Save and schedule' })]
+  });
+  if (!answer.button.accept) {
+    return false;
+  }
+  try {
+    await save();
+    return true;
+  } catch (error) {
+    await showErrorMessage('Schedule this notebook', `Cannot save ${path}: ${(error as Error).message}`);
+    return false;
   }
 }

@@ -29,6 +29,17 @@ def test_flags_before_the_prompt():
     assert parsed.prompt == "sum it"
 
 
+def test_the_agent_help_names_the_api_key_the_other_magics_and_the_panel(shell):
+    doc = shell.find_magic("agent").__doc__
+    assert "ANTHROPIC_API_KEY" in doc
+    ours = sorted(name for name in shell.magics_manager.magics["line"] if name.startswith("agent_"))
+    assert len(ours) >= 10
+    for name in ours:
+        assert f"%{name} " in doc, name
+    assert "Agent panel (the left sidebar)" in doc and "Schedule this notebook…" in doc
+    assert '--approve ask' in doc and 'approve "auto" (the default)' in doc
+
+
 @pytest.mark.parametrize(
     ("line", "new", "prompt"),
     [

@@ -334,6 +334,27 @@ class AgentMagics(Magics):
 
         {name} in the prompt is replaced by that variable's value; {{ and }} are braces.
         Settings: %config AgentKernel (model, token_limit, approve, tool_groups, ...).
+
+        API key: the model is called with ANTHROPIC_API_KEY from the kernel's environment:
+        set it before starting Jupyter (or %env ANTHROPIC_API_KEY=... in this kernel).
+
+        Safety: with approve "auto" (the default) the agent's code runs in this kernel
+        without asking; %agent --approve ask ... makes writing tools wait for Run/Skip.
+
+        Other magics (each has its own help, e.g. %agent_sessions?):
+          %agent_sessions   this notebook's sessions: list, rename, archive, delete
+          %agent_history    the current session's transcript
+          %agent_prompt     the agent's stored instructions
+          %agent_secret     a secret for the agent's code, never echoed
+          %agent_tools      the tools the model can call; %agent_skills its skills
+          %agent_jobs       scheduled jobs and their last runs
+          %agent_stats      code runs, failures, tokens and cost per day
+          %agent_failures   the code and error of the last failed runs
+          %agent_tainted    what was kept after reading untrusted content
+
+        In JupyterLab, the Agent panel (the left sidebar) shows sessions, scheduled jobs,
+        recent runs and their outputs; "Schedule this notebook…" (the clock in a
+        notebook's toolbar) runs a notebook later or on a schedule.
         """
         import asyncio  # a kernel has it loaded; a plain IPython shell pays for it here, not at load
 

@@ -39,7 +39,7 @@ def output_page(run: Any) -> str:
         notebook = nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the same answer
         raise BadRequest(f"The output notebook {path.name} cannot be read: {exc}") from None
-    exporter = HTMLExporter(template_name="lab", exclude_anchor_links=True)
+    exporter = HTMLExporter(template_name="lab", exclude_anchor_links=True)  # type: ignore[no-untyped-call]
     body, _ = exporter.from_notebook_node(notebook)
     policy = f'<meta http-equiv="Content-Security-Policy" content="{PAGE_POLICY}">'
     return body.replace("<head>", "<head>\n" + policy, 1)

@@ -136,7 +136,7 @@ export class AgentPanel extends Widget {
               el('strong', { title: session.notebook ?? '' }, session.name),
               el('span', { className: 'ak-muted' }, relative(session.updated_at))
             ),
-            el('div', { className: 'ak-row ak-muted' },
+            el('div', { className: 'ak-row ak-muted', title: 'Tokens as the session\'s token limit counts them (a token read from the prompt cache counts a tenth), and its cost' },
               `${session.tokens.toLocaleString()} tokens · ${money(session.cost)}` +
                 (this.allSessions && session.notebook_path ? ` · ${session.notebook_path}` : '')
             ),
@@ -300,7 +300,8 @@ export class AgentPanel extends Widget {
               'What the failed code runs ended with: syntax, import, type, reference, timeout, network or runtime errors')
           : null,
         figure('Tool calls', count(stats.tool_calls) + (stats.tool_errors ? ` (${count(stats.tool_errors)} failed)` : '')),
-        figure('Tokens', count(stats.tokens))
+        figure('Tokens', count(stats.tokens),
+          'As the sessions\' token limits count them: a token read from the prompt cache counts a tenth')
       ),
       days.length
         ? el('table', { className: 'ak-days' },

@@ -57,7 +57,7 @@ def test_the_reference_shows_types_and_the_defaults_of_a_clean_environment(monke
     settings = dict(traitlets_settings.settings_of(AgentKernel))
     defaults = traitlets_settings.defaults_of(AgentKernel, list(settings))
     assert defaults["model"] == "claude-sonnet-5-5"
-    assert defaults["token_limit"] == 1_000_000
+    assert defaults["token_limit"] == 10_000_000
     assert traitlets_settings.type_of(settings["tool_groups"]) == "list[str]"
     assert traitlets_settings.type_of(settings["approve"]) == "str"
     assert traitlets_settings.choices_of(settings["approve"]) == "``auto``, ``ask``, ``read-only``"

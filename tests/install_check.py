@@ -4,9 +4,10 @@ tests/test_install.py runs this file with the Python of a fresh virtual environm
 holds the built wheel alone (no test extras): it imports only the installed package and
 the standard library. A turn of ``Agent.run()`` against the scripted model calls each
 tool the kernel dispatches (``web_search`` and ``web_fetch`` run at the API, and are only
-offered), then prints one JSON object: for each tool called, whether its result was an
-error and the start of its text. ``--mcp-command CMD`` adds an MCP server started as CMD
-(the reference ``mcp-server-time``) and calls its ``get_current_time``.
+offered), then writes one JSON object to ``--report``: for each tool called, whether its
+result was an error and the start of its text (the turn's transcript goes to stdout).
+``--mcp-only CMD`` instead starts an MCP server as CMD (the reference ``mcp-server-time``)
+and calls its ``get_current_time``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def first_steps(page_url: str) -> Step:
             {"type": "markdown", "content": "**Totals**"},
             {"type": "table", "variable": "totals"},
             CHART,
-        ]}),  # fmt: skip
+        ]}),
         ("ask_user", {"question": "Which region next?", "options": ["North", "South"]}),
         ("send_message", {"text": "Totals are ready."}),
         ("fetch_url", {"url": page_url}),
@@ -75,7 +76,7 @@ def first_steps(page_url: str) -> Step:
             "name": "double_it", "description": "Double a number.", "writes": False,
             "parameter_schema": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
             "code": "return args['x'] * 2",
-        }),  # fmt: skip
+        }),
         ("create_library", {"name": "regions", "description": "Region names.", "code": "NAMES = ['North', 'South']\n"}),
         ("llm_generate", {"prompt": SIDE_PROMPT + " the word 'North'", "max_tokens": 20}),
         ("spawn_session", {"task": SUBTASK + ": count the regions and report the number."}),
@@ -109,16 +110,16 @@ def second_steps(body: dict[str, Any]) -> Step:
     ]
 
 
-def last_steps(mcp: bool) -> Callable[[dict[str, Any]], Step]:
-    def steps(body: dict[str, Any]) -> Step:
-        done = [
-            ("delete_skill", {"name": "csv-tips"}),
-            ("delete_tool", {"name": "double_it"}),
-            ("delete_library", {"name": "regions"}),
-        ]
-        return done + ([("time__get_current_time", {"timezone": "UTC"})] if mcp else [])
+def last_steps(body: dict[str, Any]) -> Step:
+    return [
+        ("delete_skill", {"name": "csv-tips"}),
+        ("delete_tool", {"name": "double_it"}),
+        ("delete_library", {"name": "regions"}),
+    ]
 
-    return steps
+
+def mcp_steps(body: dict[str, Any]) -> Step:
+    return [("time__get_current_time", {"timezone": "UTC"})]
 
 
 def _results(body: dict[str, Any]) -> dict[str, tuple[bool, str]]:
@@ -163,7 +164,7 @@ def _opening(body: dict[str, Any]) -> str:
 def responder(mcp: bool, page_url: str) -> Callable[[dict[str, Any]], Any]:
     from agent_kernel.testing import call, reply, say, tool_use
 
-    plan: list[Any] = [lambda body: first_steps(page_url), second_steps, last_steps(mcp)]
+    plan: list[Any] = [mcp_steps] if mcp else [lambda body: first_steps(page_url), second_steps, last_steps]
 
     def respond(body: dict[str, Any]) -> Any:
         opening = _opening(body)
@@ -204,7 +205,7 @@ def serve_page() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--report", type=Path, required=True, help="where the JSON report goes")
-    parser.add_argument("--mcp-command", help="an MCP server to start (its tool get_current_time is called)")
+    parser.add_argument("--mcp-only", metavar="COMMAND", help="call only get_current_time of the MCP server COMMAND")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="agent-kernel-install-"))
     os.environ.update({"AGENT_KERNEL_HOME": str(home), "ANTHROPIC_API_KEY": "scripted-install-check"})
@@ -214,12 +215,12 @@ def main() -> int:
     from agent_kernel.config import TOOL_GROUPS
     from agent_kernel.testing import ScriptedModel
 
-    model = ScriptedModel(responder=responder(bool(args.mcp_command), serve_page()))
+    model = ScriptedModel(responder=responder(bool(args.mcp_only), serve_page()))
     settings: dict[str, Any] = {
         "tool_groups": list(TOOL_GROUPS), "db_path": str(home / "agent.duckdb"), "fetch_allow": ["127.0.0.1"],
     }  # fmt: skip
-    if args.mcp_command:
-        settings |= {"mcp_servers": {"time": {"command": args.mcp_command}}, "mcp_timeout": 60.0}
+    if args.mcp_only:
+        settings |= {"mcp_servers": {"time": {"command": args.mcp_only}}, "mcp_timeout": 60.0}
     agent = Agent(http_client=model.http_client, **settings)
     result = agent.run(MARKER + ": call every tool once.")
     called: dict[str, tuple[bool, str]] = {}

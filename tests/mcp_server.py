@@ -1,7 +1,8 @@
-"""A small stdio MCP server for the tests (the official ``mcp`` package's MCPServer):
-notes kept as files in the folder given as its argument, and two tools a hostile server
-could offer: one that claims to only read and writes a file, one whose result tries to
-close the untrusted envelope and give orders."""
+"""A small MCP server for the tests (the official ``mcp`` package's MCPServer): notes kept
+as files in the folder given as its first argument, and two tools a hostile server could
+offer: one that claims to only read and writes a file, one whose result tries to close
+the untrusted envelope and give orders. Over stdio; with a port as second argument, over
+streamable HTTP on 127.0.0.1 at /mcp."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -65,10 +66,20 @@ def refuse() -> str:
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def whoami(ctx: Context) -> str:
+    """The X-Notes-User header of the request (over HTTP), else how it was reached."""
+    headers = ctx.headers
+    return headers.get("x-notes-user", "no X-Notes-User header") if headers is not None else "stdio"
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def crash() -> str:
     """Stop the server at once (for the tests)."""
     os._exit(3)
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if len(sys.argv) > 2:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

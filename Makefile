@@ -1,4 +1,5 @@
-# make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set)
+# make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set), say how to open it
+# make dist         build the wheel and the sdist into dist/ (with the built JupyterLab extension)
 # make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
 # make docs         build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
 # make typecheck    run mypy over the package ([tool.mypy] in pyproject.toml; make test runs it)
@@ -14,7 +15,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap demo typecheck test docs docs-check screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap demo dist typecheck test docs docs-check screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap
 
@@ -54,7 +55,14 @@ $(STAMP): pyproject.toml labextension/package.json
 	touch $@
 
 demo: nodejs $(STAMP)
-	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb
+	$(PY) -m agent_kernel.demo notebooks/quickstart.ipynb --out out
+
+# `pip install dist/agent_kernel-*.whl` (or `'...whl[lab]'`, with JupyterLab) installs it
+# anywhere; the wheel packages the extension `make install` built.
+dist: nodejs $(STAMP)
+	rm -rf dist
+	$(VENV)/bin/uv build --quiet -o dist .
+	@ls dist/*
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
@@ -97,5 +105,4 @@ bench: nodejs $(STAMP)
 	$(PY) benchmarks/summary.py $(BENCH_RESULTS) $(BENCHMARKS)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache docs/_build docs/examples agent_kernel/labextension labextension/lib labextension/node_modules
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache agent_kernel/labextension labextension/lib labextension/node_modules
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache docs/_build docs/examples agent_kernel/labextension labextension/lib labextension/node_modules

@@ -1,7 +1,8 @@
-"""``agent-kernel``: the scheduler daemon and the jobs and runs it keeps.
+"""``agent-kernel``: the demo, the scheduler daemon and the jobs and runs it keeps.
 
 ::
 
+    agent-kernel demo [--out DIR]
     agent-kernel scheduler [--once] [--executor local|dask] [--address ADDR] ...
     agent-kernel jobs list [--all] [--json]
     agent-kernel jobs add NOTEBOOK | --task PROMPT  (--at TIME | --cron EXPR) [options]
@@ -47,6 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     except ScheduleError as exc:
         print(f"agent-kernel: {exc}", file=sys.stderr)
         return 2
+
+
+# -- the demo -----------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from agent_kernel.demo import demo
+
+    return demo(None, Path(args.out))
 
 
 # -- the daemon ---------------------------------------------------------------------------------
@@ -327,9 +337,17 @@ def _cells(run: Run) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="agent-kernel", description="Schedule notebooks and agent tasks.")
+    parser = argparse.ArgumentParser(
+        prog="agent-kernel", description="Run the quickstart; schedule notebooks and agent tasks."
+    )
     parser.add_argument("--db", help="the DuckDB file (default: $AGENT_KERNEL_DB or the user data dir)")
     commands = parser.add_subparsers(metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo", help="run the quickstart notebook headless (offline scripted model without ANTHROPIC_API_KEY)"
+    )
+    demo.add_argument("--out", default="agent-kernel-demo", help="where the executed notebook goes (default agent-kernel-demo/)")
+    demo.set_defaults(handler=_demo)
 
     daemon = commands.add_parser("scheduler", help="run the scheduler daemon")
     daemon.add_argument("--once", action="store_true", help="process what is due, wait for those runs, exit")

@@ -1,10 +1,15 @@
-"""`agent-kernel`: jobs list|add|run|enable|disable|remove, runs, and scheduler --once."""
+"""`agent-kernel`: demo, jobs list|add|run|enable|disable|remove, runs, and scheduler --once."""
 
 from __future__ import annotations
 
 import json
+import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
+
+import nbformat
+import pytest
 
 from agent_kernel.cli import main
 
@@ -110,3 +115,26 @@ def test_scheduler_once_leaves_due_work_to_a_running_leader(capsys, store, tmp_p
     code, out, _ = cli(capsys, "scheduler", "--once")
     assert code == 0 and out == "Another scheduler (otherhost:1:abcdef) is running; it handles what is due.\n"
     assert [r.status for r in runs_of(store)] == ["QUEUED"]
+
+
+@pytest.mark.kernel
+def test_demo_runs_the_quickstart_and_ends_with_how_to_open_it(capsys, agent_db, tmp_path, monkeypatch):
+    from agent_kernel.demo import quickstart_notebook
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert quickstart_notebook() == Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
+    code, out, _ = cli(capsys, "demo", "--out", "first-look")
+    assert code == 0 and "talking to the offline scripted model (no ANTHROPIC_API_KEY set)" in out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("Open it in JupyterLab: ") and last.endswith(" lab first-look/quickstart.ipynb"), out
+    jupyter = last.removeprefix("Open it in JupyterLab: ").removesuffix(" lab first-look/quickstart.ipynb")
+    assert jupyter == "jupyter" or Path(jupyter).resolve() == (Path(sys.executable).parent / "jupyter").resolve()
+    notebook = nbformat.read(tmp_path / "first-look" / "quickstart.ipynb", as_version=4)
+    assert "Here are the monthly revenue totals" in json.dumps([c.get("outputs", []) for c in notebook.cells])
+
+
+def test_the_help_names_the_demo(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "demo" in capsys.readouterr().out

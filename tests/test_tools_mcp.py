@@ -1,10 +1,12 @@
-"""MCP servers: a small stdio server (tests/mcp_server.py, written with the ``mcp`` package)
-used in whole in-process turns; a server that will not start or dies mid-call; approval;
+"""MCP servers: a small server (tests/mcp_server.py, written with the ``mcp`` package, 2.x)
+used in whole in-process turns, over stdio and over streamable HTTP; a server that will not start or dies mid-call; approval;
 what a server sends is untrusted, and its read-only claims count only when the user trusts it."""
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ from agent_kernel.testing import reply, say, tool_use
 from .calls import system_text
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
+from .jupyterlab import free_port
 from .test_untrusted import envelope_tags
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
@@ -115,6 +118,38 @@ def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_ser
     agent.ok("look", approve="read-only")
     offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
     assert "notes__read_note" in offered and "notes__write_note" not in offered
+
+
+def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"the MCP server did not listen on {port} within {seconds:g} s")
+
+
+def test_a_streamable_http_server_gets_the_configured_headers_and_answers(shell_agent, scripted_model, tmp_path):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, SERVER, str(tmp_path), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for_port(port, process)
+        shell_agent.agent.config.mcp_servers = {
+            "web": {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"X-Notes-User": "ada"}}
+        }
+        shell_agent.agent.config.mcp_timeout = 60.0
+        batch(shell_agent, scripted_model, ("web__whoami", {}), ("web__write_note", {"name": "h", "text": "over http"}))
+        assert results(scripted_model, "web__whoami", "web__write_note") == [("ada", False), ("saved h", False)]
+        assert (tmp_path / "h.txt").read_text() == "over http"
+    finally:
+        shell_agent.agent.config.mcp_servers = {}
+        process.terminate()
+        process.communicate(timeout=30)
 
 
 def test_a_server_that_dies_mid_call_gives_is_error_and_restarts_next_turn(notes_agent, scripted_model):

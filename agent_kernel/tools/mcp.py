@@ -26,8 +26,9 @@ import os
 import re
 import threading
 from concurrent.futures import Future
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from agent_kernel.errors import ToolInputError
@@ -227,7 +228,7 @@ class McpServers:
         try:
             async with _transport(server.config, errlog) as streams:
                 read, write = streams[0], streams[1]
-                async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=timeout + 5)) as session:
+                async with ClientSession(read, write, read_timeout_seconds=timeout + 5) as session:
                     await session.initialize()
                     listed = await session.list_tools()
                     server.session = session
@@ -247,7 +248,7 @@ class McpServers:
         server_name = server.name
         name = tool_name(server_name, listed.name)
         annotations = getattr(listed, "annotations", None)
-        claims_read_only = bool(annotations is not None and getattr(annotations, "readOnlyHint", False))
+        claims_read_only = bool(annotations is not None and getattr(annotations, "read_only_hint", False))
         read_only = claims_read_only and server.config.get(TRUSTED) is True
         session = cast("ClientSession", _Bridge(self, server_name, listed.name))  # its call_tool is the session's
         sdk = async_mcp_tool(listed.model_copy(update={"name": name}), session)
@@ -321,9 +322,7 @@ def _check_sendable(name: str, arguments: dict[str, Any]) -> None:
 
 def _transport(config: dict[str, Any], errlog: TextIO) -> Any:
     if "url" in config:
-        from mcp.client.streamable_http import streamablehttp_client
-
-        return streamablehttp_client(str(config["url"]), headers=dict(config.get("headers") or {}))
+        return _streamable_http(str(config["url"]), {str(k): str(v) for k, v in (config.get("headers") or {}).items()})
     if "command" not in config:
         raise ServerError('needs "command" (a stdio server) or "url" (a streamable HTTP server)')
     from mcp import StdioServerParameters
@@ -338,12 +337,31 @@ def _transport(config: dict[str, Any], errlog: TextIO) -> Any:
     return stdio_client(params, errlog=errlog)
 
 
+@asynccontextmanager
+async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[Any]:
+    """The streams of a streamable HTTP server, with the configured headers on every request.
+
+    The SDK takes headers only on an HTTP client of one's own, which it then leaves open:
+    this one is closed with the connection. Its time limits are the SDK's defaults (a
+    server may hold a response stream open for minutes); every wait of a turn is bounded
+    by ``mcp_timeout`` besides.
+    """
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        )
+        yield await stack.enter_async_context(streamable_http_client(url, http_client=client))
+
+
 def _answered(exc: BaseException) -> bool:
     """Whether ``exc`` is an error the server sent (not a lost connection)."""
-    from mcp.shared.exceptions import McpError
+    from mcp import MCPError
     from mcp.types import CONNECTION_CLOSED
 
-    return isinstance(exc, McpError) and exc.error.code != CONNECTION_CLOSED
+    return isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED
 
 
 def _reason(exc: BaseException) -> str:

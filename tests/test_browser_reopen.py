@@ -1,0 +1,135 @@
+"""A notebook reopens whole: a turn's table, chart and form, saved while the kernel lived,
+show again in JupyterLab after the kernel is gone, and in nbconvert's HTML.
+
+The JupyterLab extension is the one installed in this environment (or the one found
+first on ``JUPYTER_PATH``); the server extension is enabled by tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import nbformat
+import pytest
+from nbconvert import HTMLExporter
+
+from agent_kernel.display.blocks import TURN_NOTEBOOK_BYTES
+from agent_kernel.testing import reply, say, tool_use
+
+from .capabilities import needs_widget_replies
+from .test_browser import KERNEL_READY, cell, run_notebook, save_screenshot, tool_results, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]
+
+SETUP = """%load_ext agent_kernel
+import pandas as pd
+orders = pd.DataFrame({
+    "order_id": range(1, 5001),
+    "region": ["North", "South", "East", "West"] * 1250,
+    "amount": [1234.5 * (i % 97 + 1) for i in range(5000)],
+})"""
+
+MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+CHART = {
+    "type": "chart", "chartType": "line", "title": "Revenue by month",
+    "data": {"labels": MONTHS, "datasets": [
+        {"label": region, "data": [1000 * (m + 1) + 250 * r for m in range(12)]}
+        for r, region in enumerate(["North", "South", "East"])
+    ]},
+}  # fmt: skip
+DAILY = {"type": "chart", "chartType": "bar", "title": "Orders per day",
+         "data": [{"x": f"day {d}", "y": (d * 37) % 101} for d in range(1, 201)]}  # fmt: skip
+FORM = {"type": "form", "title": "Report settings", "submitLabel": "Create report", "fields": [
+    {"name": "owner", "label": "Report owner", "type": "text", "required": True},
+    {"name": "quarter", "label": "Quarter", "type": "select", "options": ["Q1", "Q2", "Q3", "Q4"], "default": "Q2"},
+]}  # fmt: skip
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def thank(request: dict):
+    data = json.loads(tool_results(request)[0]["content"])["data"]
+    return say(f"Thanks, {data['owner']}: the {data['quarter']} report is on its way.")
+
+
+def bytes_of_outputs(path, index: int) -> int:
+    """What cell ``index``'s outputs add to the file (written as JupyterLab writes it)."""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells[index].outputs = []
+    without = len(nbformat.writes(notebook).encode("utf-8")) + 1  # the file ends with a newline
+    return path.stat().st_size - without
+
+
+def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    lab_model.add(
+        reply(tool_use("render_blocks", {"title": "The quarter", "blocks": [
+            {"type": "table", "variable": "orders", "title": "All orders"}, CHART, DAILY, FORM]})),
+        thank,
+    )  # fmt: skip
+    run_notebook(page, jupyterlab, "whole", [SETUP, "%agent show me the quarter"])
+    agent_cell = cell(page, 1)
+
+    # Live: the table widget pages in the kernel, its numbers with thousands separators.
+    table = agent_cell.locator(".ak-table")
+    table.wait_for(timeout=60_000)
+    assert table.locator("tbody tr").first.inner_text().split("\t") == ["1", "North", "1,234.5"]
+    assert not agent_cell.locator(".ak-widget-fallback").is_visible()  # the widget stands in its place
+    agent_cell.get_by_title("Next page").click()
+    agent_cell.locator(".ak-pager").get_by_text("Rows 26–50 of 5,000").wait_for(timeout=30_000)
+    assert table.locator("tbody tr").first.inner_text().split("\t")[0] == "26"
+
+    form = agent_cell.locator("form.ak-form")
+    form.wait_for(timeout=30_000)
+    form.locator("[data-field=owner]").fill("Ada Lovelace")
+    form.get_by_role("button", name="Create report").click()
+    agent_cell.get_by_text("Thanks, Ada Lovelace: the Q2 report is on its way.").wait_for(timeout=60_000)
+    wait_idle(page)
+    agent_cell.get_by_title("Previous page").click()  # paging goes on after the turn ended
+    agent_cell.locator(".ak-pager").get_by_text("Rows 1–25 of 5,000").wait_for(timeout=30_000)
+
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    jupyterlab.shutdown_kernels()
+
+    path = jupyterlab.root / "whole.ipynb"
+    saved = nbformat.read(path, as_version=4)
+    outputs = [o.get("data", {}) for o in saved.cells[1].outputs]
+    added = bytes_of_outputs(path, 1)
+    sizes = [{mime: len(json.dumps(value, indent=1)) for mime, value in d.items()} for d in outputs]
+    assert added < TURN_NOTEBOOK_BYTES, f"one turn added {added:,} bytes to the notebook: {sizes}"
+    # Each chart keeps the kernel's PNG at scale 1 (JupyterLab adds its own, larger, to a
+    # Vega output without one).
+    pictures = [base64.b64decode(d["image/png"]) for d in outputs if "image/png" in d]
+    assert len(pictures) == 2 and all(len(p) < 30_000 for p in pictures), [len(p) for p in pictures]
+    # Every widget view left in the file carries a static rendering beside it.
+    assert all("text/html" in d for d in outputs if WIDGET_VIEW in d)
+
+    # Reopened with a new kernel that never saw the widgets.
+    page.goto(f"{jupyterlab.url}/lab/workspaces/whole2/tree/whole.ipynb?reset&token={jupyterlab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+    reopened = cell(page, 1)
+    static = reopened.locator(".ak-widget-fallback")
+    static.wait_for(timeout=30_000)
+    page.wait_for_timeout(4_000)  # the widget manager looks for a missing model for 2 s
+    assert "model not found" not in page.evaluate("() => document.body.textContent")
+    assert "Error displaying widget" not in page.evaluate("() => document.body.textContent")
+    assert static.is_visible() and reopened.locator(".ak-table").count() == 0
+    rows = static.locator("tbody tr")
+    assert rows.count() == 25 and rows.first.inner_text().split("\t") == ["1", "North", "1,234.5"]
+    assert "Rows 1–25 of 5,000." in static.inner_text()
+    charts = reopened.locator(".vega-embed")
+    assert charts.count() == 2 and charts.first.is_visible()
+    assert "Submitted" in reopened.locator(".agent-kernel-form-static").inner_text()
+    assert "Ada Lovelace" in reopened.locator(".agent-kernel-form-static").inner_text()
+    save_screenshot(reopened, "reopened-turn.png")
+
+    # nbconvert (and so nbviewer) shows the same without widget state: HTML and the PNGs.
+    html, _ = HTMLExporter().from_filename(str(path))
+    assert "model not found" not in html
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
+    assert cells[cells.index("North") - 1 : cells.index("North") + 2] == ["1", "North", "1,234.5"]
+    assert "Rows 1–25 of 5,000." in html and "Ada Lovelace" in html
+    assert html.count('src="data:image/png;base64,') == 2  # the two charts

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 
 import nbformat
 import pytest
@@ -61,7 +62,55 @@ def bytes_of_outputs(path, index: int) -> int:
     return path.stat().st_size - without
 
 
-def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyterlab, lab_model):
+def static_table_shows_the_first_page(page, agent_cell) -> None:
+    """No widget error anywhere, and the table's first page in its place."""
+    page.wait_for_timeout(4_000)  # the widget manager looks for a missing model for 2 s
+    text = page.evaluate("() => document.body.textContent")
+    assert "model not found" not in text and "Error displaying widget" not in text
+    assert agent_cell.locator(".ak-table").count() == 0
+    rows = agent_cell.locator("table", has_text="order_id").locator("tbody tr")
+    assert rows.count() == 25 and rows.first.is_visible()
+    assert rows.first.inner_text().split("\t") == ["1", "North", "1,234.5"]
+    assert agent_cell.get_by_text("Rows 1–25 of 5,000.").is_visible()
+
+
+def kernel_idle(server, timeout: float = 60) -> None:
+    """Until the server's one kernel has started and is idle."""
+    deadline = time.monotonic() + timeout
+    while not any(k["execution_state"] == "idle" for k in server.api("GET", "/api/kernels")):
+        assert time.monotonic() < deadline, "the notebook's kernel did not start"
+        time.sleep(0.25)
+
+
+def in_notebook_7(chromium, lab_model, tmp_path, notebook) -> None:
+    """``notebook`` opened in Notebook 7 (trusted, as its own saves are) with a new kernel."""
+    from nbformat.sign import NotebookNotary
+
+    from .jupyterlab import JupyterLab
+
+    root = tmp_path / "root"
+    root.mkdir()
+    data = tmp_path / "jupyter-home" / "data"
+    data.mkdir(parents=True)
+    NotebookNotary(data_dir=str(data)).sign(notebook)
+    nbformat.write(notebook, root / "whole.ipynb")
+    server = JupyterLab(root, dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb")), app="notebook")
+    context = chromium.new_context(viewport={"width": 1200, "height": 1500})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/notebooks/whole.ipynb?token={server.token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        kernel_idle(server)
+        agent_cell = cell(page, 1)
+        agent_cell.locator(".ak-widget-fallback").wait_for(timeout=30_000)  # the extension's renderer
+        static_table_shows_the_first_page(page, agent_cell)
+        assert agent_cell.locator(".vega-embed").count() == 2
+    finally:
+        context.close()
+        server.stop()
+
+
+def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyterlab, lab_model, chromium, tmp_path):
     page = lab_page
     lab_model.add(
         reply(tool_use("render_blocks", {"title": "The quarter", "blocks": [
@@ -113,13 +162,8 @@ def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyt
     reopened = cell(page, 1)
     static = reopened.locator(".ak-widget-fallback")
     static.wait_for(timeout=30_000)
-    page.wait_for_timeout(4_000)  # the widget manager looks for a missing model for 2 s
-    assert "model not found" not in page.evaluate("() => document.body.textContent")
-    assert "Error displaying widget" not in page.evaluate("() => document.body.textContent")
-    assert static.is_visible() and reopened.locator(".ak-table").count() == 0
-    rows = static.locator("tbody tr")
-    assert rows.count() == 25 and rows.first.inner_text().split("\t") == ["1", "North", "1,234.5"]
-    assert "Rows 1–25 of 5,000." in static.inner_text()
+    static_table_shows_the_first_page(page, reopened)
+    assert static.is_visible()
     charts = reopened.locator(".vega-embed")
     assert charts.count() == 2 and charts.first.is_visible()
     assert "Submitted" in reopened.locator(".agent-kernel-form-static").inner_text()
@@ -133,3 +177,6 @@ def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyt
     assert cells[cells.index("North") - 1 : cells.index("North") + 2] == ["1", "North", "1,234.5"]
     assert "Rows 1–25 of 5,000." in html and "Ada Lovelace" in html
     assert html.count('src="data:image/png;base64,') == 2  # the two charts
+
+    # Notebook 7 draws it with the same extension.
+    in_notebook_7(chromium, lab_model, tmp_path, saved)

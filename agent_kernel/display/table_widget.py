@@ -122,7 +122,8 @@ class TableSource:
         rows = self.page(0, size)
         count = self.row_count
         note = f"Rows 1–{len(rows)} of {count:,}." if count > len(rows) else ""
-        table = Table([c["label"] for c in self.columns], rows, title=title, note=note)
+        right = [i for i, c in enumerate(self.columns) if c["key"] in self.numeric]
+        table = Table([c["label"] for c in self.columns], rows, title=title, note=note, right=right)
         return {"text/html": table._repr_html_(), "text/plain": repr(table)}
 
 

@@ -62,7 +62,7 @@ export class WidgetWithFallback extends Panel implements IRenderMime.IRenderer {
     if (this.live) {
       await this.live.renderModel(model);
     } else if (this.isAttached) {
-      await this.connect();
+      void this.connect(); // the static rendering is done; the live one may wait for a kernel
     }
   }
 

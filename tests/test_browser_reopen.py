@@ -140,6 +140,15 @@ def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyt
 
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+
+    # Opened again while the kernel lives (a reload): the live widget comes back and pages.
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    agent_cell = cell(page, 1)
+    agent_cell.locator(".ak-table").wait_for(timeout=60_000)
+    assert not agent_cell.locator(".ak-widget-fallback").is_visible()
+    agent_cell.get_by_title("Last page").click()
+    agent_cell.locator(".ak-pager").get_by_text("Rows 4,976–5,000 of 5,000").wait_for(timeout=30_000)
     jupyterlab.shutdown_kernels()
 
     path = jupyterlab.root / "whole.ipynb"

@@ -10,13 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agent_kernel.display.table_widget import (
-    WIDGET_VIEW_MIME,
-    WIDGET_WITH_FALLBACK_MIME,
-    TableSource,
-    TableWidget,
-    cell_text,
-)
+from agent_kernel.display.blocks import WIDGET_VIEW_MIME, WIDGET_WITH_FALLBACK_MIME
+from agent_kernel.display.table_widget import TableSource, TableWidget, cell_text
 from agent_kernel.errors import ToolInputError
 
 ROWS = [{"name": "b", "n": 2}, {"name": "a", "n": None}, {"name": "c", "n": 10}, {"name": "d", "n": 1.5}]

@@ -10,7 +10,8 @@ show them, except in columns whose name says they hold a year, an id or a code.
 
 The static rendering (for saved notebooks and unattended runs) is the first page as an
 HTML table with a note of how many rows there are. The widget's bundle carries it, and
-carries the widget view a second time under :data:`WIDGET_WITH_FALLBACK_MIME`: the
+carries the widget view a second time under
+:data:`~agent_kernel.display.blocks.WIDGET_WITH_FALLBACK_MIME`: the
 JupyterLab extension ranks that first and shows the static page until the widget
 manager draws the view, and keeps it when the kernel that held the widget is gone (a
 reopened notebook), where the plain widget view would say "model not found".
@@ -28,14 +29,12 @@ from typing import Any
 import traitlets
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.display.blocks import Bundle
+from agent_kernel.display.blocks import Bundle, with_fallback_view
 from agent_kernel.display.presence import ACK_JS, AckWidget
 from agent_kernel.display.text_tables import Table
 
 _JS = Path(__file__).with_name("js")
 CELL_CHARS = 200
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-WIDGET_WITH_FALLBACK_MIME = "application/vnd.agent-kernel.widget-view+json"
 # Integer columns that are labels rather than amounts: no thousands separators in them.
 _LABEL_NUMBERS = re.compile(r"(?:^|[^a-z])(?:year|yr|id|code|zip|postcode|phone|number|no)s?$", re.IGNORECASE)
 
@@ -229,5 +228,4 @@ class TableWidget(AckWidget):
         assert bundle is not None, "a widget with a view has a bundle"
         data, metadata = bundle
         static = self.source.static(self.title, self.page_size)
-        view = data[WIDGET_VIEW_MIME]
-        return {**static, **data, WIDGET_WITH_FALLBACK_MIME: view, "text/plain": static["text/plain"]}, metadata
+        return with_fallback_view({**static, **data, "text/plain": static["text/plain"]}), metadata

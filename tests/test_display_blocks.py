@@ -113,7 +113,7 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
     assert '<h3 class="agent-kernel-title">Quarterly review</h3>' in html
     assert "Revenue rose <strong>12%</strong> this quarter." in html
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
-    assert ["North", "1200.5"] == cells[cells.index("North") : cells.index("North") + 2]
+    assert ["North", "1,200.5"] == cells[cells.index("North") : cells.index("North") + 2]
     assert "<strong>All orders</strong>" in html and "Rows 1–25 of 5,000." in html  # a page, not 5,000 rows
     pngs = [base64.b64decode(p) for p in having("image/png")]
     assert len(pngs) == 3 and all(p.startswith(b"\x89PNG") for p in pngs)  # two charts, one image

@@ -1,6 +1,10 @@
-"""Charts: Vega-Lite from any of the three data shapes, and a PNG rendered offline."""
+"""Charts: Vega-Lite from any of the three data shapes, and a PNG rendered offline at
+scale 1 and deflated again, small enough for a notebook file."""
 
 from __future__ import annotations
+
+import struct
+import zlib
 
 import pandas as pd
 import pytest
@@ -53,12 +57,52 @@ def test_unusable_chart_data(block, message):
     assert message in str(caught.value)
 
 
-def test_png_is_rendered_offline():
+def png_size(png: bytes) -> tuple[int, int]:
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def png_pixels(png: bytes) -> bytes:
+    """The PNG's decompressed image data (its rows, with their filter bytes)."""
+    position, data = 8, b""
+    while position < len(png):
+        (length,) = struct.unpack(">I", png[position : position + 4])
+        if png[position + 4 : position + 8] == b"IDAT":
+            data += png[position + 8 : position + 8 + length]
+        position += 12 + length
+    return zlib.decompress(data)
+
+
+def test_png_is_rendered_offline_at_scale_1():
     spec = chart_spec({"chartType": "bar", "data": DATASETS}, {})
     png = chart_png(spec)
-    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5_000
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 1_000
+    width, height = png_size(png)
+    assert spec["width"] < width < spec["width"] + 200 and spec["height"] < height < spec["height"] + 200
     bundle = chart_bundle(spec, png)
     assert set(bundle) == {"application/vnd.vegalite.v5+json", "image/png", "text/plain"}
+
+
+def test_a_year_of_three_series_costs_a_notebook_little():
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    data = {"labels": months, "datasets": [{"label": f"s{s}", "data": [m * 100 + s for m in range(12)]} for s in range(3)]}
+    spec = chart_spec({"chartType": "line", "data": data, "title": "Revenue"}, {})
+    assert len(chart_png(spec)) < 30_000  # about 74 KB as vl-convert writes it
+
+
+def test_deflating_again_keeps_every_pixel_and_chunk():
+    import vl_convert
+
+    from agent_kernel.display.png_worker import deflated_again
+
+    spec = chart_spec({"chartType": "bar", "data": DATASETS, "title": "Sales"}, {})
+    drawn = bytes(vl_convert.vegalite_to_png(spec, scale=1))
+    smaller = deflated_again(drawn)
+    assert len(smaller) < len(drawn) / 2
+    assert png_pixels(smaller) == png_pixels(drawn) and smaller[:33] == drawn[:33]  # signature and IHDR
+    assert smaller.endswith(drawn[-12:])  # IEND
+    assert deflated_again(b"not a png") == b"not a png"
+    assert deflated_again(drawn[:-5]) == drawn[:-5]  # cut short: left as it is
 
 
 def test_chart_text_is_cleaned_and_clipped_for_the_renderer():

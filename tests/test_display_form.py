@@ -65,3 +65,14 @@ def test_static_form_says_how_it_ended():
     nobody = form_bundle("", fields, "Go", Nobody("papermill"))
     assert nobody["text/plain"].startswith("Form · No user present (papermill): the defaults were used")
     assert "<strong>Form</strong>" in nobody["text/html"]
+
+
+def test_a_waiting_form_carries_its_static_record_for_a_notebook_reopened_without_its_kernel():
+    from agent_kernel.display.blocks import WIDGET_VIEW_MIME, WIDGET_WITH_FALLBACK_MIME
+    from agent_kernel.display.form import FormWidget
+
+    form = FormWidget(title="Report", fields=[{"name": "owner", "label": "Owner", "type": "text", "required": True}])
+    data, _ = form._repr_mimebundle_()
+    assert data[WIDGET_WITH_FALLBACK_MIME] == data[WIDGET_VIEW_MIME]
+    assert "Waiting for an answer" in data["text/html"] and data["text/plain"].startswith("Report · Waiting")
+    form.close()

@@ -2,9 +2,15 @@
 
 Each block becomes one output of the cell. Static blocks (markdown, code, image, alert,
 json, chart) are plain display bundles that JupyterLab renders natively and a saved
-notebook keeps: Markdown/HTML, Vega-Lite with a PNG, ``application/json``. Tables and
-forms are widgets in a live front end, and carry a static HTML rendering in the same
-bundle for viewers that have no widget state (GitHub, nbconvert, papermill output).
+notebook keeps: Markdown/HTML, Vega-Lite with an SVG (or a PNG where smaller),
+``application/json``. Tables and forms are widgets in a live front end, and carry a
+static HTML rendering in the same bundle for viewers that have no widget state (GitHub,
+nbconvert, nbviewer, papermill output, a notebook reopened after its kernel stopped);
+a form is replaced by its static record once answered.
+
+What one turn of typical blocks adds to a saved notebook stays under
+:data:`TURN_NOTEBOOK_BYTES` (checked by tests/test_browser_reopen.py): a table costs its
+first page whatever its length, a chart its spec and picture.
 
 :func:`check_blocks` validates what the model sent and says exactly what to fix.
 """
@@ -23,6 +29,18 @@ from agent_kernel.display import safe
 
 Bundle = dict[str, Any]
 
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+# The same view, under a type the agent-kernel JupyterLab extension renders ahead of the
+# widget view: the bundle's static text/html until the widget is drawn, and instead of
+# it when the widget's kernel is gone (where the plain view says "model not found").
+WIDGET_WITH_FALLBACK_MIME = "application/vnd.agent-kernel.widget-view+json"
+
+
+def with_fallback_view(data: Bundle) -> Bundle:
+    """A widget's bundle (which carries its static text/html) with the view the extension
+    renders, static first."""
+    return {**data, WIDGET_WITH_FALLBACK_MIME: data[WIDGET_VIEW_MIME]}
+
 BLOCK_TYPES = ("markdown", "table", "chart", "form", "code", "image", "alert", "json")
 ALERT_VARIANTS = ("info", "warning", "danger", "success")
 CHART_TYPES = ("line", "bar", "pie", "area")
@@ -38,6 +56,9 @@ IMAGE_TYPES = {
 IMAGE_BYTES = 5_000_000
 _DATA_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp|svg\+xml);base64,", re.IGNORECASE)
 JSON_CHARS = 100_000
+# The most a turn of typical blocks (a table of any length, a few charts of a few hundred
+# points, a form) may add to the saved notebook file, as JupyterLab writes it.
+TURN_NOTEBOOK_BYTES = 150_000
 
 # Size limits, checked before any work: what a person can read in a cell, and well under
 # what makes a renderer slow (a chart title of 100,000 characters took minutes to draw).

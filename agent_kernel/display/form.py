@@ -17,6 +17,7 @@ from typing import Any
 
 import traitlets
 
+from agent_kernel.display.blocks import with_fallback_view
 from agent_kernel.errors import ToolInputError
 from agent_kernel.display.presence import ACK_JS
 from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
@@ -121,6 +122,11 @@ class FormWidget(WaitingWidget):
 
     def static(self, outcome: Any) -> Bundle:
         return form_bundle(self.title, self.fields, self.submit_label, outcome)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # A notebook saved while the form waits shows its static record when reopened.
+        data, metadata = super()._repr_mimebundle_(**kwargs)
+        return with_fallback_view(data), metadata
 
 
 def form_bundle(title: str, fields: list[dict[str, Any]], submit_label: str, outcome: Any) -> Bundle:

@@ -5,13 +5,23 @@ as text) and asks for another page or another sort order through its traits, so 
 DataFrame with a million rows costs the browser what 25 rows cost. Sorting happens in
 the kernel (pandas' stable sort for a DataFrame).
 
+Numbers show with thousands separators (``1,234,567.5``), as the chart and the footer
+show them, except in columns whose name says they hold a year, an id or a code.
+
 The static rendering (for saved notebooks and unattended runs) is the first page as an
-HTML table with a note of how many rows there are.
+HTML table with a note of how many rows there are. The widget's bundle carries it, and
+carries the widget view a second time under
+:data:`~agent_kernel.display.blocks.WIDGET_WITH_FALLBACK_MIME`: the
+JupyterLab extension ranks that first and shows the static page until the widget
+manager draws the view, and keeps it when the kernel that held the widget is gone (a
+reopened notebook), where the plain widget view would say "model not found".
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,12 +29,14 @@ from typing import Any
 import traitlets
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.display.blocks import Bundle
+from agent_kernel.display.blocks import Bundle, with_fallback_view
 from agent_kernel.display.presence import ACK_JS, AckWidget
 from agent_kernel.display.text_tables import Table
 
 _JS = Path(__file__).with_name("js")
 CELL_CHARS = 200
+# Integer columns that are labels rather than amounts: no thousands separators in them.
+_LABEL_NUMBERS = re.compile(r"(?:^|[^a-z])(?:year|yr|id|code|zip|postcode|phone|number|no)s?$", re.IGNORECASE)
 
 
 class TableSource:
@@ -53,6 +65,7 @@ class TableSource:
         else:
             self.columns = [{"key": k, "label": k} for k in keys]
         self.numeric = [c["key"] for c in self.columns if self._is_numeric(c["key"])]
+        self._grouped = [c["key"] in self.numeric and not _LABEL_NUMBERS.search(c["key"]) for c in self.columns]
         self._order: tuple[tuple[str, bool], list[int] | Any] | None = None
 
     @property
@@ -67,10 +80,13 @@ class TableSource:
             frame = self._sorted_frame(sort_key, descending) if sort_key in self._by_key else self.frame
             chunk = frame.iloc[start : start + size]
             columns = [self._by_key[k] for k in keys]
-            return [[cell_text(v) for v in row] for row in chunk[columns].itertuples(index=False, name=None)]
+            return [self._texts(row) for row in chunk[columns].itertuples(index=False, name=None)]
         order = self._sorted_records(sort_key, descending) if sort_key in self._by_key else None
         indices = order[start : start + size] if order is not None else range(start, min(start + size, len(self.records)))
-        return [[cell_text(self.records[i].get(k)) for k in keys] for i in indices]
+        return [self._texts([self.records[i].get(k) for k in keys]) for i in indices]
+
+    def _texts(self, values: Any) -> list[str]:
+        return [cell_text(v, grouped) for v, grouped in zip(values, self._grouped)]
 
     def _sorted_frame(self, key: str, descending: bool) -> Any:
         if self._order is None or self._order[0] != (key, descending):
@@ -105,7 +121,8 @@ class TableSource:
         rows = self.page(0, size)
         count = self.row_count
         note = f"Rows 1–{len(rows)} of {count:,}." if count > len(rows) else ""
-        table = Table([c["label"] for c in self.columns], rows, title=title, note=note)
+        right = [i for i, c in enumerate(self.columns) if c["key"] in self.numeric]
+        table = Table([c["label"] for c in self.columns], rows, title=title, note=note, right=right)
         return {"text/html": table._repr_html_(), "text/plain": repr(table)}
 
 
@@ -130,14 +147,18 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def cell_text(value: Any) -> str:
-    """A cell as text: empty for missing values, floats to 10 significant digits."""
+def cell_text(value: Any, grouped: bool = False) -> str:
+    """A cell as text: empty for missing values, floats to 10 significant digits, numbers
+    with thousands separators when ``grouped``."""
     if value is None:
         return ""
+    comma = "," if grouped else ""
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        return f"{value:.10g}"
+        return f"{value:{comma}.10g}"
+    if grouped and isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return _grouped_number(value)
     try:
         if value != value:  # noqa: PLR0124 - NaT and pd.NA are the values unequal to themselves
             return ""
@@ -145,6 +166,19 @@ def cell_text(value: Any) -> str:
         pass
     text = str(value)
     return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
+
+
+def _grouped_number(value: Any) -> str:
+    """An int, a numpy number or a Decimal with thousands separators."""
+    try:
+        if isinstance(value, numbers.Integral):
+            return f"{int(value):,}"
+        if isinstance(value, numbers.Real):
+            number = float(value)
+            return "" if math.isnan(number) else f"{number:,.10g}"
+        return f"{value:,}"
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
 
 
 class TableWidget(AckWidget):
@@ -194,4 +228,4 @@ class TableWidget(AckWidget):
         assert bundle is not None, "a widget with a view has a bundle"
         data, metadata = bundle
         static = self.source.static(self.title, self.page_size)
-        return {**static, **data, "text/plain": static["text/plain"]}, metadata
+        return with_fallback_view({**static, **data, "text/plain": static["text/plain"]}), metadata

@@ -15,34 +15,51 @@ class Table:
     """Rows under a header, shown as HTML in a notebook and as text in a terminal."""
 
     def __init__(
-        self, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str = "", note: str = ""
+        self,
+        columns: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        *,
+        title: str = "",
+        note: str = "",
+        right: Sequence[int] = (),
     ) -> None:
+        """``right``: the indices of columns aligned right (numbers)."""
         self.columns = list(columns)
         self.rows = [["" if v is None else str(v) for v in row] for row in rows]
         self.title = title
         self.note = note
+        self.right = set(right)
+
+    def _align(self, index: int) -> str:
+        return "right" if index in self.right else "left"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in self.columns)
-        cell = "<td style='text-align:left;vertical-align:top;white-space:pre-wrap'>{}</td>"
+        head = "".join(f"<th style='text-align:{self._align(i)}'>{html.escape(c)}</th>" for i, c in enumerate(self.columns))
+        cell = "<td style='text-align:{};vertical-align:top;white-space:pre-wrap'>{}</td>"
         body = "".join(
-            "<tr>" + "".join(cell.format(html.escape(v)) for v in row) + "</tr>" for row in self.rows
+            "<tr>" + "".join(cell.format(self._align(i), html.escape(v)) for i, v in enumerate(row)) + "</tr>"
+            for row in self.rows
         )
         title = f"<strong>{html.escape(self.title)}</strong>" if self.title else ""
         note = f"<div style='color:#57606a'>{html.escape(self.note)}</div>" if self.note else ""
         return f"{title}<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
+    def _pad(self, index: int, text: str, width: int) -> str:
+        return text.rjust(width) if index in self.right else text.ljust(width)
+
     def __repr__(self) -> str:
         widths = [len(c) for c in self.columns]
         for row in self.rows:
             widths = [max([w, *map(len, v.splitlines())]) for w, v in zip(widths, row)]
-        line = "  ".join(c.ljust(w) for c, w in zip(self.columns, widths))
+        line = "  ".join(self._pad(i, c, w) for i, (c, w) in enumerate(zip(self.columns, widths)))
         rule = "  ".join("-" * w for w in widths)
         body = []
         for row in self.rows:  # a cell of several lines makes the row as tall
             cells = [v.splitlines() or [""] for v in row]
             for i in range(max(map(len, cells), default=1)):
-                body.append("  ".join((c[i] if i < len(c) else "").ljust(w) for c, w in zip(cells, widths)))
+                body.append("  ".join(
+                    self._pad(j, c[i] if i < len(c) else "", w) for j, (c, w) in enumerate(zip(cells, widths))
+                ))
         parts = ([self.title] if self.title else []) + [line, rule, *body]
         if self.note:
             parts.append(self.note)

@@ -13,6 +13,7 @@ import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Widget } from '@lumino/widgets';
 
 import { el, htmlWithoutFetches } from './dom';
+import { widgetViewExtension } from './widgetview';
 
 export const MIME_TYPE = 'application/vnd.agent-kernel.turn+json';
 
@@ -108,4 +109,4 @@ const extension: IRenderMime.IExtension = {
   dataType: 'json'
 };
 
-export default extension;
+export default [extension, widgetViewExtension];

@@ -27,7 +27,7 @@ from agent_kernel.secrets import scrub
 from agent_kernel.store import audit
 from agent_kernel.store import sessions as session_rows
 from agent_kernel.store import usage as usage_rows
-from agent_kernel.tools import web
+from agent_kernel.tools import definitions as tool_definitions, web
 from agent_kernel.tools.report import ToolReport
 from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 
@@ -583,7 +583,7 @@ class Turn:
         }
         if self.tools:
             if self._definitions is None or self._definitions[0] is not self.tools:
-                self._definitions = (self.tools, [t.definition(self.context.settings) for t in self.tools])
+                self._definitions = (self.tools, tool_definitions(self.tools, self.context.settings, model=self.limits.model))
             params["tools"] = self._definitions[1]
         if self.limits.thinking:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))

@@ -65,12 +65,12 @@ def request_problem(body: Mapping[str, Any]) -> str | None:
     tools = list(body.get("tools") or ())
     deferred = [t for t in tools if t.get("defer_loading")]
     finder = search_tool(tools)
+    if tools and len(deferred) == len(tools):
+        return "At least one tool must not have defer_loading."
     if deferred and finder is None:
         return "Tools with defer_loading need a tool search tool (tool_search_tool_bm25 or tool_search_tool_regex) in tools."
     if finder is not None and finder.get("defer_loading"):
         return "The tool search tool cannot itself have defer_loading."
-    if tools and len(deferred) == len(tools):
-        return "At least one tool must not have defer_loading."
     names = {t.get("name") for t in tools}
     for name in referenced(body.get("messages") or ()):
         if name not in names:
@@ -209,12 +209,15 @@ def bm25_search(query: str, texts: Mapping[str, str], k1: float = 1.2, b: float 
 
 
 _SUFFIXES = ("ing", "ed", "er", "es", "ly", "e", "s")
+_STOP_WORDS = frozenset("a an and any as at be by each for from in is it of on or the this that to with".split())
 
 
 def _words(text: str) -> list[str]:
-    """Lower-case words (split at underscores), each with one common suffix cut."""
+    """Lower-case words (split at underscores, stop words left out), each with one common suffix cut."""
     words = []
     for word in re.findall(r"[a-z0-9]+", text.lower()):
+        if word in _STOP_WORDS:
+            continue
         for suffix in _SUFFIXES:
             if word.endswith(suffix) and len(word) - len(suffix) >= 3:
                 word = word[: -len(suffix)]

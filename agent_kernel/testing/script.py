@@ -185,7 +185,7 @@ def tool_search(
     """A tool search as the API returns it: the server_tool_use block and its result block.
 
     The scripted model works out the result from the request's deferred tools (see
-    :mod:`agent_kernel.testing.search`) unless ``found`` names the tools it references.
+    ``agent_kernel.testing.search``) unless ``found`` names the tools it references.
     ``variant``: ``bm25`` (``query`` in words) or ``regex`` (``query`` a pattern), the
     search tool the request offers.
     """

@@ -72,7 +72,7 @@ class ScriptedModel:
     implicit_search:
         A scripted call of a deferred tool that no tool search of the conversation found
         gets a search in front of it (True), or the reply is refused with 400 as the API
-        would refuse it (False). See :mod:`agent_kernel.testing.search`.
+        would refuse it (False). See ``agent_kernel.testing.search``.
     """
 
     def __init__(

@@ -113,3 +113,25 @@ def test_a_call_of_a_deferred_tool_nobody_searched_is_refused_as_the_api_refuses
     scripted_model.add(call("list_scheduled_tasks"))
     cell = shell_agent.execute("what is scheduled?")
     assert "list_scheduled_tasks, a deferred tool that no tool search in this conversation found" in str(cell.error)
+
+
+def test_a_tool_found_earlier_and_not_offered_now_stays_resolvable(shell_agent, scripted_model, tmp_path, monkeypatch):
+    from agent_kernel.tools import NOT_OFFERED
+
+    monkeypatch.chdir(tmp_path)
+    scripted_model.implicit_search = False
+    scripted_model.add(
+        reply(*tool_search("create a scheduled task"), tool_use("create_scheduled_task", {
+            "name": "t", "task": "x", "cron": "0 7 * * *",
+        })),  # fmt: skip
+        say("Scheduled."),
+        call("create_scheduled_task", name="u", task="y", cron="0 8 * * *"),
+        say("Read-only now."),
+    )
+    shell_agent.ok("schedule it")
+    shell_agent.ok("schedule another", approve="read-only")  # the API would refuse a dangling reference
+    request = scripted_model.requests[-1]
+    stub = next(t for t in request["tools"] if t["name"] == "create_scheduled_task")
+    assert stub["description"] == NOT_OFFERED and stub["defer_loading"] is True
+    [refused] = tool_results(request)
+    assert refused["is_error"] and "Unknown tool 'create_scheduled_task'" in refused["content"]

@@ -24,7 +24,7 @@ import inspect
 import json
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INPUT_BYTES", "INPUT_DEPTH", "LOADED_TOOLS", "Outcome", "Registry", "Tool", "ToolReport", "current_context",
-    "definitions", "is_loaded", "strict_json", "tool",
+    "definitions", "is_loaded", "strict_json", "tool", "unresolved",
 ]  # fmt: skip
 
 # The most one tool call's input may hold (its text, counted as UTF-8) and how deeply it
@@ -138,7 +138,14 @@ def is_loaded(item: Tool) -> bool:
     return item.group == "user" or item.name in LOADED_TOOLS
 
 
-def definitions(tools: Iterable[Tool], settings: Any = None, *, model: str | None = None) -> list[dict[str, Any]]:
+# What a tool an earlier search found, and this turn does not offer, says when the
+# conversation loads it again (see unresolved).
+NOT_OFFERED = "Not offered now: the approval mode or the settings leave it out, or it was removed. Do not call it."
+
+
+def definitions(
+    tools: Iterable[Tool], settings: Any = None, *, model: str | None = None, absent: Iterable[str] = ()
+) -> list[dict[str, Any]]:
     """The ``tools=[...]`` of a request to ``model`` offering ``tools``.
 
     With tool search (``settings.tool_search`` and a model that has it), the loaded tools
@@ -146,6 +153,11 @@ def definitions(tools: Iterable[Tool], settings: Any = None, *, model: str | Non
     carries the tools' cache breakpoint (see :mod:`agent_kernel.model.caching`): the cached
     prefix is the loaded definitions and the search tool, whatever is deferred. Without
     it, or when nothing is deferred, every tool is loaded.
+
+    ``absent``: tools an earlier search of the conversation found that ``tools`` leaves
+    out (:func:`unresolved`). The API refuses a conversation referencing a tool the
+    request lacks, so each is sent deferred, saying it is not offered; a call of it is
+    refused like any tool not offered.
     """
     from agent_kernel.model.tool_search import SEARCH_TOOL, deferred_request
 
@@ -154,9 +166,21 @@ def definitions(tools: Iterable[Tool], settings: Any = None, *, model: str | Non
         return [t.definition(settings) for t in tools]
     loaded = [t.definition(settings) for t in tools if is_loaded(t)]
     deferred = [{**t.definition(settings), "defer_loading": True} for t in tools if not is_loaded(t)]
+    deferred += [
+        {"name": name, "description": NOT_OFFERED, "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}
+        for name in absent
+    ]  # fmt: skip
     if not deferred:
         return loaded
     return [*loaded, *deferred, dict(SEARCH_TOOL)]
+
+
+def unresolved(messages: Iterable[Mapping[str, Any]], tools: Iterable[Tool]) -> tuple[str, ...]:
+    """The tools the tool searches in ``messages`` found that ``tools`` does not hold."""
+    from agent_kernel.model.tool_search import referenced
+
+    names = {t.name for t in tools}
+    return tuple(n for n in referenced(m for m in messages if m.get("role") == "assistant") if n not in names)
 
 
 @dataclass(frozen=True)

@@ -104,9 +104,7 @@ def build_system_prompt(
     if group_lines and "schedule" not in groups:
         group_lines.append(SCHEDULE_OFF)
     if group_lines:
-        group_lines.append(TOOL_SEARCH_NOTE)
-    if group_lines:
-        parts.append("## Your tools\n" + "\n".join(group_lines))
+        parts.append("## Your tools\n" + "\n".join([*group_lines, TOOL_SEARCH_NOTE]))
     if "web" in groups or "mcp" in groups:
         parts.append("## Untrusted content\n" + UNTRUSTED_CONTENT)
     for title, text in [*sections, ("Secrets", secrets_section(secrets))]:

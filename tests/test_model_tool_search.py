@@ -106,6 +106,9 @@ def test_without_tool_search_every_tool_is_loaded(shell_agent, scripted_model):
         names = [t["name"] for t in request["tools"]]
         assert "create_scheduled_task" in names and SEARCH_TOOL_NAME not in names
         assert not any(t.get("defer_loading") for t in request["tools"])
+    # The system prompt follows the setting, not the model (it stays the same across --model).
+    with_setting, without = (r["system"][0]["text"] for r in scripted_model.requests[-2:])
+    assert SEARCH_TOOL_NAME in with_setting and SEARCH_TOOL_NAME not in without
 
 
 def test_a_call_of_a_deferred_tool_nobody_searched_is_refused_as_the_api_refuses_it(shell_agent, scripted_model):

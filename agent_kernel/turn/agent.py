@@ -408,7 +408,7 @@ class Agent:
                 session_name=current.name,
                 number=start.last_turn + 1,
                 tools=offered,
-                system=assemble(start.sections, groups=groups, secrets=self.secrets.names()),
+                system=assemble(start.sections, groups=groups, secrets=self.secrets.names(), search=config.tool_search),
                 approve=mode,
                 limits=limits,
                 prompt_blocks=[context_block, *conversation.as_blocks(request.prompt)],

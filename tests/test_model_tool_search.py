@@ -138,3 +138,17 @@ def test_a_tool_found_earlier_and_not_offered_now_stays_resolvable(shell_agent, 
     assert stub["description"] == NOT_OFFERED and stub["defer_loading"] is True
     [refused] = tool_results(request)
     assert refused["is_error"] and "Unknown tool 'create_scheduled_task'" in refused["content"]
+
+
+def test_a_search_query_is_redacted_where_it_is_stored_and_resent(shell_agent, scripted_model, agent_db, monkeypatch):
+    secret = "tok-5f1b9c2d7e8a4b3c"
+    monkeypatch.setenv("REPORTS_TOKEN", secret)
+    shell_agent.agent.config.secret_env = ["REPORTS_TOKEN"]
+    scripted_model.add(reply(*tool_search(f"upload with {secret}"), text("None found.")), say("ok"))
+    shell_agent.ok("upload the report")
+    shell_agent.ok("again")
+    resent = json.dumps(scripted_model.requests[-1]["messages"])
+    assert secret not in resent and "[secret REPORTS_TOKEN]" in resent
+    with Store(agent_db).connect(read_only=True) as con:
+        stored = con.execute("SELECT string_agg(content::VARCHAR, '') FROM messages").fetchone()[0]
+    assert secret not in stored and "tool_search_tool_result" in stored

@@ -16,11 +16,10 @@ __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm")
-# Offered unless configured otherwise: every group but schedule (its definitions alone are
-# about 5,600 characters, resent with every request), skills (likewise, about 3,000), tools
-# (the agent's own tools and libraries: twelve more definitions), web (the user's choice) and
-# llm (calls that cost tokens beside the turn's own).
-DEFAULT_TOOL_GROUPS = ("code", "data", "memory", "ui", "user")
+# Offered unless configured otherwise: every group. Only the core tools' definitions are
+# loaded in each request; the model finds the others with the API's tool search (see
+# tool_search below and agent_kernel.tools.definitions).
+DEFAULT_TOOL_GROUPS = TOOL_GROUPS
 APPROVE_MODES = ("auto", "ask", "read-only")
 
 
@@ -71,8 +70,18 @@ class AgentKernel(Configurable):
     tool_groups = List(
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
-        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} "
-        "(schedule, skills, tools, web and llm are off by default).",
+        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} (all by "
+        "default); leave a group out to switch it off.",
+    ).tag(config=True)
+
+    tool_search = Bool(
+        True,
+        help="Defer the tools outside the core set (run_code, inspect_namespace, db_sql, db_schema, "
+        "memory, render_blocks, ask_user, send_message, report_result and your @tool functions): "
+        "each request loads only the core definitions and the model finds the others, MCP "
+        "servers' tools included, with the API's tool search when a task needs them. Models "
+        "without tool search (Claude 3, Opus 4 and 4.1, Sonnet 4) get every offered tool "
+        "loaded. False: every offered tool is loaded in every request.",
     ).tag(config=True)
 
     mcp_servers = Dict(

@@ -39,7 +39,7 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "sql_dataframe": ((r"distinct count +[\d.]+ ms +[\d.]+ ms", r"worst ratio [\d.]+", r"first db_sql call, [\d.]+ s after %load_ext: median \d+ ms"), 4),
     "blocks": ((r"first page \(25 rows\) +[\d.]+ ms", r"PNG with vl-convert +[\d.]+ ms", r"turn with ask_user .* [\d.]+ ms"), 4),
     "redaction": ((r"redact \(2 hits\) +[\d.]+ ms", r"scrub walk +[\d.]+ ms"), 10),
-    "context": ((r"Default prompt .* = [\d,]+ chars", r"\n  now +[\d,]+", r"\n +10 +[\d,]+ +[\d,]+"), 3),
+    "context": ((r"Default prompt now .* = [\d,]+ chars", r"\n  now +[\d,]+", r"\n  before +[\d,]+", r"\n +10 +[\d,]+ +[\d,]+"), 4),
     "context_budget": ((r"\n +10 +[\d,]+ +[\d,]+", r"compactions: \d+"), 1),
     "delegation": ((r"concurrency 16 +[\d.]+", r"\(b\) three 0.2 s isolated steps: .* [\d.]+x faster"), 2),
 }

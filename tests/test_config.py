@@ -33,8 +33,9 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     kernel.ok("%agent what can you do?")
     request = scripted_model.requests[-1]
     assert {t["name"] for t in request["tools"]} == {
-        "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys",
+        "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys", "tool_search_tool_bm25",
     }
+    assert [t["name"] for t in request["tools"] if not t.get("defer_loading")] == ["db_sql", "db_schema", "tool_search_tool_bm25"]
     assert "## Your database" in request["system"][0]["text"] and "## Your memory" not in request["system"][0]["text"]
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
@@ -107,3 +108,10 @@ def test_an_instruction_over_its_cap_is_refused():
     with pytest.raises(TraitError, match="over its cap of 20,000"):
         config.instruction = "x" * (INSTRUCTIONS_CHARS + 1)
     assert len(config.instruction) == INSTRUCTIONS_CHARS  # the last good value stays
+
+
+def test_every_group_is_on_by_default_behind_tool_search():
+    from agent_kernel.config import TOOL_GROUPS
+
+    settings = AgentKernel()
+    assert settings.tool_groups == list(TOOL_GROUPS) and settings.tool_search is True

@@ -130,7 +130,10 @@ def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_m
 
 
 def offered(request: dict) -> list[str]:
-    return [t["name"] for t in request.get("tools", [])]
+    """The tools a request offers (not those an earlier search found and it says are not offered)."""
+    from agent_kernel.tools import NOT_OFFERED
+
+    return [t["name"] for t in request.get("tools", []) if t.get("description") != NOT_OFFERED]
 
 
 def test_trust_as_read_only_is_offered_for_an_unenforced_claim_and_binds_to_the_version(kernel, scripted_model):

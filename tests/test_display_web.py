@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agent_kernel.display.web import result_summary, sources_bundle
-from agent_kernel.testing import web_fetch, web_search
+from agent_kernel.testing import tool_search, web_fetch, web_search
 
 
 def test_sources_are_escaped_links_and_only_http():
@@ -33,3 +33,6 @@ def test_result_summaries():
     )
     assert result_summary(web_fetch("https://a.example", "text", title="A page")[1]) == ("ok", "fetched: A page")
     assert result_summary(web_fetch("https://a.example", error="url_not_accessible")[1])[0] == "error"
+    found = tool_search("schedule", found=["create_scheduled_task", "set_reminder"])[1]
+    assert result_summary(found) == ("ok", "found create_scheduled_task, set_reminder")
+    assert result_summary(tool_search("nothing", found=[])[1]) == ("ok", "found no tool")

@@ -59,6 +59,7 @@ def test_agent_skills_lists_stored_and_folder_skills(shell_agent, tmp_path):
     (folder / "SKILL.md").write_text("---\nname: charts\ndescription: House chart style\n---\nUse plotly.\n")
     config = shell_agent.agent.config
     config.skills_dir = str(tmp_path / "my-skills")
+    config.tool_groups = [g for g in config.tool_groups if g != "skills"]
     magics = magics_of(shell_agent)
     table = magics.agent_skills("")
     assert rows(table)["charts"][1:] == ["House chart style", "yes", str(folder / "SKILL.md")]

@@ -92,3 +92,18 @@ def test_a_repair_extended_part_by_part_is_the_repair_of_the_whole():
         for message in messages:
             one_by_one = one_by_one.extend([message])
         assert one_by_one.messages() == whole
+
+
+def test_a_tool_search_is_kept_with_its_result_and_dropped_without_one():
+    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "schedule"}}
+    found = {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "list_scheduled_tasks"}]}
+    result = {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": found}
+    call = {"type": "tool_use", "id": "toolu_1", "name": "list_scheduled_tasks", "input": {}}
+    kept = repair([
+        {"role": "user", "content": "what is scheduled?"},
+        {"role": "assistant", "content": [use, result, call]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "[]"}]},
+    ])  # fmt: skip
+    assert kept[1]["content"] == [use, result, call]
+    stopped = repair([{"role": "user", "content": "go"}, {"role": "assistant", "content": [{**use, "id": "srvtoolu_2"}]}])
+    assert stopped == [{"role": "user", "content": [{"type": "text", "text": "go"}]}]

@@ -6,6 +6,7 @@ import pytest
 
 from agent_kernel.store.agent_tools import AgentTools
 from agent_kernel.testing import call, reply, say, tool_use, web_search
+from agent_kernel.tools import NOT_OFFERED
 
 from .calls import batch, decoded, restarted
 from .inprocess import shell_agent as make_shell_agent
@@ -22,7 +23,8 @@ def agent(shell_agent):
 
 
 def offered(request):
-    return [t["name"] for t in request.get("tools", [])]
+    """The tools a request offers (not those an earlier search found and it says are not offered)."""
+    return [t["name"] for t in request.get("tools", []) if t.get("description") != NOT_OFFERED]
 
 
 def last_result_of(request):

@@ -81,11 +81,11 @@ def test_side_calls_count_toward_the_session_token_limit(scripted_model, agent_d
     assert results[1]["is_error"] is True and "reached its token limit" in results[1]["content"]
 
 
-def test_llm_is_not_a_default_group(shell_agent, scripted_model):
+def test_llm_is_a_default_group_found_by_tool_search(shell_agent, scripted_model):
     scripted_model.add(say("hi"))
     shell_agent.ok("hello")
-    offered = {t["name"] for t in scripted_model.requests[0]["tools"]}
-    assert "run_code" in offered and "llm_generate" not in offered
+    offered = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
+    assert "defer_loading" not in offered["run_code"] and offered["llm_generate"]["defer_loading"] is True
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Registry.dispatch: the input cap checked before anything else, and the JSON checks."""
+"""Registry.dispatch: the input cap checked before anything else, and the JSON checks; the definitions a request offers."""
 
 from __future__ import annotations
 
@@ -68,3 +68,40 @@ def test_state_values_must_be_finite_json(caller, value):
     outcome = caller.call("set_state", {"key": "k", "value": value})
     assert outcome.is_error and "NaN or an infinity" in outcome.content
     assert caller.value("get_state", {"key": "k"}) == {"value": None}
+
+
+def test_definitions_load_the_core_tools_and_defer_the_rest_behind_tool_search():
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.model.caching import with_breakpoints
+    from agent_kernel.tools import NOT_OFFERED, Tool, definitions
+    from agent_kernel.tools.builtin import builtin_registry
+
+    def mine(text: str) -> str:
+        """Echo text."""
+        return text
+
+    registry = builtin_registry()
+    registry.add(Tool(mine, name="mine", group="user"))
+    registry.add(Tool(mine, name="notes__read", group="mcp"))  # an MCP server's tool
+    offered = registry.offered(["code", "schedule", "user", "mcp"])
+    settings = AgentKernel()
+    sent = definitions(offered, settings, model="claude-sonnet-5-5")
+    names = [t["name"] for t in sent]
+    assert names[:3] == ["run_code", "inspect_namespace", "mine"] and names[-1] == "tool_search_tool_bm25"
+    deferred = {t["name"] for t in sent if t.get("defer_loading")}
+    assert {"create_scheduled_task", "notes__read"} <= deferred and not deferred & {"run_code", "mine"}
+    marked = with_breakpoints({"tools": sent})["tools"]
+    assert [t["name"] for t in marked if "cache_control" in t] == ["tool_search_tool_bm25"]
+    # Only loaded tools offered: nothing to search, no search tool.
+    assert [t["name"] for t in definitions(registry.offered(["code"]), settings, model="claude-sonnet-5-5")] == [
+        "run_code", "inspect_namespace",
+    ]  # fmt: skip
+    # A tool an earlier search found and the turn no longer offers is still there, saying so.
+    gone = definitions(registry.offered(["code"]), settings, model="claude-sonnet-5-5", absent=["old_tool"])
+    assert gone[-2] == {"name": "old_tool", "description": NOT_OFFERED, "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}
+    assert gone[-1]["name"] == "tool_search_tool_bm25"
+    # Without tool search (the setting, or a model that has none): every definition loaded.
+    for model, search in (("claude-opus-4-1", True), ("claude-sonnet-5-5", False)):
+        settings.tool_search = search
+        sent = definitions(offered, settings, model=model)
+        assert "tool_search_tool_bm25" not in [t["name"] for t in sent] and not any(t.get("defer_loading") for t in sent)

@@ -35,7 +35,7 @@ def run_tools(kernel, scripted_model, *calls, prompt="go", **options):
     ``kernel`` is a :class:`~tests.kernel.Kernel` or an in-process ``shell_agent`` (given
     ``Agent.run``'s keyword ``options``).
     """
-    groups = ["code", "data", "memory", "ui", "schedule", "user"]  # schedule is not a default group
+    groups = ["code", "data", "memory", "ui", "schedule", "user"]  # what these tests offer
     if isinstance(kernel, Kernel):
         kernel.ok(f"%config AgentKernel.tool_groups = {groups!r}")
     else:

@@ -104,7 +104,10 @@ def test_the_skill_list_in_the_prompt_is_bounded(tmp_path):
     assert "list_skills shows all" in section and "skill-000" in section and "skill-099" not in section
 
 
-def test_skills_are_off_by_default(shell_agent):
+def test_skills_are_on_by_default_and_switched_off_with_tool_groups(shell_agent):
+    names = {t.name for t in shell_agent.agent._offered("auto")}
+    assert "create_skill" in names and "read_notepad" in names
+    shell_agent.agent.config.tool_groups = ["code"]
     names = {t.name for t in shell_agent.agent._offered("auto")}
     assert "create_skill" not in names and "read_notepad" not in names
     shell_agent.agent.config.tool_groups = ["skills"]

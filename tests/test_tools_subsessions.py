@@ -104,7 +104,7 @@ def test_three_children_completed_token_limit_and_timed_out(shell_agent, scripte
             "delegate three": [
                 reply(
                     tool_use("spawn_session", {"task": "TASK-A: find the answer"}),
-                    tool_use("spawn_session", {"task": "TASK-B: count", "token_limit": 2_000}),
+                    tool_use("spawn_session", {"task": "TASK-B: count", "token_limit": 1_200}),
                     tool_use("spawn_session", {"task": "TASK-C: sleep"}),
                 ),
                 wait_for_spawned,
@@ -130,7 +130,7 @@ def test_three_children_completed_token_limit_and_timed_out(shell_agent, scripte
     timed_out = children["TASK-C: sleep"][0]
     assert timed_out.last_error == "timed out after 1.5 s"
     assert (timed_out.updated_at - timed_out.created_at).total_seconds() < 6  # not its 30 s sleep
-    assert children["TASK-B: count"][0].token_limit == 2_000
+    assert children["TASK-B: count"][0].token_limit == 1_200
     for session, messages, _ in children.values():
         assert session.parent_id == parent.id and session.name.startswith(parent.name + "/sub-")
         assert messages and messages[0].role == "user"

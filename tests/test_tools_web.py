@@ -43,12 +43,14 @@ def site() -> Iterator[Site]:
     server.close()
 
 
-def test_web_is_off_by_default_and_offered_with_the_users_domains_and_limits(shell_agent, scripted_model):
-    scripted_model.add(say("no web"), say("web"))
+def test_web_is_on_by_default_behind_tool_search_and_offered_with_the_users_domains_and_limits(
+    shell_agent, scripted_model
+):
+    scripted_model.add(say("web"), say("web"))
     shell_agent.ok("hi")
-    offered = {t["name"] for t in scripted_model.requests[0]["tools"]}
-    assert not offered & {"web_search", "web_fetch", "fetch_url"}
-    assert "## Untrusted content" not in system_text(scripted_model.requests[0])
+    offered = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
+    assert all(offered[name]["defer_loading"] for name in ("web_search", "web_fetch", "fetch_url"))
+    assert "## Untrusted content" in system_text(scripted_model.requests[0])
 
     config = shell_agent.agent.config
     config.tool_groups = WEB
@@ -59,7 +61,7 @@ def test_web_is_off_by_default_and_offered_with_the_users_domains_and_limits(she
     tools = {t["name"]: t for t in request["tools"]}
     assert tools["web_search"] == {
         "type": "web_search_20250305", "name": "web_search",
-        "allowed_domains": ["duckdb.org", "python.org"], "max_uses": 3,
+        "allowed_domains": ["duckdb.org", "python.org"], "max_uses": 3, "defer_loading": True,
     }
     assert tools["web_fetch"]["type"] == "web_fetch_20250910"
     assert tools["web_fetch"]["allowed_domains"] == ["duckdb.org", "python.org"]

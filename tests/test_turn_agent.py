@@ -234,3 +234,18 @@ def test_a_turn_starts_from_memory_while_the_store_is_unchanged_and_rereads_it_a
     shell_agent.ok("third")
     assert store.changes > changes
     assert "likes short answers" in system_text(scripted_model.requests[2])
+
+
+def test_a_skill_added_to_the_folder_between_turns_is_in_the_next_prompt(shell_agent, scripted_model, tmp_path):
+    shell_agent.agent.config.skills_dir = str(tmp_path / "skills")
+    scripted_model.add(say("One."), say("Two."), say("Three."))
+    shell_agent.ok("first")
+    store = shell_agent.agent.store
+    changes = store.changes
+    shell_agent.ok("second")
+    assert store.changes == changes  # the folder did not change: the turn started from memory
+    folder = tmp_path / "skills" / "charts"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: charts\ndescription: House chart style\n---\nUse plotly.\n")
+    shell_agent.ok("third")
+    assert "- charts: House chart style" in system_text(scripted_model.requests[-1])

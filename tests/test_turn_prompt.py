@@ -13,17 +13,28 @@ from agent_kernel.kernel.namespace import known_variables
 from agent_kernel.turn.prompt import turn_context
 
 
-def test_default_tools_and_system_prompt_fit_in_12750_characters(tmp_path, monkeypatch):
+def test_default_tools_and_system_prompt_fit_in_12000_characters(tmp_path, monkeypatch):
+    """Every group is offered; what the model reads each request (the loaded definitions,
+    the tool search tool, the system prompt) stays within its budget."""
+    from agent_kernel.config import TOOL_GROUPS
     from agent_kernel.credentials import undeclared
+    from agent_kernel.model.tool_search import prompt_tools
+    from agent_kernel.tools import definitions
 
     for name, _ in undeclared(os.environ):  # the default prompt: no credentials to name
         monkeypatch.delenv(name, raising=False)
     agent = Agent(shell=InteractiveShell.instance(), db_path=str(tmp_path / "agent.duckdb"))
-    tools = [t.definition() for t in agent._offered(agent.config.approve)]
-    sent = len(json.dumps(tools, ensure_ascii=False, separators=(",", ":"))) + len(agent.system_prompt())
-    assert sent <= 12_750, sent  # search_sessions and session_timeline take about 810
-    assert {"run_code", "db_sql", "memory", "render_blocks"} <= {t["name"] for t in tools}
-    assert all("title" not in p for t in tools for p in t["input_schema"].get("properties", {}).values())
+    offered = agent._offered(agent.config.approve)
+    assert set(TOOL_GROUPS) - {"user"} <= {t.group for t in offered}  # user: @tool functions, none here
+    tools = definitions(offered, agent.config, model=agent.config.model)
+    loaded = prompt_tools(tools)
+    sent = len(json.dumps(loaded, ensure_ascii=False, separators=(",", ":"))) + len(agent.system_prompt())
+    assert sent <= 12_000, sent
+    assert {"run_code", "db_sql", "memory", "render_blocks"} <= {t["name"] for t in loaded}
+    assert {"create_scheduled_task", "web_search", "llm_generate", "create_skill", "create_tool"} <= {
+        t["name"] for t in tools if t.get("defer_loading")
+    }
+    assert all("title" not in p for t in loaded for p in t.get("input_schema", {}).get("properties", {}).values())
 
 
 def test_turn_context_is_marked_and_lists_variables_once(tmp_path):

@@ -25,6 +25,9 @@ def result_summary(block: ContentBlock) -> tuple[str, str]:
     if isinstance(content, dict):
         if "error_code" in content:
             return "error", f"the API reported {content['error_code']}"
+        if content.get("type") == "tool_search_tool_search_result":  # the API's tool search
+            names = [str(r.get("tool_name")) for r in content.get("tool_references") or () if isinstance(r, dict)]
+            return "ok", f"found {', '.join(names)}" if names else "found no tool"
         if content.get("type") == "web_fetch_result":
             fetched = content.get("content")
             document: dict[str, Any] = fetched if isinstance(fetched, dict) else {}

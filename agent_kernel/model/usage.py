@@ -82,12 +82,20 @@ def _field(usage: Any, name: str) -> int:
 
 
 def request_chars(params: Mapping[str, Any]) -> int:
-    """Characters of what a request sends the model: system prompt, tools and messages."""
+    """Characters of what a request sends the model: system prompt, tools and messages.
+
+    A deferred tool definition is left out: the model reads it only once a tool search
+    found it (see :mod:`agent_kernel.model.tool_search`).
+    """
+    from agent_kernel.model.tool_search import prompt_tools
+
     size = 0
     for key in ("system", "tools", "messages"):
         value = params.get(key)
         if value is None:
             continue
+        if key == "tools":
+            value = prompt_tools(value)
         size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
     return size
 

@@ -16,7 +16,9 @@ block of each message (a string system prompt or message content is one text blo
 
 Entries are kept per model and never expire (a scripted test runs well inside the
 API's five minutes). Tools with ``defer_loading`` are not part of the prompt and are
-not counted. ``cache_control`` itself is not part of a block's identity: a block
+not counted where they are sent: a tool search result that references one loads its
+definition, which counts as part of that result block (where the API appends it).
+``cache_control`` itself is not part of a block's identity: a block
 matches an earlier one when all its other fields are the same.
 
 Token estimate (deterministic, documented so tests can assert exact figures): a block
@@ -66,10 +68,15 @@ def block_tokens(block: dict[str, Any]) -> int:
 
 def blocks_of(request: dict[str, Any]) -> list[Block]:
     """The request's blocks in cache order (tools, system, messages), each with its prefix hash."""
+    from agent_kernel.model.tool_search import RESULT_TYPE, referenced
+
     parts: list[tuple[str, dict[str, Any]]] = []
+    deferred: dict[str, str] = {}
     for item in request.get("tools") or []:
         if not item.get("defer_loading"):
             parts.append(("tool", item))
+        else:
+            deferred[str(item.get("name"))] = canonical(item)
     system = request.get("system")
     if isinstance(system, str) and system:
         parts.append(("system", {"type": "text", "text": system}))
@@ -87,6 +94,8 @@ def blocks_of(request: dict[str, Any]) -> list[Block]:
     blocks = []
     for position, (where, block) in enumerate(parts):
         text = canonical(block)
+        if block.get("type") == RESULT_TYPE:  # the definitions it loads, appended where it is
+            text += "".join(deferred.get(name, "") for name in referenced([{"content": [block]}]))
         digest.update(f"\x00{where}\x00{len(text)}\x00{text}".encode())
         marked = block.get("cache_control") is not None or (automatic and position == len(parts) - 1)
         blocks.append(Block(math.ceil(len(text) / 4), marked, digest.copy().hexdigest()))

@@ -14,6 +14,7 @@ The API's server tools (web search and fetch run on its side, inside one respons
     reply(*web_search("duckdb release", [("https://duckdb.org/news", "News")]),
           cited("DuckDB 2.0 is out.", citation("https://duckdb.org/news", "News", "2.0 released")))
     pause(*web_fetch("https://duckdb.org/docs", "The docs text"))  # stop_reason pause_turn
+    reply(*tool_search("schedule a notebook"), tool_use("create_scheduled_task", {...}))
 
 Their usage (``server_tool_use.web_search_requests``) is counted from the blocks.
 
@@ -176,6 +177,24 @@ def web_fetch(
             document["title"] = title
         content = {"type": "web_fetch_result", "url": url, "retrieved_at": "2026-01-01T00:00:00Z", "content": document}
     return [use, {"type": "web_fetch_tool_result", "tool_use_id": use["id"], "content": content}]
+
+
+def tool_search(
+    query: str, found: Iterable[str] | None = None, *, variant: str = "bm25", id: str | None = None
+) -> list[dict[str, Any]]:
+    """A tool search as the API returns it: the server_tool_use block and its result block.
+
+    The scripted model works out the result from the request's deferred tools (see
+    ``agent_kernel.testing.search``) unless ``found`` names the tools it references.
+    ``variant``: ``bm25`` (``query`` in words) or ``regex`` (``query`` a pattern), the
+    search tool the request offers.
+    """
+    use = server_tool_use(f"tool_search_tool_{variant}", {"query": query}, id=id)
+    content: dict[str, Any] | None = None
+    if found is not None:
+        references = [{"type": "tool_reference", "tool_name": name} for name in found]
+        content = {"type": "tool_search_tool_search_result", "tool_references": references}
+    return [use, {"type": "tool_search_tool_result", "tool_use_id": use["id"], "content": content}]
 
 
 def citation(url: str, title: str, cited_text: str) -> dict[str, Any]:

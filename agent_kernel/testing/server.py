@@ -39,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel.testing.batches import Batches
+from agent_kernel.testing import search
 from agent_kernel.testing.cache import CacheError, PromptCache
 from agent_kernel.testing.script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
 
@@ -68,6 +69,10 @@ class ScriptedModel:
     cache_min_tokens:
         The shortest prefix the prompt cache writes (the API's minimum is 1,024 tokens
         for Sonnet and Opus models, 2,048 or 4,096 for some others).
+    implicit_search:
+        A scripted call of a deferred tool that no tool search of the conversation found
+        gets a search in front of it (True), or the reply is refused with 400 as the API
+        would refuse it (False). See ``agent_kernel.testing.search``.
     """
 
     def __init__(
@@ -79,7 +84,9 @@ class ScriptedModel:
         host: str = "127.0.0.1",
         port: int = 0,
         cache_min_tokens: int = 1024,
+        implicit_search: bool = True,
     ) -> None:
+        self.implicit_search = implicit_search
         self.script: collections.deque[ScriptItem] = collections.deque(script)
         self.responder = responder
         self.summarizer = summarizer
@@ -208,7 +215,7 @@ class ScriptedModel:
         if not path.endswith("/v1/messages"):
             return self._json(404, _error_body("not_found_error", f"No route {path}"))
         self.headers.append(headers)
-        changed = _changed_thinking(body, self._thinking_sent)
+        changed = _changed_thinking(body, self._thinking_sent) or search.request_problem(body)
         if changed is None:
             answer = self._next(body)
         else:  # recorded, and the script kept for the next request
@@ -218,8 +225,8 @@ class ScriptedModel:
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
         try:
-            message = self._completed(body, answer)
-        except CacheError as exc:
+            answer, message = self._completed(body, answer)
+        except (CacheError, search.SearchError) as exc:
             return self._json(400, _error_body("invalid_request_error", str(exc)))
         if not body.get("stream"):
             return self._json(200, message, delay=answer.delay)
@@ -233,12 +240,14 @@ class ScriptedModel:
         if isinstance(answer, Failure):
             return answer, None
         try:
-            return answer, self._completed(body, answer)
-        except CacheError as exc:
+            return self._completed(body, answer)
+        except (CacheError, search.SearchError) as exc:
             return Failure(400, "invalid_request_error", str(exc)), None
 
-    def _completed(self, body: dict[str, Any], answer: Reply) -> dict[str, Any]:
-        """The message ``answer`` makes for ``body``, its usage counted as the API counts it."""
+    def _completed(self, body: dict[str, Any], answer: Reply) -> tuple[Reply, dict[str, Any]]:
+        """``answer`` as sent for ``body`` (its tool searches run, see :mod:`.search`) and the
+        message it makes, its usage counted as the API counts it."""
+        answer = search.resolve(body, answer, implicit=self.implicit_search)
         with self._lock:
             cached = self.cache.usage(body)
         usage: dict[str, Any] = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
@@ -249,7 +258,7 @@ class ScriptedModel:
         message = _message(self._message_id(), answer, usage)
         with self._lock:
             self._thinking_sent.update(key for key in map(_thinking_key, answer.content) if key)
-        return message
+        return answer, message
 
     def _json(
         self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, delay: float = 0.0

@@ -5,6 +5,12 @@ A tool is a typed Python function whose docstring describes it; the SDK's
 has a *group* (``code``, ``data``, ...) that configuration switches on or off, and says
 whether it *writes* (runs code, changes data, schedules) so approval modes can hold it.
 
+:func:`definitions` is what a request offers: the core tools (:data:`LOADED_TOOLS` and the
+user's own ``@tool`` functions) loaded, every other offered tool deferred behind the API's
+tool search (see :mod:`agent_kernel.model.tool_search`). Deferring changes only when the
+model reads a definition: a deferred tool is offered, dispatched and approved exactly as a
+loaded one.
+
 :meth:`Registry.dispatch` never raises for a tool's failure: an unknown tool, invalid
 input, a refusal or an exception all come back as an ``is_error`` outcome the model can
 act on. Only an interrupt (``KeyboardInterrupt`` / ``CancelledError``) goes through.
@@ -18,7 +24,7 @@ import inspect
 import json
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -34,13 +40,23 @@ if TYPE_CHECKING:
     from agent_kernel.tools.context import ToolContext
 
 __all__ = [
-    "INPUT_BYTES", "INPUT_DEPTH", "Outcome", "Registry", "Tool", "ToolReport", "current_context", "strict_json", "tool",
+    "INPUT_BYTES", "INPUT_DEPTH", "LOADED_TOOLS", "Outcome", "Registry", "Tool", "ToolReport", "current_context",
+    "definitions", "is_loaded", "strict_json", "tool", "unresolved",
 ]  # fmt: skip
 
 # The most one tool call's input may hold (its text, counted as UTF-8) and how deeply it
 # may nest; checked before anything else looks at the input.
 INPUT_BYTES = 1_000_000
 INPUT_DEPTH = 32
+
+# The tools whose definitions every request carries (when their group is offered): what
+# most turns use, and report_result, which a sub-session ends with (parent and child send
+# the same definitions, so a child's requests read the parent's cached prefix). The rest
+# are found with tool search when needed.
+LOADED_TOOLS = frozenset({
+    "run_code", "inspect_namespace", "db_sql", "db_schema", "memory", "render_blocks", "ask_user",
+    "send_message", "report_result",
+})  # fmt: skip
 
 _CONTEXT: contextvars.ContextVar[ToolContext] = contextvars.ContextVar("agent_kernel_tool_context")
 
@@ -115,6 +131,56 @@ class Tool:
                 raise ToolInputError(_describe_validation(self.name, cause)) from None
             raise
         return result
+
+
+def is_loaded(item: Tool) -> bool:
+    """Whether ``item``'s definition is loaded in every request (the others are deferred)."""
+    return item.group == "user" or item.name in LOADED_TOOLS
+
+
+# What a tool an earlier search found, and this turn does not offer, says when the
+# conversation loads it again (see unresolved).
+NOT_OFFERED = "Not offered now: the approval mode or the settings leave it out, or it was removed. Do not call it."
+
+
+def definitions(
+    tools: Iterable[Tool], settings: Any = None, *, model: str | None = None, absent: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """The ``tools=[...]`` of a request to ``model`` offering ``tools``.
+
+    With tool search (``settings.tool_search`` and a model that has it), the loaded tools
+    come first, then the deferred ones (``defer_loading``), then the search tool, which
+    carries the tools' cache breakpoint (see :mod:`agent_kernel.model.caching`): the cached
+    prefix is the loaded definitions and the search tool, whatever is deferred. Without
+    it, or when nothing is deferred, every tool is loaded.
+
+    ``absent``: tools an earlier search of the conversation found that ``tools`` leaves
+    out (:func:`unresolved`). The API refuses a conversation referencing a tool the
+    request lacks, so each is sent deferred, saying it is not offered; a call of it is
+    refused like any tool not offered.
+    """
+    from agent_kernel.model.tool_search import SEARCH_TOOL, deferred_request
+
+    tools = list(tools)
+    if not deferred_request(model, getattr(settings, "tool_search", True)):
+        return [t.definition(settings) for t in tools]
+    loaded = [t.definition(settings) for t in tools if is_loaded(t)]
+    deferred = [{**t.definition(settings), "defer_loading": True} for t in tools if not is_loaded(t)]
+    deferred += [
+        {"name": name, "description": NOT_OFFERED, "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}
+        for name in absent
+    ]  # fmt: skip
+    if not deferred:
+        return loaded
+    return [*loaded, *deferred, dict(SEARCH_TOOL)]
+
+
+def unresolved(messages: Iterable[Mapping[str, Any]], tools: Iterable[Tool]) -> tuple[str, ...]:
+    """The tools the tool searches in ``messages`` found that ``tools`` does not hold."""
+    from agent_kernel.model.tool_search import referenced
+
+    names = {t.name for t in tools}
+    return tuple(n for n in referenced(m for m in messages if m.get("role") == "assistant") if n not in names)
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,7 @@ class Agent:
         self.last_result: TurnResult | None = None
         self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
         self._admin: Admin | None = None
+        self._tools_synced: int | None = None  # store.changes when the agent's own tools were last read
 
     # -- parts, made on first use --------------------------------------------------------
 
@@ -407,7 +408,7 @@ class Agent:
                 session_name=current.name,
                 number=start.last_turn + 1,
                 tools=offered,
-                system=assemble(start.sections, groups=groups, secrets=self.secrets.names()),
+                system=assemble(start.sections, groups=groups, secrets=self.secrets.names(), search=config.tool_search),
                 approve=mode,
                 limits=limits,
                 prompt_blocks=[context_block, *conversation.as_blocks(request.prompt)],
@@ -483,7 +484,7 @@ class Agent:
             or start.notebook != self.notebook
             or start.sections_key != (instruction, frozenset(groups))
             or not self.store.unchanged_since(start.changes)
-            or "skills" in groups  # the skills folder may have changed too: read afresh
+            or ("skills" in groups and start.skills_folder != _skills_folder(self.config.skills_dir))
             or self._idle_since(start)  # a summary may be due: see session_summary.py
         ):
             return None
@@ -547,6 +548,7 @@ class Agent:
             usage=spent,
             notepad=notepad,
             recall=recall,
+            skills_folder=_skills_folder(self.config.skills_dir) if "skills" in groups else (),
         )
 
     # -- the system prompt ---------------------------------------------------------------
@@ -598,11 +600,14 @@ class Agent:
                 f"the groups are {', '.join(sorted(known))}. (tools_enabled = False switches "
                 "all tools off.)"
             )
-        if "tools" in groups:  # the agent's own tools, as stored now
+        if "tools" in groups and not (  # the agent's own tools, as stored now
+            self._tools_synced is not None and self.store.unchanged_since(self._tools_synced)
+        ):
             from agent_kernel.tools.agent_tools import sync
 
-            with self.store.connect() as con:
+            with self.store.connect(read_only=True) as con:
                 sync(registry, con)
+            self._tools_synced = self.store.changes
         if self.config.tools_enabled and self.config.mcp_servers:
             groups.append("mcp")  # the servers' tools, see tools/mcp.py
         return registry.offered(groups, read_only=mode == "read-only")
@@ -638,6 +643,7 @@ class _TurnStart:
     notepad: str  # the session's notepad ("" unless the skills group is on)
     recall: RecallStart  # summaries due, the previous session (see session_summary.py)
     ended: float = 0.0  # time.monotonic() when the turn that last used it ended (0: none did)
+    skills_folder: tuple[Any, ...] = ()  # the skills folder as read (see _skills_folder)
 
     def history(self) -> Repair:
         """The stored conversation, repaired, for a turn to continue (what its requests
@@ -725,3 +731,23 @@ def _request(prompt: str, **options: Any) -> TurnRequest:
     if unknown:
         raise TypeError(f"Agent.run() got an unexpected keyword argument {unknown[0]!r}")
     return TurnRequest(prompt, **options)
+
+
+def _skills_folder(configured: str) -> tuple[Any, ...]:
+    """The skills folder's SKILL.md files as ``stat`` sees them: a skill added, changed or
+    removed there changes this, and the next turn reads its prompt sections afresh."""
+    from agent_kernel.store.skills import skills_folder
+
+    folder = skills_folder(configured)
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_dir())
+    except OSError:
+        return ()
+    found: list[Any] = [str(folder)]
+    for name in names:
+        try:
+            stat = os.stat(folder / name / "SKILL.md")
+        except OSError:
+            continue
+        found.append((name, stat.st_mtime_ns, stat.st_size, stat.st_ino))
+    return tuple(found)

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.store.compactions import Compaction
 
@@ -291,7 +292,7 @@ class ContextBudget:
             if self.stored is None:
                 self.stored = await asyncio.to_thread(self._load)
             self.state = applicable(self.stored, messages)
-        overhead = chars(params.get("system")) + chars(params.get("tools") or [])
+        overhead = chars(params.get("system")) + chars(prompt_tools(params.get("tools")))
         sent = render(messages, self.state)
         estimate, sent_chars = self.estimate(sent, overhead)
         if estimate > self.limit:

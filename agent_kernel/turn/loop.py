@@ -27,7 +27,7 @@ from agent_kernel.secrets import scrub
 from agent_kernel.store import audit
 from agent_kernel.store import sessions as session_rows
 from agent_kernel.store import usage as usage_rows
-from agent_kernel.tools import web
+from agent_kernel.tools import definitions as tool_definitions, unresolved, web
 from agent_kernel.tools.report import ToolReport
 from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 
@@ -179,8 +179,8 @@ class Turn:
     _prompt_changed: bool = False
     _caller: calls.Caller | None = None  # where the tools' own model calls go (see model/calls.py)
     # The definitions of ``tools``, built once for the turn's calls (again when a tool call
-    # changed which tools are offered).
-    _definitions: tuple[list[Tool], list[dict[str, Any]]] | None = None
+    # changed which tools are offered, or a tool an earlier search found is no longer offered).
+    _definitions: tuple[list[Tool], tuple[str, ...], list[dict[str, Any]]] | None = None
 
     async def run(self) -> TurnResult:
         ctx = self.context
@@ -583,9 +583,11 @@ class Turn:
             "messages": self._messages,
         }
         if self.tools:
-            if self._definitions is None or self._definitions[0] is not self.tools:
-                self._definitions = (self.tools, [t.definition(self.context.settings) for t in self.tools])
-            params["tools"] = self._definitions[1]
+            absent = unresolved(self._messages, self.tools)
+            if self._definitions is None or self._definitions[0] is not self.tools or self._definitions[1] != absent:
+                made = tool_definitions(self.tools, self.context.settings, model=self.limits.model, absent=absent)
+                self._definitions = (self.tools, absent, made)
+            params["tools"] = self._definitions[2]
         if self.limits.thinking:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
         return caching.with_breakpoints(params)

@@ -34,17 +34,28 @@ def script_turn(scripted_model):
 
 
 @needs_widget_replies
-def test_a_console_client_gets_the_whole_answer_and_settled_cards(kernel, scripted_model):
+def test_a_console_client_gets_the_answer_once_as_it_streams_and_each_card_as_a_line(kernel, scripted_model):
     kernel.ok("%config AgentKernel.presence_timeout = 1")
     script_turn(scripted_model)
-    execution = kernel.ok("%agent monthly totals please")  # stdin allowed, no widget acknowledged
+    execution = kernel.ok("%agent monthly totals please")  # stdin allowed, no cell id, no widget acknowledged
     shown = console_view(execution)
-    assert ANSWER in shown
-    assert ("Let me look at the data first. " * 3) in shown
-    assert any(s.startswith("✓ run_code: total = 358") for s in shown)  # the settled card
-    assert any(s.startswith("Question\nWhich year?\nNo user present") for s in shown)  # settled
+    printed = "".join(shown)
+    # The answer arrives as it streams (many stream messages), once, whole; no display holds a
+    # fragment of it, and nothing is repeated at the end.
+    answer_streams = [m for m in execution.of_type("stream") if m["content"]["text"] in ANSWER]
+    assert len(answer_streams) > 5
+    assert printed.count(ANSWER) == 1 and printed.count("Let me look at the data first. " * 3) == 1
+    displayed = [m["content"]["data"].get("text/plain", "") for m in execution.of_type("display_data")]
+    assert not any(text and (text in ANSWER or text.startswith("Let me")) for text in displayed)
+    assert not execution.of_type("update_display_data") or all(
+        "text/plain" not in m["content"]["data"] or not m["content"]["data"]["text/plain"].strip()
+        or m["content"]["data"]["text/plain"].startswith("Question")
+        for m in execution.of_type("update_display_data")
+    )
+    assert "[run_code] total = 358 (+1 lines)\n358\n[run_code] ok · " in printed  # each card a line
+    assert "No user present" in printed  # the question, settled
     assert not any("object at 0x" in s for s in shown)
-    assert not any("StopButton" in s for s in shown)
+    assert not any("StopButton" in s or "waiting for the model" in s for s in shown)
     assert shown[-1].startswith("scripted-model")  # the footer comes last, on its own
 
 

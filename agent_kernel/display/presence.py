@@ -120,6 +120,37 @@ def stdin_allowed() -> bool:
     return kernel is not None and _stdin_allowed(kernel)
 
 
+def notebook_cell() -> bool:
+    """Whether the running cell's client says which notebook cell it runs (``cellId`` in
+    the request's metadata: JupyterLab, Notebook 7, VS Code); consoles do not."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return False
+    try:
+        parent = kernel.get_parent("shell") or {}
+    except Exception:  # noqa: BLE001 - an unusual kernel: no cell known
+        return False
+    return bool((parent.get("metadata") or {}).get("cellId"))
+
+
+def _running_cell() -> tuple[Any, dict[str, Any]] | None:
+    """The kernel and the request of the cell running now (None outside a kernel's cell)."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return None
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:  # noqa: BLE001 - an unusual kernel
+        return None
+    if not parent or (parent.get("header") or {}).get("msg_type") != "execute_request":
+        return None
+    return kernel, parent
+
+
 def _stdin_allowed(kernel: Any) -> bool:
     try:
         parent = kernel.get_parent("shell") or {}
@@ -129,8 +160,19 @@ def _stdin_allowed(kernel: Any) -> bool:
     return bool(content.get("allow_stdin", True))
 
 
+# After a widget's message, when the running cell is said busy again (seconds): after the
+# subshell that handled the message has said idle.
+_BUSY_AGAIN_S = (0.05, 0.3)
+
+
 class AckWidget(anywidget.AnyWidget):
-    """A widget that tells the kernel when a front end has rendered it."""
+    """A widget that tells the kernel when a front end has rendered it.
+
+    JupyterLab sends widget messages on a kernel subshell, which reports each one busy,
+    then idle; its status bar shows the last status it saw, so while a turn waited for a
+    form it said Idle. A widget made while a cell runs therefore says that cell is busy
+    again after each message it gets, for as long as :meth:`holds_cell`.
+    """
 
     rendered = traitlets.Bool(False)  # not synced: set by the front end's message
 
@@ -142,12 +184,29 @@ class AckWidget(anywidget.AnyWidget):
         except RuntimeError:
             pass
         self._rendered_waiters: list[asyncio.Future[None]] = []
+        self._cell = _running_cell()
         self.on_msg(self._on_rendered_message)
 
+    def holds_cell(self) -> bool:
+        """Whether the cell that made this widget still runs because of it (its turn)."""
+        return False
+
     def _on_rendered_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if self._cell is not None and self._loop is not None and not self._loop.is_closed():
+            for delay in _BUSY_AGAIN_S:
+                self._loop.call_soon_threadsafe(self._loop.call_later, delay, self._busy_again)
         if isinstance(content, dict) and content.get("type") == "rendered":
             PRESENCE.acknowledged()
             self._call_soon(self._mark_rendered)
+
+    def _busy_again(self) -> None:
+        if self._cell is None or not self.holds_cell():
+            return
+        kernel, parent = self._cell
+        try:
+            kernel._publish_status("busy", "shell", parent)
+        except Exception:  # noqa: BLE001 - a kernel without it: its status stays as it was
+            self._cell = None
 
     def _mark_rendered(self) -> None:
         self.rendered = True

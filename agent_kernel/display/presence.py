@@ -191,6 +191,11 @@ class AckWidget(anywidget.AnyWidget):
         """Whether the cell that made this widget still runs because of it (its turn)."""
         return False
 
+    def adopt(self) -> None:
+        """Belong to the running loop and cell (a widget made ahead, on another thread)."""
+        self._loop = asyncio.get_running_loop()
+        self._cell = _running_cell()
+
     def _on_rendered_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if self._cell is not None and self._loop is not None and not self._loop.is_closed():
             for delay in _BUSY_AGAIN_S:

@@ -85,6 +85,33 @@ class StopButton(AckWidget):
     def holds_cell(self) -> bool:
         return self.comm is not None  # shown until the turn ends
 
+
+_PREPARED: list[StopButton] = []  # made by the warm-up for the first turn
+
+
+def prepare() -> None:
+    """Make the first turn's Stop button ahead of it (the warm-up does, after ``%load_ext``).
+
+    Its model reaches the front end now, so the widget code a front end loads for the
+    first widget of a page (a few hundred milliseconds in JupyterLab) is loaded before the
+    turn, and its Stop button shows at once.
+    """
+    from IPython import get_ipython
+
+    if getattr(get_ipython(), "kernel", None) is None or _PREPARED:
+        return
+    _PREPARED.append(StopButton())
+
+
+def stop_button() -> StopButton:
+    """A Stop button for the turn starting on the running loop: the prepared one, else a new one."""
+    while _PREPARED:
+        button = _PREPARED.pop()
+        if button.comm is not None:
+            button.adopt()
+            return button
+    return StopButton()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Only the widget: a client that draws no widgets has nothing to click (its way to
         # stop is interrupting the kernel), so it shows nothing rather than the object's repr.

@@ -103,14 +103,14 @@ class Transcript:
             return
         if not self.live or self._stop_widget is not None:
             return
-        from agent_kernel.display.stop import StopButton
+        from agent_kernel.display.stop import stop_button
 
-        self._stop_widget = StopButton()
+        self._status_handle = self._display(_status_bundle(self._phase))
+        self._stop_widget = stop_button()
         self._stop_widget.on_stop(self._stop_clicked)
         bundle, _ = self._stop_widget._repr_mimebundle_()
         bundle.pop("text/plain", None)  # clients that draw no widgets show nothing for it
         self._stop_handle = self._display(bundle)
-        self._status_handle = self._display(_status_bundle(self._phase))
 
     def _stop_clicked(self) -> None:
         if self._stop_requested:

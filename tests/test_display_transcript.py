@@ -37,7 +37,7 @@ def script_turn(scripted_model):
 def test_a_console_client_gets_the_answer_once_as_it_streams_and_each_card_as_a_line(kernel, scripted_model):
     kernel.ok("%config AgentKernel.presence_timeout = 1")
     script_turn(scripted_model)
-    execution = kernel.ok("%agent monthly totals please")  # stdin allowed, no cell id, no widget acknowledged
+    execution = kernel.ok("%agent monthly totals please", notebook=False)  # stdin allowed, no cell id, no widget acknowledged
     shown = console_view(execution)
     printed = "".join(shown)
     # The answer arrives as it streams (many stream messages), once, whole; no display holds a

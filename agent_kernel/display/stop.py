@@ -85,6 +85,15 @@ class StopButton(AckWidget):
     def holds_cell(self) -> bool:
         return self.comm is not None  # shown until the turn ends
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Only the widget: a client that draws no widgets has nothing to click (its way to
+        # stop is interrupting the kernel), so it shows nothing rather than the object's repr.
+        bundle = super()._repr_mimebundle_(**kwargs)
+        assert bundle is not None, "a widget with a view has a bundle"
+        data, metadata = bundle
+        data["text/plain"] = ""
+        return data, metadata
+
 
 _PREPARED: list[StopButton] = []  # made by the warm-up for the first turn
 
@@ -111,12 +120,3 @@ def stop_button() -> StopButton:
             button.adopt()
             return button
     return StopButton()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # Only the widget: a client that draws no widgets has nothing to click (its way to
-        # stop is interrupting the kernel), so it shows nothing rather than the object's repr.
-        bundle = super()._repr_mimebundle_(**kwargs)
-        assert bundle is not None, "a widget with a view has a bundle"
-        data, metadata = bundle
-        data["text/plain"] = ""
-        return data, metadata

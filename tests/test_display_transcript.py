@@ -53,7 +53,8 @@ def test_a_console_client_gets_the_answer_once_as_it_streams_and_each_card_as_a_
         for m in execution.of_type("update_display_data")
     )
     assert "[run_code] total = 358 (+1 lines)\n358\n[run_code] ok · " in printed  # each card a line
-    assert "No user present" in printed  # the question, settled
+    assert printed.count("Which year?\n") == 2  # the card's line, then the question, settled
+    assert "No user present" in printed and "Waiting for an answer" not in printed
     assert not any("object at 0x" in s for s in shown)
     assert not any("StopButton" in s or "waiting for the model" in s for s in shown)
     assert shown[-1].startswith("scripted-model")  # the footer comes last, on its own
@@ -136,6 +137,10 @@ def test_the_status_line_comes_first_then_counts_tokens_and_cost_and_goes_at_the
     receiving = [line for line in lines if "receiving" in line and "tokens" in line]
     counts = [int(line.split(" tokens")[0].split("· ")[-1].replace(",", "")) for line in receiving]
     assert len(counts) >= 3 and counts == sorted(counts) and counts[0] < counts[-1]
+    # The second answer streams priced at the model's output price: its cost grows with it.
+    second = [line for line in lines if line.startswith("scripted-model · receiving")]
+    costs = [float(line.rsplit("$", 1)[1]) for line in second]
+    assert len(costs) >= 3 and costs == sorted(costs) and costs[0] < costs[-1]
     assert any(line.startswith("scripted-model · running run_code…") and "$" in line for line in lines)
     assert any(line.startswith("scripted-model · waiting for the model…") and "$" in line for line in lines)
     # The turn ended: the line is blanked (the footer says it all), in its last update.

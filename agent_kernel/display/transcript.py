@@ -26,7 +26,7 @@ import html
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +60,10 @@ class Transcript:
         live: bool,
         updates_per_second: float = 15.0,
         failure_raised: bool = False,
+        prices: Mapping[str, Any] | None = None,
     ) -> None:
         self.live = live
+        self._prices = prices  # AgentKernel.prices: what the status line prices streamed tokens at
         self.interval = 1.0 / max(updates_per_second, 0.1)
         # The caller raises the line of a failed turn (an %agent cell), so it is not shown here.
         self.failure_raised = failure_raised
@@ -165,15 +167,23 @@ class Transcript:
             self._throttled(handle, self._status_snapshot)
 
     def _status_snapshot(self) -> Bundle:
-        tokens = self._tokens + self._streamed_chars // 4  # about four characters a token
+        streamed = self._streamed_chars // 4  # about four characters a token
+        tokens = self._tokens + streamed
+        cost = self._cost
+        if streamed and self._model:  # the call streaming now, at its model's output price
+            from agent_kernel.model.prices import price_for
+
+            price = price_for(self._model, self._prices)
+            if price is not None:
+                cost = (cost or 0.0) + streamed * price.output / 1_000_000
         parts = [self._model] if self._model else []
         parts.append(self._phase)
         if tokens:
             parts.append(f"{tokens:,} tokens")
-        if self._cost is not None:
+        if cost is not None:
             from agent_kernel.display.footer import usd
 
-            parts.append(usd(self._cost))
+            parts.append(usd(cost))
         return _status_bundle(" · ".join(parts))
 
     # -- streamed text -------------------------------------------------------------------

@@ -314,6 +314,7 @@ class AgentMagics(Magics):
             live=getattr(shell, "kernel", None) is not None,
             updates_per_second=self.settings.updates_per_second,
             failure_raised=request.check,
+            prices=self.settings.prices,
         )
         with TurnInterrupts() as interrupts:
             view.show_stop(lambda: interrupts.request("stop"))

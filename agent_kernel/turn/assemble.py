@@ -120,6 +120,7 @@ class Assembler:
             live=self.parts.live,
             updates_per_second=settings.updates_per_second,
             failure_raised=request.check,
+            prices=settings.prices,
         )
 
     def limits(self, request: TurnRequest, session: Session, *, thinking: str) -> TurnLimits:

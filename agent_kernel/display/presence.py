@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import anywidget
 import traitlets
 
-__all__ = ["ACK_JS", "PRESENCE", "AckWidget", "Attendance", "Presence"]
+__all__ = ["ACK_JS", "BUSY_CELL", "PRESENCE", "AckWidget", "Attendance", "BusyCell", "Presence"]
 
 # Prepended to each widget's ES module: call acknowledge(model) at the end of render().
 #
@@ -160,19 +160,48 @@ def _stdin_allowed(kernel: Any) -> bool:
     return bool(content.get("allow_stdin", True))
 
 
-# After a widget's message, when the running cell is said busy again (seconds): after the
+# After a widget's message, when the turn's cell is said busy again (seconds): after the
 # subshell that handled the message has said idle.
 _BUSY_AGAIN_S = (0.05, 0.3)
 
 
-class AckWidget(anywidget.AnyWidget):
-    """A widget that tells the kernel when a front end has rendered it.
+class BusyCell:
+    """The cell a turn runs in, said busy again after each of our widgets' messages.
 
     JupyterLab sends widget messages on a kernel subshell, which reports each one busy,
     then idle; its status bar shows the last status it saw, so while a turn waited for a
-    form it said Idle. A widget made while a cell runs therefore says that cell is busy
-    again after each message it gets, for as long as :meth:`holds_cell`.
+    form it said Idle. While a turn holds its cell (:meth:`hold`, from its Stop button
+    until the turn ends), every message to one of our widgets is followed by a busy
+    status for that cell.
     """
+
+    def __init__(self) -> None:
+        self._cell: tuple[Any, dict[str, Any]] | None = None
+
+    def hold(self) -> None:
+        """The running cell runs a turn."""
+        self._cell = _running_cell()
+
+    def release(self) -> None:
+        self._cell = None
+
+    def say_busy(self) -> None:
+        cell = self._cell
+        if cell is None:
+            return
+        kernel, parent = cell
+        try:
+            kernel._publish_status("busy", "shell", parent)
+        except Exception:  # noqa: BLE001 - a kernel without it: its status stays as it was
+            self._cell = None
+
+
+BUSY_CELL = BusyCell()
+
+
+class AckWidget(anywidget.AnyWidget):
+    """A widget that tells the kernel when a front end has rendered it (and, while a turn
+    runs, has its cell said busy again after each message: see :class:`BusyCell`)."""
 
     rendered = traitlets.Bool(False)  # not synced: set by the front end's message
 
@@ -184,34 +213,20 @@ class AckWidget(anywidget.AnyWidget):
         except RuntimeError:
             pass
         self._rendered_waiters: list[asyncio.Future[None]] = []
-        self._cell = _running_cell()
         self.on_msg(self._on_rendered_message)
 
-    def holds_cell(self) -> bool:
-        """Whether the cell that made this widget still runs because of it (its turn)."""
-        return False
-
     def adopt(self) -> None:
-        """Belong to the running loop and cell (a widget made ahead, on another thread)."""
+        """Belong to the running loop (a widget made ahead, on another thread)."""
         self._loop = asyncio.get_running_loop()
-        self._cell = _running_cell()
 
     def _on_rendered_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        if self._cell is not None and self._loop is not None and not self._loop.is_closed():
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
             for delay in _BUSY_AGAIN_S:
-                self._loop.call_soon_threadsafe(self._loop.call_later, delay, self._busy_again)
+                loop.call_soon_threadsafe(loop.call_later, delay, BUSY_CELL.say_busy)
         if isinstance(content, dict) and content.get("type") == "rendered":
             PRESENCE.acknowledged()
             self._call_soon(self._mark_rendered)
-
-    def _busy_again(self) -> None:
-        if self._cell is None or not self.holds_cell():
-            return
-        kernel, parent = self._cell
-        try:
-            kernel._publish_status("busy", "shell", parent)
-        except Exception:  # noqa: BLE001 - a kernel without it: its status stays as it was
-            self._cell = None
 
     def _mark_rendered(self) -> None:
         self.rendered = True

@@ -82,8 +82,6 @@ class StopButton(AckWidget):
         self.on_msg(on_message)
         self.observe(lambda change: self._call_soon(callback) if change["new"] else None, names=["clicked"])
 
-    def holds_cell(self) -> bool:
-        return self.comm is not None  # shown until the turn ends
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Only the widget: a client that draws no widgets has nothing to click (its way to

@@ -105,8 +105,10 @@ class Transcript:
             return
         if not self.live or self._stop_widget is not None:
             return
+        from agent_kernel.display.presence import BUSY_CELL
         from agent_kernel.display.stop import stop_button
 
+        BUSY_CELL.hold()
         self._status_handle = self._display(_status_bundle(self._phase))
         self._stop_widget = stop_button()
         self._stop_widget.on_stop(self._stop_clicked)
@@ -124,6 +126,9 @@ class Transcript:
 
     def hide_stop(self) -> None:
         if self._stop_widget is not None:
+            from agent_kernel.display.presence import BUSY_CELL
+
+            BUSY_CELL.release()
             self._stop_widget.close()
             self._stop_widget = None
             if self._stop_handle is not None:

@@ -69,9 +69,6 @@ class WaitingWidget(AckWidget):
             self._answer = self._loop.create_future()
         self.on_msg(self._dispatch_message)
 
-    def holds_cell(self) -> bool:
-        return self.status == "waiting"
-
     def _dispatch_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and self.status == "waiting":
             self._call_soon(self.on_message, content)

@@ -35,6 +35,8 @@ from agent_kernel.model.shapes import ContentBlock
 Bundle = dict[str, Any]
 
 WAITING_FOR_MODEL = "waiting for the model…"
+RECEIVING = "receiving"
+STOPPING = "stopping…"
 
 
 @dataclass
@@ -120,7 +122,7 @@ class Transcript:
         if self._stop_requested:
             return
         self._stop_requested = True
-        self.status("stopping…")
+        self.status(STOPPING)
         if self._on_stop is not None:
             self._on_stop()
 
@@ -139,8 +141,9 @@ class Transcript:
             self._status_handle = None
 
     def status(self, phase: str) -> None:
-        """What the turn is doing now, on the status line (with the tokens and cost so far)."""
-        if phase == self._phase:
+        """What the turn is doing now, on the status line (with the tokens and cost so far);
+        once Stop was clicked it says so until the turn ends."""
+        if phase == self._phase or (self._stop_requested and phase != STOPPING):
             return
         self._phase = phase
         self._status_changed(at_once=True)
@@ -149,18 +152,16 @@ class Transcript:
         """The turn's figures after a model call ended (what the status line counts from)."""
         self._model, self._tokens, self._cost = model, tokens, cost
         self._streamed_chars = 0
-        if self._phase == "receiving":
+        if self._phase == RECEIVING:
             self._phase = "working…"
         self._status_changed(at_once=True)
 
     def _streamed(self, chars: int) -> None:
-        if self._phase != "receiving":
-            self._phase = "receiving"
-            self._streamed_chars += chars
-            self._status_changed(at_once=True)
-            return
         self._streamed_chars += chars
-        self._status_changed()
+        if self._phase != RECEIVING and not self._stop_requested:
+            self.status(RECEIVING)
+        else:
+            self._status_changed()
 
     def _status_changed(self, *, at_once: bool = False) -> None:
         handle = self._status_handle

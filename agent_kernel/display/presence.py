@@ -178,9 +178,14 @@ class BusyCell:
     def __init__(self) -> None:
         self._cell: tuple[Any, dict[str, Any]] | None = None
 
-    def hold(self) -> None:
-        """The running cell runs a turn."""
-        self._cell = _running_cell()
+    def hold(self) -> bool:
+        """The running cell runs a turn; False when a turn holds it already (a second
+        ``%agent`` started inside the first, which refuses it)."""
+        running = _running_cell()
+        if self._cell is not None and running is not None and _msg_id(self._cell) == _msg_id(running):
+            return False
+        self._cell = running  # (one held for another cell was left by a turn that crashed)
+        return True
 
     def release(self) -> None:
         self._cell = None
@@ -197,6 +202,10 @@ class BusyCell:
 
 
 BUSY_CELL = BusyCell()
+
+
+def _msg_id(cell: tuple[Any, dict[str, Any]]) -> Any:
+    return (cell[1].get("header") or {}).get("msg_id")
 
 
 class AckWidget(anywidget.AnyWidget):

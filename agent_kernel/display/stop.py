@@ -82,7 +82,6 @@ class StopButton(AckWidget):
         self.on_msg(on_message)
         self.observe(lambda change: self._call_soon(callback) if change["new"] else None, names=["clicked"])
 
-
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Only the widget: a client that draws no widgets has nothing to click (its way to
         # stop is interrupting the kernel), so it shows nothing rather than the object's repr.

@@ -82,6 +82,7 @@ class Transcript:
         self._stop_handle: Any = None
         self._on_stop: Callable[[], None] | None = None
         self._stop_requested = False
+        self._holds_cell = False  # the turn's cell is said busy after widget messages (presence.BUSY_CELL)
         self._segments: list[Any] = []
         self._thinking = ""  # the thinking block streaming now
         self._thinking_handle: Any = None
@@ -110,7 +111,7 @@ class Transcript:
         from agent_kernel.display.presence import BUSY_CELL
         from agent_kernel.display.stop import stop_button
 
-        BUSY_CELL.hold()
+        self._holds_cell = BUSY_CELL.hold()
         self._status_handle = self._display(_status_bundle(self._phase))
         self._stop_widget = stop_button()
         self._stop_widget.on_stop(self._stop_clicked)
@@ -130,7 +131,8 @@ class Transcript:
         if self._stop_widget is not None:
             from agent_kernel.display.presence import BUSY_CELL
 
-            BUSY_CELL.release()
+            if self._holds_cell:
+                BUSY_CELL.release()
             self._stop_widget.close()
             self._stop_widget = None
             if self._stop_handle is not None:

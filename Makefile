@@ -15,9 +15,9 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap demo dist typecheck test docs docs-check screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap tmux demo dist typecheck test docs docs-check screenshots bench clean
 
-install: nodejs $(STAMP) chromium bubblewrap
+install: nodejs $(STAMP) chromium bubblewrap tmux
 
 # Node.js: the package build compiles the JupyterLab extension (labextension/) with jlpm.
 nodejs:
@@ -40,6 +40,13 @@ bubblewrap:
 		echo "Installing Debian's bubblewrap for isolated code runs"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends bubblewrap > /dev/null; }
+
+# tmux: tests/test_console.py drives jupyter console and terminal IPython in a terminal.
+tmux:
+	@command -v tmux > /dev/null || { \
+		echo "Installing Debian's tmux for the console tests"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends tmux > /dev/null; }
 
 # The package build also builds the JupyterLab extension and installs it (and the server
 # extension's switch) into the venv's share/jupyter and etc/jupyter.

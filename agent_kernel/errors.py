@@ -71,10 +71,11 @@ class TurnFailedError(AgentKernelError):
     frames would be agent-kernel's own, which say nothing about what went wrong.
     """
 
-    def __init__(self, line: str, ending: str) -> None:
+    def __init__(self, line: str, ending: str, *, footer: str | None = None) -> None:
         super().__init__(line)
         self.line = line
         self.ending = ending
+        self.footer = footer  # the turn's footer, shown above the line (which stays last)
 
     def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[31m{self.line}\x1b[0m"]
+        return ([self.footer] if self.footer else []) + [f"\x1b[31m{self.line}\x1b[0m"]

@@ -7,6 +7,7 @@ import queue
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,7 @@ class Kernel:
         on_message: Callable[[dict[str, Any], Kernel], None] | None = None,
         allow_stdin: bool = True,
         answer: str | None = None,
+        notebook: bool = True,
     ) -> Execution:
         """Run ``code``; collect its iopub messages until the kernel is idle again.
 
@@ -96,9 +98,18 @@ class Kernel:
         messages (widgets), whose parent is the comm message rather than this request.
         ``allow_stdin=False`` is what nbclient (and so papermill) sends. ``answer`` is typed
         into an input() / getpass prompt if the code asks (an empty line if not given).
+        The request names a notebook cell (``cellId``), as JupyterLab's do; with
+        ``notebook=False`` it does not, as jupyter console's do not.
         """
         client = self.client
-        msg_id = client.execute(code, allow_stdin=allow_stdin)
+        content = {
+            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "allow_stdin": allow_stdin, "stop_on_error": True,
+        }  # fmt: skip
+        metadata = {"cellId": uuid.uuid4().hex} if notebook else {}
+        request = client.session.msg("execute_request", content, metadata=metadata)
+        client.shell_channel.send(request)
+        msg_id = request["header"]["msg_id"]
         messages: list[dict[str, Any]] = []
         started = time.perf_counter()
         deadline = time.monotonic() + timeout

@@ -11,6 +11,7 @@ from agent_kernel.magics.agent import FLAGS, AgentMagics, flags_help, interpolat
 from agent_kernel.testing import call, say
 
 from .calls import texts_of
+from .capabilities import needs_widget_replies
 
 # -- parsing ------------------------------------------------------------------------------
 
@@ -323,3 +324,25 @@ def test_agent_sessions_shows_sub_sessions_indented_under_their_parent(shell_age
         "    ↳ first/sub-1",
         "        ↳ first/sub-1/sub-2",
     ]
+
+
+@needs_widget_replies
+def test_stop_clicked_as_the_cell_starts_stops_the_turn_before_the_model_answers(kernel, scripted_model):
+    """The Stop button is there before the turn reads its session or imports the SDK; a
+    click then is kept and stops the turn as soon as it can be stopped."""
+    import time
+
+    from .frontend import FrontEnd
+
+    scripted_model.add(say("Too late.", delay=20))
+    front = FrontEnd(kernel)
+    front.answer["StopButton"] = lambda f, button: f.custom(button, type="stop")
+    started = time.monotonic()
+    result = kernel.execute("%agent take your time", on_message=front.hook)
+    assert time.monotonic() - started < 15  # not the model's 20 s
+    assert [e["evalue"] for e in result.errors] == ["■ Stopped."]
+    assert scripted_model.requests == []  # stopped before its first model call
+    assert "Too late." not in "\n".join(result.final_texts())
+    # The button was told the turn stopped, so it does not interrupt the kernel as well.
+    [button] = front.of_kind("StopButton")
+    assert {"type": "stopped"} in button.messages

@@ -83,10 +83,14 @@ def test_an_interrupt_fails_the_cell_with_interrupted_and_no_agent_kernel_frames
     done, nb = papermill(tmp_path, "%agent go")
     assert done.returncode != 0 and "■ Interrupted." in done.stderr
     [(index, error)] = errors(nb)
-    assert error.evalue == "■ Interrupted." and len(error.traceback) == 1
+    # The turn's footer counts the call that was stopped; the line saying so comes last.
+    assert error.evalue == "■ Interrupted." and len(error.traceback) == 2
+    assert "· 1 tool call ·" in error.traceback[0] and error.traceback[-1].endswith("■ Interrupted.\x1b[0m")
     cell = nb.cells[index]
     stderr = "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stderr")
-    assert "KeyboardInterrupt" in stderr and "os.kill" in stderr  # the user's code frame
+    # One line where the code was, not a traceback naming a cell that is not on the screen.
+    assert "run_code was stopped at line 4: time.sleep(5)" in stderr or "line 3: os.kill" in stderr
+    assert "KeyboardInterrupt" not in stderr and "Cell In[" not in stderr
     assert "interrupts.py" not in stderr and "agent_kernel" not in stderr
     assert "agent_kernel" not in json.dumps(error)
 

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import anywidget
 import traitlets
 
-__all__ = ["ACK_JS", "PRESENCE", "AckWidget", "Attendance", "Presence"]
+__all__ = ["ACK_JS", "BUSY_CELL", "PRESENCE", "AckWidget", "Attendance", "BusyCell", "Presence"]
 
 # Prepended to each widget's ES module: call acknowledge(model) at the end of render().
 #
@@ -120,6 +120,37 @@ def stdin_allowed() -> bool:
     return kernel is not None and _stdin_allowed(kernel)
 
 
+def notebook_cell() -> bool:
+    """Whether the running cell's client says which notebook cell it runs (``cellId`` in
+    the request's metadata: JupyterLab, Notebook 7, VS Code); consoles do not."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return False
+    try:
+        parent = kernel.get_parent("shell") or {}
+    except Exception:  # noqa: BLE001 - an unusual kernel: no cell known
+        return False
+    return bool((parent.get("metadata") or {}).get("cellId"))
+
+
+def _running_cell() -> tuple[Any, dict[str, Any]] | None:
+    """The kernel and the request of the cell running now (None outside a kernel's cell)."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return None
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:  # noqa: BLE001 - an unusual kernel
+        return None
+    if not parent or (parent.get("header") or {}).get("msg_type") != "execute_request":
+        return None
+    return kernel, parent
+
+
 def _stdin_allowed(kernel: Any) -> bool:
     try:
         parent = kernel.get_parent("shell") or {}
@@ -129,8 +160,57 @@ def _stdin_allowed(kernel: Any) -> bool:
     return bool(content.get("allow_stdin", True))
 
 
+# After a widget's message, when the turn's cell is said busy again (seconds): after the
+# subshell that handled the message has said idle.
+_BUSY_AGAIN_S = (0.05, 0.3)
+
+
+class BusyCell:
+    """The cell a turn runs in, said busy again after each of our widgets' messages.
+
+    JupyterLab sends widget messages on a kernel subshell, which reports each one busy,
+    then idle; its status bar shows the last status it saw, so while a turn waited for a
+    form it said Idle. While a turn holds its cell (:meth:`hold`, from its Stop button
+    until the turn ends), every message to one of our widgets is followed by a busy
+    status for that cell.
+    """
+
+    def __init__(self) -> None:
+        self._cell: tuple[Any, dict[str, Any]] | None = None
+
+    def hold(self) -> bool:
+        """The running cell runs a turn; False when a turn holds it already (a second
+        ``%agent`` started inside the first, which refuses it)."""
+        running = _running_cell()
+        if self._cell is not None and running is not None and _msg_id(self._cell) == _msg_id(running):
+            return False
+        self._cell = running  # (one held for another cell was left by a turn that crashed)
+        return True
+
+    def release(self) -> None:
+        self._cell = None
+
+    def say_busy(self) -> None:
+        cell = self._cell
+        if cell is None:
+            return
+        kernel, parent = cell
+        try:
+            kernel._publish_status("busy", "shell", parent)
+        except Exception:  # noqa: BLE001 - a kernel without it: its status stays as it was
+            self._cell = None
+
+
+BUSY_CELL = BusyCell()
+
+
+def _msg_id(cell: tuple[Any, dict[str, Any]]) -> Any:
+    return (cell[1].get("header") or {}).get("msg_id")
+
+
 class AckWidget(anywidget.AnyWidget):
-    """A widget that tells the kernel when a front end has rendered it."""
+    """A widget that tells the kernel when a front end has rendered it (and, while a turn
+    runs, has its cell said busy again after each message: see :class:`BusyCell`)."""
 
     rendered = traitlets.Bool(False)  # not synced: set by the front end's message
 
@@ -144,7 +224,15 @@ class AckWidget(anywidget.AnyWidget):
         self._rendered_waiters: list[asyncio.Future[None]] = []
         self.on_msg(self._on_rendered_message)
 
+    def adopt(self) -> None:
+        """Belong to the running loop (a widget made ahead, on another thread)."""
+        self._loop = asyncio.get_running_loop()
+
     def _on_rendered_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            for delay in _BUSY_AGAIN_S:
+                loop.call_soon_threadsafe(loop.call_later, delay, BUSY_CELL.say_busy)
         if isinstance(content, dict) and content.get("type") == "rendered":
             PRESENCE.acknowledged()
             self._call_soon(self._mark_rendered)

@@ -1,10 +1,11 @@
 """The Stop button shown while a turn runs.
 
-A click does two things. It tells the kernel through the widget's comm, which the turn
-receives whenever the event loop is free (the model streaming, code awaiting). And where
-the front end exposes the kernel (JupyterLab, Notebook 7), it interrupts the kernel, so
-the click also stops synchronous code the model is running, which holds the event loop
-and would otherwise only see the comm message after it finished.
+A click tells the kernel through the widget's comm, which the turn receives whenever the
+event loop is free (the model streaming, code awaiting), and answers "stopped" from that
+loop. Synchronous code the model is running holds the loop; so when no answer comes
+within a second, and the front end exposes the kernel (JupyterLab, Notebook 7), the click
+also interrupts the kernel. An interrupt sent at once would arrive after a turn that
+stopped by its comm message had ended, and stop whatever the cell did next.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import traitlets
 
 from agent_kernel.display.presence import ACK_JS, AckWidget
 
-_ESM = ACK_JS + """
+# How long the button waits for the turn's answer before it interrupts the kernel.
+INTERRUPT_AFTER_MS = 1000
+
+_ESM = ACK_JS + f"const INTERRUPT_AFTER_MS = {INTERRUPT_AFTER_MS};\n" + """
 function render({ model, el }) {
   const button = document.createElement("button");
   button.className = "agent-kernel-stop";
@@ -28,11 +32,17 @@ function render({ model, el }) {
     button.textContent = "Stopping\u2026";
     model.set("clicked", true);
     model.save_changes();
+    let answered = false;
+    model.on("msg:custom", (message) => {
+      if (message && message.type === "stopped") answered = true;
+    });
     model.send({ type: "stop" });
-    const kernel = model.widget_manager && model.widget_manager.kernel;
-    if (kernel && typeof kernel.interrupt === "function") {
-      kernel.interrupt().catch(() => {});
-    }
+    setTimeout(() => {
+      const kernel = model.widget_manager && model.widget_manager.kernel;
+      if (!answered && kernel && typeof kernel.interrupt === "function") {
+        kernel.interrupt().catch(() => {});
+      }
+    }, INTERRUPT_AFTER_MS);
   });
   el.appendChild(button);
   acknowledge(model);
@@ -57,12 +67,20 @@ class StopButton(AckWidget):
     clicked = traitlets.Bool(False).tag(sync=True)
 
     def on_stop(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the turn's event loop when Stop is clicked, then tell the
+        button (which otherwise interrupts the kernel; see the module's docstring)."""
+
+        def stop() -> None:
+            callback()
+            if self.comm is not None:
+                self.send({"type": "stopped"})
+
         def on_message(_widget: Any, content: Any, _buffers: Any) -> None:
             if isinstance(content, dict) and content.get("type") == "stop":
-                callback()
+                self._call_soon(stop)
 
         self.on_msg(on_message)
-        self.observe(lambda change: callback() if change["new"] else None, names=["clicked"])
+        self.observe(lambda change: self._call_soon(callback) if change["new"] else None, names=["clicked"])
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Only the widget: a client that draws no widgets has nothing to click (its way to
@@ -72,3 +90,30 @@ class StopButton(AckWidget):
         data, metadata = bundle
         data["text/plain"] = ""
         return data, metadata
+
+
+_PREPARED: list[StopButton] = []  # made by the warm-up for the first turn
+
+
+def prepare() -> None:
+    """Make the first turn's Stop button ahead of it (the warm-up does, after ``%load_ext``).
+
+    Its model reaches the front end now, so the widget code a front end loads for the
+    first widget of a page (a few hundred milliseconds in JupyterLab) is loaded before the
+    turn, and its Stop button shows at once.
+    """
+    from IPython import get_ipython
+
+    if getattr(get_ipython(), "kernel", None) is None or _PREPARED:
+        return
+    _PREPARED.append(StopButton())
+
+
+def stop_button() -> StopButton:
+    """A Stop button for the turn starting on the running loop: the prepared one, else a new one."""
+    while _PREPARED:
+        button = _PREPARED.pop()
+        if button.comm is not None:
+            button.adopt()
+            return button
+    return StopButton()

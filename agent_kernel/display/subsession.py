@@ -136,6 +136,9 @@ class SubSessionView:
     def failed(self, line: str, *, kind: str = "error") -> None:
         """How the child's turn failed is said by :meth:`finished`."""
 
+    def usage(self, model: str, tokens: int, cost: float | None) -> None:
+        """The parent's status line counts the tree's calls; the section shows none."""
+
     def show_stop(self, on_stop: Any) -> None:
         """The parent's Stop button stops the child too."""
 

@@ -1,18 +1,22 @@
-"""What a turn shows in its cell: streamed text, tool cards, notices and a Stop button.
+"""What a turn shows in its cell: a Stop button and a status line, streamed text, tool
+cards, notices.
 
 Everything but the Stop button is a plain display bundle (Markdown/HTML plus text) kept
 up to date through display handles, so a saved or papermill-executed notebook shows the
 transcript as it ended. Updates while text streams are throttled to
 ``updates_per_second``; Jupyter drops output above 1,000 messages a second.
 
-Outside IPython (a script calling ``Agent.run``) the same calls print plain text.
+The Stop button and the status line ("waiting for the model…", then the tokens and cost
+so far) are shown first, before the turn reads its session or imports the SDK, so the
+cell answers at once; the status line is blanked when the turn ends (the footer follows).
 
-Some clients draw no widgets and ignore display updates (``jupyter console``): they would
-keep the first streamed words of an answer and a card's first state. Every client that
-draws widgets renders the Stop button, which acknowledges it; so when the button is not
-acknowledged within ``widget_grace_s`` (and the client is not nbclient, which applies
-updates), each settled paragraph and card is also shown as a fresh output there, and
-later paragraphs only once they are complete.
+Outside IPython (a script calling ``Agent.run``) the same calls print plain text. So do
+clients that draw no widgets and ignore display updates (``jupyter console``): they
+would keep the first streamed words of an answer and a card's first state. A notebook
+client says which cell it runs (``cellId`` in the request's metadata; nbclient sends no
+stdin); any other client gets the answer printed as it streams, each card as a line,
+until it renders the Stop button (a widget front end such as JupyterLab's console), and
+is updated in place from the next paragraph on.
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ import html
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_kernel.model.shapes import ContentBlock
 
 Bundle = dict[str, Any]
+
+WAITING_FOR_MODEL = "waiting for the model…"
+RECEIVING = "receiving"
+STOPPING = "stopping…"
 
 
 @dataclass
@@ -53,70 +61,154 @@ class Transcript:
         *,
         live: bool,
         updates_per_second: float = 15.0,
-        widget_grace_s: float = 5.0,
         failure_raised: bool = False,
+        prices: Mapping[str, Any] | None = None,
     ) -> None:
         self.live = live
+        self._prices = prices  # AgentKernel.prices: what the status line prices streamed tokens at
         self.interval = 1.0 / max(updates_per_second, 0.1)
-        self.widget_grace_s = widget_grace_s
         # The caller raises the line of a failed turn (an %agent cell), so it is not shown here.
         self.failure_raised = failure_raised
         self.updates = 0  # display updates sent (measured by tests)
+        self._plain = not live or not _notebook_client()  # printed rather than displayed
         self._text = ""
         self._shown_text = ""
         self._text_handle: Any = None
         self._cards: dict[str, ToolCard] = {}
         self._last_update = 0.0
-        self._dirty: set[int] = set()
         self._pending: dict[int, tuple[Any, Callable[[], Bundle]]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._stop_widget: Any = None
         self._stop_handle: Any = None
+        self._on_stop: Callable[[], None] | None = None
+        self._stop_requested = False
+        self._holds_cell = False  # the turn's cell is said busy after widget messages (presence.BUSY_CELL)
         self._segments: list[Any] = []
-        self._first_shown = ""  # the current paragraph as first displayed
-        self._stop_shown_at = 0.0
-        self._updates_applied: bool | None = None  # does the client apply updates? None: not known yet
-        self._unsettled: list[Bundle] = []  # settled outputs to repeat if it turns out not to
-        self._attempt_start = 0  # len(self._unsettled) when the current model call began
         self._thinking = ""  # the thinking block streaming now
         self._thinking_handle: Any = None
+        self._status_handle: Any = None
+        self._phase = WAITING_FOR_MODEL
+        self._model = ""
+        self._tokens = 0  # the turn's tokens and cost as of its last finished model call
+        self._cost: float | None = None
+        self._streamed_chars = 0  # of the model call streaming now
 
-    # -- Stop button ---------------------------------------------------------------------
+    # -- Stop button and status line -----------------------------------------------------
 
     def show_stop(self, on_stop: Callable[[], None]) -> None:
-        """Show a Stop button (live front ends only); ``on_stop`` runs when it is clicked."""
-        if not self.live:
-            return
-        from agent_kernel.display.stop import StopButton
+        """Show a Stop button and the status line (live front ends only); ``on_stop`` runs
+        when Stop is clicked.
 
-        self._stop_widget = StopButton()
-        self._stop_widget.on_stop(on_stop)
+        Called again once the turn can be stopped, with what stops it: a click that came
+        before is passed on at once.
+        """
+        self._on_stop = on_stop
+        if self._stop_requested:
+            on_stop()
+            return
+        if not self.live or self._stop_widget is not None:
+            return
+        from agent_kernel.display.presence import BUSY_CELL
+        from agent_kernel.display.stop import stop_button
+
+        self._holds_cell = BUSY_CELL.hold()
+        self._status_handle = self._display(_status_bundle(self._phase))
+        self._stop_widget = stop_button()
+        self._stop_widget.on_stop(self._stop_clicked)
         bundle, _ = self._stop_widget._repr_mimebundle_()
         bundle.pop("text/plain", None)  # clients that draw no widgets show nothing for it
         self._stop_handle = self._display(bundle)
-        self._stop_shown_at = time.monotonic()
+
+    def _stop_clicked(self) -> None:
+        if self._stop_requested:
+            return
+        self._stop_requested = True
+        self.status(STOPPING)
+        if self._on_stop is not None:
+            self._on_stop()
 
     def hide_stop(self) -> None:
         if self._stop_widget is not None:
+            from agent_kernel.display.presence import BUSY_CELL
+
+            if self._holds_cell:
+                BUSY_CELL.release()
             self._stop_widget.close()
             self._stop_widget = None
             if self._stop_handle is not None:
                 self._stop_handle.update({"text/plain": ""}, raw=True)
+        if self._status_handle is not None:
+            self._pending.pop(id(self._status_handle), None)
+            self._status_handle.update({"text/plain": ""}, raw=True)
+            self._status_handle = None
+
+    def status(self, phase: str) -> None:
+        """What the turn is doing now, on the status line (with the tokens and cost so far);
+        once Stop was clicked it says so until the turn ends."""
+        if phase == self._phase or (self._stop_requested and phase != STOPPING):
+            return
+        self._phase = phase
+        self._status_changed(at_once=True)
+
+    def usage(self, model: str, tokens: int, cost: float | None) -> None:
+        """The turn's figures after a model call ended (what the status line counts from)."""
+        self._model, self._tokens, self._cost = model, tokens, cost
+        self._streamed_chars = 0
+        if self._phase == RECEIVING:
+            self._phase = "working…"
+        self._status_changed(at_once=True)
+
+    def _streamed(self, chars: int) -> None:
+        self._streamed_chars += chars
+        if self._phase != RECEIVING and not self._stop_requested:
+            self.status(RECEIVING)
+        else:
+            self._status_changed()
+
+    def _status_changed(self, *, at_once: bool = False) -> None:
+        handle = self._status_handle
+        if handle is None:
+            return
+        if at_once:
+            self._update(handle, self._status_snapshot())
+        else:
+            self._throttled(handle, self._status_snapshot)
+
+    def _status_snapshot(self) -> Bundle:
+        streamed = self._streamed_chars // 4  # about four characters a token
+        tokens = self._tokens + streamed
+        cost = self._cost
+        if streamed and self._model:  # the call streaming now, at its model's output price
+            from agent_kernel.model.prices import price_for
+
+            price = price_for(self._model, self._prices)
+            if price is not None:
+                cost = (cost or 0.0) + streamed * price.output / 1_000_000
+        parts = [self._model] if self._model else []
+        parts.append(self._phase)
+        if tokens:
+            parts.append(f"{tokens:,} tokens")
+        if cost is not None:
+            from agent_kernel.display.footer import usd
+
+            parts.append(usd(cost))
+        return _status_bundle(" · ".join(parts))
 
     # -- streamed text -------------------------------------------------------------------
 
     def text(self, delta: str) -> None:
         """Append streamed text to the current paragraph."""
+        if not self._text:
+            self._refresh_mode()
         self._text += delta
-        if not self.live:
+        self._streamed(len(delta))
+        if self._plain:
             sys.stdout.write(delta)
             sys.stdout.flush()
             return
         if self._text_handle is None:
-            if self._updates_ignored() is True:
-                return  # shown once complete (end_text)
             self._text_handle = self._display(_text_bundle(self._text))
-            self._shown_text = self._first_shown = self._text
+            self._shown_text = self._text
             self._segments.append(self._text_handle)
             return
         self._throttled(self._text_handle, self._text_snapshot)
@@ -127,7 +219,7 @@ class Transcript:
 
     def end_text(self) -> None:
         """Finish the current paragraph; the next text starts a new one below what follows."""
-        if not self.live:
+        if self._plain:
             if self._text and not self._text.endswith("\n"):
                 sys.stdout.write("\n")  # what follows (a card, the footer) starts a new line
                 sys.stdout.flush()
@@ -136,23 +228,27 @@ class Transcript:
                 self._update(self._text_handle, self._text_snapshot())
             else:
                 self._pending.pop(id(self._text_handle), None)
-            if self._text != self._first_shown:
-                self._settled(_text_bundle(self._text))
         elif self._text:
             self._segments.append(self._display(_text_bundle(self._text)))
-        self._text, self._shown_text, self._first_shown, self._text_handle = "", "", "", None
+        self._text, self._shown_text, self._text_handle = "", "", None
+
+    def _refresh_mode(self) -> None:
+        """A client printed to so far that has rendered the Stop button applies updates."""
+        if self._plain and self.live and self._stop_widget is not None and self._stop_widget.rendered:
+            self._plain = False
 
     # -- thinking ------------------------------------------------------------------------
 
     def thinking(self, delta: str) -> None:
         """Append streamed thinking to a collapsed "Thinking" section (shown as text, never markup)."""
+        if not self._thinking:
+            self._refresh_mode()
         self._thinking += delta
-        if not self.live:
+        self._streamed(len(delta))
+        if self._plain:
             return  # one line when the block ends
         if self._thinking_handle is None:
             self.end_text()
-            if self._updates_ignored() is True:
-                return  # shown once complete (end_thinking)
             self._thinking_handle = self._display(_thinking_bundle(self._thinking, done=False))
             self._segments.append(self._thinking_handle)
             return
@@ -161,11 +257,10 @@ class Transcript:
     def end_thinking(self, *, redacted: bool = False) -> None:
         """The thinking block ended (``redacted``: the API sent it encrypted, with no text)."""
         bundle = _thinking_bundle(self._thinking, done=True, redacted=redacted)
-        if not self.live:
+        if self._plain:
             print(bundle["text/plain"], flush=True)
         elif self._thinking_handle is not None:
             self._update(self._thinking_handle, bundle)
-            self._settled(bundle)
         else:
             self._segments.append(self._display(bundle))
         self._thinking, self._thinking_handle = "", None
@@ -177,29 +272,30 @@ class Transcript:
         self._thinking, self._thinking_handle = "", None
         if self._text_handle is not None:
             self._pending.pop(id(self._text_handle), None)
-        elif not self.live and self._text:
+        elif self._plain and self._text:
             sys.stdout.write("\n")
-        self._text, self._shown_text, self._first_shown, self._text_handle = "", "", "", None
+        self._text, self._shown_text, self._text_handle = "", "", None
         for handle in self._segments:
             self._update(handle, {"text/plain": ""})
         self._segments = []
-        del self._unsettled[self._attempt_start :]
+        self._streamed_chars = 0
 
     def new_attempt(self) -> None:
         """Start counting paragraphs for a (possibly retried) model call."""
         self._segments = []
-        self._attempt_start = len(self._unsettled)
+        self.status(WAITING_FOR_MODEL)
 
     # -- tool cards ----------------------------------------------------------------------
 
     def tool_started(self, tool_use_id: str, name: str) -> None:
         """A tool call begins to stream; its card appears once its input takes a while."""
         self.end_text()
+        self._refresh_mode()
         self._cards[tool_use_id] = ToolCard(tool_use_id, name)
 
     def tool_input(self, tool_use_id: str, partial: Any) -> None:
         card = self._cards.get(tool_use_id)
-        if card is None or not self.live:
+        if card is None or self._plain:
             return
         card.tool_input = partial
         if card.handle is None:
@@ -224,10 +320,11 @@ class Transcript:
             self.tool_started(tool_use_id, name)
             card = self._cards[tool_use_id]
         card.tool_input, card.status = tool_input, "running"
-        if self.live:
-            self._render(card)
-        else:
+        self.status(f"running {name}…")
+        if self._plain:
             print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
+        else:
+            self._render(card)
 
     def tool_waiting(self, tool_use_id: str, waiting: bool, *, why: str = "waiting for you") -> None:
         """Mark the call as waiting (for the person: a form, a question, an approval; or
@@ -237,7 +334,8 @@ class Transcript:
             return
         card.status = "waiting" if waiting else "running"
         card.detail = why if waiting else ""
-        if self.live:
+        self.status(f"{why}…" if waiting else f"running {card.name}…")
+        if not self._plain:
             self._render(card)
 
     def tool_finished(
@@ -247,11 +345,11 @@ class Transcript:
         if card is None:
             return
         card.status, card.detail, card.duration_ms = status, detail, duration_ms
-        if self.live:
-            self._render(card)
-            self._settled(_card_bundle(card))
+        if self._plain:
+            timing = f" · {duration_ms:,.0f} ms" if duration_ms is not None else ""
+            print(f"[{card.name}] {status}{timing} {detail}".rstrip(), flush=True)
         else:
-            print(f"[{card.name}] {status} {detail}".rstrip(), flush=True)
+            self._render(card)
 
     # -- the API's server tools (web search, web fetch) ------------------------------------
 
@@ -274,7 +372,7 @@ class Transcript:
 
         self.end_text()
         bundle = sources_bundle(sources)
-        if not self.live:
+        if self._plain:
             print(bundle["text/plain"], flush=True)
             return
         self._display(bundle)
@@ -285,7 +383,8 @@ class Transcript:
         """One line under the transcript: an error, a stop, a limit, the footer (with the
         turn's ``usage`` in its structured part)."""
         self.end_text()
-        if not self.live:
+        self._refresh_mode()
+        if self._plain:
             print(text, file=sys.stderr if kind == "error" else sys.stdout, flush=True)
             return
         self._display(_notice_bundle(text, kind, usage))
@@ -308,46 +407,12 @@ class Transcript:
             self._timer = None
 
     async def settle(self, *, wait: bool = True) -> None:
-        """Repeat settled outputs for a client that ignores updates; remove the Stop button.
+        """The turn has ended: flush what is pending, remove the Stop button and the status line.
 
-        With ``wait``, waits (up to what is left of ``widget_grace_s``) for the Stop
-        button's acknowledgement when there is something to repeat and the client is not
-        known yet; without, an unknown client is treated as one that ignores updates.
+        (``wait`` is part of :class:`~agent_kernel.display.view.TurnView`; nothing here waits.)
         """
         self.close()
-        if wait and self._unsettled and self._updates_ignored() is None and self._stop_widget is not None:
-            left = self.widget_grace_s - (time.monotonic() - self._stop_shown_at)
-            await self._stop_widget.wait_rendered(max(left, 0.0))
-            if self._updates_ignored() is None:
-                self._updates_applied = bool(self._stop_widget.rendered)
-        if self._updates_ignored() is not False:
-            for bundle in self._unsettled:
-                self._display(bundle, display_id=False)
-        self._unsettled = []
         self.hide_stop()
-
-    # -- clients that ignore updates -------------------------------------------------------
-
-    def _updates_ignored(self) -> bool | None:
-        """Whether the client ignores display updates (it drew no widget); ``None``: not known yet."""
-        if self._updates_applied is None and self.live and self._stop_widget is not None:
-            from agent_kernel.display.presence import stdin_allowed
-
-            if self._stop_widget.rendered or not stdin_allowed():
-                self._updates_applied = True  # a widget front end, or nbclient
-            elif time.monotonic() - self._stop_shown_at >= self.widget_grace_s:
-                self._updates_applied = False
-        if self._updates_applied is None:
-            return None if self._stop_widget is not None else False
-        return not self._updates_applied
-
-    def _settled(self, bundle: Bundle) -> None:
-        """``bundle`` is final; a client that ignores updates gets it as a fresh output."""
-        ignored = self._updates_ignored()
-        if ignored:
-            self._display(bundle, display_id=False)
-        elif ignored is None:
-            self._unsettled.append(bundle)
 
     # -- display plumbing ----------------------------------------------------------------
 
@@ -386,6 +451,14 @@ class Transcript:
         pending, self._pending = self._pending, {}
         for handle, make in pending.values():
             self._update(handle, make())
+
+
+def _notebook_client() -> bool:
+    """Whether the running cell's client applies display updates: a notebook front end
+    (it says which cell runs) or an unattended runner (nbclient, papermill)."""
+    from agent_kernel.display.presence import notebook_cell, stdin_allowed
+
+    return notebook_cell() or not stdin_allowed()
 
 
 # -- bundles ------------------------------------------------------------------------------
@@ -466,6 +539,13 @@ def _thinking_bundle(text: str, *, done: bool, redacted: bool = False) -> Bundle
     return {"text/html": markup, "text/plain": f"▸ {summary}"}
 
 
+def _status_bundle(text: str) -> Bundle:
+    """The status line: HTML and the turn part only, so clients that print outputs once
+    (jupyter console) print nothing for it."""
+    markup = f'<div class="agent-kernel-status" style="color:#57606a;font-size:0.92em">{html.escape(text)}</div>'
+    return {"text/html": markup, TURN_MIME: {"version": _TURN_VERSION, "part": "notice", "level": "muted", "text": text}}
+
+
 def _notice_bundle(text: str, kind: str, usage: dict[str, Any] | None = None) -> Bundle:
     color = {"error": "#cf222e", "warning": "#9a6700", "muted": "#57606a"}.get(kind, "#0969da")
     markup = f'<div class="agent-kernel-{kind}" style="color:{color};font-size:0.92em">{html.escape(text)}</div>'
@@ -475,7 +555,18 @@ def _notice_bundle(text: str, kind: str, usage: dict[str, Any] | None = None) ->
     return {"text/html": markup, "text/plain": text, TURN_MIME: part}
 
 
+# What a card's title is made of, first found first: a tool's input names what it works on
+# (a title, a question, a query, a key...); an action or operation goes before it.
+_TITLE_KEYS = (
+    "title", "question", "name", "query", "sql", "url", "task", "prompt", "message", "text",
+    "content", "key", "prefix", "names", "ids", "id", "result", "at", "session", "notebook",
+)  # fmt: skip
+_VERB_KEYS = ("action", "operation")
+SUMMARY_CHARS = 90
+
+
 def _input_summary(name: str, tool_input: Any) -> str:
+    """A card's title: what the call works on, in words, never the input as JSON."""
     if not isinstance(tool_input, dict) or not tool_input:
         return ""
     if name == "run_code" and isinstance(tool_input.get("code"), str):
@@ -483,10 +574,48 @@ def _input_summary(name: str, tool_input: Any) -> str:
         first = lines[0].strip() if lines else ""
         more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
         return _clip(first, 70) + more
-    for key in ("query", "url"):  # web_search, web_fetch, fetch_url
-        if isinstance(tool_input.get(key), str) and name in ("web_search", "web_fetch", "fetch_url"):
-            return _clip(tool_input[key], 90)
-    return _clip(json.dumps(tool_input, ensure_ascii=False, default=str), 90)
+    if name == "render_blocks":
+        return _blocks_summary(tool_input)
+    verb = next((v for k in _VERB_KEYS if isinstance(v := tool_input.get(k), str) and v), "")
+    subject = next((_words(tool_input[k]) for k in _TITLE_KEYS if _words(tool_input.get(k))), "")
+    if not subject:
+        subject = ", ".join(
+            f"{key}: {_words(value)}" for key, value in tool_input.items()
+            if key not in _VERB_KEYS and _words(value)
+        )  # fmt: skip
+    return _clip(" ".join(part for part in (verb, subject) if part), SUMMARY_CHARS)
+
+
+def _blocks_summary(tool_input: dict[str, Any]) -> str:
+    """render_blocks: its title and the kinds of its blocks ("Revenue · table, chart")."""
+    blocks = tool_input.get("blocks")
+    kinds: list[str] = []
+    if isinstance(blocks, list):
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if isinstance(kind, str) and kind not in kinds:
+                kinds.append(kind)
+    title = _words(tool_input.get("title"))
+    shown = ", ".join(kinds) if kinds else ""
+    return _clip(" · ".join(part for part in (title, shown) if part), SUMMARY_CHARS)
+
+
+def _words(value: Any) -> str:
+    """A value as a few words on one line ("" for nothing worth showing)."""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, bool) or value is None:
+        return "yes" if value else ""
+    if isinstance(value, (int, float)):
+        return f"{value:,}"
+    if isinstance(value, list):
+        items = [_words(item) for item in value if isinstance(item, (str, int, float)) and not isinstance(item, bool)]
+        if items and len(items) == len(value):
+            return ", ".join(items)
+        return f"{len(value):,} item{'s' if len(value) != 1 else ''}" if value else ""
+    if isinstance(value, dict):
+        return f"{len(value):,} field{'s' if len(value) != 1 else ''}" if value else ""
+    return ""
 
 
 def _input_text(name: str, tool_input: Any) -> str:

@@ -125,6 +125,13 @@ class Pending:
             self._handle = display(self.widget.static(self._nobody), raw=True, display_id=True)
             self.widget.close()
             return
+        if _prints_outputs_once():
+            # Its text would be printed now and never updated: the settled outcome is
+            # printed instead, once (see wait).
+            data, metadata = self.widget._repr_mimebundle_()
+            data.pop("text/plain", None)
+            self._handle = display(data, metadata=metadata, raw=True, display_id=True)
+            return
         self._handle = display(self.widget, display_id=True)
 
     async def wait(self, *, state: str = "waiting_for_input") -> Any:
@@ -160,6 +167,14 @@ class Pending:
                 # A client that never drew the widget may ignore updates too (jupyter console).
                 display(settled, raw=True)
             widget.close()
+
+
+def _prints_outputs_once() -> bool:
+    """Whether the running cell's client may be one that prints each output once, as it
+    arrives (jupyter console): not a notebook front end, not an unattended runner."""
+    from agent_kernel.display.presence import notebook_cell, stdin_allowed
+
+    return not notebook_cell() and stdin_allowed()
 
 
 class _Stopped:

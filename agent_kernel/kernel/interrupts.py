@@ -92,6 +92,8 @@ class TurnInterrupts:
         follows its parent's, see :meth:`follow`); a time limit then cancels the code.
         """
         self._loop = asyncio.get_running_loop()
+        if self._installed:
+            return  # installed by whoever showed the turn's Stop button first (%agent)
         if signals and threading.current_thread() is threading.main_thread():
             self._saved_handler = signal.signal(signal.SIGINT, self._on_sigint)
             self._installed = True

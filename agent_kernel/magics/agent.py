@@ -289,28 +289,44 @@ class AgentMagics(Magics):
         return self._agent
 
     async def run_turn(self, line: str, body: str | None) -> TurnResult | None:
-        """Parse, interpolate and run one turn; user mistakes become ``UsageError``."""
+        """Parse, interpolate and run one turn; user mistakes become ``UsageError``.
+
+        The Stop button and the status line are shown first, before anything heavy is
+        imported or read (the SDK, the store, the session), so the cell answers at once;
+        a Stop or an interrupt meanwhile stops the turn before its first model call.
+        """
+        from agent_kernel.display.transcript import Transcript
         from agent_kernel.errors import AgentKernelError, TurnFailedError
+        from agent_kernel.kernel.interrupts import TurnInterrupts
 
         request = parse_agent_call(line, body)
         shell = self.shell
         assert shell is not None  # a registered magic has its shell
         request = replace(request, prompt=interpolate(request.prompt, shell.user_ns))
-        agent = self.kernel_agent
         if not request.prompt:
             if request.new:
-                session, kept_as = agent.start_session(request.new)
+                session, kept_as = self.kernel_agent.start_session(request.new)
                 kept = f" The earlier {session.name!r} is kept as {kept_as!r}." if kept_as else ""
                 print(f"Started session {session.name!r}; the next %agent continues it.{kept}")
                 return None
             raise UsageError("Give the agent a prompt: %agent PROMPT, or a %%agent cell with a body.")
-        try:
-            # A turn that did not end normally fails the cell (request.check; see outcome.py).
-            return await agent.arun_request(request)
-        except TurnFailedError:
-            raise
-        except AgentKernelError as exc:
-            raise UsageError(str(exc)) from None
+        view = Transcript(
+            live=getattr(shell, "kernel", None) is not None,
+            updates_per_second=self.settings.updates_per_second,
+            failure_raised=request.check,
+            prices=self.settings.prices,
+        )
+        with TurnInterrupts() as interrupts:
+            view.show_stop(lambda: interrupts.request("stop"))
+            try:
+                # A turn that did not end normally fails the cell (request.check; see outcome.py).
+                return await self.kernel_agent.arun_request(request, view=view, interrupts=interrupts)
+            except TurnFailedError:
+                raise
+            except AgentKernelError as exc:
+                raise UsageError(str(exc)) from None
+            finally:
+                view.hide_stop()
 
     @no_var_expand
     @line_cell_magic

@@ -18,6 +18,7 @@ what the code itself allocates.
 from __future__ import annotations
 
 import asyncio
+import linecache
 import os
 import re
 import sys
@@ -221,27 +222,44 @@ CODE_FRAMES.add(_execute.__code__)
 
 @contextmanager
 def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
-    """Show a stopped run as one line instead of a CancelledError/CodeTimeout traceback.
+    """Show a stopped run as one line instead of a CancelledError, CodeTimeout or (Stop, an
+    interrupt) KeyboardInterrupt traceback.
 
     Uses IPython's own hook for this (``set_custom_exc``), for the nested run only; the
     user's handler, if any, is put back afterwards.
     """
     saved = shell.custom_exceptions, shell.CustomTB
 
-    def one_line(_shell: Any, etype: type, value: BaseException, _tb: Any, tb_offset: Any = None) -> list[str]:
+    def one_line(_shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
+        if type(value) is KeyboardInterrupt and interrupts.reason is None:  # the code's own
+            return list(shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset))
         if isinstance(value, CodeTimeout) or interrupts.timed_out:
             line = f"run_code was stopped after its time limit ({interrupts.timeout_s:g} s).\n"
         else:
-            line = "run_code was stopped.\n"
+            line = f"run_code was stopped{_where(shell, tb)}.\n"
         # Shown even when the code's own output has used up what the cell shows.
         getattr(sys.stderr, "notice", sys.stderr.write)(line)
         return []
 
-    shell.set_custom_exc((CodeTimeout, asyncio.CancelledError), one_line)
+    shell.set_custom_exc((KeyboardInterrupt, asyncio.CancelledError), one_line)
     try:
         yield
     finally:
         shell.custom_exceptions, shell.CustomTB = saved
+
+
+def _where(shell: Any, tb: Any) -> str:
+    """" at line N: SOURCE" of the code's own line the stop landed in ("" when none): the
+    code's cell number would name a cell that is not on the screen."""
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", {})
+    found = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename in cells:
+            source = linecache.getline(code.co_filename, tb.tb_lineno).strip()
+            found = f" at line {tb.tb_lineno}" + (f": {source[:80]}" if source else "")
+        tb = tb.tb_next
+    return found
 
 
 class KernelExitRefused(RuntimeError):

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from agent_kernel.turn.approval import Approver
     from agent_kernel.model.conversation import Repair
+    from agent_kernel.display.transcript import Transcript
     from agent_kernel.kernel.interrupts import TurnInterrupts
     from agent_kernel.turn.loaded import LoadedConversation
     from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
@@ -320,11 +321,15 @@ class Agent:
             )  # fmt: skip
         )
 
-    async def arun_request(self, request: TurnRequest) -> TurnResult:
+    async def arun_request(
+        self, request: TurnRequest, *, view: Transcript | None = None, interrupts: TurnInterrupts | None = None
+    ) -> TurnResult:
         """Run the turn ``request`` describes (what :meth:`arun` and ``%agent`` build).
 
         With ``request.output`` the final text (or the JSON it holds) goes into that
-        variable of the shell once the turn ended normally.
+        variable of the shell once the turn ended normally. ``view`` and ``interrupts``:
+        the cell's transcript and the turn's interrupts, when the caller showed its Stop
+        button before the turn's work began (``%agent``).
         """
         if self._running:
             raise TurnInProgressError(
@@ -335,14 +340,14 @@ class Agent:
             from agent_kernel.turn import warmup
 
             await warmup.wait_for_step()  # its imports and the turn's must not interleave
-            result = await self._turn(request)
+            result, footer = await self._turn(request, view, interrupts)
         finally:
             self._running = False
         self.last_result = result
         if request.check:
             from agent_kernel.turn.outcome import raise_if_failed
 
-            raise_if_failed(result)
+            raise_if_failed(result, footer=footer)
         if request.output:
             self.shell.user_ns[request.output] = result.value()
         return result
@@ -357,7 +362,11 @@ class Agent:
             notebook=self.notebook, live=self.live,
         )  # fmt: skip
 
-    async def _turn(self, request: TurnRequest) -> TurnResult:
+    async def _turn(
+        self, request: TurnRequest, view: Transcript | None, given: TurnInterrupts | None
+    ) -> tuple[TurnResult, str | None]:
+        """Run the turn; its result, and the footer of a failed turn whose cell fails (the
+        cell shows it with the failure's line, last)."""
         from agent_kernel.kernel.interrupts import TurnInterrupts
         from agent_kernel.model import conversation
         from agent_kernel.model.usage import InputEstimate
@@ -382,7 +391,7 @@ class Agent:
         current = start.session
         limits = builder.limits(request, current, thinking=level)
         summaries = await self._write_summaries(start.recall)
-        transcript = builder.transcript(request)
+        transcript = view if view is not None else builder.transcript(request)
         context_block = turn_context(
             start.conversation.known, settings=config, shell=self.shell, groups=groups, notepad=start.notepad,
             notes=mcp_failures, previous_session=_previous_section(start.recall, summaries),
@@ -397,7 +406,7 @@ class Agent:
             )
         spent = start.usage
         budget = builder.budget(limits, current, list(start.compactions), self._budget_seen)
-        with TurnInterrupts() as interrupts:
+        with given if given is not None else TurnInterrupts() as interrupts:
             transcript.show_stop(lambda: interrupts.request("stop"))
             if self.approver is None and self.live:
                 from agent_kernel.display.approval import CardApprover
@@ -443,6 +452,8 @@ class Agent:
             await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
             if result.state != "error" and result.model_calls:
                 footer = _footer(result, turn.limits, new=resolved.created)
+                if result.failed and transcript.failure_raised:
+                    return result, footer
                 usage = {
                     "model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
                     "tokens": result.tokens, "session_tokens": result.session_tokens,
@@ -452,7 +463,7 @@ class Agent:
                 transcript.notice(footer, kind="muted", usage=usage)
         finally:
             await saving
-        return result
+        return result, None
 
     def _subsessions(
         self, parts: TurnParts, turn: Turn, session: Session, interrupts: TurnInterrupts

@@ -43,11 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Assembler", "Family", "TurnParts", "TurnPlan", "thinking_level"]
 
-# Seconds a front end has to draw the Stop button before the transcript treats it as a
-# client that ignores display updates (jupyter console); see display/transcript.py.
-WIDGET_GRACE_S = 2.0
-
-
 @dataclass(frozen=True)
 class TurnParts:
     """What every turn of one agent uses, its sub-sessions' turns too."""
@@ -124,8 +119,8 @@ class Assembler:
         return Transcript(
             live=self.parts.live,
             updates_per_second=settings.updates_per_second,
-            widget_grace_s=min(float(settings.presence_timeout), WIDGET_GRACE_S),
             failure_raised=request.check,
+            prices=settings.prices,
         )
 
     def limits(self, request: TurnRequest, session: Session, *, thinking: str) -> TurnLimits:

@@ -413,11 +413,11 @@ class Turn:
                     continue
                 ctx.transcript.tool_running(use["id"], use["name"], use.get("input"))
                 running = ToolReport()
+                result.tool_calls += 1  # a call the user stopped ran too
                 try:
                     outcome = await ctx.interrupts.phase(self._dispatch(use, running))
                 finally:
                     self._merge(running)
-                result.tool_calls += 1
                 blocks.append(outcome.block(use["id"]))
                 self._audit.tool_call(
                     use,
@@ -515,9 +515,11 @@ class Turn:
         """Add a call to this turn's figures and to those of the sessions that started it:
         a sub-session's tokens and cost are its parent's too (and stored with it)."""
         result.count(usage, side=side)
+        self.context.transcript.usage(result.model or usage.model, result.tokens, result.cost)
         for outer in self._outer():
             if outer.result is not None:
                 outer.result.count_subsession(usage)
+                outer.context.transcript.usage(outer.result.model or usage.model, outer.result.tokens, outer.result.cost)
             outer._journal.usage(usage.counted)
             self.context.writer.submit(outer._journal.write)
 

@@ -9,7 +9,7 @@ loop records how a turn ended in ``TurnResult.ending`` and, for a failure, the o
 user sees in ``TurnResult.error``. From that:
 
 - an ``%agent`` cell raises :class:`~agent_kernel.errors.TurnFailedError` with that line
-  (no traceback), so a live notebook shows the cell as failed and papermill, nbclient and
+  (no traceback; the turn's footer above it, so the line is the cell's last), so a live notebook shows the cell as failed and papermill, nbclient and
   ``jupyter nbconvert --execute`` stop there; a turn that ended normally never fails its
   cell;
 - a scheduled run is FAILED exactly when one of its cells failed, with that line as the
@@ -51,8 +51,12 @@ def failure(result: Ended) -> str | None:
     return result.error or f"The agent turn did not finish ({result.ending})."
 
 
-def raise_if_failed(result: Ended) -> None:
-    """Raise :class:`TurnFailedError` when the turn failed (what an ``%agent`` cell does)."""
+def raise_if_failed(result: Ended, *, footer: str | None = None) -> None:
+    """Raise :class:`TurnFailedError` when the turn failed (what an ``%agent`` cell does).
+
+    ``footer``: the turn's footer, which the cell then shows with the failure's line, so
+    that the line ("■ Stopped.") is the cell's last.
+    """
     line = failure(result)
     if line is not None:
-        raise TurnFailedError(line, result.ending)
+        raise TurnFailedError(line, result.ending, footer=footer)

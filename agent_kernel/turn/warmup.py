@@ -40,8 +40,13 @@ if TYPE_CHECKING:
 
 __all__ = ["WarmUp", "start_after_cell"]
 
-# In dependency order, so each step is short; a cell waits for one step at most.
+# In dependency order, so each step is short; a cell waits for one step at most. What a
+# turn shows first (its Stop button and status line) comes first.
 _MODULES = (
+    "ipywidgets",
+    "anywidget",
+    "agent_kernel.display.stop",
+    "agent_kernel.display.transcript",
     "duckdb",
     "filelock",
     "pydantic",
@@ -66,11 +71,7 @@ _MODULES = (
     "agent_kernel.turn.approval",
     "agent_kernel.turn.outcome",
     "agent_kernel.turn.loop",
-    "ipywidgets",
-    "anywidget",
-    "agent_kernel.display.transcript",
     "agent_kernel.display.safe",
-    "agent_kernel.display.stop",
     "agent_kernel.display.limit",
     "agent_kernel.display.approval",
     "agent_kernel.tools",
@@ -200,7 +201,9 @@ class WarmUp:
         steps: list[tuple[str, Callable[[], None]]] = [
             (name, functools.partial(_import, name)) for name in _MODULES
         ]
-        steps.insert(1, ("prepare db_sql", lambda: prepare_db_sql(self.settings)))  # right after duckdb
+        names = [name for name, _ in steps]
+        steps.insert(names.index("duckdb") + 1, ("prepare db_sql", lambda: prepare_db_sql(self.settings)))
+        steps.insert(names.index("agent_kernel.display.stop") + 1, ("prepare the Stop button", _prepare_stop))
         steps.append(("render a paragraph", _render_sample_text))
         steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
         steps.append(("make a model client", _make_sample_client))
@@ -227,6 +230,12 @@ def _import(name: str) -> None:
         importlib.import_module(name)
     except ImportError:
         pass  # the turn reports a missing dependency
+
+
+def _prepare_stop() -> None:
+    from agent_kernel.display.stop import prepare
+
+    prepare()
 
 
 def _render_sample_text() -> None:

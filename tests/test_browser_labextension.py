@@ -60,8 +60,7 @@ def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(l
                                                  "cron": "0 2 * * *", "timezone": "UTC"})),
         say("Scheduled the nightly summary."),
     )  # fmt: skip
-    schedule_on = "%config AgentKernel.tool_groups = ['code', 'data', 'memory', 'ui', 'schedule', 'user']"
-    run_notebook(page, jupyterlab, "panel", [f"%load_ext agent_kernel\n{schedule_on}", "%agent schedule a nightly summary"])
+    run_notebook(page, jupyterlab, "panel", ["%load_ext agent_kernel", "%agent schedule a nightly summary"])
     cell(page, 1).get_by_text("Scheduled the nightly summary.").wait_for(timeout=60_000)
     wait_idle(page)
 

@@ -123,14 +123,6 @@ def session_name(job: Job, run: Run) -> str:
     return f"{slug}-{local:%Y%m%d-%H%M}-{run.id[:4]}"
 
 
-# A task or a pulse may manage schedules (a pulse keeps its notes with manage_pulse), and
-# the schedule group is not offered by default.
-_SCHEDULE_TOOLS = {
-    kind: "\n%config AgentKernel.tool_groups = ['code', 'data', 'memory', 'ui', 'schedule', 'user']"
-    for kind in ("task", "pulse")
-}
-
-
 def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
     """The generated notebook of an agent job (see the module docstring)."""
     import nbformat
@@ -151,7 +143,7 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
     nb.cells = [
         nbformat.v4.new_markdown_cell(f"**{_inert_markdown(job.name)}** — scheduled {job.kind}, run `{run.id}` (attempt {run.attempt})"),
         parameters,
-        nbformat.v4.new_code_cell("%load_ext agent_kernel" + _SCHEDULE_TOOLS.get(job.kind, "")),
+        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
         nbformat.v4.new_code_cell(f"%%agent {flags}\n{prompt.strip()}"),
         nbformat.v4.new_code_cell("from agent_kernel.scheduler.spec import check_turn\ncheck_turn()"),
     ]

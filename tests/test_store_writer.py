@@ -24,3 +24,26 @@ def test_a_waited_for_batch_leaves_a_small_log_and_folds_one_past_the_limit(tmp_
     assert not log.exists() or log.stat().st_size == 0
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT count(*) FROM notes").fetchone() == (1001,)
+
+
+def test_batches_leave_the_log_to_be_folded_once_the_writes_stop(tmp_path):
+    import time
+
+    from agent_kernel.store.writer import FOLD_AFTER_IDLE
+
+    store = Store(tmp_path / "agent.duckdb")
+    with store.connect() as con:
+        con.execute("CREATE TABLE notes (body VARCHAR)")
+    log = Path(f"{store.path}.wal")
+    writer = WriteBehind(store, coalesce=0.01)
+    for n in range(5):  # batches nobody waits for, one after another
+        writer.submit(lambda con, n=n: con.execute("INSERT INTO notes VALUES (?)", [f"note {n}"]))
+        time.sleep(0.05)
+    assert log.exists() and log.stat().st_size > 0  # none of them folded it
+    deadline = time.monotonic() + FOLD_AFTER_IDLE + 10
+    while log.exists() and log.stat().st_size and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not log.exists() or log.stat().st_size == 0  # folded once they stopped
+    assert writer.idle
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM notes").fetchone() == (5,)

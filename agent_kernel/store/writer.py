@@ -6,8 +6,10 @@ applies everything queued so far in one connection and one transaction, in order
 DuckDB releases the GIL while it works, so the kernel's event loop is not held up.
 ``flush()`` waits until all queued writes are committed to DuckDB's write-ahead log on
 disk and the file is closed again; the turn calls it before it ends. The log is folded
-into the file (a checkpoint) by a batch nobody waits for or that finds it over
-:data:`FOLD_LOG_BYTES`, else about a second later.
+into the file (a checkpoint, which costs more than a batch of writes) once the writer
+has had nothing to do for about a second, so a turn whose writes come quickly folds it
+once after them rather than with each batch; a batch that finds the log past
+:data:`FOLD_LOG_BYTES` folds it at once (every connection replays the log).
 The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
 database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
 milliseconds are lost, and what was stored stays a valid
@@ -32,8 +34,10 @@ if TYPE_CHECKING:
 
 Write = Callable[["duckdb.DuckDBPyConnection"], None]
 
-# The write-ahead log's size from which a batch folds it even when someone waits for it.
+# The write-ahead log's size from which a batch folds it at once.
 FOLD_LOG_BYTES = 1024 * 1024
+# Seconds without writes after which the log is folded.
+FOLD_AFTER_IDLE = 1.0
 
 
 class WriteBehind:
@@ -90,9 +94,9 @@ class WriteBehind:
     def _work(self) -> None:
         while True:
             with self._cond:
-                # A batch someone waited for leaves DuckDB's write-ahead log unfolded (see
-                # _apply); fold it soon after, unless more writes come first.
-                idle = 1.0 if self._unfolded else 5.0
+                # A batch leaves DuckDB's write-ahead log unfolded (see _apply); fold it
+                # once no write came for a while.
+                idle = FOLD_AFTER_IDLE if self._unfolded else 5.0
                 if not self._cond.wait_for(lambda: bool(self._pending), timeout=idle):
                     if not self._unfolded:
                         self._thread = None
@@ -127,13 +131,11 @@ class WriteBehind:
                     con.execute("ROLLBACK")
                     raise
                 con.execute("COMMIT")  # in the write-ahead log, on disk: saved
-            with self._cond:
-                waited_for = self._flushing > 0
-            # Folding the log into the file (a checkpoint) costs more than the writes;
-            # nobody waits for it unless someone waits for this batch. Turns that follow
-            # each other within the coalescing time wait for every batch, though, and
-            # every connection replays the log: past FOLD_LOG_BYTES it is folded anyway.
-            self._unfolded = waited_for and _log_bytes(self.store.path) < FOLD_LOG_BYTES
+            # Folding the log into the file (a checkpoint) costs more than the writes: a
+            # batch leaves it to the idle thread, which folds it once for all the batches
+            # of a burst (a turn's round trips). Every connection replays the log, though:
+            # past FOLD_LOG_BYTES it is folded now.
+            self._unfolded = bool(batch) and _log_bytes(self.store.path) < FOLD_LOG_BYTES
             if not self._unfolded:
                 con.execute("CHECKPOINT")
 

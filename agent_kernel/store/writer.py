@@ -61,6 +61,7 @@ class WriteBehind:
         writes everything recorded up to the moment it runs).
         """
         with self._cond:
+            first = not self._pending
             if write not in self._pending:
                 self._pending.append(write)
             if self._thread is None or not self._thread.is_alive():
@@ -68,7 +69,8 @@ class WriteBehind:
                     target=self._work, name="agent-kernel-store", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify_all()
+            if first:  # the thread waits for a first write; while it gathers more, only for flush()
+                self._cond.notify_all()
 
     @property
     def idle(self) -> bool:

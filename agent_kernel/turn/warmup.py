@@ -102,7 +102,7 @@ _MODULES = (
 _SQL_MODULES = ("psutil", "agent_kernel.paths", "agent_kernel.store", "agent_kernel.sql.guard", "agent_kernel.sql.sandbox")
 
 _SWITCH_INTERVAL = 0.0005  # seconds; see WarmUp._run
-_PAUSE_SLICE = 0.01  # seconds between looks at a running cell, while paused before a module
+_PAUSE_SLICE = 0.05  # seconds between looks at a running cell, while paused before a module
 # Seconds after a cell during which the warm-up still waits: cells run one after another
 # (a notebook's Run All, a client's queue) come within it, and the kernel's handling of
 # each (the request, the reply) is not slowed either.

@@ -24,6 +24,7 @@ so the warm-up races the first turn for a share of a busy machine.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import os
 import re
@@ -67,16 +68,28 @@ print(repr(_time.perf_counter() - _t0))
 """
 
 
-def first_and_second(env: dict[str, str], cwd: str, wait: float) -> tuple[float, float]:
+# How far the warm-up got before the first turn stopped it (the turn waits for the step under
+# way, then does the rest itself): steps done, of all, and the
+# CPU seconds its threads spent on them.
+WARM_UP_PROGRESS = """
+from agent_kernel.turn import warmup as _warmup
+_w = _warmup._CURRENT
+print(repr((len(_w.steps_done), len(_w._steps()) + 1, sum(_w.step_cpu_seconds.values())) if _w else None))
+"""
+
+
+def first_and_second(env: dict[str, str], cwd: str, wait: float) -> tuple[float, float, tuple | None]:
+    """The first and second turn's seconds, and the warm-up's progress (WARM_UP_PROGRESS)."""
     kernel = Kernel(env, cwd=cwd)
     try:
         kernel.ok("%load_ext agent_kernel", allow_stdin=False)
         time.sleep(wait)
         first = _seconds(kernel.ok(TURN, allow_stdin=False))
         second = _seconds(kernel.ok(TURN, allow_stdin=False))
+        progress = ast.literal_eval(kernel.ok(WARM_UP_PROGRESS, allow_stdin=False).stdout.strip().splitlines()[-1])
     finally:
         kernel.shutdown()
-    return first, second
+    return first, second, progress
 
 
 def user_cells(env: dict[str, str], cwd: str, seconds: float) -> tuple[list[float], list[float]]:
@@ -121,7 +134,9 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
     assert re.match(r"http://127\.0\.0\.1:\d+", url), url
-    results: dict[tuple[str, str], list[tuple[float, float]]] = {(load, mode): [] for load in loads for mode in ("on", "off")}
+    results: dict[tuple[str, str], list[tuple[float, float, tuple | None]]] = {
+        (load, mode): [] for load in loads for mode in ("on", "off")
+    }
     cells: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp, "bench.duckdb")
@@ -149,11 +164,15 @@ def main() -> None:
         print(f"{load}{spinning}: median of {args.kernels} fresh kernels, first turn {args.wait:g} s after %load_ext")
         print("  warm-up   first turn   second turn   first - second")
         for mode in ("on", "off"):
-            first = statistics.median(f for f, _ in results[load, mode]) * 1000
-            second = statistics.median(s for _, s in results[load, mode]) * 1000
-            extra = statistics.median(f - s for f, s in results[load, mode]) * 1000
+            first = statistics.median(f for f, _, _ in results[load, mode]) * 1000
+            second = statistics.median(s for _, s, _ in results[load, mode]) * 1000
+            extra = statistics.median(f - s for f, s, _ in results[load, mode]) * 1000
             goal = "   (goal <= 300 ms)" if mode == "on" else ""
             print(f"  {mode:7s} {first:9.1f} ms {second:10.1f} ms {extra:12.1f} ms{goal}")
+        progress = [p for _, _, p in results[load, "on"] if p]
+        if progress:
+            steps = ", ".join(f"{done}/{total} ({cpu:.2f} s CPU)" for done, total, cpu in progress)
+            print(f"  warm-up steps done by the first turn (it waits for the one under way), each kernel: {steps}")
         print(f"  a small user cell (~2 ms of Python) run back to back for {args.cells_seconds:g} s right after %load_ext")
         print("  warm-up   cells   in cell: median    max   round trip: median    max")
         for mode in ("on", "off"):
@@ -162,7 +181,7 @@ def main() -> None:
                 f"  {mode:7s} {len(inside):5d}   {statistics.median(inside) * 1000:13.2f} ms {max(inside) * 1000:6.1f}"
                 f"   {statistics.median(trip) * 1000:15.2f} ms {max(trip) * 1000:6.1f}"
             )
-        extra = {mode: statistics.median(f - s for f, s in results[load, mode]) * 1000 for mode in ("on", "off")}
+        extra = {mode: statistics.median(f - s for f, s, _ in results[load, mode]) * 1000 for mode in ("on", "off")}
         inside = {mode: statistics.median(cells[load, mode][0]) * 1000 for mode in ("on", "off")}
         trip = {mode: statistics.median(cells[load, mode][1]) * 1000 for mode in ("on", "off")}
         busy = ", busy machine" if load == "busy" else ""

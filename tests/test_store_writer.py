@@ -47,3 +47,43 @@ def test_batches_leave_the_log_to_be_folded_once_the_writes_stop(tmp_path):
     assert writer.idle
     with store.connect(read_only=True) as con:
         assert con.execute("SELECT count(*) FROM notes").fetchone() == (5,)
+
+
+def test_writes_that_keep_coming_are_gathered_into_ever_fewer_batches(tmp_path):
+    """A stream of writes (a turn's quick round trips) gets batches that wait longer each
+    time, up to MAX_COALESCE; a write after a pause is applied after ``coalesce`` again."""
+    import time
+
+    from agent_kernel.store.writer import MAX_COALESCE
+
+    store = Store(tmp_path / "agent.duckdb")
+    with store.connect() as con:
+        con.execute("CREATE TABLE notes (body VARCHAR, written DOUBLE)")
+    writer = WriteBehind(store, coalesce=0.1)
+    batches: list[int] = []  # the connection each write ran in, one per batch
+
+    def note(con, n):
+        if not batches or batches[-1] != id(con):
+            batches.append(id(con))
+        con.execute("INSERT INTO notes VALUES (?, ?)", [f"note {n}", time.monotonic()])
+
+    started = time.monotonic()
+    n = 0
+    while time.monotonic() - started < 2.0:  # a write every 10 ms for 2 s
+        writer.submit(lambda con, n=n: note(con, n))
+        n += 1
+        time.sleep(0.01)
+    writer.flush()
+    # 0.1 s each would be about 20 batches; 0.1, 0.2, 0.4, 0.8, 0.8 ... about 5.
+    assert len(batches) <= 10, len(batches)
+    time.sleep(MAX_COALESCE + 0.5)  # a pause: the next write starts over
+    queued = time.monotonic()
+    writer.submit(lambda con: note(con, -1))
+    deadline = time.monotonic() + 10
+    while not writer.idle and time.monotonic() < deadline:
+        time.sleep(0.01)
+    with store.connect(read_only=True) as con:
+        (written,) = con.execute("SELECT written FROM notes WHERE body = 'note -1'").fetchone()
+    assert written - queued < MAX_COALESCE  # it waited ``coalesce``, not the longest window
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM notes").fetchone() == (n + 1,)

@@ -10,6 +10,10 @@ into the file (a checkpoint, which costs more than a batch of writes) once the w
 has had nothing to do for about a second, so a turn whose writes come quickly folds it
 once after them rather than with each batch; a batch that finds the log past
 :data:`FOLD_LOG_BYTES` folds it at once (every connection replays the log).
+While writes keep coming (a turn's quick round trips), each batch waits twice as long as
+the one before for more, up to :data:`MAX_COALESCE` seconds: each batch costs its own
+connection and commit whatever it holds, and a turn of quick round trips would otherwise
+pay one every 0.2 s. A write that finds the queue empty starts over at ``coalesce``.
 The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
 database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
 milliseconds are lost, and what was stored stays a valid
@@ -38,6 +42,8 @@ Write = Callable[["duckdb.DuckDBPyConnection"], None]
 FOLD_LOG_BYTES = 1024 * 1024
 # Seconds without writes after which the log is folded.
 FOLD_AFTER_IDLE = 1.0
+# The longest a batch waits for more writes (see the module's docstring).
+MAX_COALESCE = 0.8
 
 
 class WriteBehind:
@@ -53,6 +59,7 @@ class WriteBehind:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._unfolded = False  # the last batch left DuckDB's write-ahead log to fold
+        self._burst = 0  # batches in a row that found more writes queued when they ended
 
     def submit(self, write: Write) -> None:
         """Queue ``write(con)``; it runs after every write queued before it.
@@ -106,7 +113,8 @@ class WriteBehind:
                     batch = []
                 else:
                     # Opening the file is the cost; let a few more writes join this batch.
-                    self._cond.wait_for(lambda: self._flushing > 0, timeout=self.coalesce)
+                    window = min(self.coalesce * 2**self._burst, max(self.coalesce, MAX_COALESCE))
+                    self._cond.wait_for(lambda: self._flushing > 0, timeout=window)
                     batch, self._pending = self._pending, []
                 self._busy = bool(batch)
             try:
@@ -116,10 +124,12 @@ class WriteBehind:
                 with self._cond:
                     self._error = self._error or exc.with_traceback(None)
             finally:
-                batch = []
                 with self._cond:
                     self._busy = False
+                    # Writes queued while it ran: they keep coming, the next batch waits longer.
+                    self._burst = min(self._burst + 1, 8) if batch and self._pending else 0
                     self._cond.notify_all()
+                batch = []
 
     def _apply(self, batch: list[Write]) -> None:
         # A function of its own so no connection stays referenced by the idle thread's frame.

@@ -155,3 +155,28 @@ def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(
     messages[1]["content"][0]["text"] = "noted"  # changed back: nothing to redact, sent as it is
     asyncio.run(ask())
     assert model.requests[-1]["messages"][1]["content"][0]["text"] == "noted"
+
+
+def test_the_parts_kept_scrubbed_are_bounded_the_least_recently_sent_dropped_first():
+    import gc
+    import weakref
+
+    from agent_kernel.model.client import ScrubbedParts
+
+    class Message(dict):  # a message that can be watched for being freed
+        pass
+
+    parts = ScrubbedParts()
+    parts.LIMIT = 10
+    system = Message(type="text", text="Be brief.")
+    watched = []
+    for n in range(50):  # fifty conversations, each sent once, the system block with each
+        message = Message(role="user", content=f"question {n}")
+        watched.append(weakref.ref(message))
+        sent = parts.request({"model": "m", "system": [system], "messages": [message]})
+        assert sent["messages"] == [{"role": "user", "content": f"question {n}"}]
+        del message, sent
+    gc.collect()
+    alive = [n for n, ref in enumerate(watched) if ref() is not None]
+    assert len(alive) <= 10 and alive == list(range(50 - len(alive), 50))  # the latest kept
+    assert parts.request({"model": "m", "system": [system], "messages": []})["system"] == [dict(system)]

@@ -200,8 +200,9 @@ class ScrubbedParts:
     lost a secret is scrubbed again each time.
     """
 
-    # Parts kept at most; past it the keeping starts again (a bound on the memory held).
-    LIMIT = 20_000
+    # Parts kept at most, the least recently sent dropped first (they hold their parts
+    # alive: a bound on the memory kept for conversations no longer sent).
+    LIMIT = 4_096
 
     def __init__(self) -> None:
         self._redactor: Any = None
@@ -213,7 +214,7 @@ class ScrubbedParts:
         from agent_kernel.secrets import redactor
 
         strings = redactor()
-        if strings is not self._redactor or len(self._kept) > self.LIMIT:
+        if strings is not self._redactor:
             self._redactor, self._kept = strings, {}
         scrubbed: dict[str, Any] = {}
         for key, value in params.items():
@@ -226,12 +227,15 @@ class ScrubbedParts:
     def _part(self, part: Any, strings: Any) -> Any:
         from agent_kernel.redaction import scrub
 
-        kept = self._kept.get(id(part))
+        kept = self._kept.pop(id(part), None)
         if kept is not None and kept[0] is part and _same(part, kept[1]):
+            self._kept[id(part)] = kept  # now the most recently sent
             return kept[1]
         scrubbed = scrub(part, strings)
         if _same(part, scrubbed):  # nothing was redacted or cleaned
             self._kept[id(part)] = (part, scrubbed)
+            if len(self._kept) > self.LIMIT:
+                del self._kept[next(iter(self._kept))]
         return scrubbed
 
 

@@ -14,12 +14,18 @@ loop of ~2 ms) is run back to back for 2 s; its time (inside the cell, and the r
 the client sees) is compared with the same cells in a kernel whose warm-up is off (the
 goal: as fast, within 10 %).
 
-    python benchmarks/cold_turn.py [--kernels 5] [--wait 2] [--cells-seconds 2] [--quick] [--json PATH]
+Everything is measured twice: on the machine as it is ("quiet"), and "busy": with a
+competing CPU-bound process (``python -c "while True: pass"``) per core running meanwhile,
+so the warm-up races the first turn for a share of a busy machine.
+
+    python benchmarks/cold_turn.py [--kernels 5] [--wait 2] [--cells-seconds 2] [--loads quiet,busy] [--quick] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import os
 import re
 import statistics
@@ -27,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -61,16 +68,28 @@ print(repr(_time.perf_counter() - _t0))
 """
 
 
-def first_and_second(env: dict[str, str], cwd: str, wait: float) -> tuple[float, float]:
+# How far the warm-up got before the first turn stopped it (the turn waits for the step under
+# way, then does the rest itself): steps done, of all, and the
+# CPU seconds its threads spent on them.
+WARM_UP_PROGRESS = """
+from agent_kernel.turn import warmup as _warmup
+_w = _warmup._CURRENT
+print(repr((len(_w.steps_done), len(_w._steps()) + 1, sum(_w.step_cpu_seconds.values())) if _w else None))
+"""
+
+
+def first_and_second(env: dict[str, str], cwd: str, wait: float) -> tuple[float, float, tuple | None]:
+    """The first and second turn's seconds, and the warm-up's progress (WARM_UP_PROGRESS)."""
     kernel = Kernel(env, cwd=cwd)
     try:
         kernel.ok("%load_ext agent_kernel", allow_stdin=False)
         time.sleep(wait)
         first = _seconds(kernel.ok(TURN, allow_stdin=False))
         second = _seconds(kernel.ok(TURN, allow_stdin=False))
+        progress = ast.literal_eval(kernel.ok(WARM_UP_PROGRESS, allow_stdin=False).stdout.strip().splitlines()[-1])
     finally:
         kernel.shutdown()
-    return first, second
+    return first, second, progress
 
 
 def user_cells(env: dict[str, str], cwd: str, seconds: float) -> tuple[list[float], list[float]]:
@@ -89,17 +108,36 @@ def user_cells(env: dict[str, str], cwd: str, seconds: float) -> tuple[list[floa
     return inside, round_trip
 
 
+@contextlib.contextmanager
+def competing(load: str) -> Iterator[None]:
+    """A CPU-bound process per core while the block runs (``load`` "busy"), else nothing."""
+    spinners = []
+    if load == "busy":
+        spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernels", type=int, default=5)
     parser.add_argument("--wait", type=float, default=2.0, help="seconds between loading and the first turn")
     parser.add_argument("--cells-seconds", type=float, default=2.0, help="seconds of user cells after loading")
+    parser.add_argument("--loads", default="quiet,busy", help="quiet (the machine as it is), busy (a spinning process per core)")
     args = options(parser, quick={"kernels": 1, "cells_seconds": 0.5})
+    loads = [load.strip() for load in args.loads.split(",") if load.strip()]
+    assert loads and set(loads) <= {"quiet", "busy"}, args.loads
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
     assert re.match(r"http://127\.0\.0\.1:\d+", url), url
-    results: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
-    cells: dict[str, tuple[list[float], list[float]]] = {}
+    results: dict[tuple[str, str], list[tuple[float, float, tuple | None]]] = {
+        (load, mode): [] for load in loads for mode in ("on", "off")
+    }
+    cells: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp, "bench.duckdb")
         from agent_kernel.store import Store
@@ -108,42 +146,54 @@ def main() -> None:
             pass
         base = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "bench", "AGENT_KERNEL_DB": str(db)}
         try:
-            for _ in range(args.kernels):
+            for load in loads:
+                for _ in range(args.kernels):
+                    for mode in ("on", "off"):
+                        env = dict(base, AGENT_KERNEL_WARM_UP="1" if mode == "on" else "0")
+                        with competing(load):
+                            results[load, mode].append(first_and_second(env, tmp, args.wait))
                 for mode in ("on", "off"):
                     env = dict(base, AGENT_KERNEL_WARM_UP="1" if mode == "on" else "0")
-                    results[mode].append(first_and_second(env, tmp, args.wait))
-            for mode in ("on", "off"):
-                env = dict(base, AGENT_KERNEL_WARM_UP="1" if mode == "on" else "0")
-                cells[mode] = user_cells(env, tmp, args.cells_seconds)
+                    with competing(load):
+                        cells[load, mode] = user_cells(env, tmp, args.cells_seconds)
         finally:
             server.communicate("")
-    print(f"median of {args.kernels} fresh kernels, first turn {args.wait:g} s after %load_ext, scripted model")
-    print("  warm-up   first turn   second turn   first - second")
-    for mode in ("on", "off"):
-        first = statistics.median(f for f, _ in results[mode]) * 1000
-        second = statistics.median(s for _, s in results[mode]) * 1000
-        extra = statistics.median(f - s for f, s in results[mode]) * 1000
-        goal = "   (goal <= 300 ms)" if mode == "on" else ""
-        print(f"  {mode:7s} {first:9.1f} ms {second:10.1f} ms {extra:12.1f} ms{goal}")
-    print(f"a small user cell (~2 ms of Python) run back to back for {args.cells_seconds:g} s right after %load_ext")
-    print("  warm-up   cells   in cell: median    max   round trip: median    max")
-    for mode in ("on", "off"):
-        inside, trip = cells[mode]
-        print(
-            f"  {mode:7s} {len(inside):5d}   {statistics.median(inside) * 1000:13.2f} ms {max(inside) * 1000:6.1f}"
-            f"   {statistics.median(trip) * 1000:15.2f} ms {max(trip) * 1000:6.1f}"
-        )
-    extra = {mode: statistics.median(f - s for f, s in results[mode]) * 1000 for mode in ("on", "off")}
-    inside = {mode: statistics.median(cells[mode][0]) * 1000 for mode in ("on", "off")}
-    trip = {mode: statistics.median(cells[mode][1]) * 1000 for mode in ("on", "off")}
-    write(args, "cold_turn", [
-        Row(f"cold first turn over a warm one, {args.wait:g} s after %load_ext (baseline: no warm-up)",
-            extra["on"], "ms", extra["off"], goal=300),
-        Row("user cell during the warm-up, in cell (baseline: no warm-up)", inside["on"], "ms", inside["off"],
-            goal=1.1, goal_of="ratio"),
-        Row("user cell during the warm-up, round trip (baseline: no warm-up)", trip["on"], "ms", trip["off"],
-            goal=1.1, goal_of="ratio"),
-    ])  # fmt: skip
+    rows = []
+    for load in loads:
+        spinning = f", a spinning process per core ({os.cpu_count()})" if load == "busy" else ""
+        print(f"{load}{spinning}: median of {args.kernels} fresh kernels, first turn {args.wait:g} s after %load_ext")
+        print("  warm-up   first turn   second turn   first - second")
+        for mode in ("on", "off"):
+            first = statistics.median(f for f, _, _ in results[load, mode]) * 1000
+            second = statistics.median(s for _, s, _ in results[load, mode]) * 1000
+            extra = statistics.median(f - s for f, s, _ in results[load, mode]) * 1000
+            goal = "   (goal <= 300 ms)" if mode == "on" else ""
+            print(f"  {mode:7s} {first:9.1f} ms {second:10.1f} ms {extra:12.1f} ms{goal}")
+        progress = [p for _, _, p in results[load, "on"] if p]
+        if progress:
+            steps = ", ".join(f"{done}/{total} ({cpu:.2f} s CPU)" for done, total, cpu in progress)
+            print(f"  warm-up steps done by the first turn (it waits for the one under way), each kernel: {steps}")
+        print(f"  a small user cell (~2 ms of Python) run back to back for {args.cells_seconds:g} s right after %load_ext")
+        print("  warm-up   cells   in cell: median    max   round trip: median    max")
+        for mode in ("on", "off"):
+            inside, trip = cells[load, mode]
+            print(
+                f"  {mode:7s} {len(inside):5d}   {statistics.median(inside) * 1000:13.2f} ms {max(inside) * 1000:6.1f}"
+                f"   {statistics.median(trip) * 1000:15.2f} ms {max(trip) * 1000:6.1f}"
+            )
+        extra = {mode: statistics.median(f - s for f, s, _ in results[load, mode]) * 1000 for mode in ("on", "off")}
+        inside = {mode: statistics.median(cells[load, mode][0]) * 1000 for mode in ("on", "off")}
+        trip = {mode: statistics.median(cells[load, mode][1]) * 1000 for mode in ("on", "off")}
+        busy = ", busy machine" if load == "busy" else ""
+        rows += [
+            Row(f"cold first turn over a warm one, {args.wait:g} s after %load_ext{busy} (baseline: no warm-up)",
+                extra["on"], "ms", extra["off"], goal=300),
+            Row(f"user cell during the warm-up, in cell{busy} (baseline: no warm-up)", inside["on"], "ms", inside["off"],
+                goal=1.1, goal_of="ratio"),
+            Row(f"user cell during the warm-up, round trip{busy} (baseline: no warm-up)", trip["on"], "ms", trip["off"],
+                goal=1.1, goal_of="ratio"),
+        ]  # fmt: skip
+    write(args, "cold_turn", rows)
 
 
 def _seconds(execution) -> float:

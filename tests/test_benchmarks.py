@@ -31,7 +31,14 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
         ),
         4,
     ),
-    "cold_turn": ((r"\n  on +[\d.]+ ms +[\d.]+ ms +-?[\d.]+ ms +\(goal <= 300 ms\)", r"\n  off +\d+ +[\d.]+ ms"), 3),
+    "cold_turn": (
+        (
+            r"\n  on +[\d.]+ ms +[\d.]+ ms +-?[\d.]+ ms +\(goal <= 300 ms\)",
+            r"\n  off +\d+ +[\d.]+ ms",
+            r"\nbusy, a spinning process per core",
+        ),
+        6,
+    ),
     "scheduler_overhead": (
         (r"papermill +[\d.]+ s", r"scheduler +[\d.]+ s +[\d.]+x", r"cold --once +[\d.]+ s", r"dask 2 workers +[\d.]+ s"),
         3,

@@ -111,3 +111,72 @@ def test_the_sdk_clients_share_one_ssl_context_until_the_certificate_settings_ch
     monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))  # other certificates: a context that uses them
     third = asyncio.run(context_of_a_new_client())
     assert third is not first and third is ssl_context()
+
+
+def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(monkeypatch):
+    """The parts a request repeats (tools, earlier messages) are kept scrubbed; a secret
+    declared since, or a part changed in place, is redacted in the next request all the same."""
+    import asyncio
+
+    from agent_kernel.display.transcript import Transcript
+    from agent_kernel.model.client import ModelClient
+    from agent_kernel.secrets import Secrets, scrub
+    from agent_kernel.testing import ScriptedModel, say
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    model = ScriptedModel([say("one"), say("two"), say("three"), say("four")])
+    client = ModelClient(http_client=model.http_client)
+    secrets = Secrets()
+    tool = {"name": "look", "description": "Looks at tangerine-42-quartz.", "input_schema": {"type": "object"}}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "the code is tangerine-42-quartz"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
+        {"role": "user", "content": [{"type": "text", "text": "and again?"}]},
+    ]
+    params = {"model": "m", "max_tokens": 5, "system": "Be brief.", "tools": [tool], "messages": messages}
+
+    async def ask():
+        await client.stream(params, Transcript(live=False))
+
+    asyncio.run(ask())
+    assert "tangerine-42-quartz" in str(model.requests[-1]["messages"])
+    secrets.set("PASSCODE", "tangerine-42-quartz")  # a new secret: what was kept is scrubbed again
+    asyncio.run(ask())
+    sent = model.requests[-1]
+    assert "tangerine-42-quartz" not in str(sent)
+    assert sent["messages"][0]["content"][0]["text"] == "the code is [secret PASSCODE]"
+    assert sent["tools"][0]["description"] == "Looks at [secret PASSCODE]."
+    messages[1]["content"][0]["text"] = "it was tangerine-42-quartz"  # changed in place
+    asyncio.run(ask())
+    sent = model.requests[-1]
+    assert sent["messages"][1]["content"][0]["text"] == "it was [secret PASSCODE]"
+    expected = scrub(params)
+    assert {k: sent[k] for k in ("system", "tools", "messages")} == {k: expected[k] for k in ("system", "tools", "messages")}
+    messages[1]["content"][0]["text"] = "noted"  # changed back: nothing to redact, sent as it is
+    asyncio.run(ask())
+    assert model.requests[-1]["messages"][1]["content"][0]["text"] == "noted"
+
+
+def test_the_parts_kept_scrubbed_are_bounded_the_least_recently_sent_dropped_first():
+    import gc
+    import weakref
+
+    from agent_kernel.model.client import ScrubbedParts
+
+    class Message(dict):  # a message that can be watched for being freed
+        pass
+
+    parts = ScrubbedParts()
+    parts.LIMIT = 10
+    system = Message(type="text", text="Be brief.")
+    watched = []
+    for n in range(50):  # fifty conversations, each sent once, the system block with each
+        message = Message(role="user", content=f"question {n}")
+        watched.append(weakref.ref(message))
+        sent = parts.request({"model": "m", "system": [system], "messages": [message]})
+        assert sent["messages"] == [{"role": "user", "content": f"question {n}"}]
+        del message, sent
+    gc.collect()
+    alive = [n for n, ref in enumerate(watched) if ref() is not None]
+    assert len(alive) <= 10 and alive == list(range(50 - len(alive), 50))  # the latest kept
+    assert parts.request({"model": "m", "system": [system], "messages": []})["system"] == [dict(system)]

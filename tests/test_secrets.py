@@ -276,3 +276,22 @@ def test_a_name_one_kernel_ignores_is_no_credential_for_another_secrets_of_the_p
     declared = Secrets(env_names=["SHARED_API_KEY"])  # declared by name: a secret whatever is ignored
     assert redact("shared-value-9Qz4Lm") == "[secret SHARED_API_KEY]"
     del plain, ignoring, declared
+
+
+def test_the_redactor_follows_the_environment_and_the_settings_it_was_made_from(monkeypatch):
+    """redactor() keeps the last redactor only while what it reads is unchanged."""
+    from agent_kernel.secrets import Secrets, redact, redactor
+
+    names: list[str] = []
+    secrets = Secrets(env_names=lambda: names)  # read each time, as AgentKernel.secret_env is
+    text = "plain-value-3Kd9 env-cred-8Hq2Zx"
+    first = redactor()
+    assert redact(text) == text and redactor() is first  # nothing changed: the same one
+    monkeypatch.setenv("SOME_SERVICE_TOKEN", "env-cred-8Hq2Zx")  # a credential appears in os.environ
+    assert redact(text) == "plain-value-3Kd9 [secret SOME_SERVICE_TOKEN]"
+    monkeypatch.setenv("PLAIN_SETTING", "plain-value-3Kd9")
+    names.append("PLAIN_SETTING")  # the setting now names it
+    assert redact(text) == "[secret PLAIN_SETTING] [secret SOME_SERVICE_TOKEN]"
+    monkeypatch.delenv("SOME_SERVICE_TOKEN")
+    assert redact(text) == "[secret PLAIN_SETTING] env-cred-8Hq2Zx"
+    del secrets

@@ -71,7 +71,8 @@ def test_the_warm_up_starts_after_the_loading_cell_and_prepares_a_turn(agent_db)
     assert report["heavy_after"] == ["anthropic", "detect_secrets", "duckdb"]
     steps = report["steps"]
     assert {"duckdb", "anthropic", "agent_kernel.turn.loop", "agent_kernel.tools.builtin"} <= set(steps)
-    assert steps[-3:] == ["parse a streamed reply", "read the credential formats", "open the store"]
+    assert steps[-4:-1] == ["parse a streamed reply", "read the credential formats", "read as a turn starts"]
+    assert steps[-1] == "wait for db_sql" and "prepare db_sql" in steps  # beside the imports
     # The tools the first turn offers (every group's, deferred ones too) are described;
     # the API's own web tools have no schema to build.
     assert "describe the tools" in steps
@@ -117,3 +118,45 @@ def test_a_turn_started_while_warming_up_waits_for_its_step_then_does_the_rest(s
     assert report["finished_later"] is True
     assert report["steps_after_the_turn"] == 0  # the turn did the rest itself
     assert len(scripted_model.requests) == 1
+
+
+CELLS_DURING_AN_IMPORT = r"""
+import json, sys, time
+from IPython.core.interactiveshell import InteractiveShell
+
+shell = InteractiveShell.instance()
+shell.run_cell("%load_ext agent_kernel")
+from agent_kernel.turn import warmup
+
+warm_up = warmup._CURRENT
+deadline = time.monotonic() + 120
+while "anthropic" not in sys.modules and time.monotonic() < deadline:  # its big step has begun
+    time.sleep(0.001)
+in_step = "anthropic" not in warm_up.steps_done
+# A cell that leaves the interpreter lock free: the warm-up waits all the same.
+shell.run_cell("import sys, time\n_before = len(sys.modules)\ntime.sleep(1.0)\n_after = len(sys.modules)")
+quiet_cell = shell.user_ns["_after"] - shell.user_ns["_before"]
+# A cell importing the package the warm-up is in the middle of: it is not kept waiting.
+started = time.monotonic()
+result = shell.run_cell("import anthropic.types")
+print(json.dumps({
+    "in_step": in_step,
+    "imported_during_the_cell": quiet_cell,
+    "import_cell_ok": result.success,
+    "import_cell_seconds": time.monotonic() - started,
+    "finished_later": warm_up.done.wait(300),
+    "steps": warm_up.steps_done,
+}))
+"""
+
+
+def test_the_warm_up_waits_before_each_module_while_a_cell_runs_but_never_holds_one_up(agent_db):
+    report = _run(CELLS_DURING_AN_IMPORT)
+    assert report["in_step"] is True  # the cells ran while the SDK was being imported
+    # Hundreds of modules remained to import; during the cell at most the one under way
+    # (and what db_sql's share, beside it, imports) came in.
+    assert report["imported_during_the_cell"] < 30, report
+    assert report["import_cell_ok"] is True
+    assert report["import_cell_seconds"] < 30  # the warm-up went on for it, rather than wait for it
+    assert report["finished_later"] is True
+    assert "anthropic" in report["steps"] and "read as a turn starts" in report["steps"]

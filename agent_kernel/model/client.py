@@ -100,6 +100,7 @@ class ModelClient:
         self.http_client = http_client
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[_Identity, Any]]
         self._clients = weakref.WeakKeyDictionary()
+        self._scrubbed = ScrubbedParts()
 
     def client(self) -> Any:
         """The running loop's client (made on first use, and again when the key or URL changed)."""
@@ -147,9 +148,7 @@ class ModelClient:
         """
         import anthropic
 
-        from agent_kernel.secrets import scrub
-
-        params = scrub(params)
+        params = self._scrubbed.request(params)
         client = self.client()
         attempt = 0
         while True:
@@ -180,14 +179,77 @@ class ModelClient:
         """
         import anthropic
 
-        from agent_kernel.secrets import scrub
-
-        params = scrub(params)
+        params = self._scrubbed.request(params)
         try:
             message: Message = await self.client().messages.create(**params)
             return message
         except anthropic.APIError as exc:
             raise ModelError(describe_api_error(exc, params.get("model"))) from exc
+
+
+class ScrubbedParts:
+    """Scrubs requests as :func:`agent_kernel.secrets.scrub` does, each part once.
+
+    A turn's requests repeat the one before and add to it: the same tool definitions and
+    the same message objects come again with each round trip. Scrubbing all of it each
+    time walks the whole conversation in Python on every call. Here each tool definition,
+    system block and message is scrubbed on its own, and the result kept while it holds:
+    for the same object, still equal to what scrubbing gave (so changed in no string),
+    under the same redactor (the same secrets; a new secret scrubs everything again).
+    Only a part that scrubbing left as it was is kept (it comes back unchanged); one that
+    lost a secret is scrubbed again each time.
+    """
+
+    # Parts kept at most, the least recently sent dropped first (they hold their parts
+    # alive: a bound on the memory kept for conversations no longer sent).
+    LIMIT = 4_096
+
+    def __init__(self) -> None:
+        self._redactor: Any = None
+        self._kept: dict[int, tuple[Any, Any]] = {}  # id(part) -> (part, its scrubbed copy)
+
+    def request(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A scrubbed copy of the request ``params`` (what the SDK is given)."""
+        from agent_kernel.redaction import scrub
+        from agent_kernel.secrets import redactor
+
+        strings = redactor()
+        if strings is not self._redactor:
+            self._redactor, self._kept = strings, {}
+        scrubbed: dict[str, Any] = {}
+        for key, value in params.items():
+            if key in _LISTED_PARTS and isinstance(value, list):
+                scrubbed[scrub(key, strings)] = [self._part(item, strings) for item in value]
+            else:
+                scrubbed[scrub(key, strings)] = scrub(value, strings)
+        return scrubbed
+
+    def _part(self, part: Any, strings: Any) -> Any:
+        from agent_kernel.redaction import scrub
+
+        kept = self._kept.pop(id(part), None)
+        if kept is not None and kept[0] is part and _same(part, kept[1]):
+            self._kept[id(part)] = kept  # now the most recently sent
+            return kept[1]
+        scrubbed = scrub(part, strings)
+        if _same(part, scrubbed):  # nothing was redacted or cleaned
+            self._kept[id(part)] = (part, scrubbed)
+            if len(self._kept) > self.LIMIT:
+                del self._kept[next(iter(self._kept))]
+        return scrubbed
+
+
+# The request's lists whose items are kept scrubbed one by one.
+_LISTED_PARTS = ("messages", "tools", "system")
+
+
+def _same(value: Any, scrubbed: Any) -> bool:
+    """Whether ``value`` is what scrubbing made ``scrubbed`` from, unchanged (``==`` in C;
+    a value ``==`` cannot compare counts as changed)."""
+    try:
+        return bool(value == scrubbed)
+    except Exception:  # noqa: BLE001 - scrubbed again
+        return False
 
 
 async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) -> Message:

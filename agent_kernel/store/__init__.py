@@ -232,11 +232,11 @@ class StoreConnection:
         self._con = con
 
     def execute(self, query: Any, parameters: Any = None) -> StoreConnection:
-        self._con.execute(_clean(query), _clean(parameters))
+        self._con.execute(*_clean((query, parameters)))
         return self
 
     def executemany(self, query: Any, parameters: Any = None) -> StoreConnection:
-        self._con.executemany(_clean(query), _clean(parameters))
+        self._con.executemany(*_clean((query, parameters)))
         return self
 
     def sql(self, query: Any, *args: Any, **kwargs: Any) -> Any:
@@ -257,21 +257,45 @@ class StoreConnection:
 
 
 def _clean(value: Any) -> Any:
-    """``value`` with its strings redacted and made encodable (other values as they are)."""
-    from agent_kernel.secrets import redactor
+    """``value`` with its strings redacted and made encodable (other values as they are).
+
+    The strings (in lists, tuples and dict values, at any depth) are redacted together, in
+    one pass of the redactor (:meth:`~agent_kernel.redaction.Redactor.texts`): a statement's
+    parameters are many short strings, and a pass each costs more than the statement."""
     from agent_kernel.redaction import clean_text
+    from agent_kernel.secrets import redactor
 
-    strings = redactor()
+    found: list[str] = []
+    _strings(value, found)
+    if not found:
+        return value
+    cleaned = [clean_text(text) for text in found]
+    redacted = redactor().texts(cleaned)
+    if all(new is old for new, old in zip(redacted, found)):
+        return value
+    return _put_back(value, iter(redacted))
 
-    def walk(item: Any) -> Any:
-        if isinstance(item, str):
-            return strings.text(clean_text(item))
-        if isinstance(item, list):
-            return [walk(v) for v in item]
-        if isinstance(item, tuple):
-            return tuple(walk(v) for v in item)
-        if isinstance(item, dict):
-            return {k: walk(v) for k, v in item.items()}
-        return item
 
-    return walk(value)
+def _strings(item: Any, found: list[str]) -> None:
+    """Append the strings of ``item`` to ``found``, in the order :func:`_put_back` takes them."""
+    if isinstance(item, str):
+        found.append(item)
+    elif isinstance(item, (list, tuple)):
+        for value in item:
+            _strings(value, found)
+    elif isinstance(item, dict):
+        for value in item.values():
+            _strings(value, found)
+
+
+def _put_back(item: Any, texts: Iterator[str]) -> Any:
+    """``item`` with its strings replaced, in order, by ``texts``."""
+    if isinstance(item, str):
+        return next(texts)
+    if isinstance(item, list):
+        return [_put_back(v, texts) for v in item]
+    if isinstance(item, tuple):
+        return tuple(_put_back(v, texts) for v in item)
+    if isinstance(item, dict):
+        return {k: _put_back(v, texts) for k, v in item.items()}
+    return item

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.store.rows import aggregate_row
+from agent_kernel.store.rows import aggregate_row, insert_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -108,9 +108,9 @@ class AuditLog:
         if calls:
             for row in calls:
                 row[4] = json.dumps(row[4], ensure_ascii=False, default=str)
-            _insert(con, "tool_calls", _CALL_COLUMNS, calls)
+            insert_rows(con, "tool_calls", _CALL_COLUMNS, calls)
         if executions:
-            _insert(con, "code_executions", _EXECUTION_COLUMNS, executions)
+            insert_rows(con, "code_executions", _EXECUTION_COLUMNS, executions)
 
 
 _CALL_COLUMNS = "session_id, turn, tool_use_id, tool, input, result_chars, is_error, duration_ms, created_at"
@@ -118,13 +118,6 @@ _EXECUTION_COLUMNS = (
     "id, session_id, turn, code, stdout, stderr, success, duration_ms, error_type, error_message, "
     "traceback, error_category, trigger_prompt, isolated, created_at"
 )
-
-
-def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: str, rows: list[list[Any]]) -> None:
-    """One INSERT for all ``rows`` (DuckDB's executemany runs one statement per row)."""
-    width = columns.count(",") + 1
-    values = ", ".join(["(" + ", ".join(["?"] * width) + ")"] * len(rows))
-    con.execute(f"INSERT INTO {table} ({columns}) VALUES {values}", [v for row in rows for v in row])
 
 
 # -- reading ------------------------------------------------------------------------------

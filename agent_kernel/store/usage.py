@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.store.rows import aggregate_row
+from agent_kernel.store.rows import aggregate_row, insert_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -56,13 +56,13 @@ class UsageLog:
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
         with self._lock:
             rows, self._rows = self._rows, []
-        if rows:
-            con.executemany(
-                "INSERT INTO model_calls (session_id, turn, call, model, input_tokens, output_tokens, "
-                "cache_read_tokens, cache_write_tokens, request_chars, duration_ms, cost_usd, "
-                "stop_reason, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+        insert_rows(con, "model_calls", _CALL_COLUMNS, rows)
+
+
+_CALL_COLUMNS = (
+    "session_id, turn, call, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+    "request_chars, duration_ms, cost_usd, stop_reason, created_at"
+)
 
 
 @dataclass(frozen=True)

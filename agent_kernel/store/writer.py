@@ -6,8 +6,14 @@ applies everything queued so far in one connection and one transaction, in order
 DuckDB releases the GIL while it works, so the kernel's event loop is not held up.
 ``flush()`` waits until all queued writes are committed to DuckDB's write-ahead log on
 disk and the file is closed again; the turn calls it before it ends. The log is folded
-into the file (a checkpoint) by a batch nobody waits for or that finds it over
-:data:`FOLD_LOG_BYTES`, else about a second later.
+into the file (a checkpoint, which costs more than a batch of writes) once the writer
+has had nothing to do for about a second, so a turn whose writes come quickly folds it
+once after them rather than with each batch; a batch that finds the log past
+:data:`FOLD_LOG_BYTES` folds it at once (every connection replays the log).
+While writes keep coming (a turn's quick round trips), each batch waits twice as long as
+the one before for more, up to :data:`MAX_COALESCE` seconds: each batch costs its own
+connection and commit whatever it holds, and a turn of quick round trips would otherwise
+pay one every 0.2 s. A write that finds the queue empty starts over at ``coalesce``.
 The connections are *mirrored* (see :meth:`Store.connect`): they attach the file to a
 database instance kept for them, and the turn keeps what it writes in memory too. If the process dies, at most the writes of the last few
 milliseconds are lost, and what was stored stays a valid
@@ -32,8 +38,12 @@ if TYPE_CHECKING:
 
 Write = Callable[["duckdb.DuckDBPyConnection"], None]
 
-# The write-ahead log's size from which a batch folds it even when someone waits for it.
+# The write-ahead log's size from which a batch folds it at once.
 FOLD_LOG_BYTES = 1024 * 1024
+# Seconds without writes after which the log is folded.
+FOLD_AFTER_IDLE = 1.0
+# The longest a batch waits for more writes (see the module's docstring).
+MAX_COALESCE = 0.8
 
 
 class WriteBehind:
@@ -49,6 +59,7 @@ class WriteBehind:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._unfolded = False  # the last batch left DuckDB's write-ahead log to fold
+        self._burst = 0  # batches in a row that found more writes queued when they ended
 
     def submit(self, write: Write) -> None:
         """Queue ``write(con)``; it runs after every write queued before it.
@@ -57,6 +68,7 @@ class WriteBehind:
         writes everything recorded up to the moment it runs).
         """
         with self._cond:
+            first = not self._pending
             if write not in self._pending:
                 self._pending.append(write)
             if self._thread is None or not self._thread.is_alive():
@@ -64,7 +76,8 @@ class WriteBehind:
                     target=self._work, name="agent-kernel-store", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify_all()
+            if first:  # the thread waits for a first write; while it gathers more, only for flush()
+                self._cond.notify_all()
 
     @property
     def idle(self) -> bool:
@@ -90,9 +103,9 @@ class WriteBehind:
     def _work(self) -> None:
         while True:
             with self._cond:
-                # A batch someone waited for leaves DuckDB's write-ahead log unfolded (see
-                # _apply); fold it soon after, unless more writes come first.
-                idle = 1.0 if self._unfolded else 5.0
+                # A batch leaves DuckDB's write-ahead log unfolded (see _apply); fold it
+                # once no write came for a while.
+                idle = FOLD_AFTER_IDLE if self._unfolded else 5.0
                 if not self._cond.wait_for(lambda: bool(self._pending), timeout=idle):
                     if not self._unfolded:
                         self._thread = None
@@ -100,7 +113,8 @@ class WriteBehind:
                     batch = []
                 else:
                     # Opening the file is the cost; let a few more writes join this batch.
-                    self._cond.wait_for(lambda: self._flushing > 0, timeout=self.coalesce)
+                    window = min(self.coalesce * 2**self._burst, max(self.coalesce, MAX_COALESCE))
+                    self._cond.wait_for(lambda: self._flushing > 0, timeout=window)
                     batch, self._pending = self._pending, []
                 self._busy = bool(batch)
             try:
@@ -110,10 +124,12 @@ class WriteBehind:
                 with self._cond:
                     self._error = self._error or exc.with_traceback(None)
             finally:
-                batch = []
                 with self._cond:
                     self._busy = False
+                    # Writes queued while it ran: they keep coming, the next batch waits longer.
+                    self._burst = min(self._burst + 1, 8) if batch and self._pending else 0
                     self._cond.notify_all()
+                batch = []
 
     def _apply(self, batch: list[Write]) -> None:
         # A function of its own so no connection stays referenced by the idle thread's frame.
@@ -127,13 +143,11 @@ class WriteBehind:
                     con.execute("ROLLBACK")
                     raise
                 con.execute("COMMIT")  # in the write-ahead log, on disk: saved
-            with self._cond:
-                waited_for = self._flushing > 0
-            # Folding the log into the file (a checkpoint) costs more than the writes;
-            # nobody waits for it unless someone waits for this batch. Turns that follow
-            # each other within the coalescing time wait for every batch, though, and
-            # every connection replays the log: past FOLD_LOG_BYTES it is folded anyway.
-            self._unfolded = waited_for and _log_bytes(self.store.path) < FOLD_LOG_BYTES
+            # Folding the log into the file (a checkpoint) costs more than the writes: a
+            # batch leaves it to the idle thread, which folds it once for all the batches
+            # of a burst (a turn's round trips). Every connection replays the log, though:
+            # past FOLD_LOG_BYTES it is folded now.
+            self._unfolded = bool(batch) and _log_bytes(self.store.path) < FOLD_LOG_BYTES
             if not self._unfolded:
                 con.execute("CHECKPOINT")
 

@@ -371,12 +371,13 @@ class _Forked(_Watched):
         return self._reap(os.WNOHANG) is None
 
     def kill(self) -> None:
+        """SIGKILL it; :meth:`done` reaps it (a process the kernel's size takes a while to
+        leave, longer on a busy machine: the stop does not wait for that)."""
         if self._status is None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-            self._reap(0)
         self.answers.close()
 
     def done(self) -> None:

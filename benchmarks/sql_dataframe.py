@@ -5,7 +5,8 @@
   of the process on a sandboxed in-memory database (watched for its time and memory),
   rows made JSON.
 - duckdb: ``con.execute(sql).fetchall()`` on an in-memory connection opened once, reading
-  the frame by name (DuckDB's replacement scan).
+  the frame by name (DuckDB's replacement scan), on as many threads as db_sql's sandbox
+  (``AgentKernel.sql_threads``, at most the machine's cores): the same work, not a wider one.
 
 Both read the pandas frame in place. Medians over repeated runs, in one process.
 
@@ -116,6 +117,7 @@ async def main() -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.config import AgentKernel
+    from agent_kernel.sql.sandbox import Limits
     from agent_kernel.store import Store
     from agent_kernel.store.writer import WriteBehind
     from agent_kernel.tools.builtin import builtin_registry
@@ -134,7 +136,8 @@ async def main() -> None:
         )
         with store.connect():  # the file exists, its tables made
             pass
-        plain = duckdb.connect()
+        threads = Limits.from_settings(context.settings).config()["threads"]
+        plain = duckdb.connect(config={"threads": threads})
         plain.register("sales", sales)  # what a replacement scan does, by name
 
         async def tool(sql: str) -> float:
@@ -149,7 +152,7 @@ async def main() -> None:
             plain.execute(sql).fetchall()
             return time.perf_counter() - started
 
-        print(f"{args.rows:,}-row pandas DataFrame, median of {args.repeat} runs, one process")
+        print(f"{args.rows:,}-row pandas DataFrame, median of {args.repeat} runs, one process, DuckDB on {threads} threads")
         print(f"  {'query':20} {'db_sql':>10} {'duckdb':>10}   ratio")
         ratios = []
         rows: list[Row] = []

@@ -35,6 +35,7 @@ as they are read.
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import gc
 import os
@@ -259,17 +260,28 @@ class _Worker(_Watched):
         )
         self.pid = self.process.pid
         self.answers = self.process.stdout
+        self._sending: threading.Thread | None = None
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def call(self, sql_run: SqlRun, payload: bytes) -> SqlResult:
+        """Send the request and watch the call.
+
+        The request goes on a thread of its own: one bigger than the pipe holds (the frames
+        a call names) fills it until the worker reads, which a worker still starting does
+        only once its imports are done, seconds later on a busy machine. Meanwhile the call
+        is watched like any other, so a stop or the time limit never waits for that read.
+        """
+        self._sending = threading.Thread(target=self._send, args=(payload,), name="agent-kernel-sql-request", daemon=True)
+        self._sending.start()
+        return self.watch(sql_run)
+
+    def _send(self, payload: bytes) -> None:
         try:
             _write(self.process.stdin, payload)
-        except OSError:
-            self.kill()
-            raise ToolInputError("The SQL worker could not take the query; try again.") from None
-        return self.watch(sql_run)
+        except (OSError, ValueError):  # it left (killed at a stop): the watch reports that
+            pass
 
     def _readable(self, timeout: float) -> bool:
         if not self.alive():
@@ -282,7 +294,13 @@ class _Worker(_Watched):
         self.close()
 
     def close(self) -> None:
-        """Close its pipe (it leaves when the pipe closes) and reap it; kill it if it lingers."""
+        """Close its pipe (it leaves when the pipe closes) and reap it; kill it if it lingers.
+
+        One still reading a request is killed first: it would run a call nobody waits for.
+        """
+        if self._sending is not None and self._sending.is_alive():
+            self.process.kill()
+            self._sending.join()  # the write fails at once: the pipe has no reader any more
         if self.process.stdin is not None:
             self.process.stdin.close()
         try:
@@ -321,7 +339,7 @@ class _Forked(_Watched):
             # runtimes' own locks stall it.
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
-                pid = os.fork()
+                pid = _fork_with_signals_blocked()
             except OSError:
                 os.close(read_end)
                 os.close(write_end)
@@ -353,12 +371,13 @@ class _Forked(_Watched):
         return self._reap(os.WNOHANG) is None
 
     def kill(self) -> None:
+        """SIGKILL it; :meth:`done` reaps it (a process the kernel's size takes a while to
+        leave, longer on a busy machine: the stop does not wait for that)."""
         if self._status is None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
-            self._reap(0)
         self.answers.close()
 
     def done(self) -> None:
@@ -401,6 +420,8 @@ def run_forked(
     starting the query (stalled on a lock held at the fork) is killed at the limit, and
     the call runs in a worker process instead.
     """
+    if sql_run.interrupted:  # stopped while the call was placed: no fork for it
+        raise ToolInputError("The query was stopped.")
     try:
         child = _Forked(sql_run, statements, params, frames, into)
     except (OSError, AttributeError):  # no fork here (no os.fork, or out of processes or memory)
@@ -447,10 +468,12 @@ def _run_in_child(
     code = 0
     try:
         gc.disable()  # a collection would touch, and so copy, every page of the kernel's heap
-        # The stop signal is taken by one thread (as in the worker); the kernel's handlers are not ours.
-        signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
+        # Born with SIGINT and the stop signal blocked (see _fork_with_signals_blocked). The
+        # stop signal is taken by one thread (as in the worker); SIGINT is the kernel's: the
+        # kernel stops this call with the stop signal, then SIGKILL.
         signal.set_wakeup_fd(-1)  # the kernel's event loop listens on that one
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
             signal.signal(number, signal.SIG_DFL)
         os.setpgid(0, 0)  # an interrupt of the kernel's process group reaches the kernel, which stops this
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -465,6 +488,25 @@ def _run_in_child(
         code = 1
     finally:
         os._exit(code)
+
+
+def _fork_with_signals_blocked() -> int:
+    """``os.fork()``, the child starting with SIGINT and the stop signal blocked.
+
+    A kernel interrupt goes to the kernel's process group, which a fork is in until it
+    leaves it: unblocked, SIGINT would run the kernel's handler there, or end the child
+    (the call failing, or running again in a worker) once its handler is reset. A stop
+    signal sent right after the fork would end it the same way. Blocked in the forking
+    thread, both are blocked in the child from its first instruction on.
+    """
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, _STOP_SIGNAL})
+    pid = -1
+    try:
+        pid = os.fork()
+        return pid
+    finally:
+        if pid != 0:  # this thread of the kernel, forked or not
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _fresh_run(sql_run: SqlRun) -> SqlRun:
@@ -483,7 +525,9 @@ def _answer_call(answers: Any, sql_run: SqlRun, ready: ForkReady, statements: An
                 os._exit(0)
         sql_run.interrupt()
 
-    threading.Thread(target=stop_on_signal, daemon=True).start()
+    # Not threading.Thread: its start() waits until the new thread has run, a few ms on a
+    # busy machine, on the way to every call's first row.
+    _thread.start_new_thread(stop_on_signal, ())
 
     def answer(kind: str, body: Any = None) -> None:
         _write(answers, pickle.dumps((kind, body), protocol=pickle.HIGHEST_PROTOCOL))

@@ -363,6 +363,7 @@ class Agent:
         from agent_kernel.tools.context import UntrustedReads
         from agent_kernel.turn.approval import make_check
         from agent_kernel.turn.assemble import Assembler, TurnPlan, thinking_level
+        from agent_kernel.kernel.cells import turn_section as notebook_cells
         from agent_kernel.turn.prompt import assemble, turn_context
 
         config = self.config
@@ -385,6 +386,7 @@ class Agent:
         context_block = turn_context(
             start.conversation.known, settings=config, shell=self.shell, groups=groups, notepad=start.notepad,
             notes=mcp_failures, previous_session=_previous_section(start.recall, summaries),
+            cells=notebook_cells(self.shell) if groups else "",
         )
         for line in mcp_failures:
             transcript.notice(line, kind="error")

@@ -204,6 +204,7 @@ def turn_context(
     notepad: str = "",
     notes: Iterable[str] = (),
     previous_session: str = "",
+    cells: str = "",
 ) -> dict[str, Any]:
     """The text block that leads a new user message: the time, the kernel's variables
     that changed since the list the conversation already holds (``known``: that list, as
@@ -211,7 +212,8 @@ def turn_context(
     turn-context texts; None when it holds none), and the session's notepad (``notepad``:
     its text as the turn starts), ``notes`` (one line each, such as an MCP server that did
     not start), and on a session's first turn the previous session's summary
-    (``previous_session``, see :mod:`agent_kernel.turn.summaries`)."""
+    (``previous_session``, see :mod:`agent_kernel.turn.summaries`); ``cells``: the cells
+    the user ran since the last turn (:func:`agent_kernel.kernel.cells.turn_section`)."""
     from agent_kernel.kernel import namespace
     from agent_kernel.store.notepad import turn_section
 
@@ -223,5 +225,7 @@ def turn_context(
         lines.append(turn_section(notepad))
     if previous_session.strip():
         lines.append(previous_session.strip())
+    if cells.strip():
+        lines.append(cells.strip())
     lines.extend(notes)
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}

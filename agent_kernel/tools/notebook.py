@@ -1,0 +1,72 @@
+"""The ``code`` group, part two: ``notebook_cells``, the cells the user ran, on demand.
+
+The turn context shows the cells run since the last turn in short; this returns any of
+them whole (within a size budget): by a range of execution counts or by text they
+contain. A cell's result is inside the untrusted envelope (it may hold fetched content);
+when the cell's source fetched from the network, the read counts as untrusted content.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from agent_kernel.kernel import cells as notebook
+from agent_kernel.tools import Tool, current_context
+
+RESULT_CHARS = 20_000  # all cells of one call, sources, results and errors together
+CELL_RESULT_CHARS = 2_000
+MATCH_CHARS = 200
+LAST_CELLS = 10  # cells returned when no range or text is given
+MOST_CELLS = 100
+Count = Annotated[int, Field(ge=1, le=10_000_000)]
+
+# Sources that fetch from the network: their printed results may be a page's text.
+_FETCHES = re.compile(r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget ")
+
+
+async def notebook_cells(
+    first: Count | None = None,
+    last: Count | None = None,
+    matching: Annotated[str, Field(min_length=1, max_length=MATCH_CHARS)] | None = None,
+) -> dict[str, Any]:
+    """Cells the user ran in this kernel: source, result and error, by execution count.
+
+    Args:
+        first: First execution count (default: the last 10 cells).
+        last: Last execution count (default: the newest).
+        matching: Only cells whose source contains this text (case-insensitive).
+    """
+    context = current_context()
+    if first is not None and last is not None and last < first:
+        raise ValueError(f"last ({last}) is before first ({first}); give first <= last.")
+    found = notebook.history(context.shell, first=first or 1, last=last)
+    if matching is not None:
+        found = [c for c in found if matching.casefold() in c.source.casefold()]
+    if first is None:
+        found = found[-LAST_CELLS:] if last is None and matching is None else found[-MOST_CELLS:]
+    found = found[:MOST_CELLS]
+    entries, used, left_out = [], 0, 0
+    for cell in reversed(found):
+        entry = cell.as_dict(CELL_RESULT_CHARS)
+        size = sum(len(str(v)) for v in entry.values())
+        if used + size > RESULT_CHARS and entries:
+            left_out += 1
+            continue
+        entries.append(entry)
+        used += size
+    entries.reverse()
+    fetched = [f"notebook cell [{c.count}] result" for c in found if c.result and _FETCHES.search(c.source)]
+    if fetched:
+        context.note_untrusted(fetched)
+    answer: dict[str, Any] = {"cells": entries}
+    if not entries:
+        answer["note"] = "No cell matches (the kernel's history holds cells run with history on)."
+    if left_out:
+        answer["note"] = f"{left_out} older cells left out to fit; ask for a narrower range."
+    return answer
+
+
+TOOLS = [Tool(notebook_cells, name="notebook_cells", group="code")]

@@ -12,7 +12,6 @@ extra request).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,13 +66,16 @@ def _field(usage: Any, name: str) -> int:
 
 
 def request_chars(params: Mapping[str, Any]) -> int:
-    """Characters of what a request sends the model: system prompt, tools and messages."""
+    """Characters of what a request sends the model: system prompt, tools and messages
+    (an image counted as the characters its tokens stand for, see :mod:`agent_kernel.model.images`)."""
+    from agent_kernel.model.images import sent_chars
+
     size = 0
     for key in ("system", "tools", "messages"):
         value = params.get(key)
         if value is None:
             continue
-        size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        size += len(value) if isinstance(value, str) else sent_chars(value)
     return size
 
 

@@ -48,7 +48,8 @@ async def notebook_cells(
     if first is None:
         found = found[-LAST_CELLS:] if last is None and matching is None else found[-MOST_CELLS:]
     found = found[:MOST_CELLS]
-    entries, used, left_out = [], 0, 0
+    entries: list[dict[str, Any]] = []
+    used, left_out = 0, 0
     for cell in reversed(found):
         entry = cell.as_dict(CELL_RESULT_CHARS)
         size = sum(len(str(v)) for v in entry.values())

@@ -9,10 +9,9 @@ when the cell's source fetched from the network, the read counts as untrusted co
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
-
+from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel import cells as notebook
 from agent_kernel.tools import Tool, current_context
 
@@ -21,27 +20,21 @@ CELL_RESULT_CHARS = 2_000
 MATCH_CHARS = 200
 LAST_CELLS = 10  # cells returned when no range or text is given
 MOST_CELLS = 100
-Count = Annotated[int, Field(ge=1, le=10_000_000)]
+MOST_COUNT = 10_000_000
 
 # Sources that fetch from the network: their printed results may be a page's text.
 _FETCHES = re.compile(r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget ")
 
 
-async def notebook_cells(
-    first: Count | None = None,
-    last: Count | None = None,
-    matching: Annotated[str, Field(min_length=1, max_length=MATCH_CHARS)] | None = None,
-) -> dict[str, Any]:
-    """Cells the user ran in this kernel: source, result and error, by execution count.
+async def notebook_cells(first: int | None = None, last: int | None = None, matching: str | None = None) -> dict[str, Any]:
+    """The user's cells (source, result, error) by execution count; default the last 10.
 
-    Args:
-        first: First execution count (default: the last 10 cells).
-        last: Last execution count (default: the newest).
-        matching: Only cells whose source contains this text (case-insensitive).
+    ``first`` and ``last`` are execution counts, ``matching`` text the source contains (any
+    case). Their limits are checked in :func:`_check`, not in the schema, so the tool's
+    definition (sent with every request) stays short.
     """
     context = current_context()
-    if first is not None and last is not None and last < first:
-        raise ValueError(f"last ({last}) is before first ({first}); give first <= last.")
+    _check(first, last, matching)
     found = notebook.history(context.shell, first=first or 1, last=last)
     if matching is not None:
         found = [c for c in found if matching.casefold() in c.source.casefold()]
@@ -70,4 +63,15 @@ async def notebook_cells(
     return answer
 
 
-TOOLS = [Tool(notebook_cells, name="notebook_cells", group="code")]
+def _check(first: int | None, last: int | None, matching: str | None) -> None:
+    for name, count in (("first", first), ("last", last)):
+        if count is not None and not 1 <= count <= MOST_COUNT:
+            raise ToolInputError(f"{name} is an execution count from 1 to {MOST_COUNT:,}, not {count}.")
+    if first is not None and last is not None and last < first:
+        raise ToolInputError(f"last ({last}) is before first ({first}); give first <= last.")
+    if matching is not None and not 1 <= len(matching) <= MATCH_CHARS:
+        raise ToolInputError(f"matching is 1 to {MATCH_CHARS} characters of text, not {len(matching)}.")
+
+
+DESCRIPTION = "The user's cells (source, result, error) by execution count: first..last, or matching text; default the last 10."
+TOOLS = [Tool(notebook_cells, name="notebook_cells", group="code", description=DESCRIPTION)]

@@ -92,3 +92,31 @@ def test_notebook_cells_refuses_a_backwards_range(kernel, scripted_model):
     kernel.ok("%agent show cells")
     result = scripted_model.requests[1]["messages"][-1]["content"][0]
     assert result.get("is_error") and "first <= last" in result["content"]
+
+
+def test_an_error_keeps_only_the_users_frames():
+    from agent_kernel.kernel.cells import describe_error
+
+    def parse_config():
+        return json.loads("{not json")
+
+    try:
+        parse_config()
+    except ValueError as exc:
+        error = describe_error(exc)
+    assert error.type == "JSONDecodeError" and "Expecting property name" in error.message
+    assert "parse_config" in error.frames and "json.loads" in error.frames
+    assert "decoder.py" not in error.frames and "json/__init__.py" not in error.frames
+
+
+def test_stored_errors_of_the_agents_code_keep_the_users_frames(kernel, scripted_model, agent_db):
+    code = "import json\ndef load_settings():\n    return json.loads('{oops')\nload_settings()"
+    scripted_model.add(call("run_code", code=code), say("It failed."))
+    kernel.ok("%agent load the settings")
+    result = json.loads(scripted_model.requests[1]["messages"][-1]["content"][0]["content"])
+    assert "load_settings" in result["error"]["traceback"] and "decoder.py" not in result["error"]["traceback"]
+    import duckdb
+
+    with duckdb.connect(str(agent_db), read_only=True) as con:
+        [(stored,)] = con.execute("SELECT traceback FROM code_executions WHERE NOT success").fetchall()
+    assert "load_settings" in stored and "decoder.py" not in stored

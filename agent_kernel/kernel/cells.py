@@ -93,7 +93,7 @@ def log_for(shell: Any) -> CellLog:
 def describe_error(error: BaseException, shell: Any = None) -> CellError:
     """``error`` with only the user's frames, cell files named as ``Cell [N]``."""
     names = _cell_names(shell)
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if _users(f.filename)][-ERROR_FRAMES:]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if users_frame(f.filename)][-ERROR_FRAMES:]
     for frame in frames:
         if frame.filename in names:
             frame.filename = names[frame.filename]
@@ -103,7 +103,9 @@ def describe_error(error: BaseException, shell: Any = None) -> CellError:
     return CellError(type(error).__name__, redact(message), redact("".join(traceback.format_list(frames))))
 
 
-def _users(filename: str) -> bool:
+def users_frame(filename: str) -> bool:
+    """Whether a frame of ``filename`` is the user's code: a cell or the user's own module,
+    not this package, the standard library or an installed package."""
     if filename.startswith("<frozen") or filename.startswith(_PACKAGE_DIR):
         return False
     if filename.startswith("<"):

@@ -35,6 +35,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
+from agent_kernel.kernel.cells import users_frame
 from agent_kernel.kernel.namespace import describe, describe_namespace
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context, images
@@ -578,7 +579,7 @@ def _traceback(error: BaseException) -> str:
     frames = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)
-        if not any(f"{os.sep}{pkg}{os.sep}" in frame.filename for pkg in _PLUMBING)
+        if not any(f"{os.sep}{pkg}{os.sep}" in frame.filename for pkg in _PLUMBING) and users_frame(frame.filename)
     ]
     text = "".join(traceback.format_list(frames))
     text += "".join(traceback.format_exception_only(type(error), error))

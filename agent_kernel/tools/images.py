@@ -155,3 +155,20 @@ def note(sent: int, total: int, problems: list[str], *, per_result: int, turn_le
         )
     parts += [f"Not sent: {p}" for p in problems]
     return " ".join(parts)
+
+
+def attach_png(context: Any, png: bytes) -> bool:
+    """Attach a PNG a tool drew (a ``chart`` block) to the running call's result, when image
+    feedback is on and the turn has images left; whether it was attached."""
+    from agent_kernel.model.images import ImageError, image_block
+
+    settings = context.settings
+    if not settings.image_feedback or context.images_sent >= settings.images_per_turn:
+        return False
+    try:
+        block = image_block(png, "image/png")
+    except ImageError:
+        return False
+    context.report.attach_image(block)
+    context.images_sent += 1
+    return True

@@ -16,6 +16,7 @@ may hold any data (a fetched page), is shown inside the untrusted envelope.
 from __future__ import annotations
 
 import os
+import re
 import sysconfig
 import traceback
 import weakref
@@ -38,6 +39,15 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 _LIBRARY_DIRS = tuple(
     {os.path.realpath(p) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_path(k))}
 )
+
+
+# Sources that fetch from the network: what their cells return may be a page's text.
+_FETCHES = re.compile(r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget ")
+
+
+def fetches(source: str) -> bool:
+    """Whether a cell's ``source`` fetches from the network (its result is then untrusted)."""
+    return _FETCHES.search(source) is not None
 
 
 @dataclass(frozen=True)
@@ -214,9 +224,11 @@ def _cell_text(cell: Cell, *, newest: bool, just_before: bool) -> str:
         else:
             parts.append(f"It raised {cell.error.type}: {_cut(cell.error.message, RESULT_CHARS)}")
     elif cell.result:
-        from agent_kernel.untrusted import neutralise
+        from agent_kernel.untrusted import mark_untrusted, neutralise
 
-        parts.append(f"Out [{cell.count}]: {neutralise(_cut(cell.result, RESULT_CHARS))}")
+        result = _cut(cell.result, RESULT_CHARS)
+        shown = mark_untrusted(result, f"cell [{cell.count}] result") if fetches(cell.source) else neutralise(result)
+        parts.append(f"Out [{cell.count}]: {shown}")
     return "\n".join(parts)
 
 

@@ -8,7 +8,6 @@ when the cell's source fetched from the network, the read counts as untrusted co
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from agent_kernel.errors import ToolInputError
@@ -21,9 +20,6 @@ MATCH_CHARS = 200
 LAST_CELLS = 10  # cells returned when no range or text is given
 MOST_CELLS = 100
 MOST_COUNT = 10_000_000
-
-# Sources that fetch from the network: their printed results may be a page's text.
-_FETCHES = re.compile(r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget ")
 
 
 async def notebook_cells(first: int | None = None, last: int | None = None, matching: str | None = None) -> dict[str, Any]:
@@ -52,7 +48,7 @@ async def notebook_cells(first: int | None = None, last: int | None = None, matc
         entries.append(entry)
         used += size
     entries.reverse()
-    fetched = [f"notebook cell [{c.count}] result" for c in found if c.result and _FETCHES.search(c.source)]
+    fetched = [f"notebook cell [{c.count}] result" for c in found if c.result and notebook.fetches(c.source)]
     if fetched:
         context.note_untrusted(fetched)
     answer: dict[str, Any] = {"cells": entries}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import nbformat
 import papermill
@@ -152,3 +153,24 @@ def test_the_turn_caps_images_over_its_calls(kernel, scripted_model):
     assert counts == [4, 1]
     note = json.loads(scripted_model.requests[2]["messages"][-1]["content"][0]["content"][0]["text"])["images"]
     assert "1 of 30" in note and "0 more this turn" in note
+
+
+def test_the_section_keeps_the_newest_cell_whole_and_says_how_many_older_were_left_out():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.kernel import cells
+
+    shell = InteractiveShell.instance()
+    log = cells.log_for(shell)
+    shell.run_cell("pass", store_history=True)
+    log.seen = shell.execution_count  # the turn so far has seen everything
+    for n in range(30):
+        shell.run_cell(f"value_{n} = {n}\n# " + "x" * 900, store_history=True)
+    shell.run_cell("newest = 1\n# " + "y" * 3_000, store_history=True)
+    shell.execution_count += 1  # as while the %agent cell runs
+    section = cells.turn_section(shell, limit=3_000 + 2 * 700)
+    assert "y" * 3_000 in section  # the newest, whole
+    assert re.search(r"\n# x{500,590} \[\.\.\. [\d,]+ more characters\]", section)  # older ones by their head
+    assert "older left out" in section and len(section) < 6_000
+    assert cells.turn_section(shell) == ""  # seen now
+    assert [c.count for c in cells.history(shell, first=-3)] == [shell.execution_count - 4 + i for i in range(3)]

@@ -153,17 +153,23 @@ class Cell:
         return entry
 
 
-def history(shell: Any, first: int = 1, last: int | None = None) -> list[Cell]:
-    """The cells with execution counts ``first``..``last`` (the cell running now excluded)."""
+def history(shell: Any, first: int = 1, last: int | None = None, matching: str | None = None) -> list[Cell]:
+    """The cells with execution counts ``first``..``last`` (the cell running now excluded),
+    only those whose source contains ``matching`` (any case) when it is given; a negative
+    ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts."""
     sources = list(getattr(getattr(shell, "history_manager", None), "input_hist_raw", []) or [])
     outputs = shell.user_ns.get("Out", {}) if isinstance(shell.user_ns.get("Out"), dict) else {}
     errors = log_for(shell).errors
     running = _running(shell)
     end = min(len(sources) - 1, running - 1, last if last is not None else running)
+    if last is None and matching is None and first < 0:
+        first = end + 1 + first  # the last -first cells
     found = []
     for count in range(max(first, 1), end + 1):
         source = sources[count]
         if not isinstance(source, str) or not source.strip():
+            continue
+        if matching is not None and matching.casefold() not in source.casefold():
             continue
         found.append(Cell(count, source, _result(outputs.get(count, None), count in outputs), errors.get(count)))
     return found
@@ -193,7 +199,7 @@ def turn_section(shell: Any, *, limit: int = SECTION_CHARS) -> str:
     """
     log = log_for(shell)
     running = _running(shell)
-    cells = history(shell, first=log.seen + 1)[-SECTION_CELLS:]
+    cells = history(shell, first=max(log.seen + 1, running - SECTION_CELLS))
     log.seen = running
     if not cells:
         return ""

@@ -31,12 +31,11 @@ async def notebook_cells(first: int | None = None, last: int | None = None, matc
     """
     context = current_context()
     _check(first, last, matching)
-    found = notebook.history(context.shell, first=first or 1, last=last)
-    if matching is not None:
-        found = [c for c in found if matching.casefold() in c.source.casefold()]
-    if first is None:
-        found = found[-LAST_CELLS:] if last is None and matching is None else found[-MOST_CELLS:]
-    found = found[:MOST_CELLS]
+    if first is None and last is None and matching is None:
+        found = notebook.history(context.shell, first=-LAST_CELLS)
+    else:
+        found = notebook.history(context.shell, first=first or 1, last=last, matching=matching)
+        found = found[:MOST_CELLS] if first is not None else found[-MOST_CELLS:]
     entries: list[dict[str, Any]] = []
     used, left_out = 0, 0
     for cell in reversed(found):

@@ -15,9 +15,9 @@ may hold any data (a fetched page), is shown inside the untrusted envelope.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import sysconfig
 import traceback
 import weakref
 from collections import OrderedDict
@@ -36,9 +36,15 @@ ERROR_FRAMES = 8  # the user's frames kept of a traceback (the innermost)
 MESSAGE_CHARS = 1_000
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_LIBRARY_DIRS = tuple(
-    {os.path.realpath(p) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib") if (p := sysconfig.get_path(k))}
-)
+
+
+@functools.cache
+def _library_dirs() -> tuple[str, ...]:
+    """Where the standard library and installed packages live (read on the first error)."""
+    import sysconfig
+
+    paths = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(os.path.realpath(p) + os.sep for p in paths if p)
 
 
 # Sources that fetch from the network: what their cells return may be a page's text.
@@ -120,7 +126,7 @@ def users_frame(filename: str) -> bool:
         return False
     if filename.startswith("<"):
         return True  # <ipython-input-...>, <string>
-    return not os.path.realpath(filename).startswith(_LIBRARY_DIRS)
+    return not os.path.realpath(filename).startswith(_library_dirs())
 
 
 def _cell_names(shell: Any) -> dict[str, str]:

@@ -48,7 +48,9 @@ def _library_dirs() -> tuple[str, ...]:
 
 
 # Sources that fetch from the network: what their cells return may be a page's text.
-_FETCHES = re.compile(r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget ")
+_FETCHES = re.compile(
+    r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget "
+)
 
 
 def fetches(source: str) -> bool:
@@ -109,20 +111,28 @@ def log_for(shell: Any) -> CellLog:
 def describe_error(error: BaseException, shell: Any = None) -> CellError:
     """``error`` with only the user's frames, cell files named as ``Cell [N]``."""
     names = _cell_names(shell)
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if users_frame(f.filename)][-ERROR_FRAMES:]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if users_frame(f.filename)][
+        -ERROR_FRAMES:
+    ]
     for frame in frames:
         if frame.filename in names:
             frame.filename = names[frame.filename]
-    message = str(error) if not isinstance(error, SyntaxError) else "".join(traceback.format_exception_only(error)).strip()
+    message = (
+        str(error)
+        if not isinstance(error, SyntaxError)
+        else "".join(traceback.format_exception_only(error)).strip()
+    )
     if len(message) > MESSAGE_CHARS:
         message = redact(message)[:MESSAGE_CHARS] + " [...]"
-    return CellError(type(error).__name__, redact(message), redact("".join(traceback.format_list(frames))))
+    return CellError(
+        type(error).__name__, redact(message), redact("".join(traceback.format_list(frames)))
+    )
 
 
 def users_frame(filename: str) -> bool:
     """Whether a frame of ``filename`` is the user's code: a cell or the user's own module,
     not this package, the standard library or an installed package."""
-    if filename.startswith("<frozen") or filename.startswith(_PACKAGE_DIR):
+    if filename.startswith(("<frozen", _PACKAGE_DIR)):
         return False
     if filename.startswith("<"):
         return True  # <ipython-input-...>, <string>
@@ -153,13 +163,17 @@ class Cell:
 
         entry: dict[str, Any] = {"execution_count": self.count, "source": redact(self.source)}
         if self.result:
-            entry["result"] = mark_untrusted(_cut(self.result, result_chars), f"cell [{self.count}] result")
+            entry["result"] = mark_untrusted(
+                _cut(self.result, result_chars), f"cell [{self.count}] result"
+            )
         if self.error is not None:
             entry["error"] = self.error.text()
         return entry
 
 
-def history(shell: Any, first: int = 1, last: int | None = None, matching: str | None = None) -> list[Cell]:
+def history(
+    shell: Any, first: int = 1, last: int | None = None, matching: str | None = None
+) -> list[Cell]:
     """The cells with execution counts ``first``..``last`` (the cell running now excluded),
     only those whose source contains ``matching`` (any case) when it is given; a negative
     ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts."""
@@ -177,7 +191,14 @@ def history(shell: Any, first: int = 1, last: int | None = None, matching: str |
             continue
         if matching is not None and matching.casefold() not in source.casefold():
             continue
-        found.append(Cell(count, source, _result(outputs.get(count, None), count in outputs), errors.get(count)))
+        found.append(
+            Cell(
+                count,
+                source,
+                _result(outputs.get(count, None), count in outputs),
+                errors.get(count),
+            )
+        )
     return found
 
 
@@ -239,7 +260,11 @@ def _cell_text(cell: Cell, *, newest: bool, just_before: bool) -> str:
         from agent_kernel.untrusted import mark_untrusted, neutralise
 
         result = _cut(cell.result, RESULT_CHARS)
-        shown = mark_untrusted(result, f"cell [{cell.count}] result") if fetches(cell.source) else neutralise(result)
+        shown = (
+            mark_untrusted(result, f"cell [{cell.count}] result")
+            if fetches(cell.source)
+            else neutralise(result)
+        )
         parts.append(f"Out [{cell.count}]: {shown}")
     return "\n".join(parts)
 

@@ -33,7 +33,9 @@ class ImageError(ValueError):
 
 def fitted(width: int, height: int) -> tuple[int, int]:
     """The size an image of ``width`` × ``height`` is sent at (never larger)."""
-    scale = min(1.0, LONG_SIDE_PX / max(width, height, 1), (MOST_PIXELS / max(width * height, 1)) ** 0.5)
+    scale = min(
+        1.0, LONG_SIDE_PX / max(width, height, 1), (MOST_PIXELS / max(width * height, 1)) ** 0.5
+    )
     return max(1, int(width * scale)), max(1, int(height * scale))
 
 
@@ -47,14 +49,19 @@ def image_block(data: bytes, media_type: str = "image/png") -> dict[str, Any]:
         image: Image.Image = Image.open(io.BytesIO(data))
         size = fitted(*image.size)
         if size != image.size:
-            image = image.convert("RGBA" if media_type == "image/png" else "RGB").resize(size, Image.Resampling.LANCZOS)
+            image = image.convert("RGBA" if media_type == "image/png" else "RGB").resize(
+                size, Image.Resampling.LANCZOS
+            )
             out = io.BytesIO()
             image.save(out, format="PNG" if media_type == "image/png" else "JPEG", quality=85)
             data = out.getvalue()
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise ImageError(f"not a readable {media_type}: {exc}") from None
     encoded = base64.b64encode(data).decode("ascii")
-    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": encoded}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": media_type, "data": encoded},
+    }
 
 
 def is_image(block: Any) -> bool:
@@ -89,7 +96,10 @@ def tokens(block: dict[str, Any]) -> int:
 def placeholder(block: dict[str, Any], what: str = "an image") -> dict[str, Any]:
     """A one-line text block standing for an image left out of a request."""
     width, height = size(block)
-    return {"type": "text", "text": f"[{what} ({width}x{height} px) was here; left out to save context]"}
+    return {
+        "type": "text",
+        "text": f"[{what} ({width}x{height} px) was here; left out to save context]",
+    }
 
 
 def sent_chars(value: Any) -> int:

@@ -34,8 +34,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from agent_kernel.kernel.cells import users_frame
+from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from agent_kernel.kernel.namespace import describe, describe_namespace
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context, images

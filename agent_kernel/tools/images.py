@@ -15,7 +15,7 @@ import base64
 import binascii
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,9 @@ class Seen:
     def look_at_object(self, value: Any) -> None:
         """An object being formatted for display: an Altair chart is kept as its Vega-Lite
         spec, whichever renderer (HTML, mimebundle, PNG) Altair uses to show it."""
-        if not type(value).__module__.startswith("altair.") or not callable(getattr(value, "to_dict", None)):
+        if not type(value).__module__.startswith("altair.") or not callable(
+            getattr(value, "to_dict", None)
+        ):
             return
         self._add(VEGA_LITE, lambda: value.to_dict())
         self.chart_formatted = True
@@ -69,10 +71,8 @@ def watching(shell: Any, keep: int) -> Iterator[Seen]:
     original = publisher.publish
 
     def publish(data: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with suppress(Exception):  # the display itself must go on
             seen.look(data)
-        except Exception:  # noqa: BLE001 - the display itself must go on
-            pass
         return original(data, *args, **kwargs)
 
     formatter = getattr(shell, "display_formatter", None)
@@ -80,10 +80,8 @@ def watching(shell: Any, keep: int) -> Iterator[Seen]:
     original_format = getattr(formatter, "format", None)
 
     def format(value: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
+        with suppress(Exception):  # the display itself must go on
             seen.look_at_object(value)
-        except Exception:  # noqa: BLE001 - the display itself must go on
-            pass
         return original_format(value, *args, **kwargs)  # type: ignore[misc]
 
     publisher.publish = publish
@@ -115,7 +113,7 @@ async def blocks(seen: Seen) -> tuple[list[dict[str, Any]], list[str]]:
                 made.append(image_block(await asyncio.to_thread(_vega_png, data), "image/png"))
             else:
                 made.append(await asyncio.to_thread(image_block, _raw(data), kind))
-        except (ImageError, ValueError, RuntimeError) as exc:
+        except (ImageError, ValueError, TypeError, RuntimeError) as exc:
             problems.append(f"{kind}: {str(exc)[:200]}")
     return made, problems
 
@@ -137,11 +135,13 @@ def _vega_png(spec: Any) -> bytes:
     if isinstance(spec, str):
         spec = json.loads(spec)
     if not isinstance(spec, dict):
-        raise ValueError("a Vega-Lite spec is a JSON object")
+        raise TypeError("a Vega-Lite spec is a JSON object")
     return WORKER.render(spec, scale=1)
 
 
-def note(sent: int, total: int, problems: list[str], *, per_result: int, turn_left: int, off: bool) -> str:
+def note(
+    sent: int, total: int, problems: list[str], *, per_result: int, turn_left: int, off: bool
+) -> str:
     """What the result says about the images its code displayed."""
     if total == 0:
         return ""

@@ -22,7 +22,9 @@ MOST_CELLS = 100
 MOST_COUNT = 10_000_000
 
 
-async def notebook_cells(first: int | None = None, last: int | None = None, matching: str | None = None) -> dict[str, Any]:
+async def notebook_cells(
+    first: int | None = None, last: int | None = None, matching: str | None = None
+) -> dict[str, Any]:
     """The user's cells (source, result, error) by execution count; default the last 10.
 
     ``first`` and ``last`` are execution counts, ``matching`` text the source contains (any
@@ -47,7 +49,11 @@ async def notebook_cells(first: int | None = None, last: int | None = None, matc
         entries.append(entry)
         used += size
     entries.reverse()
-    fetched = [f"notebook cell [{c.count}] result" for c in found if c.result and notebook.fetches(c.source)]
+    fetched = [
+        f"notebook cell [{c.count}] result"
+        for c in found
+        if c.result and notebook.fetches(c.source)
+    ]
     if fetched:
         context.note_untrusted(fetched)
     answer: dict[str, Any] = {"cells": entries}
@@ -61,11 +67,15 @@ async def notebook_cells(first: int | None = None, last: int | None = None, matc
 def _check(first: int | None, last: int | None, matching: str | None) -> None:
     for name, count in (("first", first), ("last", last)):
         if count is not None and not 1 <= count <= MOST_COUNT:
-            raise ToolInputError(f"{name} is an execution count from 1 to {MOST_COUNT:,}, not {count}.")
+            raise ToolInputError(
+                f"{name} is an execution count from 1 to {MOST_COUNT:,}, not {count}."
+            )
     if first is not None and last is not None and last < first:
         raise ToolInputError(f"last ({last}) is before first ({first}); give first <= last.")
     if matching is not None and not 1 <= len(matching) <= MATCH_CHARS:
-        raise ToolInputError(f"matching is 1 to {MATCH_CHARS} characters of text, not {len(matching)}.")
+        raise ToolInputError(
+            f"matching is 1 to {MATCH_CHARS} characters of text, not {len(matching)}."
+        )
 
 
 DESCRIPTION = "The user's cells (source, result, error) by execution count: first..last, or matching text; default the last 10."

@@ -357,13 +357,13 @@ class Agent:
         )  # fmt: skip
 
     async def _turn(self, request: TurnRequest) -> TurnResult:
+        from agent_kernel.kernel.cells import turn_section as notebook_cells
         from agent_kernel.kernel.interrupts import TurnInterrupts
         from agent_kernel.model import conversation
         from agent_kernel.model.usage import InputEstimate
         from agent_kernel.tools.context import UntrustedReads
         from agent_kernel.turn.approval import make_check
         from agent_kernel.turn.assemble import Assembler, TurnPlan, thinking_level
-        from agent_kernel.kernel.cells import turn_section as notebook_cells
         from agent_kernel.turn.prompt import assemble, turn_context
 
         config = self.config

@@ -106,6 +106,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
     warmup.start_after_cell(shell, settings)
+    from agent_kernel.kernel import cells
+
+    cells.log_for(shell)  # the errors of the user's cells, from now on
 
 
 def unload_ipython_extension(shell: InteractiveShell) -> None:

@@ -133,6 +133,20 @@ class AgentKernel(Configurable):
         20_000, help="Largest tool result (in characters) sent back to the model."
     ).tag(config=True)
 
+    image_feedback = Bool(
+        True,
+        help="Send the images run_code's code displays (figures, PNG/JPEG outputs, Vega-Lite "
+        "charts rasterised) back to the model, downscaled to at most 1,568 px on the long side.",
+    ).tag(config=True)
+
+    images_per_result = Int(
+        4, help="Most images one run_code result sends the model (0 to 20); the result says how many were left out."
+    ).tag(config=True)
+
+    images_per_turn = Int(
+        8, help="Most images one turn sends the model (0 to 100), over all its run_code calls."
+    ).tag(config=True)
+
     # -- widgets and the person at the notebook -----------------------------------------
 
     presence_timeout = Float(
@@ -365,6 +379,14 @@ class AgentKernel(Configurable):
         if proposal["value"] < 0:
             raise TraitError(f"summary_idle_minutes is minutes (0: no summaries), not {proposal['value']}.")
         return proposal["value"]
+
+    @validate("images_per_result", "images_per_turn")
+    def _valid_image_counts(self, proposal: dict) -> int:
+        value, name = proposal["value"], proposal["trait"].name
+        most = 20 if name == "images_per_result" else 100
+        if not 0 <= value <= most:
+            raise TraitError(f"{name} is a number of images from 0 to {most}, not {value}.")
+        return value
 
     @validate("context_window")
     def _valid_context_window(self, proposal: dict) -> int:

@@ -165,11 +165,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--budget-turns", type=int, default=500, help="turns of the context-budget session")
-    args = options(parser, quick={"turns": 3, "budget_turns": 10})
+    parser.add_argument("--figure-turns", type=int, default=200, help="turns of the session drawing a figure each")
+    args = options(parser, quick={"turns": 3, "budget_turns": 10, "figure_turns": 10})
     before = default_prompt_size("before", **BEFORE)
     prompt = default_prompt_size("now")
     billing = cache_billing(args.turns)
-    from context_budget import budget_figures  # the same folder
+    from context_budget import budget_figures, figure_figures  # the same folder
 
     share = {name: f["read"] / f["total"] * 100 for name, f in billing.items()}
     rows = [
@@ -180,7 +181,7 @@ def main() -> None:
         Row(f"input read from the prompt cache, turns 2-{args.turns} (baseline: the earlier defaults)",
             share["now"], "%", share["before"]),
     ]  # fmt: skip
-    write(args, "context", rows + budget_figures(args.budget_turns))
+    write(args, "context", rows + budget_figures(args.budget_turns) + figure_figures(args.figure_turns))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,31 @@ def _long_print(body: dict[str, Any]) -> Any:
     return call("run_code", code=f"print('line {len(body['messages'])} '.ljust(5000, 'x'), end='')")
 
 
-def run_session(turns: int, window: int) -> dict[str, Any]:
+FIGURE = """
+import io, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from IPython.display import Image, display
+fig, ax = plt.subplots(figsize=(6.4, 4.8), dpi=100)
+ax.plot(range(50), [(i * {n}) % 17 for i in range(50)])
+ax.set_title("turn {n}")
+buffer = io.BytesIO()
+fig.savefig(buffer, format="png")
+plt.close(fig)
+display(Image(data=buffer.getvalue()))
+"""
+
+
+def _figure(body: dict[str, Any]) -> Any:
+    from agent_kernel.testing import call, say
+
+    last = body["messages"][-1]["content"]
+    if any(b.get("type") == "tool_result" for b in last):
+        return say("The figure shows a sawtooth.")
+    return call("run_code", code=FIGURE.format(n=len(body["messages"])))
+
+
+def run_session(turns: int, window: int, responder: Any = _long_print, prompt: str = "print a long line") -> dict[str, Any]:
     """Run the session; return the requests, the stored conversation and the compactions."""
     os.environ.setdefault("ANTHROPIC_API_KEY", "scripted-benchmark-key")
     from IPython.core.interactiveshell import InteractiveShell
@@ -60,7 +84,7 @@ def run_session(turns: int, window: int) -> dict[str, Any]:
     from agent_kernel import Agent
     from agent_kernel.testing import ScriptedModel
 
-    model = ScriptedModel(responder=_long_print)
+    model = ScriptedModel(responder=responder)
     folder = tempfile.mkdtemp(prefix="context-budget-")
     agent = Agent(
         shell=InteractiveShell.instance(),
@@ -73,7 +97,7 @@ def run_session(turns: int, window: int) -> dict[str, Any]:
 
     async def run() -> None:
         for n in range(1, turns + 1):
-            result = await agent.arun(f"turn {n}: print a long line")
+            result = await agent.arun(f"turn {n}: {prompt}")
             assert not result.failed, result.error
         await agent._model_client.aclose()
 
@@ -152,12 +176,39 @@ def budget_figures(turns: int = 500, window: int = 30_000) -> list[Row]:
     return rows
 
 
+def figure_figures(turns: int = 200, window: int = 30_000) -> list[Row]:
+    """A session whose every turn draws a figure the model sees: the largest request
+    against ``context_window`` and the share of input read from the prompt cache on turns
+    2 and later (the scripted model's cache; an image counted as the API counts one)."""
+    from agent_kernel.testing.cache import PromptCache, blocks_of
+
+    session = run_session(turns, window, _figure, "draw the figure")
+    requests = session["requests"]
+    largest = max(sum(b.tokens for b in blocks_of(r)) for r in requests)
+    cache = PromptCache()
+    usages = [cache.usage(r) for r in requests]
+    later = usages[2:]  # each turn: the tool call, then the answer
+    read = sum(u["cache_read_input_tokens"] for u in later)
+    total = read + sum(u["cache_creation_input_tokens"] + u["input_tokens"] for u in later)
+    share = read / total if total else 0.0
+    images = sum(1 for r in requests[-1:] for m in r["messages"] for b in m["content"] if b.get("type") == "tool_result"
+                 and isinstance(b.get("content"), list) and any(c.get("type") == "image" for c in b["content"]))
+    print(f"{turns} turns with a figure each, context_window {window:,}: largest request {largest:,} tokens "
+          f"({'within' if largest <= window else 'OVER'} the window), cache read share turns 2+ {share:.1%}, "
+          f"images in the last request {images}, compactions {len(session['compactions'])}")
+    return [
+        Row(f"largest request of a {turns}-turn session with a figure a turn", largest, "tokens", goal=window),
+        Row("input read from the prompt cache, turns 2+ of the figure session", share * 100, "%", goal=90, at_most=False),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--window", type=int, default=30_000)
-    args = options(parser, quick={"turns": 10})
-    write(args, "context_budget", budget_figures(args.turns, args.window))
+    parser.add_argument("--figure-turns", type=int, default=200)
+    args = options(parser, quick={"turns": 10, "figure_turns": 10})
+    write(args, "context_budget", budget_figures(args.turns, args.window) + figure_figures(args.figure_turns, args.window))
 
 
 if __name__ == "__main__":

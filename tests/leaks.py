@@ -35,6 +35,14 @@ agent = get_ipython().find_magic("agent").__self__.kernel_agent
 
 S = f'os.environ["{NAME}"]'
 
+# Cells the user runs before the turns, the secret typed into a source: the turn context
+# (the cells run since the last turn) and notebook_cells show them.
+USER_CELLS = [
+    f"typed_token = {SECRET!r}  # typed in by hand",
+    "typed_token",
+    "print('using', typed_token)",
+]
+
 # (what it tries, code run with run_code)
 CODE_ATTEMPTS: list[tuple[str, str]] = [
     ("raw print", f"print({S})"),
@@ -117,6 +125,7 @@ TOOL_ATTEMPTS: list[tuple[str, str, dict[str, Any]]] = [
     ("memory tool list", "memory", {"action": "list"}),
     ("read_system_prompt", "read_system_prompt", {}),
     ("db_schema", "db_schema", {}),
+    ("notebook_cells", "notebook_cells", {"matching": "typed_token"}),
 ]
 
 # The @tool functions defined above, offered from the next turn on.

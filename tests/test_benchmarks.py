@@ -22,6 +22,7 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 TIMEOUT = 300  # seconds; quick runs take 1-40 s on a busy 2-core machine
 
 # name -> (lines its output has, how many result rows it writes)
+FIGURES = r"with a figure each, .* largest request [\d,]+ tokens \(within the window\), cache read share turns 2\+ (9\d|100)\.\d%, images in the last request [1-9]"
 EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "load_ext": ((r"%load_ext agent_kernel +[\d.]+ ms +[\d.]+ ms +\(goal <= 50 ms\)", r"import anthropic +[\d.]+ ms"), 2),
     "loop_overhead": (
@@ -46,8 +47,8 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "sql_dataframe": ((r"distinct count +[\d.]+ ms +[\d.]+ ms", r"worst ratio [\d.]+", r"first db_sql call, [\d.]+ s after %load_ext: median \d+ ms"), 4),
     "blocks": ((r"first page \(25 rows\) +[\d.]+ ms", r"PNG with vl-convert +[\d.]+ ms", r"turn with ask_user .* [\d.]+ ms"), 4),
     "redaction": ((r"redact \(2 hits\) +[\d.]+ ms", r"scrub walk +[\d.]+ ms"), 10),
-    "context": ((r"Default prompt now .* = [\d,]+ chars", r"\n  now +[\d,]+", r"\n  before +[\d,]+", r"\n +10 +[\d,]+ +[\d,]+"), 4),
-    "context_budget": ((r"\n +10 +[\d,]+ +[\d,]+", r"compactions: \d+"), 1),
+    "context": ((r"Default prompt now .* = [\d,]+ chars", r"\n  now +[\d,]+", r"\n  before +[\d,]+", r"\n +10 +[\d,]+ +[\d,]+", FIGURES), 6),
+    "context_budget": ((r"\n +10 +[\d,]+ +[\d,]+", r"compactions: \d+", FIGURES), 3),
     "delegation": ((r"concurrency 16 +[\d.]+", r"\(b\) three 0.2 s isolated steps: .* [\d.]+x faster"), 2),
 }
 USES_KERNELS = {"loop_overhead", "cold_turn", "scheduler_overhead", "blocks"}

@@ -78,11 +78,15 @@ def _check_corpus(scripted_model, db_path) -> None:
     prompts = [requests[3]["messages"][-1], requests[5]["messages"][-1]]
     assert all(marker in json.dumps(p) for p in prompts)
     assert leaks.attempts() >= 40
+    first = "\n".join(context_texts(requests[0]["messages"]))
+    assert "typed_token = " in first and marker in first  # the user's cells, redacted
 
 
 def test_leak_corpus_live_with_agent_secret(kernel, scripted_model, agent_db):
     kernel.execute(f"%agent_secret {leaks.NAME}", answer=leaks.SECRET)
     kernel.ok(leaks.SETUP)
+    for cell in leaks.USER_CELLS:
+        kernel.ok(cell)
     scripted_model.add(*leaks.script())
     # The attempts that raise show their error in the cell, as code the agent runs does.
     assert kernel.execute("%agent step one").status == "ok"
@@ -102,6 +106,7 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
         "%load_ext agent_kernel",
         f'%config AgentKernel.secret_env = ["{leaks.NAME}"]',
         leaks.SETUP,
+        *leaks.USER_CELLS,
         "%agent step one",
         *[f"%agent {prompt}" for prompt in leaks.PROMPTS],
     ]
@@ -113,7 +118,7 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     # the notebook succeeds (they show on the cells' stderr, not as error outputs).
     papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
     cells = nbformat.read(output, 4).cells
-    assert [c.execution_count for c in cells[-3:]] == [4, 5, 6]
+    assert [c.execution_count for c in cells[-3:]] == [7, 8, 9]
     assert not [o for c in cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     _check_corpus(scripted_model, agent_db)
     # os.environ printed, and interpolated into a prompt, held them too.

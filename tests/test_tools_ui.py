@@ -252,7 +252,9 @@ def test_nul_and_huge_chart_text_never_kill_the_kernel(kernel, scripted_model):
     result = kernel.ok("%agent chart it", timeout=120)
     assert time.monotonic() - started < 60
     drawn = result_of(scripted_model.requests[1])
-    assert drawn.get("is_error") is not True and value_of(scripted_model.requests[1]) == {"ok": True}
+    text, image = drawn["content"]  # the chart goes back to the model as an image too
+    assert drawn.get("is_error") is not True and json.loads(text["text"]) == {"ok": True, "images": "1 chart(s) attached below as images."}
+    assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
     pngs = [d for d in result.final_texts("image/png")]
     assert len(pngs) == 1  # the cleaned chart was drawn
     for index, needle in [(2, "blocks[0].title is 100,000 characters; the limit is 300"),

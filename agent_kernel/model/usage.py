@@ -12,7 +12,6 @@ extra request).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -82,11 +81,13 @@ def _field(usage: Any, name: str) -> int:
 
 
 def request_chars(params: Mapping[str, Any]) -> int:
-    """Characters of what a request sends the model: system prompt, tools and messages.
+    """Characters of what a request sends the model: system prompt, tools and messages
+    (an image counted as the characters its tokens stand for, see :mod:`agent_kernel.model.images`).
 
     A deferred tool definition is left out: the model reads it only once a tool search
     found it (see :mod:`agent_kernel.model.tool_search`).
     """
+    from agent_kernel.model.images import sent_chars
     from agent_kernel.model.tool_search import prompt_tools
 
     size = 0
@@ -96,7 +97,7 @@ def request_chars(params: Mapping[str, Any]) -> int:
             continue
         if key == "tools":
             value = prompt_tools(value)
-        size += len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+        size += len(value) if isinstance(value, str) else sent_chars(value)
     return size
 
 

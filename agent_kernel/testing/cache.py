@@ -62,8 +62,17 @@ def canonical(block: dict[str, Any]) -> str:
 
 
 def block_tokens(block: dict[str, Any]) -> int:
-    """The token estimate of one block: ``ceil(len(canonical(block)) / 4)``."""
-    return math.ceil(len(canonical(block)) / 4)
+    """The token estimate of one block: ``ceil(len(canonical(block)) / 4)``, an image in it
+    counted as the API counts one (about ``width × height / 750``), not by its base64."""
+    return _tokens(block, canonical(block))
+
+
+def _tokens(block: dict[str, Any], text: str) -> int:
+    from agent_kernel.model import images
+
+    found = images.blocks_in(block)
+    size = len(text) + sum(images.tokens(b) * 4 - len(canonical(b)) for b in found)
+    return math.ceil(size / 4)
 
 
 def blocks_of(request: dict[str, Any]) -> list[Block]:
@@ -98,7 +107,7 @@ def blocks_of(request: dict[str, Any]) -> list[Block]:
             text += "".join(deferred.get(name, "") for name in referenced([{"content": [block]}]))
         digest.update(f"\x00{where}\x00{len(text)}\x00{text}".encode())
         marked = block.get("cache_control") is not None or (automatic and position == len(parts) - 1)
-        blocks.append(Block(math.ceil(len(text) / 4), marked, digest.copy().hexdigest()))
+        blocks.append(Block(_tokens(block, text), marked, digest.copy().hexdigest()))
     return blocks
 
 

@@ -197,7 +197,10 @@ class Outcome:
     def block(self, tool_use_id: str) -> dict[str, Any]:
         from agent_kernel.model.conversation import tool_result
 
-        return tool_result(tool_use_id, self.content, is_error=self.is_error)
+        block = tool_result(tool_use_id, self.content, is_error=self.is_error)
+        if self.report.images and not self.is_error:
+            block["content"] = [{"type": "text", "text": self.content}, *self.report.images]
+        return block
 
 
 @dataclass

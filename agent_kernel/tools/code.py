@@ -35,10 +35,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from agent_kernel.kernel.cells import users_frame
 from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from agent_kernel.kernel.namespace import describe, describe_namespace
 from agent_kernel.secrets import redact
-from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools import Tool, current_context, images
 
 STREAM_CHARS = 8_000
 RESULT_CHARS = 2_000
@@ -179,6 +180,7 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         _tee_streams() as (stdout, stderr),
         _quiet_stops(shell, interrupts),
         _no_exit(shell),
+        images.watching(shell, _images_wanted(context)) as seen,
     ):
         value, error = await interrupts.run_code(
             _execute(shell, code, transformed, preprocessing_error), timeout_s
@@ -192,7 +194,32 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         outcome["result"] = _short_repr(value)
     if error is not None:
         outcome["error"] = _describe_error(error, timed_out=interrupts.timed_out, timeout_s=timeout_s)
+    shown = await _attach_images(context, seen)
+    if shown:
+        outcome["images"] = shown
     return outcome
+
+
+def _images_wanted(context: Any) -> int:
+    """How many of the images this run displays may go back to the model."""
+    settings = context.settings
+    if not settings.image_feedback:
+        return 0
+    wanted: int = min(settings.images_per_result, settings.images_per_turn - context.images_sent)
+    return max(0, wanted)
+
+
+async def _attach_images(context: Any, seen: images.Seen) -> str:
+    """Attach the images ``seen`` to the call's result; the line the result says about them."""
+    settings = context.settings
+    made, problems = await images.blocks(seen) if seen.found else ([], [])
+    for block in made:
+        context.report.attach_image(block)
+    context.images_sent += len(made)
+    return images.note(
+        len(made), seen.total, problems, per_result=settings.images_per_result,
+        turn_left=max(0, settings.images_per_turn - context.images_sent), off=not settings.image_feedback,
+    )  # fmt: skip
 
 
 async def _execute(
@@ -570,7 +597,7 @@ def _traceback(error: BaseException) -> str:
     frames = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)
-        if not any(f"{os.sep}{pkg}{os.sep}" in frame.filename for pkg in _PLUMBING)
+        if not any(f"{os.sep}{pkg}{os.sep}" in frame.filename for pkg in _PLUMBING) and users_frame(frame.filename)
     ]
     text = "".join(traceback.format_list(frames))
     text += "".join(traceback.format_exception_only(type(error), error))

@@ -92,6 +92,7 @@ class ToolContext:
     reads: UntrustedReads = field(default_factory=UntrustedReads)
     # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
     sessions: SubSessionHost | None = None
+    images_sent: int = 0  # images run_code attached to results this turn (AgentKernel.images_per_turn)
     journal: Journal = field(init=False)  # the turn's pending writes
 
     def __post_init__(self) -> None:

@@ -24,6 +24,11 @@ class ToolReport:
     tools_changed: bool = False  # an agent-defined tool was created, changed, switched or trusted
     untrusted: list[str] = field(default_factory=list)  # where untrusted content entered, one line each
     ended: str | None = None  # report_result: the session ended itself with this result
+    images: list[dict[str, Any]] = field(default_factory=list)  # image blocks sent with the result
+
+    def attach_image(self, block: dict[str, Any]) -> None:
+        """An image block (see :mod:`agent_kernel.model.images`) the model gets with the result."""
+        self.images.append(block)
 
     def ran_code(self, run: dict[str, Any]) -> None:
         """A ``run_code`` execution (its outcome and code), for the audit trail."""

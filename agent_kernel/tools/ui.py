@@ -60,6 +60,7 @@ async def render_blocks(
     from agent_kernel.display.presence import PRESENCE
     from agent_kernel.display.safe import clean_text, clean_value
     from agent_kernel.display.waiting import Nobody, Pending
+    from agent_kernel.tools.images import attach_png
 
     ctx = current_context()
     checked = [clean_value(block) for block in B.check_blocks(blocks)]
@@ -74,6 +75,7 @@ async def render_blocks(
     # Build every output before showing any, so a block that fails shows nothing half-done.
     outputs: list[Any] = [B.title_bundle(title)] if title else []
     pending: Pending | None = None
+    charts_seen = 0  # charts attached to the result as images (agent_kernel.tools.images)
     for block in checked:
         kind = block["type"]
         if kind == "table":
@@ -82,7 +84,9 @@ async def render_blocks(
             from agent_kernel.display.charts import chart_bundle, chart_png, chart_spec
 
             spec = chart_spec(block, ctx.namespace)
-            outputs.append(chart_bundle(spec, await asyncio.to_thread(chart_png, spec)))
+            png = await asyncio.to_thread(chart_png, spec)
+            outputs.append(chart_bundle(spec, png))
+            charts_seen += attach_png(ctx, png)
         elif kind == "form":
             from agent_kernel.display.form import FormWidget
 
@@ -105,7 +109,7 @@ async def render_blocks(
     for output in outputs:
         _show(output)
     if pending is None:
-        return {"ok": True}
+        return {"ok": True, "images": f"{charts_seen} chart(s) attached below as images."} if charts_seen else {"ok": True}
     outcome = await pending.wait()
     if isinstance(outcome, Nobody):
         return _no_user_form(pending.widget.fields, outcome.reason)

@@ -367,6 +367,7 @@ class Agent:
     ) -> tuple[TurnResult, str | None]:
         """Run the turn; its result, and the footer of a failed turn whose cell fails (the
         cell shows it with the failure's line, last)."""
+        from agent_kernel.kernel.cells import turn_section as notebook_cells
         from agent_kernel.kernel.interrupts import TurnInterrupts
         from agent_kernel.model import conversation
         from agent_kernel.model.usage import InputEstimate
@@ -395,6 +396,7 @@ class Agent:
         context_block = turn_context(
             start.conversation.known, settings=config, shell=self.shell, groups=groups, notepad=start.notepad,
             notes=mcp_failures, previous_session=_previous_section(start.recall, summaries),
+            cells=notebook_cells(self.shell) if groups else "",
         )
         for line in mcp_failures:
             transcript.notice(line, kind="error")

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.model import images
 from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.store.compactions import Compaction
@@ -91,8 +92,9 @@ def is_summary_request(body: dict[str, Any]) -> bool:
 
 
 def chars(value: Any) -> int:
-    """The size the budget counts: characters of the JSON the SDK sends."""
-    return len(json.dumps(value, default=str))
+    """The size the budget counts: characters of the JSON the SDK sends, each image
+    counted as the characters its tokens stand for (:func:`agent_kernel.model.images.sent_chars`)."""
+    return images.sent_chars(value)
 
 
 def tokens(n_chars: int) -> int:
@@ -158,6 +160,9 @@ _EXECUTION_ID = re.compile(r'"execution_id":\s*"([0-9a-f]+)"')
 def trim_result(block: dict[str, Any]) -> dict[str, Any]:
     """``block`` (a tool_result) with a long text content cut to its head and tail."""
     content = block.get("content")
+    if isinstance(content, list) and any(images.is_image(b) for b in content):
+        block = dict(block, content=[images.placeholder(b, "an image the tool returned") if images.is_image(b) else b for b in content])
+        content = block["content"]
     if isinstance(content, list):
         if all(b.get("type") == "text" for b in content):
             content = "\n".join(b.get("text", "") for b in content)

@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 BASE_INSTRUCTION = """\
 You are an agent working inside the user's live Jupyter kernel, answering from a notebook \
 cell. Code you run with run_code executes in the user's own namespace: variables you \
-define stay for the user, and prints, plots and displays appear in their cell as you go. \
+define stay for the user, and prints, plots and displays appear in their cell as you go (you see the images too). \
 Prefer small steps: inspect data before transforming it, check results, and say briefly \
 what you did. Do not re-create data the user already has in the kernel; inspect it. \
 Your final message is shown in the notebook as Markdown. Each user message starts with a \
-<turn-context> block the notebook adds (date and time, kernel variables changed since the \
-last list); the user's own words follow it."""
+<turn-context> block the notebook adds (time, changed variables, cells the user ran since your last \
+turn and their errors); the user's own words follow it."""
 
 # The tag around the per-turn context; a user message's first text block that starts with
 # it is that context, not the user's words.
@@ -214,6 +214,7 @@ def turn_context(
     notepad: str = "",
     notes: Iterable[str] = (),
     previous_session: str = "",
+    cells: str = "",
 ) -> dict[str, Any]:
     """The text block that leads a new user message: the time, the kernel's variables
     that changed since the list the conversation already holds (``known``: that list, as
@@ -221,7 +222,8 @@ def turn_context(
     turn-context texts; None when it holds none), and the session's notepad (``notepad``:
     its text as the turn starts), ``notes`` (one line each, such as an MCP server that did
     not start), and on a session's first turn the previous session's summary
-    (``previous_session``, see :mod:`agent_kernel.turn.summaries`)."""
+    (``previous_session``, see :mod:`agent_kernel.turn.summaries`); ``cells``: the cells
+    the user ran since the last turn (:func:`agent_kernel.kernel.cells.turn_section`)."""
     from agent_kernel.kernel import namespace
     from agent_kernel.store.notepad import turn_section
 
@@ -233,5 +235,7 @@ def turn_context(
         lines.append(turn_section(notepad))
     if previous_session.strip():
         lines.append(previous_session.strip())
+    if cells.strip():
+        lines.append(cells.strip())
     lines.extend(notes)
     return {"type": "text", "text": CONTEXT_START + "\n".join(lines) + CONTEXT_END}

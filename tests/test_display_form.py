@@ -68,7 +68,7 @@ def test_static_form_says_how_it_ended():
 
 
 def test_a_waiting_form_carries_its_static_record_for_a_notebook_reopened_without_its_kernel():
-    from agent_kernel.display.blocks import WIDGET_VIEW_MIME, WIDGET_WITH_FALLBACK_MIME
+    from agent_kernel.display.fallback import WIDGET_VIEW_MIME, WIDGET_WITH_FALLBACK_MIME
     from agent_kernel.display.form import FormWidget
 
     form = FormWidget(title="Report", fields=[{"name": "owner", "label": "Owner", "type": "text", "required": True}])

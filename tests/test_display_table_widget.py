@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agent_kernel.display.blocks import WIDGET_VIEW_MIME, WIDGET_WITH_FALLBACK_MIME
+from agent_kernel.display.fallback import WIDGET_VIEW_MIME, WIDGET_WITH_FALLBACK_MIME
 from agent_kernel.display.table_widget import TableSource, TableWidget, cell_text
 from agent_kernel.errors import ToolInputError
 

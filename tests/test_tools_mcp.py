@@ -99,6 +99,15 @@ def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_mod
     assert agent.agent._mcp.tools()[0] is process_tools[0]
 
 
+def offered_tools(request: dict) -> set[str]:
+    """The tools a request offers: a tool an earlier search found stays in the request,
+    deferred and marked as not offered (the API refuses a conversation naming a tool the
+    request lacks)."""
+    from agent_kernel.tools import NOT_OFFERED
+
+    return {t["name"] for t in request["tools"] if t.get("description") != NOT_OFFERED}
+
+
 def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_server_do_not(
     notes_agent, scripted_model
 ):
@@ -116,7 +125,7 @@ def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_ser
     assert got[1][1] and "no note called x" in got[1][0]  # ran: reading needs no approval
     scripted_model.add(say("ok"))
     agent.ok("look", approve="read-only")
-    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    offered = offered_tools(scripted_model.requests[-1])
     assert "notes__read_note" in offered and "notes__write_note" not in offered
 
 
@@ -213,7 +222,7 @@ def test_a_read_only_claim_is_believed_only_from_a_server_the_user_trusts(notes_
     assert not marker.exists()
     scripted_model.add(say("ok"))
     agent.ok("look", approve="read-only")
-    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    offered = offered_tools(scripted_model.requests[-1])
     assert not any(name.startswith("notes__") for name in offered)  # every tool counts as writing
 
     agent.agent.config.mcp_servers = notes_server(folder, trusted=True)
@@ -222,7 +231,7 @@ def test_a_read_only_claim_is_believed_only_from_a_server_the_user_trusts(notes_
     assert marker.exists()  # the user trusted the server, so its claim was believed
     scripted_model.add(say("ok"))
     agent.ok("look", approve="read-only")
-    offered = {t["name"] for t in scripted_model.requests[-1]["tools"]}
+    offered = offered_tools(scripted_model.requests[-1])
     assert {"notes__peek_note", "notes__read_note"} <= offered and "notes__write_note" not in offered
 
 

@@ -183,7 +183,7 @@ def test_fetch_url_refusal_says_why_and_what_the_user_can_allow(shell_agent, scr
     assert refusal["content"].startswith(f"Refused {site.url('/page')}: 127.0.0.2 is a loopback address.")
     assert "%config AgentKernel.fetch_allow = ['127.0.0.2']" in refusal["content"]
     assert site.hits == [] or all(h != "/page" for h in site.hits[-1:])
-    assert any(line.startswith("[fetch_url] error Refused") for line in cell.lines)
+    assert any(line.startswith("[fetch_url] error") and " Refused " in line for line in cell.lines)
 
 
 def test_after_web_content_writing_tools_are_refused_without_an_approver(shell_agent, scripted_model, site):

@@ -29,18 +29,6 @@ from agent_kernel.display import safe
 
 Bundle = dict[str, Any]
 
-WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-# The same view, under a type the agent-kernel JupyterLab extension renders ahead of the
-# widget view: the bundle's static text/html until the widget is drawn, and instead of
-# it when the widget's kernel is gone (where the plain view says "model not found").
-WIDGET_WITH_FALLBACK_MIME = "application/vnd.agent-kernel.widget-view+json"
-
-
-def with_fallback_view(data: Bundle) -> Bundle:
-    """A widget's bundle (which carries its static text/html) with the view the extension
-    renders, static first."""
-    return {**data, WIDGET_WITH_FALLBACK_MIME: data[WIDGET_VIEW_MIME]}
-
 BLOCK_TYPES = ("markdown", "table", "chart", "form", "code", "image", "alert", "json")
 ALERT_VARIANTS = ("info", "warning", "danger", "success")
 CHART_TYPES = ("line", "bar", "pie", "area")

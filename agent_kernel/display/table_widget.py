@@ -11,7 +11,7 @@ show them, except in columns whose name says they hold a year, an id or a code.
 The static rendering (for saved notebooks and unattended runs) is the first page as an
 HTML table with a note of how many rows there are. The widget's bundle carries it, and
 carries the widget view a second time under
-:data:`~agent_kernel.display.blocks.WIDGET_WITH_FALLBACK_MIME`: the
+:data:`~agent_kernel.display.fallback.WIDGET_WITH_FALLBACK_MIME`: the
 JupyterLab extension ranks that first and shows the static page until the widget
 manager draws the view, and keeps it when the kernel that held the widget is gone (a
 reopened notebook), where the plain widget view would say "model not found".
@@ -29,7 +29,7 @@ from typing import Any
 import traitlets
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.display.blocks import Bundle, with_fallback_view
+from agent_kernel.display.fallback import Bundle, with_fallback_view
 from agent_kernel.display.presence import ACK_JS, AckWidget
 from agent_kernel.display.text_tables import Table
 

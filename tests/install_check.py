@@ -45,6 +45,7 @@ def first_steps(page_url: str) -> Step:
     return [
         ("run_code", {"code": CODE}),
         ("inspect_namespace", {"names": ["sales"]}),
+        ("notebook_cells", {}),
         ("db_sql", {"sql": "SELECT region, sum(revenue) AS total FROM sales GROUP BY region", "into": "totals"}),
         ("db_schema", {}),
         ("set_state", {"key": "last_region", "value": {"name": "North"}}),

@@ -122,9 +122,9 @@ def test_the_wheel_alone_runs_every_tool_with_db_sql_into(wheel, tmp_path):
     result = check_every_tool(bin_dir, tmp_path)
     assert not result["failed"] and result["text"] == "Every tool was called.", result
     called = result["called"]
-    # Every tool offered was called, but those the API runs (web_search, web_fetch) and
-    # report_result, which only a sub-session is offered (it ran there: see its result).
-    assert set(result["offered"]) - set(called) == {"web_search", "web_fetch", "report_result"}
+    # Every tool offered was called, but those the API runs (web_search, web_fetch, the
+    # tool search) and report_result, which only a sub-session is offered (it ran there).
+    assert set(result["offered"]) - set(called) == {"web_search", "web_fetch", "tool_search_tool_bm25", "report_result"}
     failed = {name: r["text"] for name, r in called.items() if r["is_error"]}
     assert not failed, failed
     assert '"into": {"variable": "totals", "shape": [2, 2]}' in called["db_sql"]["text"]

@@ -79,6 +79,12 @@ def tool_results(request: dict) -> list[dict]:
     return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
+def result_text(result: dict) -> str:
+    """A tool result's text (its content is a list when images follow the text)."""
+    content = result["content"]
+    return content if isinstance(content, str) else "".join(b["text"] for b in content if b["type"] == "text")
+
+
 # -- (a) streamed text and a table ----------------------------------------------------------
 
 
@@ -154,7 +160,7 @@ FORM_FIELDS = [
 
 
 def thank_for_the_form(request: dict):
-    result = json.loads(tool_results(request)[0]["content"])
+    result = json.loads(result_text(tool_results(request)[0]))
     data = result["data"]
     return say(
         f"Thanks, {data['owner']}: a {data['quarter']} report from {data['start']} with a "
@@ -203,7 +209,7 @@ def test_form_is_filled_in_and_the_turn_goes_on_with_its_values(lab_page, jupyte
     agent_cell.get_by_text("Thanks, Ada Lovelace").wait_for(timeout=30_000)
     shown = agent_cell.inner_text()
     assert "a Q3 report from 2026-07-01 with a budget of 2500.5 (East included: False)" in shown
-    result = json.loads(tool_results(lab_model.requests[start + 1])[0]["content"])
+    result = json.loads(result_text(tool_results(lab_model.requests[start + 1])[0]))
     assert result == {"action": "submit", "data": {
         "owner": "Ada Lovelace", "quarter": "Q3", "budget": 2500.5, "start": "2026-07-01",
         "include_east": False, "notes": "Split by region, please.",
@@ -244,7 +250,7 @@ def test_approval_card_skip_declines_and_run_executes(lab_page, jupyterlab, lab_
 
     skipped = tool_results(lab_model.requests[start + 1])[0]
     assert skipped["is_error"] is True and "The user declined to run run_code" in skipped["content"]
-    ran = json.loads(tool_results(lab_model.requests[start + 2])[0]["content"])
+    ran = json.loads(result_text(tool_results(lab_model.requests[start + 2])[0]))
     assert ran["success"] is True and ran["stdout"] == "approved 42\n"
     cell(page, 2).get_by_text("False 42").wait_for(timeout=30_000)
     shown = agent_cell.inner_text()

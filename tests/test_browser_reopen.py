@@ -20,7 +20,7 @@ from agent_kernel.display.blocks import TURN_NOTEBOOK_BYTES
 from agent_kernel.testing import reply, say, tool_use
 
 from .capabilities import needs_widget_replies
-from .test_browser import KERNEL_READY, cell, run_notebook, save_screenshot, tool_results, wait_idle
+from .test_browser import KERNEL_READY, cell, run_notebook, result_text, save_screenshot, tool_results, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]
 
@@ -50,7 +50,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def thank(request: dict):
-    data = json.loads(tool_results(request)[0]["content"])["data"]
+    data = json.loads(result_text(tool_results(request)[0]))["data"]
     return say(f"Thanks, {data['owner']}: the {data['quarter']} report is on its way.")
 
 

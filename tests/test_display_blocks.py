@@ -126,5 +126,7 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
     assert having("application/json") == [{"source": "sales.csv", "rows": 2}]
     assert "agent-kernel-form-static" in html and "Threshold" in html and "No user present" in html
     assert not having("application/vnd.jupyter.widget-view+json")  # nothing needs widget state
-    result = json.loads(scripted_model.requests[1]["messages"][-1]["content"][0]["content"])
+    content = scripted_model.requests[1]["messages"][-1]["content"][0]["content"]
+    result = json.loads(content[0]["text"])  # then the charts as images the model sees
+    assert [block["type"] for block in content[1:]] == ["image", "image"]
     assert result["data"] == {"threshold": 5} and result["defaults_only"] is True

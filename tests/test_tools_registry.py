@@ -73,7 +73,7 @@ def test_state_values_must_be_finite_json(caller, value):
 def test_definitions_load_the_core_tools_and_defer_the_rest_behind_tool_search():
     from agent_kernel.config import AgentKernel
     from agent_kernel.model.caching import with_breakpoints
-    from agent_kernel.tools import NOT_OFFERED, Tool, definitions
+    from agent_kernel.tools import NOT_OFFERED, Tool, definitions, is_loaded
     from agent_kernel.tools.builtin import builtin_registry
 
     def mine(text: str) -> str:
@@ -93,7 +93,7 @@ def test_definitions_load_the_core_tools_and_defer_the_rest_behind_tool_search()
     marked = with_breakpoints({"tools": sent})["tools"]
     assert [t["name"] for t in marked if "cache_control" in t] == ["tool_search_tool_bm25"]
     # Only loaded tools offered: nothing to search, no search tool.
-    assert [t["name"] for t in definitions(registry.offered(["code"]), settings, model="claude-sonnet-5-5")] == [
+    assert [t["name"] for t in definitions([t for t in registry.offered(["code"]) if is_loaded(t)], settings, model="claude-sonnet-5-5")] == [
         "run_code", "inspect_namespace",
     ]  # fmt: skip
     # A tool an earlier search found and the turn no longer offers is still there, saying so.

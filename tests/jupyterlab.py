@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
@@ -62,9 +63,19 @@ LAB_OPTIONS = [
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range (32768 and up on Linux): kernels
+    started meanwhile bind ports from that range, and one could take a port picked there
+    before the server binds it."""
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20_000, 32_000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port between 20000 and 32000")
 
 
 class JupyterLab:

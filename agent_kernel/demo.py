@@ -59,6 +59,9 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
             kernel_name="python3",
             progress_bar=False,
             config=kernel_manager_config(),
+            # The kernel's own log on this terminal says only what is fatal: jupyter_client
+            # interrupts a kernel as it shuts it down, which ipykernel logs as an error.
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
         )
     return output
 

@@ -22,6 +22,17 @@ def decoded(block: dict[str, Any]) -> dict[str, Any]:
     return json.loads(text)
 
 
+def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool_result blocks of a request's last (user) message."""
+    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
+
+
+def result_text(block: dict[str, Any]) -> str:
+    """A tool result's text: its content, or the text blocks of a content list (images follow the text)."""
+    content = block.get("content", "")
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
 def batch(
     kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = "", **options: Any
 ):
@@ -63,8 +74,7 @@ def sql_run(store, sql, limits=None, read_only=None, **options):
 
     ``read_only``: by default as db_sql decides (reads run on a read-only connection).
     """
-    from agent_kernel.sql import guard
-    from agent_kernel.sql import sandbox
+    from agent_kernel.sql import guard, sandbox
     from agent_kernel.sql import worker as sql_worker
 
     if read_only is None:

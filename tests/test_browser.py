@@ -17,6 +17,7 @@ import pytest
 
 from agent_kernel.testing import call, reply, say, text, tool_use
 
+from .calls import result_text, tool_results
 from .capabilities import needs_widget_replies
 
 # One worker runs the browser modules: each starts its own JupyterLab server and Chromium.
@@ -73,16 +74,6 @@ def save_screenshot(locator, name: str, *, readme: bool = False) -> Path:
 
 def requests_since(model, start: int) -> list[dict]:
     return model.requests[start:]
-
-
-def tool_results(request: dict) -> list[dict]:
-    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
-
-
-def result_text(result: dict) -> str:
-    """A tool result's text (its content is a list when images follow the text)."""
-    content = result["content"]
-    return content if isinstance(content, str) else "".join(b["text"] for b in content if b["type"] == "text")
 
 
 # -- (a) streamed text and a table ----------------------------------------------------------

@@ -20,7 +20,15 @@ from agent_kernel.display.blocks import TURN_NOTEBOOK_BYTES
 from agent_kernel.testing import reply, say, tool_use
 
 from .capabilities import needs_widget_replies
-from .test_browser import KERNEL_READY, cell, run_notebook, result_text, save_screenshot, tool_results, wait_idle
+from .test_browser import (
+    KERNEL_READY,
+    cell,
+    result_text,
+    run_notebook,
+    save_screenshot,
+    tool_results,
+    wait_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]
 

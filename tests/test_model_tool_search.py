@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 
-from agent_kernel.model.tool_search import SEARCH_TOOL_NAME, prompt_tools, referenced, supports_tool_search
+from agent_kernel.model.tool_search import (
+    SEARCH_TOOL_NAME,
+    prompt_tools,
+    referenced,
+    supports_tool_search,
+)
 from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store import Store
 from agent_kernel.testing import call, reply, say, text, tool_search, tool_use
 
-
-def tool_results(request: dict) -> list[dict]:
-    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
+from .calls import tool_results
 
 
 def test_which_models_search_and_what_the_results_loaded():

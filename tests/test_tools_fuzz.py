@@ -43,6 +43,7 @@ from agent_kernel.tools.builtin import builtin_registry
 from agent_kernel.tools.mcp import McpServers
 from agent_kernel.tools.web import ServerTool
 
+from .calls import result_text
 from .inprocess import Caller, in_process
 from .websites import Site
 
@@ -462,11 +463,6 @@ def opening(body: dict[str, Any]) -> str:
 def results_of(body: dict[str, Any]) -> list[dict[str, Any]]:
     last = body["messages"][-1]["content"]
     return [b for b in last if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(last, list) else []
-
-
-def result_text(block: dict[str, Any]) -> str:
-    content = block.get("content", "")
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
 
 
 PARENT = "FUZZ-PARENT"

@@ -8,13 +8,10 @@ import pytest
 
 from agent_kernel.testing import call, reply, say, structured, tool_use
 
+from .calls import tool_results
 from .inprocess import in_process
 
 LABEL = {"type": "object", "properties": {"label": {"enum": ["spam", "ham"]}}, "required": ["label"]}
-
-
-def tool_results(request: dict) -> list[dict]:
-    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
 @pytest.fixture

@@ -26,14 +26,10 @@ from agent_kernel.testing import (
     web_search,
 )
 
-from .calls import system_text, without_breakpoints
+from .calls import system_text, tool_results, without_breakpoints
 from .websites import Site
 
 WEB = ["code", "data", "web"]
-
-
-def tool_results(request: dict) -> list[dict]:
-    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
 @pytest.fixture(scope="module")

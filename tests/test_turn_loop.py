@@ -12,11 +12,8 @@ import re
 from agent_kernel.errors import TurnFailedError
 from agent_kernel.testing import call, fail, reply, say, text, tool_use
 
+from .calls import tool_results
 from .frontend import FrontEnd
-
-
-def tool_results(request: dict) -> list[dict]:
-    return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
 def test_tool_failures_are_is_error_results_and_the_turn_goes_on(shell_agent, scripted_model):

@@ -33,6 +33,15 @@ def result_text(block: dict[str, Any]) -> str:
     return content if isinstance(content, str) else "".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
+def offered(request: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offers: not those an earlier tool search found that
+    it keeps only marked as not offered (the API refuses a conversation naming a tool the
+    request lacks)."""
+    from agent_kernel.tools import NOT_OFFERED
+
+    return [t["name"] for t in request.get("tools", []) if t.get("description") != NOT_OFFERED]
+
+
 def batch(
     kernel, scripted_model, *uses: tuple[str, dict[str, Any]], prompt: str = "go", flags: str = "", **options: Any
 ):

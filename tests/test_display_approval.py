@@ -10,6 +10,7 @@ import pytest
 
 from agent_kernel.testing import call, reply, say, tool_use, web_search
 
+from .calls import offered
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
 from .websites import Site
@@ -127,13 +128,6 @@ def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_m
     front = FrontEnd(kernel)
     kernel.ok("%agent --approve ask once more", on_message=front.hook)
     assert front.of_kind("ChoiceCard") == [] and kernel.value("kept") == 3
-
-
-def offered(request: dict) -> list[str]:
-    """The tools a request offers (not those an earlier search found and it says are not offered)."""
-    from agent_kernel.tools import NOT_OFFERED
-
-    return [t["name"] for t in request.get("tools", []) if t.get("description") != NOT_OFFERED]
 
 
 def test_trust_as_read_only_is_offered_for_an_unenforced_claim_and_binds_to_the_version(kernel, scripted_model):

@@ -6,9 +6,8 @@ import pytest
 
 from agent_kernel.store.agent_tools import AgentTools
 from agent_kernel.testing import call, reply, say, tool_use, web_search
-from agent_kernel.tools import NOT_OFFERED
 
-from .calls import batch, decoded, restarted
+from .calls import batch, decoded, offered, restarted
 from .inprocess import shell_agent as make_shell_agent
 from .websites import Server
 
@@ -20,11 +19,6 @@ SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required"
 def agent(shell_agent):
     shell_agent.agent.config.tool_groups = GROUPS
     return shell_agent
-
-
-def offered(request):
-    """The tools a request offers (not those an earlier search found and it says are not offered)."""
-    return [t["name"] for t in request.get("tools", []) if t.get("description") != NOT_OFFERED]
 
 
 def last_result_of(request):

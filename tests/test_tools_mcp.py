@@ -17,7 +17,7 @@ from traitlets import TraitError
 from agent_kernel.config import AgentKernel
 from agent_kernel.testing import reply, say, tool_use
 
-from .calls import system_text
+from .calls import offered, system_text
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
 from .jupyterlab import free_port
@@ -88,24 +88,15 @@ def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_mod
     assert got[1] == ("buy milk", False)
     assert got[2][1] and "no note called missing" in got[2][0]  # the server's error text, wrapped too
     assert got[3][1] and "name" in got[3][0]  # the schema checked before the server is asked
-    offered = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
-    assert {"notes__read_note", "notes__write_note"} <= set(offered)
-    assert "name" in offered["notes__read_note"]["input_schema"]["properties"]
+    sent = {t["name"]: t for t in scripted_model.requests[0]["tools"]}
+    assert {"notes__read_note", "notes__write_note"} <= set(sent)
+    assert "name" in sent["notes__read_note"]["input_schema"]["properties"]
     assert "tools of MCP servers" in "".join(b["text"] for b in scripted_model.requests[0]["system"])
     # The same server serves the next turn (it stays up between turns).
     process_tools = agent.agent._mcp.tools()
     batch(agent, scripted_model, ("notes__read_note", {"name": "todo"}))
     assert results(scripted_model, "notes__read_note") == [("buy milk", False)]
     assert agent.agent._mcp.tools()[0] is process_tools[0]
-
-
-def offered_tools(request: dict) -> set[str]:
-    """The tools a request offers: a tool an earlier search found stays in the request,
-    deferred and marked as not offered (the API refuses a conversation naming a tool the
-    request lacks)."""
-    from agent_kernel.tools import NOT_OFFERED
-
-    return {t["name"] for t in request["tools"] if t.get("description") != NOT_OFFERED}
 
 
 def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_server_do_not(
@@ -125,8 +116,8 @@ def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_ser
     assert got[1][1] and "no note called x" in got[1][0]  # ran: reading needs no approval
     scripted_model.add(say("ok"))
     agent.ok("look", approve="read-only")
-    offered = offered_tools(scripted_model.requests[-1])
-    assert "notes__read_note" in offered and "notes__write_note" not in offered
+    names = set(offered(scripted_model.requests[-1]))
+    assert "notes__read_note" in names and "notes__write_note" not in names
 
 
 def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 60.0) -> None:
@@ -222,8 +213,8 @@ def test_a_read_only_claim_is_believed_only_from_a_server_the_user_trusts(notes_
     assert not marker.exists()
     scripted_model.add(say("ok"))
     agent.ok("look", approve="read-only")
-    offered = offered_tools(scripted_model.requests[-1])
-    assert not any(name.startswith("notes__") for name in offered)  # every tool counts as writing
+    names = set(offered(scripted_model.requests[-1]))
+    assert not any(name.startswith("notes__") for name in names)  # every tool counts as writing
 
     agent.agent.config.mcp_servers = notes_server(folder, trusted=True)
     batch(agent, scripted_model, ("notes__peek_note", {"name": "a"}), approve="ask")
@@ -231,8 +222,8 @@ def test_a_read_only_claim_is_believed_only_from_a_server_the_user_trusts(notes_
     assert marker.exists()  # the user trusted the server, so its claim was believed
     scripted_model.add(say("ok"))
     agent.ok("look", approve="read-only")
-    offered = offered_tools(scripted_model.requests[-1])
-    assert {"notes__peek_note", "notes__read_note"} <= offered and "notes__write_note" not in offered
+    names = set(offered(scripted_model.requests[-1]))
+    assert {"notes__peek_note", "notes__read_note"} <= names and "notes__write_note" not in names
 
 
 def test_results_and_errors_reach_the_model_wrapped_redacted_and_unable_to_close_the_envelope(

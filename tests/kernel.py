@@ -64,16 +64,21 @@ class Kernel:
     """One running kernel with an ``execute`` that collects iopub output."""
 
     def __init__(self, env: dict[str, str], cwd: str | None = None) -> None:
-        full_env = {**os.environ, "AGENT_KERNEL_WARM_UP": "1", **env}  # as users have it
+        # As users have it; a crash prints every thread's stack on the kernel's stderr.
+        full_env = {**os.environ, "AGENT_KERNEL_WARM_UP": "1", "PYTHONFAULTHANDLER": "1", **env}
         kwargs: dict[str, Any] = {"env": full_env}
         if cwd:
             kwargs["cwd"] = cwd
         # IPC sockets: a TCP port chosen free can be taken by a kernel another test worker
         # starts before this one binds it ("Address already in use").
         # The socket paths are absolute: the kernel may run in another directory.
+        self._checked = 0.0
         self._sockets = tempfile.mkdtemp(prefix="ak-kernel-")
         self.manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(self._sockets, "k"))
-        self.manager.start_kernel(**kwargs)
+        # The kernel's own stderr, for the message should it die mid-test.
+        self._stderr_path = os.path.join(self._sockets, "stderr")
+        self._stderr = open(self._stderr_path, "wb")  # noqa: SIM115 - closed in shutdown()
+        self.manager.start_kernel(stderr=self._stderr, **kwargs)
         self.client = self.manager.client()
         self.client.start_channels()
         try:
@@ -122,6 +127,7 @@ class Kernel:
             try:
                 message = client.get_iopub_msg(timeout=min(wait, 0.05) if allow_stdin else wait)
             except queue.Empty:
+                self._check_alive(code)
                 if time.monotonic() < deadline:
                     continue
                 raise TimeoutError(f"the cell did not finish within {timeout} s: {code!r}") from None
@@ -137,6 +143,20 @@ class Kernel:
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
         return Execution(reply["content"]["status"], messages, time.perf_counter() - started)
+
+    def _check_alive(self, code: str) -> None:
+        """Fail at once, with the kernel's exit status and stderr, if the kernel has died."""
+        now = time.monotonic()
+        if now - self._checked < 1:
+            return
+        self._checked = now
+        if self.manager.is_alive():
+            return
+        process = getattr(self.manager.provisioner, "process", None)
+        status = process.poll() if process is not None else None
+        with open(self._stderr_path, "rb") as f:
+            tail = f.read()[-4000:].decode(errors="replace")
+        raise RuntimeError(f"the kernel died (exit status {status}) while running {code!r}; its stderr ends:\n{tail}")
 
     def ok(self, code: str, **kwargs: Any) -> Execution:
         """Execute and fail the test with the kernel's error if the cell failed."""
@@ -156,4 +176,5 @@ class Kernel:
     def shutdown(self) -> None:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
+        self._stderr.close()
         shutil.rmtree(self._sockets, ignore_errors=True)

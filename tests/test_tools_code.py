@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from agent_kernel.testing import call, say
+from agent_kernel.testing import call, reply, say, tool_use
+
+from .calls import result_text, tool_results
 
 
 def run_tools(kernel, scripted_model, *calls, prompt="go"):
@@ -298,3 +300,25 @@ def test_the_agents_code_cannot_end_the_kernel_or_break_its_streams(tmp_path):
         assert sys.stdout is stdout and not stdout.closed
         printed = caller.value("run_code", {"code": "print('a\\ud800b')"})
         assert printed["success"] and printed["stdout"].startswith("a")
+
+
+def test_threads_printing_while_calls_end_do_not_crash_the_kernel(kernel, scripted_model):
+    """Each call swaps the kernel's streams for its own and back; a thread the code started
+    prints through whichever is current, the call's tee too after the call has ended."""
+    start = (
+        "import threading\n"
+        "done = threading.Event()\n"
+        "def chatter():\n"
+        "    while not done.is_set():\n"
+        "        print('tick', 'from', 'a', 'thread', end='')\n"
+        "threads = [threading.Thread(target=chatter, daemon=True) for _ in range(2)]\n"
+        "for thread in threads:\n"
+        "    thread.start()"
+    )
+    uses = [tool_use("run_code", {"code": start})] + [tool_use("run_code", {"code": f"n = {i}"}) for i in range(60)]
+    scripted_model.add(reply(*uses), say("done"))
+    assert kernel.execute("%agent go").status == "ok"
+    results = tool_results(scripted_model.requests[-1])
+    assert len(results) == 61 and all(json.loads(result_text(r))["success"] for r in results)
+    kernel.ok("done.set()\nfor thread in threads:\n    thread.join()")
+    assert kernel.value("n") == 59

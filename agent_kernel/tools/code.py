@@ -28,6 +28,7 @@ import traceback
 import types
 import uuid
 import weakref
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -190,6 +191,8 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         "stdout": stdout.kept.bounded(STREAM_CHARS),
         "stderr": stderr.kept.bounded(STREAM_CHARS),
     }
+    stdout.retire()
+    stderr.retire()
     if value is not None:
         outcome["result"] = _short_repr(value)
     if error is not None:
@@ -522,11 +525,21 @@ class _Tee:
         self._budget = budget
         self.kept = _Ends()
         self.left_out = 0
+        self._retired = False
+
+    def retire(self) -> None:
+        """Stop keeping text for the model: the call is over, its result already made.
+
+        A thread's ``print`` still under way may write here once more (see :data:`_RETIRED`).
+        """
+        self._retired = True
+        self.kept = _Ends()
 
     def write(self, text: str) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        self.kept.write(text)
+        if not self._retired:
+            self.kept.write(text)
         shown = self._budget.take(text)
         self.left_out += len(text) - len(shown)
         if shown:
@@ -537,7 +550,8 @@ class _Tee:
 
     def notice(self, text: str) -> None:
         """Write ``text`` to the cell whatever the budget (a line about the run itself)."""
-        self.kept.write(text)
+        if not self._retired:
+            self.kept.write(text)
         self._stream.write(text)
 
     def flush(self) -> None:
@@ -565,6 +579,13 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+# Tees of calls that have ended, kept alive a while longer. CPython 3.11's ``print`` holds
+# ``sys.stdout`` as a borrowed reference across its several ``write`` calls: a thread the
+# code started, printing while the call puts the kernel's streams back, would otherwise
+# write through a freed tee and crash the kernel (a segmentation fault).
+_RETIRED: deque[_Tee] = deque(maxlen=1024)
+
+
 @contextmanager
 def _tee_streams() -> Iterator[tuple[_Tee, _Tee]]:
     saved = sys.stdout, sys.stderr
@@ -577,6 +598,7 @@ def _tee_streams() -> Iterator[tuple[_Tee, _Tee]]:
         sys.stdout, sys.stderr = saved
         out.note_left_out()
         err.note_left_out()
+        _RETIRED.extend((out, err))
 
 
 def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) -> dict[str, str]:

@@ -1,0 +1,97 @@
+"""The notebook channel: a real kernel, the extension's comm messages sent as a front end would."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import pytest
+
+from agent_kernel.kernel import channel
+
+from .frontend import NotebookChannel
+
+HELLO = {"type": "hello", "protocol": 1, "notebook": "work/analysis.ipynb"}
+
+
+def inspect(kernel: Any, expression: str, **kwargs: Any) -> Any:
+    """``expression`` evaluated in the kernel with the channel module as ``c``."""
+    code = f"from agent_kernel.kernel import channel as c\nprint(repr({expression}))"
+    return ast.literal_eval(kernel.ok(code, **kwargs).stdout.strip())
+
+
+def attached(kernel: Any) -> Any:
+    return inspect(kernel, "(a := c.attached()) and (a.notebook, a.selected_cell)")
+
+
+def sync(kernel: Any, front: NotebookChannel) -> None:
+    """Let the kernel handle what the front end sent (shell messages are handled in order)."""
+    kernel.ok("pass", on_message=front.hook)
+
+
+def test_a_front_end_attaches_reports_focus_and_detaches(kernel):
+    assert attached(kernel) is None
+    front = NotebookChannel(kernel)
+    front.open(HELLO)
+    front.send({"type": "focus", "cell": "c0ffee-1"})
+    sync(kernel, front)
+    assert front.types() == ["welcome"]
+    assert attached(kernel) == ("work/analysis.ipynb", "c0ffee-1")
+    front.close()
+    sync(kernel, front)
+    assert attached(kernel) is None
+
+
+def test_hostile_messages_are_refused_and_change_nothing(kernel):
+    liar = NotebookChannel(kernel)
+    liar.open({"type": "focus", "cell": "x"})  # no hello first
+    front = NotebookChannel(kernel)
+    front.open(HELLO)
+    hostile: list[Any] = [
+        "not an object",
+        {"type": "run_cell", "code": "import os; os.remove('x')"},  # not a message type of ours
+        {"type": "focus", "cell": "../../etc"},
+        {"type": "focus", "cell": "a" * 65},
+        {"type": "focus", "cell": 7},
+        {"type": "focus", "cell": "ok", "pad": "x" * (channel.MAX_MESSAGE_BYTES + 1)},
+        {"type": "hello", "protocol": 1, "notebook": "other.ipynb"},  # hello only opens
+    ]
+    for data in hostile:
+        front.send(data)
+    kernel.ok("pass", on_message=lambda m, k: (liar.hook(m), front.hook(m)))
+    assert liar.closed_by_kernel and [m["type"] for m in liar.received] == ["refused"]
+    assert front.types() == ["welcome"] + ["refused"] * len(hostile)
+    assert all(m["reason"] for m in front.received[1:])
+    assert attached(kernel) == ("work/analysis.ipynb", None)
+    assert inspect(kernel, "c._CHANNEL.refused") == len(hostile) + 1
+    assert inspect(kernel, "len(c._CHANNEL.attachments)") == 1
+
+
+def test_the_running_cell_is_the_one_the_request_names(kernel):
+    assert isinstance(inspect(kernel, "c.running_cell()"), str)  # JupyterLab sends cellId
+    assert inspect(kernel, "c.running_cell()", notebook=False) is None  # jupyter console does not
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        [],
+        {"type": None},
+        {"type": "hello", "protocol": 2, "notebook": "a.ipynb"},
+        {"type": "hello", "protocol": 1, "notebook": "a.py"},
+        {"type": "hello", "protocol": 1, "notebook": "a\x00.ipynb"},
+        {"type": "hello", "protocol": 1, "notebook": "a" * 2000 + ".ipynb"},
+        {"type": "hello", "protocol": 1, "notebook": {"path": "a.ipynb"}},
+        {"type": "focus", "cell": float("nan")},
+        {"type": "focus", "cell": "ok", "x": object()},
+    ],
+)
+def test_check_refuses_what_is_not_a_valid_message(data):
+    with pytest.raises(channel.Refused):
+        channel.check(data)
+
+
+def test_check_accepts_the_extension_messages():
+    assert channel.check(HELLO) == HELLO
+    assert channel.check({"type": "focus", "cell": None})["cell"] is None

@@ -65,6 +65,7 @@ def test_hostile_messages_are_refused_and_change_nothing(kernel):
     assert attached(kernel) == ("work/analysis.ipynb", None)
     assert inspect(kernel, "c._CHANNEL.refused") == len(hostile) + 1
     assert inspect(kernel, "len(c._CHANNEL.attachments)") == 1
+    assert liar.comm_id not in inspect(kernel, "list(c._CHANNEL._comms)")
 
 
 def test_the_running_cell_is_the_one_the_request_names(kernel):
@@ -95,3 +96,35 @@ def test_check_refuses_what_is_not_a_valid_message(data):
 def test_check_accepts_the_extension_messages():
     assert channel.check(HELLO) == HELLO
     assert channel.check({"type": "focus", "cell": None})["cell"] is None
+
+
+def test_the_kernel_announces_itself_and_a_front_end_answers_hello(kernel):
+    front = NotebookChannel(kernel)
+    opened: list[dict[str, Any]] = []
+
+    def watch(message: dict[str, Any], _kernel: Any) -> None:
+        content = message["content"]
+        if message["msg_type"] == "comm_open" and content.get("target_name") == channel.TARGET:
+            opened.append(content)
+
+    kernel.ok(
+        "from agent_kernel.kernel import channel as c\nc._CHANNEL.announce()", on_message=watch
+    )
+    assert [o["data"] for o in opened] == [{"type": "kernel", "protocol": 1}]
+    front.comm_id = opened[0]["comm_id"]
+    front.send({"type": "focus", "cell": "abc"})  # before hello: refused
+    front.send(HELLO)
+    sync(kernel, front)
+    assert front.types() == ["refused", "welcome"]
+    assert attached(kernel) == ("work/analysis.ipynb", None)
+
+
+def test_a_notebook_cannot_open_comms_without_bound(kernel):
+    fronts = [NotebookChannel(kernel) for _ in range(channel.MAX_COMMS + 3)]
+    for front in fronts:
+        front.open(HELLO)
+    kernel.ok("pass", on_message=lambda m, k: [f.hook(m) for f in fronts])
+    refused = [f for f in fronts if f.types() == ["refused"]]
+    assert len(refused) == 4  # the kernel announced one comm itself
+    assert all(f.closed_by_kernel for f in refused)
+    assert inspect(kernel, "len(c._CHANNEL._comms)") == channel.MAX_COMMS

@@ -1,8 +1,9 @@
 """The comm channel between the kernel and a notebook front end running our extension.
 
-The JupyterLab / Notebook 7 extension opens a comm to :data:`TARGET` when a notebook's
-kernel is ready and says ``hello`` with the notebook's path; then it reports the selected
-cell (``focus``) as it changes. The kernel thereby knows whether a front end that can show
+Either end may open the comm (:data:`TARGET`): the extension when a notebook's kernel is
+ready, the kernel when agent_kernel loads (the extension registers the target too). The
+front end's first message is ``hello`` with the notebook's path; then it reports the
+selected cell (``focus``) as it changes. The kernel thereby knows whether a front end that can show
 and apply notebook edits is attached, and which notebook it is. Without one (papermill, the
 scheduler, ``jupyter console``, editors without the extension) nothing is attached, the
 notebook tools are not offered and nothing ever waits for an answer.
@@ -25,6 +26,7 @@ PROTOCOL = 1
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_PATH_CHARS = 1024
 MAX_ID_CHARS = 64
+MAX_COMMS = 16  # front ends attached at once (each open notebook view of this kernel)
 _CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # nbformat 4.5 cell ids
 
 
@@ -60,29 +62,52 @@ class Channel:
 
     def open(self, comm: Any, message: dict[str, Any]) -> None:
         """The comm target: a front end opens the channel with its ``hello``."""
-        comm_id = str(comm.comm_id)
-        try:
-            hello = check(message["content"].get("data"))
-            if hello["type"] != "hello":
-                raise Refused("the first message must be hello")
-            attachment = Attachment(comm_id, hello["notebook"])
-        except Refused as refusal:
-            self._refuse(comm, refusal)
+        if len(self._comms) >= MAX_COMMS:
+            self._refuse(comm, Refused(f"at most {MAX_COMMS} front ends at once"))
             comm.close()
             return
+        self._listen(comm)
+        if not self._greet(comm, message["content"].get("data")):
+            comm.close()
+            self._forget(str(comm.comm_id))
+
+    def announce(self) -> None:
+        """Open a comm to the front end: one that has the extension answers ``hello`` on it
+        (how a notebook learns the kernel loaded agent_kernel after it connected)."""
+        from comm import create_comm
+
+        comm = create_comm(target_name=TARGET, data={"type": "kernel", "protocol": PROTOCOL})
+        self._listen(comm)
+
+    def _listen(self, comm: Any) -> None:
         with self._lock:
-            self._comms[comm_id] = comm
-            self.attachments[comm_id] = attachment
+            self._comms[str(comm.comm_id)] = comm
         comm.on_msg(self.receive)
         comm.on_close(self.closed)
+
+    def _greet(self, comm: Any, data: Any) -> bool:
+        """Attach the front end whose first message ``data`` is a valid hello."""
+        try:
+            hello = check(data)
+            if hello["type"] != "hello":
+                raise Refused("the first message must be hello")
+        except Refused as refusal:
+            self._refuse(comm, refusal)
+            return False
+        with self._lock:
+            self.attachments[str(comm.comm_id)] = Attachment(str(comm.comm_id), hello["notebook"])
         comm.send({"type": "welcome", "protocol": PROTOCOL})
+        return True
 
     def receive(self, message: dict[str, Any]) -> None:
-        """A message on an open channel."""
+        """A message on an open channel (the first on an announced one must be hello)."""
         comm_id = str(message["content"].get("comm_id", ""))
         with self._lock:
             comm, attachment = self._comms.get(comm_id), self.attachments.get(comm_id)
-        if comm is None or attachment is None:
+        if comm is None:
+            return
+        if attachment is None:
+            self._greet(comm, message["content"].get("data"))
             return
         try:
             data = check(message["content"].get("data"))
@@ -94,7 +119,9 @@ class Channel:
 
     def closed(self, message: dict[str, Any]) -> None:
         """The front end went away (notebook closed, page reloaded, kernel changed)."""
-        comm_id = str(message["content"].get("comm_id", ""))
+        self._forget(str(message["content"].get("comm_id", "")))
+
+    def _forget(self, comm_id: str) -> None:
         with self._lock:
             self.attachments.pop(comm_id, None)
             self._comms.pop(comm_id, None)
@@ -171,6 +198,7 @@ def install() -> Channel:
         channel = Channel()
         get_comm_manager().register_target(TARGET, channel.open)
         _CHANNEL = channel
+        channel.announce()
     return _CHANNEL
 
 

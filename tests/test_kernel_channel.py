@@ -128,3 +128,72 @@ def test_a_notebook_cannot_open_comms_without_bound(kernel):
     assert len(refused) == 4  # the kernel announced one comm itself
     assert all(f.closed_by_kernel for f in refused)
     assert inspect(kernel, "len(c._CHANNEL._comms)") == channel.MAX_COMMS
+
+
+CELLS = [
+    {"id": "intro", "cell_type": "markdown", "source": "# Sales", "outputs": []},
+    {
+        "id": "load",
+        "cell_type": "code",
+        "source": "df = load()",
+        "execution_count": 3,
+        "outputs": [],
+    },
+    {
+        "id": "todo",
+        "cell_type": "code",
+        "source": "df.plot()",
+        "execution_count": None,
+        "outputs": [],
+    },
+]
+READ = "from agent_kernel.kernel import channel as c\ncells = await c.read_cells(timeout=5)\nprint([x['id'] for x in cells])"
+
+
+def answering(front: NotebookChannel, answers: list[Any]) -> Any:
+    """An iopub hook: the front end answers each ``read`` request with the next of ``answers``."""
+
+    def hook(message: dict[str, Any], _kernel: Any) -> None:
+        before = len(front.received)
+        front.hook(message)
+        for request in front.received[before:]:
+            if request.get("type") == "read":
+                for answer in answers.pop(0):
+                    front.send({**answer, "id": answer.get("id", request["id"])})
+
+    return hook
+
+
+def test_the_running_cell_reads_the_live_notebook_from_its_front_end(kernel):
+    front = NotebookChannel(kernel)
+    front.open(HELLO)
+    result = kernel.ok(READ, on_message=answering(front, [[{"type": "cells", "cells": CELLS}]]))
+    assert result.stdout.strip() == "['intro', 'load', 'todo']"
+
+
+def test_a_bad_or_foreign_answer_is_refused_and_the_read_times_out(kernel):
+    front = NotebookChannel(kernel)
+    front.open(HELLO)
+    bad = [
+        {"type": "cells", "cells": [{**CELLS[0], "cell_type": "script"}]},
+        {"type": "cells", "cells": [CELLS[0], CELLS[0]]},  # duplicate ids
+        {"type": "cells", "cells": [{**CELLS[1], "source": "x" * (channel.MAX_SOURCE_CHARS + 1)}]},
+        {"type": "cells", "cells": CELLS, "id": 999},  # answers nothing asked
+        {"type": "cells", "cells": "all of them"},
+    ]
+    code = READ.replace("print(", "print('read', ") + "\n"
+    code = (
+        "try:\n"
+        + "".join("    " + line + "\n" for line in code.splitlines())
+        + "except TimeoutError:\n    print('timed out')"
+    )
+    code = code.replace("timeout=5", "timeout=2")
+    result = kernel.ok(code, on_message=answering(front, [bad]))
+    assert result.stdout.strip() == "timed out"
+    assert front.types() == ["welcome", "read"] + ["refused"] * len(bad)
+
+
+def test_without_a_front_end_nothing_waits(kernel):
+    code = "from agent_kernel.kernel import channel as c\ntry:\n    await c.read_cells(timeout=30)\nexcept LookupError as e:\n    print(e)"
+    result = kernel.ok(code)
+    assert "no notebook front end" in result.stdout and result.seconds < 5

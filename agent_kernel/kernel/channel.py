@@ -15,6 +15,8 @@ changes no state, is counted, and is answered with ``{"type": "refused", "reason
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import re
 import threading
@@ -26,6 +28,10 @@ PROTOCOL = 1
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_PATH_CHARS = 1024
 MAX_ID_CHARS = 64
+MAX_CELLS_BYTES = 2 * 1024 * 1024  # a notebook's cells as the front end reads them
+MAX_CELLS = 2000
+MAX_SOURCE_CHARS = 200_000
+CELL_TYPES = ("code", "markdown", "raw")
 MAX_COMMS = 16  # front ends attached at once (each open notebook view of this kernel)
 _CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # nbformat 4.5 cell ids
 
@@ -50,6 +56,8 @@ class Channel:
     attachments: dict[str, Attachment] = field(default_factory=dict)
     refused: int = 0
     _comms: dict[str, Any] = field(default_factory=dict)
+    _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -111,11 +119,41 @@ class Channel:
             return
         try:
             data = check(message["content"].get("data"))
-            if data["type"] != "focus":
+            if data["type"] == "focus":
+                attachment.selected_cell = data["cell"]
+            elif data["type"] == "cells":
+                self._answer(comm_id, data)
+            else:
                 raise Refused(f"{data['type']} is not expected now")
-            attachment.selected_cell = data["cell"]
         except Refused as refusal:
             self._refuse(comm, refusal)
+
+    async def request(self, data: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send ``data`` to the attached front end and await its answer (``TimeoutError``
+        after ``timeout`` seconds, ``LookupError`` when none is attached). The running cell
+        awaits, so ipykernel delivers the answer meanwhile."""
+        attachment = self.attached
+        comm = self._comms.get(attachment.comm_id) if attachment else None
+        if attachment is None or comm is None:
+            raise LookupError("no notebook front end with the agent-kernel extension is attached")
+        request_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._pending[request_id] = (attachment.comm_id, future)
+        try:
+            comm.send({**data, "id": request_id})
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+
+    def _answer(self, comm_id: str, data: dict[str, Any]) -> None:
+        """Resolve the request ``data`` answers; an answer nobody asked this comm for is refused."""
+        with self._lock:
+            pending = self._pending.get(data["id"])
+        if pending is None or pending[0] != comm_id or pending[1].done():
+            raise Refused(f"no open request {data['id']} on this channel")
+        pending[1].set_result(data)
 
     def closed(self, message: dict[str, Any]) -> None:
         """The front end went away (notebook closed, page reloaded, kernel changed)."""
@@ -143,9 +181,10 @@ def check(data: Any) -> dict[str, Any]:
         size = len(json.dumps(data))
     except (TypeError, ValueError):
         raise Refused("a message is plain JSON") from None
-    if size > MAX_MESSAGE_BYTES:
-        raise Refused(f"a message is at most {MAX_MESSAGE_BYTES} bytes")
     kind = data.get("type")
+    limit = MAX_CELLS_BYTES if kind == "cells" else MAX_MESSAGE_BYTES
+    if size > limit:
+        raise Refused(f"a {str(kind)[:40]} message is at most {limit} bytes")
     checker = _CHECKS.get(kind) if isinstance(kind, str) else None
     if checker is None:
         raise Refused(f"unknown message type {str(kind)[:40]!r}")
@@ -166,6 +205,40 @@ def _focus(data: dict[str, Any]) -> None:
         cell_id(data, "cell")
 
 
+def _cells(data: dict[str, Any]) -> None:
+    """The answer to ``read``: the notebook's cells in order, each checked."""
+    _request_id(data)
+    cells = data.get("cells")
+    if not isinstance(cells, list) or len(cells) > MAX_CELLS:
+        raise Refused(f"cells is a list of at most {MAX_CELLS} cells")
+    seen: set[str] = set()
+    for cell in cells:
+        if not isinstance(cell, dict):
+            raise Refused("each cell is an object")
+        seen.add(cell_id(cell, "id"))
+        if cell.get("cell_type") not in CELL_TYPES:
+            raise Refused(f"cell_type is one of {', '.join(CELL_TYPES)}")
+        source = cell.get("source")
+        if not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS:
+            raise Refused(f"source is a string of at most {MAX_SOURCE_CHARS} characters")
+        count = cell.get("execution_count")
+        if count is not None and (
+            not isinstance(count, int) or isinstance(count, bool) or count < 0
+        ):
+            raise Refused("execution_count is a count or null")
+        if not isinstance(cell.get("outputs", []), list):
+            raise Refused("outputs is a list")
+    if len(seen) != len(cells):
+        raise Refused("cell ids are unique")
+
+
+def _request_id(data: dict[str, Any]) -> int:
+    value = data.get("id")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
+        raise Refused("id is the number of the request answered")
+    return value
+
+
 def _text(data: dict[str, Any], key: str, limit: int) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not 0 < len(value) <= limit:
@@ -181,7 +254,7 @@ def cell_id(data: dict[str, Any], key: str) -> str:
     return value
 
 
-_CHECKS = {"hello": _hello, "focus": _focus}
+_CHECKS = {"hello": _hello, "focus": _focus, "cells": _cells}
 
 
 # -- the kernel's channel ---------------------------------------------------------------
@@ -220,3 +293,13 @@ def running_cell() -> str | None:
         return None
     value = (parent.get("metadata") or {}).get("cellId")
     return value if isinstance(value, str) and _CELL_ID.match(value) else None
+
+
+async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The attached notebook's cells, in order, as its front end holds them now (checked:
+    ids, types, sources, execution counts, outputs as the extension summarises them)."""
+    if _CHANNEL is None:
+        raise LookupError("no notebook front end with the agent-kernel extension is attached")
+    answer = await _CHANNEL.request({"type": "read"}, timeout)
+    cells: list[dict[str, Any]] = answer["cells"]
+    return cells

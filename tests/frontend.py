@@ -102,6 +102,7 @@ class NotebookChannel:
         self.comm_id = uuid.uuid4().hex
         self.received: list[dict[str, Any]] = []
         self.closed_by_kernel = False
+        self.cells: list[dict[str, Any]] | None = None  # answers ``read`` requests when set
 
     def open(self, data: Any) -> None:
         content = {"comm_id": self.comm_id, "target_name": self.TARGET, "data": data}
@@ -123,6 +124,8 @@ class NotebookChannel:
             return
         if message["msg_type"] == "comm_msg":
             self.received.append(content["data"])
+            if content["data"].get("type") == "read" and self.cells is not None:
+                self.send({"type": "cells", "id": content["data"]["id"], "cells": self.cells})
         elif message["msg_type"] == "comm_close":
             self.closed_by_kernel = True
 

@@ -621,7 +621,9 @@ class Agent:
             self._tools_synced = self.store.changes
         if self.config.tools_enabled and self.config.mcp_servers:
             groups.append("mcp")  # the servers' tools, see tools/mcp.py
-        return registry.offered(groups, read_only=mode == "read-only")
+        from agent_kernel.kernel import channel
+
+        return registry.offered(groups, read_only=mode == "read-only", notebook=channel.attached() is not None)
 
 
 @dataclass(frozen=True)

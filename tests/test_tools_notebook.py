@@ -1,0 +1,49 @@
+"""read_notebook: whole turns in a real kernel, the notebook's front end played over its comm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_kernel.testing import call, say
+
+from .frontend import NotebookChannel
+
+HELLO = {"type": "hello", "protocol": 1, "notebook": "sales.ipynb"}
+CELLS = [
+    {"id": "intro", "cell_type": "markdown", "source": "# Sales by region", "outputs": []},
+    {"id": "load", "cell_type": "code", "source": "df = load()\ndf.shape", "execution_count": 3,
+     "outputs": [{"output_type": "execute_result", "text": "(120, 4)", "images": []}]},
+    {"id": "plot", "cell_type": "code", "source": "df.plot()", "execution_count": None, "outputs": []},
+]  # fmt: skip
+
+
+def offered(request: dict[str, Any]) -> set[str]:
+    return {t["name"] for t in request["tools"]}
+
+
+def result(request: dict[str, Any]) -> dict[str, Any]:
+    return next(b for b in request["messages"][-1]["content"] if b["type"] == "tool_result")
+
+
+def test_an_attached_notebook_is_read_with_its_cells_outputs_and_selection(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    front.send({"type": "focus", "cell": "plot"})
+    scripted_model.add(call("read_notebook"), say("Three cells."))
+    kernel.ok("%agent what is in this notebook?", on_message=front.hook)
+    assert "read_notebook" in offered(scripted_model.requests[0])
+    read = result(scripted_model.requests[1])
+    assert not read.get("is_error")
+    text = read["content"] if isinstance(read["content"], str) else read["content"][0]["text"]
+    assert text.startswith("sales.ipynb: 3 cells")
+    assert "--- cell intro markdown\n# Sales by region" in text
+    assert "--- cell load code [3]\ndf = load()\ndf.shape\n> execute_result: (120, 4)" in text
+    assert "--- cell plot code [ ] <- selected" in text
+
+
+def test_without_a_front_end_the_tool_is_not_offered_and_the_turn_completes(kernel, scripted_model):
+    scripted_model.add(say("No notebook tools here."))
+    result_ = kernel.ok("%agent what is in this notebook?", notebook=False)
+    assert "read_notebook" not in offered(scripted_model.requests[0])
+    assert "No notebook tools here." in result_.stdout + "\n".join(result_.final_texts())

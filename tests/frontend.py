@@ -102,7 +102,9 @@ class NotebookChannel:
         self.comm_id = uuid.uuid4().hex
         self.received: list[dict[str, Any]] = []
         self.closed_by_kernel = False
-        self.cells: list[dict[str, Any]] | None = None  # answers ``read`` requests when set
+        self.cells: list[dict[str, Any]] | None = None  # answers ``read`` and ``edit`` requests when set
+        self.edits: list[dict[str, Any]] = []  # the edits it applied
+        self.refuse_edits: str | None = None  # refuses every edit with this reason when set
 
     def open(self, data: Any) -> None:
         content = {"comm_id": self.comm_id, "target_name": self.TARGET, "data": data}
@@ -124,8 +126,14 @@ class NotebookChannel:
             return
         if message["msg_type"] == "comm_msg":
             self.received.append(content["data"])
-            if content["data"].get("type") == "read" and self.cells is not None:
-                self.send({"type": "cells", "id": content["data"]["id"], "cells": self.cells})
+            request = content["data"]
+            if request.get("type") == "read" and self.cells is not None:
+                self.send({"type": "cells", "id": request["id"], "cells": self.cells})
+            elif request.get("type") == "edit" and self.refuse_edits is not None:
+                self.send({"type": "edited", "id": request["id"], "error": self.refuse_edits})
+            elif request.get("type") == "edit" and self.cells is not None:
+                self.edits.append(request)
+                self.send({"type": "edited", "id": request["id"], "cell": f"new-{len(self.edits)}"})
         elif message["msg_type"] == "comm_close":
             self.closed_by_kernel = True
 

@@ -47,3 +47,39 @@ def test_without_a_front_end_the_tool_is_not_offered_and_the_turn_completes(kern
     result_ = kernel.ok("%agent what is in this notebook?", notebook=False)
     assert "read_notebook" not in offered(scripted_model.requests[0])
     assert "No notebook tools here." in result_.stdout + "\n".join(result_.final_texts())
+
+
+def test_an_auto_turn_inserts_cells_marked_with_its_session_and_turn(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    scripted_model.add(
+        call("insert_cell", source="df.describe()"),
+        call("insert_cell", source="## Summary", cell_type="markdown", after="load"),
+        say("Added two cells."),
+    )
+    kernel.ok("%agent add a summary", on_message=front.hook)
+    first, second = front.edits
+    assert first["op"] == "insert" and first["cell_type"] == "code" and first["source"] == "df.describe()"
+    assert len(first["after"]) == 32  # the %agent cell's id, as the request named it
+    assert second["after"] == "load" and second["cell_type"] == "markdown"
+    mark = first["metadata"]["agent_kernel"]
+    assert mark["turn"] == 1 and mark == second["metadata"]["agent_kernel"] and len(mark["session"]) > 8
+    assert '"inserted": "new-2"' in str(result(scripted_model.requests[2])["content"])
+
+
+def test_a_refused_or_bad_edit_comes_back_as_an_error_the_model_can_act_on(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.refuse_edits = "the notebook is read-only"
+    front.open(HELLO)
+    scripted_model.add(
+        call("insert_cell", source="x = 1"),
+        call("insert_cell", source="x = 1", after="../etc"),
+        say("Could not."),
+    )
+    kernel.ok("%agent add a cell", on_message=front.hook)
+    refused, bad = result(scripted_model.requests[1]), result(scripted_model.requests[2])
+    assert refused["is_error"] and "The notebook refused the edit: the notebook is read-only" in str(refused["content"])
+    assert bad["is_error"] and "after" in str(bad["content"])
+    assert front.edits == []

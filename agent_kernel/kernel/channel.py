@@ -121,7 +121,7 @@ class Channel:
             data = check(message["content"].get("data"))
             if data["type"] == "focus":
                 attachment.selected_cell = data["cell"]
-            elif data["type"] == "cells":
+            elif data["type"] in ("cells", "edited"):
                 self._answer(comm_id, data)
             else:
                 raise Refused(f"{data['type']} is not expected now")
@@ -232,6 +232,15 @@ def _cells(data: dict[str, Any]) -> None:
         raise Refused("cell ids are unique")
 
 
+def _edited(data: dict[str, Any]) -> None:
+    """The answer to ``edit``: the cell it made or changed, or why the front end did not."""
+    _request_id(data)
+    if "error" in data:
+        _text(data, "error", 500)
+    else:
+        cell_id(data, "cell")
+
+
 def _request_id(data: dict[str, Any]) -> int:
     value = data.get("id")
     if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
@@ -254,7 +263,7 @@ def cell_id(data: dict[str, Any], key: str) -> str:
     return value
 
 
-_CHECKS = {"hello": _hello, "focus": _focus, "cells": _cells}
+_CHECKS = {"hello": _hello, "focus": _focus, "cells": _cells, "edited": _edited}
 
 
 # -- the kernel's channel ---------------------------------------------------------------
@@ -303,3 +312,15 @@ async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
     answer = await _CHANNEL.request({"type": "read"}, timeout)
     cells: list[dict[str, Any]] = answer["cells"]
     return cells
+
+
+async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
+    """Ask the attached front end to apply ``change`` (``{"op": "insert", ...}``); the id of
+    the cell it made or changed, or ``RuntimeError`` with the front end's reason."""
+    if _CHANNEL is None:
+        raise LookupError("no notebook front end with the agent-kernel extension is attached")
+    answer = await _CHANNEL.request({"type": "edit", **change}, timeout)
+    if "error" in answer:
+        raise RuntimeError(answer["error"])
+    cell: str = answer["cell"]
+    return cell

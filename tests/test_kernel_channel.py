@@ -197,3 +197,12 @@ def test_without_a_front_end_nothing_waits(kernel):
     code = "from agent_kernel.kernel import channel as c\ntry:\n    await c.read_cells(timeout=30)\nexcept LookupError as e:\n    print(e)"
     result = kernel.ok(code)
     assert "no notebook front end" in result.stdout and result.seconds < 5
+
+
+def test_a_turn_waits_for_the_announced_front_end_once_and_only_in_a_notebook(kernel):
+    code = "import time\nt = time.monotonic()\nawait c.settle(3)\nprint(round(time.monotonic() - t, 1))"
+    assert inspect(kernel, "c._CHANNEL.announced is not None")
+    assert float(kernel.ok("from agent_kernel.kernel import channel as c\n" + code, notebook=False).stdout) < 0.5
+    kernel.ok("c._CHANNEL.announce()")
+    assert float(kernel.ok(code).stdout) >= 2.9  # nobody answered: waited, once
+    assert float(kernel.ok(code).stdout) < 0.5

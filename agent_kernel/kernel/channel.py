@@ -55,6 +55,7 @@ class Channel:
 
     attachments: dict[str, Attachment] = field(default_factory=dict)
     refused: int = 0
+    announced: str | None = None  # the comm the kernel opened, until a turn settled it
     _comms: dict[str, Any] = field(default_factory=dict)
     _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -86,6 +87,19 @@ class Channel:
 
         comm = create_comm(target_name=TARGET, data={"type": "kernel", "protocol": PROTOCOL})
         self._listen(comm)
+        self.announced = str(comm.comm_id)
+
+    async def settle(self, timeout: float) -> None:
+        """Give a notebook front end that has not answered the kernel's announcement yet up
+        to ``timeout`` seconds to say hello (cells queued with ``%load_ext`` run before its
+        answer arrives). Only in a notebook cell (``cellId``: not papermill, not consoles)
+        and only once: a front end without the extension costs one short wait."""
+        announced, self.announced = self.announced, None
+        if announced is None or self.attached is not None or running_cell() is None:
+            return
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.attached is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
 
     def _listen(self, comm: Any) -> None:
         with self._lock:
@@ -153,7 +167,8 @@ class Channel:
             pending = self._pending.get(data["id"])
         if pending is None or pending[0] != comm_id or pending[1].done():
             raise Refused(f"no open request {data['id']} on this channel")
-        pending[1].set_result(data)
+        future = pending[1]
+        future.get_loop().call_soon_threadsafe(lambda: None if future.done() else future.set_result(data))
 
     def closed(self, message: dict[str, Any]) -> None:
         """The front end went away (notebook closed, page reloaded, kernel changed)."""
@@ -324,3 +339,9 @@ async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
         raise RuntimeError(answer["error"])
     cell: str = answer["cell"]
     return cell
+
+
+async def settle(timeout: float = 0.5) -> None:
+    """See :meth:`Channel.settle` (nothing to do when the channel is not installed)."""
+    if _CHANNEL is not None:
+        await _CHANNEL.settle(timeout)

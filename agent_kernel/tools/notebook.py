@@ -68,7 +68,7 @@ async def insert_cell(
     Args:
         source: The cell's source.
         cell_type: code or markdown.
-        after: Id of the cell to insert after (default: your %agent cell).
+        after: Id of the cell to insert after (default: below your %agent cell and the cells you inserted this turn).
     """
     context = current_context()
     key = (context.session_id, context.turn)
@@ -77,7 +77,7 @@ async def insert_cell(
     edits = _EDITS.setdefault(key, [])
     if len(edits) >= MAX_EDITS_PER_TURN:
         raise ToolInputError(f"At most {MAX_EDITS_PER_TURN} notebook edits per turn; finish this turn first.")
-    anchor = after or channel.running_cell()
+    anchor = after or (edits[-1] if edits else channel.running_cell())  # in the order inserted
     if anchor is None:
         raise ToolInputError("Name the cell to insert after (after=cell id; read_notebook lists them).")
     mark = {"agent_kernel": {"session": context.session_id, "turn": context.turn}}

@@ -379,6 +379,9 @@ class Agent:
         level = thinking_level(request.thinking, config.thinking)
         mode = (request.approve or config.approve).lower()
         mcp_failures = await self._connect_mcp()
+        from agent_kernel.kernel import channel
+
+        await channel.settle()  # a notebook front end answering the kernel's first hello
         offered = self._offered(mode)
         groups = {t.group for t in offered}
         builder = Assembler(self._parts())

@@ -7,8 +7,9 @@
  * Either end opens it: this extension when the kernel connects (if the kernel has not
  * loaded agent_kernel yet it closes the comm) and the kernel when agent_kernel loads. The
  * extension's first message is `hello`; it then reports the selected cell (`focus`) and
- * answers `read` requests with the cells. Any other message from the kernel is ignored:
- * only our own message types are acted on, and none of them runs code.
+ * answers `read` requests with the cells and `edit` requests by inserting a cell. Any
+ * other message from the kernel is ignored: only our own message types are acted on, and
+ * none of them runs code.
  */
 import { ISessionContext } from '@jupyterlab/apputils';
 import type { Cell } from '@jupyterlab/cells';
@@ -22,6 +23,7 @@ const MAX_SOURCE_CHARS = 200_000;
 const MAX_OUTPUT_CHARS = 2_000;
 const MAX_OUTPUTS = 20;
 const MAX_CELLS = 2000;
+const MAX_EDIT_CHARS = 20_000;
 const MAX_ANSWER_CHARS = 1_900_000; // under the kernel's 2 MB limit for a cells message
 
 /** Attach every notebook the tracker opens. */
@@ -74,7 +76,35 @@ class NotebookChannel {
       this.focus(this.panel.content.activeCell);
     } else if (type === 'read' && comm === this.comm && isRequestId(data.id)) {
       comm.send({ type: 'cells', id: data.id, cells: this.cells() });
+    } else if (type === 'edit' && comm === this.comm && isRequestId(data.id)) {
+      comm.send({ type: 'edited', id: data.id, ...this.edit(data) });
     }
+  }
+
+  /**
+   * Apply an edit the kernel asks for (inserting a cell after a given one), through the
+   * shared document, so collaborators see it too. Nothing is run: the source is text.
+   */
+  private edit(data: JSONObject): JSONObject {
+    const model = this.panel.content.model;
+    const { op, after, cell_type: cellType, source } = data;
+    if (op !== 'insert' || (cellType !== 'code' && cellType !== 'markdown')) {
+      return { error: 'only code or markdown cells can be inserted' };
+    }
+    if (typeof source !== 'string' || source.length > MAX_EDIT_CHARS) {
+      return { error: `source is text of at most ${MAX_EDIT_CHARS} characters` };
+    }
+    const cells = model ? Array.from({ length: model.cells.length }, (_, i) => model.cells.get(i).id) : [];
+    const index = cells.indexOf(String(after));
+    if (!model || index < 0) {
+      return { error: `no cell ${String(after).slice(0, 64)} in this notebook` };
+    }
+    const inserted = model.sharedModel.insertCell(index + 1, {
+      cell_type: cellType,
+      source,
+      metadata: { agent_kernel: markOf(data.metadata) }
+    });
+    return { cell: inserted.getId() };
   }
 
   private focus(cell: Cell | null): void {
@@ -106,6 +136,15 @@ class NotebookChannel {
     }
     return cells;
   }
+}
+
+/** The session and turn an agent's cell is marked with, and nothing else. */
+function markOf(metadata: unknown): JSONObject {
+  const mark = ((metadata as JSONObject | null)?.agent_kernel ?? {}) as JSONObject;
+  return {
+    session: String(mark.session ?? '').slice(0, 64),
+    turn: Number.isInteger(mark.turn) ? (mark.turn as number) : 0
+  };
 }
 
 function isRequestId(value: unknown): value is number {

@@ -100,6 +100,10 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     from agent_kernel.kernel import libraries
 
     libraries.install(lambda: instance.kernel_agent.store)  # opened at the first agent_libs import
+    if getattr(shell, "kernel", None) is not None:
+        from agent_kernel.kernel import channel
+
+        channel.install()  # the notebook front end's comm target
     from agent_kernel.model import calls
 
     calls.set_kernel_default(lambda: calls.Caller(instance.kernel_agent.model_client, instance.kernel_agent.config))

@@ -84,3 +84,58 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         if value or time.monotonic() > deadline:
             return value
         time.sleep(0.05)
+
+
+class NotebookChannel:
+    """The extension's end of the notebook channel (``agent_kernel.notebook`` comm), as
+    jupyter_client messages: opens it, sends messages, collects what the kernel sends back.
+
+    Feed :meth:`hook` the iopub messages (``Kernel.execute(..., on_message=channel.hook)``).
+    """
+
+    TARGET = "agent_kernel.notebook"
+
+    def __init__(self, kernel: Any) -> None:
+        import uuid
+
+        self.kernel = kernel
+        self.comm_id = uuid.uuid4().hex
+        self.received: list[dict[str, Any]] = []
+        self.closed_by_kernel = False
+        self.cells: list[dict[str, Any]] | None = None  # answers ``read`` and ``edit`` requests when set
+        self.edits: list[dict[str, Any]] = []  # the edits it applied
+        self.refuse_edits: str | None = None  # refuses every edit with this reason when set
+
+    def open(self, data: Any) -> None:
+        content = {"comm_id": self.comm_id, "target_name": self.TARGET, "data": data}
+        self._send("comm_open", content)
+
+    def send(self, data: Any) -> None:
+        self._send("comm_msg", {"comm_id": self.comm_id, "data": data})
+
+    def close(self) -> None:
+        self._send("comm_close", {"comm_id": self.comm_id, "data": {}})
+
+    def _send(self, kind: str, content: dict[str, Any]) -> None:
+        client = self.kernel.client
+        client.shell_channel.send(client.session.msg(kind, content))
+
+    def hook(self, message: dict[str, Any], _kernel: Any = None) -> None:
+        content = message["content"]
+        if content.get("comm_id") != self.comm_id:
+            return
+        if message["msg_type"] == "comm_msg":
+            self.received.append(content["data"])
+            request = content["data"]
+            if request.get("type") == "read" and self.cells is not None:
+                self.send({"type": "cells", "id": request["id"], "cells": self.cells})
+            elif request.get("type") == "edit" and self.refuse_edits is not None:
+                self.send({"type": "edited", "id": request["id"], "error": self.refuse_edits})
+            elif request.get("type") == "edit" and self.cells is not None:
+                self.edits.append(request)
+                self.send({"type": "edited", "id": request["id"], "cell": f"new-{len(self.edits)}"})
+        elif message["msg_type"] == "comm_close":
+            self.closed_by_kernel = True
+
+    def types(self) -> list[str]:
+        return [str(m.get("type")) for m in self.received]

@@ -84,6 +84,9 @@ class Tool:
     # for the process: tool definitions are part of the cached prompt prefix).
     description: str | Callable[[], str] | None = None
     input_schema: dict[str, Any] | None = None
+    # Offered only while a notebook front end with the extension is attached (see
+    # agent_kernel.kernel.channel): a turn without one never sees the tool.
+    needs_notebook: bool = False
 
     def writes_for(self, tool_input: Any) -> bool:
         """Whether this call would change something (decides approval)."""
@@ -219,11 +222,14 @@ class Registry:
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)
 
-    def offered(self, groups: Iterable[str], *, read_only: bool = False) -> list[Tool]:
-        """The tools to offer: those in ``groups``, only reading ones when ``read_only``."""
+    def offered(self, groups: Iterable[str], *, read_only: bool = False, notebook: bool = False) -> list[Tool]:
+        """The tools to offer: those in ``groups``, only reading ones when ``read_only``,
+        those that need a notebook front end only when one is attached (``notebook``)."""
         wanted = set(groups)
         return [
-            t for t in self.tools.values() if t.group in wanted and not (read_only and t.writes is True)
+            t
+            for t in self.tools.values()
+            if t.group in wanted and not (read_only and t.writes is True) and (notebook or not t.needs_notebook)
         ]
 
     async def dispatch(

@@ -380,6 +380,9 @@ class Agent:
         level = thinking_level(request.thinking, config.thinking)
         mode = (request.approve or config.approve).lower()
         mcp_failures = await self._connect_mcp()
+        from agent_kernel.kernel import channel
+
+        await channel.settle()  # a notebook front end answering the kernel's first hello
         offered = self._offered(mode)
         groups = {t.group for t in offered}
         builder = Assembler(self._parts())
@@ -623,7 +626,9 @@ class Agent:
             self._tools_synced = self.store.changes
         if self.config.tools_enabled and self.config.mcp_servers:
             groups.append("mcp")  # the servers' tools, see tools/mcp.py
-        return registry.offered(groups, read_only=mode == "read-only")
+        from agent_kernel.kernel import channel
+
+        return registry.offered(groups, read_only=mode == "read-only", notebook=channel.attached() is not None)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import { attachNotebooks } from './channel';
 import { AgentPanel } from './panel';
 import { scheduleNotebook } from './schedule';
 
@@ -42,6 +43,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     browser: IDefaultFileBrowser | null,
     palette: ICommandPalette | null
   ) => {
+    if (notebooks) {
+      attachNotebooks(notebooks);
+    }
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;
     app.shell.add(panel, 'left', { rank: 650 });

@@ -1,0 +1,347 @@
+"""The comm channel between the kernel and a notebook front end running our extension.
+
+Either end may open the comm (:data:`TARGET`): the extension when a notebook's kernel is
+ready, the kernel when agent_kernel loads (the extension registers the target too). The
+front end's first message is ``hello`` with the notebook's path; then it reports the
+selected cell (``focus``) as it changes. The kernel thereby knows whether a front end that can show
+and apply notebook edits is attached, and which notebook it is. Without one (papermill, the
+scheduler, ``jupyter console``, editors without the extension) nothing is attached, the
+notebook tools are not offered and nothing ever waits for an answer.
+
+Every message is untrusted (a hostile notebook can open comms too): it is checked for its
+type, its size and each field's type and range before anything reads it; a refused message
+changes no state, is counted, and is answered with ``{"type": "refused", "reason": ...}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+TARGET = "agent_kernel.notebook"
+PROTOCOL = 1
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_PATH_CHARS = 1024
+MAX_ID_CHARS = 64
+MAX_CELLS_BYTES = 2 * 1024 * 1024  # a notebook's cells as the front end reads them
+MAX_CELLS = 2000
+MAX_SOURCE_CHARS = 200_000
+CELL_TYPES = ("code", "markdown", "raw")
+MAX_COMMS = 16  # front ends attached at once (each open notebook view of this kernel)
+_CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # nbformat 4.5 cell ids
+
+
+class Refused(ValueError):
+    """A message the channel will not act on; the text says why (sent back to the front end)."""
+
+
+@dataclass
+class Attachment:
+    """What the front end on one comm told the kernel about its notebook."""
+
+    comm_id: str
+    notebook: str  # the notebook's path relative to the server root
+    selected_cell: str | None = None
+
+
+@dataclass
+class Channel:
+    """The kernel's end: the attached front end (if any) and counts of refused messages."""
+
+    attachments: dict[str, Attachment] = field(default_factory=dict)
+    refused: int = 0
+    announced: str | None = None  # the comm the kernel opened, until a turn settled it
+    _comms: dict[str, Any] = field(default_factory=dict)
+    _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def attached(self) -> Attachment | None:
+        """The front end that said hello most recently and is still connected."""
+        with self._lock:
+            return next(reversed(self.attachments.values()), None)
+
+    # -- comm callbacks ----------------------------------------------------------------
+
+    def open(self, comm: Any, message: dict[str, Any]) -> None:
+        """The comm target: a front end opens the channel with its ``hello``."""
+        if len(self._comms) >= MAX_COMMS:
+            self._refuse(comm, Refused(f"at most {MAX_COMMS} front ends at once"))
+            comm.close()
+            return
+        self._listen(comm)
+        if not self._greet(comm, message["content"].get("data")):
+            comm.close()
+            self._forget(str(comm.comm_id))
+
+    def announce(self) -> None:
+        """Open a comm to the front end: one that has the extension answers ``hello`` on it
+        (how a notebook learns the kernel loaded agent_kernel after it connected)."""
+        from comm import create_comm
+
+        comm = create_comm(target_name=TARGET, data={"type": "kernel", "protocol": PROTOCOL})
+        self._listen(comm)
+        self.announced = str(comm.comm_id)
+
+    async def settle(self, timeout: float) -> None:
+        """Give a notebook front end that has not answered the kernel's announcement yet up
+        to ``timeout`` seconds to say hello (cells queued with ``%load_ext`` run before its
+        answer arrives). Only in a notebook cell (``cellId``: not papermill, not consoles)
+        and only once: a front end without the extension costs one short wait."""
+        announced, self.announced = self.announced, None
+        if announced is None or self.attached is not None or running_cell() is None:
+            return
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.attached is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+
+    def _listen(self, comm: Any) -> None:
+        with self._lock:
+            self._comms[str(comm.comm_id)] = comm
+        comm.on_msg(self.receive)
+        comm.on_close(self.closed)
+
+    def _greet(self, comm: Any, data: Any) -> bool:
+        """Attach the front end whose first message ``data`` is a valid hello."""
+        try:
+            hello = check(data)
+            if hello["type"] != "hello":
+                raise Refused("the first message must be hello")
+        except Refused as refusal:
+            self._refuse(comm, refusal)
+            return False
+        with self._lock:
+            self.attachments[str(comm.comm_id)] = Attachment(str(comm.comm_id), hello["notebook"])
+        comm.send({"type": "welcome", "protocol": PROTOCOL})
+        return True
+
+    def receive(self, message: dict[str, Any]) -> None:
+        """A message on an open channel (the first on an announced one must be hello)."""
+        comm_id = str(message["content"].get("comm_id", ""))
+        with self._lock:
+            comm, attachment = self._comms.get(comm_id), self.attachments.get(comm_id)
+        if comm is None:
+            return
+        if attachment is None:
+            self._greet(comm, message["content"].get("data"))
+            return
+        try:
+            data = check(message["content"].get("data"))
+            if data["type"] == "focus":
+                attachment.selected_cell = data["cell"]
+            elif data["type"] in ("cells", "edited"):
+                self._answer(comm_id, data)
+            else:
+                raise Refused(f"{data['type']} is not expected now")
+        except Refused as refusal:
+            self._refuse(comm, refusal)
+
+    async def request(self, data: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send ``data`` to the attached front end and await its answer (``TimeoutError``
+        after ``timeout`` seconds, ``LookupError`` when none is attached). The running cell
+        awaits, so ipykernel delivers the answer meanwhile."""
+        attachment = self.attached
+        comm = self._comms.get(attachment.comm_id) if attachment else None
+        if attachment is None or comm is None:
+            raise LookupError("no notebook front end with the agent-kernel extension is attached")
+        request_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            self._pending[request_id] = (attachment.comm_id, future)
+        try:
+            comm.send({**data, "id": request_id})
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            with self._lock:
+                self._pending.pop(request_id, None)
+
+    def _answer(self, comm_id: str, data: dict[str, Any]) -> None:
+        """Resolve the request ``data`` answers; an answer nobody asked this comm for is refused."""
+        with self._lock:
+            pending = self._pending.get(data["id"])
+        if pending is None or pending[0] != comm_id or pending[1].done():
+            raise Refused(f"no open request {data['id']} on this channel")
+        future = pending[1]
+        future.get_loop().call_soon_threadsafe(lambda: None if future.done() else future.set_result(data))
+
+    def closed(self, message: dict[str, Any]) -> None:
+        """The front end went away (notebook closed, page reloaded, kernel changed)."""
+        self._forget(str(message["content"].get("comm_id", "")))
+
+    def _forget(self, comm_id: str) -> None:
+        with self._lock:
+            self.attachments.pop(comm_id, None)
+            self._comms.pop(comm_id, None)
+
+    def _refuse(self, comm: Any, refusal: Refused) -> None:
+        with self._lock:
+            self.refused += 1
+        comm.send({"type": "refused", "reason": str(refusal)[:200]})
+
+
+# -- validation ---------------------------------------------------------------------------
+
+
+def check(data: Any) -> dict[str, Any]:
+    """``data`` as a valid message from the front end, or :class:`Refused` saying why."""
+    if not isinstance(data, dict):
+        raise Refused("a message is a JSON object")
+    try:
+        size = len(json.dumps(data))
+    except (TypeError, ValueError):
+        raise Refused("a message is plain JSON") from None
+    kind = data.get("type")
+    limit = MAX_CELLS_BYTES if kind == "cells" else MAX_MESSAGE_BYTES
+    if size > limit:
+        raise Refused(f"a {str(kind)[:40]} message is at most {limit} bytes")
+    checker = _CHECKS.get(kind) if isinstance(kind, str) else None
+    if checker is None:
+        raise Refused(f"unknown message type {str(kind)[:40]!r}")
+    checker(data)
+    return data
+
+
+def _hello(data: dict[str, Any]) -> None:
+    if data.get("protocol") != PROTOCOL:
+        raise Refused(f"protocol {PROTOCOL} only")
+    _text(data, "notebook", MAX_PATH_CHARS)
+    if not data["notebook"].endswith(".ipynb") or "\x00" in data["notebook"]:
+        raise Refused("notebook is the path of an .ipynb file")
+
+
+def _focus(data: dict[str, Any]) -> None:
+    if data.get("cell") is not None:
+        cell_id(data, "cell")
+
+
+def _cells(data: dict[str, Any]) -> None:
+    """The answer to ``read``: the notebook's cells in order, each checked."""
+    _request_id(data)
+    cells = data.get("cells")
+    if not isinstance(cells, list) or len(cells) > MAX_CELLS:
+        raise Refused(f"cells is a list of at most {MAX_CELLS} cells")
+    seen: set[str] = set()
+    for cell in cells:
+        if not isinstance(cell, dict):
+            raise Refused("each cell is an object")
+        seen.add(cell_id(cell, "id"))
+        if cell.get("cell_type") not in CELL_TYPES:
+            raise Refused(f"cell_type is one of {', '.join(CELL_TYPES)}")
+        source = cell.get("source")
+        if not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS:
+            raise Refused(f"source is a string of at most {MAX_SOURCE_CHARS} characters")
+        count = cell.get("execution_count")
+        if count is not None and (
+            not isinstance(count, int) or isinstance(count, bool) or count < 0
+        ):
+            raise Refused("execution_count is a count or null")
+        if not isinstance(cell.get("outputs", []), list):
+            raise Refused("outputs is a list")
+    if len(seen) != len(cells):
+        raise Refused("cell ids are unique")
+
+
+def _edited(data: dict[str, Any]) -> None:
+    """The answer to ``edit``: the cell it made or changed, or why the front end did not."""
+    _request_id(data)
+    if "error" in data:
+        _text(data, "error", 500)
+    else:
+        cell_id(data, "cell")
+
+
+def _request_id(data: dict[str, Any]) -> int:
+    value = data.get("id")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
+        raise Refused("id is the number of the request answered")
+    return value
+
+
+def _text(data: dict[str, Any], key: str, limit: int) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not 0 < len(value) <= limit:
+        raise Refused(f"{key} is a string of 1 to {limit} characters")
+    return value
+
+
+def cell_id(data: dict[str, Any], key: str) -> str:
+    """``data[key]`` as a cell id, or :class:`Refused`."""
+    value = data.get(key)
+    if not isinstance(value, str) or not _CELL_ID.match(value):
+        raise Refused(f"{key} is a cell id (letters, digits, - and _, at most {MAX_ID_CHARS})")
+    return value
+
+
+_CHECKS = {"hello": _hello, "focus": _focus, "cells": _cells, "edited": _edited}
+
+
+# -- the kernel's channel ---------------------------------------------------------------
+
+_CHANNEL: Channel | None = None
+
+
+def install() -> Channel:
+    """Register the comm target in this kernel (once); the channel it feeds."""
+    global _CHANNEL
+    if _CHANNEL is None:
+        from comm import get_comm_manager
+
+        channel = Channel()
+        get_comm_manager().register_target(TARGET, channel.open)
+        _CHANNEL = channel
+        channel.announce()
+    return _CHANNEL
+
+
+def attached() -> Attachment | None:
+    """The notebook front end attached to this kernel, if the channel is installed and one is."""
+    return _CHANNEL.attached if _CHANNEL is not None else None
+
+
+def running_cell() -> str | None:
+    """The notebook cell id of the running execute request (JupyterLab sends ``cellId``)."""
+    from IPython import get_ipython
+
+    kernel: Any = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return None
+    try:
+        parent = kernel.get_parent("shell") or {}
+    except Exception:  # noqa: BLE001 - an unusual kernel: no cell known
+        return None
+    value = (parent.get("metadata") or {}).get("cellId")
+    return value if isinstance(value, str) and _CELL_ID.match(value) else None
+
+
+async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
+    """The attached notebook's cells, in order, as its front end holds them now (checked:
+    ids, types, sources, execution counts, outputs as the extension summarises them)."""
+    if _CHANNEL is None:
+        raise LookupError("no notebook front end with the agent-kernel extension is attached")
+    answer = await _CHANNEL.request({"type": "read"}, timeout)
+    cells: list[dict[str, Any]] = answer["cells"]
+    return cells
+
+
+async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
+    """Ask the attached front end to apply ``change`` (``{"op": "insert", ...}``); the id of
+    the cell it made or changed, or ``RuntimeError`` with the front end's reason."""
+    if _CHANNEL is None:
+        raise LookupError("no notebook front end with the agent-kernel extension is attached")
+    answer = await _CHANNEL.request({"type": "edit", **change}, timeout)
+    if "error" in answer:
+        raise RuntimeError(answer["error"])
+    cell: str = answer["cell"]
+    return cell
+
+
+async def settle(timeout: float = 0.5) -> None:
+    """See :meth:`Channel.settle` (nothing to do when the channel is not installed)."""
+    if _CHANNEL is not None:
+        await _CHANNEL.settle(timeout)

@@ -11,6 +11,7 @@ import pytest
 
 from agent_kernel.testing import call, say
 
+from .calls import result_text, tool_results
 from .test_notebooks import outputs_text
 
 HELPER = "def ratio(a, b):\n    return a / b\n"
@@ -87,6 +88,30 @@ def test_live_kernel_sees_cells_since_the_last_turn_and_reads_more_on_demand(ker
     assert [c["source"].strip() for c in cells] == [HELPER.strip(), FAILING.strip()]
     assert "ZeroDivisionError" in cells[1]["error"]
 
+
+def test_what_cells_printed_is_seen_with_its_head_and_tail_and_redacted(kernel, scripted_model):
+    shifted = "".join(chr(ord(c) - 1) for c in "tok-q8Zr2LmX9vPw4Kd7")  # the source never holds the value
+    kernel.ok(f"import os; os.environ['SHOP_TOKEN'] = ''.join(chr(ord(c) + 1) for c in {shifted!r})\n%config AgentKernel.secret_env = ['SHOP_TOKEN']")
+    kernel.ok("import sys\nprint('rows: 120, regions: 4')\nprint('careful: 3 nulls', file=sys.stderr)")
+    kernel.ok("for i in range(5_000):\n    print(f'line {i}')")
+    kernel.ok("print('token is', os.environ['SHOP_TOKEN'])")
+    scripted_model.add(call("notebook_cells"), say("Seen."))
+    kernel.ok("%agent what did my cells print?")
+    context = _first_context(scripted_model.requests[0])
+    assert "Printed: rows: 120, regions: 4" in context and "careful: 3 nulls" in context
+    assert "line 4999" in context and "line 0\n" not in context  # the tail of a long print
+    dumped = json.dumps(scripted_model.requests)
+    at = dumped.find("q8Zr2LmX9vPw4Kd7")
+    assert at < 0, dumped[max(0, at - 300): at + 100]
+    assert "[secret SHOP_TOKEN]" in context
+    cells = {c["source"].split("\n")[-1]: c for c in json.loads(result_text(tool_results(scripted_model.requests[1])[0]))["cells"]}
+    long = cells["    print(f'line {i}')"]["printed"]
+    assert "line 0\n" in long and "line 4999" in long and "characters not kept" in long
+    assert "printed" not in cells["%config AgentKernel.secret_env = ['SHOP_TOKEN']"]
+    # The agent's own cell prints nothing into the next turn's context.
+    scripted_model.add(say("Again."))
+    kernel.ok("%agent and now?")
+    assert "Printed:" not in _first_context(scripted_model.requests[-1])
 
 
 def test_an_error_keeps_only_the_users_frames():

@@ -24,12 +24,15 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from agent_kernel.kernel import printed
+from agent_kernel.kernel.printed import PrintedLog
 from agent_kernel.secrets import redact
 
 SECTION_CHARS = 6_000  # the notebook part of one turn context
 NEWEST_CHARS = 4_000  # the newest cell's source is kept whole up to this
 OLDER_CHARS = 600  # an older cell's source: its head up to this
 RESULT_CHARS = 200  # a cell's result summary in the turn context
+PRINTED_CHARS = 300  # what a cell printed, in the turn context (its tail)
 SECTION_CELLS = 20  # the most cells one turn context lists
 KEPT_ERRORS = 200  # errors remembered (the newest)
 ERROR_FRAMES = 8  # the user's frames kept of a traceback (the innermost)
@@ -78,6 +81,10 @@ class CellLog:
         self._shell = weakref.ref(shell)
         self.errors: OrderedDict[int, CellError] = OrderedDict()
         self.seen = 0  # the execution count of the cell of the agent's last turn
+        self.printed: PrintedLog | None = None  # what the cells printed (in ipykernel)
+
+    def printed_text(self, count: int) -> str:
+        return self.printed.text(count) if self.printed is not None else ""
 
     def finished(self, result: Any) -> None:
         """A ``post_run_cell`` callback: keep the cell's error, if it raised."""
@@ -105,6 +112,7 @@ def log_for(shell: Any) -> CellLog:
         events = getattr(shell, "events", None)
         if events is not None:
             events.register("post_run_cell", log.finished)
+        log.printed = printed.install(shell)
     return log
 
 
@@ -157,6 +165,7 @@ class Cell:
     source: str
     result: str  # a short summary of its value (``Out``), "" when it had none
     error: CellError | None
+    printed: str = ""  # what it printed on stdout and stderr (head and tail when long)
 
     def as_dict(self, result_chars: int) -> dict[str, Any]:
         from agent_kernel.untrusted import mark_untrusted
@@ -165,6 +174,10 @@ class Cell:
         if self.result:
             entry["result"] = mark_untrusted(
                 _cut(self.result, result_chars), f"cell [{self.count}] result"
+            )
+        if self.printed:
+            entry["printed"] = mark_untrusted(
+                _cut_middle(redact(self.printed), result_chars), f"cell [{self.count}] printed output"
             )
         if self.error is not None:
             entry["error"] = self.error.text()
@@ -179,7 +192,8 @@ def history(
     ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts."""
     sources = list(getattr(getattr(shell, "history_manager", None), "input_hist_raw", []) or [])
     outputs = shell.user_ns.get("Out", {}) if isinstance(shell.user_ns.get("Out"), dict) else {}
-    errors = log_for(shell).errors
+    log = log_for(shell)
+    errors = log.errors
     running = _running(shell)
     end = min(len(sources) - 1, running - 1, last if last is not None else running)
     if last is None and matching is None and first < 0:
@@ -197,6 +211,7 @@ def history(
                 source,
                 _result(outputs.get(count, None), count in outputs),
                 errors.get(count),
+                log.printed_text(count),
             )
         )
     return found
@@ -251,22 +266,40 @@ def _cell_text(cell: Cell, *, newest: bool, just_before: bool) -> str:
     source = redact(cell.source.rstrip())
     source = _cut(source, NEWEST_CHARS if newest else OLDER_CHARS)
     parts = [f"In [{cell.count}]:\n{source}"]
+    if cell.printed:
+        parts.append(f"Printed: {_shown(cell, _tail(redact(cell.printed), PRINTED_CHARS), 'printed output')}")
     if cell.error is not None:
         if just_before:
             parts.append(f"It raised (the error before this turn):\n{cell.error.text()}")
         else:
             parts.append(f"It raised {cell.error.type}: {_cut(cell.error.message, RESULT_CHARS)}")
     elif cell.result:
-        from agent_kernel.untrusted import mark_untrusted, neutralise
-
-        result = _cut(cell.result, RESULT_CHARS)
-        shown = (
-            mark_untrusted(result, f"cell [{cell.count}] result")
-            if fetches(cell.source)
-            else neutralise(result)
-        )
-        parts.append(f"Out [{cell.count}]: {shown}")
+        parts.append(f"Out [{cell.count}]: {_shown(cell, _cut(cell.result, RESULT_CHARS), 'result')}")
     return "\n".join(parts)
+
+
+def _shown(cell: Cell, text: str, what: str) -> str:
+    """A cell's result or printed text in the turn context: in the untrusted envelope when
+    the cell fetched from the network, else with anything that looks like the envelope's
+    markers neutralised."""
+    from agent_kernel.untrusted import mark_untrusted, neutralise
+
+    return mark_untrusted(text, f"cell [{cell.count}] {what}") if fetches(cell.source) else neutralise(text)
+
+
+def _tail(text: str, limit: int) -> str:
+    text = text.rstrip()
+    if len(text) <= limit:
+        return text
+    return f"[... {len(text) - limit:,} characters before] " + text[-limit:]
+
+
+def _cut_middle(text: str, limit: int) -> str:
+    """``text``, or its head and its tail around a marker when longer than ``limit``."""
+    if len(text) <= limit + 100:
+        return text
+    half = limit // 2
+    return text[:half] + f"\n[... {len(text) - 2 * half:,} characters left out ...]\n" + text[-half:]
 
 
 def _cut(text: str, limit: int) -> str:

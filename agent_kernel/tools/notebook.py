@@ -52,7 +52,7 @@ async def notebook_cells(
     fetched = [
         f"notebook cell [{c.count}] result"
         for c in found
-        if c.result and notebook.fetches(c.source)
+        if (c.result or c.printed) and notebook.fetches(c.source)
     ]
     if fetched:
         context.note_untrusted(fetched)

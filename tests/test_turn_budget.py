@@ -326,3 +326,43 @@ def test_context_window_comes_from_the_model_unless_set():
         config.context_window = 500
     with pytest.raises(TraitError):
         config.compaction = "sometimes"
+
+
+def draw_figure(body: dict[str, Any]) -> Reply:
+    """Each turn: one run_code displaying a 1568x1176 image and printing 2,500 characters."""
+    last = body["messages"][-1]["content"]
+    if any(b.get("type") == "tool_result" for b in last):
+        return say("Drawn.")
+    return call("run_code", code="draw()")
+
+
+def test_old_images_go_before_old_text_when_a_session_of_figures_is_compacted(shell_agent, scripted_model, agent_db):
+    agent = shell_agent.agent
+    agent.config.context_window = 60_000
+    agent.config.tool_groups = ["code"]
+    agent.config.token_limit = 10**9
+    shell_agent.code(
+        "import io, random\nfrom PIL import Image as _PIL\nfrom IPython.display import Image, display\n"
+        "def draw():\n"
+        "    picture = _PIL.new('RGB', (1568, 1176), (random.randrange(256), 40, 90))\n"
+        "    out = io.BytesIO(); picture.save(out, 'PNG')\n"
+        "    display(Image(data=out.getvalue()))\n"
+        "    print('values: ' + 'v' * 2_500)\n"
+    )
+    scripted_model.responder = draw_figure
+
+    shown = turns(agent, [f"turn {n}: draw the figure" for n in range(40)])
+
+    notices = [line for line in shown.splitlines() if line.startswith("Context compacted")]
+    assert notices and notices[0].startswith("Context compacted: older images are now one-line placeholders")
+    requests = main_requests(scripted_model)
+    first = next(r for r in requests if "px) was here" in json.dumps(r["messages"]))
+    results = [b for m in first["messages"] if isinstance(m["content"], list) for b in m["content"]
+               if b.get("type") == "tool_result"]
+    kinds = [[c.get("type") for c in r["content"]] if isinstance(r["content"], list) else ["text"] for r in results]
+    assert "image" not in kinds[0] and "image" in kinds[-1]  # old images placeholders, the newest kept
+    old = json.dumps(results[0]["content"])
+    assert "px) was here" in old and "v" * 2_500 in old  # the old text is whole
+    with agent.store.connect() as con:
+        rows = con.execute("SELECT covers, trimmed, unimaged FROM context_summaries ORDER BY created_at").fetchall()
+    assert rows[0][:2] == (0, 0) and rows[0][2] > 0

@@ -350,6 +350,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE agent_tool_grants IS 'Project table (read-only): agent-defined tool versions the user trusted as read-only in the approval card (offered in read-only turns and run without asking; a new version needs a new grant).';
         """,
     ),
+    # -- compactions drop old images before they trim old text ------------------------------
+    (
+        120,
+        """
+        ALTER TABLE context_summaries ADD COLUMN IF NOT EXISTS unimaged INTEGER DEFAULT 0;
+        COMMENT ON TABLE context_summaries IS 'Project table (read-only): compactions of long sessions. The request sends summary in place of the session''s first `covers` messages (in order), sends images before message `unimaged` as one-line placeholders and trims tool results before message `trimmed`; table messages keeps them all.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

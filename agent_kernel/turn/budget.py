@@ -7,9 +7,11 @@ without an API call: the input tokens the API reported for the previous request,
 about a token per four characters of what was added since (everything by characters when
 there is no previous report). Past the threshold the conversation is compacted:
 
-1. tool results older than the last exchanges are shortened to their head and tail, with
-   the ``execution_id`` / ``tool_use_id`` that finds the full text in the store;
-2. when that is not enough, the oldest part is summarised by ``small_model`` into one
+1. images in tool results older than the last exchanges are sent as a one-line
+   placeholder saying what was there (an image costs as much as a few thousand characters);
+2. when that is not enough, those tool results are also shortened to their head and tail,
+   with the ``execution_id`` / ``tool_use_id`` that finds the full text in the store;
+3. when that is not enough either, the oldest part is summarised by ``small_model`` into one
    block, so the request comes down to about half the threshold (the oldest half is
    summarised at 70%). The cut falls where no ``tool_use`` loses its ``tool_result``.
 
@@ -109,12 +111,12 @@ def render(messages: list[Message], state: Compaction) -> list[Message]:
     """The messages a request sends for ``messages`` under ``state``.
 
     The summary (when there is one) opens the conversation as a user message; when the
-    first kept message is a user prompt the two are one message. Tool results before
-    ``state.trimmed`` are shortened. A compaction block the API returned (server mode)
+    first kept message is a user prompt the two are one message. Images before
+    ``state.unimaged`` are placeholders; tool results before ``state.trimmed`` are shortened. A compaction block the API returned (server mode)
     is sent as text, which every endpoint accepts.
     """
     kept = messages[state.covers :]
-    sent = [_sent(m, i < state.trimmed) for i, m in enumerate(kept, state.covers)]
+    sent = [_sent(m, i < state.trimmed, i < state.unimaged) for i, m in enumerate(kept, state.covers)]
     if state.summary is None:
         return sent
     opening = _summary_block(state)
@@ -135,7 +137,7 @@ def _summary_block(state: Compaction) -> dict[str, Any]:
     }
 
 
-def _sent(message: Message, trim: bool) -> Message:
+def _sent(message: Message, trim: bool, unimage: bool = False) -> Message:
     content = message["content"]
     if isinstance(content, str):
         return message
@@ -150,6 +152,10 @@ def _sent(message: Message, trim: bool) -> Message:
             short = trim_result(block)
             changed = changed or short is not block
             block = short
+        elif unimage and kind == "tool_result":
+            plain = without_images(block)
+            changed = changed or plain is not block
+            block = plain
         blocks.append(block)
     return {"role": message["role"], "content": blocks} if changed else message
 
@@ -157,12 +163,19 @@ def _sent(message: Message, trim: bool) -> Message:
 _EXECUTION_ID = re.compile(r'"execution_id":\s*"([0-9a-f]+)"')
 
 
-def trim_result(block: dict[str, Any]) -> dict[str, Any]:
-    """``block`` (a tool_result) with a long text content cut to its head and tail."""
+def without_images(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` (a tool_result) with each image replaced by a one-line placeholder."""
     content = block.get("content")
     if isinstance(content, list) and any(images.is_image(b) for b in content):
-        block = dict(block, content=[images.placeholder(b, "an image the tool returned") if images.is_image(b) else b for b in content])
-        content = block["content"]
+        placeholder = "an image the tool returned"
+        return dict(block, content=[images.placeholder(b, placeholder) if images.is_image(b) else b for b in content])
+    return block
+
+
+def trim_result(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` (a tool_result) without images, a long text content cut to its head and tail."""
+    block = without_images(block)
+    content = block.get("content")
     if isinstance(content, list):
         if all(b.get("type") == "text" for b in content):
             content = "\n".join(b.get("text", "") for b in content)
@@ -178,6 +191,13 @@ def trim_result(block: dict[str, Any]) -> dict[str, Any]:
     middle = f"\n[... {cut:,} characters trimmed to save context; the full result is stored: {where} ...]\n"
     short = dict(block, content=content[:TRIM_HEAD_CHARS] + middle + content[-TRIM_TAIL_CHARS:])
     return short
+
+
+def _sizes(messages: list[Message], state: Compaction) -> list[int]:
+    """The size of each message as ``state`` sends it (0 for those its summary covers)."""
+    return [0] * state.covers + [
+        chars(_sent(m, i < state.trimmed, i < state.unimaged)) for i, m in enumerate(messages[state.covers :], state.covers)
+    ]
 
 
 def cuttable(messages: list[Message], index: int) -> bool:
@@ -204,7 +224,7 @@ def fingerprint(messages: list[Message], covers: int) -> str:
 def applicable(stored: list[Compaction], messages: list[Message]) -> Compaction:
     """The newest of the ``stored`` compactions made from this conversation (none: send it all)."""
     for row in stored:
-        if row.covers < len(messages) and row.trimmed <= len(messages):
+        if row.covers < len(messages) and max(row.trimmed, row.unimaged) <= len(messages):
             if row.fingerprint == fingerprint(messages, row.covers):
                 return row
     return Compaction()
@@ -368,12 +388,17 @@ class ContextBudget:
         fixed = max(estimate - tokens(sent_chars), 0)
         target = int(self.limit * TARGET_SHARE)
         keep_from = max(state.covers, len(messages) - KEEP_LAST_MESSAGES)
-        trimmed = replace(state, trimmed=max(state.trimmed, keep_from))
-        sizes = [0] * state.covers  # what is already summarised is not sent
-        sizes += [chars(_sent(m, i < trimmed.trimmed)) for i, m in enumerate(messages[state.covers :], state.covers)]
-        after_trim = fixed + tokens(sum(sizes[trimmed.covers :]) + _summary_chars(trimmed))
+        # Old images go first, then old text is trimmed, then the oldest part summarised.
+        unimaged = replace(state, unimaged=max(state.unimaged, keep_from))
+        trimmed = replace(unimaged, trimmed=max(state.trimmed, keep_from))
+        after_unimage = fixed + tokens(sum(_sizes(messages, unimaged)) + _summary_chars(unimaged))
+        sizes = _sizes(messages, trimmed)
+        after_trim = fixed + tokens(sum(sizes) + _summary_chars(trimmed))
         cuts = [c for c in range(state.covers + 1, keep_from + 1) if cuttable(messages, c)]
-        if after_trim <= target or not cuts:
+        if after_unimage <= target:
+            new = unimaged
+            after = after_unimage
+        elif after_trim <= target or not cuts:
             new = trimmed
             after = after_trim
         else:
@@ -385,6 +410,7 @@ class ContextBudget:
             new = Compaction(
                 covers=chosen,
                 trimmed=max(trimmed.trimmed, chosen),
+                unimaged=max(trimmed.unimaged, chosen),
                 summary=summary,
                 fingerprint=fingerprint(messages, chosen),
                 model=model,
@@ -455,8 +481,10 @@ def _notice(before: Compaction, after: Compaction) -> str:
     took = f"{(after.duration_ms or 0) / 1000:.1f} s"
     if after.covers > before.covers:
         what = f"the first {after.covers} messages are now a summary"
-    else:
+    elif after.trimmed > before.trimmed:
         what = "older tool results are shortened"
+    else:
+        what = "older images are now one-line placeholders"
     return f"Context compacted: {what} ({size}, {took}). The full history stays in the store (%agent_history)."
 
 

@@ -24,7 +24,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from agent_kernel.kernel import printed
+from agent_kernel.kernel import network, printed
+from agent_kernel.kernel.network import NetworkLog
 from agent_kernel.kernel.printed import PrintedLog
 from agent_kernel.secrets import redact
 
@@ -82,9 +83,13 @@ class CellLog:
         self.errors: OrderedDict[int, CellError] = OrderedDict()
         self.seen = 0  # the execution count of the cell of the agent's last turn
         self.printed: PrintedLog | None = None  # what the cells printed (in ipykernel)
+        self.network: NetworkLog | None = None  # which cells reached the network
 
     def printed_text(self, count: int) -> str:
         return self.printed.text(count) if self.printed is not None else ""
+
+    def reached_network(self, count: int) -> bool:
+        return self.network is not None and self.network.reached(count)
 
     def finished(self, result: Any) -> None:
         """A ``post_run_cell`` callback: keep the cell's error, if it raised."""
@@ -113,6 +118,7 @@ def log_for(shell: Any) -> CellLog:
         if events is not None:
             events.register("post_run_cell", log.finished)
         log.printed = printed.install(shell)
+        log.network = network.install(shell)
     return log
 
 
@@ -166,6 +172,7 @@ class Cell:
     result: str  # a short summary of its value (``Out``), "" when it had none
     error: CellError | None
     printed: str = ""  # what it printed on stdout and stderr (head and tail when long)
+    fetched: bool = False  # it reached the network (or its source looks like it): untrusted
 
     def as_dict(self, result_chars: int) -> dict[str, Any]:
         from agent_kernel.untrusted import mark_untrusted
@@ -212,6 +219,7 @@ def history(
                 _result(outputs.get(count, None), count in outputs),
                 errors.get(count),
                 log.printed_text(count),
+                log.reached_network(count) or fetches(source),
             )
         )
     return found
@@ -284,7 +292,7 @@ def _shown(cell: Cell, text: str, what: str) -> str:
     markers neutralised."""
     from agent_kernel.untrusted import mark_untrusted, neutralise
 
-    return mark_untrusted(text, f"cell [{cell.count}] {what}") if fetches(cell.source) else neutralise(text)
+    return mark_untrusted(text, f"cell [{cell.count}] {what}") if cell.fetched else neutralise(text)
 
 
 def _tail(text: str, limit: int) -> str:

@@ -24,6 +24,11 @@ class Widget:
     messages: list[dict[str, Any]] = field(default_factory=list)  # custom messages from the kernel
 
 
+def _kind(state: dict[str, Any]) -> str:
+    """A widget's class name from its state ("" before the state is known)."""
+    return str(state.get("_anywidget_id", state.get("_model_name", ""))).rsplit(".", 1)[-1]
+
+
 class FrontEnd:
     """Watches a cell's iopub messages; acknowledges and answers widgets as a person would.
 
@@ -42,25 +47,35 @@ class FrontEnd:
         kind, content = message["msg_type"], message["content"]
         if kind == "comm_open" and content.get("target_name") == "jupyter.widget":
             state = content["data"]["state"]
-            name = str(state.get("_anywidget_id", state.get("_model_name", ""))).rsplit(".", 1)[-1]
-            self.widgets[content["comm_id"]] = Widget(content["comm_id"], name, dict(state))
+            self.widgets[content["comm_id"]] = Widget(content["comm_id"], _kind(state), dict(state))
         elif kind == "comm_msg" and content["comm_id"] in self.widgets:
             widget = self.widgets[content["comm_id"]]
             data = content["data"]
             if data.get("method") == "update":
                 widget.state.update(data.get("state", {}))
+                if not widget.kind and _kind(widget.state):  # the state asked for below
+                    widget.kind = _kind(widget.state)
+                    self._show(widget)
             elif data.get("method") == "custom":
                 widget.messages.append(data["content"])
         elif kind == "display_data" and WIDGET_VIEW in content.get("data", {}):
-            widget = self.widgets.get(content["data"][WIDGET_VIEW]["model_id"])
+            model_id = content["data"][WIDGET_VIEW]["model_id"]
+            widget = self.widgets.get(model_id)
             if widget is None:
+                # Made before this front end watched (the warm-up makes the first turn's
+                # Stop button ahead of it): ask for its state, as a widget manager does.
+                self.widgets[model_id] = Widget(model_id, "", {})
+                self.send(self.widgets[model_id], {"method": "request_state"})
                 return
-            self.shown.append(widget)
-            if self.renders:
-                self.custom(widget, type="rendered")
-            action = self.answer.get(widget.kind)
-            if action is not None:
-                action(self, widget)
+            self._show(widget)
+
+    def _show(self, widget: Widget) -> None:
+        self.shown.append(widget)
+        if self.renders:
+            self.custom(widget, type="rendered")
+        action = self.answer.get(widget.kind)
+        if action is not None:
+            action(self, widget)
 
     # -- what a person's clicks send -----------------------------------------------------
 

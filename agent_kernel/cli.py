@@ -194,6 +194,39 @@ def _jobs_toggle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _jobs_edit(args: argparse.Namespace) -> int:
+    from agent_kernel.scheduler import edits
+    from agent_kernel.scheduler.clock import iso
+    from agent_kernel.store.provenance import Provenance
+
+    service = _service(args)
+    before = service.get(args.job).job
+    changes = edits.changes(before, vars(args), args.parameter, args.unset)
+    job = service.update(before.id, changes, by=Provenance.person(), created_by="cli").job
+    if job.version == before.version:
+        print(f"Job {job.id} ({job.name}) is unchanged (version {job.version}).")
+        return 0
+    shown = f"next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
+    print(f"Job {job.id} ({job.name}) is now version {job.version}: {job.schedule.describe()}; {shown}.")
+    return 0
+
+
+def _jobs_history(args: argparse.Namespace) -> int:
+    job, versions = _service(args).versions(args.job)
+    if args.json:
+        print(json.dumps([v.as_json() for v in versions], indent=2, default=str))
+        return 0
+    from agent_kernel.display.text_tables import Table
+
+    rows = [
+        [str(v.version), _local(v.changed_at, job) if v.changed_at else "", v.changed_by,
+         ", ".join(v.changed) if v.changed else "(created)"]
+        for v in versions
+    ]  # fmt: skip
+    print(repr(Table(["version", "changed at", "by", "changed"], rows, note=f"{job.name} ({job.id})")))
+    return 0
+
+
 def _jobs_remove(args: argparse.Namespace) -> int:
     job = _service(args).delete(args.job)
     print(f"Removed job {job.id} ({job.name}); its runs stay in `agent-kernel runs`.")
@@ -266,15 +299,9 @@ def _service(args: argparse.Namespace) -> SchedulerService:
 
 
 def _parameter(text: str) -> tuple[str, Any]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip().isidentifier():
-        from agent_kernel.scheduler import ScheduleError
+    from agent_kernel.scheduler.edits import parameter
 
-        raise ScheduleError(f"Parameters are NAME=VALUE, not {text!r}.")
-    try:
-        return name.strip(), json.loads(value)
-    except ValueError:
-        return name.strip(), value
+    return parameter(text)
 
 
 def _job_json(job: Job, last: Run | None) -> dict[str, Any]:
@@ -337,6 +364,8 @@ def _cells(run: Run) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from agent_kernel.scheduler import edits
+
     parser = argparse.ArgumentParser(
         prog="agent-kernel", description="Run the quickstart; schedule notebooks and agent tasks."
     )
@@ -360,7 +389,7 @@ def _parser() -> argparse.ArgumentParser:
     daemon.add_argument("--grace", type=float, default=60.0, help="seconds late a slot may still fire on time")
     daemon.set_defaults(handler=_scheduler)
 
-    jobs_parser = commands.add_parser("jobs", help="list, add, run, enable, disable, remove jobs")
+    jobs_parser = commands.add_parser("jobs", help="list, add, edit, run, enable, disable, remove jobs; their history")
     jobs_parser.set_defaults(help_of=jobs_parser)
     jobs = jobs_parser.add_subparsers(metavar="ACTION")
     listing = jobs.add_parser("list", help="the jobs, with next run and last status")
@@ -401,6 +430,13 @@ def _parser() -> argparse.ArgumentParser:
         toggle = jobs.add_parser(action, help=f"{action} a job")
         toggle.add_argument("job")
         toggle.set_defaults(handler=_jobs_toggle, enable=enable)
+    edit = jobs.add_parser("edit", help="change a job (each change is a new version)")
+    edits.add_options(edit)
+    edit.set_defaults(handler=_jobs_edit)
+    history = jobs.add_parser("history", help="a job's versions: what each change changed, and who")
+    history.add_argument("job")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler=_jobs_history)
     remove = jobs.add_parser("remove", help="delete a job (its runs stay)")
     remove.add_argument("job")
     remove.set_defaults(handler=_jobs_remove)

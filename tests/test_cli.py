@@ -1,4 +1,4 @@
-"""`agent-kernel`: demo, jobs list|add|run|enable|disable|remove, runs, and scheduler --once."""
+"""`agent-kernel`: demo, jobs list|add|edit|history|run|enable|disable|remove, runs, and scheduler --once."""
 
 from __future__ import annotations
 
@@ -43,6 +43,38 @@ def test_add_list_pause_resume_remove(capsys, store, tmp_path, monkeypatch):
     code, out, _ = cli(capsys, "jobs", "remove", listed["id"])
     assert code == 0 and "Removed job" in out
     assert [j["name"] for j in json.loads(cli(capsys, "jobs", "list", "--json")[1])] == [task["name"]]
+
+
+def test_edit_changes_a_job_as_a_new_version_and_history_lists_them(capsys, store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_notebook(tmp_path / "report.ipynb", "print(region)", parameters="region = 'all'")
+    cli(capsys, "jobs", "add", "report.ipynb", "--cron", "0 7 * * *", "-p", "region=north", "-p", "limit=10")
+    code, out, _ = cli(capsys, "jobs", "edit", "report", "--cron", "30 6 * * MON-FRI", "-p", "region=south",
+                       "--unset", "limit", "--timeout", "600")  # fmt: skip
+    assert code == 0 and "is now version 2: At 06:30 on Monday through Friday" in out
+    [job] = json.loads(cli(capsys, "jobs", "list", "--json")[1])
+    assert job["parameters"] == {"region": "south"} and job["cron"] == "30 6 * * MON-FRI"
+    assert "is unchanged (version 2)" in cli(capsys, "jobs", "edit", "report", "--timeout", "600")[1]
+    [newest, oldest] = json.loads(cli(capsys, "jobs", "history", "report", "--json")[1])
+    assert (newest["version"], newest["changed"], newest["changed_by"]) == (2, ["parameters", "cron", "timeout_s"], "the user (cli)")
+    assert oldest["version"] == 1 and oldest["definition"]["parameters"] == {"region": "north", "limit": 10}
+    out = cli(capsys, "jobs", "history", "report")[1]
+    assert "parameters, cron, timeout_s" in out and "(created)" in out
+    # Bad input: one line, exit status 2, nothing changed.
+    for args, message in [
+        (("--cron", "0 25 * * *"), "Cron expression '0 25 * * *' is not valid"),
+        (("--unset", "nope"), "'report' has no parameter 'nope' to unset."),
+        ((), "Nothing to change"),
+        (("-p", "not a pair"), "Parameters are NAME=VALUE"),
+        (("--overlap", "sometimes"), None),
+    ]:
+        if message is None:
+            with pytest.raises(SystemExit):  # argparse's own choice check
+                cli(capsys, "jobs", "edit", "report", *args)
+            continue
+        code, _, err = cli(capsys, "jobs", "edit", "report", *args)
+        assert code == 2 and message in err and err.count("\n") == 1, (args, err)
+    assert json.loads(cli(capsys, "jobs", "history", "report", "--json")[1])[0]["version"] == 2
 
 
 def test_bad_input_is_one_line_and_exit_status_2(capsys, store, tmp_path, monkeypatch):

@@ -65,3 +65,25 @@ def test_agent_jobs_says_when_every_job_is_disabled(kernel, store):
     assert shown == "No enabled jobs: 1 job is disabled (%agent_jobs --all lists them)."
     listed = kernel.ok("%agent_jobs --all").final_texts()[-1]
     assert "paused" in listed and "(disabled)" in listed
+
+
+def test_agent_jobs_edit_and_history(kernel, store):
+    job = add_job(store, name="digest", task="Summarise.", cron="0 9 * * *", timezone="UTC", now=datetime.now(UTC))
+    shown = kernel.ok('%agent_jobs edit digest --cron "30 6 * * MON-FRI" -p region=north --timeout 600')
+    assert shown.stdout.startswith(f"Job {job.id} (digest) is now version 2: At 06:30 on Monday through Friday")
+    table = kernel.ok("%agent_jobs history digest").final_texts()[-1]
+    assert "the user (magic)" in table and "parameters, cron, timeout_s" in table and "(created)" in table
+    for line, message in [
+        ("%agent_jobs edit digest --cron '0 25 * * *'", "Cron expression '0 25 * * *' is not valid"),
+        ("%agent_jobs edit digest", "Nothing to change"),
+        ("%agent_jobs edit nope --cron '0 7 * * *'", "No job 'nope'"),
+        ("%agent_jobs edit digest --overlap sometimes", "argument --overlap: invalid choice"),
+        ("%agent_jobs edit digest --cron 'unclosed", "Cannot read the options"),
+        ("%agent_jobs history", "Usage: %agent_jobs history JOB"),
+    ]:
+        # IPython shows a UsageError as one line on stderr, with no traceback.
+        refused = kernel.execute(line)
+        assert refused.stderr.startswith("UsageError: ") and message in refused.stderr, (line, refused.stderr)
+        assert refused.stderr.count("\n") <= 1 and "Traceback" not in refused.stderr
+    with store.connect() as con:
+        assert con.execute("SELECT max(version) FROM job_versions WHERE job_id = ?", [job.id]).fetchone() == (2,)

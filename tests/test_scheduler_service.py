@@ -204,3 +204,33 @@ def test_the_pulse_is_configured_through_the_same_rule(store):
     assert state.job.enabled and status["pulses_per_day"] == 24 and status["notes"] == "Checked the build."
     found, shown = jobs.pulse_status()
     assert found.job.id == state.job.id and shown["interval_minutes"] == 60
+
+
+def test_each_change_is_a_version_and_a_run_records_the_version_it_ran(store, home, tmp_path):
+    notebook = write_notebook(tmp_path / "hello.ipynb", "print(f'hello {who}')", parameters="who = 'nobody'")
+    jobs = SchedulerService(store, home=home)
+    job = jobs.create(JobFields(name="hello", kind="notebook", notebook=str(notebook), parameters={"who": "a"},
+                                cron="0 3 1 1 *", timezone="UTC"), by=PERSON, created_by="cli").job  # fmt: skip
+    assert job.version == 1
+    first = jobs.run_now(job.id, wait=True).run
+    assert (first.status, first.job_version) == ("SUCCEEDED", 1)
+
+    same = jobs.update(job.id, {"parameters": {"who": "a"}}, by=PERSON).job
+    assert same.version == 1  # a change that changes nothing is no new version
+    edited = jobs.update(job.id, {"parameters": {"who": "b"}, "timeout_s": 600}, by=PERSON, created_by="magic").job
+    assert edited.version == 2
+    by_model = jobs.update(job.id, {"cron": "0 4 1 1 *"}, by=CLEAN).job
+    assert by_model.version == 3
+    second = jobs.run_now(job.id, wait=True).run
+    assert (second.status, second.job_version) == ("SUCCEEDED", 3)
+    assert "hello b" in Path(second.output_path).read_text(encoding="utf-8")
+
+    found, versions = jobs.versions(job.id)
+    assert found.id == job.id and [v.version for v in versions] == [3, 2, 1]
+    assert [v.changed for v in versions] == [["cron"], ["parameters", "timeout_s"], []]
+    assert [v.changed_by for v in versions] == ["session s-clean, turn 1", "the user (magic)", "the user (cli)"]
+    assert versions[1].definition["parameters"] == {"who": "b"} and versions[2].definition["parameters"] == {"who": "a"}
+    # A refused change makes no version.
+    with pytest.raises(ScheduleError):
+        jobs.update(job.id, {"cron": "not a cron"}, by=PERSON)
+    assert [v.version for v in jobs.versions(job.id)[1]] == [3, 2, 1]

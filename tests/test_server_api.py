@@ -198,8 +198,19 @@ def test_a_job_is_created_listed_paused_resumed_and_deleted(client, server):
     status, one = client.call("GET", f"{API}/jobs/{job['id']}")
     assert status == 200 and one["name"] == "daily" and one["last_status"] is None
 
+    status, edited = client.call("PATCH", f"{API}/jobs/{job['id']}", {
+        "cron": "30 6 * * *", "parameters": {"region": "east"}, "timeout_s": 900, "max_retries": 2,
+    })  # fmt: skip
+    assert status == 200, edited
+    assert edited["version"] == 2 and edited["schedule"] == "At 06:30 every day (Europe/Berlin)" and edited["timeout_s"] == 900
+    assert edited["parameters"] == {"region": "east"} and edited["enabled"] is True
+    status, history = client.call("GET", f"{API}/jobs/{job['id']}/versions")
+    assert status == 200 and [v["version"] for v in history["versions"]] == [2, 1]
+    assert history["versions"][0]["changed"] == ["parameters", "cron", "timeout_s", "max_retries"]
+    assert history["versions"][0]["changed_by"].startswith("the user (jupyterlab")
+
     status, paused = client.call("PATCH", f"{API}/jobs/{job['id']}", {"enabled": False})
-    assert status == 200 and paused["enabled"] is False
+    assert status == 200 and paused["enabled"] is False and paused["version"] == 2
     with store.connect() as con:  # as if a turn that had read a web page had changed it
         provenance.record(con, "job", job["id"], provenance.Provenance("s1", 1, ("web_fetch https://evil.example/",)))
     status, resumed = client.call("PATCH", f"{API}/jobs/{job['id']}", {"enabled": True})
@@ -252,9 +263,25 @@ def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client
     status, made = client.call("POST", f"{API}/jobs", {"notebook": "/ok.ipynb", "at": soon, "name": "once"})
     assert status == 201 and made["type"] == "once" and made["name"] == "once"
 
-    for body in ({"enabled": "yes"}, {"enabled": True, "name": "x"}, {}):
+    patches = [
+        ({"enabled": "yes"}, "`enabled` must be true or false."),
+        ({}, 'Send the fields to change, e.g. {"cron": "0 9 * * *"} or {"enabled": false}.'),
+        ({"colour": "red"}, "Unknown field(s): colour"),
+        ({"cron": 9}, "`cron` must be a non-empty string."),
+        ({"cron": "every day"}, "Cron expression 'every day' has 2 fields; use 5"),  # the creation's check
+        ({"timezone": "Mars/Olympus"}, "Mars/Olympus"),
+        ({"overlap": "sometimes"}, "overlap must be one of allow, forbid, queue"),
+        ({"parameters": {"a b": 1}}, "'a b' is not one"),
+        ({"timeout_s": "long"}, "`timeout_s` must be a number."),
+        ({"max_retries": 1.5}, "`max_retries` must be a whole number."),
+        ({"notebook": "../outside.ipynb"}, "'../outside.ipynb' is outside the Jupyter root"),
+        ({"name": "x" * 5000}, "`name`"),
+    ]
+    for body, message in patches:
         status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", body)
-        assert status == 400 and reply["message"] == 'Send {"enabled": true} or {"enabled": false}.'
+        assert status == 400 and message in reply["message"], (body, reply)
+    status, versions = client.call("GET", f"{API}/jobs/{made['id']}/versions")
+    assert status == 200 and [v["version"] for v in versions["versions"]] == [1]  # nothing refused was kept
     status, _ = client.call("PATCH", f"{API}/jobs/nosuchjob", {"enabled": True})
     assert status == 404
     status, reply = client.call("POST", f"{API}/jobs/{made['id']}/run", {"now": True})

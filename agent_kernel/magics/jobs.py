@@ -8,10 +8,12 @@ imports the scheduler's machinery (papermill, executors).
 
 from __future__ import annotations
 
+import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -45,10 +47,21 @@ class JobMagics(Magics):
         set_reminder, manage_pulse), JupyterLab's "Schedule this notebook…" or
         `agent-kernel jobs add`, and fire while a scheduler runs: the one in Jupyter
         Server (agent-kernel's server extension) or `agent-kernel scheduler`.
+
+        `%agent_jobs edit JOB --cron "0 9 * * *" -p region=EU --timeout 600` changes a
+        job (the options of `agent-kernel jobs edit`: --name, --task, --notebook, --at,
+        --cron, --timezone, -p NAME=VALUE, --unset NAME, --model, --token-limit, --kernel,
+        --timeout, --cell-timeout, --retries, --retry-on, --retry-delay, --catchup,
+        --max-catchup, --overlap); each change is a new version of the job.
+        `%agent_jobs history JOB` lists its versions: what each changed, who, when.
         """
         from agent_kernel.scheduler import ScheduleError, leader
         from agent_kernel.scheduler.service import SchedulerService
 
+        action, _, rest = line.strip().partition(" ")
+        if action in ("edit", "history"):
+            with _schedule_errors():
+                return self._edit(rest) if action == "edit" else self._history(rest)
         args = parse_args(self.agent_jobs, line)
         service = SchedulerService(self._store())
         try:
@@ -64,6 +77,68 @@ class JobMagics(Magics):
         if lease is None:
             notes.append(f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}.")
         return JobsView(rows, "\n".join(notes))
+
+
+    def _edit(self, line: str) -> None:
+        from agent_kernel.scheduler import edits
+        from agent_kernel.scheduler.clock import iso
+        from agent_kernel.scheduler.service import SchedulerService
+        from agent_kernel.store.provenance import Provenance
+
+        parser = _Parser(prog="%agent_jobs edit", add_help=False)
+        edits.add_options(parser)
+        args = parser.parse_args(_split(line))
+        service = SchedulerService(self._store(), by_name=True, listing="`%agent_jobs --all` lists them")
+        before = service.get(args.job).job
+        changes = edits.changes(before, vars(args), args.parameter, args.unset)
+        job = service.update(before.id, changes, by=Provenance.person(), created_by="magic").job
+        if job.version == before.version:
+            print(f"Job {job.id} ({job.name}) is unchanged (version {job.version}).")
+            return
+        shown = f"next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
+        print(f"Job {job.id} ({job.name}) is now version {job.version}: {job.schedule.describe()}; {shown}.")
+
+    def _history(self, line: str) -> Any:
+        from agent_kernel.display.text_tables import Table
+        from agent_kernel.scheduler.service import SchedulerService
+
+        words = _split(line)
+        if len(words) != 1:
+            raise UsageError("Usage: %agent_jobs history JOB (its id, a unique prefix of it, or its name).")
+        service = SchedulerService(self._store(), by_name=True, listing="`%agent_jobs --all` lists them")
+        job, versions = service.versions(words[0])
+        rows = [
+            [str(v.version), v.changed_at.strftime("%Y-%m-%d %H:%M UTC") if v.changed_at else "", v.changed_by,
+             ", ".join(v.changed) if v.changed else "(created)"]
+            for v in versions
+        ]  # fmt: skip
+        return Table(["version", "changed at", "by", "changed"], rows, note=f"{job.name} ({job.id})")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose mistakes are a ``UsageError`` (not an exit of the kernel)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}. Usage: {' '.join(self.format_usage().split()[1:])}")
+
+
+def _split(line: str) -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"Cannot read the options: {exc}.") from None
+
+
+@contextmanager
+def _schedule_errors() -> Iterator[None]:
+    from agent_kernel.scheduler import ScheduleError
+
+    try:
+        yield
+    except ScheduleError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _empty_note(*, disabled: int) -> str:

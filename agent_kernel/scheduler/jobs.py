@@ -42,7 +42,7 @@ _COLUMNS = (
     "cwd", "kernel", "cron", "run_at", "timezone", "model", "token_limit", "enabled",
     "next_run_at", "catchup", "max_catchup", "overlap", "timeout_s", "cell_timeout_s",
     "max_retries", "retry_on", "retry_delay_s", "options", "created_by", "created_at",
-    "updated_at", "deleted_at",
+    "updated_at", "deleted_at", "version",
 )  # fmt: skip
 _JSON = {"parameters", "options"}
 _INSTANTS = {"run_at", "next_run_at", "created_at", "updated_at", "deleted_at"}
@@ -116,6 +116,7 @@ class Job:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted_at: datetime | None = None
+    version: int = 1  # counted up by each edit (see history.py)
 
     @property
     def schedule(self) -> Schedule:
@@ -271,7 +272,10 @@ class Jobs:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
 
-    def add(self, job: Job) -> Job:
+    def add(self, job: Job, *, changed_by: str | None = None) -> Job:
+        """Store a new job, and its definition as version 1 (``changed_by``: who wrote it)."""
+        from agent_kernel.scheduler import history
+
         row = job.to_row()
         columns = list(_COLUMNS)
         for stamp in ("created_at", "updated_at"):  # let the database stamp them
@@ -281,6 +285,7 @@ class Jobs:
         self.con.execute(f"INSERT INTO jobs ({', '.join(columns)}) VALUES ({marks})", row)
         added = self.get(job.id)
         assert added is not None
+        history.record(self.con, added, changed_by or (f"the user ({job.created_by})" if job.created_by else "unknown"))
         return added
 
     def get(self, job_id: str, *, deleted: bool = False) -> Job | None:

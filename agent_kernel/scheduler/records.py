@@ -31,4 +31,5 @@ class RunRecord(TypedDict):
     cells_done: int | None
     cells_total: int | None
     cancel_requested: bool
+    job_version: int | None  # the version of its job it started with
     seconds: float | None  # from start to finish, once both are known

@@ -38,10 +38,12 @@ _COLUMNS = (
     "id", "job_id", "scheduled_for", "attempt", "cause", "status", "not_before", "created_at",
     "started_at", "finished_at", "heartbeat_at", "worker", "executor", "executor_detail",
     "run_dir", "output_path", "error", "error_cell", "exit_code", "cells_done", "cells_total",
-    "cancel_requested",
+    "cancel_requested", "job_version",
 )  # fmt: skip
 _INSTANTS = {"scheduled_for", "not_before", "created_at", "started_at", "finished_at", "heartbeat_at"}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM runs"
+# The version its job has now: what a run starting now runs with.
+_JOB_VERSION = "(SELECT version FROM jobs WHERE jobs.id = ?)"
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Run:
     cells_done: int | None = None
     cells_total: int | None = None
     cancel_requested: bool = False
+    job_version: int | None = None  # the version of its job it started with (history.py)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Run:
@@ -111,6 +114,7 @@ class Run:
             "cells_done": self.cells_done,
             "cells_total": self.cells_total,
             "cancel_requested": self.cancel_requested,
+            "job_version": self.job_version,
             "seconds": self.seconds,
         }
 
@@ -216,13 +220,15 @@ class Runs:
         running = status == RUNNING
         row = self.con.execute(
             "INSERT INTO runs (id, job_id, scheduled_for, attempt, cause, status, not_before, error, "
-            "worker, started_at, heartbeat_at, finished_at) "
-            f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING {', '.join(_COLUMNS)}",
+            "worker, started_at, heartbeat_at, finished_at, job_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            f"{_JOB_VERSION if running else 'NULL'}) ON CONFLICT DO NOTHING RETURNING {', '.join(_COLUMNS)}",
             [
                 run_id, job_id, to_db(scheduled_for), attempt, cause, status,
                 to_db(not_before or scheduled_for), error, worker,
                 to_db(now) if running else None, to_db(now) if running else None,
                 to_db(now) if status == SKIPPED else None,
+                *([job_id] if running else []),
             ],
         ).fetchone()
         return Run.from_row(row) if row else None
@@ -233,7 +239,8 @@ class Runs:
         """QUEUED -> RUNNING for ``worker``; None if someone else got there first."""
         row = self.con.execute(
             "UPDATE runs SET status = 'RUNNING', worker = ?, executor = ?, run_dir = ?, output_path = ?, "
-            f"started_at = ?, heartbeat_at = ? WHERE id = ? AND status = 'QUEUED' RETURNING {', '.join(_COLUMNS)}",
+            f"started_at = ?, heartbeat_at = ?, job_version = {_JOB_VERSION.replace('?', 'runs.job_id')} "
+            f"WHERE id = ? AND status = 'QUEUED' RETURNING {', '.join(_COLUMNS)}",
             [worker, executor, run_dir, output_path, to_db(now), to_db(now), run_id],
         ).fetchone()
         return Run.from_row(row) if row else None

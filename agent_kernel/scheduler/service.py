@@ -1,6 +1,7 @@
 """The scheduler service: what a person or the model may do with jobs and runs.
 
-Create, update, enable, disable, delete, run now, cancel a run, list and read: the
+Create, update (each change a new version), enable, disable, delete, run now, cancel a
+run, list and read: the
 ``agent-kernel`` command, the server's REST API, the agent's schedule tools and
 ``%agent_jobs`` all call :class:`SchedulerService`, so each rule is kept here once:
 
@@ -32,10 +33,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.scheduler import NotFoundError, ScheduleError, leader, pulse
+from agent_kernel.scheduler import NotFoundError, ScheduleError, history, leader, pulse
 from agent_kernel.scheduler.checks import KINDS
 from agent_kernel.scheduler.clock import Clock, SystemClock
 from agent_kernel.scheduler.cron import local_timezone_name
+from agent_kernel.scheduler.history import JobVersion
 from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
 from agent_kernel.scheduler.runs import Run, Runs
 from agent_kernel.store import provenance
@@ -194,15 +196,19 @@ class SchedulerService:
         now = self.clock.now()
         job = new_job(**_arguments(fields), now=now, created_by=created_by)
         with self._connect() as con:
-            stored = _keep_written(con, Jobs(con).add(job), by, now)
+            stored = _keep_written(con, Jobs(con).add(job, changed_by=history.writer(by, created_by)), by, now)
             state = self._state(con, stored)
         self._changed()
         return state
 
     def update(
-        self, key: str, changes: Mapping[str, Any], *, by: Provenance, kinds: tuple[str, ...] = KINDS
+        self, key: str, changes: Mapping[str, Any], *, by: Provenance, kinds: tuple[str, ...] = KINDS,
+        created_by: str | None = None,
     ) -> JobState:
         """Change the fields :data:`UPDATABLE` names; the job is checked again as a new one is.
+
+        A change that changes the definition is a new version (see history.py;
+        ``created_by`` says through what the person changed it: cli, server, magic).
 
         Giving ``cron`` drops ``at`` and the other way round. A one-off job whose time has
         passed needs a new ``at``. The job stays enabled or disabled as it was, unless
@@ -217,11 +223,21 @@ class SchedulerService:
         with self._connect() as con:
             job = self._job(con, key, kinds)
             checked = new_job(**_changed_arguments(job, changes), now=now, created_by=job.created_by)
-            edited = replace(checked, id=job.id, enabled=job.enabled, created_at=job.created_at)
+            edited = replace(checked, id=job.id, enabled=job.enabled, created_at=job.created_at, version=job.version)
+            if history.definition(edited) != history.definition(job):
+                edited = replace(edited, version=job.version + 1)
             stored = _keep_written(con, Jobs(con).update(edited), by, now, changed=True)
+            if stored.version != job.version:
+                history.record(con, stored, history.writer(by, created_by), before=job)
             state = self._state(con, stored)
         self._changed()
         return state
+
+    def versions(self, key: str, *, kinds: tuple[str, ...] = KINDS) -> tuple[Job, list[JobVersion]]:
+        """The job and its versions, newest first."""
+        with self._connect() as con:
+            job = self._job(con, key, kinds)
+            return job, history.versions(con, job.id)
 
     def enable(self, key: str, *, by: Provenance, kinds: tuple[str, ...] = KINDS) -> JobState:
         """Resume a job from its next slot (missed slots are not run).

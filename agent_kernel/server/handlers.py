@@ -24,7 +24,7 @@ from tornado import web
 from agent_kernel.scheduler import NotFoundError, ScheduleError
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.server import views
-from agent_kernel.server.job_request import MAX_PATH_CHARS, BadRequest, check_text, job_fields, parse_body
+from agent_kernel.server.job_request import MAX_PATH_CHARS, BadRequest, check_text, job_changes, job_fields, parse_body
 from agent_kernel.store.provenance import Provenance
 
 T = TypeVar("T")
@@ -177,14 +177,22 @@ class JobHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def patch(self, job_id: str) -> None:
-        """``{"enabled": true | false}``: resume or pause the job."""
+        """Change any of the job's fields (each change a new version), and/or
+        ``{"enabled": true | false}`` to resume or pause it."""
         body = self.body()
-        if set(body) != {"enabled"} or not isinstance(body["enabled"], bool):
-            raise BadRequest('Send {"enabled": true} or {"enabled": false}.')
-        if body["enabled"]:
+        if not body:
+            raise BadRequest('Send the fields to change, e.g. {"cron": "0 9 * * *"} or {"enabled": false}.')
+        changes = job_changes(body, self.root)
+        user = getattr(self.current_user, "username", None)
+        by = f"jupyterlab:{user}" if user else "jupyterlab"
+        state = None
+        if changes:
+            state = await self.in_thread(lambda: self.jobs.update(job_id, changes, by=Provenance.person(), created_by=by))
+        if body.get("enabled") is True:
             state = await self.in_thread(lambda: self.jobs.enable(job_id, by=Provenance.person()))
-        else:
+        elif body.get("enabled") is False:
             state = await self.in_thread(lambda: self.jobs.disable(job_id))
+        assert state is not None
         self.reply(views.job_json(state.job, state.last, self.root))
 
     @web.authenticated
@@ -192,6 +200,15 @@ class JobHandler(_Handler):
     async def delete(self, job_id: str) -> None:
         await self.in_thread(lambda: self.jobs.delete(job_id))
         self.reply({"deleted": True, "id": job_id})
+
+
+class JobVersionsHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self, job_id: str) -> None:
+        """The job's versions, newest first: what each change changed, who made it, when."""
+        job, versions = await self.in_thread(lambda: self.jobs.versions(job_id))
+        self.reply({"id": job.id, "version": job.version, "versions": [v.as_json() for v in versions]})
 
 
 class JobRunHandler(_Handler):
@@ -274,6 +291,7 @@ def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:
         (f"{base}/jobs", JobsHandler),
         (f"{base}/jobs/{ID}", JobHandler),
         (f"{base}/jobs/{ID}/run", JobRunHandler),
+        (f"{base}/jobs/{ID}/versions", JobVersionsHandler),
         (f"{base}/runs", RunsHandler),
         (f"{base}/runs/{ID}", RunHandler),
         (f"{base}/runs/{ID}/output", RunOutputHandler),

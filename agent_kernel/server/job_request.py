@@ -155,3 +155,53 @@ def job_fields(body: dict[str, Any], root: Path) -> JobFields:
         kernel=kernel,
         policy=Policy(overlap=body.get("overlap") or "forbid"),
     )
+
+
+# What ``PATCH /jobs/ID`` may change, beside ``enabled``: by type.
+EDIT_TEXT = ("name", "cron", "at", "timezone", "overlap", "catchup", "model", "retry_on")
+EDIT_NUMBERS = {"timeout_s": float, "cell_timeout_s": float, "retry_delay_s": float,
+                "max_retries": int, "max_catchup": int, "token_limit": int}  # fmt: skip
+EDIT_FIELDS = {*EDIT_TEXT, *EDIT_NUMBERS, "notebook", "task", "parameters"}
+MAX_TASK_CHARS = 20_000
+
+
+def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
+    """The changes a ``PATCH /jobs/ID`` body asks for (``enabled`` aside), checked by type
+    and size here; what they make of the job is checked by the scheduler service as a new
+    job is."""
+    unknown = set(body) - EDIT_FIELDS - {"enabled"}
+    if unknown:
+        accepted = ", ".join(sorted(EDIT_FIELDS | {"enabled"}))
+        raise BadRequest(f"Unknown field(s): {', '.join(sorted(unknown))}; accepted: {accepted}.")
+    changes: dict[str, Any] = {}
+    for key in EDIT_TEXT:
+        if key in body:
+            if not isinstance(body[key], str) or not body[key].strip():
+                raise BadRequest(f"`{key}` must be a non-empty string.")
+            changes[key] = check_text(body[key], f"`{key}`", MAX_FIELD_CHARS)
+    for key, kind in EDIT_NUMBERS.items():
+        if key in body:
+            value = body[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+                raise BadRequest(f"`{key}` must be a {'whole ' if kind is int else ''}number.")
+            changes[key] = kind(value)
+    if "task" in body:
+        if not isinstance(body["task"], str) or not body["task"].strip():
+            raise BadRequest("`task` must be a non-empty string.")
+        changes["task"] = check_text(body["task"], "`task`", MAX_TASK_CHARS)
+    if "parameters" in body:
+        parameters = body["parameters"]
+        if not isinstance(parameters, dict):
+            raise BadRequest("`parameters` must be an object of name: value pairs.")
+        bad = [name for name in parameters if not name.isidentifier()]
+        if bad:
+            raise BadRequest(f"Parameter names must be Python identifiers; {bad[0]!r} is not one.")
+        changes["parameters"] = parameters
+    if "notebook" in body:
+        notebook = notebook_in_root(body["notebook"], root)
+        changes["notebook"] = str(notebook)
+        changes["kernel"] = kernel_name(notebook)
+    if "enabled" in body and not isinstance(body["enabled"], bool):
+        raise BadRequest("`enabled` must be true or false.")
+    return changes
+

@@ -93,6 +93,8 @@ class JobJson(TypedDict):
     last_run_id: str | None
     created_by: str | None
     created_at: str | None
+    version: int  # counted up by each change (GET /jobs/ID/versions lists them)
+    timeout_s: float
 
 
 class SchedulerStatusJson(TypedDict):
@@ -135,10 +137,27 @@ class JobRequest(TypedDict, total=False):
     overlap: str
 
 
-class EnabledRequest(TypedDict):
-    """``PATCH /jobs/ID``: turn a job on or off."""
+class JobChangeRequest(TypedDict, total=False):
+    """``PATCH /jobs/ID``: any of the job's fields to change (a new version), and/or turn it on or off."""
 
     enabled: bool
+    name: str
+    notebook: str  # relative to the server's root
+    task: str
+    cron: str
+    at: str
+    timezone: str
+    parameters: dict[str, Any]
+    overlap: str
+    catchup: str
+    max_catchup: int
+    model: str
+    token_limit: int
+    timeout_s: float
+    cell_timeout_s: float
+    max_retries: int
+    retry_on: str
+    retry_delay_s: float
 
 
 class RunActionRequest(TypedDict):

@@ -145,6 +145,8 @@ def job_json(job: Job, last: Run | None, root: Path) -> JobJson:
         "last_run_id": last.id if last else None,
         "created_by": job.created_by,
         "created_at": iso(job.created_at),
+        "version": job.version,
+        "timeout_s": job.timeout_s,
     }
 
 

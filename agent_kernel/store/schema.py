@@ -358,6 +358,29 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE context_summaries IS 'Project table (read-only): compactions of long sessions. The request sends summary in place of the session''s first `covers` messages (in order), sends images before message `unimaged` as one-line placeholders and trims tool results before message `trimmed`; table messages keeps them all.';
         """,
     ),
+    # -- a job's versions: what each edit changed, and which version each run ran ----------
+    (
+        130,
+        """
+        ALTER TABLE jobs ADD COLUMN IF NOT EXISTS version INTEGER DEFAULT 1;
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS job_version INTEGER;
+        CREATE TABLE IF NOT EXISTS job_versions (
+            job_id      VARCHAR NOT NULL,
+            version     INTEGER NOT NULL,
+            definition  JSON NOT NULL,
+            changed     JSON NOT NULL,
+            changed_by  VARCHAR NOT NULL,
+            changed_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            PRIMARY KEY (job_id, version)
+        );
+        INSERT INTO job_versions (job_id, version, definition, changed, changed_by, changed_at)
+            SELECT id, 1, to_json({'name': name, 'notebook': notebook, 'task': task, 'parameters': parameters,
+                                   'cron': cron, 'run_at': run_at, 'timezone': timezone}),
+                   '[]', coalesce(created_by, 'unknown'), created_at
+            FROM jobs ON CONFLICT DO NOTHING;
+        COMMENT ON TABLE job_versions IS 'Project table (read-only): each version of a scheduled job (its definition after the change, the fields changed, who changed it); runs.job_version names the version a run ran with.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -394,6 +417,8 @@ PROTECTED_TABLES: set[str] = {
     # who wrote what is kept, and the tool versions the person trusted as read-only
     "provenance",
     "agent_tool_grants",
+    # the versions of scheduled jobs
+    "job_versions",
 }
 
 # The prefix of the tables the model may create and write (db_sql).

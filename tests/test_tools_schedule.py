@@ -185,6 +185,10 @@ def test_a_reminder_continues_its_session_headless(kernel, scripted_model, store
     )
     assert cancelled == {"deleted": True}
     assert wrong["is_error"] and "is a reminder: use cancel_reminder" in wrong["content"]
+    [waiting] = run_tools(kernel, scripted_model, call("list_reminders"))
+    [entry] = waiting["reminders"]
+    assert (entry["id"], entry["message"], entry["status"]) == (reminder["id"], "Check whether the totals were fixed.", "waiting")
+    assert entry["at"] == reminder["at"] and entry["session"]
     with store.connect() as con:
         [session] = Sessions(con).list()
         notebook = session.notebook
@@ -204,6 +208,9 @@ def test_a_reminder_continues_its_session_headless(kernel, scripted_model, store
     scripted_model.add(say("ok"))
     kernel.ok("%agent anything else?")
     assert "The totals are fixed now." in json.dumps(scripted_model.requests[-1]["messages"])
+    upcoming, everything = run_tools(kernel, scripted_model, call("list_reminders"), call("list_reminders", include_fired=True))
+    assert upcoming == {"reminders": []}  # it fired: nothing more to come
+    assert [(r["id"], r["status"]) for r in everything["reminders"]] == [(reminder["id"], "SUCCEEDED")]
 
 
 def test_manage_pulse_configures_and_keeps_notes(shell_agent, scripted_model, store):

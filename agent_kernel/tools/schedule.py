@@ -241,6 +241,36 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
     return {"id": job.id, "at": _iso(job.run_at, job.timezone), **_no_scheduler()}
 
 
+def list_reminders(include_fired: bool = False) -> dict[str, Any]:
+    """List the reminders set with set_reminder: when each fires, its message, its session.
+
+    Args:
+        include_fired: Also list reminders that have fired or were paused.
+    """
+    from agent_kernel.store import provenance
+
+    ctx = current_context()
+    reminders = []
+    for state in _service().jobs(include_disabled=include_fired, kinds=("reminder",)):
+        job, last = state.job, state.last
+        if not include_fired and job.next_run_at is None:
+            continue  # fired already: nothing more to come
+        message = (job.task or "").removeprefix("(A reminder you set earlier in this session.) ")
+        entry: dict[str, Any] = {
+            "id": job.id,
+            "at": _iso(job.run_at, job.timezone),
+            "message": provenance.shown(message, state.taint, f"reminder {job.id}"),
+            "session": job.session,
+            "enabled": job.enabled,
+            "status": last.status if last else "waiting",
+        }
+        if state.taint is not None:
+            ctx.note_untrusted([f"reminder {job.id}"])
+            entry["waits_for_review"] = True
+        reminders.append(entry)
+    return {"reminders": reminders}
+
+
 def cancel_reminder(id: Short) -> dict[str, Any]:
     """Cancel a reminder set with set_reminder.
 
@@ -307,6 +337,7 @@ TOOLS = [
     Tool(enable_scheduled_task, name="enable_scheduled_task", group="schedule", writes=True),
     Tool(disable_scheduled_task, name="disable_scheduled_task", group="schedule", writes=True),
     Tool(set_reminder, name="set_reminder", group="schedule", writes=True),
+    Tool(list_reminders, name="list_reminders", group="schedule"),
     Tool(cancel_reminder, name="cancel_reminder", group="schedule", writes=True),
     Tool(
         manage_pulse,

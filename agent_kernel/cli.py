@@ -22,6 +22,7 @@ import logging
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,6 +157,11 @@ def _jobs_add(args: argparse.Namespace) -> int:
         kernel=args.kernel,
         policy=policy,
     )
+    if args.notify or args.notify_on:
+        from agent_kernel.paths import agent_home
+        from agent_kernel.scheduler import notify
+
+        fields = replace(fields, options={"notify": notify.setting(agent_home(), args.notify, args.notify_on, None)})
     job = _service(args).create(fields, by=Provenance.person(), created_by="cli").job
     print(f"Added job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
     print("It fires while `agent-kernel scheduler` runs.")
@@ -224,6 +230,31 @@ def _jobs_history(args: argparse.Namespace) -> int:
         for v in versions
     ]  # fmt: skip
     print(repr(Table(["version", "changed at", "by", "changed"], rows, note=f"{job.name} ({job.id})")))
+    return 0
+
+
+def _notify(args: argparse.Namespace) -> int:
+    from agent_kernel.paths import agent_home
+    from agent_kernel.scheduler import notify
+
+    targets = notify.Targets(agent_home())
+    if args.action == "add":
+        target = targets.add(args.url, name=args.name, default=args.default)
+        print(f"Added {target.name}: {target.shown}{' (default)' if target.default else ''}.")
+    elif args.action == "remove":
+        targets.remove(args.name)
+        print(f"Removed {args.name}.")
+    elif args.action == "test":
+        target = targets.get(args.name)
+        problem = notify.deliver([target], "agent-kernel: test", "A test notification from agent-kernel.", failed=False)
+        print(problem or f"Sent a test notification to {target.name}.", file=sys.stderr if problem else sys.stdout)
+        return 1 if problem else 0
+    else:
+        from agent_kernel.display.text_tables import Table
+
+        rows = [[t.name, t.shown, "yes" if t.default else ""] for t in targets.all()]
+        note = "" if rows else "No targets: `agent-kernel notify add URL --default` adds one."
+        print(repr(Table(["name", "URL (credentials hidden)", "default"], rows, note=note)))
     return 0
 
 
@@ -420,6 +451,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--max-catchup", type=int, default=10)
     add.add_argument("--overlap", choices=["allow", "forbid", "queue"], default="forbid",
                      help="a slot due while the previous run is going (default forbid: skip it)")  # fmt: skip
+    edits.add_notify_options(add)
     add.set_defaults(handler=_jobs_add)
 
     run = jobs.add_parser("run", help="run a job now, in the foreground with progress")
@@ -440,6 +472,23 @@ def _parser() -> argparse.ArgumentParser:
     remove = jobs.add_parser("remove", help="delete a job (its runs stay)")
     remove.add_argument("job")
     remove.set_defaults(handler=_jobs_remove)
+
+    notify_parser = commands.add_parser("notify", help="where notifications of runs go (apprise URLs)")
+    notify_parser.set_defaults(help_of=notify_parser)
+    notify_actions = notify_parser.add_subparsers(metavar="ACTION")
+    notify_add = notify_actions.add_parser("add", help="keep a target: an apprise URL (credentials stay in this file)")
+    notify_add.add_argument("url", help="e.g. slack://TokenA/TokenB/TokenC/#ops, mailto://user:pass@example.com, ntfy://topic")
+    notify_add.add_argument("--name", help="what jobs call it (default: made up)")
+    notify_add.add_argument("--default", action="store_true", help="notify for jobs that name no target of their own")
+    notify_add.set_defaults(handler=_notify, action="add")
+    notify_list = notify_actions.add_parser("list", help="the targets, credentials hidden")
+    notify_list.set_defaults(handler=_notify, action="list")
+    notify_remove = notify_actions.add_parser("remove", help="forget a target")
+    notify_remove.add_argument("name")
+    notify_remove.set_defaults(handler=_notify, action="remove")
+    notify_test = notify_actions.add_parser("test", help="send a test notification to a target")
+    notify_test.add_argument("name")
+    notify_test.set_defaults(handler=_notify, action="test")
 
     runs = commands.add_parser("runs", help="recent runs, newest first")
     runs.add_argument("--job", help="only this job's runs")

@@ -99,6 +99,8 @@ def problems(job: Any, *, home: str | Path | None = None) -> list[str]:
     found += _line("origin_notebook", job.origin_notebook, limit=MAX_PATH_CHARS)
     if not isinstance(job.options, dict):
         found.append("options must be a JSON object")
+    elif "notify" in job.options:
+        found += _notify_problems(job.options["notify"])
     found += _problems_of(_schedule_and_policy, job)
     return found
 
@@ -295,3 +297,20 @@ def _problems_of(check: Any, *args: Any, **kwargs: Any) -> list[str]:
 def _show(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _notify_problems(notify: Any) -> list[str]:
+    """What is wrong with a job's notification settings (target names and when)."""
+    from agent_kernel.scheduler.notify import MAX_TARGETS, ON
+
+    if not isinstance(notify, dict) or set(notify) - {"targets", "on"}:
+        return ["notify must be {targets: [names], on: failure|success|always}"]
+    targets = notify.get("targets") or []
+    if not isinstance(targets, list) or len(targets) > MAX_TARGETS or not all(
+        isinstance(t, str) and 0 < len(t) <= 64 for t in targets
+    ):
+        return [f"notify targets are at most {MAX_TARGETS} target names"]
+    if notify.get("on", "failure") not in ON:
+        return [f"notify on must be one of {', '.join(ON)}, not {notify.get('on')!r}"]
+    return []
+

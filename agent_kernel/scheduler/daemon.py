@@ -90,6 +90,7 @@ class Scheduler:
         self._last_heartbeat = 0.0
         self._next_due: datetime | None = None
         self._waiting = False  # runs are due but wait for the cap, their job or a retry
+        self._deliveries: list[threading.Thread] = []  # notifications being sent
 
     # -- the pass ------------------------------------------------------------------------
 
@@ -129,6 +130,7 @@ class Scheduler:
             with self.store.connect() as con:
                 leader.release(con, self.worker)
             self.is_leader = False
+        self.wait_for_notifications()
         return finished
 
     def serve(self, stop: threading.Event, *, drain: threading.Event | None = None) -> None:
@@ -265,6 +267,8 @@ class Scheduler:
             if release_when_idle and self.is_leader and not self._inflight and not self._waiting:
                 leader.release(con, self.worker)
                 self.is_leader = False
+            jobs = Jobs(con).all_by_id({run.job_id for run in recorded})
+        self._notify([(jobs[run.job_id], run) for run in recorded if run.job_id in jobs])
         for run in recorded:
             where = f" -> {run.output_path}" if run.output_path else ""
             log.info("run %s of job %s: %s%s%s", run.id, run.job_id, run.status,
@@ -445,5 +449,55 @@ class Scheduler:
         return max(longest, 0.05)
 
     def close(self) -> None:
+        self.wait_for_notifications()
         self.executor.close()
+
+    # -- notifications -----------------------------------------------------------------------
+
+    def _notify(self, ended: list[tuple[Job, Run]]) -> None:
+        """Send the notifications the ended runs' jobs ask for, each in its own thread (a
+        slow service never holds up the scheduler); the outcome is recorded on the run."""
+        from agent_kernel.scheduler import notify
+
+        wanted = [(job, run) for job, run in ended if notify.wanted(job, run)]
+        if not wanted:
+            return
+        targets = notify.Targets(self.home)
+        for job, run in wanted:
+            try:
+                chosen = targets.for_job(job)
+            except Exception as exc:  # noqa: BLE001 - an unreadable file must not stop the scheduler
+                log.warning("run %s: notifications not sent: %s", run.id, exc)
+                continue
+            if not chosen:
+                continue
+            thread = threading.Thread(
+                target=self._deliver, args=(job, run, chosen), name=f"agent-kernel-notify-{run.id}", daemon=True
+            )
+            thread.start()
+            self._deliveries.append(thread)
+        self._deliveries = [t for t in self._deliveries if t.is_alive()]
+
+    def _deliver(self, job: Job, run: Run, targets: list[Any]) -> None:
+        from agent_kernel.scheduler import notify
+
+        title, body = notify.message_of(job, run)
+        problem = notify.deliver(targets, title, body, failed=run.status in notify.FAILED_STATUSES)
+        names = ", ".join(t.name for t in targets)
+        if problem:
+            log.warning("run %s: %s", run.id, problem)
+        else:
+            log.info("run %s: notified %s", run.id, names)
+        try:
+            with self.store.connect() as con:
+                Runs(con).notified(run.id, names, problem, self.clock.now())
+        except Exception as exc:  # noqa: BLE001 - the store busy: the log keeps it
+            log.warning("run %s: could not record the notification: %s", run.id, exc)
+
+    def wait_for_notifications(self, timeout: float = 60.0) -> None:
+        """Let the notifications being sent finish (up to ``timeout`` seconds in all)."""
+        ends = time.monotonic() + timeout
+        for thread in self._deliveries:
+            thread.join(max(ends - time.monotonic(), 0))
+        self._deliveries = [t for t in self._deliveries if t.is_alive()]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.scheduler import ScheduleError
@@ -17,7 +18,7 @@ from agent_kernel.scheduler import ScheduleError
 if TYPE_CHECKING:
     from agent_kernel.scheduler.jobs import Job
 
-__all__ = ["EDITABLE", "add_options", "changes", "parameter"]
+__all__ = ["EDITABLE", "add_notify_options", "add_options", "changes", "parameter"]
 
 # The options that map one to one onto a job's fields (their destinations).
 EDITABLE = (
@@ -37,13 +38,23 @@ def parameter(text: str) -> tuple[str, Any]:
         return name.strip(), value
 
 
-def changes(job: Job, options: Mapping[str, Any], set_parameters: Iterable[str] = (), unset: Iterable[str] = ()) -> dict[str, Any]:
+def changes(
+    job: Job, options: Mapping[str, Any], set_parameters: Iterable[str] = (), unset: Iterable[str] = (),
+    *, home: str | Path | None = None,
+) -> dict[str, Any]:
     """The changes ``options`` (None: not given), ``set_parameters`` (``NAME=VALUE``) and
-    ``unset`` (parameter names) make to ``job``; refused when they make none."""
+    ``unset`` (parameter names) make to ``job``; refused when they make none. ``home``
+    holds the notification targets (``--notify``)."""
     found = {name: options[name] for name in EDITABLE if options.get(name) is not None}
-    if found.get("notebook"):
-        from pathlib import Path
+    if options.get("no_notify"):
+        found["notify"] = None
+    elif options.get("notify") or options.get("notify_on"):
+        from agent_kernel.paths import agent_home
+        from agent_kernel.scheduler import notify
 
+        current = job.options.get("notify")
+        found["notify"] = notify.setting(home or agent_home(), options.get("notify") or [], options.get("notify_on"), current)
+    if found.get("notebook"):
         found["notebook"] = str(Path(found["notebook"]).expanduser().resolve())  # as typed, from here
     set_parameters, unset = list(set_parameters), list(unset)
     if set_parameters or unset:
@@ -83,4 +94,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--catchup", choices=["skip", "latest", "all"])
     parser.add_argument("--max-catchup", type=int)
     parser.add_argument("--overlap", choices=["allow", "forbid", "queue"])
+    add_notify_options(parser)
+    parser.add_argument("--no-notify", action="store_true", help="stop notifying about this job's runs")
+
+
+def add_notify_options(parser: argparse.ArgumentParser) -> None:
+    """``--notify`` and ``--notify-on``, for adding a job and for editing one."""
+    parser.add_argument("--notify", action="append", default=[], metavar="TARGET",
+                        help="notify a target (its name in `agent-kernel notify list`, or an apprise URL, "
+                        "which is kept there, not in the job); repeatable")  # fmt: skip
+    parser.add_argument("--notify-on", choices=["failure", "success", "always"],
+                        help="which runs to notify about (default failure)")  # fmt: skip
 

@@ -60,6 +60,7 @@ def definition(job: Job) -> dict[str, Any]:
     for name in DEFINED:
         value = getattr(job, name)
         values[name] = value.isoformat() if isinstance(value, datetime) else value
+    values["notify"] = job.options.get("notify")  # target names and when: never a URL
     return values
 
 

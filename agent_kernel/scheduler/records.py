@@ -32,4 +32,6 @@ class RunRecord(TypedDict):
     cells_total: int | None
     cancel_requested: bool
     job_version: int | None  # the version of its job it started with
+    notified: str | None  # the notification targets told of its end
+    notify_error: str | None  # why a notification was not delivered
     seconds: float | None  # from start to finish, once both are known

@@ -38,7 +38,7 @@ _COLUMNS = (
     "id", "job_id", "scheduled_for", "attempt", "cause", "status", "not_before", "created_at",
     "started_at", "finished_at", "heartbeat_at", "worker", "executor", "executor_detail",
     "run_dir", "output_path", "error", "error_cell", "exit_code", "cells_done", "cells_total",
-    "cancel_requested", "job_version",
+    "cancel_requested", "job_version", "notified", "notify_error",
 )  # fmt: skip
 _INSTANTS = {"scheduled_for", "not_before", "created_at", "started_at", "finished_at", "heartbeat_at"}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM runs"
@@ -73,6 +73,8 @@ class Run:
     cells_total: int | None = None
     cancel_requested: bool = False
     job_version: int | None = None  # the version of its job it started with (history.py)
+    notified: str | None = None  # the notification targets told of its end (notify.py)
+    notify_error: str | None = None  # why a notification was not delivered
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Run:
@@ -115,6 +117,8 @@ class Run:
             "cells_total": self.cells_total,
             "cancel_requested": self.cancel_requested,
             "job_version": self.job_version,
+            "notified": self.notified,
+            "notify_error": self.notify_error,
             "seconds": self.seconds,
         }
 
@@ -232,6 +236,13 @@ class Runs:
             ],
         ).fetchone()
         return Run.from_row(row) if row else None
+
+    def notified(self, run_id: str, targets: str, error: str | None, now: datetime) -> None:
+        """Record the notification of the run's end: to whom, and what failed (None: delivered)."""
+        self.con.execute(
+            "UPDATE runs SET notified = ?, notify_error = ?, notified_at = ? WHERE id = ?",
+            [targets, error, to_db(now), run_id],
+        )
 
     def claim(
         self, run_id: str, *, worker: str, executor: str, run_dir: str, output_path: str, now: datetime

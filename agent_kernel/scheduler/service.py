@@ -87,7 +87,8 @@ _POLICY_FIELDS = frozenset(f.name for f in fields(Policy))
 # What ``update`` changes: what creation takes (not the kind, the session that set a
 # reminder or the options a pulse keeps) and the run policy's fields one by one.
 UPDATABLE = frozenset(
-    {"name", "notebook", "task", "parameters", "at", "cron", "timezone", "cwd", "model", "token_limit", "kernel"}
+    {"name", "notebook", "task", "parameters", "at", "cron", "timezone", "cwd", "model", "token_limit", "kernel",
+     "notify"}  # fmt: skip
     | _POLICY_FIELDS
 )
 
@@ -451,6 +452,11 @@ def _changed_arguments(job: Job, changes: Mapping[str, Any]) -> dict[str, Any]:
         origin_notebook=job.origin_notebook, options=job.options,
     )  # fmt: skip
     edits = {name: value for name, value in changes.items() if name not in _POLICY_FIELDS}
+    if "notify" in edits:  # kept in the job's options (notify.py)
+        notify = edits.pop("notify")
+        edits["options"] = {**job.options, "notify": notify} if notify else {
+            k: v for k, v in job.options.items() if k != "notify"
+        }
     if edits.get("cron"):
         edits.setdefault("at", None)
     if edits.get("at"):

@@ -381,6 +381,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE job_versions IS 'Project table (read-only): each version of a scheduled job (its definition after the change, the fields changed, who changed it); runs.job_version names the version a run ran with.';
         """,
     ),
+    # -- notifications of runs: to whom, and what failed -----------------------------------
+    (
+        140,
+        """
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS notified VARCHAR;
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS notify_error VARCHAR;
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS notified_at TIMESTAMP;
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

@@ -350,6 +350,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE agent_tool_grants IS 'Project table (read-only): agent-defined tool versions the user trusted as read-only in the approval card (offered in read-only turns and run without asking; a new version needs a new grant).';
         """,
     ),
+    # -- the order of a turn's code runs, so a turn's successful code rebuilds as cells -------
+    (
+        120,
+        """
+        ALTER TABLE code_executions ADD COLUMN IF NOT EXISTS seq INTEGER;
+        COMMENT ON COLUMN code_executions.seq IS 'The run''s place among its turn''s runs (1, 2, ...); NULL for runs stored before it was kept (they are ordered by created_at).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

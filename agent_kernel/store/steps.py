@@ -32,9 +32,11 @@ MAX_TURNS = 1000  # turns one export reads
 
 @dataclass(frozen=True)
 class Step:
-    """One successful ``run_code`` call: its code, as the model sent it."""
+    """One successful ``run_code`` call: its code, as the model sent it, and what it printed
+    (its stdout as the audit trail keeps it: bounded, redacted)."""
 
     code: str
+    stdout: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ def _read(con: duckdb.DuckDBPyConnection, session_id: str, numbers: list[int]) -
     name_row = con.execute("SELECT name FROM sessions WHERE id = ?", [session_id]).fetchone()
     name = str(name_row[0]) if name_row else session_id
     runs = con.execute(
-        "SELECT turn, code FROM code_executions "
+        "SELECT turn, code, stdout FROM code_executions "
         "WHERE session_id = ? AND list_contains(?, turn) AND success AND NOT isolated "
         "ORDER BY turn, seq NULLS LAST, created_at, rowid",
         [session_id, numbers],
@@ -84,9 +86,9 @@ def _read(con: duckdb.DuckDBPyConnection, session_id: str, numbers: list[int]) -
         [session_id, numbers],
     ).fetchall()
     steps: dict[int, list[Step]] = {n: [] for n in numbers}
-    for turn, code in runs:
+    for turn, code, stdout in runs:
         if code.strip():
-            steps[int(turn)].append(Step(code))
+            steps[int(turn)].append(Step(code, stdout or ""))
     said: dict[int, list[tuple[str, list[dict[str, Any]]]]] = {n: [] for n in numbers}
     for turn, role, content in messages:
         said[int(turn)].append((str(role), json.loads(content)))

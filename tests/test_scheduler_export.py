@@ -197,3 +197,22 @@ def test_the_magic_exports_the_current_session_and_refuses_bad_input(kernel, scr
     assert "No session named 'x'" in kernel.execute("%agent_export y.ipynb --session x").stderr
     bad_cron = kernel.execute("%agent_export z.ipynb --no-verify --schedule 'every day'")
     assert "Not scheduled" in bad_cron.stderr
+
+
+def test_the_models_code_cannot_export_schedule_or_insert_through_the_magics(kernel, scripted_model, agent_db, tmp_path):
+    from agent_kernel.scheduler.service import SchedulerService
+    from agent_kernel.store import Store
+
+    from .calls import decoded, tool_results
+
+    scripted_model.add(
+        call("run_code", code="%agent_export mine.ipynb --no-verify --schedule '0 8 * * *'"),
+        call("run_code", code="%agent_cells --to mine.ipynb"),
+        say("Tried."),
+    )
+    kernel.ok("%agent schedule yourself")
+    for request in scripted_model.requests[1:3]:
+        (result,) = [decoded(b) for b in tool_results(request)]
+        assert result["success"] is False and "the person's command: it cannot run inside an agent turn" in str(result)
+    assert not (tmp_path / "mine.ipynb").exists()
+    assert SchedulerService(Store(agent_db)).jobs() == []

@@ -68,6 +68,7 @@ class CellMagics(Magics):
         """
         from agent_kernel.kernel import channel
 
+        _refuse_inside_a_turn("agent_cells")
         args = parse_args(self.agent_cells, line)
         if args.to is None and channel.attached() is not None:
             raise UsageError(
@@ -80,6 +81,7 @@ class CellMagics(Magics):
         from agent_kernel.kernel import channel, turn_cells
         from agent_kernel.store.steps import turn_cells as cells_of
 
+        _refuse_inside_a_turn("agent_cells")
         args = parse_args(self.agent_cells, line)
         if args.to is not None or channel.attached() is None:
             self._write_file(args)
@@ -153,6 +155,7 @@ class CellMagics(Magics):
 
         from agent_kernel.scheduler import ScheduleError, export
 
+        _refuse_inside_a_turn("agent_export")
         args = parse_args(self.agent_export, line)
         agent = self.agent
         name = None if args.session is None else unquote(args.session)
@@ -192,6 +195,20 @@ def _named(agent: Agent, name: str) -> Any:
     if found is None:
         raise UsageError(f"No session named {name!r} (%agent_sessions --all lists them).")
     return found
+
+
+def _refuse_inside_a_turn(magic: str) -> None:
+    """The model's code (``run_code``) may not call these magics: cells go into the notebook
+    through the notebook tools (bounded, approved, audited), and a job the model writes goes
+    through the schedule tools, which keep it disabled after untrusted content; a job this
+    magic creates is the person's."""
+    from agent_kernel.tools import current_context
+
+    try:
+        current_context()
+    except RuntimeError:
+        return
+    raise UsageError(f"%{magic} is the person's command: it cannot run inside an agent turn.")
 
 
 @contextmanager

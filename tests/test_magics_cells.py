@@ -173,3 +173,20 @@ def test_headless_no_button_is_shown(kernel, scripted_model):
     scripted_model.add(say("Done."))
     kernel.ok("%agent hello", on_message=widgets.hook)
     assert widgets.of_kind("InsertCellsButton") == []
+
+
+def test_the_open_notebooks_file_is_not_written_under_its_front_end(scripted_model, agent_db, tmp_path):
+    path = notebook_file(tmp_path / "analysis.ipynb")
+    kernel = Kernel({"JPY_SESSION_NAME": str(path)}, cwd=str(tmp_path))
+    try:
+        kernel.ok("%load_ext agent_kernel")
+        front = NotebookChannel(kernel)
+        front.cells = []
+        front.open(HELLO)
+        scripted_model.add(say("Done."))
+        kernel.ok("%agent compute y", on_message=front.hook)
+        refused = kernel.execute("%agent_cells --to analysis.ipynb", on_message=front.hook)
+        assert "would save over the file" in usage_error(refused)
+    finally:
+        kernel.shutdown()
+    assert len(nbformat.read(path, as_version=4).cells) == 4

@@ -191,10 +191,16 @@ def notebook_file(explicit: str | None, namespace: dict[str, Any]) -> Path:
         path = Path(os.path.expanduser(explicit))
         if path.suffix != ".ipynb":
             raise CellsError(f"--to names an .ipynb file, not {explicit!r}.")
-        if not interactive_client() and session is not None and _same(path, session):
-            raise CellsError(
-                f"{explicit} is the notebook this unattended run executes; name a file of its own with --to."
-            )
+        if session is not None and _same(path, session):
+            if not interactive_client():
+                raise CellsError(
+                    f"{explicit} is the notebook this unattended run executes; name a file of its own with --to."
+                )
+            if channel.attached() is not None:
+                raise CellsError(
+                    f"{explicit} is open in the notebook front end, which would save over the file: "
+                    "leave out --to and the cells go in through the front end."
+                )
         return path
     if session is None:
         raise CellsError(

@@ -216,3 +216,30 @@ def test_the_models_code_cannot_export_schedule_or_insert_through_the_magics(ker
         assert result["success"] is False and "the person's command: it cannot run inside an agent turn" in str(result)
     assert not (tmp_path / "mine.ipynb").exists()
     assert SchedulerService(Store(agent_db)).jobs() == []
+
+
+def _turn(number: int, *codes: str):
+    from agent_kernel.store.steps import Step, TurnSteps
+
+    return TurnSteps("s1", "sales", number, f"prompt {number}", "answer", tuple(Step(code) for code in codes))
+
+
+def _session_row():
+    from datetime import datetime
+
+    from agent_kernel.store.sessions import Session
+
+    now = datetime(2026, 1, 1)
+    return Session("s1", "sales", None, "idle", None, None, 0, None, None, now, now)
+
+
+def test_the_extension_is_loaded_only_when_the_code_needs_it_and_nested_turns_are_left_out():
+    from agent_kernel.scheduler.export import build_notebook
+
+    plain, _ = build_notebook(_session_row(), [_turn(1, "x = len('ab')"), _turn(2, "%agent do more", "y = x + 1")])
+    assert [c.source for c in plain.cells if c.cell_type == "code"][1:] == ["x = len('ab')", "y = x + 1"]
+    assert plain.metadata["kernelspec"]["name"] == "python3"
+    libs, exported = build_notebook(_session_row(), [_turn(1, "import agent_libs.sales as s\ns.load()")])
+    assert [c.source for c in libs.cells if c.cell_type == "code"][1] == "%load_ext agent_kernel"
+    assert exported.load_ext and "it loads agent_kernel" in exported.describe()
+    nbformat.validate(libs)

@@ -78,6 +78,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     from agent_kernel.magics import agent as magics
     from agent_kernel.turn import warmup
     from agent_kernel.config import AgentKernel
+    from agent_kernel.magics.cells import CellMagics, rewrite_cells_lines
     from agent_kernel.magics.data import DataMagics
     from agent_kernel.magics.jobs import JobMagics
     from agent_kernel.magics.tools import ToolMagics
@@ -94,6 +95,7 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         DataMagics(shell, instance),
         JobMagics(shell, lambda: instance.kernel_agent.store),
         ToolMagics(shell, instance),
+        CellMagics(shell, instance),
     ]
     for registered in magics._REGISTERED:
         shell.register_magics(registered)
@@ -109,6 +111,8 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     calls.set_kernel_default(lambda: calls.Caller(instance.kernel_agent.model_client, instance.kernel_agent.config))
     if magics.rewrite_agent_cells not in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.append(magics.rewrite_agent_cells)
+    if rewrite_cells_lines not in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.append(rewrite_cells_lines)
     warmup.start_after_cell(shell, settings)
     from agent_kernel.kernel import cells
 
@@ -123,6 +127,10 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
     warmup.stop()
     if magics.rewrite_agent_cells in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.remove(magics.rewrite_agent_cells)
+    from agent_kernel.magics.cells import rewrite_cells_lines
+
+    if rewrite_cells_lines in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.remove(rewrite_cells_lines)
     if magics._ACTIVE is not None:
         settings = magics._ACTIVE.settings
         configurables: list[Any] = shell.configurables

@@ -9,6 +9,7 @@
     agent-kernel jobs run ID [--queue]
     agent-kernel jobs enable|disable|remove ID
     agent-kernel runs [--job ID] [--status S] [--limit N] [--json] [--cancel RUN]
+    agent-kernel export SESSION OUT.ipynb [--schedule CRON] [--no-verify] [options]
 
 The database is ``AGENT_KERNEL_DB`` (or ``--db``); run directories live under
 ``AGENT_KERNEL_HOME``. Jobs are named by id, a unique id prefix, or their name.
@@ -290,6 +291,35 @@ def _runs(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- export -------------------------------------------------------------------------------------
+
+
+def _export(args: argparse.Namespace) -> int:
+    """A session's successful code as a notebook; verified headless; scheduled on request."""
+    from agent_kernel.scheduler import export
+
+    store = _store(args)
+    cwd = Path(args.cwd).expanduser() if args.cwd else Path.cwd()
+    exported = export.export_session(store, args.session, args.out, overwrite=args.force)
+    print(exported.describe())
+    if args.no_verify:
+        print("Not verified (--no-verify).")
+    else:
+        verdict = export.verify(exported, cwd=cwd, timeout_s=args.timeout)
+        print(verdict.describe())
+        if not verdict.passed:
+            if args.schedule:
+                print("Not scheduled: the notebook did not pass its headless run.")
+            return 1
+    if args.schedule:
+        from agent_kernel.scheduler.clock import iso
+
+        job = export.schedule(store, exported, args.schedule, name=args.name, timezone=args.timezone, cwd=cwd)
+        print(f"Scheduled job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
+        print("It fires while a scheduler runs (`agent-kernel scheduler`, or Jupyter Server with agent-kernel).")
+    return 0
+
+
 # -- helpers ------------------------------------------------------------------------------------
 
 
@@ -498,6 +528,20 @@ def _parser() -> argparse.ArgumentParser:
     runs.add_argument("--json", action="store_true")
     runs.add_argument("--cancel", metavar="RUN", help="cancel a queued or running run")
     runs.set_defaults(handler=_runs)
+
+    out = commands.add_parser(
+        "export", help="a session's successful code as a notebook that re-runs without the model (papermill, schedulable)"
+    )
+    out.add_argument("session", help="the session's name or id")
+    out.add_argument("out", help="the notebook to write (.ipynb)")
+    out.add_argument("--force", action="store_true", help="overwrite OUT if it exists")
+    out.add_argument("--cwd", help="the directory the notebook runs in (default: this one)")
+    out.add_argument("--no-verify", action="store_true", help="skip the headless papermill run")
+    out.add_argument("--timeout", type=float, default=600.0, help="seconds for the verifying run (default 600)")
+    out.add_argument("--schedule", metavar="CRON", help="then create a job running it on this 5-field cron expression")
+    out.add_argument("--timezone", help="IANA timezone of --schedule (default: the machine's)")
+    out.add_argument("--name", help="the job's name (default: OUT's name)")
+    out.set_defaults(handler=_export)
     return parser
 
 

@@ -26,7 +26,7 @@ import html
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -388,6 +388,19 @@ class Transcript:
             print(text, file=sys.stderr if kind == "error" else sys.stdout, flush=True)
             return
         self._display(_notice_bundle(text, kind, usage))
+
+    def offer_cells(self, action: Callable[[], Awaitable[str]]) -> Any:
+        """Show the "Insert as cells" button under the footer (see :mod:`.cells_button`);
+        ``action`` inserts the turn's cells and returns the line the button shows."""
+        from agent_kernel.display.cells_button import InsertCellsButton
+
+        if not self.live or self._plain:
+            return None
+        button = InsertCellsButton(action)
+        bundle, _ = button._repr_mimebundle_()
+        bundle.pop("text/plain", None)  # clients that draw no widgets show nothing for it
+        self._display(bundle)
+        return button
 
     def failed(self, line: str, *, kind: str = "error") -> None:
         """The line saying why the turn failed; shown here unless the caller raises it."""

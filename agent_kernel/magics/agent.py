@@ -363,6 +363,8 @@ class AgentMagics(Magics):
           %agent_prompt     the agent's stored instructions
           %agent_secret     a secret for the agent's code, never echoed
           %agent_tools      the tools the model can call; %agent_skills its skills
+          %agent_cells      a turn as cells below its %agent cell, to re-run without the model
+          %agent_export     the session as a notebook (papermill parameters, schedulable)
           %agent_jobs       scheduled jobs and their last runs
           %agent_stats      code runs, failures, tokens and cost per day
           %agent_failures   the code and error of the last failed runs

@@ -71,6 +71,7 @@ class AuditLog:
         self._lock = threading.Lock()
         self._calls: list[list[Any]] = []
         self._executions: list[list[Any]] = []
+        self._runs = 0  # code runs recorded so far: the next one's place in the turn
 
     def tool_call(
         self,
@@ -92,12 +93,13 @@ class AuditLog:
             )
             for run in executions:
                 error = run.get("error") or {}
+                self._runs += 1
                 self._executions.append(
                     [run.get("execution_id"), self.session_id, self.turn, run.get("code", ""),
                      run.get("stdout"), run.get("stderr"), bool(run.get("success")),
                      run.get("duration_ms"), error.get("type"), error.get("message"),
                      error.get("traceback"), error_category(error) if not run.get("success") else None,
-                     self.prompt, isolated, now]
+                     self.prompt, isolated, now, self._runs]
                 )
 
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -116,7 +118,7 @@ class AuditLog:
 _CALL_COLUMNS = "session_id, turn, tool_use_id, tool, input, result_chars, is_error, duration_ms, created_at"
 _EXECUTION_COLUMNS = (
     "id, session_id, turn, code, stdout, stderr, success, duration_ms, error_type, error_message, "
-    "traceback, error_category, trigger_prompt, isolated, created_at"
+    "traceback, error_category, trigger_prompt, isolated, created_at, seq"
 )
 
 

@@ -390,6 +390,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE runs ADD COLUMN IF NOT EXISTS notified_at TIMESTAMP;
         """,
     ),
+    # -- the order of a turn's code runs, so a turn's successful code rebuilds as cells -------
+    (
+        150,
+        """
+        ALTER TABLE code_executions ADD COLUMN IF NOT EXISTS seq INTEGER;
+        COMMENT ON COLUMN code_executions.seq IS 'The run''s place among its turn''s runs (1, 2, ...); NULL for runs stored before it was kept (they are ordered by created_at).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

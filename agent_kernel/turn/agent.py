@@ -466,9 +466,41 @@ class Agent:
                     "subsessions": result.subsessions, "subsession_tokens": result.subsession_tokens,
                 }  # fmt: skip
                 transcript.notice(footer, kind="muted", usage=usage)
+                self._offer_cells(transcript, current.id, plan.number)
         finally:
             await saving
         return result, None
+
+    def _offer_cells(self, transcript: Transcript, session_id: str, number: int) -> None:
+        """Remember the cell the turn ran in; with a notebook front end attached, show
+        "Insert as cells" under its footer (see :mod:`agent_kernel.kernel.turn_cells`)."""
+        from agent_kernel.kernel import channel, turn_cells
+
+        turn_cells.remember(session_id, number, channel.running_cell())
+        if channel.attached() is None:
+            return
+
+        async def insert() -> str:
+            return await self.insert_turn_cells(session_id, number)
+
+        transcript.offer_cells(insert)
+
+    async def insert_turn_cells(self, session_id: str, number: int) -> str:
+        """Insert turn ``number`` of the session as cells into the attached notebook (what
+        "Insert as cells" does); the line saying so, or ``ValueError`` saying why not."""
+        from agent_kernel.kernel import turn_cells
+        from agent_kernel.store.steps import turn_cells as cells_of
+        from agent_kernel.store.steps import turn_steps
+
+        if not self._writer.idle:
+            await asyncio.to_thread(self._writer.flush)
+        with self.store.connect() as con:
+            turn = turn_steps(con, session_id, number)
+        if turn is None:
+            raise turn_cells.CellsError("This turn is no longer stored (its session was deleted).")
+        placed = await turn_cells.insert(cells_of(turn), session_id=session_id, turn=number, prompt=turn.prompt)
+        code = len(placed.cells) - 1
+        return f"Inserted below this cell: the prompt and answer, {code} code cell{'s' if code != 1 else ''}."
 
     def _subsessions(
         self, parts: TurnParts, turn: Turn, session: Session, interrupts: TurnInterrupts

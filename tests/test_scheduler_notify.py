@@ -141,3 +141,38 @@ def test_targets_and_job_settings_are_checked(store, home, tmp_path):
         with pytest.raises(ScheduleError, match=message):
             SchedulerService(store).update(made.id, {"notify": bad},
                                            by=__import__("agent_kernel.store.provenance", fromlist=["Provenance"]).Provenance.person())  # fmt: skip
+
+
+def test_the_agent_notifies_the_default_targets_within_limits(shell_agent, scripted_model, home, receiver):
+    from agent_kernel.testing import call, reply, say, tool_use
+
+    from .calls import decoded
+
+    shell_agent.agent.config.tool_groups = ["code", "schedule"]
+    scripted_model.add(call("notify", message="The backfill finished."), say("Told you."))
+    shell_agent.ok("tell me when it is done")
+    refused = decoded(scripted_model.requests[-1]["messages"][-1]["content"][0])
+    assert refused["is_error"] and "no default notification target" in refused["text"]
+
+    notify.Targets(home).add(f"json://ops:{PASSWORD}@127.0.0.1:{receiver.port}/agent", name="me", default=True)
+    uses = [tool_use("notify", {"message": f"step {n} done", "title": "Backfill"}) for n in range(4)]
+    scripted_model.add(reply(*uses), say("Told you."))
+    shell_agent.ok("tell me at each step")
+    results = [decoded(b) for b in scripted_model.requests[-1]["messages"][-1]["content"]]
+    assert results[:3] == [{"sent": True, "to": ["me"]}] * 3
+    assert results[3]["is_error"] and "At most 3 notifications per turn" in results[3]["text"]
+    assert [r["body"]["message"] for r in receiver.received] == ["step 0 done", "step 1 done", "step 2 done"]
+    assert PASSWORD not in json.dumps(scripted_model.requests)
+
+
+def test_a_reminder_is_always_heard_and_says_what_it_was_about():
+    from agent_kernel.scheduler.jobs import new_job
+    from agent_kernel.scheduler.runs import Run
+
+    now = datetime.now(UTC)
+    reminder = new_job(name="reminder: totals", kind="reminder", timezone="UTC", at=now + timedelta(hours=1), now=now,
+                       task="(A reminder you set earlier in this session.) Check the totals.", session="sales")  # fmt: skip
+    run = Run("r1", reminder.id, now, 1, "schedule", "SUCCEEDED", now, now)
+    assert notify.wanted(reminder, run)
+    title, body = notify.message_of(reminder, run)
+    assert title == "Reminder" and body.startswith("Reminder: Check the totals.") and "session sales" in body

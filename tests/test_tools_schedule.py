@@ -239,7 +239,8 @@ def test_only_listing_and_reading_the_pulse_count_as_reading():
 
     tools = {t.name: t for t in TOOLS}
     assert {t.group for t in TOOLS} == {"schedule"}
-    assert [name for name, t in tools.items() if not t.writes_for({})] == ["list_scheduled_tasks"]
+    assert [name for name, t in tools.items() if not t.writes_for({})] == ["list_scheduled_tasks", "list_reminders"]
+    assert tools["notify"].writes_for({"message": "x"})  # it sends outside: approval rules apply
     pulse = tools["manage_pulse"]
     assert [pulse.writes_for({"action": a}) for a in ("get_config", "update_config", "update_notes")] == [False, True, True]
 

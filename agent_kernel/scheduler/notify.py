@@ -8,7 +8,8 @@ name a target by its **name** (``ops-slack``), and show it by apprise's privacy 
 the URL (``slack://T...A/T...B/...``). Targets marked ``default`` notify for jobs that name
 none of their own.
 
-A job says when (``on``: ``failure``, the default, ``success`` or ``always``) in its
+A job says when (``on``: ``failure``, the default, ``success`` or ``always``; a reminder
+``always``) in its
 options (``{"notify": {"targets": [...], "on": "failure"}}``). A notification names the
 job, the run's status, its error (the first failing cell's exception) and its output
 notebook. Delivery happens after the run is recorded and never changes how it ended; a
@@ -141,7 +142,8 @@ def setting(home: str | Path, given: list[str], on: str | None, current: dict[st
 
 def wanted(job: Job, run: Run) -> bool:
     """Whether the run's outcome is one its job notifies about."""
-    on = (job.options.get("notify") or {}).get("on") or "failure"
+    default = "always" if job.kind == "reminder" else "failure"  # a reminder is meant to be heard
+    on = (job.options.get("notify") or {}).get("on") or default
     if run.status in ("QUEUED", "RUNNING", "SKIPPED"):
         return False
     failed = run.status in FAILED_STATUSES
@@ -152,6 +154,10 @@ def message_of(job: Job, run: Run, explanation: str | None = None) -> tuple[str,
     """The notification's title and body."""
     title = f"{job.name}: {run.status}"
     lines = [f"Job {job.name} ({job.id}), run {run.id}: {run.status}."]
+    if job.kind == "reminder":
+        reminder = (job.task or "").removeprefix("(A reminder you set earlier in this session.) ")
+        title = "Reminder" + ("" if run.status == "SUCCEEDED" else f" ({run.status})")
+        lines = [f"Reminder: {reminder[:1000]}", f"The agent took it up in session {job.session} ({run.status})."]
     if run.error:
         where = f" in cell [{run.error_cell}]" if run.error_cell else ""
         lines.append(f"Error{where}: {run.error.splitlines()[0][:500]}")

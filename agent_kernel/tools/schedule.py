@@ -271,6 +271,50 @@ def list_reminders(include_fired: bool = False) -> dict[str, Any]:
     return {"reminders": reminders}
 
 
+NOTIFY_CHARS = 2_000
+NOTIFICATIONS_PER_TURN = 3
+NOTIFICATIONS_PER_HOUR = 10  # from the agent, all sessions together
+
+
+def notify(message: Annotated[str, Field(min_length=1, max_length=NOTIFY_CHARS)], title: Short | None = None) -> dict[str, Any]:
+    """Send the user a notification (their phone, e-mail or chat, as they set it up) when
+    they need to know now: a long task finished, something needs their decision. Rarely.
+
+    Args:
+        message: What to tell them, in a sentence or two.
+        title: A short title.
+    """
+    from agent_kernel.paths import agent_home
+    from agent_kernel.scheduler import notify as notifications
+
+    ctx = current_context()
+    sent = _NOTIFIED.setdefault((ctx.session_id, ctx.turn), 0)
+    if sent >= NOTIFICATIONS_PER_TURN:
+        raise ToolInputError(f"At most {NOTIFICATIONS_PER_TURN} notifications per turn; put the rest in one.")
+    with ctx.store.connect() as con:
+        [(recent,)] = con.execute(
+            "SELECT count(*) FROM tool_calls WHERE tool = 'notify' AND NOT is_error "
+            "AND created_at > (now() AT TIME ZONE 'UTC') - INTERVAL 1 HOUR"
+        ).fetchall()
+    if recent + sent >= NOTIFICATIONS_PER_HOUR:
+        raise ToolInputError(f"The agent sent {NOTIFICATIONS_PER_HOUR} notifications in the last hour; wait before sending more.")
+    with _errors():
+        targets = [t for t in notifications.Targets(agent_home()).all() if t.default]
+    if not targets:
+        raise ToolInputError(
+            "The user has no default notification target; tell them in your answer instead "
+            "(they can add one with `agent-kernel notify add URL --default`)."
+        )
+    _NOTIFIED[(ctx.session_id, ctx.turn)] = sent + 1
+    problem = notifications.deliver(targets, title or "agent-kernel", message, failed=False)
+    if problem:
+        raise ToolInputError(f"The notification was not delivered: {problem}")
+    return {"sent": True, "to": [t.name for t in targets]}
+
+
+_NOTIFIED: dict[tuple[str, int], int] = {}  # notifications sent per (session, turn)
+
+
 def cancel_reminder(id: Short) -> dict[str, Any]:
     """Cancel a reminder set with set_reminder.
 
@@ -338,6 +382,7 @@ TOOLS = [
     Tool(disable_scheduled_task, name="disable_scheduled_task", group="schedule", writes=True),
     Tool(set_reminder, name="set_reminder", group="schedule", writes=True),
     Tool(list_reminders, name="list_reminders", group="schedule"),
+    Tool(notify, name="notify", group="schedule", writes=True),
     Tool(cancel_reminder, name="cancel_reminder", group="schedule", writes=True),
     Tool(
         manage_pulse,

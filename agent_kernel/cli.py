@@ -158,11 +158,14 @@ def _jobs_add(args: argparse.Namespace) -> int:
         kernel=args.kernel,
         policy=policy,
     )
+    options: dict[str, Any] = {"explain": True} if args.explain else {}
     if args.notify or args.notify_on:
         from agent_kernel.paths import agent_home
         from agent_kernel.scheduler import notify
 
-        fields = replace(fields, options={"notify": notify.setting(agent_home(), args.notify, args.notify_on, None)})
+        options["notify"] = notify.setting(agent_home(), args.notify, args.notify_on, None)
+    if options:
+        fields = replace(fields, options=options)
     job = _service(args).create(fields, by=Provenance.person(), created_by="cli").job
     print(f"Added job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
     print("It fires while `agent-kernel scheduler` runs.")
@@ -270,6 +273,8 @@ def _jobs_remove(args: argparse.Namespace) -> int:
 
 def _runs(args: argparse.Namespace) -> int:
     service = _service(args)
+    if args.action:
+        return _runs_action(args, service)
     if args.cancel:
         cancelled, state = service.cancel(args.cancel, reason="cancelled from the command line")
         asked = "cancellation asked; its scheduler stops it." if state == "RUNNING" else f"{state}."
@@ -289,6 +294,26 @@ def _runs(args: argparse.Namespace) -> int:
     print(repr(Table(["run", "job", "scheduled for", "try", "status", "time", "cells", "output / error"], rows,
                      note="" if rows else "No runs yet.")))  # fmt: skip
     return 0
+
+
+def _runs_action(args: argparse.Namespace, service: SchedulerService) -> int:
+    """``runs diff RUN [OTHER]`` and ``runs explain RUN``."""
+    from agent_kernel.scheduler import ScheduleError
+
+    action, *keys = args.action
+    if action == "diff" and 1 <= len(keys) <= 2:
+        comparison = service.compare_runs(keys[0], keys[1] if len(keys) == 2 else None)
+        print(json.dumps(comparison.as_json(), indent=2) if args.json else comparison.text())
+        return 0
+    if action == "explain" and len(keys) == 1:
+        from agent_kernel.config import AgentKernel
+
+        found = service.explain_run(keys[0], model=args.model or AgentKernel().small_model)
+        run = found.run
+        cost = f", ${run.explain_cost:.4f}" if run.explain_cost is not None else ""
+        print(f"{run.explanation}\n({run.explain_tokens:,} tokens{cost}; kept on run {run.id})")
+        return 0
+    raise ScheduleError("Use `agent-kernel runs diff RUN [OTHER]` or `agent-kernel runs explain RUN`.")
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -520,7 +545,11 @@ def _parser() -> argparse.ArgumentParser:
     notify_test.add_argument("name")
     notify_test.set_defaults(handler=_notify, action="test")
 
-    runs = commands.add_parser("runs", help="recent runs, newest first")
+    runs = commands.add_parser("runs", help="recent runs, newest first; diff RUN [OTHER]; explain RUN")
+    runs.add_argument("action", nargs="*", metavar="diff RUN [OTHER] | explain RUN",
+                      help="what changed between two runs of a job (OTHER: its last successful run before RUN), "
+                      "or why RUN failed (one call to the small model, kept on the run)")  # fmt: skip
+    runs.add_argument("--model", help="the model that explains (default: AgentKernel.small_model)")
     runs.add_argument("--job", help="only this job's runs")
     runs.add_argument("--status", action="append", choices=["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "TIMED_OUT",
                                                             "CANCELLED", "LOST", "SKIPPED"])  # fmt: skip

@@ -17,7 +17,8 @@ import pytest
 from agent_kernel.cli import main
 from agent_kernel.scheduler import ScheduleError, notify
 from agent_kernel.scheduler.clock import ManualClock
-from agent_kernel.scheduler.service import SchedulerService
+from agent_kernel.scheduler.service import JobFields, SchedulerService
+from agent_kernel.store.provenance import Provenance
 
 from .scheduling import UTC, home_fixture, runs_of, scheduler, store_fixture, write_notebook  # noqa: F401 - fixtures
 
@@ -129,18 +130,15 @@ def test_targets_and_job_settings_are_checked(store, home, tmp_path):
     with pytest.raises(ScheduleError, match="No notification target 'nope'"):
         notify.setting(home, ["nope"], None, None)
     made = SchedulerService(store).create(
-        __import__("agent_kernel.scheduler.service", fromlist=["JobFields"]).JobFields(
-            name="t", task="x", cron="0 9 * * *", timezone="UTC"),
-        by=__import__("agent_kernel.store.provenance", fromlist=["Provenance"]).Provenance.person(),
-    ).job  # fmt: skip
+        JobFields(name="t", task="x", cron="0 9 * * *", timezone="UTC"), by=Provenance.person()
+    ).job
     for bad, message in [
         ({"targets": "ops"}, "notify targets are at most 50 target names"),
         ({"targets": ["ops"], "on": "sometimes"}, "notify on must be one of failure, success, always"),
         ({"colour": 1}, "notify must be"),
     ]:
         with pytest.raises(ScheduleError, match=message):
-            SchedulerService(store).update(made.id, {"notify": bad},
-                                           by=__import__("agent_kernel.store.provenance", fromlist=["Provenance"]).Provenance.person())  # fmt: skip
+            SchedulerService(store).update(made.id, {"notify": bad}, by=Provenance.person())
 
 
 def test_the_agent_notifies_the_default_targets_within_limits(shell_agent, scripted_model, home, receiver):

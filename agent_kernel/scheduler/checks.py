@@ -99,8 +99,11 @@ def problems(job: Any, *, home: str | Path | None = None) -> list[str]:
     found += _line("origin_notebook", job.origin_notebook, limit=MAX_PATH_CHARS)
     if not isinstance(job.options, dict):
         found.append("options must be a JSON object")
-    elif "notify" in job.options:
-        found += _notify_problems(job.options["notify"])
+    else:
+        if "notify" in job.options:
+            found += _notify_problems(job.options["notify"])
+        if not isinstance(job.options.get("explain", False), bool):
+            found.append("explain must be true or false")
     found += _problems_of(_schedule_and_policy, job)
     return found
 

@@ -455,33 +455,36 @@ class Scheduler:
     # -- notifications -----------------------------------------------------------------------
 
     def _notify(self, ended: list[tuple[Job, Run]]) -> None:
-        """Send the notifications the ended runs' jobs ask for, each in its own thread (a
-        slow service never holds up the scheduler); the outcome is recorded on the run."""
+        """For each ended run, explain a failure when its job asks to, and send the
+        notifications its job asks for: in a thread per run (a slow model or service never
+        holds up the scheduler); the outcome is recorded on the run."""
         from agent_kernel.scheduler import notify
 
-        wanted = [(job, run) for job, run in ended if notify.wanted(job, run)]
-        if not wanted:
-            return
-        targets = notify.Targets(self.home)
-        for job, run in wanted:
-            try:
-                chosen = targets.for_job(job)
-            except Exception as exc:  # noqa: BLE001 - an unreadable file must not stop the scheduler
-                log.warning("run %s: notifications not sent: %s", run.id, exc)
-                continue
-            if not chosen:
+        for job, run in ended:
+            explaining = bool(job.options.get("explain")) and run.status in notify.FAILED_STATUSES
+            targets: list[Any] = []
+            if notify.wanted(job, run):
+                try:
+                    targets = notify.Targets(self.home).for_job(job)
+                except Exception as exc:  # noqa: BLE001 - an unreadable file must not stop the scheduler
+                    log.warning("run %s: notifications not sent: %s", run.id, exc)
+            if not (explaining or targets):
                 continue
             thread = threading.Thread(
-                target=self._deliver, args=(job, run, chosen), name=f"agent-kernel-notify-{run.id}", daemon=True
-            )
+                target=self._after_run, args=(job, run, targets, explaining),
+                name=f"agent-kernel-after-{run.id}", daemon=True,
+            )  # fmt: skip
             thread.start()
             self._deliveries.append(thread)
         self._deliveries = [t for t in self._deliveries if t.is_alive()]
 
-    def _deliver(self, job: Job, run: Run, targets: list[Any]) -> None:
+    def _after_run(self, job: Job, run: Run, targets: list[Any], explaining: bool) -> None:
         from agent_kernel.scheduler import notify
 
-        title, body = notify.message_of(job, run)
+        explanation = self._explain(run) if explaining else None
+        if not targets:
+            return
+        title, body = notify.message_of(job, run, explanation)
         problem = notify.deliver(targets, title, body, failed=run.status in notify.FAILED_STATUSES)
         names = ", ".join(t.name for t in targets)
         if problem:
@@ -493,6 +496,18 @@ class Scheduler:
                 Runs(con).notified(run.id, names, problem, self.clock.now())
         except Exception as exc:  # noqa: BLE001 - the store busy: the log keeps it
             log.warning("run %s: could not record the notification: %s", run.id, exc)
+
+    def _explain(self, run: Run) -> str | None:
+        """Why the run failed (kept on the run), or None when it could not be found out."""
+        from agent_kernel.config import AgentKernel
+        from agent_kernel.scheduler.service import SchedulerService
+
+        try:
+            found = SchedulerService(self.store, clock=self.clock).explain_run(run.id, model=AgentKernel().small_model)
+        except Exception as exc:  # noqa: BLE001 - an explanation is a courtesy: never fails anything
+            log.warning("run %s: no explanation: %s", run.id, exc)
+            return None
+        return found.run.explanation
 
     def wait_for_notifications(self, timeout: float = 60.0) -> None:
         """Let the notifications being sent finish (up to ``timeout`` seconds in all)."""

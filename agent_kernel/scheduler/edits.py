@@ -46,6 +46,8 @@ def changes(
     ``unset`` (parameter names) make to ``job``; refused when they make none. ``home``
     holds the notification targets (``--notify``)."""
     found = {name: options[name] for name in EDITABLE if options.get(name) is not None}
+    if options.get("explain") is not None:
+        found["explain"] = options["explain"]
     if options.get("no_notify"):
         found["notify"] = None
     elif options.get("notify") or options.get("notify_on"):
@@ -105,4 +107,6 @@ def add_notify_options(parser: argparse.ArgumentParser) -> None:
                         "which is kept there, not in the job); repeatable")  # fmt: skip
     parser.add_argument("--notify-on", choices=["failure", "success", "always"],
                         help="which runs to notify about (default failure)")  # fmt: skip
+    parser.add_argument("--explain", action=argparse.BooleanOptionalAction, default=None,
+                        help="explain each failed run with the small model (kept on the run, in the notification)")  # fmt: skip
 

@@ -34,4 +34,7 @@ class RunRecord(TypedDict):
     job_version: int | None  # the version of its job it started with
     notified: str | None  # the notification targets told of its end
     notify_error: str | None  # why a notification was not delivered
+    explanation: str | None  # why it failed (runs explain, or the job's explain option)
+    explain_tokens: int | None
+    explain_cost: float | None
     seconds: float | None  # from start to finish, once both are known

@@ -38,7 +38,8 @@ _COLUMNS = (
     "id", "job_id", "scheduled_for", "attempt", "cause", "status", "not_before", "created_at",
     "started_at", "finished_at", "heartbeat_at", "worker", "executor", "executor_detail",
     "run_dir", "output_path", "error", "error_cell", "exit_code", "cells_done", "cells_total",
-    "cancel_requested", "job_version", "notified", "notify_error",
+    "cancel_requested", "job_version", "notified", "notify_error", "explanation", "explain_tokens",
+    "explain_cost",
 )  # fmt: skip
 _INSTANTS = {"scheduled_for", "not_before", "created_at", "started_at", "finished_at", "heartbeat_at"}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM runs"
@@ -75,6 +76,9 @@ class Run:
     job_version: int | None = None  # the version of its job it started with (history.py)
     notified: str | None = None  # the notification targets told of its end (notify.py)
     notify_error: str | None = None  # why a notification was not delivered
+    explanation: str | None = None  # why it failed, by the small model (explain.py)
+    explain_tokens: int | None = None
+    explain_cost: float | None = None
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Run:
@@ -119,6 +123,9 @@ class Run:
             "job_version": self.job_version,
             "notified": self.notified,
             "notify_error": self.notify_error,
+            "explanation": self.explanation,
+            "explain_tokens": self.explain_tokens,
+            "explain_cost": self.explain_cost,
             "seconds": self.seconds,
         }
 
@@ -242,6 +249,13 @@ class Runs:
         self.con.execute(
             "UPDATE runs SET notified = ?, notify_error = ?, notified_at = ? WHERE id = ?",
             [targets, error, to_db(now), run_id],
+        )
+
+    def explained(self, run_id: str, text: str, tokens: int, cost: float | None) -> None:
+        """Keep why the run failed (and what finding out cost)."""
+        self.con.execute(
+            "UPDATE runs SET explanation = ?, explain_tokens = ?, explain_cost = ? WHERE id = ?",
+            [text, tokens, cost, run_id],
         )
 
     def claim(

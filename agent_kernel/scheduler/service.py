@@ -46,6 +46,8 @@ from agent_kernel.store.provenance import Provenance, Record
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.scheduler.compare import Comparison
+
     from agent_kernel.scheduler.daemon import Scheduler
     from agent_kernel.store import Store
 
@@ -88,7 +90,7 @@ _POLICY_FIELDS = frozenset(f.name for f in fields(Policy))
 # reminder or the options a pulse keeps) and the run policy's fields one by one.
 UPDATABLE = frozenset(
     {"name", "notebook", "task", "parameters", "at", "cron", "timezone", "cwd", "model", "token_limit", "kernel",
-     "notify"}  # fmt: skip
+     "notify", "explain"}  # fmt: skip
     | _POLICY_FIELDS
 )
 
@@ -176,6 +178,48 @@ class SchedulerService:
     def run(self, key: str) -> RunState:
         with self._connect() as con:
             return self._run(con, key)
+
+    def compare_runs(self, key: str, other: str | None = None) -> Comparison:
+        """What changed between run ``key`` and ``other`` (default: its job's last
+        successful run before it, else the run before it)."""
+        from agent_kernel.scheduler.compare import compare
+
+        with self._connect() as con:
+            run = self._run(con, key).run
+            if other is not None:
+                before = self._run(con, other).run
+            else:
+                earlier = [r for r in Runs(con).list(job_id=run.job_id, limit=500)
+                           if r.created_at < run.created_at and r.output_path]  # fmt: skip
+                found = next((r for r in earlier if r.status == "SUCCEEDED"), earlier[0] if earlier else None)
+                if found is None:
+                    raise ScheduleError(f"Run {run.id} is its job's first run: there is nothing to compare it with.")
+                before = found
+        for either in (before, run):
+            if not either.output_path or not Path(either.output_path).exists():
+                raise ScheduleError(f"Run {either.id} has no output notebook to compare.")
+        if before.job_id != run.job_id:
+            raise ScheduleError(f"Runs {before.id} and {run.id} belong to different jobs.")
+        assert before.output_path is not None and run.output_path is not None
+        return compare(before.output_path, run.output_path, before_id=before.id, after_id=run.id)
+
+    def explain_run(self, key: str, *, model: str, client: Any = None) -> RunState:
+        """Why run ``key`` failed, by one bounded call to ``model``; kept on the run."""
+        from agent_kernel.scheduler import explain
+        from agent_kernel.scheduler.notify import FAILED_STATUSES
+
+        with self._connect() as con:
+            found = self._run(con, key)
+        if found.run.status not in FAILED_STATUSES:
+            raise ScheduleError(f"Run {found.run.id} did not fail ({found.run.status}); `runs diff` shows what changed.")
+        try:
+            text = self.compare_runs(found.run.id).text()
+        except ScheduleError as exc:  # no earlier run or notebook: the failure alone
+            text = f"({exc}) The run ended {found.run.status}: {found.run.error or 'no error recorded'}"
+        made = explain.explain(text, model=model, client=client)
+        with self._connect() as con:
+            Runs(con).explained(found.run.id, made.text, made.input_tokens + made.output_tokens, made.cost)
+            return self._run(con, found.run.id)
 
     def scheduler(self) -> leader.Lease | None:
         """The lease of the scheduler that fires jobs now; None when none runs."""
@@ -452,11 +496,15 @@ def _changed_arguments(job: Job, changes: Mapping[str, Any]) -> dict[str, Any]:
         origin_notebook=job.origin_notebook, options=job.options,
     )  # fmt: skip
     edits = {name: value for name, value in changes.items() if name not in _POLICY_FIELDS}
-    if "notify" in edits:  # kept in the job's options (notify.py)
-        notify = edits.pop("notify")
-        edits["options"] = {**job.options, "notify": notify} if notify else {
-            k: v for k, v in job.options.items() if k != "notify"
-        }
+    options = dict(job.options)
+    for name in ("notify", "explain"):  # kept in the job's options (notify.py, explain.py)
+        if name in edits:
+            value = edits.pop(name)
+            if value:
+                options[name] = value
+            else:
+                options.pop(name, None)
+            edits["options"] = options
     if edits.get("cron"):
         edits.setdefault("at", None)
     if edits.get("at"):

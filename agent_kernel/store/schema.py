@@ -381,13 +381,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE job_versions IS 'Project table (read-only): each version of a scheduled job (its definition after the change, the fields changed, who changed it); runs.job_version names the version a run ran with.';
         """,
     ),
-    # -- notifications of runs: to whom, and what failed -----------------------------------
+    # -- notifications of runs (to whom, what failed) and why a run failed -----------------
     (
         140,
         """
         ALTER TABLE runs ADD COLUMN IF NOT EXISTS notified VARCHAR;
         ALTER TABLE runs ADD COLUMN IF NOT EXISTS notify_error VARCHAR;
         ALTER TABLE runs ADD COLUMN IF NOT EXISTS notified_at TIMESTAMP;
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS explanation VARCHAR;
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS explain_tokens INTEGER;
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS explain_cost DOUBLE;
         """,
     ),
     # -- the order of a turn's code runs, so a turn's successful code rebuilds as cells -------

@@ -276,6 +276,10 @@ def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client
         ({"max_retries": 1.5}, "`max_retries` must be a whole number."),
         ({"notebook": "../outside.ipynb"}, "'../outside.ipynb' is outside the Jupyter root"),
         ({"name": "x" * 5000}, "`name`"),
+        ({"explain": "yes"}, "`explain` must be true or false."),
+        ({"notify": ["ops"]}, "`notify` must be"),
+        ({"notify": {"targets": ["nobody"]}}, "No notification target 'nobody'"),
+        ({"notify": {"targets": [], "on": "sometimes"}}, "notify on must be one of failure, success, always"),
     ]
     for body, message in patches:
         status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", body)
@@ -380,6 +384,22 @@ def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_roo
     assert "default-src 'none'" in page["html"] and not (lab.root / "agent-kernel-runs").exists()
     status, reply = client.call("GET", f"{API}/runs/nosuchrun/output")
     assert status == 404 and reply["message"] == "No run 'nosuchrun'."
+    # The first run has nothing to compare with; a second run with another parameter has.
+    status, reply = client.call("GET", f"{API}/runs/{run['id']}/diff")
+    assert status == 400 and "first run" in reply["message"]
+    client.call("PATCH", f"{API}/jobs/{job['id']}", {"parameters": {"who": "again"}})
+    status, again = client.call("POST", f"{API}/jobs/{job['id']}/run")
+    while True:
+        status, second = client.call("GET", f"{API}/runs/{again['id']}")
+        if second["status"] not in ("QUEUED", "RUNNING") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert second["status"] == "SUCCEEDED" and second["job_version"] == 2 and run["job_version"] == 1
+    status, diff = client.call("GET", f"{API}/runs/{second['id']}/diff")
+    assert status == 200 and diff["before"] == run["id"] and diff["parameters"]["who"] == {"before": "server", "after": "again"}
+    assert "-hello server" in diff["changes"][0]["diff"] and "+hello again" in diff["changes"][0]["diff"]
+    status, reply = client.call("POST", f"{API}/runs/{second['id']}", {"action": "explain"})
+    assert status == 400 and "did not fail (SUCCEEDED)" in reply["message"]
     # A copy to edit goes into the root.
     status, opened = client.call("POST", f"{API}/runs/{run['id']}", {"action": "open"})
     assert status == 200 and opened["path"] == f"agent-kernel-runs/hello-{run['id']}.ipynb"
@@ -392,7 +412,7 @@ def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_roo
         assert status == 400 and reply["message"] == message
     for body in ({"action": "explode"}, {}, {"action": "open", "x": 1}):
         status, reply = client.call("POST", f"{API}/runs/{run['id']}", body)
-        assert status == 400 and reply["message"] == 'Send {"action": "open"} or {"action": "cancel"}.'
+        assert status == 400 and reply["message"] == 'Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.'
     status, reply = client.call("GET", f"{API}/runs/nosuchrun")
     assert status == 404 and reply["message"] == "No run 'nosuchrun'."
     status, cancelled = client.call("POST", f"{API}/runs/{run['id']}", {"action": "cancel"})

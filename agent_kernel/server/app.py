@@ -45,6 +45,13 @@ class ServerState:
         self._drain = threading.Event()
 
     @property
+    def small_model(self) -> str:
+        """The model that explains failed runs (``AgentKernel.small_model``'s default)."""
+        from agent_kernel.config import AgentKernel
+
+        return str(AgentKernel().small_model)
+
+    @property
     def scheduler_in_server(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

@@ -245,17 +245,34 @@ class RunHandler(_Handler):
     async def post(self, run_id: str) -> None:
         """``{"action": "open"}``: the output notebook's path inside the root (copied into
         ``agent-kernel-runs/`` when it lies elsewhere), for JupyterLab to open.
-        ``{"action": "cancel"}``: cancel a queued run, or ask its scheduler to stop it."""
+        ``{"action": "cancel"}``: cancel a queued run, or ask its scheduler to stop it.
+        ``{"action": "explain"}``: why a failed run failed (one small-model call, kept on the run)."""
         body = self.body()
         action = body.get("action")
-        if set(body) != {"action"} or action not in ("open", "cancel"):
-            raise BadRequest('Send {"action": "open"} or {"action": "cancel"}.')
+        if set(body) != {"action"} or action not in ("open", "cancel", "explain"):
+            raise BadRequest('Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.')
         found = await self.in_thread(lambda: self.jobs.run(run_id))
+        if action == "explain":
+            model = self.agent.small_model
+            explained = await self.in_thread(lambda: self.jobs.explain_run(found.run.id, model=model))
+            self.reply(views.run_detail(explained.run, explained.job, self.root))
+            return
         if action == "cancel":
             _, state = await self.in_thread(lambda: self.jobs.cancel(found.run.id, reason="cancelled in JupyterLab"))
             self.reply({"id": found.run.id, "status": state})
             return
         self.reply({"id": found.run.id, "path": self.agent.output_in_root(found.run, found.job)})
+
+
+class RunDiffHandler(_Handler):
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self, run_id: str) -> None:
+        """What changed between the run and ``?other=RUN`` (default: its job's last
+        successful run before it)."""
+        other = self.text_argument("other", 64)
+        comparison = await self.in_thread(lambda: self.jobs.compare_runs(run_id, other))
+        self.reply(comparison.as_json() | {"text": comparison.text()})
 
 
 class RunOutputHandler(_Handler):
@@ -295,5 +312,6 @@ def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:
         (f"{base}/runs", RunsHandler),
         (f"{base}/runs/{ID}", RunHandler),
         (f"{base}/runs/{ID}/output", RunOutputHandler),
+        (f"{base}/runs/{ID}/diff", RunDiffHandler),
         (f"{base}/stats", StatsHandler),
     ]

@@ -161,7 +161,7 @@ def job_fields(body: dict[str, Any], root: Path) -> JobFields:
 EDIT_TEXT = ("name", "cron", "at", "timezone", "overlap", "catchup", "model", "retry_on")
 EDIT_NUMBERS = {"timeout_s": float, "cell_timeout_s": float, "retry_delay_s": float,
                 "max_retries": int, "max_catchup": int, "token_limit": int}  # fmt: skip
-EDIT_FIELDS = {*EDIT_TEXT, *EDIT_NUMBERS, "notebook", "task", "parameters"}
+EDIT_FIELDS = {*EDIT_TEXT, *EDIT_NUMBERS, "notebook", "task", "parameters", "notify", "explain"}
 MAX_TASK_CHARS = 20_000
 
 
@@ -201,6 +201,24 @@ def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
         notebook = notebook_in_root(body["notebook"], root)
         changes["notebook"] = str(notebook)
         changes["kernel"] = kernel_name(notebook)
+    if "explain" in body:
+        if not isinstance(body["explain"], bool):
+            raise BadRequest("`explain` must be true or false.")
+        changes["explain"] = body["explain"]
+    if "notify" in body:  # target names only (the scheduler service checks them)
+        notify = body["notify"]
+        if notify is not None and not isinstance(notify, dict):
+            raise BadRequest('`notify` must be {"targets": [names], "on": "failure"} or null.')
+        targets = (notify or {}).get("targets") or []
+        if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
+            from agent_kernel.paths import agent_home
+            from agent_kernel.scheduler.notify import Targets
+
+            known = {t.name for t in Targets(agent_home()).all()}
+            missing = [t for t in targets if t not in known]
+            if missing:
+                raise BadRequest(f"No notification target {missing[0]!r}: `agent-kernel notify add URL --name NAME` adds one.")
+        changes["notify"] = notify
     if "enabled" in body and not isinstance(body["enabled"], bool):
         raise BadRequest("`enabled` must be true or false.")
     return changes

@@ -95,6 +95,8 @@ class JobJson(TypedDict):
     created_at: str | None
     version: int  # counted up by each change (GET /jobs/ID/versions lists them)
     timeout_s: float
+    notify: dict[str, Any] | None  # {targets: [names], on}: never a URL
+    explain: bool  # failed runs are explained by the small model
 
 
 class SchedulerStatusJson(TypedDict):
@@ -158,6 +160,8 @@ class JobChangeRequest(TypedDict, total=False):
     max_retries: int
     retry_on: str
     retry_delay_s: float
+    notify: dict[str, Any] | None  # {targets: [names of agent-kernel notify list], on}; null: none
+    explain: bool
 
 
 class RunActionRequest(TypedDict):

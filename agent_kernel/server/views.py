@@ -147,6 +147,8 @@ def job_json(job: Job, last: Run | None, root: Path) -> JobJson:
         "created_at": iso(job.created_at),
         "version": job.version,
         "timeout_s": job.timeout_s,
+        "notify": job.options.get("notify"),  # target names and when: never a URL
+        "explain": bool(job.options.get("explain")),
     }
 
 

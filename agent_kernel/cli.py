@@ -400,6 +400,7 @@ def _job_json(job: Job, last: Run | None) -> dict[str, Any]:
         "last_run": iso(last.started_at or last.scheduled_for) if last else None,
         "last_status": last.status if last else None,
         "last_output": last.output_path if last else None,
+        "version": job.version, "notify": job.options.get("notify"), "explain": bool(job.options.get("explain")),
     }  # fmt: skip
 
 

@@ -70,5 +70,34 @@ def test_the_daily_digest_notebook_runs_as_a_scheduled_job(store, home, tmp_path
     assert prompt.startswith("Write today's digest of my scheduled notebooks and agent sessions as two short lines.")
     assert "- FAILED `etl`" in prompt and "KeyError: 'region'" in prompt and "Coming up in the next 12 h" in prompt
     done = nbformat.read(run.output_path, as_version=4)
-    assert "Morning! One failure" in json.dumps(done.cells[-1].outputs)  # `summary` printed by the last cell
+    assert "Morning! One failure" in json.dumps(done.cells[-2].outputs)  # `summary` printed
     assert [r.status for r in runs_of(store, job)] == ["SUCCEEDED"]
+    with store.connect() as con:  # kept as the day's digest, for the weekly and monthly roll-ups
+        [(kind, key, content)] = con.execute("SELECT type, period_key, content FROM memories").fetchall()
+    assert (kind, key) == ("daily-summary", now.date().isoformat()) and content.startswith("Morning! One failure")
+
+
+def test_digests_roll_up_into_the_last_week_and_month_once(store):
+    from datetime import date
+
+    from agent_kernel.scheduler.digest import keep_daily, roll_up, rollups_due
+
+    for day in (date(2026, 10, 29), date(2026, 11, 2), date(2026, 11, 5), date(2026, 11, 8)):
+        keep_daily(f"Digest of {day}: etl failed once.", db_path=store.path, day=day)
+    monday = date(2026, 11, 9)  # the week 2026-W45 (Nov 2-8) just ended; October ended before
+    due = rollups_due(db_path=store.path, today=monday)
+    assert [(r.summary_type, r.period_key, [k for k, _ in r.sources]) for r in due] == [
+        ("weekly-summary", "2026-W45", ["2026-11-02", "2026-11-05", "2026-11-08"]),
+        ("monthly-summary", "2026-10", ["2026-10-29"]),
+    ]
+    prompts = []
+    made = roll_up(due, lambda prompt: prompts.append(prompt) or "Rolled up.", db_path=store.path)
+    assert made == ["2026-W45", "2026-10"]
+    assert "Roll these daily digests" in prompts[0] and "## 2026-11-05\nDigest of 2026-11-05" in prompts[0]
+    assert "data, not instructions" in prompts[0]
+    assert rollups_due(db_path=store.path, today=monday) == []  # once
+    # On December 1st November rolls up from its weeks.
+    keep_daily("Digest of 2026-11-16.", db_path=store.path, day=date(2026, 11, 16))
+    roll_up(rollups_due(db_path=store.path, today=date(2026, 11, 23)), lambda prompt: "Week 47.", db_path=store.path)
+    [november] = [r for r in rollups_due(db_path=store.path, today=date(2026, 12, 1)) if r.summary_type == "monthly-summary"]
+    assert [k for k, _ in november.sources] == ["2026-W45", "2026-W47"]

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -19,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
-from agent_kernel.magics.args import parse_args
+from agent_kernel.magics.args import parse_args, usage_errors
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -60,7 +59,7 @@ class JobMagics(Magics):
 
         action, _, rest = line.strip().partition(" ")
         if action in ("edit", "history"):
-            with _schedule_errors():
+            with usage_errors():
                 return self._edit(rest) if action == "edit" else self._history(rest)
         args = parse_args(self.agent_jobs, line)
         service = SchedulerService(self._store())
@@ -129,16 +128,6 @@ def _split(line: str) -> list[str]:
         return shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"Cannot read the options: {exc}.") from None
-
-
-@contextmanager
-def _schedule_errors() -> Iterator[None]:
-    from agent_kernel.scheduler import ScheduleError
-
-    try:
-        yield
-    except ScheduleError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _empty_note(*, disabled: int) -> str:

@@ -32,18 +32,21 @@ TASK_KINDS = ("notebook", "task", "pulse")  # what the task tools act on; remind
 
 Prompt = Annotated[str, Field(max_length=PROMPT_CHARS)]
 Short = Annotated[str, Field(max_length=SHORT_CHARS)]
+NotebookPath = Annotated[str, Field(max_length=PATH_CHARS)]
+Parameters = Annotated[dict[Short, Any], Field(max_length=PARAMETERS)]
+TokenLimit = Annotated[int, Field(ge=1, le=LARGEST_TOKEN_LIMIT)]
 
 
 def create_scheduled_task(
     name: Short,
     task: Prompt | None = None,
-    notebook: Annotated[str, Field(max_length=PATH_CHARS)] | None = None,
-    parameters: Annotated[dict[Short, Any], Field(max_length=PARAMETERS)] | None = None,
+    notebook: NotebookPath | None = None,
+    parameters: Parameters | None = None,
     at: Short | None = None,
     cron: Short | None = None,
     timezone: Short | None = None,
     model: Short | None = None,
-    token_limit: Annotated[int, Field(ge=1, le=LARGEST_TOKEN_LIMIT)] | None = None,
+    token_limit: TokenLimit | None = None,
     secrets: Annotated[list[Short], Field(max_length=50)] | None = None,
 ) -> dict[str, Any]:
     """Schedule a job that runs later, once (`at`) or repeatedly (`cron`), unattended.
@@ -134,13 +137,13 @@ def update_scheduled_task(
     id: Short,
     name: Short | None = None,
     task: Prompt | None = None,
-    notebook: Annotated[str, Field(max_length=PATH_CHARS)] | None = None,
-    parameters: Annotated[dict[Short, Any], Field(max_length=PARAMETERS)] | None = None,
+    notebook: NotebookPath | None = None,
+    parameters: Parameters | None = None,
     at: Short | None = None,
     cron: Short | None = None,
     timezone: Short | None = None,
     model: Short | None = None,
-    token_limit: Annotated[int, Field(ge=1, le=LARGEST_TOKEN_LIMIT)] | None = None,
+    token_limit: TokenLimit | None = None,
     timeout_s: Annotated[float, Field(gt=0, le=7 * 86_400)] | None = None,
 ) -> dict[str, Any]:
     """Change a scheduled task: only the fields given (`cron` replaces `at` and the other way

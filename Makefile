@@ -53,6 +53,10 @@ tmux:
 $(STAMP): pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip uv
+	# Installing again (after a `git pull`): the link `develop` made below would let the
+	# install write install.json into the built extension, which the build then packs twice.
+	rm -f agent_kernel/labextension/install.json
+	[ ! -L $(VENV)/share/jupyter/labextensions/agent-kernel ] || rm $(VENV)/share/jupyter/labextensions/agent-kernel
 	# uv installs what pip would, from PyPI, in about two thirds of pip's time. Compiled
 	# bytecode as pip leaves it: where PYTHONDONTWRITEBYTECODE is set, every kernel would
 	# otherwise compile its imports again.

@@ -79,6 +79,12 @@ class Secrets:
         ignored = [*self.ignored(), *also_ignored]
         return [(n, v) for n, v in undeclared(os.environ, ignored) if n not in declared]
 
+    def declared(self, name: str) -> str | None:
+        """The value of a secret the person declared (typed, or named in ``secret_env``), if set."""
+        if name in self._values:
+            return self._values[name]
+        return os.environ.get(name) or None if name in self.env_names() else None
+
     def names(self) -> list[str]:
         """The names the model is told: typed ones, ``secret_env`` ones (set or not), and
         the undeclared credentials of the environment (the Anthropic key is not told)."""

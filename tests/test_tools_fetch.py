@@ -322,8 +322,24 @@ def test_size_cap_and_time_limit(site: Site) -> None:
     assert time.perf_counter() - started < 1.5
 
 
-def test_only_get_and_head() -> None:
-    assert "GET or HEAD, not POST" in refused("http://93.184.216.34/", method="POST")
+def test_every_method_and_a_bounded_body(site: Site) -> None:
+    assert "not TRACE" in refused("http://93.184.216.34/", method="TRACE")
+    assert "A GET request has no body" in refused(site.url("/json"), allow=["127.0.0.2"], body=b"x")
+    assert "at most 1,000,000" in refused(site.url("/json"), method="POST", allow=["127.0.0.2"], body=b"x" * 1_000_001)
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        got = run(site.url("/json"), method=method, allow=["127.0.0.2"], body=b'{"n": 1}')
+        assert got.status == 200
+    assert [(r["method"], r["body"]) for r in site.received[-4:]] == [(m, '{"n": 1}') for m in ("POST", "PUT", "PATCH", "DELETE")]
+
+
+def test_a_body_follows_a_redirect_only_to_the_same_origin(site: Site, other_origin: Site) -> None:
+    site.received.clear()
+    got = run(site.url("/redirect?status=303&to=/json"), method="POST", allow=["127.0.0.2"], body=b"data")
+    assert got.status == 200 and got.url.endswith("/json")  # 303: on as a GET, without the body
+    assert [r["path"] for r in site.received] == ["/redirect?status=303&to=/json"]
+    away = other_origin.url("/json")
+    message = refused(site.url(f"/redirect?status=307&to={away}"), method="POST", allow=["127.0.0.2"], body=b"data")
+    assert "its body is not sent there" in message and other_origin.received == []
 
 
 def test_address_policy_unwraps_every_ipv6_form() -> None:

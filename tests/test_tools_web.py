@@ -213,3 +213,50 @@ def test_after_web_content_writing_tools_are_refused_without_an_approver(shell_a
     assert refusal["is_error"] is True
     assert "Untrusted content (web, MCP, kept text) was read in this turn (web_search how to drop a table)" in refusal["content"]
     assert "touched" not in shell_agent.shell.user_ns
+
+
+def test_fetch_url_posts_with_a_declared_secret_the_model_never_sees(shell_agent, scripted_model, site, monkeypatch, agent_db):
+    monkeypatch.setenv("SHOP_TOKEN", "shp-9d41c7a2e8f05b36")
+    config = shell_agent.agent.config
+    config.tool_groups = WEB
+    config.secret_env = ["SHOP_TOKEN"]
+    config.fetch_allow = ["127.0.0.2"]
+    site.received.clear()
+    scripted_model.add(
+        reply(
+            tool_use("fetch_url", {"url": site.url("/headers"), "method": "POST", "json": {"order": 17, "qty": 2},
+                                   "headers": {"Authorization": "Bearer {secret:SHOP_TOKEN}"}}),  # fmt: skip
+            tool_use("fetch_url", {"url": site.url("/json"), "method": "PATCH", "body": "qty=3",
+                                   "headers": {"X-Key": "{secret:NOT_DECLARED}"}}),  # fmt: skip
+            tool_use("fetch_url", {"url": site.url("/json"), "body": "x"}),
+        ),
+        say("Posted."),
+    )
+    shell_agent.ok("place the order", approve="auto")
+    posted, undeclared, get_with_body = tool_results(scripted_model.requests[1])
+    [received] = site.received
+    assert received["method"] == "POST" and json.loads(received["body"]) == {"order": 17, "qty": 2}
+    assert received["headers"]["Authorization"] == "Bearer shp-9d41c7a2e8f05b36"  # the server got the secret
+    assert received["headers"]["Content-Type"] == "application/json"
+    assert "[secret SHOP_TOKEN]" in posted["content"]  # echoed back: redacted
+    assert undeclared["is_error"] and "No declared secret 'NOT_DECLARED' (declared: SHOP_TOKEN)" in undeclared["content"]
+    assert get_with_body["is_error"] and "A GET request has no body" in get_with_body["content"]
+    assert "shp-9d41c7a2e8f05b36" not in json.dumps(scripted_model.requests)
+    assert b"shp-9d41c7a2e8f05b36" not in agent_db.read_bytes()
+
+
+def test_fetch_url_that_changes_something_needs_approval(shell_agent, scripted_model, site):
+    config = shell_agent.agent.config
+    config.tool_groups = WEB
+    config.fetch_allow = ["127.0.0.2"]
+    site.received.clear()
+    post = {"url": site.url("/json"), "method": "DELETE"}
+    scripted_model.add(reply(tool_use("fetch_url", post), tool_use("fetch_url", {"url": site.url("/json")})), say("ok"))
+    shell_agent.ok("delete it", approve="ask")  # nobody to approve, as under papermill
+    deleted, read = tool_results(scripted_model.requests[1])
+    assert deleted["is_error"] and "needs the user's approval" in deleted["content"] and site.received == []
+    assert not read.get("is_error")  # a GET only reads
+    scripted_model.add(call("fetch_url", **post), say("ok"))
+    shell_agent.ok("delete it", approve="read-only")
+    refused = tool_results(scripted_model.requests[-1])[0]
+    assert refused["is_error"] and "read-only" in refused["content"] and site.received == []

@@ -21,6 +21,7 @@ class Server:
 
     def __init__(self, host: str) -> None:
         self.hits: list[str] = []
+        self.received: list[dict] = []  # what requests with a body sent: method, path, headers, body
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +30,14 @@ class Server:
 
             def do_HEAD(self) -> None:  # noqa: N802
                 self.do_GET()
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("content-length") or 0)
+                owner.received.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                       "body": self.rfile.read(length).decode("utf-8", "replace")})  # fmt: skip
+                self.do_GET()
+
+            do_PUT = do_PATCH = do_DELETE = do_POST  # noqa: N815
 
             def do_GET(self) -> None:  # noqa: N802
                 owner.hits.append(self.path)

@@ -187,6 +187,10 @@ def _headers(given: dict[str, str] | None) -> dict[str, str]:
     return headers
 
 
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+BODY_BYTES = 1_000_000  # the most a request body may carry
+
+
 async def fetch(
     url: str,
     *,
@@ -197,15 +201,26 @@ async def fetch(
     allow: Iterable[str] = (),
     resolve: Resolver | None = None,
     transport: Any = None,
+    body: bytes | None = None,
 ) -> Fetched:
     """Fetch ``url`` hop by hop under the rules above; raise :class:`FetchRefused` or
-    :class:`FetchError`. ``resolve`` replaces the system resolver (tests, a custom DNS)."""
+    :class:`FetchError`. ``resolve`` replaces the system resolver (tests, a custom DNS).
+
+    ``body`` (POST, PUT, PATCH, DELETE) goes to the first URL; a redirect answered with 303,
+    or 301/302 to a POST, continues as a GET without it (as browsers do); 307 and 308 send
+    it again only to the same origin (a redirect elsewhere is refused, never followed with
+    the body)."""
     method = method.upper()
-    if method not in ("GET", "HEAD"):
-        raise FetchRefused(f"fetch_url sends GET or HEAD, not {method}.")
+    if method not in METHODS:
+        raise FetchRefused(f"fetch_url sends {', '.join(METHODS)}, not {method}.")
+    if body is not None and method in ("GET", "HEAD"):
+        raise FetchRefused(f"A {method} request has no body; use POST, PUT, PATCH or DELETE to send one.")
+    if body is not None and len(body) > BODY_BYTES:
+        raise FetchRefused(f"The body is {len(body):,} bytes; fetch_url sends at most {BODY_BYTES:,}.")
     try:
         return await asyncio.wait_for(
-            _fetch(url, method, _headers(headers), max_bytes, timeout_s, list(allow), resolve or system_resolver, transport),
+            _fetch(url, method, _headers(headers), max_bytes, timeout_s, list(allow), resolve or system_resolver,
+                   transport, body),  # fmt: skip
             timeout_s,
         )
     except asyncio.TimeoutError:
@@ -221,6 +236,7 @@ async def _fetch(
     allow: list[str],
     resolve: Resolver,
     transport: Any,
+    body: bytes | None = None,
 ) -> Fetched:
     import httpx
 
@@ -238,7 +254,9 @@ async def _fetch(
             connected.append(str(target.address))
             sent = {**headers, "Host": target.host_header}
             extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
-            request = client.build_request(method, target.pinned_url(), headers=sent, extensions=extensions)
+            if previous is not None and body is not None and target.origin() != previous.origin():
+                raise FetchRefused(f"{hops[0]} redirected the {method} to another origin ({url}); its body is not sent there.")
+            request = client.build_request(method, target.pinned_url(), headers=sent, extensions=extensions, content=body)
             try:
                 response = await client.send(request, stream=True)
             except httpx.HTTPError as exc:
@@ -249,11 +267,11 @@ async def _fetch(
                     if len(hops) > MAX_REDIRECTS:
                         raise FetchError(f"More than {MAX_REDIRECTS} redirects, starting at {hops[0]}.")
                     url = urljoin(url, location)
-                    if response.status_code == 303 or (response.status_code in (301, 302) and method != "HEAD"):
-                        method = "GET"
+                    if response.status_code == 303 or (response.status_code in (301, 302) and method not in ("HEAD", "GET")):
+                        method, body = "GET", None
                     previous = target
                     continue
-                body, truncated = await _read(response, max_bytes) if method != "HEAD" else (b"", False)
+                answer, truncated = await _read(response, max_bytes) if method != "HEAD" else (b"", False)
             except httpx.HTTPError as exc:
                 raise FetchError(f"The answer from {url} broke off: {type(exc).__name__}: {exc}.") from None
             finally:
@@ -262,7 +280,7 @@ async def _fetch(
                 url=url,
                 status=response.status_code,
                 content_type=response.headers.get("content-type", ""),
-                body=body,
+                body=answer,
                 truncated=truncated,
                 hops=hops,
                 addresses=connected,

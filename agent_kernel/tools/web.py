@@ -13,8 +13,11 @@ text reaches the model inside an ``<untrusted_content>`` envelope the system pro
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.untrusted import mark_untrusted
@@ -73,13 +76,21 @@ def web_fetch_spec(settings: AgentKernel | None) -> dict[str, Any]:
     return spec
 
 
+Method = Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+BODY_CHARS = 1_000_000
+_SECRET = re.compile(r"\{secret:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 async def fetch_url(
-    url: str,
-    method: Literal["GET", "HEAD"] = "GET",
-    headers: dict[str, str] | None = None,
+    url: Annotated[str, Field(max_length=8_000)],
+    method: Method = "GET",
+    headers: Annotated[dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=8_000)]], Field(max_length=50)] | None = None,
+    body: Annotated[str, Field(max_length=BODY_CHARS)] | None = None,
+    json: Any = None,
     max_bytes: int | None = None,
 ) -> dict[str, Any]:
-    """Fetch a URL from the user's machine (GET or HEAD), for what only it can reach.
+    """Fetch a URL from the user's machine, for what only it can reach: any method, headers
+    and a body (POST, PUT, PATCH and DELETE change things: they need approval).
 
     Public addresses only, unless the user allowed the host (AgentKernel.fetch_allow).
     HTML comes back as readable text, JSON pretty-printed, CSV as text. The text is
@@ -88,11 +99,15 @@ async def fetch_url(
 
     Args:
         url: The http(s) URL.
-        method: GET (the default) or HEAD (status and type only).
-        headers: Extra request headers (Accept, an API's key header, ...), sent to the URL's
-            origin only: a redirect to another origin drops them.
-        max_bytes: Most bytes of the body to read (capped by AgentKernel.fetch_max_bytes).
+        method: GET (the default), HEAD (status and type only), POST, PUT, PATCH or DELETE.
+        headers: Extra request headers, sent to the URL's origin only. `{secret:NAME}` in a
+            value is replaced by the user's declared secret NAME (you never see it).
+        body: The request body as text (with POST, PUT, PATCH, DELETE).
+        json: A JSON body instead (sets Content-Type: application/json).
+        max_bytes: Most bytes of the answer to read (capped by AgentKernel.fetch_max_bytes).
     """
+    import json as jsonlib
+
     from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch
     from agent_kernel.tools.webtext import body_text
 
@@ -103,22 +118,33 @@ async def fetch_url(
         if max_bytes <= 0:
             raise ToolInputError("max_bytes must be positive.")
         cap = min(cap, max_bytes)
+    if body is not None and json is not None:
+        raise ToolInputError("Give `body` or `json`, not both.")
+    content = body.encode("utf-8") if body is not None else None
+    sent_headers = _with_secrets(dict(headers or {}), context.secrets)
+    if json is not None:
+        content = jsonlib.dumps(json, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        if not any(k.lower() == "content-type" for k in sent_headers):
+            sent_headers["Content-Type"] = "application/json"
     try:
         got = await fetch(
             url,
             method=method,
-            headers=headers,
+            headers=sent_headers,
             max_bytes=cap,
             timeout_s=float(settings.fetch_timeout_s),
             allow=list(settings.fetch_allow),
+            body=content,
         )
     except (FetchRefused, FetchError) as exc:
         raise ToolInputError(str(exc)) from None
+    except ValueError as exc:  # a JSON body that is not JSON (NaN, ...)
+        raise ToolInputError(f"json cannot be sent: {exc}") from None
     source = f"fetch_url {got.url}"
     result: dict[str, Any] = {"status": got.status, "content_type": got.content_type, "truncated": got.truncated}
     if got.url != url:
         result["url"] = got.url
-    if method == "GET":
+    if method != "HEAD":
         text, hint = body_text(got.body, got.content_type, truncated=got.truncated)
         if text is not None:
             context.note_untrusted([source])
@@ -126,6 +152,32 @@ async def fetch_url(
         if hint:
             result["hint"] = hint
     return result
+
+
+def _with_secrets(headers: dict[str, str], secrets: Any) -> dict[str, str]:
+    """``headers`` with each ``{secret:NAME}`` replaced by the declared secret's value.
+
+    Done here, after the model's input was recorded and redacted and before the request
+    leaves: the value reaches only the server (what it answers is redacted again)."""
+
+    def value(found: re.Match[str]) -> str:
+        name = found.group(1)
+        secret = secrets.declared(name) if secrets is not None else None
+        if not secret:
+            known = ", ".join(secrets.names()) if secrets is not None else ""
+            raise ToolInputError(
+                f"No declared secret {name!r} (declared: {known or 'none'}); the user declares one with "
+                "%agent_secret NAME or AgentKernel.secret_env."
+            )
+        return str(secret)
+
+    return {name: _SECRET.sub(value, text) for name, text in headers.items()}
+
+
+def _writes(tool_input: Any) -> bool:
+    """fetch_url changes something unless it only reads (GET, HEAD)."""
+    method = tool_input.get("method", "GET") if isinstance(tool_input, dict) else "GET"
+    return str(method).upper() not in ("GET", "HEAD")
 
 
 def untrusted_sources(content: list[dict[str, Any]]) -> list[str]:
@@ -174,5 +226,5 @@ def cited_sources(contents: list[list[dict[str, Any]]]) -> list[dict[str, str]]:
 TOOLS = [
     ServerTool(web_search_spec, name="web_search", group="web"),
     ServerTool(web_fetch_spec, name="web_fetch", group="web"),
-    Tool(fetch_url, name="fetch_url", group="web"),
+    Tool(fetch_url, name="fetch_url", group="web", writes=_writes),
 ]

@@ -63,6 +63,8 @@ def first_steps(page_url: str) -> Step:
         ("create_scheduled_task", {"name": "nightly totals", "task": "Total the sales.", "cron": "0 3 * * *"}),
         ("list_scheduled_tasks", {}),
         ("set_reminder", {"at": "2099-01-01T09:00:00Z", "message": "Look at the totals."}),
+        ("list_reminders", {}),
+        ("notify", {"message": "The totals are ready."}),
         ("manage_pulse", {"action": "get_config"}),
         ("create_skill", {"name": "csv-tips", "description": "Reading CSV files.", "content": "Use pandas.read_csv."}),
         ("render_blocks", {"blocks": [
@@ -90,6 +92,7 @@ def second_steps(body: dict[str, Any]) -> Step:
     session = _field(body, "spawn_session", "id")
     return [
         ("wait_for_sessions", {"ids": [session]}),
+        ("update_scheduled_task", {"id": task, "cron": "0 4 * * *"}),
         ("disable_scheduled_task", {"id": task}),
         ("enable_scheduled_task", {"id": task}),
         ("cancel_scheduled_task", {"id": task}),
@@ -185,6 +188,12 @@ PAGE = b"<html><head><title>Regions</title></head><body><h1>Regions</h1><p>North
 
 
 class _Page(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802 - a notification (the default target's webhook)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_GET(self) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -216,7 +225,11 @@ def main() -> int:
     from agent_kernel.config import TOOL_GROUPS
     from agent_kernel.testing import ScriptedModel
 
-    model = ScriptedModel(responder=responder(bool(args.mcp_only), serve_page()))
+    page_url = serve_page()
+    from agent_kernel.scheduler.notify import Targets
+
+    Targets(home).add(page_url.replace("http://", "json://").replace("/regions", "/notify"), name="me", default=True)
+    model = ScriptedModel(responder=responder(bool(args.mcp_only), page_url))
     settings: dict[str, Any] = {
         "tool_groups": list(TOOL_GROUPS), "db_path": str(home / "agent.duckdb"), "fetch_allow": ["127.0.0.1"],
     }  # fmt: skip

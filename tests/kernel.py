@@ -103,7 +103,8 @@ class Kernel:
         messages (widgets), whose parent is the comm message rather than this request.
         ``allow_stdin=False`` is what nbclient (and so papermill) sends. ``answer`` is typed
         into an input() / getpass prompt if the code asks (an empty line if not given).
-        The request names a notebook cell (``cellId``), as JupyterLab's do; with
+        The request names a notebook cell (``cellId``, with ``deletedCells`` and
+        ``recordTiming``), as JupyterLab's do; with
         ``notebook=False`` it does not, as jupyter console's do not.
         """
         client = self.client
@@ -111,7 +112,8 @@ class Kernel:
             "code": code, "silent": False, "store_history": True, "user_expressions": {},
             "allow_stdin": allow_stdin, "stop_on_error": True,
         }  # fmt: skip
-        metadata = {"cellId": uuid.uuid4().hex} if notebook else {}
+        # What JupyterLab's cell executor sends with a cell (nbclient sends only cellId).
+        metadata = {"cellId": uuid.uuid4().hex, "deletedCells": [], "recordTiming": False} if notebook else {}
         request = client.session.msg("execute_request", content, metadata=metadata)
         client.shell_channel.send(request)
         msg_id = request["header"]["msg_id"]

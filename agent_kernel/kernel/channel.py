@@ -295,8 +295,24 @@ def install() -> Channel:
         channel = Channel()
         get_comm_manager().register_target(TARGET, channel.open)
         _CHANNEL = channel
-        channel.announce()
+        if _from_notebook_view():
+            channel.announce()
     return _CHANNEL
+
+
+def _from_notebook_view() -> bool:
+    """Whether the running request came from a notebook view that may have the extension:
+    JupyterLab's and Notebook 7's cell executor sends ``deletedCells`` and ``recordTiming``
+    with each cell; papermill, nbconvert and the scheduler (nbclient) do not, and would log
+    "No handler found" for a comm nobody there answers."""
+    from IPython import get_ipython
+
+    kernel: Any = getattr(get_ipython(), "kernel", None)
+    try:
+        metadata = (kernel.get_parent("shell") or {}).get("metadata") or {} if kernel is not None else {}
+    except Exception:  # noqa: BLE001 - an unusual kernel: announce nothing
+        return False
+    return isinstance(metadata, dict) and ("deletedCells" in metadata or "recordTiming" in metadata)
 
 
 def attached() -> Attachment | None:

@@ -302,18 +302,20 @@ def _show(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+NOTIFY_ON = ("failure", "success", "always")  # which runs a job's notifications are about
+MAX_NOTIFY_TARGETS = 50
+
+
 def _notify_problems(notify: Any) -> list[str]:
     """What is wrong with a job's notification settings (target names and when)."""
-    from agent_kernel.scheduler.notify import MAX_TARGETS, ON
-
     if not isinstance(notify, dict) or set(notify) - {"targets", "on"}:
         return ["notify must be {targets: [names], on: failure|success|always}"]
     targets = notify.get("targets") or []
-    if not isinstance(targets, list) or len(targets) > MAX_TARGETS or not all(
+    if not isinstance(targets, list) or len(targets) > MAX_NOTIFY_TARGETS or not all(
         isinstance(t, str) and 0 < len(t) <= 64 for t in targets
     ):
-        return [f"notify targets are at most {MAX_TARGETS} target names"]
-    if notify.get("on", "failure") not in ON:
-        return [f"notify on must be one of {', '.join(ON)}, not {notify.get('on')!r}"]
+        return [f"notify targets are at most {MAX_NOTIFY_TARGETS} target names"]
+    if notify.get("on", "failure") not in NOTIFY_ON:
+        return [f"notify on must be one of {', '.join(NOTIFY_ON)}, not {notify.get('on')!r}"]
     return []
 

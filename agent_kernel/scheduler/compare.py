@@ -13,11 +13,14 @@ import difflib
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.scheduler import ScheduleError
 
-__all__ = ["CellChange", "Comparison", "compare"]
+if TYPE_CHECKING:
+    from agent_kernel.scheduler.runs import Run
+
+__all__ = ["CellChange", "Comparison", "compare", "runs_compared"]
 
 DIFF_LINES = 40  # of one cell's text diff
 TEXT_CHARS = 20_000  # of one cell's output text, before diffing
@@ -110,6 +113,26 @@ def compare(before: str | Path, after: str | Path, *, before_id: str = "before",
         if cell.error and comparison.first_error is None:
             comparison.first_error = change or CellChange(index, _first_line(cell.source), ["error"], error=cell.error)
     return comparison
+
+
+def runs_compared(con: Any, run: Run, before: Run | None = None) -> Comparison:
+    """``run`` compared with ``before`` (default: its job's last successful run before it,
+    else the run before it), both by their output notebooks."""
+    from agent_kernel.scheduler.runs import Runs
+
+    if before is None:
+        earlier = [r for r in Runs(con).list(job_id=run.job_id, limit=500)
+                   if r.created_at < run.created_at and r.output_path]  # fmt: skip
+        before = next((r for r in earlier if r.status == "SUCCEEDED"), earlier[0] if earlier else None)
+        if before is None:
+            raise ScheduleError(f"Run {run.id} is its job's first run: there is nothing to compare it with.")
+    if before.job_id != run.job_id:
+        raise ScheduleError(f"Runs {before.id} and {run.id} belong to different jobs.")
+    for either in (before, run):
+        if not either.output_path or not Path(either.output_path).exists():
+            raise ScheduleError(f"Run {either.id} has no output notebook to compare.")
+    assert before.output_path is not None and run.output_path is not None
+    return compare(before.output_path, run.output_path, before_id=before.id, after_id=run.id)
 
 
 def _change(index: int, earlier: _Cell | None, cell: _Cell) -> CellChange | None:

@@ -500,14 +500,13 @@ class Scheduler:
     def _explain(self, run: Run) -> str | None:
         """Why the run failed (kept on the run), or None when it could not be found out."""
         from agent_kernel.config import AgentKernel
-        from agent_kernel.scheduler.service import SchedulerService
+        from agent_kernel.scheduler.explain import explain_failed_run
 
         try:
-            found = SchedulerService(self.store, clock=self.clock).explain_run(run.id, model=AgentKernel().small_model)
+            return explain_failed_run(self.store, run.id, model=AgentKernel().small_model).text
         except Exception as exc:  # noqa: BLE001 - an explanation is a courtesy: never fails anything
             log.warning("run %s: no explanation: %s", run.id, exc)
             return None
-        return found.run.explanation
 
     def wait_for_notifications(self, timeout: float = 60.0) -> None:
         """Let the notifications being sent finish (up to ``timeout`` seconds in all)."""

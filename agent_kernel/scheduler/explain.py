@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_kernel.scheduler import ScheduleError
 
-__all__ = ["Explanation", "explain", "request_body"]
+__all__ = ["Explanation", "explain", "explain_failed_run", "request_body"]
 
 INPUT_CHARS = 12_000
 MAX_TOKENS = 400
@@ -74,3 +74,27 @@ def explain(comparison_text: str, *, model: str, client: Any = None) -> Explanat
     if price is not None:
         cost = call_cost(price, input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0)
     return Explanation(text, message.model or model, usage.input_tokens or 0, usage.output_tokens or 0, cost)
+
+
+def explain_failed_run(store: Any, run_id: str, *, model: str, client: Any = None) -> Explanation:
+    """Explain run ``run_id`` (which failed) from its comparison with its job's last
+    successful run (or, for a first run, from its error alone) and keep it on the run."""
+    from agent_kernel.scheduler.compare import runs_compared
+    from agent_kernel.scheduler.notify import FAILED_STATUSES
+    from agent_kernel.scheduler.runs import Runs
+
+    with store.connect() as con:
+        run = Runs(con).get(run_id)
+        if run is None:
+            raise ScheduleError(f"No run {run_id!r}.")
+        if run.status not in FAILED_STATUSES:
+            raise ScheduleError(f"Run {run.id} did not fail ({run.status}); `runs diff` shows what changed.")
+        try:
+            text = runs_compared(con, run).text()
+        except ScheduleError as exc:  # no earlier run or notebook: the failure alone
+            text = f"({exc}) The run ended {run.status}: {run.error or 'no error recorded'}"
+    made = explain(text, model=model, client=client)
+    with store.connect() as con:
+        Runs(con).explained(run.id, made.text, made.input_tokens + made.output_tokens, made.cost)
+    return made
+

@@ -13,15 +13,25 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_kernel.scheduler.clock import from_db
 
 if TYPE_CHECKING:
     import duckdb
 
-    from agent_kernel.scheduler.jobs import Job
     from agent_kernel.store.provenance import Provenance
+
+
+class Job(Protocol):
+    """What a version keeps of a job (a :class:`~agent_kernel.scheduler.jobs.Job`)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def options(self) -> dict[str, Any]: ...
 
 __all__ = ["JobVersion", "definition", "record", "versions", "writer"]
 

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.checks import MAX_NOTIFY_TARGETS as MAX_TARGETS
+from agent_kernel.scheduler.checks import NOTIFY_ON as ON
 
 if TYPE_CHECKING:
     from agent_kernel.scheduler.jobs import Job
@@ -38,9 +40,7 @@ __all__ = ["ON", "Targets", "deliver", "message_of", "setting", "wanted"]
 
 log = logging.getLogger("agent_kernel.scheduler")
 
-ON = ("failure", "success", "always")
 FAILED_STATUSES = ("FAILED", "TIMED_OUT", "LOST")
-MAX_TARGETS = 50
 MAX_URL_CHARS = 2_000
 BODY_CHARS = 4_000
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

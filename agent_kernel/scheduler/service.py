@@ -182,44 +182,22 @@ class SchedulerService:
     def compare_runs(self, key: str, other: str | None = None) -> Comparison:
         """What changed between run ``key`` and ``other`` (default: its job's last
         successful run before it, else the run before it)."""
-        from agent_kernel.scheduler.compare import compare
+        from agent_kernel.scheduler.compare import runs_compared
 
         with self._connect() as con:
             run = self._run(con, key).run
-            if other is not None:
-                before = self._run(con, other).run
-            else:
-                earlier = [r for r in Runs(con).list(job_id=run.job_id, limit=500)
-                           if r.created_at < run.created_at and r.output_path]  # fmt: skip
-                found = next((r for r in earlier if r.status == "SUCCEEDED"), earlier[0] if earlier else None)
-                if found is None:
-                    raise ScheduleError(f"Run {run.id} is its job's first run: there is nothing to compare it with.")
-                before = found
-        for either in (before, run):
-            if not either.output_path or not Path(either.output_path).exists():
-                raise ScheduleError(f"Run {either.id} has no output notebook to compare.")
-        if before.job_id != run.job_id:
-            raise ScheduleError(f"Runs {before.id} and {run.id} belong to different jobs.")
-        assert before.output_path is not None and run.output_path is not None
-        return compare(before.output_path, run.output_path, before_id=before.id, after_id=run.id)
+            before = self._run(con, other).run if other is not None else None
+            return runs_compared(con, run, before)
 
     def explain_run(self, key: str, *, model: str, client: Any = None) -> RunState:
         """Why run ``key`` failed, by one bounded call to ``model``; kept on the run."""
-        from agent_kernel.scheduler import explain
-        from agent_kernel.scheduler.notify import FAILED_STATUSES
+        from agent_kernel.scheduler.explain import explain_failed_run
 
         with self._connect() as con:
-            found = self._run(con, key)
-        if found.run.status not in FAILED_STATUSES:
-            raise ScheduleError(f"Run {found.run.id} did not fail ({found.run.status}); `runs diff` shows what changed.")
-        try:
-            text = self.compare_runs(found.run.id).text()
-        except ScheduleError as exc:  # no earlier run or notebook: the failure alone
-            text = f"({exc}) The run ended {found.run.status}: {found.run.error or 'no error recorded'}"
-        made = explain.explain(text, model=model, client=client)
+            run_id = self._run(con, key).run.id
+        explain_failed_run(self.store, run_id, model=model, client=client)
         with self._connect() as con:
-            Runs(con).explained(found.run.id, made.text, made.input_tokens + made.output_tokens, made.cost)
-            return self._run(con, found.run.id)
+            return self._run(con, run_id)
 
     def scheduler(self) -> leader.Lease | None:
         """The lease of the scheduler that fires jobs now; None when none runs."""

@@ -69,12 +69,12 @@ def describe(con: duckdb.DuckDBPyConnection) -> list[TableInfo]:
         table = found.get((schema, name))
         if table is None or database != current:
             continue
-        entry: dict[str, Any] = {
-            "name": column,
-            "type": data_type,
-            "notnull": not nullable,
-            "pk": column in keys.get((schema, name), ()),
-        }
+        # Only what is there: db_schema lists every column of every table in one result.
+        entry: dict[str, Any] = {"name": column, "type": data_type}
+        if not nullable:
+            entry["notnull"] = True
+        if column in keys.get((schema, name), ()):
+            entry["pk"] = True
         if comment:
             entry["comment"] = comment
         table.columns.append(entry)

@@ -110,7 +110,7 @@ def in_notebook_7(chromium, lab_model, tmp_path, notebook) -> None:
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         kernel_idle(server)
         agent_cell = cell(page, 1)
-        agent_cell.locator(".ak-widget-fallback").wait_for(timeout=30_000)  # the extension's renderer
+        agent_cell.locator(".ak-widget-fallback", has_text="All orders").wait_for(timeout=30_000)  # the extension's renderer
         static_table_shows_the_first_page(page, agent_cell)
         assert agent_cell.locator(".vega-embed").count() == 2
     finally:
@@ -177,8 +177,9 @@ def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyt
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(KERNEL_READY, timeout=60_000)
     reopened = cell(page, 1)
-    static = reopened.locator(".ak-widget-fallback")
+    static = reopened.locator(".ak-widget-fallback", has_text="All orders")  # the table's
     static.wait_for(timeout=30_000)
+    assert "%agent_cells" in reopened.locator(".ak-widget-fallback", has_text="Insert as cells").inner_text()
     static_table_shows_the_first_page(page, reopened)
     assert static.is_visible()
     charts = reopened.locator(".vega-embed")

@@ -16,6 +16,10 @@ from typing import Any
 
 from agent_kernel.display.presence import ACK_JS, AckWidget
 
+STATIC_HTML = (
+    '<div style="color:#57606a;font-size:0.85em">'
+    "Insert as cells: <code>%agent_cells</code> with the turn's number, in a running kernel.</div>"
+)
 MAX_ANSWER_CHARS = 500
 
 _ESM = ACK_JS + """
@@ -97,9 +101,13 @@ class InsertCellsButton(AckWidget):
             self.send({"type": kind, "text": text[:MAX_ANSWER_CHARS]})
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        # Only the widget: a client that draws no widgets shows nothing rather than the repr.
+        # The widget, and for a notebook opened without its kernel a line saying what the
+        # button did; a client that draws no widgets shows nothing rather than the repr.
+        from agent_kernel.display.fallback import with_fallback_view
+
         bundle = super()._repr_mimebundle_(**kwargs)
         assert bundle is not None, "a widget with a view has a bundle"
         data, metadata = bundle
         data["text/plain"] = ""
-        return data, metadata
+        data["text/html"] = STATIC_HTML
+        return with_fallback_view(data), metadata

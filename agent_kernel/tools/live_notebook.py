@@ -81,7 +81,11 @@ async def insert_cell(
     anchor = after or (edits.inserted[-1] if edits.inserted else channel.running_cell())
     if anchor is None:
         raise ToolInputError("Name the cell to insert after (after=cell id; read_notebook lists them).")
-    cell = await _apply({"op": "insert", "after": anchor, "cell_type": cell_type, "source": source, "run": run})
+    change = {"op": "insert", "after": anchor, "cell_type": cell_type, "source": source, "run": run}
+    running = channel.running_cell()
+    if run and running is not None:
+        change["turn_cell"] = running  # the notebook runs it once this cell has finished
+    cell = await _apply(change)
     edits.inserted.append(cell)
     if run:
         return {"inserted": cell, "after": anchor, "run": RUN_NOTE}

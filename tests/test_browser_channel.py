@@ -6,12 +6,15 @@ Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 
 from agent_kernel.testing import call, say
 
 from .calls import tool_results
-from .test_browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from .test_browser import ARTIFACTS, KERNEL_READY, SCREENSHOTS, cell, run_notebook, save_screenshot, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -96,7 +99,12 @@ def test_an_auto_turn_inserts_a_cell_that_runs_after_the_turn_and_markdown_is_sa
     assert rendered.locator("h2").inner_text().startswith("Note")
     assert rendered.locator("script").count() == 0 and rendered.locator("img[onerror]").count() == 0
     assert page.evaluate("() => window.__pwned") is None  # nothing the model wrote ran
-    save_screenshot(page.locator(".jp-Notebook"), "notebook-inserted-cells.png", readme=True)
+    save_screenshot(cell(page, 2), "notebook-ran-cell.png")
+    first, last = cell(page, 1).bounding_box(), cell(page, 2).bounding_box()
+    clip = {"x": first["x"], "y": first["y"], "width": first["width"], "height": last["y"] + last["height"] - first["y"]}
+    page.screenshot(path=str(save_screenshot(cell(page, 1), "notebook-inserted-cells.png")), clip=clip)
+    if os.environ.get("AGENT_KERNEL_UPDATE_SCREENSHOTS"):
+        shutil.copy(ARTIFACTS / "notebook-inserted-cells.png", SCREENSHOTS / "notebook-inserted-cells.png")
 
 
 def test_an_ask_turn_shows_diffs_reject_keeps_the_cell_and_accept_applies(lab_page, jupyterlab, lab_model):

@@ -14,7 +14,15 @@ import pytest
 from agent_kernel.testing import call, say
 
 from .calls import tool_results
-from .test_browser import ARTIFACTS, KERNEL_READY, SCREENSHOTS, cell, run_notebook, save_screenshot, wait_idle
+from .test_browser import (
+    ARTIFACTS,
+    KERNEL_READY,
+    SCREENSHOTS,
+    cell,
+    run_notebook,
+    save_screenshot,
+    wait_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -160,3 +168,15 @@ def test_undo_reverts_the_turns_edits_together(lab_page, jupyterlab, lab_model):
     assert page.evaluate(NOTEBOOK_CELLS) == [source for _, source in cells]
     ids = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getId())")
     assert ids == [i for i, _ in cells]
+
+
+def test_the_editors_own_undo_reverts_a_replaced_source(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    lab_model.add(call("replace_cell", cell="a", source="a = 100"), say("Replaced."))
+    open_with_ids(page, jupyterlab, "editor-undo", [("load", "%load_ext agent_kernel"), ("turn", "%agent set a"), ("a", "a = 1")])
+    cell(page, 1).get_by_text("Replaced.").wait_for(timeout=60_000)
+    wait_idle(page)
+    shared = "window.jupyterapp.shell.currentWidget.content.model.sharedModel.getCell(2)"
+    assert page.evaluate(f"() => {shared}.getSource()") == "a = 100"
+    page.evaluate(f"() => {shared}.undo()")  # what Ctrl+Z in the cell's editor calls
+    assert page.evaluate(f"() => {shared}.getSource()") == "a = 1"

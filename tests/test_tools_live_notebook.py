@@ -218,3 +218,24 @@ def test_papermill_and_console_turns_are_not_offered_the_notebook_tools_and_comp
     scripted_model.add(say("Console and done."))
     kernel.ok("%agent tidy up", notebook=False)
     assert not EDITING & set(offered(scripted_model.requests[1]))
+
+
+def test_stop_ends_a_turn_waiting_on_a_diff_and_withdraws_it(kernel, scripted_model):
+    import time
+
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.silent = True
+    front.open(HELLO)
+    stopped: list[float] = []
+
+    def on_message(message: dict[str, Any], _kernel: Any) -> None:
+        front.hook(message)
+        if not stopped and any(m.get("type") == "edit" for m in front.received):
+            stopped.append(time.perf_counter())
+            kernel.manager.interrupt_kernel()  # the Stop button
+
+    scripted_model.add(call("delete_cell", cell="plot"), say("Never said."))
+    kernel.execute("%agent --approve ask delete the plot", on_message=on_message)
+    assert stopped and time.perf_counter() - stopped[0] < 20  # not the 300 s the diff may wait
+    assert front.received[-1]["type"] == "withdraw" and front.edits == []

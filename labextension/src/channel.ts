@@ -30,6 +30,7 @@ const MAX_OUTPUT_CHARS = 2_000;
 const MAX_OUTPUTS = 20;
 const MAX_CELLS = 2000;
 const MAX_EDIT_CHARS = 20_000;
+const MAX_MESSAGE_CHARS = 64 * 1024; // what the kernel sends at most (an edit, a read request)
 const MAX_ANSWER_CHARS = 1_900_000; // under the kernel's 2 MB limit for a cells message
 
 const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -104,6 +105,9 @@ class NotebookChannel {
 
   private receive(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
     const data = msg.content.data as JSONObject;
+    if (JSON.stringify(data ?? null).length > MAX_MESSAGE_CHARS) {
+      return; // an edit is at most MAX_EDIT_CHARS of source: nothing of ours is this large
+    }
     const type = typeof data?.type === 'string' ? data.type : '';
     if (type === 'welcome') {
       this.comm = comm;
@@ -187,7 +191,7 @@ class NotebookChannel {
     return i === null ? '' : this.panel.content.model!.sharedModel.getCell(i).getSource();
   }
 
-  /** Apply a checked edit in one transaction (one step of the notebook's own undo). */
+  /** Apply a checked edit to the shared document. */
   private apply(data: JSONObject): JSONObject {
     const model = this.panel.content.model!;
     const shared = model.sharedModel;
@@ -220,10 +224,8 @@ class NotebookChannel {
     const target = shared.getCell(index);
     if (data.op === 'replace') {
       const old = target.getSource();
-      shared.transact(() => {
-        target.setSource(data.source as string);
-        target.setMetadata('agent_kernel', mark);
-      });
+      target.setMetadata('agent_kernel', mark);
+      target.setSource(data.source as string); // the cell's own transaction: its editor's undo reverts it
       undos.push(() => {
         const i = at(changed);
         if (i !== null) {

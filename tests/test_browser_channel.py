@@ -180,3 +180,26 @@ def test_the_editors_own_undo_reverts_a_replaced_source(lab_page, jupyterlab, la
     assert page.evaluate(f"() => {shared}.getSource()") == "a = 100"
     page.evaluate(f"() => {shared}.undo()")  # what Ctrl+Z in the cell's editor calls
     assert page.evaluate(f"() => {shared}.getSource()") == "a = 1"
+
+
+def test_in_ask_mode_only_an_accepted_cell_is_inserted_and_run(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    lab_model.add(
+        call("insert_cell", source="print('rejected ran')", run=True),
+        call("insert_cell", source="print('accepted ran')", run=True),
+        say("One cell queued."),
+    )
+    run_notebook(page, jupyterlab, "ask-runs", ["%load_ext agent_kernel", "%agent --approve ask add a cell"])
+    diff = page.locator(".ak-edit-diff")
+    diff.wait_for(timeout=60_000)
+    assert "Accept also runs it" in diff.inner_text()
+    diff.get_by_role("button", name="Reject").click()
+    page.wait_for_function("() => document.querySelector('.ak-edit-new pre')?.textContent.includes('accepted')",
+                           timeout=30_000)  # fmt: skip
+    page.locator(".ak-edit-diff").get_by_role("button", name="Accept").click()
+    cell(page, 1).get_by_text("One cell queued.").wait_for(timeout=60_000)
+    cell(page, 2).locator(".jp-OutputArea").get_by_text("accepted ran").wait_for(timeout=30_000)
+    wait_idle(page)
+    assert page.evaluate(NOTEBOOK_CELLS)[2:] == ["print('accepted ran')"]
+    assert page.locator(".jp-Notebook .jp-Cell").count() == 3
+    assert cell(page, 2).locator(".jp-OutputArea").inner_text().strip() == "accepted ran"

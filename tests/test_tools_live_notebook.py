@@ -1,4 +1,5 @@
-"""read_notebook and insert_cell: whole turns in a real kernel, the notebook's front end played over its comm."""
+"""read_notebook and the editing tools (insert, replace, delete, move): whole turns in a real
+kernel, the notebook's front end played over its comm (tests/frontend.py NotebookChannel)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,12 @@
 Offered only while a notebook front end with the extension is attached (the turn leaves
 tools that ``needs_notebook`` out otherwise), so papermill, the scheduler and consoles
 never see them and nothing waits for a front end that is not there.
+
+The editing tools (insert, replace, delete, move; each by cell id) are writing tools. In
+``auto`` the front end applies an edit at once; in ``ask`` it shows it as a diff and the
+tool waits for Accept or Reject. A cell inserted with ``run`` is run by the front end once
+the ``%agent`` cell has finished: the turn holds the kernel until then, so the cell could
+not run earlier without interleaving with the agent's own code.
 """
 
 from __future__ import annotations

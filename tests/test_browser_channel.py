@@ -160,7 +160,8 @@ def test_undo_reverts_the_turns_edits_together(lab_page, jupyterlab, lab_model):
     cell(page, 1).get_by_text("Reorganised.").wait_for(timeout=60_000)
     wait_idle(page)
     assert page.evaluate(NOTEBOOK_CELLS)[2:] == ["print(a)", "c = 3", "a = 100"]
-    page.evaluate("() => window.jupyterapp.commands.execute('agent-kernel:undo-turn-edits')")
+    page.locator(".jp-Notebook .jp-Cell").nth(3).click(button="right")
+    page.locator(".lm-Menu").get_by_text("Undo the agent's edits of this turn").click()
     for _ in range(50):  # the shared document changes as the undo applies
         if page.evaluate(NOTEBOOK_CELLS) == [source for _, source in cells]:
             break
@@ -203,3 +204,31 @@ def test_in_ask_mode_only_an_accepted_cell_is_inserted_and_run(lab_page, jupyter
     assert page.evaluate(NOTEBOOK_CELLS)[2:] == ["print('accepted ran')"]
     assert page.locator(".jp-Notebook .jp-Cell").count() == 3
     assert cell(page, 2).locator(".jp-OutputArea").inner_text().strip() == "accepted ran"
+
+
+HOSTILE_EDITS = """answers = []
+for change in [
+    {"op": "exec", "cell": "x", "source": "import os"},  # not an operation of ours
+    {"op": "insert", "after": "../x", "cell_type": "code", "source": "1"},
+    {"op": "insert", "after": cells[0]["id"], "cell_type": "raw", "source": "1"},
+    {"op": "replace", "cell": cells[0]["id"], "source": 7},
+    {"op": "delete", "cell": "no-such-cell"},
+    {"op": "insert", "after": cells[0]["id"], "cell_type": "markdown", "source": "# x", "run": True},
+]:
+    answers.append((await c._CHANNEL.request({"type": "edit", **change}, 5)).get("error"))
+try:
+    await c._CHANNEL.request({"type": "edit", "op": "insert", "after": cells[0]["id"],
+                              "cell_type": "code", "source": "x" * 70_000}, 2)
+except TimeoutError:
+    answers.append("ignored")
+print(answers)"""
+
+
+def test_the_extension_refuses_edits_that_are_not_its_own_well_formed_messages(lab_page, jupyterlab):
+    page = lab_page
+    run_notebook(page, jupyterlab, "hostile", ["%load_ext agent_kernel", WAIT_ATTACHED, READ, HOSTILE_EDITS])
+    wait_idle(page)
+    shown = cell(page, 3).locator(".jp-OutputArea").inner_text()
+    assert shown.startswith("['op is insert, replace, delete or move', 'after is a cell id',") and "ignored" in shown
+    assert "'only an inserted code cell can run'" in shown and "no cell no-such-cell" in shown
+    assert len(page.evaluate(NOTEBOOK_CELLS)) == 4  # nothing was inserted

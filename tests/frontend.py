@@ -120,6 +120,8 @@ class NotebookChannel:
         self.cells: list[dict[str, Any]] | None = None  # answers ``read`` and ``edit`` requests when set
         self.edits: list[dict[str, Any]] = []  # the edits it applied
         self.refuse_edits: str | None = None  # refuses every edit with this reason when set
+        self.rejects: bool = False  # the person rejects every ask-mode diff when set
+        self.silent: bool = False  # never answers edits (a diff nobody looks at) when set
 
     def open(self, data: Any) -> None:
         content = {"comm_id": self.comm_id, "target_name": self.TARGET, "data": data}
@@ -144,11 +146,17 @@ class NotebookChannel:
             request = content["data"]
             if request.get("type") == "read" and self.cells is not None:
                 self.send({"type": "cells", "id": request["id"], "cells": self.cells})
+            elif request.get("type") == "edit" and self.silent:
+                return
+            elif request.get("type") == "edit" and request.get("ask") and self.rejects:
+                answer = {"type": "edited", "id": request["id"], "error": "rejected", "rejected": True}
+                self.send(answer)
             elif request.get("type") == "edit" and self.refuse_edits is not None:
                 self.send({"type": "edited", "id": request["id"], "error": self.refuse_edits})
             elif request.get("type") == "edit" and self.cells is not None:
                 self.edits.append(request)
-                self.send({"type": "edited", "id": request["id"], "cell": f"new-{len(self.edits)}"})
+                made = f"new-{len(self.edits)}" if request["op"] == "insert" else request["cell"]
+                self.send({"type": "edited", "id": request["id"], "cell": made})
         elif message["msg_type"] == "comm_close":
             self.closed_by_kernel = True
 

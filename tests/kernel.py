@@ -96,6 +96,7 @@ class Kernel:
         allow_stdin: bool = True,
         answer: str | None = None,
         notebook: bool = True,
+        cell_id: str | None = None,
     ) -> Execution:
         """Run ``code``; collect its iopub messages until the kernel is idle again.
 
@@ -104,8 +105,8 @@ class Kernel:
         ``allow_stdin=False`` is what nbclient (and so papermill) sends. ``answer`` is typed
         into an input() / getpass prompt if the code asks (an empty line if not given).
         The request names a notebook cell (``cellId``, with ``deletedCells`` and
-        ``recordTiming``), as JupyterLab's do; with
-        ``notebook=False`` it does not, as jupyter console's do not.
+        ``recordTiming``), as JupyterLab's do; with ``notebook=False`` it does not, as
+        jupyter console's do not; ``cell_id`` names it.
         """
         client = self.client
         content = {
@@ -113,7 +114,8 @@ class Kernel:
             "allow_stdin": allow_stdin, "stop_on_error": True,
         }  # fmt: skip
         # What JupyterLab's cell executor sends with a cell (nbclient sends only cellId).
-        metadata = {"cellId": uuid.uuid4().hex, "deletedCells": [], "recordTiming": False} if notebook else {}
+        cell = {"cellId": cell_id or uuid.uuid4().hex, "deletedCells": [], "recordTiming": False}
+        metadata = cell if notebook else {}
         request = client.session.msg("execute_request", content, metadata=metadata)
         client.shell_channel.send(request)
         msg_id = request["header"]["msg_id"]

@@ -86,6 +86,10 @@ def test_the_running_cell_is_the_one_the_request_names(kernel):
         {"type": "hello", "protocol": 1, "notebook": {"path": "a.ipynb"}},
         {"type": "focus", "cell": float("nan")},
         {"type": "focus", "cell": "ok", "x": object()},
+        {"type": "edited", "id": 1, "cell": "ok", "rejected": "yes"},
+        {"type": "edited", "id": 1, "error": "x" * 501, "rejected": True},
+        {"type": "edited", "id": 1, "cell": "../../etc"},
+        {"type": "edited", "id": True, "cell": "ok"},
     ],
 )
 def test_check_refuses_what_is_not_a_valid_message(data):
@@ -96,6 +100,8 @@ def test_check_refuses_what_is_not_a_valid_message(data):
 def test_check_accepts_the_extension_messages():
     assert channel.check(HELLO) == HELLO
     assert channel.check({"type": "focus", "cell": None})["cell"] is None
+    rejected = {"type": "edited", "id": 3, "error": "the person rejected the edit", "rejected": True}
+    assert channel.check(rejected) == rejected
 
 
 def test_the_kernel_announces_itself_and_a_front_end_answers_hello(kernel):
@@ -190,7 +196,7 @@ def test_a_bad_or_foreign_answer_is_refused_and_the_read_times_out(kernel):
     code = code.replace("timeout=5", "timeout=2")
     result = kernel.ok(code, on_message=answering(front, [bad]))
     assert result.stdout.strip() == "timed out"
-    assert front.types() == ["welcome", "read"] + ["refused"] * len(bad)
+    assert front.types() == ["welcome", "read"] + ["refused"] * len(bad) + ["withdraw"]  # the front end drops the request
 
 
 def test_without_a_front_end_nothing_waits(kernel):

@@ -1,9 +1,11 @@
-"""read_notebook and insert_cell: whole turns in a real kernel, the notebook's front end played over its comm."""
+"""read_notebook and the editing tools (insert, replace, delete, move): whole turns in a real
+kernel, the notebook's front end played over its comm (tests/frontend.py NotebookChannel)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from agent_kernel.store import Store
 from agent_kernel.testing import call, say
 
 from .calls import offered, tool_results
@@ -80,3 +82,161 @@ def test_a_refused_or_bad_edit_comes_back_as_an_error_the_model_can_act_on(kerne
     assert refused["is_error"] and "The notebook refused the edit: the notebook is read-only" in str(refused["content"])
     assert bad["is_error"] and "after" in str(bad["content"])
     assert front.edits == []
+
+
+def text_of(block: dict[str, Any]) -> str:
+    return block["content"] if isinstance(block["content"], str) else block["content"][0]["text"]
+
+
+def test_an_auto_turn_replaces_deletes_and_moves_cells_by_id_each_marked_and_audited(kernel, scripted_model, agent_db):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    scripted_model.add(
+        call("replace_cell", cell="plot", source="df.plot(kind='bar')"),
+        call("move_cell", cell="plot", after="intro"),
+        call("delete_cell", cell="load"),
+        say("Tidied."),
+    )
+    kernel.ok("%agent tidy the notebook", on_message=front.hook)
+    replace, move, delete = front.edits
+    assert (replace["op"], replace["cell"], replace["source"]) == ("replace", "plot", "df.plot(kind='bar')")
+    assert (move["op"], move["cell"], move["after"]) == ("move", "plot", "intro")
+    assert (delete["op"], delete["cell"]) == ("delete", "load")
+    assert all(e["metadata"]["agent_kernel"]["turn"] == 1 and e["ask"] is False for e in front.edits)
+    assert [text_of(result(r)) for r in scripted_model.requests[1:4]] == [
+        '{"replaced": "plot"}', '{"moved": "plot", "after": "intro"}', '{"deleted": "load"}',
+    ]  # fmt: skip
+    calls = audited(agent_db)
+    assert [name for name, _ in calls] == ["replace_cell", "move_cell", "delete_cell"]
+    assert "df.plot(kind='bar')" in calls[0][1]
+
+
+def audited(agent_db: Any) -> list[tuple[str, str]]:
+    """The tool calls the audit trail holds, oldest first, with their input as JSON text."""
+    with Store(agent_db).connect() as con:
+        rows = con.execute("SELECT tool, CAST(input AS VARCHAR) FROM tool_calls ORDER BY created_at").fetchall()
+    return [(str(tool), str(given)) for tool, given in rows]
+
+
+def test_insert_with_run_is_queued_for_after_the_turn_and_the_result_says_so(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    scripted_model.add(
+        call("insert_cell", source="print(42)", run=True),
+        call("insert_cell", source="# Notes", cell_type="markdown", run=True),
+        say("Queued."),
+    )
+    kernel.ok("%agent add and run a cell", on_message=front.hook)
+    assert [e["run"] for e in front.edits] == [True]  # the markdown one never reached the notebook
+    queued = text_of(result(scripted_model.requests[1]))
+    assert "right after your %agent cell finishes" in queued and "next turn" in queued
+    markdown = result(scripted_model.requests[2])
+    assert markdown["is_error"] and "Only a code cell can be run" in text_of(markdown)
+
+
+def test_edits_are_bounded_per_turn_and_the_running_cell_is_not_theirs(kernel, scripted_model):
+    from agent_kernel.tools.live_notebook import MAX_EDITS_PER_TURN
+
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    inserts = [call("insert_cell", source=f"x = {i}") for i in range(MAX_EDITS_PER_TURN + 1)]
+    scripted_model.add(*inserts, call("replace_cell", cell="load", source="y" * 20_001), say("Done."))
+    kernel.ok("%agent add many cells", on_message=front.hook)
+    assert len(front.edits) == MAX_EDITS_PER_TURN
+    over = result(scripted_model.requests[MAX_EDITS_PER_TURN + 1])
+    assert over["is_error"] and f"At most {MAX_EDITS_PER_TURN} notebook edits per turn" in text_of(over)
+    too_big = result(scripted_model.requests[MAX_EDITS_PER_TURN + 2])
+    assert too_big["is_error"] and "source" in text_of(too_big)
+    running = front.edits[0]["after"]  # the %agent cell's id
+    scripted_model.add(call("delete_cell", cell=running), say("No."))
+    kernel.ok("%agent delete yourself", on_message=front.hook, cell_id=running)
+    refused = result(scripted_model.requests[-1])
+    assert refused["is_error"] and "running %agent cell" in text_of(refused)
+
+
+def test_an_ask_turn_sends_diffs_and_a_rejection_is_a_refusal_the_model_can_act_on(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.rejects = True
+    front.open(HELLO)
+    scripted_model.add(call("replace_cell", cell="plot", source="df.plot(kind='bar')"), say("Understood."))
+    kernel.ok("%agent --approve ask make it a bar chart", on_message=front.hook)
+    assert front.edits == [] and front.received[-1]["ask"] is True  # shown as a diff, not applied
+    rejected = result(scripted_model.requests[1])
+    assert rejected["is_error"] and "The person rejected this edit; the notebook is unchanged" in text_of(rejected)
+    front.rejects = False
+    scripted_model.add(call("replace_cell", cell="plot", source="df.plot(kind='bar')"), say("Changed."))
+    kernel.ok("%agent --approve ask make it a bar chart", on_message=front.hook)
+    assert front.edits[0]["ask"] is True and not result(scripted_model.requests[-1]).get("is_error")
+
+
+def test_an_unanswered_diff_times_out_and_is_withdrawn(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.silent = True
+    front.open(HELLO)
+    code = "from agent_kernel.tools import live_notebook\nlive_notebook.ASK_TIMEOUT = 0.5"
+    kernel.ok(code)
+    scripted_model.add(call("delete_cell", cell="plot"), say("No answer."))
+    kernel.ok("%agent --approve ask delete the plot", on_message=front.hook)
+    waited = result(scripted_model.requests[1])
+    assert waited["is_error"] and "did not answer the diff within 0 s" in text_of(waited)
+    assert front.received[-1]["type"] == "withdraw" and front.received[-1]["id"] == front.received[-2]["id"]
+
+
+def test_a_read_only_turn_is_not_offered_the_editing_tools(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    scripted_model.add(say("Just reading."))
+    kernel.ok("%agent --approve read-only look", on_message=front.hook)
+    tools = offered(scripted_model.requests[0])
+    assert "read_notebook" in tools
+    assert not {"insert_cell", "replace_cell", "delete_cell", "move_cell"} & set(tools)
+
+
+EDITING = {"read_notebook", "insert_cell", "replace_cell", "delete_cell", "move_cell"}
+
+
+def test_papermill_and_console_turns_are_not_offered_the_notebook_tools_and_complete(
+    kernel, scripted_model, agent_db, tmp_path
+):
+    import nbformat
+    import papermill
+
+    scripted_model.add(say("Headless and done."))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("%load_ext agent_kernel"), nbformat.v4.new_code_cell("%agent tidy up")]
+    source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, source)
+    papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    assert "Headless and done." in str(nbformat.read(output, as_version=4).cells[1].outputs)
+    assert not EDITING & set(offered(scripted_model.requests[0]))
+    scripted_model.add(say("Console and done."))
+    kernel.ok("%agent tidy up", notebook=False)
+    assert not EDITING & set(offered(scripted_model.requests[1]))
+
+
+def test_stop_ends_a_turn_waiting_on_a_diff_and_withdraws_it(kernel, scripted_model):
+    import time
+
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.silent = True
+    front.open(HELLO)
+    stopped: list[float] = []
+
+    def on_message(message: dict[str, Any], _kernel: Any) -> None:
+        front.hook(message)
+        if not stopped and any(m.get("type") == "edit" for m in front.received):
+            stopped.append(time.perf_counter())
+            kernel.manager.interrupt_kernel()  # the Stop button
+
+    scripted_model.add(call("delete_cell", cell="plot"), say("Never said."))
+    kernel.execute("%agent --approve ask delete the plot", on_message=on_message)
+    assert stopped and time.perf_counter() - stopped[0] < 20  # not the 300 s the diff may wait
+    assert front.received[-1]["type"] == "withdraw" and front.edits == []

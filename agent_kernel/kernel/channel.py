@@ -157,6 +157,9 @@ class Channel:
         try:
             comm.send({**data, "id": request_id})
             return await asyncio.wait_for(future, timeout)
+        except BaseException:
+            comm.send({"type": "withdraw", "id": request_id})  # e.g. a diff nobody answered
+            raise
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
@@ -248,8 +251,11 @@ def _cells(data: dict[str, Any]) -> None:
 
 
 def _edited(data: dict[str, Any]) -> None:
-    """The answer to ``edit``: the cell it made or changed, or why the front end did not."""
+    """The answer to ``edit``: the cell it made or changed, or why the front end did not
+    (``rejected``: the person rejected the diff in ``ask`` mode)."""
     _request_id(data)
+    if not isinstance(data.get("rejected", False), bool):
+        raise Refused("rejected is true or false")
     if "error" in data:
         _text(data, "error", 500)
     else:
@@ -345,12 +351,24 @@ async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
     return cells
 
 
+class Rejected(RuntimeError):
+    """The person rejected the edit's diff (``ask`` mode); the notebook is unchanged."""
+
+
 async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
-    """Ask the attached front end to apply ``change`` (``{"op": "insert", ...}``); the id of
-    the cell it made or changed, or ``RuntimeError`` with the front end's reason."""
+    """Ask the attached front end to apply ``change``; the id of the cell it made or
+    changed, or ``RuntimeError`` with the front end's reason (:class:`Rejected` when the
+    person rejected it).
+
+    ``op`` is ``insert`` (``after``, ``cell_type``, ``source``), ``replace`` (``cell``,
+    ``source``), ``delete`` (``cell``) or ``move`` (``cell``, ``after``); ``metadata``
+    marks the cell, ``ask`` shows a diff and waits for Accept, ``run`` (insert only) runs
+    the new cell once the running cell has finished."""
     if _CHANNEL is None:
         raise LookupError("no notebook front end with the agent-kernel extension is attached")
     answer = await _CHANNEL.request({"type": "edit", **change}, timeout)
+    if answer.get("rejected"):
+        raise Rejected(answer.get("error", "rejected"))
     if "error" in answer:
         raise RuntimeError(answer["error"])
     cell: str = answer["cell"]

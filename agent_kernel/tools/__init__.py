@@ -87,6 +87,9 @@ class Tool:
     # Offered only while a notebook front end with the extension is attached (see
     # agent_kernel.kernel.channel): a turn without one never sees the tool.
     needs_notebook: bool = False
+    # In ``ask`` mode the tool shows the person the change in the notebook (a diff with
+    # Accept and Reject) and applies it only on Accept, so the approval check does not ask.
+    asks_in_notebook: bool = False
 
     def writes_for(self, tool_input: Any) -> bool:
         """Whether this call would change something (decides approval)."""

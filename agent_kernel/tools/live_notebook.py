@@ -3,10 +3,17 @@
 Offered only while a notebook front end with the extension is attached (the turn leaves
 tools that ``needs_notebook`` out otherwise), so papermill, the scheduler and consoles
 never see them and nothing waits for a front end that is not there.
+
+The editing tools (insert, replace, delete, move; each by cell id) are writing tools. In
+``auto`` the front end applies an edit at once; in ``ask`` it shows it as a diff and the
+tool waits for Accept or Reject. A cell inserted with ``run`` is run by the front end once
+the ``%agent`` cell has finished: the turn holds the kernel until then, so the cell could
+not run earlier without interleaving with the agent's own code.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -17,7 +24,9 @@ from agent_kernel.tools import Tool, current_context
 
 READ_TIMEOUT = 10.0
 EDIT_TIMEOUT = 10.0
+ASK_TIMEOUT = 300.0  # how long an ask-mode diff waits for Accept or Reject
 MAX_EDITS_PER_TURN = 20
+MAX_SOURCE = 20_000
 CellId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
@@ -59,46 +68,125 @@ def _cell_text(cell: dict[str, Any], marks: dict[str | None, str]) -> str:
 
 
 async def insert_cell(
-    source: Annotated[str, Field(max_length=20_000)],
+    source: Annotated[str, Field(max_length=MAX_SOURCE)],
     cell_type: Literal["code", "markdown"] = "code",
     after: CellId | None = None,
+    run: bool = False,
 ) -> dict[str, Any]:
-    """Insert a cell into the open notebook (not run).
+    """Insert a cell into the open notebook.
 
     Args:
         source: The cell's source.
         cell_type: code or markdown.
         after: Id of the cell to insert after (default: below your %agent cell and the cells you inserted this turn).
+        run: Run the new code cell right after this turn ends (outputs land in it; you see them next turn).
     """
+    if run and cell_type != "code":
+        raise ToolInputError("Only a code cell can be run; insert markdown with run=false.")
+    edits = _turn_edits()
+    anchor = after or (edits.inserted[-1] if edits.inserted else channel.running_cell())
+    if anchor is None:
+        raise ToolInputError("Name the cell to insert after (after=cell id; read_notebook lists them).")
+    change = {"op": "insert", "after": anchor, "cell_type": cell_type, "source": source, "run": run}
+    running = channel.running_cell()
+    if run and running is not None:
+        change["turn_cell"] = running  # the notebook runs it once this cell has finished
+    cell = await _apply(change)
+    edits.inserted.append(cell)
+    if run:
+        return {"inserted": cell, "after": anchor, "run": RUN_NOTE}
+    return {"inserted": cell, "after": anchor}
+
+
+async def replace_cell(cell: CellId, source: Annotated[str, Field(max_length=MAX_SOURCE)]) -> dict[str, Any]:
+    """Replace a cell's source in the open notebook (its outputs stay until it is run again)."""
+    return {"replaced": await _apply({"op": "replace", "cell": _not_running(cell), "source": source})}
+
+
+async def delete_cell(cell: CellId) -> dict[str, Any]:
+    """Delete a cell from the open notebook."""
+    return {"deleted": await _apply({"op": "delete", "cell": _not_running(cell)})}
+
+
+async def move_cell(cell: CellId, after: CellId) -> dict[str, Any]:
+    """Move a cell to just below another cell of the open notebook."""
+    if cell == after:
+        raise ToolInputError("A cell cannot move below itself; name another cell as after.")
+    return {"moved": await _apply({"op": "move", "cell": _not_running(cell), "after": after}), "after": after}
+
+
+RUN_NOTE = (
+    "queued: the kernel is busy with this turn, so the notebook runs the cell right after "
+    "your %agent cell finishes; its outputs are in the next turn's context"
+)
+
+
+@dataclass
+class TurnEdits:
+    """One turn's notebook edits: how many (the bound) and the cells it inserted (in order:
+    the next insert goes below the last)."""
+
+    count: int = 0
+    inserted: list[str] = field(default_factory=list)
+
+
+def _turn_edits() -> TurnEdits:
     context = current_context()
     key = (context.session_id, context.turn)
     if key not in _EDITS:
         _EDITS.clear()  # only the running turn's edits are kept
-    edits = _EDITS.setdefault(key, [])
-    if len(edits) >= MAX_EDITS_PER_TURN:
+    return _EDITS.setdefault(key, TurnEdits())
+
+
+def _not_running(cell: str) -> str:
+    if cell == channel.running_cell():
+        raise ToolInputError("That is your running %agent cell; it cannot be changed while the turn runs.")
+    return cell
+
+
+async def _apply(change: dict[str, Any]) -> str:
+    """Send one edit, marked with the session and turn, to the notebook (in ``ask`` mode as a
+    diff the person accepts or rejects); the id of the cell it made or changed."""
+    context = current_context()
+    edits = _turn_edits()
+    if edits.count >= MAX_EDITS_PER_TURN:
         raise ToolInputError(f"At most {MAX_EDITS_PER_TURN} notebook edits per turn; finish this turn first.")
-    anchor = after or (edits[-1] if edits else channel.running_cell())  # in the order inserted
-    if anchor is None:
-        raise ToolInputError("Name the cell to insert after (after=cell id; read_notebook lists them).")
+    edits.count += 1
+    ask = context.approve == "ask"
     mark = {"agent_kernel": {"session": context.session_id, "turn": context.turn}}
-    change = {"op": "insert", "after": anchor, "cell_type": cell_type, "source": source, "metadata": mark}
+    timeout = ASK_TIMEOUT if ask else EDIT_TIMEOUT
     try:
-        cell = await channel.edit(change, EDIT_TIMEOUT)
+        return await channel.edit({**change, "metadata": mark, "ask": ask}, timeout)
     except LookupError:
         raise ToolInputError("No notebook front end is attached now; notebook edits are unavailable.") from None
     except TimeoutError:
-        raise ToolInputError(f"The notebook did not answer within {EDIT_TIMEOUT:.0f} s; try again later.") from None
+        waited = "The person did not answer the diff" if ask else "The notebook did not answer"
+        raise ToolInputError(f"{waited} within {timeout:.0f} s; the edit was not applied.") from None
+    except channel.Rejected:
+        raise ToolInputError(
+            "The person rejected this edit; the notebook is unchanged. Do not repeat it as is: "
+            "ask what they want, or propose something different."
+        ) from None
     except RuntimeError as refusal:
         raise ToolInputError(f"The notebook refused the edit: {refusal}") from None
-    edits.append(cell)
-    return {"inserted": cell, "after": anchor}
 
 
-# The cells each turn inserted, by (session, turn): the bound, and what an undo reverts.
-_EDITS: dict[tuple[str, int], list[str]] = {}
+# The running turn's edits, by (session, turn).
+_EDITS: dict[tuple[str, int], TurnEdits] = {}
+
+
+
+def _editing(function: Any, name: str) -> Tool:
+    """A notebook-editing tool: writing (approval; read-only turns do not get it). In
+    ``ask`` mode it shows the edit as a diff in the notebook and applies it only on Accept:
+    that diff is the approval, so the dispatcher does not ask a second time."""
+    return Tool(function, name=name, group="code", writes=True, needs_notebook=True, asks_in_notebook=True)
 
 
 TOOLS = [
     Tool(read_notebook, name="read_notebook", group="code", needs_notebook=True),
-    Tool(insert_cell, name="insert_cell", group="code", writes=True, needs_notebook=True),
+    _editing(insert_cell, "insert_cell"),
+    _editing(replace_cell, "replace_cell"),
+    _editing(delete_cell, "delete_cell"),
+    _editing(move_cell, "move_cell"),
 ]

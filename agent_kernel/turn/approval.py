@@ -66,6 +66,8 @@ def make_check(
         planted = await planted_origin(item, context)
         if planted is not None:
             return await review_planted(item, tool_input, context, planted, approver)
+        if mode == "ask" and item.asks_in_notebook:
+            return None  # the tool itself waits for the person's Accept on the notebook's diff
         if mode == "auto" or not (writes or (sends_out and not fetched_before(item, tool_input, web_read))):
             return None
         if approver is None:

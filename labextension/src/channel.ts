@@ -7,15 +7,21 @@
  * Either end opens it: this extension when the kernel connects (if the kernel has not
  * loaded agent_kernel yet it closes the comm) and the kernel when agent_kernel loads. The
  * extension's first message is `hello`; it then reports the selected cell (`focus`) and
- * answers `read` requests with the cells and `edit` requests by inserting a cell. Any
- * other message from the kernel is ignored: only our own message types are acted on, and
- * none of them runs code.
+ * answers `read` requests with the cells and `edit` requests by inserting, replacing,
+ * deleting or moving a cell (in `ask` mode only after the person accepts its diff). Any
+ * other message from the kernel is ignored: only our own message types, each checked, are
+ * acted on. The one thing that runs code: a cell this extension itself inserted with `run`
+ * (auto mode, or accepted in ask mode) runs through JupyterLab's own execution once the
+ * `%agent` cell has finished (the kernel is busy with the turn until then).
  */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { ISessionContext } from '@jupyterlab/apputils';
-import type { Cell } from '@jupyterlab/cells';
-import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { Cell, CodeCell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
+
+import { askAbout, IProposal } from './diff';
 
 export const TARGET = 'agent_kernel.notebook';
 const PROTOCOL = 1;
@@ -24,17 +30,46 @@ const MAX_OUTPUT_CHARS = 2_000;
 const MAX_OUTPUTS = 20;
 const MAX_CELLS = 2000;
 const MAX_EDIT_CHARS = 20_000;
+const MAX_MESSAGE_CHARS = 64 * 1024; // what the kernel sends at most (an edit, a read request)
 const MAX_ANSWER_CHARS = 1_900_000; // under the kernel's 2 MB limit for a cells message
 
-/** Attach every notebook the tracker opens. */
-export function attachNotebooks(notebooks: INotebookTracker): void {
-  notebooks.widgetAdded.connect((_, panel) => new NotebookChannel(panel));
+const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+export const UNDO_TURN = 'agent-kernel:undo-turn-edits';
+const CHANNELS = new WeakMap<NotebookPanel, NotebookChannel>();
+
+/** Attach every notebook the tracker opens; "Undo the agent's edits of this turn". */
+export function attachNotebooks(notebooks: INotebookTracker, app?: JupyterFrontEnd): void {
+  notebooks.widgetAdded.connect((_, panel) => CHANNELS.set(panel, new NotebookChannel(panel)));
+  app?.commands.addCommand(UNDO_TURN, {
+    label: "Undo the agent's edits of this turn",
+    caption: 'Revert every cell the last agent turn inserted, replaced, deleted or moved',
+    isEnabled: () => {
+      const panel = notebooks.currentWidget;
+      return !!panel && !!CHANNELS.get(panel)?.canUndo();
+    },
+    execute: () => {
+      const panel = notebooks.currentWidget;
+      return panel ? CHANNELS.get(panel)?.undoTurn() : undefined;
+    }
+  });
+  app?.contextMenu.addItem({ command: UNDO_TURN, selector: '.jp-Notebook', rank: 0 });
 }
+
+/** How to revert one applied edit. */
+type Undo = (model: NonNullable<NotebookPanel['content']['model']>) => void;
 
 class NotebookChannel {
   private comm: Kernel.IComm | null = null;
+  private turns = new Map<string, Undo[]>(); // each turn's applied edits, reverts in order
+  private queued: { cell: string; after: string }[] = []; // cells to run after the turn cell
+  private asking = new Map<number, () => void>(); // open diffs by request id: withdraw them
 
   constructor(private readonly panel: NotebookPanel) {
+    NotebookActions.executed.connect((_, { notebook, cell }) => {
+      if (notebook === this.panel.content) {
+        this.ranCell(cell.model.id);
+      }
+    });
     const session = panel.sessionContext;
     session.kernelChanged.connect(() => this.connect(session));
     void session.ready.then(() => this.connect(session));
@@ -70,6 +105,9 @@ class NotebookChannel {
 
   private receive(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
     const data = msg.content.data as JSONObject;
+    if (JSON.stringify(data ?? null).length > MAX_MESSAGE_CHARS) {
+      return; // an edit is at most MAX_EDIT_CHARS of source: nothing of ours is this large
+    }
     const type = typeof data?.type === 'string' ? data.type : '';
     if (type === 'welcome') {
       this.comm = comm;
@@ -77,34 +115,195 @@ class NotebookChannel {
     } else if (type === 'read' && comm === this.comm && isRequestId(data.id)) {
       comm.send({ type: 'cells', id: data.id, cells: this.cells() });
     } else if (type === 'edit' && comm === this.comm && isRequestId(data.id)) {
-      comm.send({ type: 'edited', id: data.id, ...this.edit(data) });
+      void this.edit(data).then(answer => comm.send({ type: 'edited', id: data.id as number, ...answer }));
+    } else if (type === 'withdraw' && comm === this.comm && isRequestId(data.id)) {
+      this.asking.get(data.id)?.();
     }
   }
 
   /**
-   * Apply an edit the kernel asks for (inserting a cell after a given one), through the
-   * shared document, so collaborators see it too. Nothing is run: the source is text.
+   * Apply an edit the kernel asks for, through the shared document (so collaborators see
+   * it too); in ask mode only once the person accepts its diff. The source is text: only
+   * an inserted cell with `run` is ever run, after the turn.
    */
-  private edit(data: JSONObject): JSONObject {
+  private async edit(data: JSONObject): Promise<JSONObject> {
     const model = this.panel.content.model;
-    const { op, after, cell_type: cellType, source } = data;
-    if (op !== 'insert' || (cellType !== 'code' && cellType !== 'markdown')) {
-      return { error: 'only code or markdown cells can be inserted' };
+    const problem = checkEdit(data);
+    if (problem || !model) {
+      return { error: problem || 'the notebook is not loaded' };
     }
-    if (typeof source !== 'string' || source.length > MAX_EDIT_CHARS) {
-      return { error: `source is text of at most ${MAX_EDIT_CHARS} characters` };
+    const ids = Array.from({ length: model.cells.length }, (_, i) => model.cells.get(i).id);
+    for (const key of ['cell', 'after']) {
+      if (data[key] !== undefined && !ids.includes(data[key] as string)) {
+        return { error: `no cell ${data[key] as string} in this notebook` };
+      }
     }
-    const cells = model ? Array.from({ length: model.cells.length }, (_, i) => model.cells.get(i).id) : [];
-    const index = cells.indexOf(String(after));
-    if (!model || index < 0) {
-      return { error: `no cell ${String(after).slice(0, 64)} in this notebook` };
+    if (data.ask === true) {
+      const proposal = this.proposal(data, ids);
+      const host = this.panel.content.widgets[ids.indexOf((data.cell ?? data.after) as string)].node;
+      const { answer, withdraw } = askAbout(host, proposal);
+      const id = data.id as number;
+      const gone = new Promise<null>(resolve =>
+        this.asking.set(id, () => {
+          withdraw();
+          resolve(null);
+        })
+      );
+      const accepted = await Promise.race([answer, gone]);
+      this.asking.delete(id);
+      if (accepted === null) {
+        return { error: 'withdrawn' };
+      }
+      if (!accepted) {
+        return { error: 'the person rejected the edit', rejected: true };
+      }
+      if (data.cell !== undefined && this.index(data.cell as string) === null) {
+        return { error: 'the cell went away while the diff was shown' };
+      }
     }
-    const inserted = model.sharedModel.insertCell(index + 1, {
-      cell_type: cellType,
-      source,
-      metadata: { agent_kernel: markOf(data.metadata) }
-    });
-    return { cell: inserted.getId() };
+    return this.apply(data);
+  }
+
+  /** What the diff shows for `data`. */
+  private proposal(data: JSONObject, ids: string[]): IProposal {
+    const number = (id: unknown) => ids.indexOf(id as string) + 1;
+    const current = data.cell !== undefined ? this.source(data.cell as string) : '';
+    const proposed = data.op === 'delete' ? '' : data.op === 'move' ? current : (data.source as string);
+    const titles: Record<string, string> = {
+      insert: `The agent proposes a new ${String(data.cell_type)} cell below cell ${number(data.after)}`,
+      replace: `The agent proposes to change cell ${number(data.cell)}`,
+      delete: `The agent proposes to delete cell ${number(data.cell)}`,
+      move: `The agent proposes to move cell ${number(data.cell)} below cell ${number(data.after)}`
+    };
+    const note = data.run === true ? 'Accept also runs it once the %agent cell has finished.' : undefined;
+    return { title: titles[data.op as string], current, proposed, note };
+  }
+
+  /** Where the cell with `id` is in the shared document now (null: not there). */
+  private index(id: string): number | null {
+    const cells = this.panel.content.model?.sharedModel.cells ?? [];
+    const i = cells.findIndex(cell => cell.getId() === id);
+    return i < 0 ? null : i;
+  }
+
+  private source(id: string): string {
+    const i = this.index(id);
+    return i === null ? '' : this.panel.content.model!.sharedModel.getCell(i).getSource();
+  }
+
+  /** Apply a checked edit to the shared document. */
+  private apply(data: JSONObject): JSONObject {
+    const model = this.panel.content.model!;
+    const shared = model.sharedModel;
+    const mark = markOf(data.metadata);
+    const undos = this.turnUndos(mark);
+    const cell = data.cell as string | undefined;
+    const at = (id: string) => this.index(id);
+    let changed = cell ?? '';
+    if (data.op === 'insert') {
+      const index = at(data.after as string);
+      if (index === null) {
+        return { error: 'the cell to insert after went away' };
+      }
+      const inserted = shared.insertCell(index + 1, {
+        cell_type: data.cell_type as 'code' | 'markdown',
+        source: data.source as string,
+        metadata: { agent_kernel: mark }
+      });
+      changed = inserted.getId();
+      undos.push(() => this.deleteById(changed));
+      if (data.run === true) {
+        this.queued.push({ cell: changed, after: String(data.turn_cell ?? '') });
+      }
+      return { cell: changed };
+    }
+    const index = at(changed);
+    if (index === null) {
+      return { error: `no cell ${changed} in this notebook` };
+    }
+    const target = shared.getCell(index);
+    if (data.op === 'replace') {
+      const old = target.getSource();
+      target.setMetadata('agent_kernel', mark);
+      target.setSource(data.source as string); // the cell's own transaction: its editor's undo reverts it
+      undos.push(() => {
+        const i = at(changed);
+        if (i !== null) {
+          shared.getCell(i).setSource(old);
+        }
+      });
+    } else if (data.op === 'delete') {
+      const json = target.toJSON();
+      shared.deleteCell(index);
+      undos.push(() => shared.insertCell(Math.min(index, shared.cells.length), json as never));
+    } else {
+      const after = at(data.after as string)!;
+      const to = after < index ? after + 1 : after;
+      shared.transact(() => {
+        shared.moveCell(index, to);
+        target.setMetadata('agent_kernel', mark);
+      });
+      undos.push(() => {
+        const now = at(changed);
+        if (now !== null) {
+          shared.moveCell(now, Math.min(index, shared.cells.length - 1));
+        }
+      });
+    }
+    return { cell: changed };
+  }
+
+  private deleteById(id: string): void {
+    const i = this.index(id);
+    if (i !== null) {
+      this.panel.content.model!.sharedModel.deleteCell(i);
+    }
+  }
+
+  private turnUndos(mark: JSONObject): Undo[] {
+    const key = `${String(mark.session)}/${String(mark.turn)}`;
+    if (!this.turns.has(key)) {
+      this.turns.set(key, []);
+    }
+    return this.turns.get(key)!;
+  }
+
+  canUndo(): boolean {
+    return this.turns.size > 0;
+  }
+
+  /** Revert the latest turn's edits, newest first (each sees the document the previous left). */
+  undoTurn(): void {
+    const model = this.panel.content.model;
+    const last = Array.from(this.turns.keys()).pop();
+    if (!model || last === undefined) {
+      return;
+    }
+    const undos = this.turns.get(last)!;
+    this.turns.delete(last);
+    undos.reverse().forEach(undo => undo(model));
+  }
+
+  /**
+   * A cell finished running: once the turn's cell has, run the cells queued to run after
+   * it, in order, through JupyterLab's own execution (outputs land in them). A queued cell
+   * the person deleted meanwhile is skipped.
+   */
+  private ranCell(id: string): void {
+    const due = this.queued.filter(q => q.cell !== id && (q.after === '' || q.after === id));
+    if (!due.length) {
+      return;
+    }
+    this.queued = this.queued.filter(q => !due.includes(q));
+    void (async () => {
+      for (const { cell } of due) {
+        const i = this.index(cell);
+        const widget = i === null ? null : this.panel.content.widgets[i];
+        if (widget instanceof CodeCell) {
+          await CodeCell.execute(widget, this.panel.sessionContext);
+        }
+      }
+    })();
   }
 
   private focus(cell: Cell | null): void {
@@ -145,6 +344,36 @@ function markOf(metadata: unknown): JSONObject {
     session: String(mark.session ?? '').slice(0, 64),
     turn: Number.isInteger(mark.turn) ? (mark.turn as number) : 0
   };
+}
+
+/** Why the kernel's `edit` request cannot be applied, or '' when it is well formed. */
+function checkEdit(data: JSONObject): string {
+  const { op, cell, after, cell_type: cellType, source } = data;
+  if (!['insert', 'replace', 'delete', 'move'].includes(op as string)) {
+    return 'op is insert, replace, delete or move';
+  }
+  if (op === 'insert' && cellType !== 'code' && cellType !== 'markdown') {
+    return 'only code or markdown cells can be inserted';
+  }
+  if ((op === 'insert' || op === 'replace') && (typeof source !== 'string' || source.length > MAX_EDIT_CHARS)) {
+    return `source is text of at most ${MAX_EDIT_CHARS} characters`;
+  }
+  if (op !== 'insert' && (typeof cell !== 'string' || !CELL_ID.test(cell))) {
+    return 'cell is a cell id';
+  }
+  if ((op === 'insert' || op === 'move') && (typeof after !== 'string' || !CELL_ID.test(after))) {
+    return 'after is a cell id';
+  }
+  if (data.run !== undefined && (typeof data.run !== 'boolean' || (data.run && (op !== 'insert' || cellType !== 'code')))) {
+    return 'only an inserted code cell can run';
+  }
+  if (data.turn_cell !== undefined && (typeof data.turn_cell !== 'string' || !CELL_ID.test(data.turn_cell))) {
+    return 'turn_cell is a cell id';
+  }
+  if (data.ask !== undefined && typeof data.ask !== 'boolean') {
+    return 'ask is true or false';
+  }
+  return '';
 }
 
 function isRequestId(value: unknown): value is number {

@@ -44,7 +44,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null
   ) => {
     if (notebooks) {
-      attachNotebooks(notebooks);
+      attachNotebooks(notebooks, app);
     }
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;

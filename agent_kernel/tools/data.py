@@ -85,6 +85,7 @@ async def db_sql(
     read_only = context.approve == "read-only" or not guard.writes(sql)
     run = sandbox.SqlRun(context.store, sandbox.Limits.from_settings(settings), read_only=read_only)
     frames = kernel_frames(context.namespace, context.hidden_names)
+    _let_forks_go_per_cell(context.shell)
     result = await _off_loop(
         lambda: sql_worker.run_sql(run, statements, params=params, frames=frames, into=into is not None),
         run.interrupt,
@@ -121,6 +122,14 @@ async def db_sql(
             "result into the kernel with into='name'."
         )
     return answer
+
+
+def _let_forks_go_per_cell(shell: Any) -> None:
+    """Have each cell let go of the fork db_sql keeps between calls (it holds the kernel's
+    pages as they were when it was made, and the kernel's first write to each costs a copy)."""
+    events = getattr(shell, "events", None)
+    if events is not None and sql_worker.retire_kept not in events.callbacks.get("pre_execute", []):
+        events.register("pre_execute", sql_worker.retire_kept)
 
 
 async def _record_comments(tables: list[str], writer: Provenance) -> None:

@@ -1,19 +1,24 @@
 """Whether a kernel frame is still what a fork of the kernel sees: same object, same
-buffers, none of their pages written since the fork.
+buffers, the same bytes in them.
 
 A fork shares the kernel's memory page by page until one of the two writes a page; the
 writer then gets a copy of its own. Linux tells a process, for each of its pages, whether
 the page is mapped by it alone (``/proc/self/pagemap``, bit 56, "exclusively mapped",
 readable without privileges since Linux 4.2). So while a fork of the kernel lives, a page
-of a frame's buffer that the kernel maps alone has been written since (or swapped out:
-bit 62, counted as written too); a page still shared holds what the fork sees. With the
-frame's layout unchanged (the same arrays at the same addresses: a column replaced, added
-or dropped, rows appended or a frame rebound all change it), the fork reads exactly the
-frame the kernel has now, without copying or hashing it.
+of a frame's buffer that the kernel still shares holds what the fork sees; one it maps
+alone has been written since (or it was swapped out, bit 62: counted as written too).
+The first and last page of a buffer are often shared with other data that is written
+all the time, so for those bytes (and a buffer smaller than a page) a digest of the bytes
+themselves is compared with the fork's. With the frame's layout unchanged too (the same
+arrays at the same addresses: a column replaced, added or dropped, rows appended or a
+frame rebound all change it), the fork reads exactly the frame the kernel has now,
+without copying or hashing more than a few pages of it.
 
-This holds while the fork is the only process sharing those pages: any other fork of the
-kernel made after it shares them too, so :mod:`agent_kernel.sql.worker` counts forks
-(``os.register_at_fork``) and trusts a fork only while none was made since.
+The fork takes its own :func:`layout` of the frames, as they are in it, and sends it to
+the kernel, which compares it with the frame's now (:func:`unchanged`). This holds while
+the fork is the only process sharing those pages: any other fork of the kernel made after
+it shares them too, so :mod:`agent_kernel.sql.worker` counts forks (``os.register_at_fork``)
+and trusts a fork only while none was made since.
 
 Only layouts whose every buffer is known take part (pandas frames of numpy, masked,
 categorical, datetime and Arrow-backed columns; pyarrow tables and record batches). A
@@ -23,13 +28,15 @@ with no write to the column's own buffer.
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import mmap
 import os
 import threading
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Layout", "layout", "tracks_writes", "written"]
+__all__ = ["Layout", "layout", "tracks_writes", "unchanged", "written"]
 
 _PAGE = mmap.PAGESIZE
 _PRESENT, _SWAPPED, _EXCLUSIVE = 1 << 63, 1 << 62, 1 << 56
@@ -41,10 +48,15 @@ Range = tuple[int, int]  # start address, bytes
 
 @dataclass(frozen=True)
 class Layout:
-    """A frame's columns, types and buffers; equal layouts are the same arrays in the same places."""
+    """A frame's columns, types and buffers; equal layouts are the same arrays in the same places.
+
+    ``pages``: the whole pages of the buffers (see :func:`written`); ``edges``: a digest of
+    the buffers' bytes outside them.
+    """
 
     key: tuple[Any, ...]
-    ranges: tuple[Range, ...]
+    pages: tuple[Range, ...]
+    edges: bytes
 
 
 def layout(frame: Any) -> Layout | None:
@@ -62,17 +74,34 @@ def layout(frame: Any) -> Layout | None:
     if parts is None:
         return None
     key, ranges = parts
-    return Layout(key, tuple(r for r in ranges if r[1] > 0))
+    whole: list[Range] = []
+    edges = hashlib.blake2b(digest_size=16)
+    for start, size in ranges:
+        if size <= 0:
+            continue
+        first, end = -(-start // _PAGE) * _PAGE, (start + size) // _PAGE * _PAGE
+        if first >= end:  # within one or two pages, none of them whole
+            edges.update(ctypes.string_at(start, size))
+            continue
+        whole.append((first, end - first))
+        edges.update(ctypes.string_at(start, first - start))
+        edges.update(ctypes.string_at(end, start + size - end))
+    return Layout(key, tuple(whole), edges.digest())
+
+
+def unchanged(frame: Any, seen: Layout) -> bool:
+    """Whether ``frame`` holds what a fork that took ``seen`` of it sees (while that fork lives)."""
+    return layout(frame) == seen and not written(seen.pages)
 
 
 def written(ranges: tuple[Range, ...]) -> bool:
-    """Whether any page of ``ranges`` is mapped by this process alone, or swapped out."""
+    """Whether any page of ``ranges`` (whole pages) is mapped by this process alone, or swapped out."""
     try:
         fd = _pagemap()
         for start, size in ranges:
-            first, last = start // _PAGE, (start + size - 1) // _PAGE
-            entries = os.pread(fd, (last - first + 1) * 8, first * 8)
-            if len(entries) != (last - first + 1) * 8 or 1 in entries[7::8].translate(_WRITTEN_BYTE):
+            count = size // _PAGE
+            entries = os.pread(fd, count * 8, start // _PAGE * 8)
+            if len(entries) != count * 8 or 1 in entries[7::8].translate(_WRITTEN_BYTE):
                 return True
     except OSError:
         return True
@@ -111,8 +140,6 @@ def _pagemap() -> int:
 
 
 def _buffer_address(buffer: Any) -> int:
-    import ctypes
-
     return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
 
 

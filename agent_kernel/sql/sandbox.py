@@ -527,7 +527,8 @@ class ForkReady:
         """Close the call's connection, which lets go of its frames: once the child has left
         (before, closing it would write pages the child shares, each copied first)."""
         with _fork_lock:
-            self.con.close()
+            if not _exiting:
+                self.con.close()
 
 
 def prepare_fork(store: Store, limits: Limits) -> None:
@@ -585,9 +586,17 @@ def _is_polars(frame: Any) -> bool:
     return type(frame).__module__.split(".")[0] == "polars"
 
 
+_exiting = False
+
+
 @atexit.register
 def _close_fork_ready() -> None:
-    _fork_ready.clear()
+    """At exit: close the forks' database, and let no thread close a connection of it later
+    (a thread still in DuckDB's code as the interpreter finishes is ended there: abort)."""
+    global _exiting
+    with _fork_lock:
+        _exiting = True
+        _fork_ready.clear()
 
 
 def _frames_named(sql: str, frames: Mapping[str, Any]) -> list[str]:

@@ -325,17 +325,18 @@ class _Forked(_Watched):
     frames are not copied. The child's resident size starts at the kernel's (its pages
     are mapped, shared): the memory cap bounds what it adds to that.
 
-    A fork made with a ``snapshot`` (the kernel's frames it may read, and their layouts,
-    see :mod:`agent_kernel.sql.pages`) is kept after its call and takes the next ones
-    for as long as :meth:`unusable` finds nothing against it; one made without answers
-    one call. The child leaves on its own after :data:`KEEP_S` without a call.
+    A fork made with a ``snapshot`` (the kernel's frames it may read, by weak reference)
+    is kept after its call: once it has answered, it sends the layouts of those frames as
+    it sees them (:mod:`agent_kernel.sql.pages`), and takes the next calls for as long as
+    :meth:`unusable` finds nothing against it. One made without answers one call. The
+    child leaves on its own after :data:`KEEP_S` without a call.
     """
 
     def __init__(
         self,
         sql_run: SqlRun,
         frames: Mapping[str, Any],
-        snapshot: Mapping[str, tuple[weakref.ref[Any], Layout]] | None,
+        snapshot: Mapping[str, weakref.ref[Any]] | None,
     ) -> None:
         import psutil
 
@@ -347,10 +348,11 @@ class _Forked(_Watched):
         self._status: int | None = None
         self._released = False
         self.snapshot = snapshot
+        self.layouts: dict[str, Layout | None] | None = None  # as the child sees the snapshot's frames
         self.config = _config_key(sql_run.limits)
         answers_read, answers_write = os.pipe()
         requests_read, requests_write = os.pipe()
-        readable = {**{name: ref() for name, (ref, _) in (snapshot or {}).items()}, **frames}
+        readable = {**{name: ref() for name, ref in (snapshot or {}).items()}, **frames}
         with ready_to_fork(sql_run.limits, frames) as ready, warnings.catch_warnings():
             # Python 3.12+ warns that a fork of a multi-threaded process may deadlock in the
             # child on a lock another thread held. The child takes no lock the kernel's
@@ -368,7 +370,8 @@ class _Forked(_Watched):
             if pid == 0:  # the child, with the first call's frames registered: never returns
                 os.close(answers_read)
                 os.close(requests_write)
-                _serve_in_child(sql_run, ready, readable, set(frames), requests_read, answers_write)
+                laid_out = list(snapshot) if snapshot is not None else None
+                _serve_in_child(sql_run, ready, readable, set(frames), laid_out, requests_read, answers_write)
         self.forks_at = _forks
         if self.forks_at != forks + 1:  # another thread forked meanwhile: it shares these pages too
             self.snapshot = None
@@ -422,17 +425,31 @@ class _Forked(_Watched):
             return "the kernel forked since"
         if _config_key(limits) != self.config:
             return "the settings changed"
-        for name, frame in frames.items():
-            kept = self.snapshot.get(name)
-            if kept is None or kept[0]() is not frame:
-                return f"{name} is another frame"
-            if pages.layout(frame) != kept[1]:
-                return f"{name} changed its columns"
-            if pages.written(kept[1].ranges):
-                return f"{name} was written"
         if not self.alive():
             return "it left"
+        if self.layouts is None:
+            self.layouts = self._receive_layouts()
+        for name, frame in frames.items():
+            kept = self.snapshot.get(name)
+            if kept is None or kept() is not frame:
+                return f"{name} is another frame"
+            seen = self.layouts.get(name)
+            if seen is None:
+                return f"{name} has no known layout"
+            if not pages.unchanged(frame, seen):
+                return f"{name} changed"
         return ""
+
+    def _receive_layouts(self) -> dict[str, Layout | None]:
+        """The layouts the child sent after its first answer (a few ms after it, at most)."""
+        try:
+            if self._readable(1.0):
+                kind, body = self._receive()
+                if kind == "layouts":
+                    return dict(body)
+        except ToolInputError:
+            pass
+        return {}
 
     def grown(self) -> bool:
         """Whether it holds much more memory than at the fork (DuckDB keeps some between calls)."""
@@ -480,6 +497,11 @@ class _Forked(_Watched):
             _reap_later(self)
         else:
             self.release()
+
+    def let_go(self) -> None:
+        """End it now (it is idle, or its call is over) and reap it in the background."""
+        self.kill()
+        self.done()
 
     def release(self) -> None:
         """Let go of the fork's connection and frames, once (the child has left)."""
@@ -536,7 +558,9 @@ def run_forked(
 
 
 def retire_kept() -> None:
-    """Let the kept fork go (at each cell: it holds the kernel's pages as they were at the fork)."""
+    """Let the kept fork go, at once (at each cell, ``run_code``'s included: while it lives,
+    the kernel's first write to each of its pages costs a copy, and the copy is memory the
+    fork holds on to)."""
     global _kept
     with _kept_lock:
         child, _kept = _kept, None
@@ -545,28 +569,26 @@ def retire_kept() -> None:
     if child.busy:  # its call goes on; it is let go once that ends
         child.snapshot = None
     else:
-        child.done()
+        child.let_go()
 
 
-def _snapshot(
-    named: Mapping[str, Any], kernel_frames: Mapping[str, Any]
-) -> dict[str, tuple[weakref.ref[Any], Layout]] | None:
-    """The frames a kept fork may read, with their layouts; None when it cannot be kept.
-
-    Held by weak reference: the kernel keeps no frame alive for the fork's sake.
-    """
+def _snapshot(named: Mapping[str, Any], kernel_frames: Mapping[str, Any]) -> dict[str, weakref.ref[Any]] | None:
+    """The frames a kept fork may read (those whose layout it may find); None when it
+    cannot be kept. Held by weak reference: the kernel keeps no frame alive for the fork."""
     from agent_kernel.sql import pages
 
     if not pages.tracks_writes():
         return None
-    snapshot = {}
-    for name, frame in {**kernel_frames, **named}.items():
-        frame_layout = pages.layout(frame)
-        if frame_layout is not None:
-            snapshot[name] = (weakref.ref(frame), frame_layout)
-        elif name in named:
-            return None
-    return snapshot
+    snapshot = {name: weakref.ref(frame) for name, frame in {**kernel_frames, **named}.items() if _laid_out(frame)}
+    return snapshot if all(name in snapshot for name in named) else None
+
+
+def _laid_out(frame: Any) -> bool:
+    """Whether ``frame`` is of a kind :func:`agent_kernel.sql.pages.layout` knows."""
+    kind = type(frame)
+    return (kind.__module__.split(".")[0], kind.__name__) in {
+        ("pandas", "DataFrame"), ("pyarrow", "Table"), ("pyarrow", "RecordBatch"),
+    }  # fmt: skip
 
 
 def _take_kept(limits: Limits, frames: Mapping[str, Any]) -> _Forked | None:
@@ -581,7 +603,7 @@ def _take_kept(limits: Limits, frames: Mapping[str, Any]) -> _Forked | None:
         else:
             child.busy = True
             return child
-    child.done()
+    child.let_go()
     return None
 
 
@@ -605,7 +627,7 @@ def _keep_or_let_go(child: _Forked) -> None:
                 _kept = None
             let_go.append(child)
     for leaving in let_go:
-        leaving.done()
+        leaving.let_go()
 
 
 _kept: _Forked | None = None
@@ -623,7 +645,14 @@ os.register_at_fork(before=_count_fork)
 
 @atexit.register
 def _let_kept_go() -> None:
-    retire_kept()
+    """At exit, the kept fork leaves too, reaped here (not on the reaper thread, which the
+    interpreter's end may stop in the middle of it)."""
+    global _kept
+    with _kept_lock:
+        child, _kept = _kept, None
+    if child is not None:
+        child.kill()
+        child._reap(0)
 
 
 _leaving: queue.SimpleQueue[_Forked] = queue.SimpleQueue()
@@ -652,7 +681,13 @@ def _reap_forks() -> None:
 
 
 def _serve_in_child(
-    sql_run: SqlRun, ready: ForkReady, frames: Mapping[str, Any], registered: set[str], requests_fd: int, answers_fd: int
+    sql_run: SqlRun,
+    ready: ForkReady,
+    frames: Mapping[str, Any],
+    registered: set[str],
+    laid_out: list[str] | None,
+    requests_fd: int,
+    answers_fd: int,
 ) -> NoReturn:
     """The forked child: answer calls, then leave without running the kernel's exit code."""
     code = 0
@@ -676,7 +711,7 @@ def _serve_in_child(
         os.closerange(high + 1, _max_fd())
         requests = os.fdopen(requests_fd, "rb", buffering=0)
         answers = os.fdopen(answers_fd, "wb", buffering=0)
-        _answer_calls(requests, answers, sql_run.store, ready, frames, registered)
+        _answer_calls(requests, answers, sql_run.store, ready, frames, registered, laid_out)
     except BaseException:  # noqa: BLE001 - nothing may escape into the kernel's code
         code = 1
     finally:
@@ -703,11 +738,18 @@ def _fork_with_signals_blocked() -> int:
 
 
 def _answer_calls(
-    requests: Any, answers: Any, store: Store, ready: ForkReady, frames: Mapping[str, Any], registered: set[str]
+    requests: Any,
+    answers: Any,
+    store: Store,
+    ready: ForkReady,
+    frames: Mapping[str, Any],
+    registered: set[str],
+    laid_out: list[str] | None,
 ) -> None:
     """Take calls until the kernel closes the pipe, or none came for :data:`KEEP_S`.
 
     Each call runs on a new SqlRun (locks the kernel's threads may have held stay behind).
+    After the first, the layouts of the frames ``laid_out`` go to the kernel.
     """
     from agent_kernel.sql.sandbox import SqlRun
 
@@ -754,6 +796,20 @@ def _answer_calls(
             answer("error", _portable(exc))
         finally:
             current.remove(sql_run)
+        if laid_out is not None:
+            answer("layouts", _layouts(frames, laid_out))
+            laid_out = None
+
+
+def _layouts(frames: Mapping[str, Any], names: list[str]) -> dict[str, Layout | None]:
+    from agent_kernel.sql import pages
+
+    layouts = {name: pages.layout(frames[name]) for name in names}
+    try:
+        pickle.dumps(layouts)
+    except Exception:  # noqa: BLE001 - column names that cannot be pickled
+        return {}
+    return layouts
 
 
 def _max_fd() -> int:

@@ -125,8 +125,9 @@ async def db_sql(
 
 
 def _let_forks_go_per_cell(shell: Any) -> None:
-    """Have each cell let go of the fork db_sql keeps between calls (it holds the kernel's
-    pages as they were when it was made, and the kernel's first write to each costs a copy)."""
+    """Have each cell (``run_code``'s code runs as one) let go of the fork db_sql keeps
+    between calls: it holds the kernel's pages as they were when it was made, and while it
+    lives the kernel's first write to each costs a copy."""
     events = getattr(shell, "events", None)
     if events is not None and sql_worker.retire_kept not in events.callbacks.get("pre_execute", []):
         events.register("pre_execute", sql_worker.retire_kept)

@@ -344,7 +344,8 @@ class _Forked(_Watched):
 
         self.started = False
         self.stopped = False  # stopped, killed or gone: it takes no further call
-        self.busy = False
+        self.busy = False  # taken by a call (its checks included)
+        self.retired = False  # let go while busy: it leaves once its call ends
         self._status: int | None = None
         self._released = False
         self.snapshot = snapshot
@@ -417,7 +418,7 @@ class _Forked(_Watched):
         from agent_kernel.sql import pages
         from agent_kernel.sql.sandbox import _config_key
 
-        if self.snapshot is None or self.stopped or self.busy:
+        if self.snapshot is None or self.stopped:
             return "it takes no further call"
         if time.monotonic() - self.last_used > KEEP_S - 1:
             return "it is about to leave"
@@ -567,7 +568,7 @@ def retire_kept() -> None:
     if child is None:
         return
     if child.busy:  # its call goes on; it is let go once that ends
-        child.snapshot = None
+        child.retired = True
     else:
         child.let_go()
 
@@ -592,17 +593,23 @@ def _laid_out(frame: Any) -> bool:
 
 
 def _take_kept(limits: Limits, frames: Mapping[str, Any]) -> _Forked | None:
-    """The kept fork, marked busy, when it can take a call reading ``frames``."""
+    """The kept fork, marked busy, when it can take a call reading ``frames``.
+
+    It is checked once taken, outside the lock: a cell's :func:`retire_kept` never waits
+    for the check (which may wait for the fork's layouts).
+    """
     global _kept
     with _kept_lock:
         child = _kept
         if child is None or child.busy:
             return None
-        if child.unusable(limits, frames):
+        child.busy = True
+    if not child.unusable(limits, frames):
+        return child
+    with _kept_lock:
+        child.busy = False
+        if _kept is child:
             _kept = None
-        else:
-            child.busy = True
-            return child
     child.let_go()
     return None
 
@@ -611,21 +618,22 @@ def _keep_or_let_go(child: _Forked) -> None:
     """After a call: keep ``child`` for the next (in place of the kept one), or let it go."""
     global _kept
     let_go = []
+    keep = child.snapshot is not None and not child.stopped and not child.grown()
     with _kept_lock:
         child.busy = False
-        keep = child.snapshot is not None and not child.stopped and _forks == child.forks_at and not child.grown()
+        keep = keep and not child.retired and _forks == child.forks_at
         if keep and _kept is not child:
             if _kept is not None and not _kept.busy:
                 let_go.append(_kept)
             _kept = child
-        if keep:
-            # The child has its own copy of everything it reads now: the kernel's connection
-            # can let go of the frames (the few pages that writes are copied once).
-            child.release()
         elif not keep:
             if _kept is child:
                 _kept = None
             let_go.append(child)
+    if keep:
+        # The child has its own copy of everything it reads now: the kernel's connection
+        # can let go of the frames (the few pages that writes are copied once).
+        child.release()
     for leaving in let_go:
         leaving.let_go()
 

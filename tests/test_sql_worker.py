@@ -211,12 +211,21 @@ def test_a_call_on_the_kept_fork_is_stopped_like_any_and_the_fork_let_go(store, 
     assert ("longer than 1 s" if stop == "limit" else "The query was stopped.") in str(caught.value)
     assert time.perf_counter() - started < 1.0 + sql_worker.GRACE_S + 1.0
     assert sql_worker._forks == forks  # it ran on the kept fork
-    if stop == "limit" and _kept_pid() == kept:  # DuckDB's own time limit ended it: the fork is sound
-        assert run(store, "SELECT count(*) FROM pairs", frames=frames, limits=limits).rows == [(1,)]
-        assert _kept_pid() == kept and sql_worker._forks == forks
-        return
-    assert _kept_pid() is None and _gone(kept)  # stopped by the kernel: let go
+    assert _kept_pid() is None and _gone(kept)  # and was let go
     assert run(store, "SELECT count(*) FROM pairs", frames=frames).rows == [(1,)]
+
+
+def test_a_call_that_fails_lets_its_fork_go(store):
+    """An error may be the fork's database failing: the next call gets a new fork."""
+    run(store, "SELECT 1")
+    frames = {"sales": _sales(1000)}
+    run(store, TOTAL, frames=frames)
+    kept = _kept_pid()
+    with pytest.raises(ToolInputError, match="nope"):
+        run(store, "SELECT nope FROM sales", frames=frames)
+    assert _kept_pid() is None and _gone(kept)
+    assert run(store, TOTAL, frames=frames).rows == [(1000.0, 1000)]
+    assert _kept_pid() not in (None, kept)
 
 
 def test_huge_values_on_the_kept_fork_are_stopped_within_the_memory_bound(store):

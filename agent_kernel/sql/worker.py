@@ -551,6 +551,7 @@ def run_forked(
     try:
         return child.call(sql_run, statements, params, into, list(frames))
     except ToolInputError:
+        child.stopped = True  # a failed call takes its fork along: what failed may be its database
         if child.started or sql_run.interrupted:
             raise
     finally:

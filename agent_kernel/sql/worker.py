@@ -15,14 +15,17 @@ Two kinds of process, by what the call reads:
 - A read of kernel frames alone (:func:`~agent_kernel.sql.guard.reads_only_frames`,
   frames of pandas, pyarrow or polars.DataFrame) runs in a **fork of the kernel**
   (:func:`run_forked`). The child shares the kernel's pages copy-on-write, so it scans
-  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~30 ms (the
-  fork, registering the frames, the child's first writes copying pages). It runs on an
-  in-memory database the kernel prepared (see :func:`~agent_kernel.sql.sandbox.ready_to_fork`),
-  sends its answer over a pipe, and leaves with ``os._exit``: no kernel handler, atexit
-  hook, ZMQ socket or output stream of the kernel is used there (signals reset, its own
-  process group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its
-  memory cap bounds its growth over its size at the fork (the RSS of a fork includes the
-  kernel's shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms).
+  the frames in place, with no copy. It runs on an in-memory database the kernel
+  prepared (see :func:`~agent_kernel.sql.sandbox.ready_to_fork`), takes calls and sends
+  answers over pipes, and leaves with ``os._exit``: no kernel handler, atexit hook, ZMQ
+  socket or output stream of the kernel is used there (signals reset, its own process
+  group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its memory cap
+  bounds its growth over its size at the fork (the RSS of a fork includes the kernel's
+  shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms). A fork costs
+  20-100 ms before its query starts (the fork, registering the frames, the child's
+  first writes copying pages, each hand-off waiting for a core), so it is kept for the
+  next calls while the frames they name are exactly what it sees
+  (:mod:`agent_kernel.sql.pages`), and let go at the next cell.
 - Anything else, a call that reads or writes the file, runs in a **worker process**
   (:func:`run`), started with ``python -m`` and kept for the next call (only the first
   pays for starting one). The frames such a call names are sent to it pickled; a frame

@@ -40,8 +40,8 @@ __all__ = ["Layout", "layout", "tracks_writes", "unchanged", "written"]
 
 _PAGE = mmap.PAGESIZE
 _PRESENT, _SWAPPED, _EXCLUSIVE = 1 << 63, 1 << 62, 1 << 56
-# Bits 56 and 62 are in the top byte of each little-endian entry: bits 0 and 6 of it.
-_WRITTEN_BYTE = bytes(1 if b & 0x41 else 0 for b in range(256))
+# Exclusive and swapped are in the top byte of each little-endian entry: 1 for a byte with either.
+_WRITTEN_BYTE = bytes(1 if b & ((_SWAPPED | _EXCLUSIVE) >> 56) else 0 for b in range(256))
 
 Range = tuple[int, int]  # start address, bytes
 

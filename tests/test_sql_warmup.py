@@ -6,6 +6,7 @@ import pandas as pd
 
 from agent_kernel.config import AgentKernel
 from agent_kernel.sql import guard
+from agent_kernel.sql import pages
 from agent_kernel.sql import sandbox
 from agent_kernel.sql import worker as sql_worker
 from agent_kernel.sql.warmup import prepare_db_sql
@@ -29,6 +30,7 @@ def test_the_first_read_of_a_frame_finds_everything_ready(tmp_path):
     assert "" in guard._builtins and "table" in guard._builtins  # DuckDB's function catalogue
     assert sandbox._config_key(limits) in sandbox._fork_ready  # the forks' database
     assert "sessions" in sandbox._FILE_NAMES[path]  # the file's tables (a frame never shadows them)
+    assert pages._tracks is not None  # whether forks may be kept for the next call
     store = Store(path)
     run = sandbox.SqlRun(store, limits, read_only=True)
     frames = {"sales": pd.DataFrame({"qty": [1, 7, 7]})}

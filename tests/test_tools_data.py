@@ -183,6 +183,31 @@ def test_state_is_durable_across_kernels(kernel, scripted_model, tmp_path):
 
 
 @needs_sql_guard
+@needs_sql_guard
+def test_a_turn_reads_frames_on_one_kept_fork_and_sees_what_its_code_changed(kernel, scripted_model):
+    """Calls one after another read the frame in the fork the first made; run_code (a cell)
+    lets it go, so the call after it sees the change; the next cell lets the fork go too."""
+    from agent_kernel.testing import call
+
+    kernel.ok("import numpy as np, pandas as pd\nsales = pd.DataFrame({'amount': np.ones(1_000_000)})")
+    forks = "__import__('agent_kernel.sql.worker', fromlist=['_forks'])._forks"
+    before = kernel.value(forks)
+    total = "SELECT sum(amount) AS total FROM sales"
+    scripted_model.add(
+        call("db_sql", sql=total),
+        call("db_sql", sql="SELECT count(*) AS n FROM sales WHERE amount = 1"),
+        call("run_code", code="sales.loc[7, 'amount'] = 1001.0"),
+        call("db_sql", sql=total),
+        say("done"),
+    )
+    kernel.ok("%agent add it up")
+    first, count, _, after = [decoded(r["messages"][-1]["content"][0]) for r in scripted_model.requests[-4:]]
+    assert first["rows"] == [[1_000_000.0]] and count["rows"] == [[1_000_000]]
+    assert after["rows"] == [[1_001_000.0]]
+    assert kernel.value(forks) - before == 2  # the first two calls in one fork; the last in another
+    assert kernel.value("__import__('agent_kernel.sql.worker', fromlist=['_kept'])._kept is None")
+
+
 def test_read_only_turns_read_but_do_not_write(shell_agent, scripted_model):
     results, _ = batch(
         shell_agent,

@@ -204,13 +204,8 @@ class SqlRun:
         params: Sequence[Any] | None = None,
         into: bool = False,
     ) -> SqlResult:
-        """Run a read of kernel frames alone in a fork made within :func:`ready_to_fork`.
-
-        The database and its connection, with the frames registered, come from the kernel;
-        this gives the database its threads (none survive a fork), then locks it.
-        """
-        ready.con.execute(f"SET threads = {self.limits.config()['threads']}")
-        ready.database.execute("SET lock_configuration = true")
+        """Run a read of kernel frames alone in a fork made within :func:`ready_to_fork`,
+        once :meth:`ForkReady.lock` has set up its database; the frames are registered."""
         return self._run_on(ready.con, _Call(statements, params, {}, into))
 
     def run_here(
@@ -518,11 +513,22 @@ class ForkReady:
     database: duckdb.DuckDBPyConnection
     con: duckdb.DuckDBPyConnection
 
+    def lock(self, limits: Limits) -> None:
+        """In the fork, before its first call: give the database its threads (none survive
+        a fork), then lock its configuration."""
+        self.con.execute(f"SET threads = {limits.config()['threads']}")
+        self.database.execute("SET lock_configuration = true")
+
+    def register(self, name: str, frame: Any) -> None:
+        """Make ``frame`` a table of the call's connection by ``name`` (a polars frame as Arrow)."""
+        self.con.register(name, frame.to_arrow() if _is_polars(frame) else frame)
+
     def release(self) -> None:
         """Close the call's connection, which lets go of its frames: once the child has left
         (before, closing it would write pages the child shares, each copied first)."""
         with _fork_lock:
-            self.con.close()
+            if not _exiting:
+                self.con.close()
 
 
 def prepare_fork(store: Store, limits: Limits) -> None:
@@ -554,9 +560,10 @@ def ready_to_fork(limits: Limits, frames: Mapping[str, Any]) -> Iterator[ForkRea
         con = database.cursor()
         try:
             con.execute("SET enable_progress_bar = false")  # a local option: set before the lock
+            ready = ForkReady(database, con)
             for name, frame in frames.items():
-                con.register(name, frame.to_arrow() if _is_polars(frame) else frame)
-            yield ForkReady(database, con)
+                ready.register(name, frame)
+            yield ready
         except BaseException:
             con.close()
             raise
@@ -579,9 +586,17 @@ def _is_polars(frame: Any) -> bool:
     return type(frame).__module__.split(".")[0] == "polars"
 
 
+_exiting = False
+
+
 @atexit.register
 def _close_fork_ready() -> None:
-    _fork_ready.clear()
+    """At exit: close the forks' database, and let no thread close a connection of it later
+    (a thread still in DuckDB's code as the interpreter finishes is ended there: abort)."""
+    global _exiting
+    with _fork_lock:
+        _exiting = True
+        _fork_ready.clear()
 
 
 def _frames_named(sql: str, frames: Mapping[str, Any]) -> list[str]:

@@ -15,14 +15,17 @@ Two kinds of process, by what the call reads:
 - A read of kernel frames alone (:func:`~agent_kernel.sql.guard.reads_only_frames`,
   frames of pandas, pyarrow or polars.DataFrame) runs in a **fork of the kernel**
   (:func:`run_forked`). The child shares the kernel's pages copy-on-write, so it scans
-  the frames in place, with no copy: as fast as DuckDB in the kernel but for ~30 ms (the
-  fork, registering the frames, the child's first writes copying pages). It runs on an
-  in-memory database the kernel prepared (see :func:`~agent_kernel.sql.sandbox.ready_to_fork`),
-  sends its answer over a pipe, and leaves with ``os._exit``: no kernel handler, atexit
-  hook, ZMQ socket or output stream of the kernel is used there (signals reset, its own
-  process group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its
-  memory cap bounds its growth over its size at the fork (the RSS of a fork includes the
-  kernel's shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms).
+  the frames in place, with no copy. It runs on an in-memory database the kernel
+  prepared (see :func:`~agent_kernel.sql.sandbox.ready_to_fork`), takes calls and sends
+  answers over pipes, and leaves with ``os._exit``: no kernel handler, atexit hook, ZMQ
+  socket or output stream of the kernel is used there (signals reset, its own process
+  group, fds 0-2 on /dev/null, every other inherited fd closed, no GC). Its memory cap
+  bounds its growth over its size at the fork (the RSS of a fork includes the kernel's
+  shared pages; USS would be exact but costs ~5 ms a reading, RSS 0.1 ms). A fork costs
+  20-100 ms before its query starts (the fork, registering the frames, the child's
+  first writes copying pages, each hand-off waiting for a core), so it is kept for the
+  next calls while the frames they name are exactly what it sees
+  (:mod:`agent_kernel.sql.pages`), and let go at the next cell.
 - Anything else, a call that reads or writes the file, runs in a **worker process**
   (:func:`run`), started with ``python -m`` and kept for the next call (only the first
   pays for starting one). The frames such a call names are sent to it pickled; a frame
@@ -50,6 +53,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -58,15 +62,20 @@ from agent_kernel.sql.sandbox import timeout_message
 
 if TYPE_CHECKING:
     from agent_kernel.sql.guard import Statement
+    from agent_kernel.sql.pages import Layout
     from agent_kernel.sql.sandbox import ForkReady, Limits, SqlResult, SqlRun
+    from agent_kernel.store import Store
 
-__all__ = ["run", "run_forked", "run_sql"]
+__all__ = ["retire_kept", "run", "run_forked", "run_sql"]
 
+KEEP_S = 30.0  # how long a kept fork waits for its next call before it leaves
 GRACE_S = 0.5  # after an interrupt, how long the worker may take to answer before it is killed
 _POLL_S = 0.02  # how often the clock and the worker's memory are checked
 _IDLE_WORKERS = 2
 _HEADER = struct.Struct("<Q")
 _STOP_SIGNAL = signal.SIGUSR1
+_PIPE_BYTES = 65536  # what an empty pipe holds (Linux's default)
+_KEPT_GROWTH = 256 * 1024 * 1024  # a fork grown by more than this since it was made takes no further call
 
 
 def run_sql(
@@ -82,7 +91,7 @@ def run_sql(
         raise ToolInputError("The query was stopped.")
     named, forked = sql_run.placement(statements, dict(frames or {}))
     if forked:
-        return run_forked(sql_run, statements, params=params, frames=named, into=into)
+        return run_forked(sql_run, statements, params=params, frames=named, into=into, kernel_frames=frames)
     result = run(sql_run, statements, params=params, frames=named, into=into)
     sql_run.remember(result)
     return result
@@ -313,50 +322,147 @@ class _Worker(_Watched):
 
 
 class _Forked(_Watched):
-    """A fork of the kernel running one read of kernel frames, which it sees in place.
+    """A fork of the kernel answering reads of kernel frames, which it sees in place.
 
     After the fork the two processes share every page until one writes it, so the
     frames are not copied. The child's resident size starts at the kernel's (its pages
     are mapped, shared): the memory cap bounds what it adds to that.
+
+    A fork made with a ``snapshot`` (the kernel's frames it may read, by weak reference)
+    is kept after its call: once it has answered, it sends the layouts of those frames as
+    it sees them (:mod:`agent_kernel.sql.pages`), and takes the next calls for as long as
+    :meth:`unusable` finds nothing against it. One made without answers one call. The
+    child leaves on its own after :data:`KEEP_S` without a call.
     """
 
     def __init__(
-        self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, frames: Mapping[str, Any], into: bool
+        self,
+        sql_run: SqlRun,
+        frames: Mapping[str, Any],
+        snapshot: Mapping[str, weakref.ref[Any]] | None,
     ) -> None:
         import psutil
 
-        from agent_kernel.sql.sandbox import ready_to_fork
+        from agent_kernel.sql.sandbox import _config_key, ready_to_fork
 
         self.started = False
+        self.stopped = False  # stopped, killed or gone: it takes no further call
+        self.busy = False  # taken by a call (its checks included)
+        self.retired = False  # let go while busy: it leaves once its call ends
         self._status: int | None = None
         self._released = False
-        read_end, write_end = os.pipe()
+        self.snapshot = snapshot
+        self.layouts: dict[str, Layout | None] | None = None  # as the child sees the snapshot's frames
+        self.config = _config_key(sql_run.limits)
+        answers_read, answers_write = os.pipe()
+        requests_read, requests_write = os.pipe()
+        readable = {**{name: ref() for name, ref in (snapshot or {}).items()}, **frames}
         with ready_to_fork(sql_run.limits, frames) as ready, warnings.catch_warnings():
             # Python 3.12+ warns that a fork of a multi-threaded process may deadlock in the
             # child on a lock another thread held. The child takes no lock the kernel's
-            # threads use: a new SqlRun, a database only this block touches, no logging, no
+            # threads use: new SqlRuns, a database only this block touches, no logging, no
             # ZMQ; and it is killed like any call (at the limit, on Stop) should one of the
             # runtimes' own locks stall it.
             warnings.simplefilter("ignore", DeprecationWarning)
+            forks = _forks
             try:
                 pid = _fork_with_signals_blocked()
             except OSError:
-                os.close(read_end)
-                os.close(write_end)
+                for fd in (answers_read, answers_write, requests_read, requests_write):
+                    os.close(fd)
                 raise
-            if pid == 0:  # the child, with the frames registered: never returns
-                os.close(read_end)
-                _run_in_child(sql_run, ready, statements, params, into, write_end)
+            if pid == 0:  # the child, with the first call's frames registered: never returns
+                os.close(answers_read)
+                os.close(requests_write)
+                laid_out = list(snapshot) if snapshot is not None else None
+                _serve_in_child(sql_run, ready, readable, set(frames), laid_out, requests_read, answers_write)
+        self.forks_at = _forks
+        if self.forks_at != forks + 1:  # another thread forked meanwhile: it shares these pages too
+            self.snapshot = None
         self._ready = ready
-        os.close(write_end)
+        os.close(answers_write)
+        os.close(requests_read)
         self.pid = pid
-        self.answers = os.fdopen(read_end, "rb", buffering=0)
+        self.answers = os.fdopen(answers_read, "rb", buffering=0)
+        self.requests = os.fdopen(requests_write, "wb", buffering=0)
+        self.last_used = time.monotonic()
         try:
             self._process: Any = psutil.Process(pid)
             self._start_rss = self._process.memory_info().rss
         except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
             self._process = None
             self._start_rss = psutil.Process().memory_info().rss
+
+    def call(
+        self, sql_run: SqlRun, statements: Sequence[Statement], params: Any, into: bool, names: Sequence[str]
+    ) -> SqlResult:
+        """Send one call, which reads the frames ``names``, and watch it; the clock starts
+        now (nothing is waited for)."""
+        self.started = False
+        request = pickle.dumps((sql_run.limits, list(statements), params, into, names), protocol=pickle.HIGHEST_PROTOCOL)
+        started = time.monotonic()
+        if len(request) + _HEADER.size <= _PIPE_BYTES:  # an empty pipe takes it whole, at once
+            _write(self.requests, request)
+        else:  # the child reads it when it is ready; meanwhile the call is watched
+            threading.Thread(target=self._send, args=(request,), name="agent-kernel-sql-request", daemon=True).start()
+        try:
+            return self.watch(sql_run, started=started)
+        finally:
+            self.last_used = time.monotonic()
+
+    def _send(self, request: bytes) -> None:
+        try:
+            _write(self.requests, request)
+        except (OSError, ValueError):  # it left (killed at a stop): the watch reports that
+            pass
+
+    def unusable(self, limits: Limits, frames: Mapping[str, Any]) -> str:
+        """Why this kept fork cannot take a call that reads ``frames`` ("" when it can)."""
+        from agent_kernel.sql import pages
+        from agent_kernel.sql.sandbox import _config_key
+
+        if self.snapshot is None or self.stopped:
+            return "it takes no further call"
+        if time.monotonic() - self.last_used > KEEP_S - 1:
+            return "it is about to leave"
+        if _forks != self.forks_at:
+            return "the kernel forked since"
+        if _config_key(limits) != self.config:
+            return "the settings changed"
+        if not self.alive():
+            return "it left"
+        if self.layouts is None:
+            self.layouts = self._receive_layouts()
+        for name, frame in frames.items():
+            kept = self.snapshot.get(name)
+            if kept is None or kept() is not frame:
+                return f"{name} is another frame"
+            seen = self.layouts.get(name)
+            if seen is None:
+                return f"{name} has no known layout"
+            if not pages.unchanged(frame, seen):
+                return f"{name} changed"
+        return ""
+
+    def _receive_layouts(self) -> dict[str, Layout | None]:
+        """The layouts the child sent after its first answer (a few ms after it, at most)."""
+        try:
+            if self._readable(1.0):
+                kind, body = self._receive()
+                if kind == "layouts":
+                    return dict(body)
+        except ToolInputError:
+            pass
+        return {}
+
+    def grown(self) -> bool:
+        """Whether it holds much more memory than at the fork (DuckDB keeps some between calls)."""
+        import psutil
+
+        try:
+            return self._process is None or self._process.memory_info().rss - self._start_rss > _KEPT_GROWTH
+        except psutil.Error:
+            return True
 
     def watched_process(self) -> Any:
         return self._process
@@ -370,9 +476,14 @@ class _Forked(_Watched):
     def alive(self) -> bool:
         return self._reap(os.WNOHANG) is None
 
+    def _stop(self, batches: list[Any], message: str, max_rows: int) -> SqlResult:
+        self.stopped = True
+        return super()._stop(batches, message, max_rows)
+
     def kill(self) -> None:
         """SIGKILL it; :meth:`done` reaps it (a process the kernel's size takes a while to
         leave, longer on a busy machine: the stop does not wait for that)."""
+        self.stopped = True
         if self._status is None:
             try:
                 os.kill(self.pid, signal.SIGKILL)
@@ -381,16 +492,23 @@ class _Forked(_Watched):
         self.answers.close()
 
     def done(self) -> None:
-        """Close the pipe; once the child has left, reap it and let go of the call's frames
-        (on the reaper thread when it is still exiting: a big process takes a while)."""
+        """Let it go: close its pipes (it leaves); once it has left, reap it and let go of
+        its frames (on the reaper thread when it is still exiting: a big process takes a while)."""
+        self.stopped = True
+        self.requests.close()
         self.answers.close()
         if self._reap(os.WNOHANG) is None:
             _reap_later(self)
         else:
             self.release()
 
+    def let_go(self) -> None:
+        """End it now (it is idle, or its call is over) and reap it in the background."""
+        self.kill()
+        self.done()
+
     def release(self) -> None:
-        """Let go of the call's connection and frames, once (the child has left)."""
+        """Let go of the fork's connection and frames, once (the child has left)."""
         if not self._released:
             self._released = True
             self._ready.release()
@@ -413,27 +531,140 @@ def run_forked(
     params: Sequence[Any] | None,
     frames: Mapping[str, Any],
     into: bool,
+    kernel_frames: Mapping[str, Any] | None = None,
 ) -> SqlResult:
     """Run a read of kernel frames alone in a fork of the kernel, within ``sql_run.limits``.
 
-    The clock starts at the fork: nothing is waited for. A child that never got as far as
+    The fork kept from an earlier call takes it when the frames it names are as that fork
+    sees them; otherwise a new fork does, kept in turn when every frame it names has a
+    known layout (it may then read any of ``kernel_frames`` that has one too). The clock
+    starts when the call is sent: nothing is waited for. A child that never got as far as
     starting the query (stalled on a lock held at the fork) is killed at the limit, and
     the call runs in a worker process instead.
     """
     if sql_run.interrupted:  # stopped while the call was placed: no fork for it
         raise ToolInputError("The query was stopped.")
+    child = _take_kept(sql_run.limits, frames)
+    if child is None:
+        try:
+            child = _Forked(sql_run, frames, _snapshot(frames, kernel_frames or frames))
+        except (OSError, AttributeError):  # no fork here (no os.fork, or out of processes or memory)
+            return run(sql_run, statements, params=params, frames=frames, into=into)
+        child.busy = True
     try:
-        child = _Forked(sql_run, statements, params, frames, into)
-    except (OSError, AttributeError):  # no fork here (no os.fork, or out of processes or memory)
-        return run(sql_run, statements, params=params, frames=frames, into=into)
-    try:
-        return child.watch(sql_run, started=time.monotonic())
+        return child.call(sql_run, statements, params, into, list(frames))
     except ToolInputError:
+        child.stopped = True  # a failed call takes its fork along: what failed may be its database
         if child.started or sql_run.interrupted:
             raise
     finally:
-        child.done()
+        _keep_or_let_go(child)
     return run(sql_run, statements, params=params, frames=frames, into=into)
+
+
+def retire_kept() -> None:
+    """Let the kept fork go, at once (at each cell, ``run_code``'s included: while it lives,
+    the kernel's first write to each of its pages costs a copy, and the copy is memory the
+    fork holds on to)."""
+    global _kept
+    with _kept_lock:
+        child, _kept = _kept, None
+    if child is None:
+        return
+    if child.busy:  # its call goes on; it is let go once that ends
+        child.retired = True
+    else:
+        child.let_go()
+
+
+def _snapshot(named: Mapping[str, Any], kernel_frames: Mapping[str, Any]) -> dict[str, weakref.ref[Any]] | None:
+    """The frames a kept fork may read (those whose layout it may find); None when it
+    cannot be kept. Held by weak reference: the kernel keeps no frame alive for the fork."""
+    from agent_kernel.sql import pages
+
+    if not pages.tracks_writes():
+        return None
+    snapshot = {name: weakref.ref(frame) for name, frame in {**kernel_frames, **named}.items() if _laid_out(frame)}
+    return snapshot if all(name in snapshot for name in named) else None
+
+
+def _laid_out(frame: Any) -> bool:
+    """Whether ``frame`` is of a kind :func:`agent_kernel.sql.pages.layout` knows."""
+    kind = type(frame)
+    return (kind.__module__.split(".")[0], kind.__name__) in {
+        ("pandas", "DataFrame"), ("pyarrow", "Table"), ("pyarrow", "RecordBatch"),
+    }  # fmt: skip
+
+
+def _take_kept(limits: Limits, frames: Mapping[str, Any]) -> _Forked | None:
+    """The kept fork, marked busy, when it can take a call reading ``frames``.
+
+    It is checked once taken, outside the lock: a cell's :func:`retire_kept` never waits
+    for the check (which may wait for the fork's layouts).
+    """
+    global _kept
+    with _kept_lock:
+        child = _kept
+        if child is None or child.busy:
+            return None
+        child.busy = True
+    if not child.unusable(limits, frames):
+        return child
+    with _kept_lock:
+        child.busy = False
+        if _kept is child:
+            _kept = None
+    child.let_go()
+    return None
+
+
+def _keep_or_let_go(child: _Forked) -> None:
+    """After a call: keep ``child`` for the next (in place of the kept one), or let it go."""
+    global _kept
+    let_go = []
+    keep = child.snapshot is not None and not child.stopped and not child.grown()
+    with _kept_lock:
+        child.busy = False
+        keep = keep and not child.retired and _forks == child.forks_at
+        if keep and _kept is not child:
+            if _kept is not None and not _kept.busy:
+                let_go.append(_kept)
+            _kept = child
+        elif not keep:
+            if _kept is child:
+                _kept = None
+            let_go.append(child)
+    if keep:
+        # The child has its own copy of everything it reads now: the kernel's connection
+        # can let go of the frames (the few pages that writes are copied once).
+        child.release()
+    for leaving in let_go:
+        leaving.let_go()
+
+
+_kept: _Forked | None = None
+_kept_lock = threading.Lock()
+_forks = 0  # forks of this process so far: a kept fork trusts its shared pages only while none was made since
+
+
+def _count_fork() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(before=_count_fork)
+
+
+@atexit.register
+def _let_kept_go() -> None:
+    """At exit, the kept fork leaves too, reaped here (not on the reaper thread, which the
+    interpreter's end may stop in the middle of it)."""
+    global _kept
+    with _kept_lock:
+        child, _kept = _kept, None
+    if child is not None:
+        child.kill()
+        child._reap(0)
 
 
 _leaving: queue.SimpleQueue[_Forked] = queue.SimpleQueue()
@@ -461,10 +692,16 @@ def _reap_forks() -> None:
             child.release()
 
 
-def _run_in_child(
-    sql_run: SqlRun, ready: ForkReady, statements: Sequence[Statement], params: Any, into: bool, answers_fd: int
+def _serve_in_child(
+    sql_run: SqlRun,
+    ready: ForkReady,
+    frames: Mapping[str, Any],
+    registered: set[str],
+    laid_out: list[str] | None,
+    requests_fd: int,
+    answers_fd: int,
 ) -> NoReturn:
-    """The forked child: run the call, send the answer, leave without running the kernel's exit code."""
+    """The forked child: answer calls, then leave without running the kernel's exit code."""
     code = 0
     try:
         gc.disable()  # a collection would touch, and so copy, every page of the kernel's heap
@@ -480,10 +717,13 @@ def _run_in_child(
         for fd in (0, 1, 2):  # the kernel's streams (ipykernel captures fds 1 and 2) are not ours
             os.dup2(devnull, fd)
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - until os._exit
-        os.closerange(3, answers_fd)  # the kernel's sockets, pipes and files
-        os.closerange(answers_fd + 1, _max_fd())
+        low, high = sorted((requests_fd, answers_fd))
+        os.closerange(3, low)  # the kernel's sockets, pipes and files
+        os.closerange(low + 1, high)
+        os.closerange(high + 1, _max_fd())
+        requests = os.fdopen(requests_fd, "rb", buffering=0)
         answers = os.fdopen(answers_fd, "wb", buffering=0)
-        _answer_call(answers, _fresh_run(sql_run), ready, statements, params, into)
+        _answer_calls(requests, answers, sql_run.store, ready, frames, registered, laid_out)
     except BaseException:  # noqa: BLE001 - nothing may escape into the kernel's code
         code = 1
     finally:
@@ -509,36 +749,79 @@ def _fork_with_signals_blocked() -> int:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
-def _fresh_run(sql_run: SqlRun) -> SqlRun:
-    """The same call on a new SqlRun: locks the kernel's threads may have held stay behind."""
+def _answer_calls(
+    requests: Any,
+    answers: Any,
+    store: Store,
+    ready: ForkReady,
+    frames: Mapping[str, Any],
+    registered: set[str],
+    laid_out: list[str] | None,
+) -> None:
+    """Take calls until the kernel closes the pipe, or none came for :data:`KEEP_S`.
+
+    Each call runs on a new SqlRun (locks the kernel's threads may have held stay behind).
+    After the first, the layouts of the frames ``laid_out`` go to the kernel.
+    """
     from agent_kernel.sql.sandbox import SqlRun
 
-    return SqlRun(sql_run.store, sql_run.limits, read_only=True)
-
-
-def _answer_call(answers: Any, sql_run: SqlRun, ready: ForkReady, statements: Any, params: Any, into: bool) -> None:
     kernel = os.getppid()
+    current: list[SqlRun] = []
 
     def stop_on_signal() -> None:  # and leave when the kernel dies, even mid-statement
-        while signal.sigtimedwait({_STOP_SIGNAL}, 0.5) is None:
-            if os.getppid() != kernel:
-                os._exit(0)
-        sql_run.interrupt()
+        while True:
+            if signal.sigtimedwait({_STOP_SIGNAL}, 0.5) is None:
+                if os.getppid() != kernel:
+                    os._exit(0)
+                continue
+            for call in list(current):
+                call.interrupt()
 
     # Not threading.Thread: its start() waits until the new thread has run, a few ms on a
-    # busy machine, on the way to every call's first row.
+    # busy machine, on the way to the first call's first row.
     _thread.start_new_thread(stop_on_signal, ())
 
     def answer(kind: str, body: Any = None) -> None:
         _write(answers, pickle.dumps((kind, body), protocol=pickle.HIGHEST_PROTOCOL))
 
-    sql_run.on_start = lambda: answer("started")
-    if into:
-        sql_run.emit_batch = lambda batch: answer("batch", batch)
+    locked = False
+    while select.select([requests], [], [], KEEP_S)[0]:
+        message = _read(requests)
+        if message is None:
+            return
+        limits, statements, params, into, names = pickle.loads(message)
+        sql_run = SqlRun(store, limits, read_only=True)
+        sql_run.on_start = lambda: answer("started")
+        if into:
+            sql_run.emit_batch = lambda batch: answer("batch", batch)
+        current.append(sql_run)
+        try:
+            if not locked:
+                ready.lock(limits)
+                locked = True
+            for name in names:
+                if name not in registered:
+                    ready.register(name, frames[name])
+                    registered.add(name)
+            answer("result", sql_run.run_in_memory(ready, statements, params=params, into=into))
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
+            answer("error", _portable(exc))
+        finally:
+            current.remove(sql_run)
+        if laid_out is not None:
+            answer("layouts", _layouts(frames, laid_out))
+            laid_out = None
+
+
+def _layouts(frames: Mapping[str, Any], names: list[str]) -> dict[str, Layout | None]:
+    from agent_kernel.sql import pages
+
+    layouts = {name: pages.layout(frames[name]) for name in names}
     try:
-        answer("result", sql_run.run_in_memory(ready, statements, params=params, into=into))
-    except Exception as exc:  # noqa: BLE001 - every failure goes back to the kernel
-        answer("error", _portable(exc))
+        pickle.dumps(layouts)
+    except Exception:  # noqa: BLE001 - column names that cannot be pickled
+        return {}
+    return layouts
 
 
 def _max_fd() -> int:

@@ -85,6 +85,7 @@ async def db_sql(
     read_only = context.approve == "read-only" or not guard.writes(sql)
     run = sandbox.SqlRun(context.store, sandbox.Limits.from_settings(settings), read_only=read_only)
     frames = kernel_frames(context.namespace, context.hidden_names)
+    _let_forks_go_per_cell(context.shell)
     result = await _off_loop(
         lambda: sql_worker.run_sql(run, statements, params=params, frames=frames, into=into is not None),
         run.interrupt,
@@ -121,6 +122,15 @@ async def db_sql(
             "result into the kernel with into='name'."
         )
     return answer
+
+
+def _let_forks_go_per_cell(shell: Any) -> None:
+    """Have each cell (``run_code``'s code runs as one) let go of the fork db_sql keeps
+    between calls: it holds the kernel's pages as they were when it was made, and while it
+    lives the kernel's first write to each costs a copy."""
+    events = getattr(shell, "events", None)
+    if events is not None and sql_worker.retire_kept not in events.callbacks.get("pre_execute", []):
+        events.register("pre_execute", sql_worker.retire_kept)
 
 
 async def _record_comments(tables: list[str], writer: Provenance) -> None:
@@ -304,21 +314,29 @@ def _check_key(key: str) -> None:
 def bounded_rows(rows: list[tuple[Any, ...]], *, budget: int) -> tuple[list[list[Any]], bool]:
     """``rows`` as JSON-ready lists, as many as fit in ``budget`` characters of JSON (at least one).
 
-    Each row is measured as it is made ready, and the rest are left as soon as one does not
-    fit: a result far over the budget costs about what is shown. (A JSON list is ``[``, its
-    items joined by ``, ``, then ``]``, so the sizes add up exactly.)
+    Rows are made ready and measured a block at a time, and the rest are left as soon as
+    one does not fit: a result far over the budget costs about what is shown, and one
+    within it one encoding a block. (A JSON list is ``[``, its items joined by ``, ``,
+    then ``]``, so the sizes add up exactly.)
     """
     cells: list[list[Any]] = []
     size = 2
-    for row in rows:
-        cell = [json_value(v) for v in row]
-        size += len(_JSON.encode(cell)) + (2 if cells else 0)
-        if size > budget and cells:
-            return cells, True
-        cells.append(cell)
+    for start in range(0, len(rows), _ROWS_A_BLOCK):
+        block = [[json_value(v) for v in row] for row in rows[start : start + _ROWS_A_BLOCK]]
+        block_size = len(_JSON.encode(block)) - 2 + (2 if cells else 0)
+        if size + block_size <= budget:
+            cells.extend(block)
+            size += block_size
+            continue
+        for cell in block:  # the first row that does not fit is in this block
+            size += len(_JSON.encode(cell)) + (2 if cells else 0)
+            if size > budget and cells:
+                return cells, True
+            cells.append(cell)
     return cells, size > budget
 
 
+_ROWS_A_BLOCK = 64
 _JSON = json.JSONEncoder(ensure_ascii=False)
 
 

@@ -85,10 +85,10 @@ def test_sessions_and_stats_show_cost_per_session_day_and_model(shell_agent, scr
     assert f"${cost(FIRST) + cost(SECOND):.4f}" in session_row
     stats = repr(DataMagics(shell_agent.shell, magics).agent_stats("1"))
     usage_table = stats.split("Model calls, last day\n", 1)[1].splitlines()
-    assert usage_table[0].split() == ["day", "model", "calls", "input", "tokens", "output", "tokens", "cost"]
+    assert usage_table[0].split() == ["day", "model", "source", "calls", "input", "tokens", "output", "tokens", "cost"]
     [day] = usage_table[2:3]
     read, prompt = 17_000, 9_200 + 9_300
-    assert day.split()[1:6] == ["scripted-model", "2", f"{prompt:,}", f"({read / prompt:.0%}", "from"]
+    assert day.split()[1:7] == ["scripted-model", "turn", "2", f"{prompt:,}", f"({read / prompt:.0%}", "from"]
     assert day.split()[-2:] == ["130", f"${cost(FIRST) + cost(SECOND):.4f}"]
     assert usage_table[-1] == f"Total ${cost(FIRST) + cost(SECOND):.4f} (UTC days; priced calls only)."
 

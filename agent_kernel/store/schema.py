@@ -358,6 +358,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE context_summaries IS 'Project table (read-only): compactions of long sessions. The request sends summary in place of the session''s first `covers` messages (in order), sends images before message `unimaged` as one-line placeholders and trims tool results before message `trimmed`; table messages keeps them all.';
         """,
     ),
+    # -- inline completion's model calls: no session, source 'completion' -----------------
+    (
+        130,
+        """
+        ALTER TABLE model_calls ADD COLUMN IF NOT EXISTS source VARCHAR DEFAULT 'turn';
+        ALTER TABLE model_calls ALTER COLUMN session_id DROP NOT NULL;
+        ALTER TABLE model_calls ALTER COLUMN turn DROP NOT NULL;
+        COMMENT ON TABLE model_calls IS 'Project table (read-only): every model call (session, turn, model, input/output/cache tokens, duration, cost in USD; cost is NULL when the model has no price). source: turn (a %agent turn and its side calls) or completion (an inline completion in JupyterLab: no session or turn).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

@@ -75,6 +75,16 @@ def completion_calls(store: Store) -> list[tuple[Any, ...]]:
         ).fetchall()
 
 
+def calls_at_least(store: Store, count: int, timeout: float = 20) -> list[tuple[Any, ...]]:
+    """The completion calls once ``count`` are stored (the server stores each after its answer)."""
+    deadline = time.monotonic() + timeout
+    calls = completion_calls(store)
+    while len(calls) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+        calls = completion_calls(store)
+    return calls
+
+
 def test_status_says_completion_is_on_with_the_small_model(client):
     status, reply = client.call("GET", ROUTE)
     assert status == 200
@@ -165,12 +175,14 @@ def test_a_model_error_is_a_line_saying_so_not_a_500(client, model):
 
 def test_each_completion_is_stored_with_source_completion_and_shown_in_stats(client, server, model):
     _, store = server
-    before = len(completion_calls(store))
     model.add(say("42", usage={"input_tokens": 300, "output_tokens": 2}))
     assert text_of(complete(client, {"before": "answer = "})[1]) == "42"
+    deadline = time.monotonic() + 20
+    while not (ours := [c for c in completion_calls(store) if c[3] == 300]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(ours) == 1
+    session_id, turn, model_name, given, output, cost, stop, source = ours[0]
     calls = completion_calls(store)
-    assert len(calls) == before + 1
-    session_id, turn, model_name, given, output, cost, stop, source = calls[-1]
     assert (session_id, turn, model_name, given, output, stop, source) == (
         None, None, "claude-haiku-4-5", 300, 2, "end_turn", "completion",
     )  # fmt: skip
@@ -199,10 +211,7 @@ def test_closing_the_request_cancels_the_model_stream_and_counts_what_it_used(se
     assert first["text"].startswith("y = 1")
     started = time.monotonic()
     connection.close()  # what the editor does on the next keystroke
-    deadline = time.monotonic() + 20
-    while len(completion_calls(store)) == before and time.monotonic() < deadline:
-        time.sleep(0.1)
-    calls = completion_calls(store)
+    calls = calls_at_least(store, before + 1)
     assert len(calls) == before + 1, "the cancelled completion was not stored"
     assert calls[-1][6] == "cancelled" and calls[-1][3] > 0
     assert time.monotonic() - started < 5  # the stream would have run 10 s more

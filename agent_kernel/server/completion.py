@@ -288,13 +288,13 @@ class CompletionHandler(_Handler):
             await self._streaming
         except asyncio.CancelledError:  # the editor closed the request: the next keystroke
             streamed.stop_reason = streamed.stop_reason or "cancelled"
-        finally:
-            await self._record(streamed, params, (time.perf_counter() - started) * 1000)
+        duration_ms = (time.perf_counter() - started) * 1000
         if not self._finished:
             try:
-                self.finish()
+                self.finish()  # before the usage is stored: the editor need not wait for the file
             except StreamClosedError:
                 pass  # the editor had gone
+        await self._record(streamed, params, duration_ms)
 
     def on_connection_close(self) -> None:
         if self._streaming is not None:

@@ -280,6 +280,7 @@ class CompletionHandler(_Handler):
         if reason is not None:
             self.finish(json.dumps({"off": reason}) + "\n")
             return
+        self._no_delay()
         params = model_request(request, model=self.completion.model, max_tokens=self.completion.max_tokens)
         streamed = Streamed(self.completion.model, {})
         started = time.perf_counter()
@@ -295,6 +296,13 @@ class CompletionHandler(_Handler):
             except StreamClosedError:
                 pass  # the editor had gone
         await self._record(streamed, params, duration_ms)
+
+    def _no_delay(self) -> None:
+        """Send each streamed line at once: with Nagle's algorithm a small write waits for
+        the client's delayed acknowledgement of the one before (tens of milliseconds)."""
+        stream = getattr(self.request.connection, "stream", None)
+        if stream is not None and hasattr(stream, "set_nodelay"):
+            stream.set_nodelay(True)
 
     def on_connection_close(self) -> None:
         if self._streaming is not None:

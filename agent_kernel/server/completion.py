@@ -58,6 +58,9 @@ BEFORE_CHARS = 6_000
 AFTER_CHARS = 2_000
 ABOVE_CHARS = 12_000
 
+# Seconds a completion's model call may take in all (the editor has given up long before).
+TIMEOUT_S = 30.0
+
 CURSOR = "<CURSOR>"
 SYSTEM_PROMPT = (
     "You complete code in a Jupyter notebook, as an editor's inline suggestion. The user "
@@ -210,7 +213,7 @@ async def stream_completion(client: Any, params: dict[str, Any], streamed: Strea
     from agent_kernel.secrets import scrub
 
     params = scrub(params)
-    stream = await client.messages.create(**params, stream=True)
+    stream = await client.messages.create(**params, stream=True, timeout=TIMEOUT_S)
     async with stream:
         async for event in stream:
             if event.type == "message_start":

@@ -48,4 +48,4 @@ def test_typing_shows_ghost_text_from_the_model_and_tab_accepts_it(lab_page, jup
     assert sent, "no completion request reached the model"
     last = sent[-1]["messages"][0]["content"]
     assert "values = [3, 5, 8]" in last[0]["text"]
-    assert last[-1]["text"].endswith("mean = <CURSOR>\n</current_cell>")
+    assert last[-1]["text"] == '<current_cell language="python">\nmean = <CURSOR>\n</current_cell>'

@@ -76,7 +76,7 @@ export class AgentInlineCompletionProvider implements IInlineCompletionProvider 
       before: request.text.slice(0, request.offset).slice(-MAX_BEFORE_CHARS),
       after: request.text.slice(request.offset).slice(0, MAX_AFTER_CHARS),
       cells_above: cellsAbove(context),
-      language: language(context)
+      language: language(context, request.mimeType)
     };
     let lines: AsyncGenerator<ILine>;
     try {
@@ -229,16 +229,20 @@ function markdownAsComment(source: string): string {
     .join('\n');
 }
 
-function language(context: IInlineCompletionContext): string {
+/** The language: the notebook's, else the editor's MIME type's (text/x-python: python). */
+function language(context: IInlineCompletionContext, mimeType?: string): string {
   const panel = context.widget;
+  let name: string | undefined;
   if (panel instanceof NotebookPanel) {
-    const info = panel.model?.metadata?.language_info as { name?: string } | undefined;
-    const name = info?.name ?? panel.sessionContext.kernelPreference.language;
-    if (name && /^[A-Za-z0-9_+#.\- ]{1,40}$/.test(name)) {
-      return name;
-    }
+    const metadata = panel.model?.metadata;
+    const info = metadata?.language_info as { name?: string } | undefined;
+    const spec = metadata?.kernelspec as { language?: string } | undefined;
+    name = info?.name || spec?.language || panel.sessionContext.kernelPreference.language;
   }
-  return 'python';
+  if (!name && mimeType && mimeType !== 'text/plain') {
+    name = mimeType.replace(/^(text|application)\/(x-)?/, '');
+  }
+  return name && /^[A-Za-z0-9_+#.\- ]{1,40}$/.test(name) ? name : 'python';
 }
 
 /** Registers the provider with JupyterLab's inline completer (Settings, Inline Completer turns it off). */

@@ -37,8 +37,11 @@ class ServerState:
         from agent_kernel.scheduler.clock import SystemClock
         from agent_kernel.scheduler.service import SchedulerService
 
+        from agent_kernel.store.writer import WriteBehind
+
         self.store = store
         self.completion = completion  # inline completion's settings and model client
+        self.usage_writes = WriteBehind(store)  # inline completions' usage rows, written in batches
         self.root_dir = root_dir
         self.log = log
         self.clock = SystemClock()
@@ -85,6 +88,13 @@ class ServerState:
         self.scheduler.wake()
         self._thread.join(timeout)
         self._thread = None
+
+    def flush_usage(self) -> None:
+        """Write the usage rows still queued (when the server stops)."""
+        try:
+            self.usage_writes.flush(timeout=10.0)
+        except Exception:  # noqa: BLE001 - the server stops all the same
+            self.log.warning("agent-kernel: inline completions' usage was not all saved", exc_info=True)
 
     def output_in_root(self, run: Any, job: Any) -> str | None:
         """The run's output notebook as a path JupyterLab can open (relative to the root)."""
@@ -166,6 +176,7 @@ class AgentKernelServer(ExtensionApp):
         state = getattr(self, "state", None)
         if state is not None:
             await _in_thread(state.stop_scheduler)
+            await _in_thread(state.flush_usage)
 
 
 async def _in_thread(work: Any) -> None:

@@ -20,7 +20,8 @@ its shell channel, which waits behind a running cell, on every keystroke's reque
 cells above, which define those variables, are in the context already.
 
 Each call is stored in ``model_calls`` with source ``completion`` (no session, no turn),
-also a call cancelled mid-stream, with the tokens the API had reported by then.
+also a call cancelled mid-stream, with the tokens the API had reported by then; the rows
+go through a write-behind queue after the answer has ended.
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ class CompletionHandler(_Handler):
                 self.finish()  # before the usage is stored: the editor need not wait for the file
             except StreamClosedError:
                 pass  # the editor had gone
-        await self._record(streamed, params, duration_ms)
+        self._record(streamed, params, duration_ms)
 
     def _no_delay(self) -> None:
         """Send each streamed line at once: with Nagle's algorithm a small write waits for
@@ -340,7 +341,10 @@ class CompletionHandler(_Handler):
         self.write(json.dumps(data) + "\n")
         await self.flush()
 
-    async def _record(self, streamed: Streamed, params: dict[str, Any], duration_ms: float) -> None:
+    def _record(self, streamed: Streamed, params: dict[str, Any], duration_ms: float) -> None:
+        """Queue the call's usage for the store's write-behind thread: opening the DuckDB
+        file costs more than the completion's own work, and completions come in bursts
+        while someone types (their rows are written together)."""
         if not streamed.usage:
             return  # the request never reached the model
         from agent_kernel.model.usage import request_chars
@@ -348,14 +352,12 @@ class CompletionHandler(_Handler):
 
         usage = streamed.call_usage()
         chars = request_chars(params)
-        try:
-            await self.store_call(
-                lambda con: record_completion(
-                    con, usage, duration_ms=duration_ms, request_chars=chars, stop_reason=streamed.stop_reason
-                )
-            )
-        except Exception:  # noqa: BLE001 - the suggestion was served; the store may be busy
-            self.log.warning("agent-kernel: could not store an inline completion's usage", exc_info=True)
+        stop = streamed.stop_reason
+
+        def write(con: Any) -> None:
+            record_completion(con, usage, duration_ms=duration_ms, request_chars=chars, stop_reason=stop)
+
+        self.agent.usage_writes.submit(write)
 
 
 def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:

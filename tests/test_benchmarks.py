@@ -50,6 +50,7 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "context": ((r"Default prompt now .* = [\d,]+ chars", r"\n  now +[\d,]+", r"\n  before +[\d,]+", r"\n +10 +[\d,]+ +[\d,]+", FIGURES), 6),
     "context_budget": ((r"\n +10 +[\d,]+ +[\d,]+", r"compactions: \d+", FIGURES), 3),
     "delegation": ((r"concurrency 16 +[\d.]+", r"\(b\) three 0.2 s isolated steps: .* [\d.]+x faster"), 2),
+    "completion": ((r"model call \(SDK, direct\) +[\d.]+ ms", r"server overhead +-?[\d.]+ ms +-?[\d.]+ ms"), 2),
 }
 USES_KERNELS = {"loop_overhead", "cold_turn", "scheduler_overhead", "blocks"}
 

@@ -85,10 +85,10 @@ def test_sessions_and_stats_show_cost_per_session_day_and_model(shell_agent, scr
     assert f"${cost(FIRST) + cost(SECOND):.4f}" in session_row
     stats = repr(DataMagics(shell_agent.shell, magics).agent_stats("1"))
     usage_table = stats.split("Model calls, last day\n", 1)[1].splitlines()
-    assert usage_table[0].split() == ["day", "model", "calls", "input", "tokens", "output", "tokens", "cost"]
+    assert usage_table[0].split() == ["day", "model", "source", "calls", "input", "tokens", "output", "tokens", "cost"]
     [day] = usage_table[2:3]
     read, prompt = 17_000, 9_200 + 9_300
-    assert day.split()[1:6] == ["scripted-model", "2", f"{prompt:,}", f"({read / prompt:.0%}", "from"]
+    assert day.split()[1:7] == ["scripted-model", "turn", "2", f"{prompt:,}", f"({read / prompt:.0%}", "from"]
     assert day.split()[-2:] == ["130", f"${cost(FIRST) + cost(SECOND):.4f}"]
     assert usage_table[-1] == f"Total ${cost(FIRST) + cost(SECOND):.4f} (UTC days; priced calls only)."
 
@@ -152,3 +152,24 @@ def test_call_usage_and_the_input_estimate():
     estimate.reported(9_200, 40_000)
     assert estimate.next(44_000) == 9_200 + 1_000  # four characters a token for what was added
     assert estimate.next(20_000) == 9_200 - 5_000  # a compacted request is smaller
+
+
+def test_stats_show_inline_completions_as_their_own_source_and_sessions_leave_them_out(shell_agent, scripted_model, agent_db):
+    from agent_kernel.store import Store
+    from agent_kernel.store.usage import record_completion
+
+    shell_agent.agent.config.prices = {"scripted-model": PRICE}
+    scripted_model.add(say("One.", usage=FIRST))
+    shell_agent.ok("one")
+    completion = CallUsage.of("claude-haiku-4-5", {"input_tokens": 400, "output_tokens": 20})
+    with Store(agent_db).connect() as con:  # what the server extension stores for each completion
+        record_completion(con, completion, duration_ms=80.0, request_chars=1_600, stop_reason="end_turn")
+    magics = AgentMagics(shell_agent.shell, shell_agent.agent.config)
+    stats = repr(DataMagics(shell_agent.shell, magics).agent_stats("1"))
+    usage_table = stats.split("Model calls, last day\n", 1)[1].splitlines()
+    sources = {line.split()[2]: line.split() for line in usage_table[2:-1]}
+    assert set(sources) == {"turn", "completion"}
+    assert sources["completion"][1:5] == ["claude-haiku-4-5", "completion", "1", "400"]
+    assert completion.cost is not None and f"Inline completion: ${completion.cost:.4f}." in usage_table[-1]
+    session_row = repr(magics.agent_sessions("--all")).splitlines()[2]
+    assert f"${cost(FIRST):.4f}" in session_row  # the session's cost has no completion in it

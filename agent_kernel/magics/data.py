@@ -42,7 +42,9 @@ class DataMagics(Magics):
         """Code the agent ran in the last DAYS days: runs, successes, failures, mean duration,
         the most common error categories, and its tool calls; then its model calls per day
         and model: input tokens (and the share read from the prompt cache), output tokens,
-        and cost in USD (for models with a price: see AgentKernel.prices).
+        and cost in USD (for models with a price: see AgentKernel.prices). The source column
+        says what made the calls: turn (%agent turns) or completion (inline completion in
+        JupyterLab, made by the server extension).
         """
         from agent_kernel.display.text_tables import Table, Tables
 
@@ -198,13 +200,16 @@ def _usage_table(days: list[Any], period: str) -> Any:
         else:
             cost = usd(d.cost) + (f" + {d.unpriced:,} unpriced" if d.unpriced else "")
         rows.append([
-            f"{d.day:%Y-%m-%d}", d.model, f"{d.calls:,}", f"{d.prompt_tokens:,}{share}",
+            f"{d.day:%Y-%m-%d}", d.model, d.source, f"{d.calls:,}", f"{d.prompt_tokens:,}{share}",
             f"{d.output_tokens:,}", cost,
         ])  # fmt: skip
     total = sum(d.cost or 0.0 for d in days)
     note = "No model calls recorded." if not rows else f"Total {usd(total)} (UTC days; priced calls only)."
+    completions = sum(d.cost or 0.0 for d in days if d.source == "completion")
+    if completions:
+        note += f" Inline completion: {usd(completions)}."
     return Table(
-        ["day", "model", "calls", "input tokens", "output tokens", "cost"], rows,
+        ["day", "model", "source", "calls", "input tokens", "output tokens", "cost"], rows,
         title=f"Model calls, last {period}", note=note,
     )  # fmt: skip
 

@@ -5,6 +5,8 @@ Settings (``jupyter_server_config.py`` or the command line)::
     c.AgentKernelServer.scheduler = False        # do not run the scheduler in the server
     c.AgentKernelServer.max_concurrent_runs = 2  # runs at once when it does
     c.AgentKernelServer.db_path = "/path/agent.duckdb"  # default: AGENT_KERNEL_DB or the data dir
+    c.AgentKernelServer.completion = False       # no inline completion in the editor
+    c.AgentKernelServer.completion_model = "claude-haiku-4-5"  # default: AgentKernel.small_model
 
 The scheduler is the same loop as ``agent-kernel scheduler``, in a thread of the server
 process. Its leader lease keeps one scheduler firing per database: with a separate
@@ -21,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Int, Unicode
+from traitlets import Bool, Float, Int, TraitError, Unicode, validate
 
+from agent_kernel.server.completion import handlers as completion_handlers
 from agent_kernel.server.handlers import handlers
 from agent_kernel.server.provenance import handlers as provenance_handlers
 
@@ -30,11 +33,15 @@ from agent_kernel.server.provenance import handlers as provenance_handlers
 class ServerState:
     """What the handlers share: the store, the server's root, the scheduler thread."""
 
-    def __init__(self, store: Any, root_dir: str, log: Any) -> None:
+    def __init__(self, store: Any, root_dir: str, log: Any, completion: Any = None) -> None:
         from agent_kernel.scheduler.clock import SystemClock
         from agent_kernel.scheduler.service import SchedulerService
 
+        from agent_kernel.store.writer import WriteBehind
+
         self.store = store
+        self.completion = completion  # inline completion's settings and model client
+        self.usage_writes = WriteBehind(store)  # inline completions' usage rows, written in batches
         self.root_dir = root_dir
         self.log = log
         self.clock = SystemClock()
@@ -89,6 +96,13 @@ class ServerState:
         self._thread.join(timeout)
         self._thread = None
 
+    def flush_usage(self) -> None:
+        """Write the usage rows still queued (when the server stops)."""
+        try:
+            self.usage_writes.flush(timeout=10.0)
+        except Exception:  # noqa: BLE001 - the server stops all the same
+            self.log.warning("agent-kernel: inline completions' usage was not all saved", exc_info=True)
+
     def output_in_root(self, run: Any, job: Any) -> str | None:
         """The run's output notebook as a path JupyterLab can open (relative to the root)."""
         from agent_kernel.server.views import relative_path
@@ -121,17 +135,43 @@ class AgentKernelServer(ExtensionApp):
         config=True
     )
 
+    completion = Bool(
+        True,
+        help="Inline completion in JupyterLab's editor (ghost text, Tab accepts), served by this "
+        "server with completion_model; it is off anyway while the server's environment has no "
+        "ANTHROPIC_API_KEY. Each person can also turn it off in JupyterLab's Settings, Inline "
+        "Completer, agent-kernel provider. Its calls count in %agent_stats as source completion.",
+    ).tag(config=True)
+    completion_model = Unicode(
+        "",
+        help="Claude model for inline completion; empty: AgentKernel.small_model (as this server's "
+        "config sets it, else its default).",
+    ).tag(config=True)
+    completion_max_tokens = Int(
+        256, help="max_tokens of each inline completion: the longest suggestion, in tokens."
+    ).tag(config=True)
+
+    @validate("completion_max_tokens")
+    def _valid_completion_max_tokens(self, proposal: dict[str, Any]) -> int:
+        if not 1 <= proposal["value"] <= 4096:
+            raise TraitError(f"completion_max_tokens is from 1 to 4,096 tokens, not {proposal['value']}.")
+        return int(proposal["value"])
+
     def initialize_settings(self) -> None:
+        from agent_kernel.config import AgentKernel
         from agent_kernel.paths import default_db_path
+        from agent_kernel.server.completion import Completion
         from agent_kernel.store import Store
 
         store = Store(Path(self.db_path).expanduser() if self.db_path else default_db_path())
         root = self.serverapp.root_dir if self.serverapp is not None else "."
-        self.state = ServerState(store, str(Path(root).expanduser().resolve()), self.log)
+        model = self.completion_model or AgentKernel(config=self.config).small_model
+        completion = Completion(enabled=self.completion, model=model, max_tokens=self.completion_max_tokens)
+        self.state = ServerState(store, str(Path(root).expanduser().resolve()), self.log, completion)
         self.settings.update({"agent_kernel_state": self.state})
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers() + provenance_handlers())
+        self.handlers.extend(handlers() + provenance_handlers() + completion_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         if self.scheduler:
@@ -143,6 +183,7 @@ class AgentKernelServer(ExtensionApp):
         state = getattr(self, "state", None)
         if state is not None:
             await _in_thread(state.stop_scheduler)
+            await _in_thread(state.flush_usage)
 
 
 async def _in_thread(work: Any) -> None:

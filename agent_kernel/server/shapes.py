@@ -180,10 +180,21 @@ class DayJson(TypedDict):
     cost: float | None
 
 
+class SourceUsageJson(TypedDict):
+    """The model calls of one source (``turn`` or ``completion``) over the period."""
+
+    calls: int
+    input_tokens: int  # cached or not
+    output_tokens: int
+    cost: float | None  # US dollars of the priced calls; None when none was priced
+
+
 class StatsJson(TypedDict):
-    """``GET /stats?days=N``: code runs, failures by category, tool calls, tokens, cost per day."""
+    """``GET /stats?days=N``: code runs, failures by category, tool calls, tokens, cost per
+    day, and model calls by source (``turn``: %agent turns; ``completion``: inline completion)."""
 
     days: int
+    model_calls: dict[str, SourceUsageJson]
     code_runs: int
     succeeded: int
     failed: int

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
-    from agent_kernel.server.shapes import JobJson, RunDetailJson, RunJson, SessionDetailJson, SessionJson, StatsJson
+    from agent_kernel.server.shapes import (
+        JobJson, RunDetailJson, RunJson, SessionDetailJson, SessionJson, SourceUsageJson, StatsJson,
+    )
     from agent_kernel.store.sessions import Session
 
 MAX_MESSAGES = 500
@@ -200,6 +202,7 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> Stat
     )
     return {
         "days": days,
+        "model_calls": model_calls_by_source(con, since),
         "code_runs": summary.executions,
         "succeeded": summary.succeeded,
         "failed": summary.failed,
@@ -214,6 +217,26 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> Stat
             for day, runs, failed in per_day
         ],
     }
+
+
+def model_calls_by_source(con: duckdb.DuckDBPyConnection, since: datetime) -> dict[str, SourceUsageJson]:
+    """Model calls since ``since`` for each source (``turn``, ``completion``): calls, tokens, cost."""
+    from agent_kernel.store.usage import SOURCES
+
+    rows = con.execute(
+        "SELECT coalesce(source, 'turn'), count(*), sum(input_tokens + cache_read_tokens + cache_write_tokens), "
+        "sum(output_tokens), sum(cost_usd) FROM model_calls WHERE created_at >= ? GROUP BY ALL",
+        [since],
+    ).fetchall()
+    found: dict[str, SourceUsageJson] = {
+        source: {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None} for source in SOURCES
+    }
+    for source, calls, given, output, cost in rows:
+        found[source] = {
+            "calls": int(calls), "input_tokens": int(given or 0), "output_tokens": int(output or 0),
+            "cost": None if cost is None else float(cost),
+        }  # fmt: skip
+    return found
 
 
 def _iso_naive(value: datetime | None) -> str | None:

@@ -401,6 +401,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON COLUMN code_executions.seq IS 'The run''s place among its turn''s runs (1, 2, ...); NULL for runs stored before it was kept (they are ordered by created_at).';
         """,
     ),
+    # -- inline completion's model calls: no session, source 'completion' -----------------
+    (
+        170,
+        """
+        ALTER TABLE model_calls ADD COLUMN IF NOT EXISTS source VARCHAR DEFAULT 'turn';
+        ALTER TABLE model_calls ALTER COLUMN session_id DROP NOT NULL;
+        ALTER TABLE model_calls ALTER COLUMN turn DROP NOT NULL;
+        COMMENT ON TABLE model_calls IS 'Project table (read-only): every model call (session, turn, model, input/output/cache tokens, duration, cost in USD; cost is NULL when the model has no price). source: turn (a %agent turn and its side calls) or completion (an inline completion in JupyterLab: no session or turn).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 
     from agent_kernel.model.usage import CallUsage
 
-__all__ = ["DayUsage", "SessionUsage", "UsageLog", "daily", "session_usage", "sessions_cost"]
+__all__ = ["SOURCES", "DayUsage", "SessionUsage", "UsageLog", "daily", "record_completion", "session_usage", "sessions_cost"]
+
+# What made a model call (model_calls.source): a turn (with its side calls) or an inline
+# completion (no session: the server extension makes it for the editor).
+SOURCES = ("turn", "completion")
 
 
 def _utc_now() -> datetime:
@@ -63,6 +67,24 @@ _CALL_COLUMNS = (
     "session_id, turn, call, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
     "request_chars, duration_ms, cost_usd, stop_reason, created_at"
 )
+
+
+def record_completion(
+    con: duckdb.DuckDBPyConnection,
+    usage: CallUsage,
+    *,
+    duration_ms: float | None,
+    request_chars: int | None,
+    stop_reason: str | None,
+) -> None:
+    """Store one inline completion's model call: source ``completion``, no session or turn.
+
+    A completion cancelled while it streamed is stored too, with the tokens the API had
+    reported by then (its input is billed whether or not the answer was read)."""
+    insert_rows(con, "model_calls", _CALL_COLUMNS + ", source", [[
+        None, None, 1, usage.model, usage.input_tokens, usage.output_tokens, usage.cache_read,
+        usage.cache_write, request_chars, duration_ms, usage.cost, stop_reason, _utc_now(), "completion",
+    ]])  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -110,10 +132,11 @@ def sessions_cost(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> dic
 
 @dataclass(frozen=True)
 class DayUsage:
-    """One model's calls on one day (UTC)."""
+    """One model's calls of one source (:data:`SOURCES`) on one day (UTC)."""
 
     day: date
     model: str
+    source: str
     calls: int
     input_tokens: int
     output_tokens: int
@@ -128,16 +151,16 @@ class DayUsage:
 
 
 def daily(con: duckdb.DuckDBPyConnection, days: int) -> list[DayUsage]:
-    """Tokens and cost per day and model over the last ``days`` days, newest first."""
+    """Tokens and cost per day, model and source over the last ``days`` days, newest first."""
     since = _utc_now() - timedelta(days=days)
     rows = con.execute(
-        "SELECT CAST(created_at AS DATE) AS day, model, count(*), sum(input_tokens), sum(output_tokens), "
-        "sum(cache_read_tokens), sum(cache_write_tokens), sum(cost_usd), "
+        "SELECT CAST(created_at AS DATE) AS day, model, coalesce(source, 'turn') AS source, count(*), "
+        "sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(cost_usd), "
         "count(*) FILTER (WHERE cost_usd IS NULL) "
-        "FROM model_calls WHERE created_at >= ? GROUP BY ALL ORDER BY day DESC, model",
+        "FROM model_calls WHERE created_at >= ? GROUP BY ALL ORDER BY day DESC, source DESC, model",
         [since],
     ).fetchall()
     return [
-        DayUsage(day, model, int(n), int(i), int(o), int(r), int(w), None if c is None else float(c), int(u))
-        for day, model, n, i, o, r, w, c, u in rows
+        DayUsage(day, model, source, int(n), int(i), int(o), int(r), int(w), None if c is None else float(c), int(u))
+        for day, model, source, n, i, o, r, w, c, u in rows
     ]

@@ -9,6 +9,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { attachNotebooks } from './channel';
+import { completionPlugin } from './completion';
 import { AgentPanel } from './panel';
 import { scheduleNotebook } from './schedule';
 
@@ -107,4 +108,4 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+export default [plugin, completionPlugin];

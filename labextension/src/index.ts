@@ -9,6 +9,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { attachNotebooks } from './channel';
+import { FailureWatcher } from './jobs';
 import { AgentPanel } from './panel';
 import { scheduleNotebook } from './schedule';
 
@@ -49,6 +50,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;
     app.shell.add(panel, 'left', { rank: 650 });
+    new FailureWatcher(run => {
+      app.shell.activateById(panel.id);
+      void panel.jobsManager.show(run.job_id);
+    }).start();
 
     const refresh = () => void panel.refresh();
 

@@ -63,51 +63,65 @@ export class JobsManager {
     }
   }
 
+  /**
+   * Fetch the chosen job's versions and runs and redraw, unless nothing changed (the panel
+   * polls: a redraw would replace the buttons under the pointer). Of draws that overlap,
+   * the one started last that has finished is shown.
+   */
   private async draw(): Promise<void> {
+    const seq = ++this.started;
+    const job = this.jobs.find(j => j.id === this.selected);
+    let versions: IJobVersion[] = [];
+    let runs: IRun[] = [];
+    let detail: IRunDetail | null = null;
+    let failure = '';
+    if (job) {
+      try {
+        [versions, runs] = await Promise.all([
+          api.versions(job.id).then(v => v.versions),
+          api.jobRuns(job.id).then(r => r.runs)
+        ]);
+        if (this.openRun && runs.some(r => r.id === this.openRun)) {
+          detail = await api.run(this.openRun);
+        }
+      } catch (error) {
+        failure = (error as Error).message;
+      }
+    }
+    if (seq < this.shown || (job && job.id !== this.selected)) {
+      return; // a later draw is shown already, or another job was chosen meanwhile
+    }
+    this.shown = seq;
+    const names = this.jobs.map(j => [j.id, j.name]);
+    const key = JSON.stringify([names, this.selected, job, versions, runs, detail, failure]);
+    if (key === this.drawnKey) {
+      return;
+    }
+    this.drawnKey = key;
     const chooser = el('select', {
       className: 'ak-select', name: 'job', title: 'The job to show',
       onchange: (event: Event) => void this.show((event.target as HTMLSelectElement).value || null)
     },
-      el('option', { value: '', selected: !this.selected }, this.jobs.length ? 'Choose a job…' : 'No jobs'),
-      ...this.jobs.map(job => el('option', { value: job.id, selected: job.id === this.selected }, job.name))
+      el('option', { value: '', selected: !job }, this.jobs.length ? 'Choose a job…' : 'No jobs'),
+      ...this.jobs.map(j => el('option', { value: j.id, selected: j.id === job?.id }, j.name))
     );
     const head = el('h3', {}, 'Job ', chooser);
-    const job = this.jobs.find(j => j.id === this.selected);
     if (!job) {
       this.node.replaceChildren(head);
-      return;
+    } else if (failure) {
+      this.node.replaceChildren(head, el('p', { className: 'ak-error' }, failure));
+    } else {
+      this.node.replaceChildren(
+        head,
+        el('div', { className: 'ak-job-detail', 'data-job-id': job.id },
+          this.summary(job),
+          this.actions(job),
+          this.parameters(job),
+          this.history(versions),
+          this.runList(job, runs, detail)
+        )
+      );
     }
-    const drawn = this.drawing = Symbol('draw');
-    let versions: IJobVersion[] = [];
-    let runs: IRun[] = [];
-    let detail: IRunDetail | null = null;
-    try {
-      [versions, runs] = await Promise.all([
-        api.versions(job.id).then(v => v.versions),
-        api.jobRuns(job.id).then(r => r.runs)
-      ]);
-      if (this.openRun && runs.some(r => r.id === this.openRun)) {
-        detail = await api.run(this.openRun);
-      }
-    } catch (error) {
-      if (drawn === this.drawing) {
-        this.node.replaceChildren(head, el('p', { className: 'ak-error' }, (error as Error).message));
-      }
-      return;
-    }
-    if (drawn !== this.drawing) {
-      return; // a later draw has started
-    }
-    this.node.replaceChildren(
-      head,
-      el('div', { className: 'ak-job-detail', 'data-job-id': job.id },
-        this.summary(job),
-        this.actions(job),
-        this.parameters(job),
-        this.history(versions),
-        this.runList(job, runs, detail)
-      )
-    );
   }
 
   private summary(job: IJob): HTMLElement {
@@ -119,7 +133,7 @@ export class JobsManager {
     return el('table', { className: 'ak-figures ak-job-facts' },
       fact('Name', job.name),
       fact('Schedule', job.schedule, job.cron ?? job.at ?? ''),
-      fact('State', job.enabled ? `active · next ${relative(job.next_run)}` : 'paused', local(job.next_run)),
+      fact('State', job.enabled ? `active · next ${local(job.next_run)}` : 'paused', relative(job.next_run)),
       job.notebook_path || job.notebook ? fact('Notebook', job.notebook_path ?? job.notebook ?? '') : null,
       job.task ? fact('Task', job.task) : null,
       fact('Overlap', job.overlap),
@@ -157,11 +171,11 @@ export class JobsManager {
     return el('div', { className: 'ak-job-versions' },
       el('h4', {}, 'Versions'),
       el('ul', { className: 'ak-list' },
-        ...versions.map(v => el('li', { className: 'ak-version', 'data-version': String(v.version), title: local(v.changed_at) },
+        ...versions.map(v => el('li', { className: 'ak-version', 'data-version': String(v.version), title: relative(v.changed_at) },
           el('div', { className: 'ak-row' },
             el('strong', {}, `v${v.version}`),
             el('span', {}, v.changed.length ? `changed ${v.changed.join(', ')}` : 'created'),
-            el('span', { className: 'ak-muted' }, `by ${v.changed_by} · ${relative(v.changed_at)}`)
+            el('span', { className: 'ak-muted' }, `by ${v.changed_by} · ${local(v.changed_at)}`)
           )
         ))
       )
@@ -175,7 +189,7 @@ export class JobsManager {
       return el('li', { className: 'ak-run ak-job-run', 'data-run': run.id },
         el('div', { className: 'ak-row' },
           el('span', { className: `ak-status ak-status-${run.status.toLowerCase()}` }, run.status),
-          el('span', { title: local(run.started_at ?? run.scheduled_for) }, relative(run.started_at ?? run.scheduled_for)),
+          el('span', { title: relative(run.started_at ?? run.scheduled_for) }, local(run.started_at ?? run.scheduled_for)),
           el('span', { className: 'ak-muted' }, duration(run.seconds)),
           run.job_version ? el('span', { className: 'ak-muted', title: 'The version of the job it ran' }, `v${run.job_version}`) : null,
           run.cause && run.cause !== 'schedule' ? el('span', { className: 'ak-muted' }, run.cause) : null
@@ -256,7 +270,9 @@ export class JobsManager {
   private jobs: IJob[] = [];
   private selected: string | null = null;
   private openRun: string | null = null;
-  private drawing: symbol | null = null;
+  private started = 0;
+  private shown = 0;
+  private drawnKey = '';
 }
 
 function logs(run: IRunDetail): HTMLElement {

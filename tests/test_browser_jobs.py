@@ -41,7 +41,7 @@ def write_notebook(lab, name: str, source: str) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [
-        nbformat.v4.new_code_cell("who = 'nobody'", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("who = 'nobody'\ntimes = 1", metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell(source),
     ]
     nbformat.write(nb, lab.root / f"{name}.ipynb")
@@ -97,6 +97,8 @@ def test_a_job_is_edited_in_the_schedule_dialog_and_a_refused_change_shows_in_it
     assert dialog.locator("input[name='timezone']").input_value() == "UTC"
     assert dialog.locator("input[name='parameter-who']").input_value() == "'server'"
     assert dialog.locator("input[name='timeout_s']").input_value() == "3600"
+    # The notebook's own parameter, as the notebook has it: left so, it stays the notebook's.
+    assert dialog.locator("input[name='parameter-times']").input_value() == "1"
     # A change the server refuses: its message shows in the dialog, which keeps what was typed.
     dialog.locator("select[name='preset']").select_option(label="Custom (edit the cron expression)")
     dialog.locator("input[name='cron']").fill("every day")
@@ -148,10 +150,14 @@ def test_a_jobs_detail_shows_a_run_now_with_other_parameters_its_logs_and_output
     dialog = page.locator(".jp-Dialog")
     dialog.get_by_text("Run “daily” now with…").wait_for(timeout=30_000)
     assert dialog.locator("input[name='parameter-who']").input_value() == "'server'"
+    assert dialog.locator("input[name='parameter-times']").input_value() == "1"  # the notebook's own
     dialog.locator("input[name='parameter-who']").fill("'visitor'")
+    dialog.locator("input[name='parameter-times']").fill("2")
     dialog.get_by_role("button", name="Run now").click()
-    run = wait_for_run(page, panel, detail, "SUCCEEDED", "who = 'visitor'")
+    run = wait_for_run(page, panel, detail, "SUCCEEDED", "who = 'visitor', times = 2")
     assert call(lab, "GET", f"/jobs/{job['id']}")["parameters"] == {"who": "server"}
+    [listed] = call(lab, "GET", f"/runs?job={job['id']}")["runs"]
+    assert listed["parameters"] == {"who": "visitor", "times": 2}
 
     # Its logs: what the kernel printed to stdout and stderr.
     run.get_by_role("button", name="Logs").click()

@@ -15,7 +15,7 @@ import { Widget } from '@lumino/widgets';
 
 import { api, IJob, IJobVersion, IRun, IRunDetail, IRunOutput } from './api';
 import { duration, el, local, relative } from './dom';
-import { carryOver, editJob, pythonLiteral, pythonValue } from './schedule';
+import { carryOver, editJob, notebookDefaults, pythonLiteral, pythonValue, withoutUnchangedDefaults } from './schedule';
 
 const FAILED = new Set(['FAILED', 'TIMED_OUT', 'LOST']);
 const ACTIVE = new Set(['QUEUED', 'RUNNING']);
@@ -151,7 +151,7 @@ export class JobsManager {
       this.button('Run now', () => api.runNow(job.id)),
       job.kind === 'notebook' ? this.button('Run with…', () => this.runWith(job)) : null,
       job.kind === 'notebook'
-        ? this.button('Edit…', () => editJob(job, () => this.changed()))
+        ? this.button('Edit…', () => editJob(job, () => this.changed(), this.app.serviceManager.contents))
         : null
     );
   }
@@ -222,10 +222,11 @@ export class JobsManager {
 
   /** "Run with…": a run now with other parameters (the job keeps its own). */
   private async runWith(job: IJob): Promise<void> {
-    let form = new ParametersForm(job.parameters ?? {});
+    const notebookOnly = await notebookDefaults(this.app.serviceManager.contents, job);
+    let form = new ParametersForm(job.parameters ?? {}, notebookOnly);
     for (let refused = ''; ; ) {
       if (refused) {
-        const next = new ParametersForm(job.parameters ?? {});
+        const next = new ParametersForm(job.parameters ?? {}, notebookOnly);
         carryOver(form.node, next.node);
         next.showError(refused);
         form = next;
@@ -288,11 +289,13 @@ function logs(run: IRunDetail): HTMLElement {
 
 /** The form of "Run with…": the job's parameters as Python literals, to change. */
 class ParametersForm extends Widget {
-  constructor(parameters: Record<string, unknown>) {
+  /** `notebookOnly`: the notebook's parameters the job does not set, with their defaults. */
+  constructor(parameters: Record<string, unknown>, private notebookOnly: Map<string, string>) {
     super();
     this.addClass('ak-schedule-form');
-    this.rows = Object.entries(parameters).map(([name, value]) => ({
-      name, input: el('input', { className: 'jp-mod-styled', name: `parameter-${name}`, value: pythonLiteral(value) })
+    const shown = [...Object.entries(parameters).map(([name, value]) => [name, pythonLiteral(value)]), ...notebookOnly];
+    this.rows = shown.map(([name, value]) => ({
+      name, input: el('input', { className: 'jp-mod-styled', name: `parameter-${name}`, value })
     }));
     this.node.append(
       el('p', { className: 'ak-muted' }, 'This run only: the job keeps its parameters. Values are Python literals.'),
@@ -303,7 +306,8 @@ class ParametersForm extends Widget {
   }
 
   getValue(): Record<string, unknown> {
-    return Object.fromEntries(this.rows.map(row => [row.name, pythonValue(row.input.value)]));
+    const values = Object.fromEntries(this.rows.map(row => [row.name, pythonValue(row.input.value)]));
+    return withoutUnchangedDefaults(values, this.rows, this.notebookOnly);
   }
 
   showError(message: string): void {

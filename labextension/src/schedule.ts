@@ -97,8 +97,9 @@ function timezones(): string[] {
 }
 
 class ScheduleForm extends Widget {
-  /** `job`: the job to edit (the form starts from it and shows its other settings too). */
-  constructor(path: string, parameters: IParameter[], job?: IJob) {
+  /** `job`: the job to edit (the form starts from it and shows its other settings too);
+   * `notebookOnly`: parameters of the notebook the job does not set, with their defaults. */
+  constructor(path: string, parameters: IParameter[], job?: IJob, private notebookOnly = new Map<string, string>()) {
     super();
     this.addClass('ak-schedule-form');
     this.path = path;
@@ -211,8 +212,9 @@ class ScheduleForm extends Widget {
     if (value.overlap !== job.overlap) {
       change.overlap = value.overlap;
     }
-    if (JSON.stringify(value.parameters) !== JSON.stringify(job.parameters ?? {})) {
-      change.parameters = value.parameters;
+    const parameters = withoutUnchangedDefaults(value.parameters ?? {}, this.parameterRows, this.notebookOnly);
+    if (JSON.stringify(parameters) !== JSON.stringify(job.parameters ?? {})) {
+      change.parameters = parameters;
     }
     if (this.timeout) {
       const timeout = Number(this.timeout.value);
@@ -289,13 +291,17 @@ class ScheduleForm extends Widget {
  * The dialog opened from a job, to change it: the fields that differ are sent as one PATCH
  * (a new version of the job); a refusal shows in the dialog, which stays open.
  */
-export async function editJob(job: IJob, onSaved: () => void): Promise<void> {
-  const parameters = Object.entries(job.parameters ?? {}).map(([name, value]) => ({ name, value: pythonLiteral(value) }));
+export async function editJob(job: IJob, onSaved: () => void, contents?: Contents.IManager): Promise<void> {
+  const notebookOnly = contents ? await notebookDefaults(contents, job) : new Map<string, string>();
+  const parameters = [
+    ...Object.entries(job.parameters ?? {}).map(([name, value]) => ({ name, value: pythonLiteral(value) })),
+    ...Array.from(notebookOnly, ([name, value]) => ({ name, value }))
+  ];
   const path = job.notebook_path ?? job.notebook ?? job.name;
-  let form = new ScheduleForm(path, parameters, job);
+  let form = new ScheduleForm(path, parameters, job, notebookOnly);
   for (let refused = ''; ; ) {
     if (refused) {
-      const next = new ScheduleForm(path, parameters, job);
+      const next = new ScheduleForm(path, parameters, job, notebookOnly);
       carryOver(form.node, next.node);
       next.showError(refused);
       form = next;
@@ -322,6 +328,44 @@ export async function editJob(job: IJob, onSaved: () => void): Promise<void> {
       refused = (error as Error).message;
     }
   }
+}
+
+/**
+ * The parameters of the job's notebook (its cell tagged `parameters`) that the job does not
+ * set, with their defaults as written; none when the notebook cannot be read.
+ */
+export async function notebookDefaults(contents: Contents.IManager, job: IJob): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (!job.notebook_path) {
+    return found;
+  }
+  try {
+    const model = await contents.get(job.notebook_path, { content: true });
+    for (const p of notebookParameters(model.content)) {
+      if (!(p.name in (job.parameters ?? {}))) {
+        found.set(p.name, p.value);
+      }
+    }
+  } catch {
+    // moved or unreadable: the job's own parameters are still shown
+  }
+  return found;
+}
+
+/** `values` without the notebook's own parameters left as the notebook has them: those
+ * stay the notebook's (a default such as `date.today()` is code, not a value to send). */
+export function withoutUnchangedDefaults(
+  values: Record<string, unknown>,
+  rows: { name: string; input: HTMLInputElement }[],
+  notebookOnly: Map<string, string>
+): Record<string, unknown> {
+  const kept = { ...values };
+  for (const row of rows) {
+    if (notebookOnly.get(row.name) === row.input.value.trim()) {
+      delete kept[row.name];
+    }
+  }
+  return kept;
 }
 
 /**

@@ -13,10 +13,11 @@ from datetime import datetime, timedelta
 import nbformat
 import pytest
 
-from agent_kernel.scheduler import leader
+from agent_kernel.scheduler import ScheduleError, leader
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.jobs import Jobs, Policy
 from agent_kernel.scheduler.runs import Runs
+from agent_kernel.scheduler.service import SchedulerService
 
 from .scheduling import (
     UTC,
@@ -248,6 +249,32 @@ def test_failures_are_retried_with_backoff_up_to_the_limit(store, home, tmp_path
     clock.advance(minutes=10)
     assert daemon.run_once() == []  # max_retries=2: no fourth attempt
     assert [r.scheduled_for for r in runs_of(store, job)] == [T0 + timedelta(seconds=1)] * 3
+
+
+def test_a_run_now_with_other_values_uses_them_over_the_jobs_and_so_does_its_retry(store, home, tmp_path):
+    notebook = write_notebook(
+        tmp_path / "report.ipynb", "print(f'region={region} rows={rows}')\nassert region != 'south'",
+        parameters="region = 'all'\nrows = 0",
+    )  # fmt: skip
+    clock = ManualClock(T0)
+    job = add_job(store, name="report", notebook=str(notebook), cron="0 3 * * *", parameters={"region": "north", "rows": 3},
+                  now=clock.now(), policy=Policy(max_retries=1, retry_on=("FAILED",), retry_delay_s=0))  # fmt: skip
+    service = SchedulerService(store, home=home, clock=clock)
+    with pytest.raises(ScheduleError, match="class"):
+        service.run_now(job.id, parameters={"class": 1})  # checked as a job's parameters are
+    assert runs_of(store, job) == []
+    queued = service.run_now(job.id, parameters={"region": "south"}).run
+    assert queued.parameters == {"region": "south"}
+    daemon = scheduler(store, home, clock)
+    first, retry = daemon.run_once()  # the retry is due at once (no back-off)
+    assert first.status == "FAILED" and first.parameters == {"region": "south"}
+    assert outputs(nbformat.read(first.output_path, as_version=4).cells[-1]).startswith("region=south rows=3\n")
+    assert (retry.attempt, retry.status, retry.parameters) == (2, "FAILED", {"region": "south"})
+    assert get_job(store, job).parameters == {"region": "north", "rows": 3}  # the job keeps its own
+    clock.advance(seconds=1)  # a manual run's slot is its instant
+    assert service.run_now(job.id).run.parameters is None
+    [done] = daemon.run_once()
+    assert done.status == "SUCCEEDED" and "region=north rows=3" in outputs(nbformat.read(done.output_path, as_version=4).cells[-1])
 
 
 def test_a_run_whose_scheduler_stopped_heartbeating_is_lost_and_retried_once(store, home, tmp_path):

@@ -288,8 +288,18 @@ def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client
     assert status == 200 and [v["version"] for v in versions["versions"]] == [1]  # nothing refused was kept
     status, _ = client.call("PATCH", f"{API}/jobs/nosuchjob", {"enabled": True})
     assert status == 404
-    status, reply = client.call("POST", f"{API}/jobs/{made['id']}/run", {"now": True})
-    assert status == 400 and reply["message"] == "This route takes no body."
+    runs_with = [
+        ({"now": True}, "Unknown field(s): now; this route takes only `parameters`."),
+        ({"parameters": [1]}, "`parameters` must be an object of name: value pairs."),
+        ({"parameters": {"a b": 1}}, "'a b' is not one"),
+        ({"parameters": {"class": 1}}, "class"),  # the scheduler's check: a keyword is no name
+        ({"parameters": {"big": "x" * 300_000}}, "bytes as JSON; at most"),
+    ]
+    for body, message in runs_with:
+        status, reply = client.call("POST", f"{API}/jobs/{made['id']}/run", body)
+        assert status == 400 and message in reply["message"], (body, reply)
+    status, listed = client.call("GET", f"{API}/runs?job={made['id']}")
+    assert listed["runs"] == []  # nothing refused was queued
     status, reply = client.call("POST", f"{API}/jobs/nosuchjob/run")
     assert status == 404 and reply["message"] == "No job 'nosuchjob'."
     client.call("DELETE", f"{API}/jobs/{made['id']}")
@@ -400,6 +410,20 @@ def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_roo
     assert "-hello server" in diff["changes"][0]["diff"] and "+hello again" in diff["changes"][0]["diff"]
     status, reply = client.call("POST", f"{API}/runs/{second['id']}", {"action": "explain"})
     assert status == 400 and "did not fail (SUCCEEDED)" in reply["message"]
+    # A run now with another value: this run uses it, the job keeps its own (and its version).
+    status, other = client.call("POST", f"{API}/jobs/{job['id']}/run", {"parameters": {"who": "visitor"}})
+    assert status == 202 and other["parameters"] == {"who": "visitor"} and other["cause"] == "manual"
+    while True:
+        status, third = client.call("GET", f"{API}/runs/{other['id']}")
+        if third["status"] not in ("QUEUED", "RUNNING") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert third["status"] == "SUCCEEDED" and third["parameters"] == {"who": "visitor"}, third
+    status, page = client.call("GET", f"{API}/runs/{third['id']}/output")
+    assert "hello visitor" in page["html"]
+    status, one = client.call("GET", f"{API}/jobs/{job['id']}")
+    assert one["parameters"] == {"who": "again"} and one["version"] == 2 and third["job_version"] == 2
+    assert second["parameters"] is None
     # A copy to edit goes into the root.
     status, opened = client.call("POST", f"{API}/runs/{run['id']}", {"action": "open"})
     assert status == 200 and opened["path"] == f"agent-kernel-runs/hello-{run['id']}.ipynb"

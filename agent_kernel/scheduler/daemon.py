@@ -424,7 +424,7 @@ class Scheduler:
         delay = policy.retry_delay(run.attempt)
         retry = Runs(con).insert(
             job.id, run.scheduled_for, cause="retry", attempt=run.attempt + 1,
-            not_before=now + timedelta(seconds=delay),
+            not_before=now + timedelta(seconds=delay), parameters=run.parameters,
         )  # fmt: skip
         if retry is None:
             return False

@@ -3,7 +3,7 @@ JupyterLab panel read it (instants as ISO 8601 UTC, None where not reached yet).
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 class RunRecord(TypedDict):
@@ -37,4 +37,5 @@ class RunRecord(TypedDict):
     explanation: str | None  # why it failed (runs explain, or the job's explain option)
     explain_tokens: int | None
     explain_cost: float | None
+    parameters: dict[str, Any] | None  # over its job's, by name (a run now with other values)
     seconds: float | None  # from start to finish, once both are known

@@ -14,6 +14,7 @@ fire once: inserting a firing that exists already does nothing.
 from __future__ import annotations
 
 import builtins
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,7 +40,7 @@ _COLUMNS = (
     "started_at", "finished_at", "heartbeat_at", "worker", "executor", "executor_detail",
     "run_dir", "output_path", "error", "error_cell", "exit_code", "cells_done", "cells_total",
     "cancel_requested", "job_version", "notified", "notify_error", "explanation", "explain_tokens",
-    "explain_cost",
+    "explain_cost", "parameters",
 )  # fmt: skip
 _INSTANTS = {"scheduled_for", "not_before", "created_at", "started_at", "finished_at", "heartbeat_at"}
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM runs"
@@ -79,12 +80,15 @@ class Run:
     explanation: str | None = None  # why it failed, by the small model (explain.py)
     explain_tokens: int | None = None
     explain_cost: float | None = None
+    parameters: dict[str, Any] | None = None  # over its job's (a run now with other values)
 
     @classmethod
     def from_row(cls, row: tuple[Any, ...]) -> Run:
         values = dict(zip(_COLUMNS, row))
         for name in _INSTANTS:
             values[name] = from_db(values[name])
+        if isinstance(values["parameters"], str):
+            values["parameters"] = json.loads(values["parameters"])
         return cls(**values)
 
     @property
@@ -126,6 +130,7 @@ class Run:
             "explanation": self.explanation,
             "explain_tokens": self.explain_tokens,
             "explain_cost": self.explain_cost,
+            "parameters": self.parameters,
             "seconds": self.seconds,
         }
 
@@ -225,20 +230,23 @@ class Runs:
         error: str | None = None,
         worker: str | None = None,
         now: datetime | None = None,
+        parameters: dict[str, Any] | None = None,
     ) -> Run | None:
-        """Record a firing; None when this (job, slot, attempt) was fired already."""
+        """Record a firing; None when this (job, slot, attempt) was fired already.
+        ``parameters``: values the run uses over its job's parameters (by name)."""
         run_id = uuid.uuid4().hex[:12]
         running = status == RUNNING
         row = self.con.execute(
             "INSERT INTO runs (id, job_id, scheduled_for, attempt, cause, status, not_before, error, "
-            "worker, started_at, heartbeat_at, finished_at, job_version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "worker, started_at, heartbeat_at, finished_at, parameters, job_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             f"{_JOB_VERSION if running else 'NULL'}) ON CONFLICT DO NOTHING RETURNING {', '.join(_COLUMNS)}",
             [
                 run_id, job_id, to_db(scheduled_for), attempt, cause, status,
                 to_db(not_before or scheduled_for), error, worker,
                 to_db(now) if running else None, to_db(now) if running else None,
                 to_db(now) if status == SKIPPED else None,
+                None if parameters is None else json.dumps(parameters),
                 *([job_id] if running else []),
             ],
         ).fetchone()

@@ -298,18 +298,28 @@ class SchedulerService:
         *,
         wait: bool = False,
         on_progress: Callable[[Run, dict[str, Any]], None] | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> RunState:
         """Queue a manual run of the job now; a scheduler starts it within a moment.
 
         With ``wait``, this process runs it (leader or not) and returns it once it has
         ended; ``on_progress(run, progress)`` sees its cells as they execute.
+        ``parameters``: values this run uses over the job's (checked as a job's are); the
+        job keeps its own.
         """
+        from agent_kernel.scheduler.checks import check_parameters
+
+        if parameters is not None:
+            parameters = dict(parameters)
+            check_parameters(parameters)
+            if not parameters:
+                parameters = None
         now = self.clock.now()
         here = self._scheduler_here() if wait else None
         try:
             with self._connect() as con:
                 job = self._job(con, key, KINDS)
-                run = Runs(con).insert(job.id, now, cause="manual", now=now)
+                run = Runs(con).insert(job.id, now, cause="manual", now=now, parameters=parameters)
                 assert run is not None  # a manual run's slot is this instant: it is new
                 start = here.claim_here(con, run, job) if here is not None else None
             if here is None or start is None:

@@ -102,7 +102,7 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
         input_path=input_path,
         output_path=str(run_dir.output),
         cwd=job.cwd or str(run_dir.path),
-        parameters=dict(job.parameters),
+        parameters={**job.parameters, **(run.parameters or {})},
         kernel_name=job.kernel,
         timeout_s=job.timeout_s,
         cell_timeout_s=job.cell_timeout_s,

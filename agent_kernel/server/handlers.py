@@ -24,7 +24,15 @@ from tornado import web
 from agent_kernel.scheduler import NotFoundError, ScheduleError
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.server import views
-from agent_kernel.server.job_request import MAX_PATH_CHARS, BadRequest, check_text, job_changes, job_fields, parse_body
+from agent_kernel.server.job_request import (
+    MAX_PATH_CHARS,
+    BadRequest,
+    check_text,
+    job_changes,
+    job_fields,
+    parse_body,
+    run_parameters,
+)
 from agent_kernel.store.provenance import Provenance
 
 T = TypeVar("T")
@@ -215,10 +223,10 @@ class JobRunHandler(_Handler):
     @web.authenticated
     @authorized(action="execute")
     async def post(self, job_id: str) -> None:
-        """Queue a run now; the scheduler starts it within a moment."""
-        if self.body():
-            raise BadRequest("This route takes no body.")
-        queued = await self.in_thread(lambda: self.jobs.run_now(job_id))
+        """Queue a run now; the scheduler starts it within a moment. ``{"parameters":
+        {name: value}}``: values this run uses over the job's (the job keeps its own)."""
+        parameters = run_parameters(self.body())
+        queued = await self.in_thread(lambda: self.jobs.run_now(job_id, parameters=parameters))
         status = await self.scheduler_status()
         self.reply(views.run_json(queued.run, queued.job, self.root) | {"scheduler": status}, 202)
 

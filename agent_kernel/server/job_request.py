@@ -157,6 +157,23 @@ def job_fields(body: dict[str, Any], root: Path) -> JobFields:
     )
 
 
+def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The values a ``POST /jobs/ID/run`` body asks the run to use over the job's
+    parameters (None: the job's own); the scheduler service checks them as a job's."""
+    unknown = set(body) - {"parameters"}
+    if unknown:
+        raise BadRequest(f"Unknown field(s): {', '.join(sorted(unknown))}; this route takes only `parameters`.")
+    if "parameters" not in body:
+        return None
+    parameters = body["parameters"]
+    if not isinstance(parameters, dict):
+        raise BadRequest("`parameters` must be an object of name: value pairs.")
+    bad = [name for name in parameters if not name.isidentifier()]
+    if bad:
+        raise BadRequest(f"Parameter names must be Python identifiers; {bad[0]!r} is not one.")
+    return parameters
+
+
 # What ``PATCH /jobs/ID`` may change, beside ``enabled``: by type.
 EDIT_TEXT = ("name", "cron", "at", "timezone", "overlap", "catchup", "model", "retry_on")
 EDIT_NUMBERS = {"timeout_s": float, "cell_timeout_s": float, "retry_delay_s": float,

@@ -164,6 +164,13 @@ class JobChangeRequest(TypedDict, total=False):
     explain: bool
 
 
+class RunNowRequest(TypedDict, total=False):
+    """``POST /jobs/ID/run`` (the body is optional): values this run uses over the job's
+    parameters, by name; the job keeps its own."""
+
+    parameters: dict[str, Any]
+
+
 class RunActionRequest(TypedDict):
     """``POST /runs/ID``: open its output notebook or cancel it."""
 

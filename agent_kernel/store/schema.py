@@ -401,6 +401,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON COLUMN code_executions.seq IS 'The run''s place among its turn''s runs (1, 2, ...); NULL for runs stored before it was kept (they are ordered by created_at).';
         """,
     ),
+    # -- a run started with other parameters than its job's ("run now with ...") ------------
+    (
+        160,
+        """
+        ALTER TABLE runs ADD COLUMN IF NOT EXISTS parameters JSON;
+        COMMENT ON COLUMN runs.parameters IS 'Values this run used over its job''s parameters, by name (a run now with other values); NULL: the job''s own.';
+        """,
+    ),
     # -- inline completion's model calls: no session, source 'completion' -----------------
     (
         170,

@@ -48,6 +48,42 @@ export interface IJob {
   next_run: string | null;
   last_run: string | null;
   last_status: string | null;
+  last_run_id?: string | null;
+  created_by?: string | null;
+  created_at?: string | null;
+  version?: number;
+  timeout_s?: number;
+  notify?: INotify | null;
+  explain?: boolean;
+}
+
+/** Who hears of a job's runs: names of notification targets (never their URLs), and when. */
+export interface INotify {
+  targets: string[];
+  on: string;
+}
+
+/** One version of a job: the fields its change changed, who made it, when. */
+export interface IJobVersion {
+  version: number;
+  changed: string[];
+  changed_by: string;
+  changed_at: string | null;
+  definition: Record<string, unknown>;
+}
+
+/** What `PATCH /jobs/ID` may change (any subset). */
+export interface IJobChange {
+  name?: string;
+  cron?: string;
+  at?: string;
+  timezone?: string;
+  parameters?: Record<string, unknown>;
+  overlap?: string;
+  timeout_s?: number;
+  notify?: INotify | null;
+  explain?: boolean;
+  enabled?: boolean;
 }
 
 export interface IRun {
@@ -62,6 +98,27 @@ export interface IRun {
   error: string | null;
   output_path: string | null;
   output_notebook: string | null;
+  cause?: string;
+  attempt?: number;
+  job_version?: number | null;
+  explanation?: string | null;
+  notified?: string | null;
+  notify_error?: string | null;
+  parameters?: Record<string, unknown> | null;
+}
+
+/** A run with the tails of its logs (the runner's, and the kernel's stdout and stderr). */
+export interface IRunDetail extends IRun {
+  log: { runner?: string; stdout?: string; stderr?: string };
+}
+
+/** What changed between two runs of a job (`text`: the whole comparison in words). */
+export interface IRunDiff {
+  before: string;
+  after: string;
+  text: string;
+  first_error: { cell: number; source: string; error: string } | null;
+  changes: { cell: number; source: string; kinds: string[]; diff: string; error: string }[];
 }
 
 /** A run's output notebook as a static HTML page (read where the run left it). */
@@ -168,6 +225,28 @@ export const api = {
       method: 'POST'
     }),
   runs: (limit = 30) => request<{ runs: IRun[] }>(`runs?limit=${limit}`),
+  job: (id: string) => request<IJob>(`jobs/${id}`),
+  editJob: (id: string, change: IJobChange) =>
+    request<IJob>(`jobs/${id}`, { method: 'PATCH', body: JSON.stringify(change) }),
+  versions: (id: string) =>
+    request<{ id: string; version: number; versions: IJobVersion[] }>(`jobs/${id}/versions`),
+  runNowWith: (id: string, parameters: Record<string, unknown>) =>
+    request<IRun & { scheduler: ISchedulerStatus }>(`jobs/${id}/run`, {
+      method: 'POST',
+      body: JSON.stringify({ parameters })
+    }),
+  jobRuns: (id: string, limit = 20) =>
+    request<{ runs: IRun[] }>(`runs?job=${encodeURIComponent(id)}&limit=${limit}`),
+  run: (id: string) => request<IRunDetail>(`runs/${id}`),
+  explainRun: (id: string) =>
+    request<IRunDetail>(`runs/${id}`, { method: 'POST', body: JSON.stringify({ action: 'explain' }) }),
+  cancelRun: (id: string) =>
+    request<{ id: string; status: string }>(`runs/${id}`, {
+      method: 'POST',
+      body: JSON.stringify({ action: 'cancel' })
+    }),
+  runDiff: (id: string, other?: string) =>
+    request<IRunDiff>(`runs/${id}/diff${other ? `?other=${encodeURIComponent(other)}` : ''}`),
   runOutput: (id: string) => request<IRunOutput>(`runs/${id}/output`),
   openRun: (id: string) =>
     request<{ path: string | null }>(`runs/${id}`, {

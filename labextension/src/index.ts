@@ -10,6 +10,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { attachNotebooks } from './channel';
 import { completionPlugin } from './completion';
+import { FailureWatcher } from './jobs';
 import { AgentPanel } from './panel';
 import { scheduleNotebook } from './schedule';
 
@@ -50,6 +51,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;
     app.shell.add(panel, 'left', { rank: 650 });
+    new FailureWatcher(run => {
+      app.shell.activateById(panel.id);
+      void panel.jobsManager.show(run.job_id);
+    }).start();
 
     const refresh = () => void panel.refresh();
 

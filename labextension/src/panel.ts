@@ -13,6 +13,7 @@ import { Widget } from '@lumino/widgets';
 
 import { api, IJob, IRun, IRunOutput, ISession, IStats, ISchedulerStatus, ITainted } from './api';
 import { duration, el, local, money, relative } from './dom';
+import { JobsManager } from './jobs';
 
 export const POLL_MS = 10_000;
 
@@ -34,10 +35,12 @@ export class AgentPanel extends Widget {
       this.sessionsNode,
       this.taintedNode,
       this.jobsNode,
+      this.jobsManager.node,
       this.runsNode,
       this.statsNode
     );
     document.addEventListener('visibilitychange', this.onVisibility);
+    this.jobsManager.follow(this.jobsNode);
     notebooks?.currentChanged.connect(() => {
       if (this.isVisible) {
         void this.refresh();
@@ -66,6 +69,7 @@ export class AgentPanel extends Widget {
       this.drawSessions(sessions.sessions, notebook);
       this.drawTainted(tainted.items, tainted.total);
       this.drawJobs(jobs.jobs, jobs.scheduler);
+      void this.jobsManager.update(jobs.jobs);
       this.drawRuns(runs.runs);
       this.drawStats(stats);
     } catch (error) {
@@ -325,6 +329,7 @@ export class AgentPanel extends Widget {
     }, label);
   }
 
+  readonly jobsManager = new JobsManager(this.app, () => void this.refresh());
   private allSessions = false;
   private timer: number | null = null;
   private outputs = new Map<string, MainAreaWidget>();

@@ -9,7 +9,7 @@ import { Dialog, showDialog, showErrorMessage, Notification } from '@jupyterlab/
 import { Contents } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { api, INewJob } from './api';
+import { api, IJob, IJobChange, INewJob } from './api';
 import { el } from './dom';
 
 const PRESETS: [string, string][] = [
@@ -63,26 +63,59 @@ export function pythonValue(text: string): unknown {
   }
 }
 
+/** A JSON value as a Python literal, as the dialog shows a parameter ('text', 1, True, None). */
+export function pythonLiteral(value: unknown): string {
+  if (typeof value === 'string') {
+    return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  }
+  if (value === true || value === false) {
+    return value ? 'True' : 'False';
+  }
+  if (value === null || value === undefined) {
+    return 'None';
+  }
+  return JSON.stringify(value);
+}
+
+/** An ISO instant as the wall time of `timeZone`, as a datetime-local input holds it. */
+function wallTime(iso: string, timeZone: string): string {
+  let parts: Intl.DateTimeFormatPart[];
+  try {
+    parts = new Intl.DateTimeFormat('en-CA', {
+      timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit'
+    }).formatToParts(new Date(iso));
+  } catch {
+    return iso.slice(0, 16);
+  }
+  const part = (type: string) => parts.find(p => p.type === type)?.value ?? '00';
+  return `${part('year')}-${part('month')}-${part('day')}T${part('hour')}:${part('minute')}`;
+}
+
 function timezones(): string[] {
   const intl = Intl as any;
   return typeof intl.supportedValuesOf === 'function' ? intl.supportedValuesOf('timeZone') : ['UTC'];
 }
 
 class ScheduleForm extends Widget {
-  constructor(path: string, parameters: IParameter[]) {
+  /** `job`: the job to edit (the form starts from it and shows its other settings too);
+   * `notebookOnly`: parameters of the notebook the job does not set, with their defaults. */
+  constructor(path: string, parameters: IParameter[], job?: IJob, private notebookOnly = new Map<string, string>()) {
     super();
     this.addClass('ak-schedule-form');
     this.path = path;
     const stem = path.split('/').pop()!.replace(/\.ipynb$/, '');
-    this.name = el('input', { className: 'jp-mod-styled', value: stem, name: 'name' });
-    this.cron = el('input', { className: 'jp-mod-styled', value: PRESETS[1][1], name: 'cron' });
+    const cron = job ? job.cron ?? PRESETS[1][1] : PRESETS[1][1];
+    this.name = el('input', { className: 'jp-mod-styled', value: job?.name ?? stem, name: 'name' });
+    this.cron = el('input', { className: 'jp-mod-styled', value: cron, name: 'cron' });
     this.at = el('input', { className: 'jp-mod-styled', type: 'datetime-local', name: 'at' });
     const soon = new Date(Date.now() + 3600_000);
     soon.setSeconds(0, 0);
-    this.at.value = new Date(soon.getTime() - soon.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+    this.at.value = job?.at
+      ? wallTime(job.at, job.timezone)
+      : new Date(soon.getTime() - soon.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
     this.timezone = el('input', {
       className: 'jp-mod-styled', name: 'timezone', list: 'ak-timezones',
-      value: Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+      value: job?.timezone ?? (Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC')
     });
     this.overlap = el('select', { className: 'jp-mod-styled', name: 'overlap' },
       el('option', { value: 'forbid' }, 'Skip a run while the previous one is still going'),
@@ -97,10 +130,11 @@ class ScheduleForm extends Widget {
           this.cron.value = value;
         }
       }
-    }, ...PRESETS.map(([label, cron]) => el('option', { value: cron, selected: cron === PRESETS[1][1] }, label)),
-      el('option', { value: '' }, 'Custom (edit the cron expression)'));
-    this.once = el('input', { type: 'radio', name: 'when', value: 'once' });
-    this.recurring = el('input', { type: 'radio', name: 'when', value: 'cron', checked: true });
+    }, ...PRESETS.map(([label, value]) => el('option', { value, selected: value === cron }, label)),
+      el('option', { value: '', selected: !PRESETS.some(([, value]) => value === cron) }, 'Custom (edit the cron expression)'));
+    this.overlap.value = job?.overlap ?? 'forbid';
+    this.once = el('input', { type: 'radio', name: 'when', value: 'once', checked: !!job?.at });
+    this.recurring = el('input', { type: 'radio', name: 'when', value: 'cron', checked: !job?.at });
     const sync = () => {
       cronRow.hidden = !this.recurring.checked;
       atRow.hidden = !this.once.checked;
@@ -128,9 +162,83 @@ class ScheduleForm extends Widget {
       this.parameterRows.length
         ? el('div', { className: 'ak-parameters' },
             ...this.parameterRows.map(row => el('div', { className: 'ak-field' }, el('label', {}, row.name), row.input)))
-        : el('p', { className: 'ak-muted' }, 'No cell tagged “parameters” in this notebook: it runs as it is.')
+        : el('p', { className: 'ak-muted' }, 'No cell tagged “parameters” in this notebook: it runs as it is.'),
+      job ? this.settings(job) : '',
+      this.error
     );
     sync();
+  }
+
+  /** What only an existing job shows: its time limit, notifications and explanations. */
+  private settings(job: IJob): HTMLElement {
+    this.timeout = el('input', {
+      className: 'jp-mod-styled', name: 'timeout_s', type: 'number', min: '1', step: 'any',
+      value: String(job.timeout_s ?? 3600)
+    });
+    this.notifyTargets = el('input', {
+      className: 'jp-mod-styled', name: 'notify-targets', placeholder: 'names of notification targets, comma-separated',
+      value: (job.notify?.targets ?? []).join(', ')
+    });
+    this.notifyOn = el('select', { className: 'jp-mod-styled', name: 'notify-on' },
+      el('option', { value: 'failure' }, 'when a run fails'),
+      el('option', { value: 'success' }, 'when a run succeeds'),
+      el('option', { value: 'always' }, 'after every run'));
+    this.notifyOn.value = job.notify?.on ?? 'failure';
+    this.explain = el('input', { type: 'checkbox', name: 'explain', checked: !!job.explain });
+    return el('div', { className: 'ak-job-settings' },
+      el('h4', {}, 'Runs'),
+      el('div', { className: 'ak-field' }, el('label', {}, 'Time limit (s)'), this.timeout),
+      el('div', { className: 'ak-field' }, el('label', {}, 'Notify'), this.notifyTargets, this.notifyOn),
+      el('div', { className: 'ak-field ak-when' }, el('label', {}, this.explain, ' Explain a failed run (a small-model call)'))
+    );
+  }
+
+  /** The fields of the form that differ from `job`: what PATCH /jobs/ID is to change. */
+  changes(job: IJob): IJobChange {
+    const value = this.getValue();
+    const change: IJobChange = {};
+    if (value.name !== job.name) {
+      change.name = value.name;
+    }
+    if (value.cron !== undefined && (value.cron !== job.cron || job.at)) {
+      change.cron = value.cron;
+    }
+    if (value.at !== undefined && (!job.at || value.at !== wallTime(job.at, job.timezone) || value.timezone !== job.timezone)) {
+      change.at = value.at;
+    }
+    if (value.timezone !== job.timezone) {
+      change.timezone = value.timezone;
+    }
+    if (value.overlap !== job.overlap) {
+      change.overlap = value.overlap;
+    }
+    const parameters = withoutUnchangedDefaults(value.parameters ?? {}, this.parameterRows, this.notebookOnly);
+    if (JSON.stringify(parameters) !== JSON.stringify(job.parameters ?? {})) {
+      change.parameters = parameters;
+    }
+    if (this.timeout) {
+      const timeout = Number(this.timeout.value);
+      if (timeout !== job.timeout_s) {
+        change.timeout_s = timeout;
+      }
+    }
+    if (this.notifyTargets && this.notifyOn) {
+      const targets = this.notifyTargets.value.split(',').map(t => t.trim()).filter(Boolean);
+      const notify = targets.length ? { targets, on: this.notifyOn.value } : null;
+      const before = job.notify?.targets?.length ? { targets: job.notify.targets, on: job.notify.on } : null;
+      if (JSON.stringify(notify) !== JSON.stringify(before)) {
+        change.notify = notify;
+      }
+    }
+    if (this.explain && this.explain.checked !== !!job.explain) {
+      change.explain = this.explain.checked;
+    }
+    return change;
+  }
+
+  /** The server's refusal, in the dialog. */
+  showError(message: string): void {
+    this.error.textContent = message;
   }
 
   getValue(): INewJob {
@@ -172,6 +280,114 @@ class ScheduleForm extends Widget {
   private once: HTMLInputElement;
   private recurring: HTMLInputElement;
   private parameterRows: { name: string; input: HTMLInputElement }[];
+  private timeout: HTMLInputElement | null = null;
+  private notifyTargets: HTMLInputElement | null = null;
+  private notifyOn: HTMLSelectElement | null = null;
+  private explain: HTMLInputElement | null = null;
+  private error = el('p', { className: 'ak-form-error', role: 'alert' });
+}
+
+/**
+ * The dialog opened from a job, to change it: the fields that differ are sent as one PATCH
+ * (a new version of the job); a refusal shows in the dialog, which stays open.
+ */
+export async function editJob(job: IJob, onSaved: () => void, contents?: Contents.IManager): Promise<void> {
+  const notebookOnly = contents ? await notebookDefaults(contents, job) : new Map<string, string>();
+  const parameters = [
+    ...Object.entries(job.parameters ?? {}).map(([name, value]) => ({ name, value: pythonLiteral(value) })),
+    ...Array.from(notebookOnly, ([name, value]) => ({ name, value }))
+  ];
+  const path = job.notebook_path ?? job.notebook ?? job.name;
+  let form = new ScheduleForm(path, parameters, job, notebookOnly);
+  for (let refused = ''; ; ) {
+    if (refused) {
+      const next = new ScheduleForm(path, parameters, job, notebookOnly);
+      carryOver(form.node, next.node);
+      next.showError(refused);
+      form = next;
+    }
+    const answer = await showDialog({
+      title: `Edit “${job.name}”`,
+      body: form,
+      buttons: [Dialog.cancelButton(), Dialog.okButton({ label: 'Save' })],
+      focusNodeSelector: 'input[name="name"]'
+    });
+    if (!answer.button.accept) {
+      return;
+    }
+    const change = form.changes(job);
+    if (!Object.keys(change).length) {
+      return;
+    }
+    try {
+      const saved = await api.editJob(job.id, change);
+      Notification.success(`Saved “${saved.name}” (version ${saved.version ?? ''}).`, { autoClose: 4000 });
+      onSaved();
+      return;
+    } catch (error) {
+      refused = (error as Error).message;
+    }
+  }
+}
+
+/**
+ * The parameters of the job's notebook (its cell tagged `parameters`) that the job does not
+ * set, with their defaults as written; none when the notebook cannot be read.
+ */
+export async function notebookDefaults(contents: Contents.IManager, job: IJob): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (!job.notebook_path) {
+    return found;
+  }
+  try {
+    const model = await contents.get(job.notebook_path, { content: true });
+    for (const p of notebookParameters(model.content)) {
+      if (!(p.name in (job.parameters ?? {}))) {
+        found.set(p.name, p.value);
+      }
+    }
+  } catch {
+    // moved or unreadable: the job's own parameters are still shown
+  }
+  return found;
+}
+
+/** `values` without the notebook's own parameters left as the notebook has them: those
+ * stay the notebook's (a default such as `date.today()` is code, not a value to send). */
+export function withoutUnchangedDefaults(
+  values: Record<string, unknown>,
+  rows: { name: string; input: HTMLInputElement }[],
+  notebookOnly: Map<string, string>
+): Record<string, unknown> {
+  const kept = { ...values };
+  for (const row of rows) {
+    if (notebookOnly.get(row.name) === row.input.value.trim()) {
+      delete kept[row.name];
+    }
+  }
+  return kept;
+}
+
+/**
+ * What was typed in a closed dialog's form (`from`) into a new one (`to`), field by field
+ * (a dialog disposes its body when it closes; its inputs keep their values).
+ */
+export function carryOver(from: HTMLElement, to: HTMLElement): void {
+  for (const old of Array.from(from.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input[name], select[name]'))) {
+    const name = CSS.escape(old.name);
+    if (old instanceof HTMLInputElement && (old.type === 'radio' || old.type === 'checkbox')) {
+      const twin = to.querySelector<HTMLInputElement>(`input[name="${name}"][value="${CSS.escape(old.value)}"]`);
+      if (twin) {
+        twin.checked = old.checked;
+        twin.dispatchEvent(new Event('change'));
+      }
+      continue;
+    }
+    const twin = to.querySelector<HTMLInputElement | HTMLSelectElement>(`[name="${name}"]`);
+    if (twin && twin.tagName === old.tagName) {
+      twin.value = old.value;
+    }
+  }
 }
 
 /**

@@ -9,6 +9,7 @@ import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { attachNotebooks } from './channel';
+import { registerChat } from './chatcommands';
 import { AgentPanel } from './panel';
 import { scheduleNotebook } from './schedule';
 
@@ -49,6 +50,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;
     app.shell.add(panel, 'left', { rank: 650 });
+
+    registerChat(app, panel.chat, () => app.shell.activateById(panel.id), notebooks, browser, palette);
 
     const refresh = () => void panel.refresh();
 

@@ -9,14 +9,16 @@ import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Dialog, MainAreaWidget, showDialog, showErrorMessage, ToolbarButton } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IJob, IRun, IRunOutput, ISession, IStats, ISchedulerStatus, ITainted } from './api';
+import { ChatView } from './chat';
 import { duration, el, local, money, relative } from './dom';
 
 export const POLL_MS = 10_000;
 
-export class AgentPanel extends Widget {
+/** The chat on top (chat.ts), the dashboard below it. */
+export class AgentPanel extends Panel {
   constructor(
     private app: JupyterFrontEnd,
     private notebooks: INotebookTracker | null
@@ -24,8 +26,13 @@ export class AgentPanel extends Widget {
     super();
     this.id = 'agent-kernel-panel';
     this.addClass('ak-panel');
-    this.title.caption = 'Agent: sessions, jobs, runs';
-    this.node.append(
+    this.title.caption = 'Agent: chat, sessions, jobs, runs';
+    this.chat = new ChatView(notebooks);
+    this.addWidget(this.chat);
+    const dashboard = new Widget();
+    dashboard.addClass('ak-dashboard');
+    this.addWidget(dashboard);
+    dashboard.node.append(
       el('header', { className: 'ak-panel-head' },
         el('h2', {}, 'Agent'),
         el('button', { className: 'ak-button', title: 'Refresh', onclick: () => void this.refresh() }, '⟳')
@@ -325,6 +332,7 @@ export class AgentPanel extends Widget {
     }, label);
   }
 
+  readonly chat: ChatView;
   private allSessions = false;
   private timer: number | null = null;
   private outputs = new Map<string, MainAreaWidget>();

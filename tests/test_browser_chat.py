@@ -182,6 +182,22 @@ def test_fix_with_agent_on_an_error_attaches_the_cell_and_its_traceback(lab_page
     assert not tool_results(lab_model.requests[start])
 
 
+def test_the_cell_toolbar_asks_about_the_cell(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    run_notebook(page, jupyterlab, "chat-ask-cell", ["revenue = {'North': 12}"])
+    wait_idle(page)
+    cell(page, 0).click()
+    button = cell(page, 0).locator(".jp-cell-toolbar [data-command='agent-kernel:ask-about-cell']")
+    button.wait_for(timeout=10_000)
+    button.click()
+    chat = page.locator("#agent-kernel-panel .ak-chat")
+    chip = chat.locator(".ak-chip[data-kind='cell']")
+    chip.wait_for(timeout=10_000)
+    assert "chat-ask-cell.ipynb cell 1" in chip.inner_text()
+    assert chat.locator(".ak-chat-input").input_value() == "About the attached cell: "
+    assert page.evaluate("() => document.activeElement.classList.contains('ak-chat-input')")
+
+
 def screenshot_dark(page) -> None:
     """The chat with a failing cell's context attached, in JupyterLab Dark."""
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")

@@ -133,8 +133,11 @@ export class ChatView extends Panel {
     this.focusPrompt();
   }
 
+  /** Focus the prompt box, also after the click that opened the panel settles (a cell
+   * toolbar button's cell takes the focus back when its click ends). */
   focusPrompt(): void {
     this.input.focus();
+    window.setTimeout(() => requestAnimationFrame(() => this.input.focus()), 0);
   }
 
   /** Attach `item` to the next prompt; an item that cannot be sent says why. */

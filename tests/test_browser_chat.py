@@ -205,3 +205,19 @@ def screenshot_dark(page) -> None:
     page.wait_for_timeout(500)
     screenshot(page.locator(".jp-LabShell"), "chat-dark.png")
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+
+
+def test_without_a_kernel_the_chat_says_so_and_sends_nothing(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    run_notebook(page, jupyterlab, "chat-no-kernel", ["1 + 1"])
+    wait_idle(page)
+    chat = open_chat(page)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    status = chat.locator(".ak-chat-status")
+    status.filter(has_text="This notebook has no kernel").wait_for(timeout=30_000)
+    send(chat, "hello?")
+    status.filter(has_text="no kernel: start one").wait_for(timeout=5_000)
+    assert chat.locator(".ak-chat-turn").count() == 0
+    assert chat.locator(".ak-chat-input").input_value() == "hello?"  # kept, to send once a kernel runs
+    assert len(lab_model.requests) == start

@@ -254,7 +254,11 @@ export class ChatView extends Panel {
         event.preventDefault();
         event.stopPropagation();
         void this.send();
-      } else if (event.key === 'Escape') {
+      }
+    });
+    // Escape anywhere in the chat (the prompt box, a turn's output) stops the running turn.
+    this.node.addEventListener('keydown', (event: KeyboardEvent) => {
+      if (event.key === 'Escape' && this.future) {
         event.preventDefault();
         event.stopPropagation();
         void this.stop();

@@ -221,3 +221,38 @@ def test_without_a_kernel_the_chat_says_so_and_sends_nothing(lab_page, jupyterla
     assert chat.locator(".ak-chat-turn").count() == 0
     assert chat.locator(".ak-chat-input").input_value() == "hello?"  # kept, to send once a kernel runs
     assert len(lab_model.requests) == start
+
+
+def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):
+    import nbformat
+
+    from .jupyterlab import JupyterLab
+
+    root = tmp_path / "root"
+    root.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("who = 'nobody'")]
+    nbformat.write(nb, root / "seven.ipynb")
+    lab_model.add(call("run_code", code="who = 'the agent'"), say("Set who in Notebook 7."))
+    env = dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"))
+    server = JupyterLab(root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook")
+    context = chromium.new_context(viewport={"width": 1200, "height": 1000})
+    try:
+        page = context.new_page()
+        page.goto(f"{server.url}/notebooks/seven.ipynb?token={server.token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+        page.locator(".jp-Notebook .jp-Cell").first.click()
+        page.keyboard.press("Control+Shift+Y")  # the chat's shortcut opens the sidebar panel
+        chat = page.locator("#agent-kernel-panel .ak-chat")
+        chat.wait_for(state="visible", timeout=30_000)
+        page.wait_for_function(
+            "() => !document.querySelector('.ak-chat-status').textContent.includes('no kernel')", timeout=60_000
+        )
+        send(chat, "set who")
+        chat.get_by_text("Set who in Notebook 7.").wait_for(timeout=60_000)
+        assert chat.locator(".agent-kernel-tool").count() >= 1
+    finally:
+        context.close()
+        server.stop()
+        time.sleep(0.25)

@@ -256,3 +256,23 @@ def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):
         context.close()
         server.stop()
         time.sleep(0.25)
+
+
+def test_the_panel_renames_the_notebooks_session(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    lab_model.add(say("Started."))
+    run_notebook(page, jupyterlab, "chat-rename", ["%load_ext agent_kernel"])
+    wait_idle(page)
+    chat = open_chat(page)
+    send(chat, "start a session")
+    chat.get_by_text("Started.").wait_for(timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=30_000)
+    chat.locator(".ak-chat-session option", has_text="Session: chat-rename").wait_for(state="attached", timeout=30_000)
+    chat.locator(".ak-chat-rename").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.locator("input").fill("sales notes")
+    dialog.get_by_role("button", name="Ok").click()
+    chat.locator(".ak-chat-status").filter(has_text="Renamed to sales notes.").wait_for(timeout=30_000)
+    chat.locator(".ak-chat-session option", has_text="Session: sales notes").wait_for(state="attached", timeout=30_000)
+    assert chat.locator(".ak-chat-session").input_value() == "sales notes"
+    assert chat.locator(".ak-chat-earlier").first.inner_text().startswith("Turn 1: start a session")

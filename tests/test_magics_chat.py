@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 from PIL import Image
 
-from agent_kernel.magics.chat import MAX_ATTACHMENTS, MAX_PROMPT_CHARS, chat_turn, encode
+from agent_kernel.magics.chat import MAX_ATTACHMENTS, MAX_PROMPT_CHARS, chat_turn, encode, session_action
 from agent_kernel.testing import call, say
 
 
@@ -127,3 +127,30 @@ def test_the_panel_loads_the_extension_when_the_notebook_has_not(scripted_model,
         assert "agent" in k.value("sorted(get_ipython().magics_manager.magics['line'])")
     finally:
         k.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"action": "delete", "name": "work"}, "one of rename, archive"),
+        ({"action": "rename", "name": "work"}, "new_name must be text"),
+        ({"action": "rename", "name": "", "new_name": "x"}, "name must be text"),
+        ({"action": "archive", "name": "work", "new_name": "x"}, "takes no new_name"),
+        ({"action": "archive", "name": "work", "sql": "drop"}, "JSON object of action"),
+    ],
+)
+def test_a_bad_session_action_is_a_usage_error(payload, message):
+    with pytest.raises(UsageError, match=message):
+        session_action(encode(payload))
+
+
+def test_the_panel_renames_and_archives_a_session(kernel, scripted_model):
+    scripted_model.add(say("hi"))
+    kernel.ok("%agent --new=first hello")
+    action = "__import__('agent_kernel.magics.chat', fromlist=['x']).run_session_action"
+    renamed = kernel.ok(f"{action}({encode({'action': 'rename', 'name': 'first', 'new_name': 'kept notes'})!r})")
+    assert "Renamed session 'first' to 'kept notes'." in renamed.stdout
+    archived = kernel.ok(f"{action}({encode({'action': 'archive', 'name': 'kept notes'})!r})")
+    assert "Archived session 'kept notes'" in archived.stdout
+    listed = kernel.ok("%agent_sessions").final_texts()[-1]
+    assert "kept notes" in listed and "completed" in listed

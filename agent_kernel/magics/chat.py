@@ -42,6 +42,8 @@ __all__ = [
     "chat_turn",
     "encode",
     "run_chat_turn",
+    "run_session_action",
+    "session_action",
 ]
 
 MAX_PAYLOAD_CHARS = 16_000_000  # base64 text of the whole payload
@@ -174,3 +176,40 @@ async def run_chat_turn(encoded: str) -> None:
     if active is None:
         raise UsageError("agent_kernel could not be loaded in this kernel.")
     await active.run_request(turn.request)
+
+
+SESSION_ACTIONS = ("rename", "archive")
+
+
+def session_action(encoded: Any) -> tuple[str, str, str | None]:
+    """The panel's session action, checked: (action, session name, new name or None)."""
+    if not isinstance(encoded, str) or len(encoded) > 4 * MAX_NAME_CHARS * 3:
+        raise UsageError("The panel's session action must be short base64 text.")
+    try:
+        payload = json.loads(base64.b64decode(encoded, validate=True).decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise UsageError("The panel's session action is not base64 of UTF-8 JSON.") from None
+    if not isinstance(payload, dict) or set(payload) - {"action", "name", "new_name"}:
+        raise UsageError("A session action is a JSON object of action, name and new_name.")
+    action, name, new_name = payload.get("action"), payload.get("name"), payload.get("new_name")
+    if action not in SESSION_ACTIONS:
+        raise UsageError(f"A session action is one of {', '.join(SESSION_ACTIONS)}, not {action!r}.")
+    for field, value in (("name", name), ("new_name", new_name if action == "rename" else "-")):
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_CHARS:
+            raise UsageError(f"{field} must be text of 1 to {MAX_NAME_CHARS} characters.")
+    if action == "archive" and new_name is not None:
+        raise UsageError("Archiving takes no new_name.")
+    assert isinstance(name, str)  # checked above
+    return action, name.strip(), new_name.strip() if isinstance(new_name, str) else None
+
+
+def run_session_action(encoded: str) -> None:
+    """Rename or archive a session from the panel, as ``%agent_sessions --rename/--archive``."""
+    action, name, new_name = session_action(encoded)
+    active = magics._ACTIVE
+    if active is None:
+        raise UsageError("agent_kernel is not loaded in this kernel: run a turn first.")
+    if action == "rename" and new_name is not None:
+        active._rename_session(name, new_name)
+    else:
+        active._archive_session(name)

@@ -13,6 +13,7 @@
  * that kernel's widget manager, so they work here as in a cell. Nothing goes into the
  * notebook's cells; the turn is stored in the notebook's current session like any other.
  */
+import { InputDialog } from '@jupyterlab/apputils';
 import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
@@ -182,6 +183,7 @@ export class ChatView extends Panel {
     const kernel = panel?.sessionContext.session?.kernel ?? null;
     if (!panel || !kernel) {
       this.say(panel ? 'This notebook has no kernel: start one (Kernel menu) to chat.' : 'Open a notebook to chat with its agent.', 'error');
+      this.aboutKernel = true;
       return;
     }
     const payload: Record<string, unknown> = { prompt, ...this.settings() };
@@ -281,10 +283,13 @@ export class ChatView extends Panel {
     const panel = this.notebook;
     if (!panel) {
       this.say('Open a notebook to chat with its agent.', 'idle');
+      this.aboutKernel = true;
     } else if (!panel.sessionContext.session?.kernel) {
       this.say('This notebook has no kernel: start one to chat.', 'idle');
-    } else {
-      this.say('', 'idle');
+      this.aboutKernel = true;
+    } else if (this.aboutKernel) {
+      this.say('', 'idle');  // only a line about the missing kernel is cleared
+      this.aboutKernel = false;
     }
   }
 
@@ -358,13 +363,49 @@ export class ChatView extends Panel {
       this.drawMeter();
       void this.loadHistory();
     });
-    this.settingsNode.append(this.modelInput, this.modelList, this.approveSelect, this.thinkSelect, this.sessionSelect, this.meterNode);
+    const rename = el('button', { className: 'ak-button ak-chat-rename', title: 'Rename this session (as %agent_sessions --rename)', onclick: () => void this.renameSession() }, 'Rename…');
+    const archive = el('button', { className: 'ak-button ak-chat-archive', title: 'Archive this session (as %agent_sessions --archive; --session NAME reopens it)', onclick: () => void this.sessionAction({ action: 'archive' }) }, 'Archive');
+    this.settingsNode.append(this.modelInput, this.modelList, this.approveSelect, this.thinkSelect, this.sessionSelect, rename, archive, this.meterNode);
     this.explainApprove();
   }
 
   private explainApprove(): void {
     const mode = this.approveSelect.value;
     this.approveNote.textContent = mode ? APPROVE[mode] : `Default approval (AgentKernel.approve). ${APPROVE.auto}.`;
+  }
+
+  private async renameSession(): Promise<void> {
+    const session = this.current();
+    if (!session) {
+      return;
+    }
+    const answer = await InputDialog.getText({ title: `Rename session ${session.name}`, text: session.name });
+    const name = answer.button.accept ? (answer.value ?? '').trim() : '';
+    if (name && name !== session.name) {
+      await this.sessionAction({ action: 'rename', new_name: name.slice(0, LIMITS.nameChars) });
+    }
+  }
+
+  /** Rename or archive the current session in the notebook's kernel, as %agent_sessions does. */
+  private async sessionAction(action: { action: 'rename' | 'archive'; new_name?: string }): Promise<void> {
+    const session = this.current();
+    const kernel = this.notebook?.sessionContext.session?.kernel;
+    if (!session || !kernel || this.future) {
+      this.say(this.future ? 'Wait for the turn to end.' : 'No session or no kernel.', 'error');
+      return;
+    }
+    const code =
+      "__import__('agent_kernel.magics.chat', fromlist=['run_session_action'])" +
+      `.run_session_action('${encodePayload({ ...action, name: session.name })}')`;
+    const reply = await kernel.requestExecute({ code, silent: true, store_history: false }).done;
+    const content = reply.content as { status: string; evalue?: string };
+    if (content.status !== 'ok') {
+      this.say(`${action.action === 'rename' ? 'Rename' : 'Archive'} failed: ${content.evalue ?? 'see the kernel log'}`, 'error');
+      return;
+    }
+    this.sessionChoice = action.action === 'rename' ? action.new_name ?? '' : '';
+    this.say(action.action === 'rename' ? `Renamed to ${action.new_name}.` : `Archived ${session.name}.`, 'idle');
+    await this.loadSessions();
   }
 
   /** The notebook's sessions: the switch, the model list and the meter. */
@@ -486,6 +527,7 @@ export class ChatView extends Panel {
   private target: NotebookPanel | null = null;
   private lastStatusTarget: NotebookPanel | null = null;
   private pinned = false;
+  private aboutKernel = false;
   private future: Kernel.IShellFuture<KernelMessage.IExecuteRequestMsg, KernelMessage.IExecuteReplyMsg> | null = null;
   private kernel: Kernel.IKernelConnection | null = null;
   private attachments: IAttachment[] = [];

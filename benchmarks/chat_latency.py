@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 # Runs `start` (JavaScript source of a function) and resolves with the milliseconds until
 # `marker` shows inside the first element matching `where`.

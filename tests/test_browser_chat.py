@@ -88,6 +88,8 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     assert "defined 42" in output.inner_text()
     page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=30_000)
     assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.cells.length") == 2
+    # The dashboard below the chat lists the session the panel's turn started.
+    page.locator("#agent-kernel-panel .ak-session[data-session='chat-turn']").wait_for(timeout=30_000)
     # The next cell uses what the panel's turn defined; the panel used no execution count.
     after = run_cell(page, "print('next', from_panel + 1)", 2)
     after.get_by_text("next 43").wait_for(timeout=30_000)

@@ -119,6 +119,9 @@ export class ChatView extends Panel {
     this.follow(notebooks?.currentWidget ?? null);
   }
 
+  /** Called when a panel turn ends (the dashboard below refreshes its sessions). */
+  turnEnded: (() => void) | null = null;
+
   /** The notebook whose kernel the next prompt goes to. */
   get notebook(): NotebookPanel | null {
     return this.target && !this.target.isDisposed ? this.target : null;
@@ -237,6 +240,7 @@ export class ChatView extends Panel {
       }
       delete this.node.dataset.running;
       void this.loadSessions(false);
+      this.turnEnded?.();
     }
   }
 

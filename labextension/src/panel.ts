@@ -28,6 +28,7 @@ export class AgentPanel extends Panel {
     this.addClass('ak-panel');
     this.title.caption = 'Agent: chat, sessions, jobs, runs';
     this.chat = new ChatView(notebooks);
+    this.chat.turnEnded = () => void this.refresh();
     this.addWidget(this.chat);
     const dashboard = new Widget();
     dashboard.addClass('ak-dashboard');

@@ -278,3 +278,18 @@ def test_the_panel_renames_the_notebooks_session(lab_page, jupyterlab, lab_model
     chat.locator(".ak-chat-session option", has_text="Session: sales notes").wait_for(state="attached", timeout=30_000)
     assert chat.locator(".ak-chat-session").input_value() == "sales notes"
     assert chat.locator(".ak-chat-earlier").first.inner_text().startswith("Turn 1: start a session")
+
+
+def test_a_file_from_the_file_browser_is_added_to_chat(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    (jupyterlab.root / "notes.txt").write_text("Revenue is in EUR; the East region started in March.\n")
+    run_notebook(page, jupyterlab, "chat-file", ["1 + 1"])
+    wait_idle(page)
+    page.evaluate("() => window.jupyterapp.shell.activateById('filebrowser')")
+    item = page.locator(".jp-DirListing-item[data-isdir='false']", has_text="notes.txt")
+    item.click(button="right")
+    page.locator(".lm-Menu-item").filter(has_text="Add to chat").first.click()
+    chip = page.locator("#agent-kernel-panel .ak-chip[data-kind='file']")
+    chip.wait_for(timeout=10_000)
+    assert "notes.txt" in chip.inner_text()
+    assert "East region started in March" in chip.get_attribute("title")

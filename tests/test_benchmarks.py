@@ -51,8 +51,9 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "context_budget": ((r"\n +10 +[\d,]+ +[\d,]+", r"compactions: \d+", FIGURES), 3),
     "delegation": ((r"concurrency 16 +[\d.]+", r"\(b\) three 0.2 s isolated steps: .* [\d.]+x faster"), 2),
     "completion": ((r"model call \(SDK, direct\) +[\d.]+ ms", r"server overhead +-?[\d.]+ ms +-?[\d.]+ ms"), 2),
+    "chat_latency": ((r"%agent cell +[\d.]+ ms", r"Agent panel chat +[\d.]+ ms +added [-+][\d.]+ ms"), 1),
 }
-USES_KERNELS = {"loop_overhead", "cold_turn", "scheduler_overhead", "blocks"}
+USES_KERNELS = {"loop_overhead", "cold_turn", "scheduler_overhead", "blocks", "chat_latency"}
 
 
 def run_quick(name: str, tmp_path: Path) -> tuple[str, dict[str, Any]]:

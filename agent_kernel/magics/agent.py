@@ -295,11 +295,14 @@ class AgentMagics(Magics):
         imported or read (the SDK, the store, the session), so the cell answers at once;
         a Stop or an interrupt meanwhile stops the turn before its first model call.
         """
+        return await self.run_request(parse_agent_call(line, body))
+
+    async def run_request(self, request: TurnRequest) -> TurnResult | None:
+        """Interpolate and run one parsed turn (an ``%agent`` cell's, or the Agent panel's)."""
         from agent_kernel.display.transcript import Transcript
         from agent_kernel.errors import AgentKernelError, TurnFailedError
         from agent_kernel.kernel.interrupts import TurnInterrupts
 
-        request = parse_agent_call(line, body)
         shell = self.shell
         assert shell is not None  # a registered magic has its shell
         request = replace(request, prompt=interpolate(request.prompt, shell.user_ns))

@@ -425,7 +425,7 @@ class Agent:
                 system=assemble(start.sections, groups=groups, secrets=self.secrets.names(), search=config.tool_search),
                 approve=mode,
                 limits=limits,
-                prompt_blocks=[context_block, *conversation.as_blocks(request.prompt)],
+                prompt_blocks=[context_block, *conversation.as_blocks(request.prompt), *request.attachments],
                 history=start.history(),
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 refresh_tools=lambda: self._offered(mode),

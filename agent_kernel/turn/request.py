@@ -9,6 +9,7 @@ whatever it leaves out (``None``) comes from the session and the settings.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["TurnRequest"]
 
@@ -32,3 +33,6 @@ class TurnRequest:
     # The kernel variable that gets the final text (or the JSON it holds) once the turn ended
     # normally (``%agent -o VAR``).
     output: str | None = None
+    # Content blocks sent after the prompt in the same user message (text and image blocks
+    # the Agent panel attaches: a cell, an output, a file); scrubbed with the prompt.
+    attachments: tuple[dict[str, Any], ...] = ()

@@ -23,6 +23,20 @@ export interface ISession {
   updated_at: string | null;
 }
 
+/** One stored message of a session (GET sessions/ID). */
+export interface IMessage {
+  seq: number;
+  turn: number;
+  role: string;
+  content: unknown[];
+  created_at: string | null;
+}
+
+export interface ISessionDetail extends ISession {
+  messages: IMessage[];
+  messages_total: number;
+}
+
 export interface ISchedulerStatus {
   running: boolean;
   in_server: boolean;
@@ -207,6 +221,7 @@ export const api = {
     request<{ sessions: ISession[] }>(
       notebook ? `sessions?notebook=${encodeURIComponent(notebook)}` : 'sessions'
     ),
+  session: (id: string) => request<ISessionDetail>(`sessions/${encodeURIComponent(id)}`),
   jobs: () => request<{ jobs: IJob[]; scheduler: ISchedulerStatus }>('jobs'),
   createJob: (job: INewJob) =>
     request<IJob & { scheduler: ISchedulerStatus }>('jobs', {

@@ -11,6 +11,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { attachNotebooks } from './channel';
 import { completionPlugin } from './completion';
 import { FailureWatcher } from './jobs';
+import { registerChat } from './chatcommands';
 import { AgentPanel } from './panel';
 import { scheduleNotebook } from './schedule';
 
@@ -55,6 +56,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       app.shell.activateById(panel.id);
       void panel.jobsManager.show(run.job_id);
     }).start();
+
+    registerChat(app, panel.chat, () => app.shell.activateById(panel.id), notebooks, browser, palette);
 
     const refresh = () => void panel.refresh();
 

@@ -9,15 +9,17 @@ import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Dialog, MainAreaWidget, showDialog, showErrorMessage, ToolbarButton } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Message } from '@lumino/messaging';
-import { Widget } from '@lumino/widgets';
+import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IJob, IRun, IRunOutput, ISession, IStats, ISchedulerStatus, ITainted } from './api';
+import { ChatView } from './chat';
 import { duration, el, local, money, relative } from './dom';
 import { JobsManager } from './jobs';
 
 export const POLL_MS = 10_000;
 
-export class AgentPanel extends Widget {
+/** The chat on top (chat.ts), the dashboard below it. */
+export class AgentPanel extends Panel {
   constructor(
     private app: JupyterFrontEnd,
     private notebooks: INotebookTracker | null
@@ -25,8 +27,14 @@ export class AgentPanel extends Widget {
     super();
     this.id = 'agent-kernel-panel';
     this.addClass('ak-panel');
-    this.title.caption = 'Agent: sessions, jobs, runs';
-    this.node.append(
+    this.title.caption = 'Agent: chat, sessions, jobs, runs';
+    this.chat = new ChatView(notebooks);
+    this.chat.turnEnded = () => void this.refresh();
+    this.addWidget(this.chat);
+    const dashboard = new Widget();
+    dashboard.addClass('ak-dashboard');
+    this.addWidget(dashboard);
+    dashboard.node.append(
       el('header', { className: 'ak-panel-head' },
         el('h2', {}, 'Agent'),
         el('button', { className: 'ak-button', title: 'Refresh', onclick: () => void this.refresh() }, '⟳')
@@ -330,6 +338,7 @@ export class AgentPanel extends Widget {
   }
 
   readonly jobsManager = new JobsManager(this.app, () => void this.refresh());
+  readonly chat: ChatView;
   private allSessions = false;
   private timer: number | null = null;
   private outputs = new Map<string, MainAreaWidget>();

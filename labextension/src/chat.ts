@@ -1,0 +1,594 @@
+/**
+ * The chat at the top of the Agent panel: a prompt box that runs an agent turn in the
+ * current notebook's kernel, as an `%agent` cell would, with the turn's output shown here.
+ *
+ * How a turn runs: the panel sends the notebook's kernel an execute_request whose code is
+ * one call, `await ...run_chat_turn('<base64>')`. The prompt, the settings row's choices
+ * and the attachments travel as base64 of UTF-8 JSON: that alphabet cannot end a Python
+ * string literal, so nothing typed here is ever read as code. The kernel checks the
+ * payload again (agent_kernel/magics/chat.py). The request is `store_history: false`, so
+ * the notebook's execution counts stay the user's, and not `silent`, so the turn's
+ * displays (its transcript, widgets, Stop, approval cards, forms) reach the panel's
+ * OutputArea, which renders them with the NOTEBOOK's rendermime: the widgets belong to
+ * that kernel's widget manager, so they work here as in a cell. Nothing goes into the
+ * notebook's cells; the turn is stored in the notebook's current session like any other.
+ */
+import { InputDialog } from '@jupyterlab/apputils';
+import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
+import { NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
+import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
+import { Panel, Widget } from '@lumino/widgets';
+
+import { api, ISession } from './api';
+import { el, money } from './dom';
+
+/** Limits the kernel checks too (agent_kernel/magics/chat.py): refused here first. */
+export const LIMITS = {
+  promptChars: 100_000,
+  textChars: 200_000,
+  imageBytes: 5_000_000,
+  attachments: 20,
+  nameChars: 200
+};
+
+export type AttachmentKind = 'cell' | 'selection' | 'output' | 'error' | 'file';
+
+/** Something the person attached to the next prompt: text, or an image as base64. */
+export interface IAttachment {
+  kind: AttachmentKind;
+  label: string;
+  text?: string;
+  image?: string;
+  media_type?: 'image/png' | 'image/jpeg';
+}
+
+const IMAGE_TYPES = ['image/png', 'image/jpeg'] as const;
+const THINKING = ['adaptive', 'low', 'medium', 'high', 'max', 'off'];
+const APPROVE: Record<string, string> = {
+  auto: 'auto: the agent runs its code in this kernel without asking',
+  ask: 'ask: code and other writing tools wait for your Run or Skip',
+  'read-only': 'read-only: the agent only reads; writing tools are not offered'
+};
+
+/** Why an attachment cannot be sent, or null. */
+export function attachmentProblem(item: IAttachment): string | null {
+  if (item.label.length > LIMITS.nameChars) {
+    return `its label is over ${LIMITS.nameChars} characters`;
+  }
+  if (item.text !== undefined && item.text.length > LIMITS.textChars) {
+    return `it is over ${LIMITS.textChars.toLocaleString()} characters`;
+  }
+  if (item.image !== undefined) {
+    if (!IMAGE_TYPES.includes(item.media_type ?? 'image/png')) {
+      return 'only PNG and JPEG images can be attached';
+    }
+    if ((item.image.length * 3) / 4 > LIMITS.imageBytes) {
+      return `the image is over ${LIMITS.imageBytes / 1_000_000} MB`;
+    }
+  }
+  return null;
+}
+
+/** base64 of the UTF-8 JSON of `value`. */
+export function encodePayload(value: unknown): string {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** The code the kernel runs for one panel turn: one call on a base64 literal. */
+export function turnCode(payload: unknown): string {
+  const encoded = encodePayload(payload);
+  if (!/^[A-Za-z0-9+/=]*$/.test(encoded)) {
+    throw new Error('the payload did not encode to base64');
+  }
+  return (
+    "await __import__('agent_kernel.magics.chat', fromlist=['run_chat_turn'])" +
+    `.run_chat_turn('${encoded}')`
+  );
+}
+
+/** Terminal colour codes out of a traceback, for the model and for a chip. */
+export function plainText(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');
+}
+
+export class ChatView extends Panel {
+  constructor(private notebooks: INotebookTracker | null) {
+    super();
+    this.addClass('ak-chat');
+    this.head.node.append(
+      el('div', { className: 'ak-chat-title' },
+        el('h3', {}, 'Chat'), this.notebookSelect),
+      this.historyNode
+    );
+    this.addWidget(this.head);
+    this.addWidget(this.turns);
+    this.foot.node.append(this.statusNode, this.settingsNode, this.approveNote, this.chipsNode, this.composer());
+    this.addWidget(this.foot);
+    this.drawSettings();
+    notebooks?.currentChanged.connect(() => {
+      if (!this.pinned) {
+        this.follow(notebooks.currentWidget);
+      }
+    });
+    this.follow(notebooks?.currentWidget ?? null);
+  }
+
+  /** Called when a panel turn ends (the dashboard below refreshes its sessions). */
+  turnEnded: (() => void) | null = null;
+
+  /** The notebook whose kernel the next prompt goes to. */
+  get notebook(): NotebookPanel | null {
+    return this.target && !this.target.isDisposed ? this.target : null;
+  }
+
+  get prompt(): string {
+    return this.input.value;
+  }
+
+  /** Put `text` in the prompt box (Fix with agent, Explain) and focus it. */
+  setPrompt(text: string): void {
+    this.input.value = text;
+    this.focusPrompt();
+  }
+
+  /** Focus the prompt box, also after the click that opened the panel settles (a cell
+   * toolbar button's cell takes the focus back when its click ends). */
+  focusPrompt(): void {
+    this.input.focus();
+    window.setTimeout(() => requestAnimationFrame(() => this.input.focus()), 0);
+  }
+
+  /** Attach `item` to the next prompt; an item that cannot be sent says why. */
+  attach(item: IAttachment): boolean {
+    const problem = attachmentProblem(item);
+    if (problem) {
+      this.say(`Cannot attach ${item.label}: ${problem}.`, 'error');
+      return false;
+    }
+    if (this.attachments.length >= LIMITS.attachments) {
+      this.say(`At most ${LIMITS.attachments} attachments a prompt.`, 'error');
+      return false;
+    }
+    this.attachments.push(item);
+    this.drawChips();
+    return true;
+  }
+
+  /** Follow `panel` (the active notebook, or one picked in the switch). */
+  follow(panel: NotebookPanel | null): void {
+    if (panel === this.target) {
+      return;
+    }
+    this.target = panel;
+    this.sessionChoice = '';
+    this.drawNotebooks();
+    void this.loadSessions();
+    this.updateStatus();
+  }
+
+  /** Send the prompt box's text and the attachments as one turn in the notebook's kernel. */
+  async send(): Promise<void> {
+    const prompt = this.input.value.trim();
+    if (!prompt || this.future) {
+      return;
+    }
+    if (prompt.length > LIMITS.promptChars) {
+      this.say(`The prompt is over ${LIMITS.promptChars.toLocaleString()} characters.`, 'error');
+      return;
+    }
+    const panel = this.notebook;
+    const kernel = panel?.sessionContext.session?.kernel ?? null;
+    if (!panel || !kernel) {
+      this.say(panel ? 'This notebook has no kernel: start one (Kernel menu) to chat.' : 'Open a notebook to chat with its agent.', 'error');
+      this.aboutKernel = true;
+      return;
+    }
+    const payload: Record<string, unknown> = { prompt, ...this.settings() };
+    if (this.attachments.length) {
+      payload.attachments = this.attachments;
+    }
+    const output = new OutputArea({
+      model: new OutputAreaModel({ trusted: true }),
+      rendermime: panel.content.rendermime
+    });
+    output.addClass('ak-chat-output');
+    const turn = new Panel();
+    turn.addClass('ak-chat-turn');
+    const asked = new Widget({ node: el('div', { className: 'ak-chat-prompt' }, prompt) });
+    for (const item of this.attachments) {
+      asked.node.append(el('span', { className: 'ak-chip ak-chip-sent', title: item.label }, `${item.kind}: ${item.label}`));
+    }
+    turn.addWidget(asked);
+    turn.addWidget(output);
+    this.turns.addWidget(turn);
+    this.input.value = '';
+    this.attachments = [];
+    this.newSession = false;
+    this.drawChips();
+    const waiting = kernel.status !== 'idle';
+    this.say(waiting ? 'The kernel is busy: your prompt waits its turn.' : 'Running in the notebook\'s kernel: Escape stops.', waiting ? 'waiting' : 'running');
+    const future = kernel.requestExecute(
+      { code: turnCode(payload), silent: false, store_history: false, allow_stdin: true, stop_on_error: false },
+      false,
+      { agentKernelChat: true }
+    );
+    this.future = future;
+    this.kernel = kernel;
+    this.node.dataset.running = 'true';
+    output.future = future;
+    future.onIOPub = chain(future.onIOPub, msg => {
+      if (msg.header.msg_type === 'execute_input') {
+        this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
+      }
+    });
+    try {
+      const reply = await future.done;
+      const failed = reply?.content.status === 'error';
+      this.say(failed ? 'The turn did not finish: see above.' : '', failed ? 'error' : 'idle');
+    } catch (error) {
+      this.say(`The kernel did not answer: ${(error as Error).message}`, 'error');
+    } finally {
+      if (this.future === future) {
+        this.future = null;
+        this.kernel = null;
+      }
+      delete this.node.dataset.running;
+      void this.loadSessions(false);
+      this.turnEnded?.();
+    }
+  }
+
+  /** Stop the running turn: the kernel's interrupt, which the turn takes as its Stop. */
+  async stop(): Promise<void> {
+    if (this.future && this.kernel) {
+      this.say('Stopping…', 'running');
+      await this.kernel.interrupt();
+    }
+  }
+
+  // -- the prompt box ------------------------------------------------------------------------
+
+  private composer(): HTMLElement {
+    this.input.addEventListener('keydown', (event: KeyboardEvent) => {
+      if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        event.stopPropagation();
+        void this.send();
+      }
+    });
+    // Escape anywhere in the chat (the prompt box, a turn's output) stops the running turn.
+    this.node.addEventListener('keydown', (event: KeyboardEvent) => {
+      if (event.key === 'Escape' && this.future) {
+        event.preventDefault();
+        event.stopPropagation();
+        void this.stop();
+      }
+    });
+    const sendButton = el('button', { className: 'jp-Button jp-mod-styled jp-mod-accept ak-chat-send', title: 'Send (Enter)', onclick: () => void this.send() }, 'Send');
+    const stopButton = el('button', { className: 'jp-Button jp-mod-styled jp-mod-warn ak-chat-stop', title: 'Stop the turn (Escape)', onclick: () => void this.stop() }, 'Stop');
+    return el('div', { className: 'ak-chat-composer' }, this.input, el('div', { className: 'ak-chat-buttons' }, sendButton, stopButton));
+  }
+
+  private say(text: string, state: 'idle' | 'waiting' | 'running' | 'error'): void {
+    this.statusNode.textContent = text;
+    this.statusNode.dataset.state = state;
+  }
+
+  private updateStatus(): void {
+    if (this.future) {
+      return;
+    }
+    const panel = this.notebook;
+    if (!panel) {
+      this.say('Open a notebook to chat with its agent.', 'idle');
+      this.aboutKernel = true;
+    } else if (!panel.sessionContext.session?.kernel) {
+      this.say('This notebook has no kernel: start one to chat.', 'idle');
+      this.aboutKernel = true;
+    } else if (this.aboutKernel) {
+      this.say('', 'idle');  // only a line about the missing kernel is cleared
+      this.aboutKernel = false;
+    }
+  }
+
+  // -- the notebook switch -------------------------------------------------------------------
+
+  private drawNotebooks(): void {
+    const open: NotebookPanel[] = [];
+    this.notebooks?.forEach(nb => void open.push(nb));
+    this.notebookSelect.replaceChildren(
+      el('option', { value: '', selected: !this.pinned }, 'Follow the active notebook'),
+      ...open.map(nb => el('option', { value: nb.id, selected: this.pinned && nb === this.target }, nb.context.path))
+    );
+    this.notebookSelect.title = this.target ? `Prompts go to ${this.target.context.path}'s kernel` : 'No notebook';
+    if (this.target && this.lastStatusTarget !== this.target) {
+      this.lastStatusTarget = this.target;
+      this.target.sessionContext.statusChanged.connect(() => this.updateStatus());
+      this.target.sessionContext.kernelChanged.connect(() => this.updateStatus());
+    }
+  }
+
+  private onPickNotebook = (): void => {
+    const id = this.notebookSelect.value;
+    this.pinned = id !== '';
+    let picked: NotebookPanel | null = null;
+    this.notebooks?.forEach(nb => {
+      if (nb.id === id) {
+        picked = nb;
+      }
+    });
+    this.target = null;
+    this.follow(picked ?? this.notebooks?.currentWidget ?? null);
+  };
+
+  // -- settings: the %agent flags' fields for the next turn ----------------------------------
+
+  private settings(): Record<string, unknown> {
+    const chosen: Record<string, unknown> = {};
+    const model = this.modelInput.value.trim();
+    if (model) {
+      chosen.model = model.slice(0, LIMITS.nameChars);
+    }
+    if (this.approveSelect.value) {
+      chosen.approve = this.approveSelect.value;
+    }
+    if (this.thinkSelect.value) {
+      chosen.thinking = this.thinkSelect.value;
+    }
+    if (this.newSession) {
+      chosen.new = true;
+    } else if (this.sessionChoice) {
+      chosen.session = this.sessionChoice;
+    }
+    return chosen;
+  }
+
+  private drawSettings(): void {
+    this.approveSelect.replaceChildren(
+      el('option', { value: '' }, 'Approval: default'),
+      ...Object.keys(APPROVE).map(mode => el('option', { value: mode }, `Approval: ${mode}`))
+    );
+    this.approveSelect.title = Object.values(APPROVE).join('\n');
+    this.approveSelect.addEventListener('change', () => this.explainApprove());
+    this.thinkSelect.replaceChildren(
+      el('option', { value: '' }, 'Thinking: default'),
+      ...THINKING.map(level => el('option', { value: level }, `Thinking: ${level}`))
+    );
+    this.sessionSelect.addEventListener('change', () => {
+      const value = this.sessionSelect.value;
+      this.newSession = value === '\u0000new';
+      this.sessionChoice = this.newSession ? '' : value;
+      this.drawMeter();
+      void this.loadHistory();
+    });
+    const rename = el('button', { className: 'ak-button ak-chat-rename', title: 'Rename this session (as %agent_sessions --rename)', onclick: () => void this.renameSession() }, 'Rename…');
+    const archive = el('button', { className: 'ak-button ak-chat-archive', title: 'Archive this session (as %agent_sessions --archive; --session NAME reopens it)', onclick: () => void this.sessionAction({ action: 'archive' }) }, 'Archive');
+    this.settingsNode.append(this.modelInput, this.modelList, this.approveSelect, this.thinkSelect, this.sessionSelect, rename, archive, this.meterNode);
+    this.explainApprove();
+  }
+
+  private explainApprove(): void {
+    const mode = this.approveSelect.value;
+    this.approveNote.textContent = mode ? APPROVE[mode] : `Default approval (AgentKernel.approve). ${APPROVE.auto}.`;
+  }
+
+  private async renameSession(): Promise<void> {
+    const session = this.current();
+    if (!session) {
+      return;
+    }
+    const answer = await InputDialog.getText({ title: `Rename session ${session.name}`, text: session.name });
+    const name = answer.button.accept ? (answer.value ?? '').trim() : '';
+    if (name && name !== session.name) {
+      await this.sessionAction({ action: 'rename', new_name: name.slice(0, LIMITS.nameChars) });
+    }
+  }
+
+  /** Rename or archive the current session in the notebook's kernel, as %agent_sessions does. */
+  private async sessionAction(action: { action: 'rename' | 'archive'; new_name?: string }): Promise<void> {
+    const session = this.current();
+    const kernel = this.notebook?.sessionContext.session?.kernel;
+    if (!session || !kernel || this.future) {
+      this.say(this.future ? 'Wait for the turn to end.' : 'No session or no kernel.', 'error');
+      return;
+    }
+    const code =
+      "__import__('agent_kernel.magics.chat', fromlist=['run_session_action'])" +
+      `.run_session_action('${encodePayload({ ...action, name: session.name })}')`;
+    const reply = await kernel.requestExecute({ code, silent: true, store_history: false }).done;
+    const content = reply.content as { status: string; evalue?: string };
+    if (content.status !== 'ok') {
+      this.say(`${action.action === 'rename' ? 'Rename' : 'Archive'} failed: ${content.evalue ?? 'see the kernel log'}`, 'error');
+      return;
+    }
+    this.sessionChoice = action.action === 'rename' ? action.new_name ?? '' : '';
+    this.say(action.action === 'rename' ? `Renamed to ${action.new_name}.` : `Archived ${session.name}.`, 'idle');
+    await this.loadSessions();
+  }
+
+  /** The notebook's sessions: the switch, the model list and the meter. */
+  private async loadSessions(history = true): Promise<void> {
+    const path = this.notebook?.context.path;
+    if (!path) {
+      this.sessions = [];
+      this.drawSessions();
+      this.historyNode.replaceChildren();
+      return;
+    }
+    try {
+      const found = await api.sessions(path);
+      this.sessions = Array.isArray(found.sessions) ? found.sessions.filter(s => typeof s?.name === 'string') : [];
+    } catch {
+      this.sessions = [];
+    }
+    this.drawSessions();
+    if (history) {
+      await this.loadHistory();
+    }
+  }
+
+  /** The session the next turn continues: the one picked, else the notebook's latest. */
+  private current(): ISession | null {
+    if (this.newSession) {
+      return null;
+    }
+    if (this.sessionChoice) {
+      return this.sessions.find(s => s.name === this.sessionChoice) ?? null;
+    }
+    return this.sessions.find(s => !s.parent_id) ?? null;
+  }
+
+  private drawSessions(): void {
+    const current = this.current();
+    this.sessionSelect.replaceChildren(
+      ...this.sessions.filter(s => !s.parent_id).map(s =>
+        el('option', { value: s.name, selected: s === current }, `Session: ${s.name}`)),
+      el('option', { value: '\u0000new', selected: this.newSession || !this.sessions.length }, 'New session')
+    );
+    this.sessionSelect.title = 'The session the next turn continues (as %agent --session NAME), or a new one (--new)';
+    const models = new Set(this.sessions.map(s => s.model).filter((m): m is string => Boolean(m)));
+    this.modelList.replaceChildren(...[...models].map(m => el('option', { value: m })));
+    this.drawMeter();
+  }
+
+  private drawMeter(): void {
+    const session = this.current();
+    if (!session) {
+      this.meterNode.textContent = 'new session';
+      this.meterNode.title = 'The next turn starts a new session.';
+      return;
+    }
+    const limit = session.token_limit ? ` of ${session.token_limit.toLocaleString()}` : '';
+    this.meterNode.textContent = `${session.tokens.toLocaleString()}${limit} tokens · ${money(session.cost)}`;
+    this.meterNode.title =
+      'Tokens the session has used (a token read from the prompt cache counts a tenth) of its token limit, and its cost. ' +
+      'When a request nears the model\'s context window, older turns are compacted into a summary (old images first).';
+  }
+
+  /** The session's earlier turns, above the panel's own: the prompt and the answer's text. */
+  private async loadHistory(): Promise<void> {
+    const session = this.current();
+    if (!session) {
+      this.historyNode.replaceChildren();
+      return;
+    }
+    let messages: unknown[] = [];
+    try {
+      const detail = await api.session(session.id);
+      messages = Array.isArray(detail.messages) ? detail.messages : [];
+    } catch {
+      return;
+    }
+    const turns = new Map<number, { prompt: string; answer: string[] }>();
+    for (const message of messages) {
+      const m = message as { turn?: unknown; role?: unknown; content?: unknown };
+      if (typeof m.turn !== 'number' || !Array.isArray(m.content)) {
+        continue;
+      }
+      const texts = m.content
+        .filter((b: any) => b && b.type === 'text' && typeof b.text === 'string')
+        .map((b: any) => b.text as string);
+      const entry = turns.get(m.turn) ?? { prompt: '', answer: [] };
+      if (m.role === 'user' && !entry.prompt && texts.length > 1) {
+        entry.prompt = texts[1];  // the first block is the turn's context
+      } else if (m.role === 'assistant') {
+        entry.answer.push(...texts);
+      }
+      turns.set(m.turn, entry);
+    }
+    this.historyNode.replaceChildren(
+      ...[...turns.entries()].map(([n, t]) =>
+        el('details', { className: 'ak-chat-earlier', 'data-turn': String(n) },
+          el('summary', {}, `Turn ${n}: ${t.prompt.slice(0, 120)}`),
+          el('div', { className: 'ak-chat-answer' }, t.answer.join('\n\n').slice(0, 4000))))
+    );
+  }
+
+  // -- attachments ---------------------------------------------------------------------------
+
+  private drawChips(): void {
+    this.chipsNode.replaceChildren(
+      ...this.attachments.map((item, i) =>
+        el('span', { className: 'ak-chip', 'data-kind': item.kind, title: item.text ? item.text.slice(0, 400) : item.label },
+          item.image ? el('img', { className: 'ak-chip-image', src: `data:${item.media_type ?? 'image/png'};base64,${item.image}`, alt: '' }) : null,
+          `${item.kind}: ${item.label}`,
+          el('button', {
+            className: 'ak-chip-remove', title: 'Remove', 'aria-label': `Remove ${item.label}`,
+            onclick: () => {
+              this.attachments.splice(i, 1);
+              this.drawChips();
+            }
+          }, '×')))
+    );
+  }
+
+  private target: NotebookPanel | null = null;
+  private lastStatusTarget: NotebookPanel | null = null;
+  private pinned = false;
+  private aboutKernel = false;
+  private future: Kernel.IShellFuture<KernelMessage.IExecuteRequestMsg, KernelMessage.IExecuteReplyMsg> | null = null;
+  private kernel: Kernel.IKernelConnection | null = null;
+  private attachments: IAttachment[] = [];
+  private sessions: ISession[] = [];
+  private sessionChoice = '';
+  private newSession = false;
+  private head = new Widget();
+  private turns = new Panel();
+  private foot = new Widget();
+  private historyNode = el('div', { className: 'ak-chat-history' });
+  private statusNode = el('div', { className: 'ak-chat-status', role: 'status' });
+  private settingsNode = el('div', { className: 'ak-chat-settings' });
+  private approveNote = el('div', { className: 'ak-chat-approve-note ak-muted' });
+  private chipsNode = el('div', { className: 'ak-chat-chips' });
+  private meterNode = el('span', { className: 'ak-chat-meter ak-muted' });
+  private input = el('textarea', {
+    className: 'ak-chat-input jp-mod-styled', rows: 3, maxLength: LIMITS.promptChars,
+    placeholder: 'Ask the agent (Enter sends, Shift+Enter new line, Escape stops)',
+    'aria-label': 'Prompt for the agent'
+  });
+  private modelInput = el('input', {
+    className: 'ak-chat-model jp-mod-styled', list: 'ak-chat-models', maxLength: LIMITS.nameChars,
+    placeholder: 'Model: default', title: 'The model for the next turn (as %agent --model M); empty: the session\'s or AgentKernel.model'
+  });
+  private modelList = el('datalist', { id: 'ak-chat-models' });
+  private approveSelect = el('select', { className: 'ak-chat-approve jp-mod-styled' });
+  private thinkSelect = el('select', { className: 'ak-chat-think jp-mod-styled', title: 'Thinking for the next turn (as %agent --think LEVEL)' });
+  private sessionSelect = el('select', { className: 'ak-chat-session jp-mod-styled' });
+  private notebookSelect = el('select', { className: 'ak-chat-notebook jp-mod-styled', onchange: () => this.onPickNotebook() });
+}
+
+function chain<T>(first: ((msg: T) => void | PromiseLike<void>) | undefined, then: (msg: T) => void) {
+  return async (msg: T) => {
+    if (first) {
+      await first(msg);
+    }
+    then(msg);
+  };
+}
+
+/** A file from the file browser as an attachment: text, a notebook's cells, or an image. */
+export async function fileAttachment(contents: Contents.IManager, path: string): Promise<IAttachment> {
+  const model = await contents.get(path, { content: true });
+  if (model.type === 'notebook') {
+    const cells = (model.content?.cells ?? []) as { cell_type: string; source: string | string[] }[];
+    const text = cells.map(c => `# [${c.cell_type}]\n${Array.isArray(c.source) ? c.source.join('') : c.source}`).join('\n\n');
+    return { kind: 'file', label: path, text };
+  }
+  if (model.type !== 'file') {
+    throw new Error(`${path} is a ${model.type}, not a file`);
+  }
+  if (model.format === 'base64') {
+    const mime = (model.mimetype ?? '') as string;
+    if (mime === 'image/png' || mime === 'image/jpeg') {
+      return { kind: 'file', label: path, image: String(model.content).replace(/\s/g, ''), media_type: mime };
+    }
+    throw new Error(`${path} is binary (${mime || 'unknown type'}): only text files and PNG or JPEG images can be attached`);
+  }
+  return { kind: 'file', label: path, text: String(model.content ?? '') };
+}

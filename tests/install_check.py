@@ -92,9 +92,10 @@ def second_steps(body: dict[str, Any]) -> Step:
     session = _field(body, "spawn_session", "id")
     return [
         ("wait_for_sessions", {"ids": [session]}),
-        ("update_scheduled_task", {"id": task, "cron": "0 4 * * *"}),
         ("disable_scheduled_task", {"id": task}),
         ("enable_scheduled_task", {"id": task}),
+        # After the page this session fetched: the change keeps the task disabled for review.
+        ("update_scheduled_task", {"id": task, "cron": "0 4 * * *"}),
         ("cancel_scheduled_task", {"id": task}),
         ("cancel_reminder", {"id": reminder}),
         ("update_skill", {"name": "csv-tips", "content": "Use pandas.read_csv with parse_dates."}),

@@ -158,7 +158,7 @@ def test_an_output_image_added_to_chat_reaches_the_request_as_an_image(lab_page,
     chat.get_by_text("A blue rectangle.").wait_for(timeout=60_000)
     content = lab_model.requests[start]["messages"][-1]["content"]
     assert content[-1]["type"] == "image" and content[-1]["source"]["media_type"] == "image/png"
-    assert content[-2]["text"].startswith("Attached by the person (output: output of chat-image.ipynb cell 1)")
+    assert content[-2]["text"].startswith("Attached by the person (output: output of chat-image.ipynb cell 1 (id ")
     assert content[-3]["text"] == "what is in this picture?"
 
 
@@ -184,6 +184,40 @@ def test_fix_with_agent_on_an_error_attaches_the_cell_and_its_traceback(lab_page
     assert not tool_results(lab_model.requests[start])
 
 
+def test_fix_with_agent_leads_to_the_accepted_diff_and_a_cell_that_then_runs(lab_page, jupyterlab, lab_model):
+    """The model reads the failing cell's id in its attachment and proposes the fix with
+    replace_cell(run=true); in ask mode the diff shows at the cell; Accept applies it, and the
+    cell runs once the panel's turn has ended."""
+    import re
+
+    page = lab_page
+    start = len(lab_model.requests)
+
+    def fix(body: dict) -> object:
+        texts = " ".join(b.get("text", "") for b in body["messages"][-1]["content"] if isinstance(b, dict))
+        cell_id = re.search(r"\(id ([A-Za-z0-9_-]+)\)", texts).group(1)
+        return reply(tool_use("replace_cell", {"cell": cell_id, "source": "total = 10\ntotal / 2", "run": True}))
+
+    lab_model.add(fix, say("Fixed: the denominator is 2 now; the cell runs after this turn."))
+    run_notebook(page, jupyterlab, "chat-fix-diff", ["%load_ext agent_kernel", "total = 10\ntotal / 0"])
+    wait_idle(page)
+    failing = cell(page, 1)
+    failing.get_by_role("button", name="Fix with agent").click()
+    chat = page.locator("#agent-kernel-panel .ak-chat")
+    chat.locator(".ak-chip[data-kind='error']").wait_for(timeout=10_000)
+    chat.locator(".ak-chat-approve").select_option("ask")
+    chat.locator(".ak-chat-input").press("Enter")
+    diff = page.locator(".ak-edit-diff")
+    diff.wait_for(timeout=60_000)
+    assert "total / 0" in diff.locator(".ak-edit-old").inner_text() and "total / 2" in diff.locator(".ak-edit-new").inner_text()
+    diff.get_by_role("button", name="Accept").click()
+    chat.get_by_text("Fixed: the denominator is 2 now").wait_for(timeout=60_000)
+    failing.locator(".jp-OutputArea-output", has_text="5.0").wait_for(timeout=60_000)  # it ran, fixed
+    assert "ZeroDivisionError" not in failing.locator(".jp-OutputArea").inner_text()
+    result = tool_results(lab_model.requests[start + 1])[0]
+    assert not result.get("is_error") and "queued" in str(result["content"])
+
+
 def test_the_cell_toolbar_asks_about_the_cell(lab_page, jupyterlab, lab_model):
     page = lab_page
     run_notebook(page, jupyterlab, "chat-ask-cell", ["revenue = {'North': 12}"])
@@ -195,7 +229,7 @@ def test_the_cell_toolbar_asks_about_the_cell(lab_page, jupyterlab, lab_model):
     chat = page.locator("#agent-kernel-panel .ak-chat")
     chip = chat.locator(".ak-chip[data-kind='cell']")
     chip.wait_for(timeout=10_000)
-    assert "chat-ask-cell.ipynb cell 1" in chip.inner_text()
+    assert "chat-ask-cell.ipynb cell 1 (id " in chip.inner_text()
     assert chat.locator(".ak-chat-input").input_value() == "About the attached cell: "
     assert page.evaluate("() => document.activeElement.classList.contains('ak-chat-input')")
 

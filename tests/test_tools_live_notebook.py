@@ -136,6 +136,18 @@ def test_insert_with_run_is_queued_for_after_the_turn_and_the_result_says_so(ker
     assert markdown["is_error"] and "Only a code cell can be run" in text_of(markdown)
 
 
+def test_a_replaced_cell_can_run_after_the_turn_as_a_fix(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    scripted_model.add(call("replace_cell", cell="load", source="df = load()\ndf.head()", run=True), say("Fixed."))
+    running = "agentcell1"
+    kernel.ok("%agent fix the load cell", on_message=front.hook, cell_id=running)
+    [edit] = front.edits
+    assert (edit["op"], edit["cell"], edit["run"], edit["turn_cell"]) == ("replace", "load", True, running)
+    assert "right after your %agent cell finishes" in text_of(result(scripted_model.requests[1]))
+
+
 def test_edits_are_bounded_per_turn_and_the_running_cell_is_not_theirs(kernel, scripted_model):
     from agent_kernel.tools.live_notebook import MAX_EDITS_PER_TURN
 

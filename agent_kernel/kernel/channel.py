@@ -362,8 +362,8 @@ async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
 
     ``op`` is ``insert`` (``after``, ``cell_type``, ``source``), ``replace`` (``cell``,
     ``source``), ``delete`` (``cell``) or ``move`` (``cell``, ``after``); ``metadata``
-    marks the cell, ``ask`` shows a diff and waits for Accept, ``run`` (insert only) runs
-    the new cell once the running cell has finished."""
+    marks the cell, ``ask`` shows a diff and waits for Accept, ``run`` (insert, replace) runs
+    the cell once the running cell (or the panel turn) has finished."""
     if _CHANNEL is None:
         raise LookupError("no notebook front end with the agent-kernel extension is attached")
     answer = await _CHANNEL.request({"type": "edit", **change}, timeout)

@@ -98,9 +98,22 @@ async def insert_cell(
     return {"inserted": cell, "after": anchor}
 
 
-async def replace_cell(cell: CellId, source: Annotated[str, Field(max_length=MAX_SOURCE)]) -> dict[str, Any]:
-    """Replace a cell's source in the open notebook (its outputs stay until it is run again)."""
-    return {"replaced": await _apply({"op": "replace", "cell": _not_running(cell), "source": source})}
+async def replace_cell(
+    cell: CellId, source: Annotated[str, Field(max_length=MAX_SOURCE)], run: bool = False
+) -> dict[str, Any]:
+    """Replace a cell's source in the open notebook (its outputs stay until it is run again).
+
+    Args:
+        cell: The cell's id.
+        source: Its new source.
+        run: Run the code cell right after this turn ends (a fix: outputs land in it; you see them next turn).
+    """
+    change = {"op": "replace", "cell": _not_running(cell), "source": source, "run": run}
+    running = channel.running_cell()
+    if run and running is not None:
+        change["turn_cell"] = running
+    replaced = await _apply(change)
+    return {"replaced": replaced, "run": RUN_NOTE} if run else {"replaced": replaced}
 
 
 async def delete_cell(cell: CellId) -> dict[str, Any]:

@@ -10,7 +10,7 @@
  * answers `read` requests with the cells and `edit` requests by inserting, replacing,
  * deleting or moving a cell (in `ask` mode only after the person accepts its diff). Any
  * other message from the kernel is ignored: only our own message types, each checked, are
- * acted on. The one thing that runs code: a cell this extension itself inserted with `run`
+ * acted on. The one thing that runs code: a cell this extension itself inserted or replaced with `run`
  * (auto mode, or accepted in ask mode) runs through JupyterLab's own execution once the
  * `%agent` cell has finished (the kernel is busy with the turn until then).
  */
@@ -53,6 +53,14 @@ export function attachNotebooks(notebooks: INotebookTracker, app?: JupyterFrontE
     }
   });
   app?.contextMenu.addItem({ command: UNDO_TURN, selector: '.jp-Notebook', rank: 0 });
+}
+
+/**
+ * A turn from the Agent panel's chat ended: run the cells its edits queued (a panel turn has
+ * no cell of its own to wait for).
+ */
+export function panelTurnEnded(panel: NotebookPanel): void {
+  CHANNELS.get(panel)?.runQueued('');
 }
 
 /** How to revert one applied edit. */
@@ -223,6 +231,9 @@ class NotebookChannel {
     }
     const target = shared.getCell(index);
     if (data.op === 'replace') {
+      if (data.run === true && target.cell_type !== 'code') {
+        return { error: 'only a code cell can run' };
+      }
       const old = target.getSource();
       target.setMetadata('agent_kernel', mark);
       target.setSource(data.source as string); // the cell's own transaction: its editor's undo reverts it
@@ -232,6 +243,9 @@ class NotebookChannel {
           shared.getCell(i).setSource(old);
         }
       });
+      if (data.run === true) {
+        this.queued.push({ cell: changed, after: String(data.turn_cell ?? '') });
+      }
     } else if (data.op === 'delete') {
       const json = target.toJSON();
       shared.deleteCell(index);
@@ -290,6 +304,12 @@ class NotebookChannel {
    * the person deleted meanwhile is skipped.
    */
   private ranCell(id: string): void {
+    this.runQueued(id);
+  }
+
+  /** Run the queued cells waiting for the cell `after` ('' : those of a panel turn). */
+  runQueued(after: string): void {
+    const id = after;
     const due = this.queued.filter(q => q.cell !== id && (q.after === '' || q.after === id));
     if (!due.length) {
       return;
@@ -364,8 +384,8 @@ function checkEdit(data: JSONObject): string {
   if ((op === 'insert' || op === 'move') && (typeof after !== 'string' || !CELL_ID.test(after))) {
     return 'after is a cell id';
   }
-  if (data.run !== undefined && (typeof data.run !== 'boolean' || (data.run && (op !== 'insert' || cellType !== 'code')))) {
-    return 'only an inserted code cell can run';
+  if (data.run !== undefined && (typeof data.run !== 'boolean' || (data.run && !((op === 'insert' && cellType === 'code') || op === 'replace')))) {
+    return 'only an inserted or replaced code cell can run';
   }
   if (data.turn_cell !== undefined && (typeof data.turn_cell !== 'string' || !CELL_ID.test(data.turn_cell))) {
     return 'turn_cell is a cell id';

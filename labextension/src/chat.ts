@@ -20,6 +20,7 @@ import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { api, ISession } from './api';
+import { panelTurnEnded } from './channel';
 import { el, money } from './dom';
 
 /** Limits the kernel checks too (agent_kernel/magics/chat.py): refused here first. */
@@ -239,6 +240,7 @@ export class ChatView extends Panel {
         this.kernel = null;
       }
       delete this.node.dataset.running;
+      panelTurnEnded(panel);  // cells the turn's edits queued to run (a fix, accepted)
       void this.loadSessions(false);
       this.turnEnded?.();
     }

@@ -25,7 +25,8 @@ export const FIX_ERROR = 'agent-kernel:fix-with-agent';
 export const EXPLAIN_ERROR = 'agent-kernel:explain-error';
 export const ASK_CELL = 'agent-kernel:ask-about-cell';
 
-export const FIX_PROMPT = 'Fix the error in the attached cell: say what went wrong, then propose the corrected cell.';
+export const FIX_PROMPT =
+  'Fix the error in the attached cell: say what went wrong, then propose the corrected source with replace_cell on that cell\'s id, with run=true.';
 export const EXPLAIN_PROMPT = 'Explain the attached error: what went wrong and why, in plain words.';
 export const ASK_PROMPT = 'About the attached cell: ';
 
@@ -65,7 +66,7 @@ export function registerChat(
   };
   const cellLabel = (panel: NotebookPanel, cell: Cell) => {
     const index = panel.content.widgets.indexOf(cell);
-    return `${panel.context.path} cell ${index + 1}`;
+    return `${panel.context.path} cell ${index + 1} (id ${cell.model.id})`;
   };
   const cellItem = (panel: NotebookPanel, cell: Cell): IAttachment => ({
     kind: 'cell', label: cellLabel(panel, cell), text: cell.model.sharedModel.getSource()
@@ -258,14 +259,16 @@ function errorText(cell: Cell): string {
   return '';
 }
 
-/** "Fix with agent" and "Explain" under every error output of `panel`'s cells. */
+const AGENT_CELL = /^\s*%%?agent(\s|$)/;
+
+/** "Fix with agent" and "Explain" under every error output of `panel`'s cells but the agent's own. */
 function watchErrors(app: JupyterFrontEnd, panel: NotebookPanel): void {
   let scheduled = false;
   const decorate = () => {
     scheduled = false;
     for (const cell of panel.content.widgets) {
-      if (!(cell instanceof CodeCell)) {
-        continue;
+      if (!(cell instanceof CodeCell) || AGENT_CELL.test(cell.model.sharedModel.getSource())) {
+        continue; // an %agent cell's error is the turn's own line (stopped, a limit): nothing to fix
       }
       const model = cell.outputArea.model;
       cell.outputArea.widgets.forEach((child, i) => {

@@ -230,5 +230,5 @@ def test_the_extension_refuses_edits_that_are_not_its_own_well_formed_messages(l
     wait_idle(page)
     shown = cell(page, 3).locator(".jp-OutputArea").inner_text()
     assert shown.startswith("['op is insert, replace, delete or move', 'after is a cell id',") and "ignored" in shown
-    assert "'only an inserted code cell can run'" in shown and "no cell no-such-cell" in shown
+    assert "'only an inserted or replaced code cell can run'" in shown and "no cell no-such-cell" in shown
     assert len(page.evaluate(NOTEBOOK_CELLS)) == 4  # nothing was inserted

@@ -311,14 +311,22 @@ def _from_notebook_view() -> bool:
     JupyterLab's and Notebook 7's cell executor sends ``deletedCells`` and ``recordTiming``
     with each cell; papermill, nbconvert and the scheduler (nbclient) do not, and would log
     "No handler found" for a comm nobody there answers."""
+    metadata = _request_metadata()
+    return "deletedCells" in metadata or "recordTiming" in metadata
+
+
+def _request_metadata() -> dict[str, Any]:
+    """The metadata of the running execute request ({} outside a kernel or an unusual one)."""
     from IPython import get_ipython
 
     kernel: Any = getattr(get_ipython(), "kernel", None)
+    if kernel is None:
+        return {}
     try:
-        metadata = (kernel.get_parent("shell") or {}).get("metadata") or {} if kernel is not None else {}
-    except Exception:  # noqa: BLE001 - an unusual kernel: announce nothing
-        return False
-    return isinstance(metadata, dict) and ("deletedCells" in metadata or "recordTiming" in metadata)
+        metadata = (kernel.get_parent("shell") or {}).get("metadata") or {}
+    except Exception:  # noqa: BLE001 - an unusual kernel: nothing known
+        return {}
+    return metadata if isinstance(metadata, dict) else {}
 
 
 def attached() -> Attachment | None:
@@ -328,16 +336,7 @@ def attached() -> Attachment | None:
 
 def running_cell() -> str | None:
     """The notebook cell id of the running execute request (JupyterLab sends ``cellId``)."""
-    from IPython import get_ipython
-
-    kernel: Any = getattr(get_ipython(), "kernel", None)
-    if kernel is None:
-        return None
-    try:
-        parent = kernel.get_parent("shell") or {}
-    except Exception:  # noqa: BLE001 - an unusual kernel: no cell known
-        return None
-    value = (parent.get("metadata") or {}).get("cellId")
+    value = _request_metadata().get("cellId")
     return value if isinstance(value, str) and _CELL_ID.match(value) else None
 
 

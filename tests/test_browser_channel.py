@@ -10,6 +10,7 @@ import os
 import shutil
 
 import pytest
+from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
 
@@ -102,7 +103,7 @@ def test_an_auto_turn_inserts_a_cell_that_runs_after_the_turn_and_markdown_is_sa
     cell(page, 2).locator(".jp-OutputArea").get_by_text("42").wait_for(timeout=30_000)  # ran, in that cell
     wait_idle(page)
     assert page.evaluate(NOTEBOOK_CELLS)[2:] == ["print(6 * 7)", HOSTILE_MARKDOWN]
-    assert cell(page, 2).locator(".jp-InputPrompt").inner_text().strip() == "[3]:"
+    expect(cell(page, 2).locator(".jp-InputPrompt")).to_have_text("[3]:", timeout=30_000)
     rendered = cell(page, 3)
     assert rendered.locator("h2").inner_text().startswith("Note")
     assert rendered.locator("script").count() == 0 and rendered.locator("img[onerror]").count() == 0

@@ -12,6 +12,7 @@ import shutil
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from agent_kernel.testing import call, reply, say, tool_use
 
@@ -93,7 +94,7 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     # The next cell uses what the panel's turn defined; the panel used no execution count.
     after = run_cell(page, "print('next', from_panel + 1)", 2)
     after.get_by_text("next 43").wait_for(timeout=30_000)
-    assert cell(page, 2).locator(".jp-InputPrompt").inner_text().strip() == "[3]:"
+    expect(cell(page, 2).locator(".jp-InputPrompt")).to_have_text("[3]:", timeout=30_000)
     history = run_cell(page, "%agent_history", 3)
     page.wait_for_function(
         "() => document.querySelectorAll('.jp-Notebook .jp-Cell')[3].innerText.includes('Defined')", timeout=30_000

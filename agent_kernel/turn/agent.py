@@ -337,10 +337,12 @@ class Agent:
             )
         self._running = True
         try:
+            from agent_kernel.kernel.streams import quick_flushes
             from agent_kernel.turn import warmup
 
             await warmup.wait_for_step()  # its imports and the turn's must not interleave
-            result, footer = await self._turn(request, view, interrupts)
+            with quick_flushes():  # each display update flushes the streams: only when needed
+                result, footer = await self._turn(request, view, interrupts)
         finally:
             self._running = False
         self.last_result = result

@@ -122,7 +122,9 @@ def test_the_status_line_comes_first_then_counts_tokens_and_cost_and_goes_at_the
     kernel.ok('%config AgentKernel.prices = {"scripted-model": {"input": 2, "output": 16}}')
     scripted_model.add(
         reply(text("Let me look. " * 4), tool_use("run_code", {"code": "total = 358"}), chunk_size=6, chunk_delay=0.02),
-        say(ANSWER, chunk_size=6, chunk_delay=0.02),
+        # The model takes a moment to answer: a phase shorter than the display interval is
+        # folded into the next one.
+        say(ANSWER, chunk_size=6, chunk_delay=0.02, delay=0.3),
     )
     execution = kernel.ok("%agent monthly totals please")
     shown = [m for m in execution.of_type("display_data")]

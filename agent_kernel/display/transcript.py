@@ -148,7 +148,9 @@ class Transcript:
         if phase == self._phase or (self._stop_requested and phase != STOPPING):
             return
         self._phase = phase
-        self._status_changed(at_once=True)
+        # Phases can change several times in a round trip; the line shows them at the
+        # display rate (Stopping at once: the person just clicked).
+        self._status_changed(at_once=phase == STOPPING)
 
     def usage(self, model: str, tokens: int, cost: float | None) -> None:
         """The turn's figures after a model call ended (what the status line counts from)."""
@@ -156,7 +158,7 @@ class Transcript:
         self._streamed_chars = 0
         if self._phase == RECEIVING:
             self._phase = "working…"
-        self._status_changed(at_once=True)
+        self._status_changed()
 
     def _streamed(self, chars: int) -> None:
         self._streamed_chars += chars
@@ -325,6 +327,9 @@ class Transcript:
             print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
         else:
             self._render(card)
+        # A tool may block the event loop (code running in the kernel), and with it the
+        # timer of throttled updates: what the cell shows while it runs goes out now.
+        self._flush_pending()
 
     def tool_waiting(self, tool_use_id: str, waiting: bool, *, why: str = "waiting for you") -> None:
         """Mark the call as waiting (for the person: a form, a question, an approval; or
@@ -348,8 +353,10 @@ class Transcript:
         if self._plain:
             timing = f" · {duration_ms:,.0f} ms" if duration_ms is not None else ""
             print(f"[{card.name}] {status}{timing} {detail}".rstrip(), flush=True)
-        else:
-            self._render(card)
+        elif card.handle is None:
+            self._show_card(card)
+        else:  # a quick call's card goes from running to done within one display interval
+            self._throttled(card.handle, lambda: _card_bundle(card))
 
     # -- the API's server tools (web search, web fetch) ------------------------------------
 

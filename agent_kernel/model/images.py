@@ -104,9 +104,14 @@ def placeholder(block: dict[str, Any], what: str = "an image") -> dict[str, Any]
 
 def sent_chars(value: Any) -> int:
     """Characters of ``value``'s JSON with every image counted as its tokens' characters."""
-    return len(json.dumps(value, default=str)) + sum(
-        tokens(b) * CHARS_PER_TOKEN - len(json.dumps(b)) for b in blocks_in(value)
-    )
+    text = json.dumps(value, default=str)
+    if _IMAGE_TYPE not in text:  # no image block anywhere: no walk through it in Python
+        return len(text)
+    return len(text) + sum(tokens(b) * CHARS_PER_TOKEN - len(json.dumps(b)) for b in blocks_in(value))
+
+
+# How every image block's type is written in ``json.dumps`` output (default separators).
+_IMAGE_TYPE = json.dumps({"type": "image"})[1:-1]
 
 
 def blocks_in(value: Any) -> list[dict[str, Any]]:

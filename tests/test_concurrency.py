@@ -99,6 +99,7 @@ def test_two_kernels_and_a_script_lose_nothing(scripted_model, agent_db, tmp_pat
     try:
         for k in kernels.values():
             k.ok("%load_ext agent_kernel")
+            k.ok("%config AgentKernel.max_model_calls = 1000")  # as many calls as fit in the time
             k.ok("%agent warm up")  # first turn: imports, session, first connection
         deadline = time.time() + SECONDS
         sent = {name: k.client.execute(f"%agent writer {name} {deadline}") for name, k in kernels.items()}

@@ -26,7 +26,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Store", "StoreConnection"]
+__all__ = ["Store", "StoreConnection", "log_bytes"]
 
 # Another process that does not take our lock (a DuckDB shell, say) can still hold the file.
 _BUSY_RETRY_SECONDS = 30.0
@@ -53,6 +53,7 @@ class Store:
         self._seen: tuple[Any, ...] | None = None
         self._instance: duckdb.DuckDBPyConnection | None = None  # see _attach
         self._exiting = False  # the interpreter exits: no new instance (see _drop_instance)
+        self._held: list[str] = []  # how each connection open now reached the file, outermost first
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r})"
@@ -80,14 +81,29 @@ class Store:
                 self.changes += 1  # another process (or an unlocked program) wrote meanwhile
             if not (read_only or mirrored):
                 self.changes += 1
-            attached = mirrored and config is None and self._migrated
+            # A connection opened inside another's block (same thread: the lock is
+            # reentrant) reaches the file the way the outer one did: DuckDB refuses a
+            # second handle on a file one of this process's instances has attached.
+            outer = self._held[-1] if self._held else None
+            # At exit the kept instance is gone: other connections open the file on their own.
+            attached = (
+                outer == "attached"
+                if outer is not None
+                else config is None and (self._migrated or read_only) and (mirrored or not self._exiting)
+            )
             try:
                 if read_only and not self._migrated:  # migrating writes: do it first
                     self._migrate_now()
-                con = self._attach() if attached else self._open(config, read_only=read_only)
+                if not attached:
+                    con = self._open(config, read_only=read_only)
+                elif outer is None:
+                    con = self._attach(read_only=read_only)
+                else:
+                    con = self._nested()
             except BaseException:
                 self._seen = None
                 raise
+            self._held.append("attached" if attached else "opened")
             try:
                 if not self._migrated:
                     migrate(con)
@@ -97,9 +113,10 @@ class Store:
                 self.changes += 1  # part of a mirrored write may be missing from the file
                 raise
             finally:
+                self._held.pop()
                 con.close()
-                if attached:
-                    self._detach()
+                if attached and outer is None:
+                    self._detach(fold=not (read_only or mirrored))
                 self._seen = self._signature()
 
     def unchanged_since(self, changes: int) -> bool:
@@ -127,11 +144,12 @@ class Store:
     def _wal(self) -> str:
         return str(self.path) + ".wal"
 
-    def _attach(self) -> duckdb.DuckDBPyConnection:
+    def _attach(self, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         """A connection to the file through an in-memory database instance kept between
         connections: attaching a file to it costs a fraction of starting a new instance
-        (a few ms against ~15 ms), which is what the turn's writes pay. The file is detached
-        when the connection closes, so it is held no longer than by :meth:`_open`."""
+        (a few ms against ~15 ms), which is what a turn's reads and writes pay. The file is
+        detached when the connection closes, so it is held no longer than by :meth:`_open`.
+        A connection with its own DuckDB settings (the SQL sandbox's) is never made here."""
         import duckdb
 
         if self._exiting:
@@ -146,7 +164,8 @@ class Store:
             atexit.register(_drop_instance, weakref.ref(self))
         path = str(self.path).replace("'", "''")
         instance = self._instance
-        self._while_locked(lambda: instance.execute(f"ATTACH '{path}' AS {_ATTACHED}"))
+        options = " (READ_ONLY)" if read_only else ""
+        self._while_locked(lambda: instance.execute(f"ATTACH '{path}' AS {_ATTACHED}{options}"))
         con = self._instance.cursor()
         try:
             con.execute(f"USE {_ATTACHED}")
@@ -156,8 +175,27 @@ class Store:
             raise
         return con
 
-    def _detach(self) -> None:
-        if self._instance is not None:
+    def _nested(self) -> duckdb.DuckDBPyConnection:
+        """Another connection to the file the kept instance has attached now."""
+        assert self._instance is not None
+        con = self._instance.cursor()
+        try:
+            con.execute(f"USE {_ATTACHED}")
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def _detach(self, *, fold: bool = False) -> None:
+        """Let go of the file; ``fold``: fold DuckDB's write-ahead log into it first, as
+        closing an instance of its own would (the write-behind thread's writes leave that
+        to its idle time)."""
+        if self._instance is None:
+            return
+        try:
+            if fold and log_bytes(self.path):
+                self._instance.execute(f"CHECKPOINT {_ATTACHED}")
+        finally:
             self._instance.execute(f"DETACH DATABASE IF EXISTS {_ATTACHED}")
 
     def _migrate_now(self) -> None:
@@ -299,3 +337,11 @@ def _put_back(item: Any, texts: Iterator[str]) -> Any:
     if isinstance(item, dict):
         return {k: _put_back(v, texts) for k, v in item.items()}
     return item
+
+
+def log_bytes(path: Path) -> int:
+    """The size of DuckDB's write-ahead log of the file at ``path`` (0: none)."""
+    try:
+        return os.stat(f"{path}.wal").st_size
+    except OSError:
+        return 0

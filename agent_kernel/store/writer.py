@@ -22,16 +22,14 @@ conversation (see :mod:`agent_kernel.model.conversation`).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agent_kernel.errors import StoreError
+from agent_kernel.store import log_bytes
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import duckdb
 
     from agent_kernel.store import Store
@@ -147,14 +145,6 @@ class WriteBehind:
             # batch leaves it to the idle thread, which folds it once for all the batches
             # of a burst (a turn's round trips). Every connection replays the log, though:
             # past FOLD_LOG_BYTES it is folded now.
-            self._unfolded = bool(batch) and _log_bytes(self.store.path) < FOLD_LOG_BYTES
+            self._unfolded = bool(batch) and log_bytes(self.store.path) < FOLD_LOG_BYTES
             if not self._unfolded:
                 con.execute("CHECKPOINT")
-
-
-def _log_bytes(path: Path) -> int:
-    """The size of DuckDB's write-ahead log of the file at ``path`` (0: none)."""
-    try:
-        return os.stat(f"{path}.wal").st_size
-    except OSError:
-        return 0

@@ -287,6 +287,7 @@ class WarmUp:
         steps.insert(names.index("duckdb") + 1, ("start preparing db_sql", self._start_db_sql))  # beside the imports
         steps.insert(names.index("agent_kernel.display.stop") + 1, ("prepare the Stop button", _prepare_stop))
         steps.append(("render a paragraph", _render_sample_text))
+        steps.append(("compile the untrusted-content patterns", _compile_untrusted_patterns))
         steps.append(("describe the tools", lambda: _describe_tools(self.settings)))
         steps.append(("make a model client", _make_sample_client))
         steps.append(("parse a streamed reply", _parse_sample_reply))
@@ -427,6 +428,12 @@ def _read_credential_formats() -> None:
     from agent_kernel.credentials import credential_formats
 
     credential_formats()  # detect-secrets' patterns, which every redaction uses
+
+
+def _compile_untrusted_patterns() -> None:
+    from agent_kernel.untrusted import neutralise
+
+    neutralise("<b>a sample</b>")  # compiles the look-alike patterns (tens of ms) once
 
 
 def _parse_sample_reply() -> None:

@@ -205,3 +205,36 @@ def test_migration_80_keeps_a_sub_sessions_task_and_result(store):
         assert outcome(con, "c2")["error"] == "timed out after 120 s"
         assert outcome(con, "nope") is None and "running" not in FINISHED
         assert con.execute("SELECT task, token_limit FROM sessions WHERE id = 'c1'").fetchone() == ("count rows", 5_000)
+
+
+def test_a_connection_inside_another_shares_its_way_to_the_file(store):
+    with store.connect() as con:  # the first: migrates (its own instance)
+        con.execute("CREATE TABLE ai_outer (n INTEGER)")
+    with store.connect() as outer:
+        outer.execute("INSERT INTO ai_outer VALUES (1)")
+        with store.connect(read_only=True) as inner:  # e.g. a helper that reads the store
+            assert inner.execute("SELECT count(*) FROM ai_outer").fetchone() == (1,)
+        with store.connect() as inner:
+            inner.execute("INSERT INTO ai_outer VALUES (2)")
+        outer.execute("INSERT INTO ai_outer VALUES (3)")
+    with store.connect(read_only=True) as con:
+        assert con.execute("SELECT list(n ORDER BY n) FROM ai_outer").fetchone() == ([1, 2, 3],)
+
+
+def test_a_read_only_connection_cannot_write_and_a_plain_one_leaves_no_log(store):
+    import duckdb
+
+    with store.connect() as con:
+        con.execute("CREATE TABLE ai_notes (text VARCHAR)")
+    with store.connect(read_only=True) as con, pytest.raises(duckdb.Error, match="read-only"):
+        con.execute("INSERT INTO ai_notes VALUES ('no')")
+    with store.connect() as con:
+        con.execute("INSERT INTO ai_notes VALUES ('kept')")
+    # Folded into the file as closing a connection of its own would: a new process reads it
+    # without replaying a log.
+    assert not (store.path.parent / (store.path.name + ".wal")).exists()
+    out = subprocess.run(
+        [sys.executable, "-c", f"import duckdb; print(duckdb.connect({str(store.path)!r}, read_only=True).sql('SELECT * FROM ai_notes').fetchall())"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.stdout.strip() == "[('kept',)]"

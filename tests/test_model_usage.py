@@ -173,3 +173,14 @@ def test_stats_show_inline_completions_as_their_own_source_and_sessions_leave_th
     assert completion.cost is not None and f"Inline completion: ${completion.cost:.4f}." in usage_table[-1]
     session_row = repr(magics.agent_sessions("--all")).splitlines()[2]
     assert f"${cost(FIRST):.4f}" in session_row  # the session's cost has no completion in it
+
+
+def test_the_stored_request_size_is_that_of_the_request_sent(shell_agent, scripted_model, agent_db):
+    from agent_kernel.model.usage import request_chars
+    from agent_kernel.testing import call
+
+    scripted_model.add(call("run_code", code="x = 1"), call("run_code", code="y = x + 1"), say("Done."))
+    shell_agent.ok("set x and y")
+    stored = [r[9] for r in model_calls(agent_db)]
+    # Counted from the budget's running figures, not by sizing each request again.
+    assert stored == [request_chars(body) for body in scripted_model.requests[-3:]]

@@ -326,6 +326,13 @@ class ContextBudget:
         self._pending = Observed(sent, sent_chars, overhead, self.state)
         return {**params, "messages": sent}
 
+    def request_chars(self) -> int | None:
+        """The characters of the request :meth:`fit` just made, as
+        :func:`~agent_kernel.model.usage.request_chars` counts them (without sizing the whole
+        conversation again); ``None`` when it did not count them (``compaction = 'server'``)."""
+        pending = self._pending
+        return None if pending is None else pending.sent_chars + pending.overhead_chars
+
     def observe(self, message: Any, view: StreamView) -> None:
         """Note the input tokens the API reported for the request just made."""
         usage = message.usage

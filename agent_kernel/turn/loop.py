@@ -228,9 +228,12 @@ class Turn:
                     )
                     break
                 params = self._params()
+                chars: int | None = None
                 if self.budget is not None:  # what is sent: compacted to fit the context budget
                     params = await ctx.interrupts.phase(self.budget.fit(params, view))
-                chars = request_chars(params)
+                    chars = self.budget.request_chars()
+                if chars is None:
+                    chars = request_chars(params)
                 if not await self._within_limits(result, self.estimate.next(chars)):
                     break
                 called = time.perf_counter()

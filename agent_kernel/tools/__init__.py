@@ -116,12 +116,29 @@ class Tool:
     def definition(self, settings: Any = None) -> dict[str, Any]:
         """The ``tools=[...]`` entry sent to the model, its schema compacted (see schema.py);
         ``settings``: the turn's :class:`~agent_kernel.config.AgentKernel`, which a server
-        tool's entry depends on."""
+        tool's entry depends on.
+
+        The same object each time (not to be changed): every turn's requests carry it, and
+        the model client scrubs an unchanged object once (see ``ScrubbedParts``)."""
+        return self._definition
+
+    @cached_property
+    def _definition(self) -> dict[str, Any]:
         from agent_kernel.tools.schema import compact
 
         sent = dict(self._sdk_tool.to_dict())
         sent["input_schema"] = compact(sent["input_schema"])
         return sent
+
+    def deferred_definition(self, settings: Any = None) -> dict[str, Any]:
+        """:meth:`definition` marked ``defer_loading`` (found by tool search), kept while
+        :meth:`definition` gives the same object."""
+        made = self.definition(settings)
+        kept: tuple[dict[str, Any], dict[str, Any]] | None = self.__dict__.get("_deferred")
+        if kept is None or kept[0] is not made:
+            kept = (made, {**made, "defer_loading": True})
+            self.__dict__["_deferred"] = kept
+        return kept[1]
 
     async def call(self, tool_input: object) -> Any:
         """Validate ``tool_input`` against the schema and call the function."""
@@ -171,7 +188,7 @@ def definitions(
     if not deferred_request(model, getattr(settings, "tool_search", True)):
         return [t.definition(settings) for t in tools]
     loaded = [t.definition(settings) for t in tools if is_loaded(t)]
-    deferred = [{**t.definition(settings), "defer_loading": True} for t in tools if not is_loaded(t)]
+    deferred = [t.deferred_definition(settings) for t in tools if not is_loaded(t)]
     deferred += [
         {"name": name, "description": NOT_OFFERED, "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}
         for name in absent

@@ -21,7 +21,7 @@ from .calls import result_text, tool_results
 from .capabilities import needs_widget_replies
 
 # One worker runs the browser modules: each starts its own JupyterLab server and Chromium.
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2"), needs_widget_replies]
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts" / "browser"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"

@@ -25,7 +25,7 @@ from .test_browser import (
     wait_idle,
 )
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
 WAIT_ATTACHED = """from agent_kernel.kernel import channel as c
 import asyncio

@@ -21,7 +21,7 @@ from agent_kernel.testing import say
 from .test_browser import save_screenshot
 from .test_browser_labextension import open_panel, refresh_until
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
 API = "/agent-kernel/api"
 TOAST = ".Toastify__toast"

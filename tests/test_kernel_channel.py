@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import time
 from typing import Any
 
 import pytest
@@ -210,5 +211,9 @@ def test_a_turn_waits_for_the_announced_front_end_once_and_only_in_a_notebook(ke
     assert inspect(kernel, "c._CHANNEL.announced is not None")
     assert float(kernel.ok("from agent_kernel.kernel import channel as c\n" + code, notebook=False).stdout) < 0.5
     kernel.ok("c._CHANNEL.announce()")
-    assert float(kernel.ok(code).stdout) >= 2.9  # nobody answered: waited, once
+    assert float(kernel.ok(code).stdout) >= 2.5  # nobody answered: waited (until 3 s after), once
     assert float(kernel.ok(code).stdout) < 0.5
+    # A turn that starts after the wait would have ended does not wait at all.
+    kernel.ok("c._CHANNEL.announce()")
+    time.sleep(1)
+    assert float(kernel.ok(code.replace("settle(3)", "settle(0.5)")).stdout) < 0.2

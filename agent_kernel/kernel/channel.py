@@ -20,6 +20,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,7 @@ class Channel:
     attachments: dict[str, Attachment] = field(default_factory=dict)
     refused: int = 0
     announced: str | None = None  # the comm the kernel opened, until a turn settled it
+    announced_at: float = 0.0  # when (time.monotonic())
     _comms: dict[str, Any] = field(default_factory=dict)
     _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -88,16 +90,19 @@ class Channel:
         comm = create_comm(target_name=TARGET, data={"type": "kernel", "protocol": PROTOCOL})
         self._listen(comm)
         self.announced = str(comm.comm_id)
+        self.announced_at = time.monotonic()
 
     async def settle(self, timeout: float) -> None:
-        """Give a notebook front end that has not answered the kernel's announcement yet up
-        to ``timeout`` seconds to say hello (cells queued with ``%load_ext`` run before its
-        answer arrives). Only in a notebook cell (``cellId``: not papermill, not consoles)
-        and only once: a front end without the extension costs one short wait."""
+        """Give a notebook front end that has not answered the kernel's announcement yet
+        until ``timeout`` seconds after it to say hello (cells queued with ``%load_ext`` run
+        before its answer arrives). Only in a notebook cell (``cellId``: not papermill, not
+        consoles) and only once: a front end without the extension costs at most one short
+        wait, and none for a turn that starts later than that."""
         announced, self.announced = self.announced, None
         if announced is None or self.attached is not None or running_cell() is None:
             return
-        deadline = asyncio.get_running_loop().time() + timeout
+        left = self.announced_at + timeout - time.monotonic()
+        deadline = asyncio.get_running_loop().time() + left
         while self.attached is None and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
 

@@ -9,7 +9,16 @@ import pytest
 from IPython.core.error import UsageError
 from PIL import Image
 
-from agent_kernel.magics.chat import MAX_ATTACHMENTS, MAX_PROMPT_CHARS, chat_turn, encode, session_action
+from agent_kernel.config import AgentKernel
+from agent_kernel.magics.chat import (
+    MAX_ATTACHMENTS,
+    MAX_PROMPT_CHARS,
+    chat_turn,
+    configured_models,
+    encode,
+    panel_defaults,
+    session_action,
+)
 from agent_kernel.testing import call, say
 
 
@@ -154,3 +163,112 @@ def test_the_panel_renames_and_archives_a_session(kernel, scripted_model):
     assert "Archived session 'kept notes'" in archived.stdout
     listed = kernel.ok("%agent_sessions").final_texts()[-1]
     assert "kept notes" in listed and "completed" in listed
+
+
+# -- the settings row: the notebook's defaults in the kernel ----------------------------------
+
+CHAT = "__import__('agent_kernel.magics.chat', fromlist=['x'])"
+
+
+def test_the_configured_models_are_the_settings_models_once_each():
+    settings = AgentKernel(model="claude-a", small_model="claude-b", medium_model="claude-a", large_model="claude-c")
+    assert configured_models(settings) == ["claude-a", "claude-b", "claude-c"]
+
+
+def test_row_choices_are_checked_as_the_flags_are():
+    settings = AgentKernel(model="claude-a", small_model="claude-b")
+    assert panel_defaults(encode({"model": "claude-b", "approve": "ASK", "thinking": "Low"}), settings) == {
+        "model": "claude-b", "approve": "ask", "thinking": "low"}
+    assert panel_defaults(encode({"model": None, "new": False, "session": "work"}), settings) == {"session": "work"}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"model": "claude-unknown"}, "'claude-unknown' is not a configured model; choose one of claude-a"),
+        ({"approve": "yolo"}, "--approve must be one of"),
+        ({"thinking": "lots"}, "--think takes one of"),
+        ({"new": True, "session": "s"}, "either --new"),
+        ({"new": "yes"}, "new must be true or false"),
+        ({"prompt": "hi"}, "Unknown setting(s) 'prompt'"),
+        ({"model": "x" * 201}, "over 200 characters"),
+    ],
+)
+def test_a_bad_row_choice_is_a_usage_error(payload, message):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        panel_defaults(encode(payload), AgentKernel(model="claude-a"))
+
+
+def panel_call(kernel, code: str, expression: str | None = None) -> dict:
+    """What the panel sends: a silent request whose answer is in ``user_expressions``."""
+    client = kernel.client
+    content = {"code": code, "silent": True, "store_history": False,
+               "user_expressions": {"state": expression} if expression else {}, "allow_stdin": False}
+    request = client.session.msg("execute_request", content)
+    client.shell_channel.send(request)
+    while True:
+        reply = client.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == request["header"]["msg_id"]:
+            return reply["content"]
+
+
+def test_the_rows_choices_apply_to_the_next_cell_turn_and_a_flag_wins(kernel, scripted_model):
+    small = kernel.value("get_ipython().find_magic('agent').__self__.settings.small_model")
+    scripted_model.add(say("one"), say("two"), say("three"))
+    kernel.ok("%agent --new=first hello in the first session")
+    reply = panel_call(kernel, f"{CHAT}.set_panel_defaults({encode({'model': small, 'approve': 'read-only', 'new': True})!r})")
+    assert reply["status"] == "ok"
+    cell = kernel.ok("%agent from a cell")
+    assert scripted_model.requests[1]["model"] == small
+    shown = "".join(cell.texts()) + "".join(cell.texts("text/markdown")) + cell.stdout + str(cell.messages)
+    assert "From the Agent panel's settings: --model " + small in shown and "--approve read-only" in shown
+    assert "--new" in shown  # the next turn only: this cell started a new session
+    tools = {t["name"] for t in scripted_model.requests[1].get("tools", [])}
+    assert "run_code" not in tools  # read-only: writing tools are not offered
+    kernel.ok("%agent --model claude-from-the-flag --approve auto once more")
+    last = scripted_model.requests[-1]
+    assert last["model"] == "claude-from-the-flag"
+    # --new was for one turn: this one continued the session the cell before started.
+    prompts = [b.get("text") for m in last["messages"] if m["role"] == "user" for b in m["content"]]
+    assert "from a cell" in prompts and "hello in the first session" not in prompts
+
+
+def test_a_refused_row_choice_is_an_error_reply_with_the_message(kernel, scripted_model):
+    reply = panel_call(kernel, f"{CHAT}.set_panel_defaults({encode({'model': 'claude-nope'})!r})")
+    assert reply["status"] == "error" and reply["ename"] == "UsageError"
+    assert "'claude-nope' is not a configured model" in reply["evalue"]
+    state = panel_call(kernel, "", f"{CHAT}.panel_state()")["user_expressions"]["state"]
+    assert state["data"]["application/json"]["defaults"]["model"] is None
+
+
+def test_the_panel_state_names_the_configured_models_and_the_sessions_context(kernel, scripted_model):
+    scripted_model.add(say("hi"))
+    kernel.ok("%config AgentKernel.context_window = 100_000")
+    kernel.ok("%agent --new=metered hello")
+    reply = panel_call(kernel, f"{CHAT}.set_panel_defaults({encode({'thinking': 'high'})!r})",
+                       f"{CHAT}.panel_state({encode({'name': 'metered'})!r})")
+    state = reply["user_expressions"]["state"]["data"]["application/json"]
+    settings = kernel.value("(lambda s: [s.model, s.small_model, s.medium_model, s.large_model])"
+                            "(get_ipython().find_magic('agent').__self__.settings)")
+    assert state["models"] == list(dict.fromkeys(settings)) and state["default_model"] == settings[0]
+    assert state["defaults"] == {"model": None, "approve": None, "thinking": "high", "session": None, "new": False}
+    meter = state["meter"]
+    assert meter["session"] == "metered" and meter["window"] == 100_000 and meter["compact_at"] == 70_000
+    assert meter["used"] is not None and meter["used"] > 0
+    assert meter["steps"][0].startswith("images") and "summarised" in meter["steps"][-1]
+    assert meter["compaction"] == "client" and meter["summary_model"] == settings[1]
+    assert meter["tokens"] > 0 and meter["token_limit"] == 10_000_000
+    new = panel_call(kernel, f"{CHAT}.set_panel_defaults({encode({'new': True})!r})", f"{CHAT}.panel_state()")
+    assert new["user_expressions"]["state"]["data"]["application/json"]["meter"] is None
+
+
+def test_a_kernel_without_the_extension_answers_the_state_without_loading_it(scripted_model, agent_db, tmp_path):
+    from .kernel import Kernel
+
+    k = Kernel({}, cwd=str(tmp_path))
+    try:
+        state = panel_call(k, "", f"{CHAT}.panel_state()")["user_expressions"]["state"]["data"]["application/json"]
+        assert state["meter"] is None and state["models"]
+        assert k.value("'duckdb' in __import__('sys').modules or 'anthropic' in __import__('sys').modules") is False
+    finally:
+        k.shutdown()

@@ -278,6 +278,10 @@ class AgentMagics(Magics):
         super().__init__(shell=shell)
         self.settings = settings
         self._agent: Agent | None = None
+        # The Agent panel's settings row (magics/chat.py): defaults for every later turn
+        # (model, approve, thinking), and the session of the next turn only (session, new).
+        self.panel_defaults: dict[str, Any] = {}
+        self.panel_next: dict[str, Any] = {}
 
     @property
     def kernel_agent(self) -> Agent:
@@ -305,6 +309,7 @@ class AgentMagics(Magics):
 
         shell = self.shell
         assert shell is not None  # a registered magic has its shell
+        request, from_panel = self.with_panel_choices(request)
         request = replace(request, prompt=interpolate(request.prompt, shell.user_ns))
         if not request.prompt:
             if request.new:
@@ -319,6 +324,8 @@ class AgentMagics(Magics):
             failure_raised=request.check,
             prices=self.settings.prices,
         )
+        if from_panel:
+            view.notice(from_panel, kind="muted")
         with TurnInterrupts() as interrupts:
             view.show_stop(lambda: interrupts.request("stop"))
             try:
@@ -330,6 +337,23 @@ class AgentMagics(Magics):
                 raise UsageError(str(exc)) from None
             finally:
                 view.hide_stop()
+
+    def with_panel_choices(self, request: TurnRequest) -> tuple[TurnRequest, str]:
+        """``request`` with the Agent panel's choices where it made none, and the line that
+        says which were taken from the panel ('' for none). The next-turn session choice is
+        used up by this turn, whichever way it came (a cell's --session or --new wins)."""
+        taken = {f: v for f, v in self.panel_defaults.items() if getattr(request, f) is None}
+        if request.new is None and request.session is None:
+            taken.update(self.panel_next)
+        self.panel_next = {}
+        if not taken:
+            return request, ""
+        shown = ", ".join(
+            f"{'--think' if f == 'thinking' else '--' + f}" + ("" if v is True else f" {v}")
+            for f, v in taken.items()
+        )
+        line = f"From the Agent panel's settings: {shown} (a flag on the cell overrides them)."
+        return replace(request, **taken), line
 
     @no_var_expand
     @line_cell_magic

@@ -23,12 +23,15 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from IPython.core.error import UsageError
 
 from agent_kernel.magics import agent as magics
 from agent_kernel.turn.request import TurnRequest
+
+if TYPE_CHECKING:
+    from agent_kernel.config import AgentKernel
 
 __all__ = [
     "ATTACHMENT_KINDS",
@@ -38,12 +41,20 @@ __all__ = [
     "MAX_PROMPT_CHARS",
     "MAX_TEXT_CHARS",
     "ChatTurn",
+    "ContextMeterJson",
+    "PanelDefaultsJson",
+    "PanelStateJson",
     "attachment_blocks",
     "chat_turn",
+    "configured_models",
+    "context_meter",
     "encode",
+    "panel_defaults",
+    "panel_state",
     "run_chat_turn",
     "run_session_action",
     "session_action",
+    "set_panel_defaults",
 ]
 
 MAX_PAYLOAD_CHARS = 16_000_000  # base64 text of the whole payload
@@ -165,17 +176,7 @@ async def run_chat_turn(encoded: str) -> None:
     into the agent, as ``%load_ext agent_kernel`` then ``%agent`` is).
     """
     turn = chat_turn(encoded)
-    if magics._ACTIVE is None:
-        from IPython.core.getipython import get_ipython
-
-        shell = get_ipython()
-        if shell is None or shell.extension_manager is None:
-            raise UsageError("The Agent panel's chat needs an IPython kernel.")
-        shell.extension_manager.load_extension("agent_kernel")
-    active = magics._ACTIVE
-    if active is None:
-        raise UsageError("agent_kernel could not be loaded in this kernel.")
-    await active.run_request(turn.request)
+    await _active().run_request(turn.request)
 
 
 SESSION_ACTIONS = ("rename", "archive")
@@ -213,3 +214,190 @@ def run_session_action(encoded: str) -> None:
         active._rename_session(name, new_name)
     else:
         active._archive_session(name)
+
+
+# ---------------------------------------------------------------------------------------
+# The settings row: the notebook's defaults in this kernel, for the next turn from anywhere
+
+# Stay until the row changes them: the model, the approval mode, thinking.
+DEFAULT_FIELDS = ("model", "approve", "thinking")
+# Apply to the next turn only (from the panel or a cell), then the session is the current one.
+NEXT_TURN_FIELDS = ("session", "new")
+COMPACTION_STEPS = (
+    "images in older tool results become a one-line placeholder",
+    "older tool results are shortened to their head and tail",
+    "the oldest turns are summarised by the small model",
+)
+
+
+class PanelDefaultsJson(TypedDict):
+    """What the row chose (``None``: no choice; the setting or the session decides)."""
+
+    model: str | None
+    approve: str | None
+    thinking: str | None
+    session: str | None  # for the next turn only
+    new: bool  # the next turn starts a new session
+
+
+class ContextMeterJson(TypedDict):
+    """How full the session's context window is, what it cost, and when it is compacted."""
+
+    session: str
+    model: str
+    window: int  # the model's context window, tokens
+    used: int | None  # prompt tokens of the session's last request; None: no request yet
+    compact_at: int  # tokens past which a request is compacted (compact_at x window)
+    compaction: str  # "client": the steps below, here; "server": the API compacts
+    steps: list[str]  # what a compaction drops first, in order
+    summary_model: str
+    cost: float | None  # USD so far, sub-sessions included; None: no priced call
+    unpriced_calls: int
+    tokens: int  # counted against the session's token limit
+    token_limit: int
+
+
+class PanelStateJson(TypedDict):
+    """What the panel's settings row shows for the notebook's kernel."""
+
+    models: list[str]  # the configured ones, AgentKernel.model first
+    default_model: str
+    default_approve: str
+    default_thinking: str
+    defaults: PanelDefaultsJson
+    meter: ContextMeterJson | None  # None: a new session, or the extension is not loaded
+
+
+class _Json:
+    """A value the front end reads as ``application/json`` (an ``execute_request``'s
+    ``user_expressions`` are formatted by the display formatter)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def _repr_json_(self) -> Any:
+        return self.value
+
+    def __repr__(self) -> str:
+        return json.dumps(self.value)
+
+
+def configured_models(settings: AgentKernel) -> list[str]:
+    """The models the person configured: AgentKernel.model, small, medium and large."""
+    named = [settings.model, settings.small_model, settings.medium_model, settings.large_model]
+    return list(dict.fromkeys(m for m in named if m))
+
+
+def _decode(encoded: Any, what: str, limit: int) -> dict[str, Any]:
+    if not isinstance(encoded, str) or len(encoded) > limit:
+        raise UsageError(f"The panel's {what} must be base64 text of at most {limit:,} characters.")
+    try:
+        payload = json.loads(base64.b64decode(encoded, validate=True).decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise UsageError(f"The panel's {what} is not base64 of UTF-8 JSON.") from None
+    if not isinstance(payload, dict):
+        raise UsageError(f"The panel's {what} must be a JSON object.")
+    return payload
+
+
+def panel_defaults(encoded: Any, settings: AgentKernel) -> dict[str, Any]:
+    """The row's choices, checked as the ``%agent`` flags are; a model must be a configured one."""
+    payload = _decode(encoded, "settings", 8 * MAX_NAME_CHARS * 4)
+    unknown = sorted(set(payload) - set(_SETTINGS))
+    if unknown:
+        raise UsageError(f"Unknown setting(s) {', '.join(map(repr, unknown))} from the panel.")
+    if payload.get("new") not in (None, False, True):
+        raise UsageError("new must be true or false.")
+    payload = {k: v for k, v in payload.items() if v is not None and v is not False}
+    call = _settings(payload)
+    magics._validate(call)
+    if "approve" in call:
+        call["approve"] = call["approve"].lower()
+    models = configured_models(settings)
+    if "model" in call and call["model"] not in models:
+        raise UsageError(
+            f"{call['model']!r} is not a configured model; choose one of {', '.join(models)} "
+            "(AgentKernel.model, small_model, medium_model, large_model)."
+        )
+    return call
+
+
+def _active() -> magics.AgentMagics:
+    """The kernel's ``AgentMagics``, loading the extension first when the notebook has not."""
+    if magics._ACTIVE is None:
+        from IPython.core.getipython import get_ipython
+
+        shell = get_ipython()
+        if shell is None or shell.extension_manager is None:
+            raise UsageError("The Agent panel needs an IPython kernel.")
+        shell.extension_manager.load_extension("agent_kernel")
+    if magics._ACTIVE is None:
+        raise UsageError("agent_kernel could not be loaded in this kernel.")
+    return magics._ACTIVE
+
+
+def set_panel_defaults(encoded: str) -> None:
+    """Make the row's choices the notebook's defaults in this kernel (a cell's flags win)."""
+    active = _active()
+    call = panel_defaults(encoded, active.settings)
+    active.panel_defaults = {f: call[f] for f in DEFAULT_FIELDS if f in call}
+    active.panel_next = {f: call[f] for f in NEXT_TURN_FIELDS if f in call}
+
+
+def panel_state(encoded_session: str | None = None) -> _Json:
+    """The row's state for the front end: configured models, the defaults, the meter.
+
+    ``encoded_session``: base64 of the JSON name of the session the row shows (absent:
+    the notebook's current one). A kernel that has not loaded the extension is not made
+    to (nor to open the store): its row shows the settings and no meter.
+    """
+    from agent_kernel.config import AgentKernel
+
+    name = None
+    if encoded_session is not None:
+        name = _decode(encoded_session, "session", 4 * MAX_NAME_CHARS * 3).get("name")
+        if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME_CHARS):
+            raise UsageError(f"A session name is text of at most {MAX_NAME_CHARS} characters.")
+    active = magics._ACTIVE
+    settings = active.settings if active is not None else AgentKernel()
+    chosen: dict[str, Any] = {**(active.panel_defaults if active else {}), **(active.panel_next if active else {})}
+    state: PanelStateJson = {
+        "models": configured_models(settings),
+        "default_model": settings.model,
+        "default_approve": settings.approve.lower(),
+        "default_thinking": settings.thinking.lower() or "off",
+        "defaults": {
+            "model": chosen.get("model"), "approve": chosen.get("approve"), "thinking": chosen.get("thinking"),
+            "session": chosen.get("session"), "new": bool(chosen.get("new")),
+        },
+        "meter": None if active is None or chosen.get("new") else context_meter(active, name or chosen.get("session")),
+    }  # fmt: skip
+    return _Json(state)
+
+
+def context_meter(active: magics.AgentMagics, name: str | None) -> ContextMeterJson | None:
+    """The meter of the session called ``name`` (else the notebook's current one), or None."""
+    from agent_kernel.store.sessions import Sessions
+    from agent_kernel.store.usage import session_usage
+    from agent_kernel.turn.budget import context_window_for
+
+    agent, settings = active.kernel_agent, active.settings
+    if name is None:
+        session = agent.session(create=False)
+    else:
+        with agent.store.connect() as con:
+            session = Sessions(con).by_name(name)
+    if session is None:
+        return None
+    with agent.store.connect() as con:
+        usage = session_usage(con, session.id)
+    model = active.panel_defaults.get("model") or session.model or settings.model
+    window = context_window_for(model, settings.context_window)
+    priced = usage.cost > 0 or (usage.last_prompt_tokens is not None and not usage.unpriced)
+    return {
+        "session": session.name, "model": model, "window": window, "used": usage.last_prompt_tokens,
+        "compact_at": int(window * settings.compact_at), "compaction": settings.compaction,
+        "steps": list(COMPACTION_STEPS), "summary_model": settings.small_model,
+        "cost": usage.cost if priced else None, "unpriced_calls": usage.unpriced,
+        "tokens": session.tokens_used, "token_limit": session.token_limit or settings.token_limit,
+    }  # fmt: skip

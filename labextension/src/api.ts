@@ -37,6 +37,78 @@ export interface ISessionDetail extends ISession {
   messages_total: number;
 }
 
+/** The settings row's choices as the kernel holds them (agent_kernel/magics/chat.py). */
+export interface IPanelDefaults {
+  model: string | null;
+  approve: string | null;
+  thinking: string | null;
+  session: string | null;
+  new: boolean;
+}
+
+/** How full the session's context window is, its cost, and when it is compacted. */
+export interface IContextMeter {
+  session: string;
+  model: string;
+  window: number;
+  used: number | null;
+  compact_at: number;
+  compaction: string;
+  steps: string[];
+  summary_model: string;
+  cost: number | null;
+  unpriced_calls: number;
+  tokens: number;
+  token_limit: number;
+}
+
+/** What the notebook's kernel answers for the settings row (PanelStateJson). */
+export interface IPanelState {
+  models: string[];
+  default_model: string;
+  default_approve: string;
+  default_thinking: string;
+  defaults: IPanelDefaults;
+  meter: IContextMeter | null;
+}
+
+const MAX_MODELS = 50;
+const MAX_NAME = 200;
+
+const isName = (v: unknown): v is string => typeof v === 'string' && v.length > 0 && v.length <= MAX_NAME;
+const isNameOrNull = (v: unknown) => v === null || isName(v);
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+function isMeter(v: any): v is IContextMeter {
+  return (
+    v !== null && typeof v === 'object' && isName(v.session) && isName(v.model) &&
+    isCount(v.window) && v.window > 0 && (v.used === null || isCount(v.used)) && isCount(v.compact_at) &&
+    (v.compaction === 'client' || v.compaction === 'server') &&
+    Array.isArray(v.steps) && v.steps.length <= 10 && v.steps.every((s: unknown) => typeof s === 'string' && s.length <= 400) &&
+    isName(v.summary_model) && (v.cost === null || isCount(v.cost)) && isCount(v.unpriced_calls) &&
+    isCount(v.tokens) && isCount(v.token_limit)
+  );
+}
+
+/** `value` as the kernel's panel state when it has that shape, else null. */
+export function panelState(value: unknown): IPanelState | null {
+  const v = value as any;
+  if (!v || typeof v !== 'object' || !Array.isArray(v.models) || v.models.length > MAX_MODELS || !v.models.every(isName)) {
+    return null;
+  }
+  const d = v.defaults;
+  if (
+    !isName(v.default_model) || !isName(v.default_approve) || !isName(v.default_thinking) ||
+    !d || typeof d !== 'object' || !isNameOrNull(d.model) || !isNameOrNull(d.approve) ||
+    !isNameOrNull(d.thinking) || !isNameOrNull(d.session) || typeof d.new !== 'boolean' ||
+    (d.model !== null && !v.models.includes(d.model)) ||
+    (v.meter !== null && !isMeter(v.meter))
+  ) {
+    return null;
+  }
+  return v as IPanelState;
+}
+
 export interface ISchedulerStatus {
   running: boolean;
   in_server: boolean;

@@ -12,6 +12,12 @@
  * OutputArea, which renders them with the NOTEBOOK's rendermime: the widgets belong to
  * that kernel's widget manager, so they work here as in a cell. Nothing goes into the
  * notebook's cells; the turn is stored in the notebook's current session like any other.
+ *
+ * The settings row (model, approval, thinking, session) is the notebook's defaults in its
+ * kernel: each change is sent at once (`set_panel_defaults`, checked there as the `%agent`
+ * flags are), so the next turn from the panel or from a cell takes it, and a cell's own
+ * flags win. The row and the context meter show what the kernel answers (`panel_state`,
+ * read from the request's `user_expressions`), never a guess made here.
  */
 import { InputDialog } from '@jupyterlab/apputils';
 import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
@@ -19,7 +25,7 @@ import { NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { api, ISession } from './api';
+import { api, IContextMeter, IPanelState, ISession, panelState } from './api';
 import { panelTurnEnded } from './channel';
 import { el, money } from './dom';
 
@@ -89,6 +95,46 @@ export function turnCode(payload: unknown): string {
   return (
     "await __import__('agent_kernel.magics.chat', fromlist=['run_chat_turn'])" +
     `.run_chat_turn('${encoded}')`
+  );
+}
+
+const CHAT_MODULE = "__import__('agent_kernel.magics.chat', fromlist=['panel_state'])";
+
+/** Run `code` silently in `kernel` and read `expression`'s JSON value; a refusal throws its message. */
+export async function kernelCall(kernel: Kernel.IKernelConnection, code: string, expression?: string): Promise<unknown> {
+  const reply = await kernel.requestExecute({
+    code, silent: true, store_history: false, allow_stdin: false, stop_on_error: false,
+    user_expressions: expression ? { state: expression } : {}
+  }).done;
+  const content = reply.content as { status: string; evalue?: string; user_expressions?: Record<string, any> };
+  if (content.status !== 'ok') {
+    throw new Error(content.evalue || 'the kernel refused it');
+  }
+  const result = content.user_expressions?.state;
+  if (!expression) {
+    return null;
+  }
+  if (!result || result.status !== 'ok') {
+    throw new Error(result?.evalue || 'the kernel did not answer');
+  }
+  return result.data?.['application/json'] ?? null;
+}
+
+/** The meter's line: tokens of the model's window, cost, and where compaction starts. */
+export function meterText(m: IContextMeter): string {
+  const used = m.used === null ? 'no request yet' : `${m.used.toLocaleString()} of ${m.window.toLocaleString()} tokens (${Math.round((100 * m.used) / m.window)}%)`;
+  return `${used} · ${m.cost === null ? 'no price' : money(m.cost)} · compacts at ${m.compact_at.toLocaleString()}`;
+}
+
+/** What the meter's tooltip explains: whose window, what the cost is, what compaction does. */
+export function meterTitle(m: IContextMeter): string {
+  const compaction = m.compaction === 'server'
+    ? `Past ${m.compact_at.toLocaleString()} tokens the API compacts the conversation (AgentKernel.compaction = server).`
+    : `Past ${m.compact_at.toLocaleString()} tokens (AgentKernel.compact_at of the window) the conversation is compacted: first ${m.steps.join('; then ')} (${m.summary_model}).`;
+  return (
+    `Session ${m.session} on ${m.model}: its last request used ${m.used === null ? 'nothing yet' : m.used.toLocaleString() + ' tokens'} of the ${m.window.toLocaleString()}-token context window.\n` +
+    `Cost so far: ${m.cost === null ? 'no priced call' : money(m.cost)}${m.unpriced_calls ? ` + ${m.unpriced_calls} unpriced calls` : ''}; ` +
+    `${m.tokens.toLocaleString()} of the session's ${m.token_limit.toLocaleString()}-token limit.\n` + compaction
   );
 }
 
@@ -170,6 +216,7 @@ export class ChatView extends Panel {
     this.sessionChoice = '';
     this.drawNotebooks();
     void this.loadSessions();
+    void this.refreshState();
     this.updateStatus();
   }
 
@@ -190,7 +237,8 @@ export class ChatView extends Panel {
       this.aboutKernel = true;
       return;
     }
-    const payload: Record<string, unknown> = { prompt, ...this.settings() };
+    await this.pushing;  // the row's last change reached the kernel first
+    const payload: Record<string, unknown> = { prompt };
     if (this.attachments.length) {
       payload.attachments = this.attachments;
     }
@@ -242,6 +290,7 @@ export class ChatView extends Panel {
       delete this.node.dataset.running;
       panelTurnEnded(panel);  // cells the turn's edits queued to run (a fix, accepted)
       void this.loadSessions(false);
+      void this.refreshState();
       this.turnEnded?.();
     }
   }
@@ -311,8 +360,23 @@ export class ChatView extends Panel {
     this.notebookSelect.title = this.target ? `Prompts go to ${this.target.context.path}'s kernel` : 'No notebook';
     if (this.target && this.lastStatusTarget !== this.target) {
       this.lastStatusTarget = this.target;
-      this.target.sessionContext.statusChanged.connect(() => this.updateStatus());
-      this.target.sessionContext.kernelChanged.connect(() => this.updateStatus());
+      const target = this.target;
+      target.sessionContext.statusChanged.connect((_, status) => {
+        // A restarted kernel has lost the row's defaults: the row shows what it holds now.
+        if (status === 'restarting' || status === 'autorestarting') {
+          this.restarted = true;
+        } else if (status === 'idle' && this.restarted && target === this.target) {
+          this.restarted = false;
+          void this.refreshState();
+        }
+        this.updateStatus();
+      });
+      target.sessionContext.kernelChanged.connect(() => {
+        this.updateStatus();
+        if (target === this.target) {
+          void this.refreshState();
+        }
+      });
     }
   }
 
@@ -331,11 +395,12 @@ export class ChatView extends Panel {
 
   // -- settings: the %agent flags' fields for the next turn ----------------------------------
 
+  /** The row's choices, as `set_panel_defaults` takes them. */
   private settings(): Record<string, unknown> {
     const chosen: Record<string, unknown> = {};
-    const model = this.modelInput.value.trim();
-    if (model) {
-      chosen.model = model.slice(0, LIMITS.nameChars);
+    const model = this.modelSelect.value;
+    if (model && (this.state?.models ?? []).includes(model)) {
+      chosen.model = model;
     }
     if (this.approveSelect.value) {
       chosen.approve = this.approveSelect.value;
@@ -357,7 +422,13 @@ export class ChatView extends Panel {
       ...Object.keys(APPROVE).map(mode => el('option', { value: mode }, `Approval: ${mode}`))
     );
     this.approveSelect.title = Object.values(APPROVE).join('\n');
-    this.approveSelect.addEventListener('change', () => this.explainApprove());
+    this.approveSelect.addEventListener('change', () => {
+      this.explainApprove();
+      void this.pushDefaults();
+    });
+    this.modelSelect.addEventListener('change', () => void this.pushDefaults());
+    this.thinkSelect.addEventListener('change', () => void this.pushDefaults());
+    this.drawModels();
     this.thinkSelect.replaceChildren(
       el('option', { value: '' }, 'Thinking: default'),
       ...THINKING.map(level => el('option', { value: level }, `Thinking: ${level}`))
@@ -368,16 +439,85 @@ export class ChatView extends Panel {
       this.sessionChoice = this.newSession ? '' : value;
       this.drawMeter();
       void this.loadHistory();
+      void this.pushDefaults();
     });
     const rename = el('button', { className: 'ak-button ak-chat-rename', title: 'Rename this session (as %agent_sessions --rename)', onclick: () => void this.renameSession() }, 'Rename…');
     const archive = el('button', { className: 'ak-button ak-chat-archive', title: 'Archive this session (as %agent_sessions --archive; --session NAME reopens it)', onclick: () => void this.sessionAction({ action: 'archive' }) }, 'Archive');
-    this.settingsNode.append(this.modelInput, this.modelList, this.approveSelect, this.thinkSelect, this.sessionSelect, rename, archive, this.meterNode);
+    this.settingsNode.append(this.modelSelect, this.approveSelect, this.thinkSelect, this.sessionSelect, rename, archive, this.meterNode);
     this.explainApprove();
   }
 
   private explainApprove(): void {
     const mode = this.approveSelect.value;
-    this.approveNote.textContent = mode ? APPROVE[mode] : `Default approval (AgentKernel.approve). ${APPROVE.auto}.`;
+    const fallback = this.state?.default_approve ?? 'auto';
+    this.approveNote.textContent = mode
+      ? APPROVE[mode]
+      : `Default approval (AgentKernel.approve): ${APPROVE[fallback] ?? fallback}.`;
+  }
+
+  /** The model switch: the configured models the kernel named, the default first. */
+  private drawModels(): void {
+    const state = this.state;
+    const chosen = state?.defaults.model ?? '';
+    this.modelSelect.replaceChildren(
+      el('option', { value: '', selected: !chosen }, `Model: default${state ? ` (${state.default_model})` : ''}`),
+      ...(state?.models ?? []).map(m => el('option', { value: m, selected: m === chosen }, `Model: ${m}`))
+    );
+  }
+
+  /** Show what the kernel holds: its configured models, the row's defaults, the meter. */
+  private showState(state: IPanelState): void {
+    this.state = state;
+    this.drawModels();
+    this.approveSelect.value = state.defaults.approve ?? '';
+    this.thinkSelect.value = state.defaults.thinking ?? '';
+    this.thinkSelect.options[0].textContent = `Thinking: default (${state.default_thinking})`;
+    this.explainApprove();
+    this.drawMeter();
+  }
+
+  /** Read the row's state from the notebook's kernel (nothing when it has none). */
+  async refreshState(): Promise<void> {
+    const kernel = this.notebook?.sessionContext.session?.kernel;
+    if (!kernel) {
+      return;
+    }
+    const session = this.newSession ? null : this.current()?.name ?? (this.sessionChoice || null);
+    const expression = `${CHAT_MODULE}.panel_state(${session ? `'${encodePayload({ name: session })}'` : ''})`;
+    try {
+      const state = panelState(await kernelCall(kernel, '', expression));
+      if (state) {
+        this.showState(state);
+      }
+    } catch {
+      // A kernel without agent_kernel installed: the row keeps its defaults.
+    }
+  }
+
+  /** Send the row's choices to the kernel as the notebook's defaults; a refusal is said here. */
+  private pushDefaults(): Promise<void> {
+    const kernel = this.notebook?.sessionContext.session?.kernel;
+    if (!kernel) {
+      this.say('This notebook has no kernel: the settings apply once one runs.', 'error');
+      return Promise.resolve();
+    }
+    const code = `${CHAT_MODULE}.set_panel_defaults('${encodePayload(this.settings())}')`;
+    const session = this.newSession ? null : this.current()?.name ?? null;
+    const expression = `${CHAT_MODULE}.panel_state(${session ? `'${encodePayload({ name: session })}'` : ''})`;
+    const push = (async () => {
+      try {
+        const state = panelState(await kernelCall(kernel, code, expression));
+        if (state) {
+          this.showState(state);
+          this.say('Settings apply to the next turn from the panel or a cell (a cell\'s flags win).', 'idle');
+        }
+      } catch (error) {
+        this.say(`Not applied: ${(error as Error).message}`, 'error');
+        await this.refreshState();  // the row shows what the kernel kept
+      }
+    })();
+    this.pushing = push;
+    return push;
   }
 
   private async renameSession(): Promise<void> {
@@ -412,6 +552,7 @@ export class ChatView extends Panel {
     this.sessionChoice = action.action === 'rename' ? action.new_name ?? '' : '';
     this.say(action.action === 'rename' ? `Renamed to ${action.new_name}.` : `Archived ${session.name}.`, 'idle');
     await this.loadSessions();
+    await this.refreshState();
   }
 
   /** The notebook's sessions: the switch, the model list and the meter. */
@@ -432,6 +573,9 @@ export class ChatView extends Panel {
     this.drawSessions();
     if (history) {
       await this.loadHistory();
+    }
+    if (this.state?.meter && this.state.meter.session !== this.current()?.name) {
+      void this.refreshState();  // the meter follows the session shown
     }
   }
 
@@ -454,23 +598,25 @@ export class ChatView extends Panel {
       el('option', { value: '\u0000new', selected: this.newSession || !this.sessions.length }, 'New session')
     );
     this.sessionSelect.title = 'The session the next turn continues (as %agent --session NAME), or a new one (--new)';
-    const models = new Set(this.sessions.map(s => s.model).filter((m): m is string => Boolean(m)));
-    this.modelList.replaceChildren(...[...models].map(m => el('option', { value: m })));
     this.drawMeter();
   }
 
   private drawMeter(): void {
     const session = this.current();
+    const meter = this.state?.meter ?? null;
     if (!session) {
       this.meterNode.textContent = 'new session';
       this.meterNode.title = 'The next turn starts a new session.';
       return;
     }
-    const limit = session.token_limit ? ` of ${session.token_limit.toLocaleString()}` : '';
-    this.meterNode.textContent = `${session.tokens.toLocaleString()}${limit} tokens · ${money(session.cost)}`;
-    this.meterNode.title =
-      'Tokens the session has used (a token read from the prompt cache counts a tenth) of its token limit, and its cost. ' +
-      'When a request nears the model\'s context window, older turns are compacted into a summary (old images first).';
+    if (!meter || meter.session !== session.name) {
+      this.meterNode.textContent = `${money(session.cost)} so far`;
+      this.meterNode.title = 'The context meter shows once the notebook\'s kernel has loaded agent_kernel.';
+      return;
+    }
+    this.meterNode.textContent = meterText(meter);
+    this.meterNode.title = meterTitle(meter);
+    this.meterNode.dataset.share = meter.used === null ? '0' : String(Math.min(1, meter.used / meter.window));
   }
 
   /** The session's earlier turns, above the panel's own: the prompt and the answer's text. */
@@ -554,13 +700,16 @@ export class ChatView extends Panel {
     placeholder: 'Ask the agent (Enter sends, Shift+Enter new line, Escape stops)',
     'aria-label': 'Prompt for the agent'
   });
-  private modelInput = el('input', {
-    className: 'ak-chat-model jp-mod-styled', list: 'ak-chat-models', maxLength: LIMITS.nameChars,
-    placeholder: 'Model: default', title: 'The model for the next turn (as %agent --model M); empty: the session\'s or AgentKernel.model'
+  private modelSelect = el('select', {
+    className: 'ak-chat-model jp-mod-styled',
+    title: 'The model of the next turns from the panel or a cell (as %agent --model M): one of the configured models ' +
+      '(AgentKernel.model, small_model, medium_model, large_model); default: the session\'s or AgentKernel.model'
   });
-  private modelList = el('datalist', { id: 'ak-chat-models' });
+  private state: IPanelState | null = null;
+  private pushing: Promise<void> = Promise.resolve();
+  private restarted = false;
   private approveSelect = el('select', { className: 'ak-chat-approve jp-mod-styled' });
-  private thinkSelect = el('select', { className: 'ak-chat-think jp-mod-styled', title: 'Thinking for the next turn (as %agent --think LEVEL)' });
+  private thinkSelect = el('select', { className: 'ak-chat-think jp-mod-styled', title: 'Thinking of the next turns from the panel or a cell (as %agent --think LEVEL)' });
   private sessionSelect = el('select', { className: 'ak-chat-session jp-mod-styled' });
   private notebookSelect = el('select', { className: 'ak-chat-notebook jp-mod-styled', onchange: () => this.onPickNotebook() });
 }

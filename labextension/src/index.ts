@@ -51,7 +51,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;
-    app.shell.add(panel, 'left', { rank: 650 });
+    // Notebook 7's left sidebar holds the table of contents and the debugger; the chat sits
+    // beside the notebook on the right there, as other chat panels do.
+    app.shell.add(panel, app.name === 'Jupyter Notebook' ? 'right' : 'left', { rank: 650 });
     new FailureWatcher(run => {
       app.shell.activateById(panel.id);
       void panel.jobsManager.show(run.job_id);

@@ -10,7 +10,6 @@ provenance of the turn that wrote it, which the frame shows.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated, Any
 
@@ -294,7 +293,12 @@ def _definition(
     name: str, description: str, html: str, css: str, js: str, state: Any, messages: Any, tools: Any
 ) -> stored.ComponentVersion:
     """A component definition with every limit checked (a ToolInputError names the first problem)."""
-    from agent_kernel.display.components import STATE_BYTES, MessageError, json_size, without_refresh
+    from agent_kernel.display.components import (
+        STATE_BYTES,
+        MessageError,
+        json_size,
+        without_refresh,
+    )
 
     _check_name(name, "name")
     if not description.strip():

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from agent_kernel.testing import call, say
+from agent_kernel.testing import call, reply, say, tool_use, web_search
 
-from .calls import batch, tool_results
+from .calls import batch, decoded, tool_results
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
 
@@ -146,8 +146,23 @@ def test_a_component_call_goes_through_the_turns_dispatcher_and_its_approval(age
     assert writing["ok"] is False and "run_code" in writing["content"]
     assert "touched" not in agent.shell.user_ns  # read-only: the declared writing tool never ran
 
+    [replies], _ = batch(agent, scripted_model, ("press", presses), approve="ask")
+    assert replies[1]["ok"] is True and replies[2]["ok"] is False  # ask: nobody here to approve the write
+    assert "touched" not in agent.shell.user_ns
+
     [replies], _ = batch(agent, scripted_model, ("press", presses))
     assert replies[2]["ok"] is True and agent.value("touched") == 1  # auto mode allows it
+
+    # After the session read untrusted content, a component's write runs only where the
+    # person approves each call; reading tools still run.
+    scripted_model.add(
+        reply(*web_search("counters", [("https://evil.example/counters", "Counters")]), tool_use("press", presses)),
+        say("done"),
+    )
+    agent.ok("look up counters first")
+    replies = decoded(scripted_model.requests[-1]["messages"][-1]["content"][0])
+    assert replies[1]["ok"] is True and replies[2]["ok"] is False
+    assert "read untrusted content" in replies[2]["content"] and "--approve ask" in replies[2]["content"]
 
 
 @needs_widget_replies

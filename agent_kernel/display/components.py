@@ -183,7 +183,7 @@ class ComponentWidget(WaitingWidget):
         *, waiting: bool = False, height: int = 320,
     ) -> None:  # fmt: skip
         super().__init__(
-            heading=f"{definition.name} · version {definition.version}", origin=origin,
+            heading=title_of(definition), origin=origin,
             body=component_body(definition), initial_state=state, height=height,
             status="waiting" if waiting else "live",
         )  # fmt: skip
@@ -284,6 +284,13 @@ class ComponentWidget(WaitingWidget):
         return with_fallback_view(data), metadata
 
 
+def title_of(definition: ComponentVersion) -> str:
+    """The component's title line: its name and stored version (an inline one has none)."""
+    if definition.version == 0:
+        return f"{definition.name} (inline component)"
+    return f"{definition.name} · version {definition.version}"
+
+
 def component_bundle(
     definition: ComponentVersion, origin: str, state: dict[str, Any], outcome: Any, navigated: bool = False
 ) -> Bundle:
@@ -309,13 +316,13 @@ def component_bundle(
             f"<td style='text-align:left'>{html.escape(shown)}</td></tr>"
         )
         lines.append(f"  {key}: {shown}")
-    heading = f"{definition.name} · version {definition.version}"
+    title = title_of(definition)
     markup = (
         '<div class="agent-kernel-component-static" style="border:1px solid #d0d7de;border-radius:6px;'
         'padding:6px 12px;margin:4px 0">'
-        f"<strong>{html.escape(heading)}</strong> <span style='color:#57606a'>· {html.escape(status)}</span>"
+        f"<strong>{html.escape(title)}</strong> <span style='color:#57606a'>· {html.escape(status)}</span>"
         f"<div style='color:#57606a;font-size:0.9em'>{html.escape(origin)}</div>"
         f"<table>{''.join(rows)}</table></div>"
     )
-    text = f"{heading} · {status}\n{origin}\n" + "\n".join(lines)
+    text = f"{title} · {status}\n{origin}\n" + "\n".join(lines)
     return {"text/html": markup, "text/plain": text}

@@ -37,7 +37,8 @@ Name = Annotated[str, Field(max_length=64, description="snake_case name")]
 Description = Annotated[str, Field(max_length=DESCRIPTION_CHARS)]
 Source = Annotated[str, Field(max_length=SOURCE_CHARS)]
 Names = Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=MAX_MESSAGES)]
-Version = Annotated[int, Field(ge=1)]
+MAX_VERSION = 1_000_000
+Version = Annotated[int, Field(ge=1, le=MAX_VERSION)]
 Height = Annotated[int, Field(ge=MIN_HEIGHT, le=MAX_HEIGHT)]
 
 NO_USER = (
@@ -271,8 +272,10 @@ async def component_widget(spec: dict[str, Any], *, waiting: bool = False) -> An
 
 
 def _stored(con: Any, name: str, version: Any) -> tuple[stored.ComponentVersion, provenance.Record | None]:
-    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
-        raise ToolInputError("version must be a positive whole number.")
+    if version is not None and (
+        not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION
+    ):
+        raise ToolInputError(f"version must be a whole number from 1 to {MAX_VERSION:,}.")
     found: stored.ComponentVersion = kept_version(stored.Components(con), name, version, lambda: _unknown(con, name))
     return found, provenance.of_version(con, "component", name, found.version)
 

@@ -150,3 +150,31 @@ def test_a_hostile_component_reaches_nothing_and_is_removed_when_it_navigates(la
         "storage": "blocked", "require": "blocked", "jupyterapp": "blocked", "fetch": "blocked", "run_code": "",
     }
     assert any(line.startswith("run_code: Refused: tool 'run_code' is not declared") for line in report)
+
+
+def test_in_ask_mode_a_components_writing_call_waits_for_the_approval_card(lab_page, jupyterlab, lab_model):
+    page = lab_page
+    start = len(lab_model.requests)
+    lab_model.add(
+        call("render_and_wait", html="<button id=go>Compute</button><p id=out>idle</p>", tools=["run_code"],
+             js="document.getElementById('go').onclick = () => ak.call('run_code', {code: 'approved = 6 * 7'})"
+                ".then((r) => { document.getElementById('out').textContent = 'ran: ' + r.success; },"
+                " (e) => { document.getElementById('out').textContent = e.message; });"),
+        say("Finished."),
+    )
+    run_notebook(page, jupyterlab, "ask", ["%load_ext agent_kernel", "%agent --approve ask compute with me"])
+    agent_cell = cell(page, 1)
+    card = agent_cell.locator(".ak-component").first
+    card.wait_for(timeout=60_000)
+    frame = card.frame_locator("iframe.ak-component-frame")
+    frame.locator("#go").click()
+    approval = agent_cell.locator(".ak-choice").filter(has_text="approved = 6 * 7")
+    approval.wait_for(timeout=30_000)
+    assert "Allow run_code?" in approval.inner_text()
+    approval.get_by_role("button", name="Run").click()
+    frame.get_by_text("ran: true").wait_for(timeout=30_000)
+    card.get_by_role("button", name="Submit").click()
+    agent_cell.get_by_text("Finished.").wait_for(timeout=60_000)
+    wait_idle(page)
+    answer = json.loads(result_text(tool_results(lab_model.requests[start + 1])[0]))
+    assert answer == {"action": "submit", "state": {}}

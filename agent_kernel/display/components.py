@@ -21,6 +21,7 @@ The declaration only narrows what the turn allows; it never grants anything.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import html
 import json
 import re
@@ -193,6 +194,9 @@ class ComponentWidget(WaitingWidget):
         self.navigated = False
         self._calls: deque[float] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
+        # The showing turn's context: a call runs in it, so what it displays (an approval
+        # card, its output) lands in the turn's cell, not in the comm message's.
+        self._turn_context = contextvars.copy_context()
 
     def _dispatch_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and self.status in ("waiting", "live"):
@@ -263,7 +267,8 @@ class ComponentWidget(WaitingWidget):
         if run is None:
             raise MessageError("the turn that showed this component has ended; its tools run only while that turn runs")
         self._calls.append(now)
-        task = asyncio.ensure_future(self._run(run, call_id, tool, tool_input))
+        # A task copies the context it is made in.
+        task = self._turn_context.copy().run(asyncio.ensure_future, self._run(run, call_id, tool, tool_input))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -31,7 +31,7 @@ def tiny_png(width: int = 3, height: int = 2) -> bytes:
     ("blocks", "message"),
     [
         ([], "render_blocks needs `blocks`: a non-empty list"),
-        ([{"type": "video"}], "blocks[0].type must be one of markdown, table, chart, form, code, image, alert, json; got 'video'"),
+        ([{"type": "video"}], "blocks[0].type must be one of markdown, table, chart, form, code, image, alert, json, component; got 'video'"),
         ([{"type": "markdown"}], "blocks[0] needs `content`: a string"),
         ([{"type": "alert", "content": "x", "variant": "loud"}], "blocks[0].variant must be one of info, warning, danger, success"),
         ([{"type": "table"}], "blocks[0] is a table. Give `data` (a list of row objects) or `variable`"),

@@ -183,6 +183,7 @@ _FIRST_COLUMN = {
     "agent_tools": "name", "agent_tool_versions": "name", "agent_libraries": "name", "agent_library_versions": "name",
     "skills": "name", "skill_states": "name", "notepads": "session_id",
     "session_summaries": "session_id", "provenance": "kind", "agent_tool_grants": "name", "job_versions": "job_id",
+    "agent_ui_components": "name", "agent_ui_component_versions": "name",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 

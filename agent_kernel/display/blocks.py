@@ -29,7 +29,7 @@ from agent_kernel.display import safe
 
 Bundle = dict[str, Any]
 
-BLOCK_TYPES = ("markdown", "table", "chart", "form", "code", "image", "alert", "json")
+BLOCK_TYPES = ("markdown", "table", "chart", "form", "code", "image", "alert", "json", "component")
 ALERT_VARIANTS = ("info", "warning", "danger", "success")
 CHART_TYPES = ("line", "bar", "pie", "area")
 FIELD_TYPES = ("text", "number", "select", "checkbox", "textarea", "date")
@@ -52,6 +52,7 @@ TURN_NOTEBOOK_BYTES = 150_000
 # what makes a renderer slow (a chart title of 100,000 characters took minutes to draw).
 MAX_BLOCKS = 20
 TEXT_CHARS = 50_000  # markdown, code and alert content
+SOURCE_CHARS = 65_536  # a component's html, css or js (tools/components.py checks their sum)
 LABEL_CHARS = 300  # titles, axis and column labels, field labels, options, x values
 NAME_CHARS = 200  # keys, field names, variable and column names
 URL_CHARS = 4_000  # an http(s) URL or a path
@@ -68,6 +69,7 @@ FIELD_CHARS = {
     "type": 40, "variant": 40, "chartType": 40, "language": 40,
     "content": TEXT_CHARS, "title": LABEL_CHARS, "xLabel": LABEL_CHARS, "yLabel": LABEL_CHARS,
     "submitLabel": LABEL_CHARS, "alt": 1_000, "variable": NAME_CHARS, "x": NAME_CHARS,
+    "name": NAME_CHARS, "html": SOURCE_CHARS, "css": SOURCE_CHARS, "js": SOURCE_CHARS, "description": 2_000,
 }
 
 _ROWS_OR_VARIABLE = (
@@ -131,6 +133,8 @@ BLOCK_SCHEMA: dict[str, Any] = {
             "description": "image: http(s) or data: URL, or a path relative to the kernel's directory",
         },
         "alt": {"type": "string", "maxLength": 1_000, "description": "image"},
+        "name": {"type": "string", "description": "component (see create_ui_component; inline: its fields)"},
+        "state": {"type": "object", "description": "component"},
     },
     "required": ["type"],
 }
@@ -327,6 +331,12 @@ def check_fields(fields: Any, where: str) -> None:
                 raise ToolInputError(f"{at}.default: {exc}") from None
 
 
+def _check_component(block: dict[str, Any], where: str) -> None:
+    # The definition itself is checked where it is resolved (agent_kernel.tools.components).
+    if not isinstance(block.get("name"), str) and not isinstance(block.get("html"), str):
+        raise ToolInputError(f"{where}: a component needs `name` (a stored component) or `html` (an inline one).")
+
+
 _CHECKS = {
     "markdown": _text,
     "code": _check_code,
@@ -336,6 +346,7 @@ _CHECKS = {
     "table": _check_table,
     "chart": _check_chart,
     "form": _check_form,
+    "component": _check_component,
 }
 
 

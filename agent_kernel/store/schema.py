@@ -419,6 +419,33 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE model_calls IS 'Project table (read-only): every model call (session, turn, model, input/output/cache tokens, duration, cost in USD; cost is NULL when the model has no price). source: turn (a %agent turn and its side calls) or completion (an inline completion in JupyterLab: no session or turn).';
         """,
     ),
+    # -- components the agent builds: HTML/CSS/JS shown in a sandboxed frame ------------------
+    (
+        180,
+        """
+        CREATE TABLE IF NOT EXISTS agent_ui_components (
+            name        VARCHAR PRIMARY KEY,
+            version     INTEGER NOT NULL,
+            updated_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        CREATE TABLE IF NOT EXISTS agent_ui_component_versions (
+            name        VARCHAR NOT NULL,
+            version     INTEGER NOT NULL,
+            description VARCHAR NOT NULL,
+            html        VARCHAR NOT NULL,
+            css         VARCHAR NOT NULL,
+            js          VARCHAR NOT NULL,
+            state       JSON NOT NULL,
+            messages    VARCHAR[] NOT NULL,
+            tools       VARCHAR[] NOT NULL,
+            session_id  VARCHAR,
+            created_at  TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC'),
+            PRIMARY KEY (name, version)
+        );
+        COMMENT ON TABLE agent_ui_components IS 'Project table (read-only): the UI components you built (create_ui_component), with their current version.';
+        COMMENT ON TABLE agent_ui_component_versions IS 'Project table (read-only): every version of your UI components: html, css, js, the declared state (its keys and initial values), the messages it may send and the tools it may call.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -457,6 +484,9 @@ PROTECTED_TABLES: set[str] = {
     "agent_tool_grants",
     # the versions of scheduled jobs
     "job_versions",
+    # the agent's UI components
+    "agent_ui_components",
+    "agent_ui_component_versions",
 }
 
 # The prefix of the tables the model may create and write (db_sql).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -92,6 +92,10 @@ class ToolContext:
     reads: UntrustedReads = field(default_factory=UntrustedReads)
     # Starts and waits for this session's sub-sessions (see tools/subsessions.py).
     sessions: SubSessionHost | None = None
+    # Runs a tool call a shown UI component asks for, through the turn's dispatcher (its
+    # offered tools and approval check): (tool, input) -> (result text, is_error). Set by
+    # the turn while it runs, None before and after (see agent_kernel.display.components).
+    component_calls: Callable[[str, dict[str, Any]], Awaitable[tuple[str, bool]]] | None = None
     images_sent: int = 0  # images run_code attached to results this turn (AgentKernel.images_per_turn)
     journal: Journal = field(init=False)  # the turn's pending writes
 

@@ -103,6 +103,8 @@ async def render_blocks(
             outputs.append(B.image_bundle(block, cwd))
         elif kind == "markdown":
             outputs.append(B.markdown_bundle(block["content"]))
+        elif kind == "component":
+            outputs.append(await _component(block, widgets))
         else:
             outputs.append({"code": B.code_bundle, "alert": B.alert_bundle, "json": B.json_bundle}[kind](block))
     ctx.transcript.end_text()
@@ -172,6 +174,17 @@ async def send_message(text: Message) -> dict[str, Any]:
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
+
+async def _component(block: dict[str, Any], widgets: bool) -> Any:
+    """A live component, or its static record where no front end shows widgets."""
+    from agent_kernel.tools.components import component_widget
+
+    widget = await component_widget(block)
+    if widgets:
+        return widget
+    widget.close()
+    return widget.static(None)
 
 
 def _show(output: Any) -> None:

@@ -376,6 +376,7 @@ class Agent:
         from agent_kernel.tools.context import UntrustedReads
         from agent_kernel.turn.approval import make_check
         from agent_kernel.turn.assemble import Assembler, TurnPlan, thinking_level
+        from agent_kernel.display.components import take_notes
         from agent_kernel.turn.prompt import assemble, turn_context
 
         config = self.config
@@ -400,7 +401,7 @@ class Agent:
         transcript = view if view is not None else builder.transcript(request)
         context_block = turn_context(
             start.conversation.known, settings=config, shell=self.shell, groups=groups, notepad=start.notepad,
-            notes=mcp_failures, previous_session=_previous_section(start.recall, summaries),
+            notes=[*mcp_failures, *take_notes(current.id)], previous_session=_previous_section(start.recall, summaries),
             cells=notebook_cells(self.shell) if groups else "",
         )
         for line in mcp_failures:

@@ -214,6 +214,7 @@ class Turn:
             self._journal.untrusted(ctx.reads.session_sources())
         self._journal.state("running")
         self._write()
+        ctx.component_calls = self._component_call
         try:
             while True:
                 ctx.interrupts.check()
@@ -306,6 +307,7 @@ class Turn:
             result.state = "error"
             self._fail(result, "model_error", str(exc), "error")
         finally:
+            ctx.component_calls = None
             result.seconds = time.perf_counter() - started
             self._journal.state(result.state, result.error)
             self._write()
@@ -503,6 +505,25 @@ class Turn:
             )
         finally:
             calls.reset_turn_caller(token)
+
+    async def _component_call(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
+        """A tool call a shown UI component asks for, dispatched as the model's calls are
+        (offered tools, approval check). After untrusted content, a writing tool runs
+        from a component only where the person approves each call (``ask`` mode)."""
+        item = self.registry.get(name)
+        if (
+            item is not None and self.context.approve != "ask" and self.context.session_sources()
+            and item.writes_for(tool_input)
+        ):  # fmt: skip
+            return (
+                f"{name} changes things, and this session read untrusted content: a component may call it "
+                "only in a turn run with --approve ask, where the user approves each call.", True,
+            )  # fmt: skip
+        report = ToolReport()
+        outcome = await self._dispatch({"name": name, "input": tool_input, "id": None}, report)
+        if report.untrusted:
+            self._read_untrusted(report.untrusted)
+        return outcome.content, outcome.is_error
 
     # -- requests and storage ------------------------------------------------------------
 

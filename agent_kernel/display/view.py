@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from agent_kernel.display.transcript import Transcript
 
 
+# Why nobody answers a wait (a form, a question, a component) in a Python without a front end.
+NO_FRONT_END = "this Python has no Jupyter front end (a script or terminal IPython)"
+
+
 class TurnView(Protocol):
     """The cell's view of one turn: streamed text and thinking, tool cards, notices, Stop."""
 

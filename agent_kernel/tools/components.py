@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from agent_kernel.display.blocks import SOURCE_CHARS
+from agent_kernel.display.view import NO_FRONT_END
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import components as stored
 from agent_kernel.store import provenance
@@ -217,8 +218,6 @@ async def render_and_wait(
     ctx = current_context()
     widget = await component_widget(spec, waiting=True)
     if not ctx.transcript.live:
-        from agent_kernel.tools.ui import NO_FRONT_END
-
         print(component_bundle(widget.definition, widget.origin, widget.state, None)["text/plain"])
         return _nobody(widget.state, NO_FRONT_END)
     ctx.transcript.end_text()

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from agent_kernel.display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
+from agent_kernel.display.view import NO_FRONT_END
 from agent_kernel.errors import ToolInputError
 from agent_kernel.tools import Tool, current_context
 
@@ -30,7 +31,6 @@ NO_USER_QUESTION = (
     "again in this turn: choose a sensible default yourself and say which in your reply, "
     "or explain what you need and stop."
 )
-NO_FRONT_END = "this Python has no Jupyter front end (a script or terminal IPython)"
 
 QUESTION_CHARS = 2_000
 MESSAGE_CHARS = 10_000

@@ -110,8 +110,8 @@ def test_an_instruction_over_its_cap_is_refused():
     assert len(config.instruction) == INSTRUCTIONS_CHARS  # the last good value stays
 
 
-def test_every_group_is_on_by_default_behind_tool_search():
+def test_every_group_but_the_browser_is_on_by_default_behind_tool_search():
     from agent_kernel.config import TOOL_GROUPS
 
     settings = AgentKernel()
-    assert settings.tool_groups == list(TOOL_GROUPS) and settings.tool_search is True
+    assert settings.tool_groups == [g for g in TOOL_GROUPS if g != "browser"] and settings.tool_search is True

@@ -40,7 +40,7 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
     assert "UsageError: Unknown tool group 'web2'" in bad.stderr, bad.stderr
-    assert "the groups are code, data, llm, memory" in bad.stderr, bad.stderr
+    assert "the groups are browser, code, data, llm, memory" in bad.stderr, bad.stderr
 
 
 def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_turn():

@@ -236,3 +236,26 @@ def test_clicking_and_typing_count_as_writing(shell_agent, scripted_model, site)
     names = set(offered(scripted_model.requests[0]))
     assert {"browser_navigate", "browser_text", "browser_screenshot", "browser_wait_for"} <= names
     assert not names & {"browser_click", "browser_type"}
+
+
+def test_in_ask_mode_reading_runs_and_clicks_or_a_new_host_after_a_page_need_approval(shell_agent, scripted_model, site):
+    config = shell_agent.agent.config
+    config.tool_groups = BROWSER
+    config.fetch_allow = ["127.0.0.2", "127.0.0.3"]
+    scripted_model.add(
+        reply(tool_use("browser_navigate", {"url": site.url("/form")})),
+        reply(tool_use("browser_text", {}), tool_use("browser_navigate", {"url": site.url("/js")})),
+        reply(
+            tool_use("browser_navigate", {"url": f"http://127.0.0.3:{site.port}/js"}),
+            tool_use("browser_type", {"selector": "#user", "text": "ada"}),
+            tool_use("browser_click", {"selector": "#send"}),
+        ),
+        say("Waiting for the user."),
+    )
+    shell_agent.ok("send the form", approve="ask")
+    assert not tool_results(scripted_model.requests[1])[0].get("is_error")
+    assert not any(r.get("is_error") for r in tool_results(scripted_model.requests[2]))  # same host: reading
+    for refused in tool_results(scripted_model.requests[3]):
+        assert refused["is_error"] is True and "needs the user's approval" in result_text(refused)
+        assert f"browser {site.url('/')}" in result_text(refused)  # the page read is named
+    assert site.received == []  # the form was never sent

@@ -259,3 +259,18 @@ def test_in_ask_mode_reading_runs_and_clicks_or_a_new_host_after_a_page_need_app
         assert refused["is_error"] is True and "needs the user's approval" in result_text(refused)
         assert f"browser {site.url('/')}" in result_text(refused)  # the page read is named
     assert site.received == []  # the form was never sent
+
+
+def test_a_new_session_closes_the_browser_of_the_one_left_behind(shell_agent, scripted_model, site):
+    config = shell_agent.agent.config
+    config.tool_groups = BROWSER
+    config.fetch_allow = ["127.0.0.2"]
+    scripted_model.add(reply(tool_use("browser_navigate", {"url": site.url("/js")})), say("Opened."))
+    shell_agent.ok("open the dashboard")
+    (profile,) = browser_profiles()
+    scripted_model.add(say("A fresh start."))
+    shell_agent.ok("something else", new=True)
+    deadline = time.monotonic() + 10
+    while (browser_profiles() or Path(profile).exists()) and time.monotonic() < deadline:
+        time.sleep(0.1)  # closed on the browser thread, without waiting
+    assert browser_profiles() == [] and not Path(profile).exists()

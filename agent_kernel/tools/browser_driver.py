@@ -4,7 +4,8 @@ Playwright's sync API cannot run on the kernel's asyncio thread, so every browse
 runs on one dedicated thread (a single-worker executor); a tool awaits its future.
 Each agent session gets its own Chromium process with a fresh profile directory
 (``launch_persistent_context``), closed and deleted by ``browser_close``, when the
-session has been idle for :data:`IDLE_CLOSE_S`, and at exit.
+session ends (:meth:`Driver.end_session`: the agent moves to another session, a
+sub-session finishes), when it has been idle for :data:`IDLE_CLOSE_S`, and at exit.
 
 What keeps the page inside the user's rules (see docs/guide/web.md):
 
@@ -161,6 +162,14 @@ class Driver:
         found.proxy.close()
         shutil.rmtree(found.profile, ignore_errors=True)
         return True
+
+    def end_session(self, session_id: str) -> None:
+        """The agent session ended: close its browser, if it has one, without waiting (from any
+        thread; nothing starts when the browser was never used)."""
+        with self._lock:
+            executor = self._executor
+        if executor is not None:
+            executor.submit(self.close, session_id)
 
     def _close_idle(self, keep: str) -> None:
         now = time.monotonic()

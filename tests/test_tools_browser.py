@@ -7,6 +7,8 @@ request, so "no hits" proves the proxy refused before anything was sent.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -274,3 +276,15 @@ def test_a_new_session_closes_the_browser_of_the_one_left_behind(shell_agent, sc
     while (browser_profiles() or Path(profile).exists()) and time.monotonic() < deadline:
         time.sleep(0.1)  # closed on the browser thread, without waiting
     assert browser_profiles() == [] and not Path(profile).exists()
+
+
+def test_at_exit_the_browser_closes_and_its_profile_is_deleted(tmp_path):
+    script = (
+        "from agent_kernel.tools.browser_driver import DRIVER\n"
+        "session = DRIVER.submit(lambda: DRIVER.session('s', lambda: [], 10**6)).result(timeout=60)\n"
+        "print(session.profile, flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    profile = done.stdout.strip()
+    assert PROFILE_PREFIX in profile and not Path(profile).exists()
+    assert not [p for p in psutil.process_iter(["cmdline"]) if any(profile in a for a in (p.info["cmdline"] or []))]

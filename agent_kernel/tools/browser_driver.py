@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,11 +77,41 @@ class Session:
     used: float = field(default_factory=time.monotonic)
 
 
+class _Thread:
+    """One daemon thread running the calls handed to it, in order.
+
+    Not a ``ThreadPoolExecutor``: the interpreter stops those before ``atexit`` handlers
+    run, and the handler that closes the browsers needs this thread still running.
+    """
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="agent-kernel-browser", daemon=True).start()
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        self._calls.put((fn, future))
+        return future
+
+    def stop(self) -> None:
+        self._calls.put(None)
+
+    def _serve(self) -> None:
+        while (call := self._calls.get()) is not None:
+            fn, future = call
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                future.set_exception(exc)
+
+
 class Driver:
     """Runs every browser call on one thread; holds each session's browser."""
 
     def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: _Thread | None = None
         self._playwright: Any = None
         self._sessions: dict[str, Session] = {}
         self._lock = threading.Lock()
@@ -89,7 +120,7 @@ class Driver:
         """Run ``fn`` on the browser thread."""
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="agent-kernel-browser")
+                self._executor = _Thread()
             return self._executor.submit(fn)
 
     # -- on the browser thread ---------------------------------------------------------
@@ -169,7 +200,7 @@ class Driver:
         with self._lock:
             executor = self._executor
         if executor is not None:
-            executor.submit(self.close, session_id)
+            executor.submit(lambda: self.close(session_id))
 
     def _close_idle(self, keep: str) -> None:
         now = time.monotonic()
@@ -193,11 +224,14 @@ class Driver:
             executor, self._executor = self._executor, None
         if executor is None:
             return
+        profiles = [found.profile for found in list(self._sessions.values())]
         try:
             executor.submit(self.close_all).result(timeout=20)
         except Exception:  # noqa: BLE001 - exiting anyway
             pass
-        executor.shutdown(wait=False)
+        executor.stop()
+        for profile in profiles:
+            shutil.rmtree(profile, ignore_errors=True)
 
 
 def _only_web_schemes(route: Any) -> None:

@@ -32,6 +32,8 @@ JS_PAGE = """<html><head><title>Dashboard</title></head><body><div id=out>loadin
 </body></html>"""
 FORM_PAGE = """<html><body><form method=post action=/submit>
 <input name=user id=user><input name=city id=city><button id=send>Send</button></form></body></html>"""
+LOGIN_PAGE = """<html><body><form method=post action=/submit>
+<input name=user id=user><input type=password name=password id=password><button>Log in</button></form></body></html>"""
 DOWNLOAD_PAGE = """<html><body><a id=dl href=/file>report</a></body></html>"""
 
 
@@ -44,6 +46,8 @@ class BrowserSite(Site):
             return 200, html, JS_PAGE.encode(), {}
         if path == "/form":
             return 200, html, FORM_PAGE.encode(), {}
+        if path == "/login":
+            return 200, html, LOGIN_PAGE.encode(), {}
         if path == "/submit":
             return 200, html, b"<html><title>Thanks</title><body>Received</body></html>", {}
         if path == "/reach":  # sub-resources pointing at another loopback address
@@ -288,3 +292,26 @@ def test_at_exit_the_browser_closes_and_its_profile_is_deleted(tmp_path):
     profile = done.stdout.strip()
     assert PROFILE_PREFIX in profile and not Path(profile).exists()
     assert not [p for p in psutil.process_iter(["cmdline"]) if any(profile in a for a in (p.info["cmdline"] or []))]
+
+
+def test_a_password_typed_from_a_declared_secret_reaches_the_site_never_the_model(shell_agent, scripted_model, site, monkeypatch):
+    monkeypatch.setenv("SITE_PASSWORD", "pw-4f9c2a7e1b")
+    config = shell_agent.agent.config
+    config.tool_groups = BROWSER
+    config.secret_env = ["SITE_PASSWORD"]
+    config.fetch_allow = ["127.0.0.2"]
+    scripted_model.add(
+        reply(
+            tool_use("browser_navigate", {"url": site.url("/login")}),
+            tool_use("browser_type", {"selector": "#user", "text": "ada"}),
+            tool_use("browser_type", {"selector": "#password", "text": "{secret:SITE_PASSWORD}", "submit": True}),
+            tool_use("browser_type", {"selector": "#user", "text": "{secret:NOT_DECLARED}"}),
+        ),
+        say("Logged in."),
+    )
+    shell_agent.ok("log in")
+    *typed, unknown = tool_results(scripted_model.requests[1])
+    assert not any(r.get("is_error") for r in typed), [result_text(r) for r in typed]
+    assert unknown.get("is_error") and "No declared secret 'NOT_DECLARED'" in result_text(unknown)
+    assert [r["body"] for r in site.received] == ["user=ada&password=pw-4f9c2a7e1b"]
+    assert not any("pw-4f9c2a7e1b" in json.dumps(request) for request in scripted_model.requests)

@@ -231,15 +231,20 @@ async def browser_type(
 
     Args:
         selector: The input or textarea, e.g. "input[name=q]".
-        text: The text to put in the field.
+        text: The text to put in the field. `{secret:NAME}` is replaced by the user's
+            declared secret NAME (a password field; you never see the value).
         submit: Press Enter in the field afterwards (submits its form).
         timeout_s: Seconds to wait for the field and for a page a submit opens (1-60).
     """
+    from agent_kernel.tools.web import _with_secrets
+
     sources: list[str] = []
+    # Put in after the model's input was recorded and redacted: the value reaches the page only.
+    typed = _with_secrets({"text": text}, current_context().secrets)["text"]
 
     def fill(session: Session) -> dict[str, Any]:
         session.proxy.new_page()
-        session.page.fill(selector, text, timeout=timeout_s * 1000)
+        session.page.fill(selector, typed, timeout=timeout_s * 1000)
         if submit:
             session.page.press(selector, "Enter", timeout=timeout_s * 1000)
             _settle(session.page, timeout_s * 1000)

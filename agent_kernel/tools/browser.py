@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
@@ -101,10 +102,8 @@ def _state(session: Session, sources: list[str]) -> dict[str, Any]:
 def _settle(page: Any, timeout_ms: float) -> None:
     """Let a navigation an action started finish loading (if it started one)."""
     page.wait_for_timeout(200)
-    try:
+    with suppress(Exception):  # a page still loading is reported as it is
         page.wait_for_load_state("load", timeout=timeout_ms)
-    except Exception:  # noqa: BLE001 - a page still loading is reported as it is
-        pass
 
 
 def _untrusted(result: dict[str, Any], sources: list[str]) -> dict[str, Any]:

@@ -28,13 +28,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_kernel.tools.browser_proxy import Proxy
 
-__all__ = ["BrowserMissing", "Driver", "Session", "chromium_path", "DRIVER"]
+__all__ = ["DRIVER", "BrowserMissing", "Driver", "Session", "chromium_path"]
 
 T = TypeVar("T")
 
@@ -186,10 +187,8 @@ class Driver:
         found = self._sessions.pop(session_id, None)
         if found is None:
             return False
-        try:
+        with suppress(Exception):  # the process may be gone already
             found.context.close()
-        except Exception:  # noqa: BLE001 - the process may be gone already
-            pass
         found.proxy.close()
         shutil.rmtree(found.profile, ignore_errors=True)
         return True
@@ -212,10 +211,8 @@ class Driver:
         for session_id in list(self._sessions):
             self.close(session_id)
         if self._playwright is not None:
-            try:
+            with suppress(Exception):  # its driver process may be gone already
                 self._playwright.stop()
-            except Exception:  # noqa: BLE001
-                pass
             self._playwright = None
 
     def shutdown(self) -> None:
@@ -225,10 +222,8 @@ class Driver:
         if executor is None:
             return
         profiles = [found.profile for found in list(self._sessions.values())]
-        try:
+        with suppress(Exception):  # exiting anyway
             executor.submit(self.close_all).result(timeout=20)
-        except Exception:  # noqa: BLE001 - exiting anyway
-            pass
         executor.stop()
         for profile in profiles:
             shutil.rmtree(profile, ignore_errors=True)
@@ -244,10 +239,8 @@ def _only_web_schemes(route: Any) -> None:
 
 def _refuse_download(session: Session, download: Any) -> None:
     session.downloads.append(download.url)
-    try:
+    with suppress(Exception):  # already refused by accept_downloads=False
         download.cancel()
-    except Exception:  # noqa: BLE001 - already refused by accept_downloads=False
-        pass
 
 
 DRIVER = Driver()

@@ -86,6 +86,7 @@ def _fresh(site: Site, secret: Server) -> Iterator[None]:
     site.hits.clear()
     site.received.clear()
     secret.hits.clear()
+    DRIVER.submit(DRIVER.close_all).result(timeout=30)  # another test of this worker may have left one
     yield
     DRIVER.submit(DRIVER.close_all).result(timeout=30)  # the next test's session starts its own
 

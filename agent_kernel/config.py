@@ -15,11 +15,12 @@ from traitlets.config import Configurable
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm")
-# Offered unless configured otherwise: every group. Only the core tools' definitions are
+TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm", "browser")
+# Offered unless configured otherwise: every group but ``browser`` (a real Chromium the
+# agent drives, which the user switches on). Only the core tools' definitions are
 # loaded in each request; the model finds the others with the API's tool search (see
 # tool_search below and agent_kernel.tools.definitions).
-DEFAULT_TOOL_GROUPS = TOOL_GROUPS
+DEFAULT_TOOL_GROUPS = tuple(g for g in TOOL_GROUPS if g != "browser")
 APPROVE_MODES = ("auto", "ask", "read-only")
 
 
@@ -70,8 +71,8 @@ class AgentKernel(Configurable):
     tool_groups = List(
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
-        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} (all by "
-        "default); leave a group out to switch it off.",
+        help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} (all but browser "
+        "by default); leave a group out to switch it off, add browser to let the agent drive Chromium.",
     ).tag(config=True)
 
     tool_search = Bool(

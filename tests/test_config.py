@@ -40,7 +40,7 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
     assert "UsageError: Unknown tool group 'web2'" in bad.stderr, bad.stderr
-    assert "the groups are code, data, llm, memory" in bad.stderr, bad.stderr
+    assert "the groups are browser, code, data, llm, memory" in bad.stderr, bad.stderr
 
 
 def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_turn():
@@ -110,8 +110,8 @@ def test_an_instruction_over_its_cap_is_refused():
     assert len(config.instruction) == INSTRUCTIONS_CHARS  # the last good value stays
 
 
-def test_every_group_is_on_by_default_behind_tool_search():
+def test_every_group_but_the_browser_is_on_by_default_behind_tool_search():
     from agent_kernel.config import TOOL_GROUPS
 
     settings = AgentKernel()
-    assert settings.tool_groups == list(TOOL_GROUPS) and settings.tool_search is True
+    assert settings.tool_groups == [g for g in TOOL_GROUPS if g != "browser"] and settings.tool_search is True

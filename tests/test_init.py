@@ -17,7 +17,7 @@ started = time.perf_counter()
 shell.run_line_magic("load_ext", "agent_kernel")
 seconds = time.perf_counter() - started
 loaded = set(sys.modules) - before
-heavy = sorted(m for m in loaded if m.split(".")[0] in {"anthropic", "duckdb", "httpx2", "ipywidgets", "anywidget", "pandas", "pydantic"})
+heavy = sorted(m for m in loaded if m.split(".")[0] in {"anthropic", "duckdb", "httpx2", "ipywidgets", "anywidget", "pandas", "pydantic", "playwright"})
 print(json.dumps({"heavy": heavy, "seconds": seconds, "magics": sorted(shell.magics_manager.magics["line"])}))
 """
 

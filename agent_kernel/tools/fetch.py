@@ -33,7 +33,7 @@ from urllib.parse import urljoin, urlsplit
 from agent_kernel.tools import addresses
 from agent_kernel.tools.addresses import IPAddress
 
-__all__ = ["FetchError", "FetchRefused", "Fetched", "Resolver", "fetch"]
+__all__ = ["FetchError", "FetchRefused", "Fetched", "Resolver", "checked_target", "fetch"]
 
 # Resolves a host name to its addresses (a function of host and port); sync or async.
 Resolver = Callable[[str, int], Union[Iterable[str], Awaitable[Iterable[str]]]]
@@ -169,6 +169,13 @@ async def _target(url: str, allow: list[str], resolve: Resolver) -> _Target:
                 f"The user can allow the host: %config AgentKernel.fetch_allow = [{host!r}]."
             )
     return _Target(scheme, host, port, path, first)
+
+
+async def checked_target(url: str, allow: list[str]) -> IPAddress:
+    """The one address ``url``'s host may be reached at under the rules above (resolved once
+    with the system resolver); raise :class:`FetchRefused` or :class:`FetchError`. The
+    browser's proxy connects to exactly this address (see tools/browser_proxy.py)."""
+    return (await _target(url, allow, system_resolver)).address
 
 
 def _not_an_address(value: Any) -> IPAddress:

@@ -256,6 +256,10 @@ class Agent:
 
     def _adopt(self, resolved: _Resolved) -> _Resolved:
         if resolved.session is not None:
+            if self._session_id is not None and self._session_id != resolved.session.id:
+                from agent_kernel.tools.browser_driver import DRIVER
+
+                DRIVER.end_session(self._session_id)  # the session left behind closes its browser
             self._session_id = resolved.session.id
         return resolved
 

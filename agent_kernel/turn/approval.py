@@ -9,7 +9,8 @@ Once untrusted web content entered the turn (``web_search``, ``web_fetch``, ``fe
 results; see :mod:`agent_kernel.tools.web`), instructions hidden in it could be steering
 the model. From then on, in ``ask`` mode a writing tool asks every time, whatever
 "Always for this session" said, and the web group's tools (which send requests out)
-count as writing too, except ``fetch_url`` to a host the turn already fetched from;
+count as writing too, except ``fetch_url`` to a host the turn already fetched from (and
+so does ``browser_navigate``, except to a host the browser already showed this turn);
 without an approver they are refused.
 
 Agent-defined tools are model-written code: one counts as writing unless the sandbox
@@ -54,7 +55,7 @@ def make_check(
 
     async def check(item: Tool, tool_input: Any, context: ToolContext) -> str | None:
         web_read = context.turn_sources()
-        sends_out = bool(web_read) and item.group == "web"
+        sends_out = bool(web_read) and (item.group == "web" or item.name == "browser_navigate")
         # Whether the call writes is asked only where the mode needs it: for db_sql it
         # parses the statement, which an auto turn has no use for.
         writes = mode != "auto" and item.writes_for(tool_input)
@@ -101,12 +102,13 @@ async def _ask(approver: Approver, item: Tool, tool_input: Any, context: ToolCon
 
 
 def fetched_before(item: Tool, tool_input: Any, sources: list[str]) -> bool:
-    """Whether ``item`` is ``fetch_url`` to a host this turn already fetched from (its
-    successful GETs are among the turn's untrusted ``sources``)."""
-    if item.name != "fetch_url" or item.group != "web" or not isinstance(tool_input, dict):
+    """Whether ``item`` is ``fetch_url`` (or ``browser_navigate``) to a host this turn
+    already read from (its successful reads are among the turn's untrusted ``sources``)."""
+    prefixes = {("fetch_url", "web"): "fetch_url ", ("browser_navigate", "browser"): "browser "}
+    prefix = prefixes.get((item.name, item.group))
+    if prefix is None or not isinstance(tool_input, dict):
         return False
     wanted = _host(tool_input.get("url"))
-    prefix = "fetch_url "
     return wanted is not None and any(
         _host(s[len(prefix):]) == wanted for s in sources if s.startswith(prefix)
     )

@@ -305,6 +305,7 @@ class SubSessions:
         finally:
             timer.cancel()
             await host.close()
+            _end_browser(child.id)
             interrupts.uninstall()
             child.read = context.session_sources()
             child.outcome = self._outcome(child, result, failure, context)
@@ -372,3 +373,10 @@ def _last_text(recorded: list[tuple[str, list[dict[str, Any]]]]) -> str:
             if text:
                 return text
     return ""
+
+
+def _end_browser(session_id: str) -> None:
+    """A finished sub-session's browser closes (the browser group's driver, if it ran)."""
+    from agent_kernel.tools.browser_driver import DRIVER
+
+    DRIVER.end_session(session_id)

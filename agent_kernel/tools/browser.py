@@ -235,11 +235,11 @@ async def browser_type(
         submit: Press Enter in the field afterwards (submits its form).
         timeout_s: Seconds to wait for the field and for a page a submit opens (1-60).
     """
-    from agent_kernel.tools.web import _with_secrets
+    from agent_kernel.tools.web import with_secrets
 
     sources: list[str] = []
     # Put in after the model's input was recorded and redacted: the value reaches the page only.
-    typed = _with_secrets({"text": text}, current_context().secrets)["text"]
+    typed = with_secrets({"text": text}, current_context().secrets)["text"]
 
     def fill(session: Session) -> dict[str, Any]:
         session.proxy.new_page()

@@ -121,7 +121,7 @@ async def fetch_url(
     if body is not None and json is not None:
         raise ToolInputError("Give `body` or `json`, not both.")
     content = body.encode("utf-8") if body is not None else None
-    sent_headers = _with_secrets(dict(headers or {}), context.secrets)
+    sent_headers = with_secrets(dict(headers or {}), context.secrets)
     if json is not None:
         content = jsonlib.dumps(json, ensure_ascii=False, allow_nan=False).encode("utf-8")
         if not any(k.lower() == "content-type" for k in sent_headers):
@@ -154,7 +154,7 @@ async def fetch_url(
     return result
 
 
-def _with_secrets(headers: dict[str, str], secrets: Any) -> dict[str, str]:
+def with_secrets(headers: dict[str, str], secrets: Any) -> dict[str, str]:
     """``headers`` with each ``{secret:NAME}`` replaced by the declared secret's value.
 
     Done here, after the model's input was recorded and redacted and before the request

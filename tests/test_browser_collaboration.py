@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import nbformat
 import pytest
 
 from agent_kernel.testing import call, say
 
 from .jupyterlab import COLLABORATION, JupyterLab
-from .test_browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from .test_browser import KERNEL_READY, cell, save_screenshot, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -64,16 +65,26 @@ def open_beside(page: Any, lab: JupyterLab, name: str) -> None:
     page.wait_for_function(KERNEL_READY, timeout=60_000)
 
 
+def open_together(first: Any, second: Any, lab: JupyterLab, name: str, cells: list[tuple[str, str]]) -> None:
+    """Write the notebook ``name`` (cells given as (id, source)), open it in both pages
+    and run it all in the first."""
+    url = lab.notebook(name, [source for _, source in cells])
+    path = lab.root / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for notebook_cell, (cell_id, _) in zip(nb.cells, cells):
+        notebook_cell.id = cell_id
+    nbformat.write(nb, path)
+    first.goto(url)
+    first.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    first.wait_for_function(KERNEL_READY, timeout=60_000)
+    open_beside(second, lab, name)
+    assert first.evaluate(COLLABORATIVE) and second.evaluate(COLLABORATIVE)
+    first.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
 def test_the_second_person_sees_the_cell_the_agent_inserted_and_ran(lab_page, second_page, jupyterlab, lab_model):
     lab_model.add(call("insert_cell", source="print(6 * 7)", run=True), say("Inserted a cell; it runs after this turn."))
-    name = "shared"
-    url = jupyterlab.notebook(name, ["%load_ext agent_kernel", "%agent add a cell"])
-    lab_page.goto(url)
-    lab_page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    lab_page.wait_for_function(KERNEL_READY, timeout=60_000)
-    open_beside(second_page, jupyterlab, name)
-    assert lab_page.evaluate(COLLABORATIVE) and second_page.evaluate(COLLABORATIVE)
-    lab_page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    open_together(lab_page, second_page, jupyterlab, "shared", [("load", "%load_ext agent_kernel"), ("turn", "%agent add a cell")])
     cell(lab_page, 1).get_by_text("Inserted a cell").wait_for(timeout=60_000)
     for page in (lab_page, second_page):
         cell(page, 2).locator(".jp-OutputArea").get_by_text("42").wait_for(timeout=30_000)
@@ -83,3 +94,17 @@ def test_the_second_person_sees_the_cell_the_agent_inserted_and_ran(lab_page, se
     assert second_page.locator(".jp-Notebook .jp-Cell").count() == 3
     save_screenshot(second_page.locator(".jp-Notebook"), "collaboration-second-person.png")
 
+
+
+def test_an_edit_the_turns_sender_accepts_reaches_the_other_person(lab_page, second_page, jupyterlab, lab_model):
+    lab_model.add(call("replace_cell", cell="plot", source="kind = 'barh'"), say("Changed it to horizontal bars."))
+    cells = [("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'")]
+    open_together(lab_page, second_page, jupyterlab, "shared-ask", cells)
+    diff = lab_page.locator(".ak-edit-diff")  # the diff shows to the person who ran the turn
+    diff.wait_for(timeout=60_000)
+    assert second_page.locator(".ak-edit-diff").count() == 0
+    assert second_page.evaluate(SOURCES)[2] == "kind = 'line'"
+    diff.get_by_role("button", name="Accept").click()
+    cell(lab_page, 1).get_by_text("Changed it to horizontal bars.").wait_for(timeout=60_000)
+    second_page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'barh'\"", timeout=30_000)
+    assert lab_page.evaluate(SOURCES)[2] == "kind = 'barh'" and len(second_page.evaluate(SOURCES)) == 3

@@ -35,7 +35,9 @@ def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     base = tmp_path_factory.mktemp("jupyterlab-rtc")
     root = base / "notebooks"
     root.mkdir()
-    env = dict(lab_model.env(), AGENT_KERNEL_DB=str(base / "agent.duckdb"), AGENT_KERNEL_HOME=str(base / "agent-home"))
+    env = dict(
+        lab_model.env(), AGENT_KERNEL_DB=str(base / "agent.duckdb"), AGENT_KERNEL_HOME=str(base / "agent-home")
+    )
     config = {
         "ServerApp": {
             "jpserver_extensions": {"agent_kernel": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
@@ -83,8 +85,11 @@ def open_together(first: Any, second: Any, lab: JupyterLab, name: str, cells: li
 
 
 def test_the_second_person_sees_the_cell_the_agent_inserted_and_ran(lab_page, second_page, jupyterlab, lab_model):
-    lab_model.add(call("insert_cell", source="print(6 * 7)", run=True), say("Inserted a cell; it runs after this turn."))
-    open_together(lab_page, second_page, jupyterlab, "shared", [("load", "%load_ext agent_kernel"), ("turn", "%agent add a cell")])
+    lab_model.add(
+        call("insert_cell", source="print(6 * 7)", run=True), say("Inserted a cell; it runs after this turn.")
+    )
+    cells = [("load", "%load_ext agent_kernel"), ("turn", "%agent add a cell")]
+    open_together(lab_page, second_page, jupyterlab, "shared", cells)
     cell(lab_page, 1).get_by_text("Inserted a cell").wait_for(timeout=60_000)
     for page in (lab_page, second_page):
         cell(page, 2).locator(".jp-OutputArea").get_by_text("42").wait_for(timeout=30_000)
@@ -98,7 +103,9 @@ def test_the_second_person_sees_the_cell_the_agent_inserted_and_ran(lab_page, se
 
 def test_an_edit_the_turns_sender_accepts_reaches_the_other_person(lab_page, second_page, jupyterlab, lab_model):
     lab_model.add(call("replace_cell", cell="plot", source="kind = 'barh'"), say("Changed it to horizontal bars."))
-    cells = [("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'")]
+    cells = [
+        ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'")
+    ]  # fmt: skip
     open_together(lab_page, second_page, jupyterlab, "shared-ask", cells)
     diff = lab_page.locator(".ak-edit-diff")  # the diff shows to the person who ran the turn
     diff.wait_for(timeout=60_000)

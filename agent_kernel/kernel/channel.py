@@ -72,7 +72,7 @@ class Channel:
         with self._lock:
             attachments = list(self.attachments.values())
         sender = [a for a in attachments if client and a.client == client]
-        return (sender or attachments or [None])[-1]
+        return (sender or attachments)[-1] if attachments else None
 
     # -- comm callbacks ----------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """The comm channel between the kernel and a notebook front end running our extension.
 
 Either end may open the comm (:data:`TARGET`): the extension when a notebook's kernel is
-ready, the kernel when agent_kernel loads (the extension registers the target too). The
-front end's first message is ``hello`` with the notebook's path; then it reports the
+ready, the kernel when agent_kernel loads (the extension registers the target too, and
+answers on a comm of its own: several front ends, collaborators on one notebook, share a
+kernel, and each is attached on its own comm). The front end's first message is ``hello`` with the notebook's path; then it reports the
 selected cell (``focus``) as it changes. The kernel thereby knows whether a front end that can show
 and apply notebook edits is attached, and which notebook it is. Without one (papermill, the
 scheduler, ``jupyter console``, editors without the extension) nothing is attached, the

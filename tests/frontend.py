@@ -110,10 +110,13 @@ class NotebookChannel:
 
     TARGET = "agent_kernel.notebook"
 
-    def __init__(self, kernel: Any) -> None:
+    def __init__(self, kernel: Any, client: str | None = None) -> None:
+        """``client``: the kernel client session its messages name (another browser's);
+        by default the one that runs the test's cells."""
         import uuid
 
         self.kernel = kernel
+        self.client = client
         self.comm_id = uuid.uuid4().hex
         self.received: list[dict[str, Any]] = []
         self.closed_by_kernel = False
@@ -135,7 +138,10 @@ class NotebookChannel:
 
     def _send(self, kind: str, content: dict[str, Any]) -> None:
         client = self.kernel.client
-        client.shell_channel.send(client.session.msg(kind, content))
+        message = client.session.msg(kind, content)
+        if self.client is not None:
+            message["header"]["session"] = self.client
+        client.shell_channel.send(message)
 
     def hook(self, message: dict[str, Any], _kernel: Any = None) -> None:
         content = message["content"]

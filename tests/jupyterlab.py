@@ -43,15 +43,29 @@ CHROMIUM_ARGS = [
 
 # Starts JupyterLab so that it gets SIGTERM if the test process dies (killed by a time
 # limit, say): Linux's parent-death signal survives exec. Elsewhere it just starts it.
+# The first argument is a folder to append to the server's import path, or "": packages
+# there (jupyter-collaboration's) only fill in what this venv lacks, and the kernels the
+# server starts never see them.
 _LAUNCH = """
-import os, signal, sys
+import os, runpy, signal, sys
 try:
     import ctypes
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 except OSError:
     pass
-os.execv(sys.executable, [sys.executable, "-m", *sys.argv[1:]])
+extra, app = sys.argv[1:3]
+if not extra:
+    os.execv(sys.executable, [sys.executable, "-m", *sys.argv[2:]])
+sys.path.append(extra)
+sys.argv = [app, *sys.argv[3:]]
+runpy.run_module(app, run_name="__main__", alter_sys=True)
 """
+
+# jupyter-collaboration (real-time collaboration) lives beside the venv, not in it: installed
+# in the venv it would turn every test server's notebooks into shared documents. `make
+# install` puts it here (`uv pip install --target`); only the collaboration tests' server
+# appends it to its import path and its front-end extensions to JUPYTER_PATH.
+COLLABORATION = Path(sys.prefix) / "collaboration"
 
 
 LAB_OPTIONS = [
@@ -82,10 +96,16 @@ class JupyterLab:
     """A JupyterLab server process with its own directories, for one test session."""
 
     def __init__(
-        self, root: Path, env: dict[str, str], config: dict[str, Any] | None = None, app: str = "jupyterlab"
+        self,
+        root: Path,
+        env: dict[str, str],
+        config: dict[str, Any] | None = None,
+        app: str = "jupyterlab",
+        extra_site: Path | None = None,
     ) -> None:
         """``config``: the server's jupyter_server_config.json (in its own config directory);
-        ``app``: the front end's module (``notebook`` for Notebook 7)."""
+        ``app``: the front end's module (``notebook`` for Notebook 7); ``extra_site``: a
+        ``pip install --target`` folder whose packages and front-end extensions the server adds."""
         self.root = root
         self.port = free_port()
         self.token = secrets.token_hex(16)
@@ -110,10 +130,14 @@ class JupyterLab:
             JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
             IPYTHONDIR=str(home / "ipython"),
         )
+        if extra_site is not None:
+            full_env["JUPYTER_PATH"] = os.pathsep.join(
+                filter(None, [os.environ.get("JUPYTER_PATH"), str(_front_end_extensions(extra_site, home))])
+            )
         self.log = (root.parent / "jupyterlab.log").open("w")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-c", _LAUNCH, app,
+                sys.executable, "-c", _LAUNCH, str(extra_site or ""), app,
                 "--no-browser",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",
@@ -178,6 +202,18 @@ class JupyterLab:
             pass
         self.process.wait()  # reaped, whichever way it ended
         self.log.close()
+
+
+def _front_end_extensions(extra_site: Path, home: Path) -> Path:
+    """A Jupyter data folder with only the ``@jupyter`` front-end extensions of
+    ``extra_site`` (its share/jupyter also holds copies of JupyterLab's own files and a
+    python3 kernel spec, which must not shadow this venv's)."""
+    data = home / "extra-data"
+    (data / "labextensions").mkdir(parents=True, exist_ok=True)
+    link = data / "labextensions" / "@jupyter"
+    if not link.exists():
+        link.symlink_to(extra_site / "share" / "jupyter" / "labextensions" / "@jupyter")
+    return data
 
 
 def chromium_missing() -> str | None:

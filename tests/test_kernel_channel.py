@@ -43,6 +43,18 @@ def test_a_front_end_attaches_reports_focus_and_detaches(kernel):
     assert attached(kernel) is None
 
 
+def test_with_several_front_ends_the_one_that_runs_the_cell_is_attached(kernel):
+    mine = NotebookChannel(kernel)
+    mine.open(HELLO)
+    other = NotebookChannel(kernel, client="another-browser")  # a collaborator, said hello last
+    other.open(HELLO)
+    sync(kernel, other)
+    assert inspect(kernel, "c.attached().comm_id") == mine.comm_id  # this client runs the cell
+    mine.close()
+    sync(kernel, other)
+    assert inspect(kernel, "c.attached().comm_id") == other.comm_id  # else the latest hello
+
+
 def test_hostile_messages_are_refused_and_change_nothing(kernel):
     liar = NotebookChannel(kernel)
     liar.open({"type": "focus", "cell": "x"})  # no hello first

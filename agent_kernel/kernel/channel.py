@@ -1,8 +1,9 @@
 """The comm channel between the kernel and a notebook front end running our extension.
 
 Either end may open the comm (:data:`TARGET`): the extension when a notebook's kernel is
-ready, the kernel when agent_kernel loads (the extension registers the target too). The
-front end's first message is ``hello`` with the notebook's path; then it reports the
+ready, the kernel when agent_kernel loads (the extension registers the target too, and
+answers on a comm of its own: several front ends, collaborators on one notebook, share a
+kernel, and each is attached on its own comm). The front end's first message is ``hello`` with the notebook's path; then it reports the
 selected cell (``focus``) as it changes. The kernel thereby knows whether a front end that can show
 and apply notebook edits is attached, and which notebook it is. Without one (papermill, the
 scheduler, ``jupyter console``, editors without the extension) nothing is attached, the
@@ -48,6 +49,7 @@ class Attachment:
     comm_id: str
     notebook: str  # the notebook's path relative to the server root
     selected_cell: str | None = None
+    client: str = ""  # the front end's kernel client session (every message's header.session)
 
 
 @dataclass
@@ -65,9 +67,15 @@ class Channel:
 
     @property
     def attached(self) -> Attachment | None:
-        """The front end that said hello most recently and is still connected."""
+        """The front end that sent the running cell, else the one that said hello most
+        recently and is still connected. Several are attached when people collaborate on
+        one notebook (each browser has its own client): the one running the turn applies
+        its edits (the shared document carries them to the others) and runs its cells."""
+        client = _request_client()
         with self._lock:
-            return next(reversed(self.attachments.values()), None)
+            attachments = list(self.attachments.values())
+        sender = [a for a in attachments if client and a.client == client]
+        return (sender or attachments)[-1] if attachments else None
 
     # -- comm callbacks ----------------------------------------------------------------
 
@@ -78,7 +86,7 @@ class Channel:
             comm.close()
             return
         self._listen(comm)
-        if not self._greet(comm, message["content"].get("data")):
+        if not self._greet(comm, message["content"].get("data"), _client(message)):
             comm.close()
             self._forget(str(comm.comm_id))
 
@@ -112,7 +120,7 @@ class Channel:
         comm.on_msg(self.receive)
         comm.on_close(self.closed)
 
-    def _greet(self, comm: Any, data: Any) -> bool:
+    def _greet(self, comm: Any, data: Any, client: str) -> bool:
         """Attach the front end whose first message ``data`` is a valid hello."""
         try:
             hello = check(data)
@@ -122,7 +130,7 @@ class Channel:
             self._refuse(comm, refusal)
             return False
         with self._lock:
-            self.attachments[str(comm.comm_id)] = Attachment(str(comm.comm_id), hello["notebook"])
+            self.attachments[str(comm.comm_id)] = Attachment(str(comm.comm_id), hello["notebook"], client=client)
         comm.send({"type": "welcome", "protocol": PROTOCOL})
         return True
 
@@ -134,7 +142,7 @@ class Channel:
         if comm is None:
             return
         if attachment is None:
-            self._greet(comm, message["content"].get("data"))
+            self._greet(comm, message["content"].get("data"), _client(message))
             return
         try:
             data = check(message["content"].get("data"))
@@ -322,16 +330,34 @@ def _from_notebook_view() -> bool:
 
 def _request_metadata() -> dict[str, Any]:
     """The metadata of the running execute request ({} outside a kernel or an unusual one)."""
+    metadata = _running_request().get("metadata") or {}
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _request_client() -> str:
+    """The client session that sent the running execute request ("" when none is known)."""
+    return _client(_running_request())
+
+
+def _client(message: dict[str, Any]) -> str:
+    """A message's client session (its header's ``session``), bounded like a cell id."""
+    header = message.get("header")
+    session = header.get("session") if isinstance(header, dict) else None
+    return session if isinstance(session, str) and len(session) <= MAX_ID_CHARS else ""
+
+
+def _running_request() -> dict[str, Any]:
+    """The running shell request ({} outside a kernel or with an unusual one)."""
     from IPython import get_ipython
 
     kernel: Any = getattr(get_ipython(), "kernel", None)
     if kernel is None:
         return {}
     try:
-        metadata = (kernel.get_parent("shell") or {}).get("metadata") or {}
+        parent = kernel.get_parent("shell") or {}
     except Exception:  # noqa: BLE001 - an unusual kernel: nothing known
         return {}
-    return metadata if isinstance(metadata, dict) else {}
+    return parent if isinstance(parent, dict) else {}
 
 
 def attached() -> Attachment | None:

@@ -4,8 +4,9 @@
  * edits is attached, which notebook it is and which cell is selected, and can read the
  * notebook's cells.
  *
- * Either end opens it: this extension when the kernel connects (if the kernel has not
- * loaded agent_kernel yet it closes the comm) and the kernel when agent_kernel loads. The
+ * This extension opens it when the kernel connects (if the kernel has not loaded
+ * agent_kernel yet it closes the comm) and again when the kernel announces that it loaded
+ * agent_kernel: every front end on the kernel gets its own comm. The
  * extension's first message is `hello`; it then reports the selected cell (`focus`) and
  * answers `read` requests with the cells and `edit` requests by inserting, replacing,
  * deleting or moving a cell (in `ask` mode only after the person accepts its diff). Any
@@ -91,24 +92,25 @@ class NotebookChannel {
     if (!kernel || kernel.isDisposed) {
       return;
     }
-    kernel.registerCommTarget(TARGET, comm => this.adopt(comm, false));
-    this.adopt(kernel.createComm(TARGET), true);
+    // The kernel's announcement reaches every front end on the kernel (collaborators, a
+    // second view): each answers on a comm of its own, since the kernel's messages on a
+    // shared comm would reach them all and each would apply every edit.
+    kernel.registerCommTarget(TARGET, announced => {
+      announced.close();
+      this.open(kernel.createComm(TARGET));
+    });
+    this.open(kernel.createComm(TARGET));
   }
 
-  /** Use `comm` (ours, still to open, or the kernel's announcement) and say hello on it. */
-  private adopt(comm: Kernel.IComm, ours: boolean): void {
-    const hello = { type: 'hello', protocol: PROTOCOL, notebook: this.panel.context.path };
+  /** Open `comm`, a new one of ours, with our hello. */
+  private open(comm: Kernel.IComm): void {
     comm.onMsg = msg => this.receive(comm, msg);
     comm.onClose = () => {
       if (this.comm === comm) {
         this.comm = null;
       }
     };
-    if (ours) {
-      comm.open(hello);
-    } else {
-      comm.send(hello);
-    }
+    comm.open({ type: 'hello', protocol: PROTOCOL, notebook: this.panel.context.path });
   }
 
   private receive(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {

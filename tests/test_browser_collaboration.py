@@ -21,7 +21,7 @@ from agent_kernel.testing import call, say
 from .jupyterlab import COLLABORATION, JupyterLab
 from .test_browser import KERNEL_READY, cell, save_screenshot, wait_idle
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
 SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
 COLLABORATIVE = "() => window.jupyterapp.shell.currentWidget.context.model.collaborative === true"

@@ -16,7 +16,7 @@ from .calls import result_text, tool_results
 from .capabilities import needs_widget_replies
 from .test_browser import cell, run_notebook, save_screenshot, wait_idle
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2"), needs_widget_replies]
 
 TALLY_HTML = """
 <h3 id=title>Tally v1</h3>

@@ -75,6 +75,10 @@ def first_steps(page_url: str) -> Step:
         ("ask_user", {"question": "Which region next?", "options": ["North", "South"]}),
         ("send_message", {"text": "Totals are ready."}),
         ("fetch_url", {"url": page_url}),
+        ("create_ui_component", {
+            "name": "counter", "description": "A counter.", "html": "<button id='add'>+1</button>",
+            "js": "add.onclick = () => ak.setState({count: ak.state.count + 1});", "state": {"count": 0},
+        }),
         ("create_tool", {
             "name": "double_it", "description": "Double a number.", "writes": False,
             "parameter_schema": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
@@ -112,6 +116,10 @@ def second_steps(body: dict[str, Any]) -> Step:
         ("update_library", {"name": "regions", "code": "NAMES = ['North', 'South', 'West']\n"}),
         ("read_library", {"name": "regions"}),
         ("list_libraries", {}),
+        ("update_ui_component", {"name": "counter", "css": "button { margin: 4px; }"}),
+        ("read_ui_component", {"name": "counter", "version": 1}),
+        ("list_ui_components", {}),
+        ("render_and_wait", {"component": "counter"}),
     ]
 
 
@@ -120,6 +128,7 @@ def last_steps(body: dict[str, Any]) -> Step:
         ("delete_skill", {"name": "csv-tips"}),
         ("delete_tool", {"name": "double_it"}),
         ("delete_library", {"name": "regions"}),
+        ("delete_ui_component", {"name": "counter"}),
     ]
 
 
@@ -232,7 +241,9 @@ def main() -> int:
     Targets(home).add(page_url.replace("http://", "json://").replace("/regions", "/notify"), name="me", default=True)
     model = ScriptedModel(responder=responder(bool(args.mcp_only), page_url))
     settings: dict[str, Any] = {
-        "tool_groups": list(TOOL_GROUPS), "db_path": str(home / "agent.duckdb"), "fetch_allow": ["127.0.0.1"],
+        # The browser group needs the `browser` extra (Playwright) and Chromium, which the
+        # wheel alone does not bring: tests/test_tools_browser.py covers it.
+        "tool_groups": [g for g in TOOL_GROUPS if g != "browser"], "db_path": str(home / "agent.duckdb"), "fetch_allow": ["127.0.0.1"],
     }  # fmt: skip
     if args.mcp_only:
         settings |= {"mcp_servers": {"time": {"command": args.mcp_only}}, "mcp_timeout": 60.0}

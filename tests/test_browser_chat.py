@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from playwright.sync_api import expect
@@ -260,7 +263,10 @@ def test_without_a_kernel_the_chat_says_so_and_sends_nothing(lab_page, jupyterla
     assert len(lab_model.requests) == start
 
 
-def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):
+@contextmanager
+def notebook_7_chat(chromium, lab_model, tmp_path, source: str) -> Iterator[tuple[Any, Any]]:
+    """Notebook 7 serving ``seven.ipynb`` (one code cell of ``source``), open in a browser
+    with the chat opened by its shortcut: the page and the chat."""
     import nbformat
 
     from .jupyterlab import JupyterLab
@@ -269,9 +275,8 @@ def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):
     root.mkdir()
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("who = 'nobody'")]
+    nb.cells = [nbformat.v4.new_code_cell(source)]
     nbformat.write(nb, root / "seven.ipynb")
-    lab_model.add(call("run_code", code="who = 'the agent'"), say("Set who in Notebook 7."))
     env = dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"))
     server = JupyterLab(root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook")
     context = chromium.new_context(viewport={"width": 1200, "height": 1000})
@@ -283,16 +288,22 @@ def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):
         page.keyboard.press("Control+Shift+Y")  # the chat's shortcut opens the sidebar panel
         chat = page.locator("#agent-kernel-panel .ak-chat")
         chat.wait_for(state="visible", timeout=30_000)
+        yield page, chat
+    finally:
+        context.close()
+        server.stop()
+        time.sleep(0.25)
+
+
+def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):
+    lab_model.add(call("run_code", code="who = 'the agent'"), say("Set who in Notebook 7."))
+    with notebook_7_chat(chromium, lab_model, tmp_path, "who = 'nobody'") as (page, chat):
         page.wait_for_function(
             "() => !document.querySelector('.ak-chat-status').textContent.includes('no kernel')", timeout=60_000
         )
         send(chat, "set who")
         chat.get_by_text("Set who in Notebook 7.").wait_for(timeout=60_000)
         assert chat.locator(".agent-kernel-tool").count() >= 1
-    finally:
-        context.close()
-        server.stop()
-        time.sleep(0.25)
 
 
 def test_the_panel_renames_the_notebooks_session(lab_page, jupyterlab, lab_model):

@@ -10,14 +10,13 @@ Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from agent_kernel.testing import say
 
 from .test_browser import cell, run_notebook, wait_idle
-from .test_browser_chat import open_chat, run_cell, screenshot, send
+from .test_browser_chat import notebook_7_chat, open_chat, run_cell, screenshot, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -157,31 +156,11 @@ def test_the_row_reads_well_in_the_high_contrast_theme(lab_page, jupyterlab, lab
 
 
 def test_the_row_reads_well_in_notebook_7s_right_sidebar(chromium, lab_model, tmp_path):
-    import nbformat
-
-    from .jupyterlab import JupyterLab
-
-    root = tmp_path / "root"
-    root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext agent_kernel")]
-    nbformat.write(nb, root / "seven.ipynb")
     # Notebook 7 reads the theme from the same settings as JupyterLab (it has no window.jupyterapp).
     themes = tmp_path / "jupyter-home" / "lab-settings" / "@jupyterlab" / "apputils-extension"
     themes.mkdir(parents=True)
     (themes / "themes.jupyterlab-settings").write_text(json.dumps({"theme": HIGH_CONTRAST}))
-    env = dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"))
-    server = JupyterLab(root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook")
-    context = chromium.new_context(viewport={"width": 1200, "height": 1000})
-    try:
-        page = context.new_page()
-        page.goto(f"{server.url}/notebooks/seven.ipynb?token={server.token}")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        page.locator(".jp-Notebook .jp-Cell").first.click()
-        page.keyboard.press("Control+Shift+Y")
-        chat = page.locator("#agent-kernel-panel .ak-chat")
-        chat.wait_for(state="visible", timeout=30_000)
+    with notebook_7_chat(chromium, lab_model, tmp_path, "%load_ext agent_kernel") as (page, _chat):
         assert page.evaluate("() => Boolean(document.querySelector('#agent-kernel-panel').closest('#jp-right-stack'))")
         page.wait_for_function(f"() => document.body.dataset.jpThemeName === {HIGH_CONTRAST!r}", timeout=30_000)
         page.wait_for_function(
@@ -190,7 +169,3 @@ def test_the_row_reads_well_in_notebook_7s_right_sidebar(chromium, lab_model, tm
         )
         assert_readable(page)
         screenshot(page.locator("#agent-kernel-panel"), "chat-settings-high-contrast-notebook7.png")
-    finally:
-        context.close()
-        server.stop()
-        time.sleep(0.25)

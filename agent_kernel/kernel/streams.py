@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-_WRAPPERS: dict[int, tuple[Any, FlushWhenPending]] = {}
+_WRAPPERS: dict[int, FlushWhenPending] = {}
 
 
 class FlushWhenPending:
@@ -59,10 +59,9 @@ def _is_kernel_stream(stream: Any) -> bool:
 
 def _wrapper(stream: Any) -> FlushWhenPending:
     known = _WRAPPERS.get(id(stream))
-    if known is None or known[0] is not stream:
-        known = (stream, FlushWhenPending(stream))
-        _WRAPPERS[id(stream)] = known
-    return known[1]
+    if known is None or known.stream is not stream:
+        known = _WRAPPERS[id(stream)] = FlushWhenPending(stream)
+    return known
 
 
 @contextmanager

@@ -166,8 +166,9 @@ _FAILED = pytest.StashKey[bool]()
 
 
 @pytest.fixture
-def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, chromium: Any) -> Iterator[Any]:
-    """A fresh browser page; a failing test leaves a screenshot of it in tests/artifacts."""
+def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, lab_model: Any, chromium: Any) -> Iterator[Any]:
+    """A fresh browser page; a failing test leaves a screenshot of it in tests/artifacts, and
+    none leaves scripted replies for the next."""
     context = chromium.new_context(viewport={"width": 1200, "height": 1500})
     page = context.new_page()
     try:
@@ -179,3 +180,4 @@ def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, chromium: Any) -> 
             page.screenshot(path=str(folder / f"FAILED-{request.node.name}.png"), full_page=True)
         context.close()
         jupyterlab.shutdown_kernels()
+        lab_model.clear()

@@ -31,6 +31,10 @@ RUN_LAST_CELL = """(code) => {
   nb.activeCellIndex = nb.model.cells.length - 1;
   window.jupyterapp.commands.execute('notebook:run-cell');
 }"""
+BUSY_UNTIL = """import pathlib, time
+_until = time.monotonic() + 60
+while not pathlib.Path(%r).exists() and time.monotonic() < _until:
+    time.sleep(0.05)"""
 PNG_CELL = """import io
 from PIL import Image as _I
 from IPython.display import Image, display
@@ -80,11 +84,13 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     run_notebook(page, jupyterlab, "chat-turn", ["%load_ext agent_kernel"])
     wait_idle(page)
     chat = open_chat(page)
-    # A busy kernel: the prompt waits its turn and says so.
-    page.evaluate(RUN_LAST_CELL, "import time; time.sleep(3)")
+    # A busy kernel (a cell that runs until the test lets it end): the prompt waits its turn and says so.
+    go = jupyterlab.root / "chat-turn.go"
+    page.evaluate(RUN_LAST_CELL, BUSY_UNTIL % go.name)
     page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'")
     send(chat, "define from_panel and show the revenue table")
-    chat.locator(".ak-chat-status").filter(has_text="busy: your prompt waits its turn").wait_for(timeout=5_000)
+    chat.locator(".ak-chat-status").filter(has_text="busy: your prompt waits its turn").wait_for(timeout=10_000)
+    go.touch()
     output = chat.locator(".ak-chat-output")
     output.get_by_text("Defined `from_panel`", exact=False).or_(output.get_by_text("Defined from_panel")).first.wait_for(timeout=60_000)
     output.locator(".ak-table").wait_for(timeout=30_000)

@@ -153,6 +153,11 @@ class ScriptedModel:
             self.script.extend(items)
         return self
 
+    def clear(self) -> None:
+        """Drop the replies no request took (what a failed test left for the next one)."""
+        with self._lock:
+            self.script.clear()
+
     @property
     def remaining(self) -> int:
         return len(self.script)

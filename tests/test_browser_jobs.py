@@ -54,6 +54,22 @@ def make_job(lab, name: str, source: str, **fields: Any) -> dict:
     return call(lab, "POST", "/jobs", body)
 
 
+def finished(lab, run: dict[str, Any], timeout: float = 120) -> str:
+    """The run's status once it is neither queued nor running."""
+    deadline = time.monotonic() + timeout
+    while (status := call(lab, "GET", f"/runs/{run['id']}")["status"]) in ("QUEUED", "RUNNING") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return status
+
+
+def watcher_looks(page) -> None:
+    """Move the page's clock to the failure watcher's next look and wait for its answer
+    (and a moment for a toast it shows)."""
+    with page.expect_response(lambda response: f"{API}/runs?limit=" in response.url, timeout=30_000):
+        page.clock.fast_forward(10_000)
+    page.wait_for_timeout(300)
+
+
 def open_lab(page, lab, workspace: str) -> None:
     page.goto(f"{lab.url}/lab/workspaces/{workspace}?reset&token={lab.token}")
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
@@ -189,31 +205,37 @@ def test_a_failed_run_toasts_once_and_is_explained_and_compared_in_the_panel(lab
     page, lab = lab_page, jupyterlab
     source = "print(f'hello {who}')\nassert who != 'broken', f'who is {who}'"
     job = make_job(lab, "nightly", source)
+    # The page's clock runs as usual; the test moves it on to the watcher's next look
+    # (every 10 s) instead of waiting for it.
+    page.clock.install()
     open_lab(page, lab, "toast")
     good = call(lab, "POST", f"/jobs/{job['id']}/run")
-    deadline = time.monotonic() + 120
-    while call(lab, "GET", f"/runs/{good['id']}")["status"] in ("QUEUED", "RUNNING") and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert call(lab, "GET", f"/runs/{good['id']}")["status"] == "SUCCEEDED"
+    assert finished(lab, good) == "SUCCEEDED"
 
     # The page is open (the panel is not): a run that fails now shows a toast.
     bad = call(lab, "POST", f"/jobs/{job['id']}/run", {"parameters": {"who": "broken"}})
+    assert finished(lab, bad) == "FAILED"
+    watcher_looks(page)
     toast = page.locator(TOAST, has_text="Scheduled run of “nightly” failed")
-    toast.wait_for(timeout=120_000)
+    toast.wait_for(timeout=30_000)
     assert "who is broken" in toast.inner_text()
     save_screenshot(toast, "labextension-failure-toast.png", readme=True)
-    # Once per run: later polls and a reload do not tell again.
-    page.wait_for_timeout(12_000)
+    # Once per run: later looks and a reload do not tell again.
+    watcher_looks(page)
+    watcher_looks(page)
     assert toast.count() == 1
     page.reload()
     page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
-    page.wait_for_timeout(12_000)
+    watcher_looks(page)
+    watcher_looks(page)
     assert page.locator(TOAST, has_text="Scheduled run of “nightly” failed").count() == 0
 
     # Show it: the failed run in the job's detail, explained on demand, compared with the last good run.
     bad2 = call(lab, "POST", f"/jobs/{job['id']}/run", {"parameters": {"who": "broken"}})
+    assert finished(lab, bad2) == "FAILED"
+    watcher_looks(page)
     toast = page.locator(TOAST, has_text="Scheduled run of “nightly” failed")
-    toast.wait_for(timeout=120_000)
+    toast.wait_for(timeout=30_000)
     toast.get_by_role("button", name="Show").click()
     panel = page.locator("#agent-kernel-panel")
     panel.wait_for(state="visible", timeout=30_000)

@@ -13,10 +13,19 @@ import time
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from agent_kernel.testing import reply, say, tool_use
 
-from .test_browser import ARTIFACTS, KERNEL_READY, SCREENSHOTS, cell, run_notebook, save_screenshot, wait_idle
+from .test_browser import (
+    ARTIFACTS,
+    KERNEL_READY,
+    SCREENSHOTS,
+    cell,
+    run_notebook,
+    save_screenshot,
+    wait_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -37,7 +46,10 @@ def refresh_until(page, panel, locator, timeout: float = 120) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"not shown in the panel within {timeout} s:\n{panel.inner_text()}")
         panel.get_by_title("Refresh").click()
-        page.wait_for_timeout(1000)
+        try:
+            locator.first.wait_for(timeout=1000)
+        except PlaywrightTimeoutError:
+            pass  # refresh again
 
 
 def save_panel_screenshot(page, panel) -> None:

@@ -92,15 +92,16 @@ class StopButton(AckWidget):
         return data, metadata
 
 
-_PREPARED: list[StopButton] = []  # made by the warm-up for the first turn
+_PREPARED: list[StopButton] = []  # made ahead for the next turn
 
 
 def prepare() -> None:
-    """Make the first turn's Stop button ahead of it (the warm-up does, after ``%load_ext``).
+    """Make the next turn's Stop button ahead of it: the warm-up does for the first turn,
+    after ``%load_ext``, and each turn for the next while its last saves go out.
 
     Its model reaches the front end now, so the widget code a front end loads for the
     first widget of a page (a few hundred milliseconds in JupyterLab) is loaded before the
-    turn, and its Stop button shows at once.
+    turn, and the turn's Stop button shows at once, without the ~2 ms of making it.
     """
     from IPython import get_ipython
 

@@ -460,6 +460,10 @@ class Agent:
         # The turn's last writes are saved while the cell shows how it ended; the cell
         # finishes only once they are.
         saving = asyncio.ensure_future(asyncio.to_thread(self._writer.flush))
+        if self.live:  # the next turn's Stop button, made while this turn's saves go out
+            from agent_kernel.display.stop import prepare
+
+            prepare()
         try:
             await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
             if result.state != "error" and result.model_calls:
@@ -573,6 +577,7 @@ class Agent:
         from agent_kernel.store.usage import session_usage
 
         store = self.store
+        synced = self._tools_synced
         with store.connect() as con:
             sessions = Sessions(con)
             resolved = self._resolve(sessions, new, name, True)
@@ -590,6 +595,11 @@ class Agent:
                 idle_minutes=self.config.summary_idle_minutes,
             )
             changes = store.changes  # this connection's own count: it is still open
+        if synced is not None and changes == synced + 1:
+            # This connection's write was the only change since the agent's tools were
+            # read (another process's, or another connection's, would have counted too),
+            # and it wrote no tool: they are still as read.
+            self._tools_synced = changes
         return _TurnStart(
             changes=changes,
             resolved=resolved,

@@ -15,7 +15,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap tmux demo dist typecheck test docs docs-check screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap tmux demo dist layers typecheck test docs docs-check screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap tmux
 
@@ -83,10 +83,13 @@ dist: nodejs $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-test: nodejs $(STAMP) chromium bubblewrap
+layers: $(STAMP)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy
-	$(MAKE) docs-check
+
+# The layers, the types and the docs side by side (each target's output kept together),
+# then the tests.
+test: nodejs $(STAMP) chromium bubblewrap
+	$(MAKE) --jobs=3 --output-sync=target layers typecheck docs-check
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The site; the notebooks in notebooks/ are executed offline (scripted model) on the way.

@@ -236,6 +236,41 @@ def test_a_turn_starts_from_memory_while_the_store_is_unchanged_and_rereads_it_a
     assert "likes short answers" in system_text(scripted_model.requests[2])
 
 
+def test_a_new_session_leaves_the_agent_tools_as_read_until_another_writer_stores_one(
+    shell_agent, scripted_model, agent_db
+):
+    from agent_kernel.store import Store
+    from agent_kernel.store.agent_tools import AgentTools, ToolVersion
+
+    from .calls import offered
+
+    agent = shell_agent.agent
+    agent.config.tool_groups = ["code", "tools"]
+    agent.config.summary_idle_minutes = 0  # no summary of the first session (a write of its own)
+    scripted_model.add(say("One."), say("Two."), say("Three."))
+    shell_agent.ok("first")
+    agent.start_session("second")  # what %agent --new does: a write, the session's start read
+    store = agent.store
+    opened: list[dict] = []
+    connect = store.connect
+
+    def counted(**options):
+        opened.append(options)
+        return connect(**options)
+
+    store.connect = counted  # type: ignore[method-assign]
+    shell_agent.ok("in the new session")
+    # Neither the session's start nor the agent's tools were read again: only the turn's
+    # own (mirrored) writes opened the file.
+    assert opened and all(options.get("mirrored") for options in opened)
+    # Another writer stores a tool: the next turn reads the tools again and offers it.
+    with Store(agent_db).connect() as con:
+        AgentTools(con).save(ToolVersion("double", 1, "Doubles x.", {"type": "object"}, "return 2", False, False))
+    shell_agent.ok("third")
+    assert "double" in offered(scripted_model.requests[-1])
+    assert "double" not in offered(scripted_model.requests[-2])
+
+
 def test_a_skill_added_to_the_folder_between_turns_is_in_the_next_prompt(shell_agent, scripted_model, tmp_path):
     shell_agent.agent.config.skills_dir = str(tmp_path / "skills")
     scripted_model.add(say("One."), say("Two."), say("Three."))

@@ -53,13 +53,22 @@ def cell(page, index: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(index)
 
 
+# Idle: the notebook or its kernel says so, and no cell shows [*] but one a later cell ran
+# after (the kernel runs a notebook's cells in order). ipykernel 7.4 sometimes publishes the idle
+# status of a cell that awaited a comm reply (a front end's answer) under the comm
+# message's parent, so JupyterLab shows that cell [*] although it finished; see
+# docs/guide/notebook.md ("Known issue").
+WAIT_IDLE = """() => {
+  const kernel = window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel;
+  const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
+  if (!(indicator?.dataset.status === 'idle' || kernel?.status === 'idle')) return false;
+  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputPrompt')].map(p => p.textContent);
+  return prompts.every((prompt, i) => !prompt.includes('*') || prompts.slice(i + 1).some(later => /\\[\\d+\\]/.test(later)));
+}"""
+
+
 def wait_idle(page, timeout: float = 60_000) -> None:
-    page.wait_for_function(
-        "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
-        " return i && i.dataset.status === 'idle'"
-        " && !document.querySelector('.jp-InputPrompt:not(:empty)')?.textContent.includes('*'); }",
-        timeout=timeout,
-    )
+    page.wait_for_function(WAIT_IDLE, timeout=timeout)
 
 
 def save_screenshot(locator, name: str, *, readme: bool = False) -> Path:

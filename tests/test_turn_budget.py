@@ -78,6 +78,35 @@ def main_requests(model: Any) -> list[dict[str, Any]]:
     return [r for r in model.requests if not any(r is s for s in model.summary_requests)]
 
 
+def test_each_request_is_sized_from_the_last_one_not_from_the_whole_conversation(shell_agent, scripted_model):
+    """The budget sizes a request as the last one plus what was added; it can only when
+    it saw the last request's messages as the conversation keeps them, before the request's
+    cache marks went on (a marked last message would never match the same message next time)."""
+    from agent_kernel.turn import budget
+
+    agent = shell_agent.agent
+    agent.config.tool_groups = ["code"]
+    scripted_model.add(*[call("run_code", code=f"step_{n} = {n}") for n in range(4)], say("Done."))
+    sized: list[int] = []
+    count = budget.chars
+
+    def counted(value: Any) -> int:
+        n = count(value)
+        sized.append(len(value) if isinstance(value, list) else -1)
+        return n
+
+    budget.chars = counted  # type: ignore[assignment]
+    try:
+        turns(agent, ["run four steps"])
+    finally:
+        budget.chars = count  # type: ignore[assignment]
+    requests = main_requests(scripted_model)
+    assert len(requests) == 5 and all("cache_control" in json.dumps(r["messages"][-1]) for r in requests)
+    # The system prompt and the tools are sized once (the same objects each request), the
+    # first request's messages whole (1 message), each later request by the 2 it adds.
+    assert sized[0] == -1 and sized[2:] == [1, 2, 2, 2, 2], sized
+
+
 def test_a_500_turn_session_stays_under_its_budget(shell_agent, scripted_model, agent_db):
     agent = shell_agent.agent
     agent.config.context_window = 30_000

@@ -285,6 +285,7 @@ class ContextBudget:
         self.on_model_call: Callable[[Any, float], None] | None = None
         self.compactions: list[Compaction] = []  # made during this turn
         self._pending: Observed | None = None
+        self._overhead: tuple[Any, Any, int] | None = None  # system, tools, their characters
 
     @classmethod
     def from_settings(
@@ -317,7 +318,7 @@ class ContextBudget:
             if self.stored is None:
                 self.stored = await asyncio.to_thread(self._load)
             self.state = applicable(self.stored, messages)
-        overhead = chars(params.get("system")) + chars(prompt_tools(params.get("tools")))
+        overhead = self._overhead_chars(params.get("system"), params.get("tools"))
         sent = render(messages, self.state)
         estimate, sent_chars = self.estimate(sent, overhead)
         if estimate > self.limit:
@@ -325,6 +326,14 @@ class ContextBudget:
             sent_chars = chars(sent)
         self._pending = Observed(sent, sent_chars, overhead, self.state)
         return {**params, "messages": sent}
+
+    def _overhead_chars(self, system: Any, tools: Any) -> int:
+        """Characters of the system prompt and tool definitions, counted again only when
+        the turn sends other objects (it sends the same ones while nothing changed)."""
+        kept = self._overhead
+        if kept is None or kept[0] is not system or kept[1] is not tools:
+            kept = self._overhead = (system, tools, chars(system) + chars(prompt_tools(tools)))
+        return kept[2]
 
     def request_chars(self) -> int | None:
         """The characters of the request :meth:`fit` just made, as

@@ -233,6 +233,9 @@ class Turn:
                 if self.budget is not None:  # what is sent: compacted to fit the context budget
                     params = await ctx.interrupts.phase(self.budget.fit(params, view))
                     chars = self.budget.request_chars()
+                # Marked after the budget saw it: the budget compares each request's messages
+                # with the last one's, where the last message carried the mark.
+                params = caching.with_breakpoints(params)
                 if chars is None:
                     chars = request_chars(params)
                 if not await self._within_limits(result, self.estimate.next(chars)):
@@ -616,7 +619,7 @@ class Turn:
             params["tools"] = self._definitions[2]
         if self.limits.thinking:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
-        return caching.with_breakpoints(params)
+        return params
 
     def _save(self, role: str, content: list[dict[str, Any]]) -> None:
         self._journal.message(role, content)

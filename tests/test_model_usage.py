@@ -182,5 +182,8 @@ def test_the_stored_request_size_is_that_of_the_request_sent(shell_agent, script
     scripted_model.add(call("run_code", code="x = 1"), call("run_code", code="y = x + 1"), say("Done."))
     shell_agent.ok("set x and y")
     stored = [r[9] for r in model_calls(agent_db)]
-    # Counted from the budget's running figures, not by sizing each request again.
-    assert stored == [request_chars(body) for body in scripted_model.requests[-3:]]
+    # Counted from the budget's running figures, not by sizing each request again, and
+    # before the request's cache marks went on (the system prompt then a string): the size
+    # of the request sent but for its three marks (~150 characters).
+    sent = [request_chars(body) for body in scripted_model.requests[-3:]]
+    assert all(0 < s - n <= 200 for n, s in zip(stored, sent)), (stored, sent)

@@ -233,11 +233,12 @@ class Turn:
                 if self.budget is not None:  # what is sent: compacted to fit the context budget
                     params = await ctx.interrupts.phase(self.budget.fit(params, view))
                     chars = self.budget.request_chars()
-                # Marked after the budget saw it: the budget compares each request's messages
-                # with the last one's, where the last message carried the mark.
-                params = caching.with_breakpoints(params)
                 if chars is None:
                     chars = request_chars(params)
+                # Marked once sized (the size counts no cache marks) and after the budget saw
+                # it: the budget compares each request's messages with the last one's, whose
+                # last message would carry the mark.
+                params = caching.with_breakpoints(params)
                 if not await self._within_limits(result, self.estimate.next(chars)):
                     break
                 called = time.perf_counter()

@@ -133,7 +133,7 @@ def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(
         {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
         {"role": "user", "content": [{"type": "text", "text": "and again?"}]},
     ]
-    params = {"model": "m", "max_tokens": 5, "system": "Be brief.", "tools": [tool], "messages": messages}
+    params = {"model": "m", "max_tokens": 5, "system": "Be brief, tangerine-42-quartz.", "tools": [tool], "messages": messages}
 
     async def ask():
         await client.stream(params, Transcript(live=False))
@@ -146,6 +146,7 @@ def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(
     assert "tangerine-42-quartz" not in str(sent)
     assert sent["messages"][0]["content"][0]["text"] == "the code is [secret PASSCODE]"
     assert sent["tools"][0]["description"] == "Looks at [secret PASSCODE]."
+    assert sent["system"] == "Be brief, [secret PASSCODE]."
     messages[1]["content"][0]["text"] = "it was tangerine-42-quartz"  # changed in place
     asyncio.run(ask())
     sent = model.requests[-1]
@@ -157,7 +158,7 @@ def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(
     assert model.requests[-1]["messages"][1]["content"][0]["text"] == "noted"
 
 
-def test_the_parts_kept_scrubbed_are_bounded_the_least_recently_sent_dropped_first():
+def test_the_lists_kept_scrubbed_are_bounded_the_least_recently_sent_dropped_first():
     import gc
     import weakref
 
@@ -167,7 +168,7 @@ def test_the_parts_kept_scrubbed_are_bounded_the_least_recently_sent_dropped_fir
         pass
 
     parts = ScrubbedParts()
-    parts.LIMIT = 10
+    parts.LISTS = 10
     system = Message(type="text", text="Be brief.")
     watched = []
     for n in range(50):  # fifty conversations, each sent once, the system block with each
@@ -178,5 +179,33 @@ def test_the_parts_kept_scrubbed_are_bounded_the_least_recently_sent_dropped_fir
         del message, sent
     gc.collect()
     alive = [n for n, ref in enumerate(watched) if ref() is not None]
-    assert len(alive) <= 10 and alive == list(range(50 - len(alive), 50))  # the latest kept
+    assert len(alive) <= 9 and alive == list(range(50 - len(alive), 50))  # the latest kept (and the system's)
     assert parts.request({"model": "m", "system": [system], "messages": []})["system"] == [dict(system)]
+
+
+def test_a_growing_conversation_scrubs_only_the_parts_added_since_the_last_request(monkeypatch):
+    """Each round trip sends the last request's messages again and two more: those two are
+    scrubbed, the rest reused while it holds, also after a conversation in between."""
+    import agent_kernel.redaction as redaction
+    from agent_kernel.model.client import ScrubbedParts
+
+    scrubbed = []
+    real = redaction.scrub
+    monkeypatch.setattr(redaction, "scrub", lambda value, strings: scrubbed.append(value) or real(value, strings))
+    parts = ScrubbedParts()
+    tools = [{"name": f"t{n}", "description": "d", "input_schema": {"type": "object"}} for n in range(5)]
+    messages: list = [{"role": "user", "content": "start"}]
+    other = [{"role": "user", "content": "a sub-session"}]
+    for n in range(4):
+        scrubbed.clear()
+        sent = parts.request({"model": "m", "tools": tools, "messages": list(messages)})
+        assert sent["messages"] == messages and sent["tools"] == tools
+        added = [m for m in scrubbed if isinstance(m, dict) and "role" in m]
+        assert added == (messages if n == 0 else messages[-2:])
+        assert not [t for t in scrubbed if isinstance(t, dict) and "name" in t] or n == 0
+        parts.request({"model": "m", "tools": tools, "messages": other})  # another conversation between
+        messages += [{"role": "assistant", "content": f"step {n}"}, {"role": "user", "content": f"result {n}"}]
+    messages[1]["content"] = "changed in place"
+    scrubbed.clear()
+    assert parts.request({"model": "m", "messages": messages})["messages"][1]["content"] == "changed in place"
+    assert len([m for m in scrubbed if isinstance(m, dict) and "role" in m]) == len(messages)  # all again

@@ -17,9 +17,9 @@ import os
 import re
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Union
 
-from agent_kernel.model import conversation
+from agent_kernel.model import caching, conversation
 from agent_kernel.errors import MissingKeyError, ModelError
 from agent_kernel.model.shapes import ContentBlock
 
@@ -138,17 +138,22 @@ class ModelClient:
         return self.http_client is not None and not callable(self.http_client)
 
     async def stream(
-        self, params: dict[str, Any], view: StreamView, *, retries: int = 3
+        self, params: dict[str, Any], view: StreamView, *, retries: int = 3, cache_marks: bool = False
     ) -> Message:
         """Stream one response into ``view``; retry mid-stream overloads up to ``retries`` times.
 
         Every model request goes out through here, so this is where the request is
         scrubbed as a whole (system prompt, messages, tool definitions): secrets
         redacted, text made encodable, nesting bounded (:func:`agent_kernel.secrets.scrub`).
+        With ``cache_marks`` the prompt-cache breakpoints go on the scrubbed request
+        (:func:`~agent_kernel.model.caching.with_breakpoints`): its marked blocks are new
+        copies each time, so marked first they would be scrubbed again with every request.
         """
         import anthropic
 
         params = self._scrubbed.request(params)
+        if cache_marks:
+            params = caching.with_breakpoints(params)
         client = self.client()
         attempt = 0
         while True:
@@ -192,21 +197,24 @@ class ScrubbedParts:
 
     A turn's requests repeat the one before and add to it: the same tool definitions and
     the same message objects come again with each round trip. Scrubbing all of it each
-    time walks the whole conversation in Python on every call. Here each tool definition,
-    system block and message is scrubbed on its own, and the result kept while it holds:
-    for the same object, still equal to what scrubbing gave (so changed in no string),
-    under the same redactor (the same secrets; a new secret scrubs everything again).
-    Only a part that scrubbing left as it was is kept (it comes back unchanged); one that
-    lost a secret is scrubbed again each time.
+    time walks the whole conversation in Python on every call. Here each list of a request
+    (tools, system blocks, messages) is kept with its parts' scrubbed copies, and the next
+    request that starts with the same objects reuses them while they hold: all those parts
+    still equal to what they were when scrubbed (one comparison, in C), under the same
+    redactor (the same secrets; a new secret scrubs everything again). Only the parts added
+    since are scrubbed; a part changed in place scrubs the whole list again.
     """
 
-    # Parts kept at most, the least recently sent dropped first (they hold their parts
-    # alive: a bound on the memory kept for conversations no longer sent).
-    LIMIT = 4_096
+    # Lists kept at most (a conversation's messages, its tools; a few conversations that
+    # take turns, as sub-sessions do), the least recently sent dropped first: they hold
+    # their parts alive, a bound on the memory kept for conversations no longer sent.
+    LISTS = 12
 
     def __init__(self) -> None:
         self._redactor: Any = None
-        self._kept: dict[int, tuple[Any, Any]] = {}  # id(part) -> (part, its scrubbed copy)
+        # (list's key, id of its first part) -> what was sent last in that list
+        self._kept: dict[tuple[str, int], _KeptList] = {}
+        self._texts: dict[str, tuple[str, Any]] = {}  # list's key -> (string sent last, scrubbed)
 
     def request(self, params: dict[str, Any]) -> dict[str, Any]:
         """A scrubbed copy of the request ``params`` (what the SDK is given)."""
@@ -215,32 +223,73 @@ class ScrubbedParts:
 
         strings = redactor()
         if strings is not self._redactor:
-            self._redactor, self._kept = strings, {}
+            self._redactor, self._kept, self._texts = strings, {}, {}
         scrubbed: dict[str, Any] = {}
         for key, value in params.items():
-            if key in _LISTED_PARTS and isinstance(value, list):
-                scrubbed[scrub(key, strings)] = [self._part(item, strings) for item in value]
+            if key in _LISTED_PARTS and isinstance(value, list) and value:
+                scrubbed[key] = self._listed(key, value, lambda part: scrub(part, strings))
+            elif key in _LISTED_PARTS and isinstance(value, str):  # a system prompt given as one string
+                text = self._texts.get(key)
+                if text is None or text[0] is not value:  # a string cannot change in place
+                    text = self._texts[key] = (value, scrub(value, strings))
+                scrubbed[key] = text[1]
             else:
                 scrubbed[scrub(key, strings)] = scrub(value, strings)
         return scrubbed
 
-    def _part(self, part: Any, strings: Any) -> Any:
-        from agent_kernel.redaction import scrub
+    def _listed(self, key: str, parts: list[Any], scrub: Callable[[Any], Any]) -> list[Any]:
+        slot = (key, id(parts[0]))
+        kept = self._kept.pop(slot, None)
+        reused = 0
+        if kept is not None:
+            for part, sent in zip(parts, kept.parts):
+                if part is not sent:
+                    break
+                reused += 1
+            if reused and not _same(parts[:reused], kept.snapshots[:reused]):
+                reused = 0  # a part changed in place since it was scrubbed
+        now = _KeptList([], [], [])
+        if kept is not None and reused:
+            now = _KeptList(parts[:reused], kept.snapshots[:reused], kept.copies[:reused])
+        copies = list(now.copies)
+        checkable = True  # every part so far can be checked next time: kept
+        for part in parts[reused:]:
+            copy = scrub(part)
+            copies.append(copy)
+            if checkable:
+                snapshot = copy if _same(part, copy) else _snapshot(part)
+                checkable = snapshot is not _UNCHECKABLE
+            if checkable:
+                now.parts.append(part)
+                now.snapshots.append(snapshot)
+                now.copies.append(copy)
+        self._kept[slot] = now
+        while len(self._kept) > self.LISTS:
+            del self._kept[next(iter(self._kept))]
+        return copies
 
-        kept = self._kept.pop(id(part), None)
-        if kept is not None and kept[0] is part and _same(part, kept[1]):
-            self._kept[id(part)] = kept  # now the most recently sent
-            return kept[1]
-        scrubbed = scrub(part, strings)
-        if _same(part, scrubbed):  # nothing was redacted or cleaned
-            self._kept[id(part)] = (part, scrubbed)
-            if len(self._kept) > self.LIMIT:
-                del self._kept[next(iter(self._kept))]
-        return scrubbed
+
+class _KeptList(NamedTuple):
+    """The parts of a list as last sent, each as it was when scrubbed, and their scrubbed copies."""
+
+    parts: list[Any]
+    snapshots: list[Any]
+    copies: list[Any]
 
 
-# The request's lists whose items are kept scrubbed one by one.
+# The request's lists whose parts are kept scrubbed.
 _LISTED_PARTS = ("messages", "tools", "system")
+_UNCHECKABLE = object()
+
+
+def _snapshot(part: Any) -> Any:
+    """A deep copy of ``part`` to check it against later (``_UNCHECKABLE`` if none can be made)."""
+    import copy
+
+    try:
+        return copy.deepcopy(part)
+    except Exception:  # noqa: BLE001 - scrubbed again next time
+        return _UNCHECKABLE
 
 
 def _same(value: Any, scrubbed: Any) -> bool:

@@ -195,7 +195,7 @@ def definitions(
     ]  # fmt: skip
     if not deferred:
         return loaded
-    return [*loaded, *deferred, dict(SEARCH_TOOL)]
+    return [*loaded, *deferred, SEARCH_TOOL]  # the same object each time, as the definitions
 
 
 def unresolved(messages: Iterable[Mapping[str, Any]], tools: Iterable[Tool]) -> tuple[str, ...]:

@@ -42,7 +42,13 @@ class ServerTool(Tool):
     """A tool the API runs (``web_search``, ``web_fetch``): offered, never dispatched here."""
 
     def definition(self, settings: AgentKernel | None = None) -> dict[str, Any]:
+        """The spec for ``settings``: the same object while it is the same (as for any
+        tool, so the model client need not scrub it again, nor what follows it)."""
         spec: dict[str, Any] = self.function(settings)
+        kept: dict[str, Any] | None = self.__dict__.get("_spec")
+        if kept == spec:
+            return kept
+        self.__dict__["_spec"] = spec
         return spec
 
     async def call(self, tool_input: object) -> Any:

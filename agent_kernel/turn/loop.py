@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.model import caching
 from agent_kernel.model import conversation
 from agent_kernel.turn import prompt
 from agent_kernel.errors import ModelError
@@ -235,15 +234,14 @@ class Turn:
                     chars = self.budget.request_chars()
                 if chars is None:
                     chars = request_chars(params)
-                # Marked once sized (the size counts no cache marks) and after the budget saw
-                # it: the budget compares each request's messages with the last one's, whose
-                # last message would carry the mark.
-                params = caching.with_breakpoints(params)
                 if not await self._within_limits(result, self.estimate.next(chars)):
                     break
                 called = time.perf_counter()
                 message = await ctx.interrupts.phase(
-                    self.model_client.stream(params, view, retries=self.limits.model_retries)
+                    # Cache marks go on in the model client, on the scrubbed request: the size
+                    # counts none, and the budget compares each request's messages with the
+                    # last one's, whose last message would carry the mark.
+                    self.model_client.stream(params, view, retries=self.limits.model_retries, cache_marks=True)
                 )
                 if self.budget is not None:
                     self.budget.observe(message, view)

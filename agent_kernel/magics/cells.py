@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from agent_kernel.magics.args import parse_args, unquote, usage_errors
+from agent_kernel.magics.companion import CompanionMagics
 
 if TYPE_CHECKING:
-    from IPython.core.interactiveshell import InteractiveShell
-
     from agent_kernel.kernel.turn_cells import Placed
     from agent_kernel.store.steps import TurnSteps
     from agent_kernel.turn.agent import Agent
@@ -31,17 +30,8 @@ MAX_TURN = 1_000_000
 
 
 @magics_class
-class CellMagics(Magics):
+class CellMagics(CompanionMagics):
     """A turn into cells, a session into a notebook you can schedule."""
-
-    def __init__(self, shell: InteractiveShell, owner: Any) -> None:
-        super().__init__(shell=shell)
-        self.owner = owner  # has .kernel_agent (AgentMagics)
-
-    @property
-    def agent(self) -> Agent:
-        agent: Agent = self.owner.kernel_agent
-        return agent
 
     @magic_arguments()
     @argument("turn", nargs="?", metavar="TURN", help="The turn's number (default: the session's last turn).")

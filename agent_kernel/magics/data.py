@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from agent_kernel.magics.args import parse_args, usage_errors
-
-if TYPE_CHECKING:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from agent_kernel.turn.agent import Agent
-    from agent_kernel.magics.agent import AgentMagics
+from agent_kernel.magics.companion import CompanionMagics
 
 __all__ = ["DataMagics"]
 
@@ -24,16 +19,8 @@ CODE_CHARS = 800
 
 
 @magics_class
-class DataMagics(Magics):
+class DataMagics(CompanionMagics):
     """The agent's audit trail and its stored instructions, for the person at the notebook."""
-
-    def __init__(self, shell: InteractiveShell, owner: AgentMagics) -> None:
-        super().__init__(shell=shell)
-        self.owner = owner
-
-    @property
-    def agent(self) -> Agent:
-        return self.owner.kernel_agent
 
     @magic_arguments()
     @argument("days", nargs="?", type=int, default=7, metavar="DAYS", help="Days back (default 7).")

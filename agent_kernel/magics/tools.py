@@ -5,33 +5,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from agent_kernel.config import APPROVE_MODES
 from agent_kernel.magics.args import parse_args
+from agent_kernel.magics.companion import CompanionMagics
 
 if TYPE_CHECKING:
-    from IPython.core.interactiveshell import InteractiveShell
-
-    from agent_kernel.turn.agent import Agent
     from agent_kernel.tools import Tool
 
 __all__ = ["ToolMagics"]
 
 
 @magics_class
-class ToolMagics(Magics):
+class ToolMagics(CompanionMagics):
     """The tools and skills the agent has, and where each comes from."""
-
-    def __init__(self, shell: InteractiveShell, owner: Any) -> None:
-        super().__init__(shell=shell)
-        self.owner = owner  # has .kernel_agent (AgentMagics)
-
-    @property
-    def agent(self) -> Agent:
-        agent: Agent = self.owner.kernel_agent
-        return agent
 
     @magic_arguments()
     @argument(

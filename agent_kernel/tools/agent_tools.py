@@ -103,12 +103,7 @@ async def update_tool(
 
     def save(con: Any) -> int:
         tools = stored.AgentTools(con)
-        current = tools.get(name)
-        if current is None:
-            raise ToolInputError(_unknown(con, name))
-        base = current
-        if from_version is not None:
-            base = kept_version(tools, name, from_version, lambda: _unknown(con, name))
+        current, base = edit_base(tools, name, from_version, lambda: _unknown(con, name))
         changed = stored.ToolVersion(
             name,
             0,
@@ -380,6 +375,16 @@ def kept_version(kept: Any, name: str, version: int | None, unknown: Callable[[]
     if current is None:
         raise ToolInputError(unknown())
     raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
+
+
+def edit_base(kept: Any, name: str, from_version: int | None, unknown: Callable[[], str]) -> tuple[Any, Any]:
+    """The current version of ``name`` in ``kept`` and the one an edit starts from
+    (``from_version``, else the current one); a refusal naming what exists when there is none."""
+    current = kept.get(name)
+    if current is None:
+        raise ToolInputError(unknown())
+    base = current if from_version is None else kept_version(kept, name, from_version, unknown)
+    return current, base
 
 
 def _unknown(con: Any, name: str) -> str:

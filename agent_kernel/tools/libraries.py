@@ -18,7 +18,7 @@ from agent_kernel.errors import ToolInputError
 from agent_kernel.store import agent_tools as stored
 from agent_kernel.store import provenance
 from agent_kernel.tools import Tool, current_context
-from agent_kernel.tools.agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, kept_version
+from agent_kernel.tools.agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, edit_base, kept_version
 from agent_kernel.tools.data import with_connection
 
 
@@ -65,12 +65,7 @@ async def update_library(
 
     def save(con: Any) -> int:
         found = stored.Libraries(con)
-        current = found.get(name)
-        if current is None:
-            raise ToolInputError(_unknown(found, name))
-        base = current
-        if from_version is not None:
-            base = kept_version(found, name, from_version, lambda: _unknown(found, name))
+        _, base = edit_base(found, name, from_version, lambda: _unknown(found, name))
         version = found.save(
             name,
             _text(description) if description is not None else base.description,

@@ -1,5 +1,7 @@
 /** Small DOM helpers: every piece of text goes in as text, never as HTML. */
 
+import { showErrorMessage } from '@jupyterlab/apputils';
+
 export function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   props: { className?: string; title?: string; [attr: string]: any } = {},
@@ -27,6 +29,21 @@ export function el<K extends keyof HTMLElementTagNameMap>(
     node.append(typeof child === 'string' ? document.createTextNode(child) : child);
   }
   return node;
+}
+
+/** A button that runs `action`, shows its failure in a dialog titled `label`, then runs `after`. */
+export function actionButton(label: string, action: () => Promise<unknown>, after: () => unknown): HTMLButtonElement {
+  return el('button', {
+    className: 'ak-button',
+    onclick: async () => {
+      try {
+        await action();
+      } catch (error) {
+        await showErrorMessage(label, (error as Error).message);
+      }
+      await after();
+    }
+  }, label);
 }
 
 /** "3 min ago", "in 2 h": an ISO instant relative to now. */

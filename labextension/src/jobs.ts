@@ -14,7 +14,7 @@ import { Dialog, MainAreaWidget, Notification, showDialog, showErrorMessage, Too
 import { Widget } from '@lumino/widgets';
 
 import { api, IJob, IJobVersion, IRun, IRunDetail, IRunOutput } from './api';
-import { duration, el, local, relative } from './dom';
+import { actionButton, duration, el, local, relative } from './dom';
 import { carryOver, editJob, notebookDefaults, pythonLiteral, pythonValue, withoutUnchangedDefaults } from './schedule';
 
 const FAILED = new Set(['FAILED', 'TIMED_OUT', 'LOST']);
@@ -255,17 +255,7 @@ export class JobsManager {
   }
 
   private button(label: string, action: () => Promise<unknown>): HTMLButtonElement {
-    return el('button', {
-      className: 'ak-button',
-      onclick: async () => {
-        try {
-          await action();
-        } catch (error) {
-          await showErrorMessage(label, (error as Error).message);
-        }
-        this.onChanged();
-      }
-    }, label);
+    return actionButton(label, action, () => this.onChanged());
   }
 
   private jobs: IJob[] = [];

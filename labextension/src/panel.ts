@@ -6,15 +6,15 @@
  * at once after an action; hidden, it asks nothing of the server.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, MainAreaWidget, showDialog, showErrorMessage, ToolbarButton } from '@jupyterlab/apputils';
+import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import type { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { api, IJob, IRun, IRunOutput, ISession, IStats, ISchedulerStatus, ITainted } from './api';
+import { api, IJob, IRun, ISession, IStats, ISchedulerStatus, ITainted } from './api';
 import { ChatView } from './chat';
-import { duration, el, local, money, relative } from './dom';
-import { JobsManager } from './jobs';
+import { actionButton, duration, el, local, money, relative } from './dom';
+import { JobsManager, openRunOutput } from './jobs';
 
 export const POLL_MS = 10_000;
 
@@ -248,7 +248,7 @@ export class AgentPanel extends Panel {
         ),
         run.error ? el('div', { className: 'ak-row ak-error', title: run.error }, run.error.split('\n')[0]) : null,
         run.output_path && !['QUEUED', 'SKIPPED'].includes(run.status)
-          ? el('div', { className: 'ak-actions' }, this.button('Open output', () => this.openRun(run)))
+          ? el('div', { className: 'ak-actions' }, this.button('Open output', () => openRunOutput(this.app, run)))
           : null
       )
     );
@@ -256,42 +256,6 @@ export class AgentPanel extends Panel {
       el('h3', {}, 'Recent runs'),
       rows.length ? el('ul', { className: 'ak-list' }, ...rows) : el('p', { className: 'ak-muted' }, 'No runs yet.')
     );
-  }
-
-  /** The run's output, read-only where the run left it: no copy, no kernel. */
-  private async openRun(run: IRun): Promise<void> {
-    const shown = this.outputs.get(run.id);
-    if (shown && !shown.isDisposed) {
-      this.app.shell.activateById(shown.id);
-      return;
-    }
-    const page = await api.runOutput(run.id);
-    const widget = new MainAreaWidget({ content: new RunOutputView(page) });
-    widget.id = `ak-run-output-${run.id}`;
-    widget.addClass('ak-run-output');
-    widget.title.label = `${page.job_name} (run output, read-only)`;
-    widget.title.caption = `The output notebook of run ${run.id} (${page.status}), as the run left it`;
-    widget.title.closable = true;
-    widget.toolbar.addItem('openCopy', new ToolbarButton({
-      label: 'Open a copy to edit',
-      tooltip: 'Copy the output notebook into this project and open it with a kernel',
-      onClick: () => void this.openCopy(run)
-    }));
-    this.outputs.set(run.id, widget);
-    this.app.shell.add(widget, 'main');
-    this.app.shell.activateById(widget.id);
-  }
-
-  private async openCopy(run: IRun): Promise<void> {
-    try {
-      const { path } = await api.openRun(run.id);
-      if (!path) {
-        throw new Error('This run left no output notebook.');
-      }
-      await this.app.commands.execute('docmanager:open', { path });
-    } catch (error) {
-      await showErrorMessage('Open a copy to edit', (error as Error).message);
-    }
   }
 
   // -- stats -------------------------------------------------------------------------------
@@ -324,43 +288,17 @@ export class AgentPanel extends Panel {
   }
 
   private button(label: string, action: () => Promise<unknown>): HTMLButtonElement {
-    return el('button', {
-      className: 'ak-button',
-      onclick: async () => {
-        try {
-          await action();
-        } catch (error) {
-          await showErrorMessage(label, (error as Error).message);
-        }
-        await this.refresh();
-      }
-    }, label);
+    return actionButton(label, action, () => this.refresh());
   }
 
   readonly jobsManager = new JobsManager(this.app, () => void this.refresh());
   readonly chat: ChatView;
   private allSessions = false;
   private timer: number | null = null;
-  private outputs = new Map<string, MainAreaWidget>();
   private errorNode = el('p', { className: 'ak-error' });
   private sessionsNode = el('section', { className: 'ak-section ak-sessions' });
   private taintedNode = el('section', { className: 'ak-section ak-tainted-items' });
   private jobsNode = el('section', { className: 'ak-section ak-jobs' });
   private runsNode = el('section', { className: 'ak-section ak-runs' });
   private statsNode = el('section', { className: 'ak-section ak-stats' });
-}
-
-/**
- * A run's output notebook as the server rendered it, in an iframe sandboxed without
- * scripts: what a run printed is not trusted, and nothing in it runs here.
- */
-class RunOutputView extends Widget {
-  constructor(page: IRunOutput) {
-    super();
-    this.addClass('ak-run-output-view');
-    const frame = el('iframe', { className: 'ak-run-output-frame', title: `Output of run ${page.id}` });
-    frame.setAttribute('sandbox', '');
-    frame.srcdoc = page.html;
-    this.node.append(frame);
-  }
 }

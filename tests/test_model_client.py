@@ -209,3 +209,31 @@ def test_a_growing_conversation_scrubs_only_the_parts_added_since_the_last_reque
     scrubbed.clear()
     assert parts.request({"model": "m", "messages": messages})["messages"][1]["content"] == "changed in place"
     assert len([m for m in scrubbed if isinstance(m, dict) and "role" in m]) == len(messages)  # all again
+
+
+def test_threads_sending_through_one_client_each_get_their_own_request_scrubbed():
+    """generate_many's threads share the agent's model client: the kept lists stay whole
+    while several threads send (and evict each other's) at once."""
+    import threading
+
+    from agent_kernel.model.client import ScrubbedParts
+    from agent_kernel.secrets import scrub
+
+    parts = ScrubbedParts()
+    parts.LISTS = 2  # fewer than the threads: every request may evict another's list
+    failures: list[str] = []
+
+    def converse(n: int) -> None:
+        messages: list = [{"role": "user", "content": f"thread {n}"}]
+        for step in range(60):
+            params = {"model": "m", "messages": list(messages)}
+            if parts.request(params)["messages"] != scrub(params)["messages"]:
+                failures.append(f"thread {n}, step {step}")
+            messages.append({"role": "assistant" if step % 2 == 0 else "user", "content": f"{n}.{step}"})
+
+    threads = [threading.Thread(target=converse, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures

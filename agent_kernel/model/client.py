@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Union
@@ -215,6 +216,7 @@ class ScrubbedParts:
         # (list's key, id of its first part) -> what was sent last in that list
         self._kept: dict[tuple[str, int], _KeptList] = {}
         self._texts: dict[str, tuple[str, Any]] = {}  # list's key -> (string sent last, scrubbed)
+        self._lock = threading.Lock()
 
     def request(self, params: dict[str, Any]) -> dict[str, Any]:
         """A scrubbed copy of the request ``params`` (what the SDK is given)."""
@@ -222,6 +224,10 @@ class ScrubbedParts:
         from agent_kernel.secrets import redactor
 
         strings = redactor()
+        with self._lock:  # one client may serve threads of their own (generate_many's)
+            return self._request(params, strings, scrub)
+
+    def _request(self, params: dict[str, Any], strings: Any, scrub: Callable[[Any, Any], Any]) -> dict[str, Any]:
         if strings is not self._redactor:
             self._redactor, self._kept, self._texts = strings, {}, {}
         scrubbed: dict[str, Any] = {}

@@ -179,6 +179,19 @@ class JupyterLab:
             body = response.read()
         return json.loads(body) if body else None
 
+    def kernels(self, timeout: float = 10) -> list[dict[str, Any]]:
+        """The server's kernels. Jupyter Server answers 500 for the list while a kernel it is
+        starting has no ``last_activity`` yet (its ``kernel_model`` reads it): asked again."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                kernels: list[dict[str, Any]] = self.api("GET", "/api/kernels")
+                return kernels
+            except urllib.error.HTTPError as exc:
+                if exc.code != 500 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
     def notebook(self, name: str, cells: list[str]) -> str:
         """Write a notebook of code cells into the server's root; its URL in JupyterLab."""
         nb = nbformat.v4.new_notebook()
@@ -189,7 +202,7 @@ class JupyterLab:
         return f"{self.url}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={self.token}"
 
     def shutdown_kernels(self) -> None:
-        for kernel in self.api("GET", "/api/kernels"):
+        for kernel in self.kernels():
             self.api("DELETE", f"/api/kernels/{kernel['id']}")
 
     def stop(self) -> None:

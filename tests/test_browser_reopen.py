@@ -85,7 +85,7 @@ def static_table_shows_the_first_page(page, agent_cell) -> None:
 def kernel_idle(server, timeout: float = 60) -> None:
     """Until the server's one kernel has started and is idle."""
     deadline = time.monotonic() + timeout
-    while not any(k["execution_state"] == "idle" for k in server.api("GET", "/api/kernels")):
+    while not any(k["execution_state"] == "idle" for k in server.kernels()):
         assert time.monotonic() < deadline, "the notebook's kernel did not start"
         time.sleep(0.25)
 

@@ -50,6 +50,9 @@ export interface IAttachment {
 }
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg'] as const;
+// A prompt the kernel has not started this long after it was sent is said to wait its turn
+// (an idle kernel starts one within milliseconds).
+const START_MS = 300;
 const THINKING = ['adaptive', 'low', 'medium', 'high', 'max', 'off'];
 const APPROVE: Record<string, string> = {
   auto: 'auto: the agent runs its code in this kernel without asking',
@@ -260,8 +263,12 @@ export class ChatView extends Panel {
     this.attachments = [];
     this.newSession = false;
     this.drawChips();
-    const waiting = kernel.status !== 'idle';
-    this.say(waiting ? 'The kernel is busy: your prompt waits its turn.' : 'Running in the notebook\'s kernel: Escape stops.', waiting ? 'waiting' : 'running');
+    const waits = () => this.say('The kernel is busy: your prompt waits its turn.', 'waiting');
+    if (kernel.status !== 'idle') {
+      waits();
+    } else {
+      this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
+    }
     const future = kernel.requestExecute(
       { code: turnCode(payload), silent: false, store_history: false, allow_stdin: true, stop_on_error: false },
       false,
@@ -271,8 +278,17 @@ export class ChatView extends Panel {
     this.kernel = kernel;
     this.node.dataset.running = 'true';
     output.future = future;
+    // The kernel's status can read idle while a cell still runs (another request's status
+    // message came last): a prompt the kernel has not started a moment later waits its turn.
+    let started = false;
+    const notStarted = window.setTimeout(() => {
+      if (!started && this.future === future) {
+        waits();
+      }
+    }, START_MS);
     future.onIOPub = chain(future.onIOPub, msg => {
       if (msg.header.msg_type === 'execute_input') {
+        started = true;
         this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
       }
     });
@@ -283,6 +299,7 @@ export class ChatView extends Panel {
     } catch (error) {
       this.say(`The kernel did not answer: ${(error as Error).message}`, 'error');
     } finally {
+      window.clearTimeout(notStarted);
       if (this.future === future) {
         this.future = null;
         this.kernel = null;

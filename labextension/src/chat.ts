@@ -264,10 +264,11 @@ export class ChatView extends Panel {
     this.newSession = false;
     this.drawChips();
     const waits = () => this.say('The kernel is busy: your prompt waits its turn.', 'waiting');
+    const runs = () => this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
     if (kernel.status !== 'idle') {
       waits();
     } else {
-      this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
+      runs();
     }
     const future = kernel.requestExecute(
       { code: turnCode(payload), silent: false, store_history: false, allow_stdin: true, stop_on_error: false },
@@ -289,7 +290,7 @@ export class ChatView extends Panel {
     future.onIOPub = chain(future.onIOPub, msg => {
       if (msg.header.msg_type === 'execute_input') {
         started = true;
-        this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
+        runs();
       }
     });
     try {

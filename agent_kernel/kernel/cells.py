@@ -225,6 +225,18 @@ def history(
     return found
 
 
+def ran_here(shell: Any, count: Any, source: str) -> Cell | None:
+    """The cell this kernel ran as execution ``count``, when its source was ``source``
+    (``None``: the notebook's cell did not run here as it reads now: in an earlier kernel,
+    another kernel, or edited since; what its outputs hold is then not known)."""
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        return None
+    found = history(shell, first=count, last=count)
+    if not found or found[0].count != count or found[0].source.rstrip() != source.rstrip():
+        return None
+    return found[0]
+
+
 def _running(shell: Any) -> int:
     """The execution count of the cell running now (IPython counts it up before running it)."""
     count = getattr(shell, "execution_count", 1)

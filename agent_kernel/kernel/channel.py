@@ -35,6 +35,8 @@ MAX_CELLS = 2000
 MAX_SOURCE_CHARS = 200_000
 CELL_TYPES = ("code", "markdown", "raw")
 MAX_COMMS = 16  # front ends attached at once (each open notebook view of this kernel)
+MAX_MARK_BYTES = 4 * 1024  # a cell's agent_kernel mark as the front end reports it
+MAX_PEOPLE = 10_000
 _CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # nbformat 4.5 cell ids
 
 
@@ -60,6 +62,7 @@ class Channel:
     refused: int = 0
     announced: str | None = None  # the comm the kernel opened, until a turn settled it
     announced_at: float = 0.0  # when (time.monotonic())
+    collaborators: int = 0  # other people in the shared document, as the last read said
     _comms: dict[str, Any] = field(default_factory=dict)
     _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -259,6 +262,11 @@ def _cells(data: dict[str, Any]) -> None:
             raise Refused("execution_count is a count or null")
         if not isinstance(cell.get("outputs", []), list):
             raise Refused("outputs is a list")
+        if "agent_kernel" in cell and len(json.dumps(cell["agent_kernel"])) > MAX_MARK_BYTES:
+            raise Refused(f"a cell's agent_kernel mark is at most {MAX_MARK_BYTES} bytes")
+    people = data.get("collaborators", 0)
+    if not isinstance(people, int) or isinstance(people, bool) or not 0 <= people <= MAX_PEOPLE:
+        raise Refused(f"collaborators is a count from 0 to {MAX_PEOPLE}")
     if len(seen) != len(cells):
         raise Refused("cell ids are unique")
 
@@ -378,7 +386,20 @@ async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
         raise LookupError("no notebook front end with the agent-kernel extension is attached")
     answer = await _CHANNEL.request({"type": "read"}, timeout)
     cells: list[dict[str, Any]] = answer["cells"]
+    _CHANNEL.collaborators = answer.get("collaborators", 0)
     return cells
+
+
+def other_people() -> int:
+    """How many other people may be writing the notebook: the other people its front end
+    saw in the shared document at the last read, or the other clients attached to this
+    kernel, whichever is more. JupyterLab does not record who wrote a cell; this is what
+    can be known."""
+    if _CHANNEL is None:
+        return 0
+    with _CHANNEL._lock:
+        clients = {a.client or a.comm_id for a in _CHANNEL.attachments.values()}
+    return max(_CHANNEL.collaborators, len(clients) - 1)
 
 
 class Rejected(RuntimeError):

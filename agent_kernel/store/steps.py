@@ -19,8 +19,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.cellmark import KEY
+from agent_kernel.cellmark import mark as cell_mark
 from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.secrets import redact
+from agent_kernel.store.turn_taint import session_taint
 
 if TYPE_CHECKING:
     import duckdb
@@ -49,6 +52,7 @@ class TurnSteps:
     prompt: str
     answer: str
     steps: tuple[Step, ...]
+    untrusted: tuple[str, ...] = ()  # what the session had read when the turn ran (store.turn_taint)
 
 
 def turns(con: duckdb.DuckDBPyConnection, session_id: str) -> list[int]:
@@ -89,11 +93,12 @@ def _read(con: duckdb.DuckDBPyConnection, session_id: str, numbers: list[int]) -
     for turn, code, stdout in runs:
         if code.strip():
             steps[int(turn)].append(Step(code, stdout or ""))
+    taint = session_taint(con, session_id)
     said: dict[int, list[tuple[str, list[dict[str, Any]]]]] = {n: [] for n in numbers}
     for turn, role, content in messages:
         said[int(turn)].append((str(role), json.loads(content)))
     return [
-        TurnSteps(session_id, name, n, _prompt(said[n]), _answer(said[n]), tuple(steps[n]))
+        TurnSteps(session_id, name, n, _prompt(said[n]), _answer(said[n]), tuple(steps[n]), taint.of_turn(n))
         for n in numbers
         if said[n]
     ]
@@ -130,8 +135,9 @@ def _answer(said: list[tuple[str, list[dict[str, Any]]]]) -> str:
 
 
 def mark(turn: TurnSteps) -> dict[str, Any]:
-    """The metadata of a cell made from ``turn``."""
-    return {"agent_kernel": {"session": turn.session_id, "turn": turn.turn}}
+    """The metadata of a cell made from ``turn`` (with the taint when it ran after untrusted
+    content, see :mod:`agent_kernel.cellmark`)."""
+    return {KEY: cell_mark(turn.session_id, turn.turn, turn.untrusted)}
 
 
 def answer_cell(turn: TurnSteps) -> dict[str, Any]:

@@ -18,23 +18,65 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from agent_kernel import cellmark
 from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel import cells as cells_run
 from agent_kernel.kernel import channel
+from agent_kernel.kernel.printed import AGENT_MAGICS
+from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context
+from agent_kernel.untrusted import mark_untrusted
 
 READ_TIMEOUT = 10.0
 EDIT_TIMEOUT = 10.0
 ASK_TIMEOUT = 300.0  # how long an ask-mode diff waits for Accept or Reject
 MAX_EDITS_PER_TURN = 20
 MAX_SOURCE = 20_000
+RESULT_CHARS = 18_000  # one read, under the dispatcher's cap: no envelope is ever cut
+SOURCE_CHARS = 4_000  # a cell's source in a read (its head)
+OUTPUT_CHARS = 2_000  # each output's text
 CellId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
-async def read_notebook() -> str:
+async def read_notebook(from_cell: CellId | None = None) -> str:
     """Read the open notebook as it is now: every cell's id, type, source and output text,
-    also unexecuted and markdown cells; marks the running and the selected cell."""
+    also unexecuted and markdown cells; marks the running and the selected cell.
+
+    Args:
+        from_cell: Start at this cell (a notebook too large for one read says where to go on).
+    """
+    context = current_context()
+    cells = await _cells_now()
+    attachment = channel.attached()
+    marks = {channel.running_cell(): "running (your %agent cell)"}
+    if attachment is not None and attachment.selected_cell:
+        marks.setdefault(attachment.selected_cell, "selected")
+    notebook = attachment.notebook if attachment else "the notebook"
+    start = _start(cells, from_cell)
+    others = channel.other_people()
+    head = f"{notebook}: {len(cells)} cells"
+    if others:
+        head += (
+            f" ({others} other people have this notebook open; who wrote each cell is not recorded, "
+            "so every cell's source is shown as data)"
+        )
+    parts, read, used = [head], [], len(head)
+    for position in range(start, len(cells)):
+        text, sources = _cell_text(cells[position], marks, context.shell, notebook if others else None)
+        if used + len(text) > RESULT_CHARS and position > start:
+            parts.append(f"[{len(cells) - position} more cells; read_notebook(from_cell={cells[position]['id']!r}) reads on]")
+            break
+        parts.append(text)
+        read += sources
+        used += len(text)
+    if read:
+        context.note_untrusted(list(dict.fromkeys(read)))
+    return "\n\n".join(parts)
+
+
+async def _cells_now() -> list[dict[str, Any]]:
     try:
-        cells = await channel.read_cells(READ_TIMEOUT)
+        return await channel.read_cells(READ_TIMEOUT)
     except LookupError:
         raise ToolInputError(
             "No notebook front end is attached now; read_notebook is unavailable."
@@ -43,28 +85,86 @@ async def read_notebook() -> str:
         raise ToolInputError(
             f"The notebook did not answer within {READ_TIMEOUT:.0f} s; try again later."
         ) from None
-    attachment = channel.attached()
-    marks = {channel.running_cell(): "running (your %agent cell)"}
-    if attachment is not None and attachment.selected_cell:
-        marks.setdefault(attachment.selected_cell, "selected")
-    notebook = attachment.notebook if attachment else "the notebook"
-    return "\n\n".join([f"{notebook}: {len(cells)} cells"] + [_cell_text(c, marks) for c in cells])
 
 
-def _cell_text(cell: dict[str, Any], marks: dict[str | None, str]) -> str:
+def _start(cells: list[dict[str, Any]], from_cell: str | None) -> int:
+    if from_cell is None:
+        return 0
+    for position, cell in enumerate(cells):
+        if cell["id"] == from_cell:
+            return position
+    raise ToolInputError(f"No cell {from_cell} in the notebook; read_notebook() without from_cell lists them.")
+
+
+def _cell_text(
+    cell: dict[str, Any], marks: dict[str | None, str], shell: Any, shared: str | None
+) -> tuple[str, list[str]]:
+    """One cell as the model reads it, and the untrusted sources reading it brought in.
+
+    Outputs are data, always inside the untrusted envelope; they count as untrusted content
+    unless this kernel ran the cell as it reads now and it reached no network. The source
+    is data too when a turn wrote it after untrusted content (the cell's mark) or other
+    people may have written it (``shared``: the notebook's name)."""
     count = cell.get("execution_count")
     state = f"[{count}]" if count is not None else ("[ ]" if cell["cell_type"] == "code" else "")
     mark = f" <- {marks[cell['id']]}" if cell["id"] in marks else ""
-    lines = [f"--- cell {cell['id']} {cell['cell_type']} {state}{mark}".rstrip(), cell["source"]]
+    lines = [f"--- cell {cell['id']} {cell['cell_type']} {state}{mark}".rstrip()]
+    sources: list[str] = []
+    source = _cut(cell["source"], SOURCE_CHARS)
+    written_after = cellmark.untrusted({cellmark.KEY: cell[cellmark.KEY]}) if cellmark.KEY in cell else None
+    if written_after is not None:
+        label = f"notebook cell {cell['id']}, written by an agent turn after untrusted content"
+        read = f" ({'; '.join(written_after)})" if written_after else ""
+        lines.append(mark_untrusted(source, label + read))
+        sources.append(label + read)
+    elif shared is not None:
+        label = f"notebook cell {cell['id']} of {shared}, possibly written by another person"
+        lines.append(mark_untrusted(source, label))
+        sources.append(f"notebook {shared}: cells other people may have written")
+    else:
+        lines.append(source)
+    outputs = _outputs_text(cell)
+    if outputs:
+        why = _outputs_untrusted(cell, shell)
+        label = f"notebook cell {cell['id']} outputs" + (f" ({why})" if why else "")
+        lines.append(mark_untrusted(outputs, label))
+        if why:
+            sources.append(label)
+    return "\n".join(lines), sources
+
+
+def _outputs_text(cell: dict[str, Any]) -> str:
+    if cell["source"].lstrip().startswith(AGENT_MAGICS):
+        return "(the output of the agent's own magic: left out; session_timeline and search_sessions read past turns)" if cell.get("outputs") else ""
+    lines = []
     for output in cell.get("outputs", []):
         if not isinstance(output, dict):
             continue
-        text = str(output.get("text", ""))[:2000]
+        text = str(output.get("text", ""))[:OUTPUT_CHARS]
         images = output.get("images") or []
         lines.append(f"> {output.get('output_type', 'output')}: {text}".rstrip())
         if images:
             lines.append(f"> (image: {', '.join(map(str, images))[:200]})")
-    return "\n".join(lines)
+    return redact("\n".join(lines))
+
+
+def _outputs_untrusted(cell: dict[str, Any], shell: Any) -> str:
+    """Why a cell's outputs are untrusted content ("" when this kernel ran the cell as it
+    reads now and it reached no network, nor looks like it fetches)."""
+    if cell["source"].lstrip().startswith(AGENT_MAGICS):
+        return ""  # left out
+    ran = cells_run.ran_here(shell, cell.get("execution_count"), cell["source"])
+    if ran is None:
+        return "not run in this kernel as it reads now: where its outputs came from is not known"
+    if ran.fetched:
+        return "the cell reached the network"
+    return ""
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit:,} more characters]"
 
 
 async def insert_cell(
@@ -166,7 +266,7 @@ async def _apply(change: dict[str, Any]) -> str:
         raise ToolInputError(f"At most {MAX_EDITS_PER_TURN} notebook edits per turn; finish this turn first.")
     edits.count += 1
     ask = context.approve == "ask"
-    mark = {"agent_kernel": {"session": context.session_id, "turn": context.turn}}
+    mark = {cellmark.KEY: cellmark.mark(context.session_id, context.turn, context.session_sources())}
     timeout = ASK_TIMEOUT if ask else EDIT_TIMEOUT
     try:
         return await channel.edit({**change, "metadata": mark, "ask": ask}, timeout)

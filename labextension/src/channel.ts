@@ -22,6 +22,7 @@ import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/no
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 import type { JSONObject } from '@lumino/coreutils';
 
+import { checkedMark, otherPeople, reportedMark, untrustedSources } from './cellmark';
 import { askAbout, IProposal } from './diff';
 
 export const TARGET = 'agent_kernel.notebook';
@@ -123,7 +124,7 @@ class NotebookChannel {
       this.comm = comm;
       this.focus(this.panel.content.activeCell);
     } else if (type === 'read' && comm === this.comm && isRequestId(data.id)) {
-      comm.send({ type: 'cells', id: data.id, cells: this.cells() });
+      comm.send({ type: 'cells', id: data.id, ...this.answer() });
     } else if (type === 'edit' && comm === this.comm && isRequestId(data.id)) {
       void this.edit(data).then(answer => comm.send({ type: 'edited', id: data.id as number, ...answer }));
     } else if (type === 'withdraw' && comm === this.comm && isRequestId(data.id)) {
@@ -237,7 +238,7 @@ class NotebookChannel {
         return { error: 'only a code cell can run' };
       }
       const old = target.getSource();
-      target.setMetadata('agent_kernel', mark);
+      target.setMetadata('agent_kernel', mergedMark(target.getMetadata('agent_kernel'), mark));
       target.setSource(data.source as string); // the cell's own transaction: its editor's undo reverts it
       undos.push(() => {
         const i = at(changed);
@@ -257,7 +258,7 @@ class NotebookChannel {
       const to = after < index ? after + 1 : after;
       shared.transact(() => {
         shared.moveCell(index, to);
-        target.setMetadata('agent_kernel', mark);
+        target.setMetadata('agent_kernel', mergedMark(target.getMetadata('agent_kernel'), mark));
       });
       undos.push(() => {
         const now = at(changed);
@@ -332,6 +333,11 @@ class NotebookChannel {
     this.comm?.send({ type: 'focus', cell: cell?.model.id ?? null });
   }
 
+  /** The notebook's cells (and how many other people share it), as the kernel accepts them. */
+  private answer(): JSONObject {
+    return { cells: this.cells(), collaborators: otherPeople(this.panel) };
+  }
+
   /** The notebook's cells as the kernel's channel accepts them, bounded in size. */
   private cells(): JSONObject[] {
     const model = this.panel.content.model;
@@ -347,6 +353,10 @@ class NotebookChannel {
         execution_count: (shared.execution_count as number | null | undefined) ?? null,
         outputs: outputsOf(shared)
       };
+      const mark = cell.sharedModel.getMetadata('agent_kernel');
+      if (mark !== undefined) {
+        summary.agent_kernel = reportedMark(mark);
+      }
       size += JSON.stringify(summary).length;
       if (size > MAX_ANSWER_CHARS) {
         summary.source = '';
@@ -359,13 +369,24 @@ class NotebookChannel {
   }
 }
 
-/** The session and turn an agent's cell is marked with, and nothing else. */
+/**
+ * The mark an agent's cell carries (cellmark.ts checks it): the session and turn, and when
+ * the session had read untrusted content, `untrusted` and the first few sources.
+ */
 function markOf(metadata: unknown): JSONObject {
-  const mark = ((metadata as JSONObject | null)?.agent_kernel ?? {}) as JSONObject;
-  return {
-    session: String(mark.session ?? '').slice(0, 64),
-    turn: Number.isInteger(mark.turn) ? (mark.turn as number) : 0
-  };
+  return checkedMark((metadata as JSONObject | null)?.agent_kernel) ?? { session: '', turn: 0 };
+}
+
+/**
+ * The mark a cell keeps when a turn replaces or moves it: the new turn's, still untrusted
+ * when the cell was (only the person clears that mark: cellmark.ts).
+ */
+function mergedMark(old: unknown, mark: JSONObject): JSONObject {
+  const before = untrustedSources(old);
+  if (before === null || mark.untrusted) {
+    return mark;
+  }
+  return { ...mark, untrusted: true, sources: before };
 }
 
 /** Why the kernel's `edit` request cannot be applied, or '' when it is well formed. */
@@ -394,6 +415,9 @@ function checkEdit(data: JSONObject): string {
   }
   if (data.ask !== undefined && typeof data.ask !== 'boolean') {
     return 'ask is true or false';
+  }
+  if (data.metadata !== undefined && checkedMark((data.metadata as JSONObject | null)?.agent_kernel) === null) {
+    return 'metadata.agent_kernel is {session, turn, untrusted?, sources?} within its sizes';
   }
   return '';
 }

@@ -8,6 +8,7 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
 
+import { attachCellMarks } from './cellmark';
 import { attachNotebooks } from './channel';
 import { completionPlugin } from './completion';
 import { FailureWatcher } from './jobs';
@@ -48,6 +49,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     if (notebooks) {
       attachNotebooks(notebooks, app);
+      attachCellMarks(notebooks);
     }
     const panel = new AgentPanel(app, notebooks);
     panel.title.icon = agentIcon;

@@ -7,6 +7,8 @@ import json
 from agent_kernel.testing import call, reply, say, tool_use
 
 from .calls import result_text, tool_results
+from .capabilities import needs_widget_replies
+from .frontend import FrontEnd
 
 
 def run_tools(kernel, scripted_model, *calls, prompt="go"):
@@ -322,3 +324,49 @@ def test_threads_printing_while_calls_end_do_not_crash_the_kernel(kernel, script
     assert len(results) == 61 and all(json.loads(result_text(r))["success"] for r in results)
     kernel.ok("done.set()\nfor thread in threads:\n    thread.join()")
     assert kernel.value("n") == 59
+
+
+# -- the code runs as the model sent it; redaction is for what is shown and kept ----------
+
+CREDENTIAL_URL = "https://alice:pw@example.org/data.csv"
+GITHUB_TOKEN = "ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue"
+LITERALS_CODE = f"url = {CREDENTIAL_URL!r}\ntoken = {GITHUB_TOKEN!r}\nprint(len(url), len(token))"
+
+
+def test_credential_shaped_literals_run_as_sent_and_stay_redacted_for_the_model_store_and_screen(
+    kernel, scripted_model, agent_db
+):
+    from . import leaks
+
+    [result], execution = run_tools(kernel, scripted_model, call("run_code", code=LITERALS_CODE))
+    assert result["success"] is True and result["stdout"] == "37 40\n"
+    assert kernel.value("(len(url), url)") == (37, CREDENTIAL_URL)
+    assert kernel.value("(len(token), token)") == (40, GITHUB_TOKEN)
+    # What the model is sent back, the store and the cell's tool card keep the redacted form.
+    sent = scripted_model.requests[-1]["messages"][-2]["content"][0]["input"]["code"]
+    assert "alice:[secret Basic Auth Credentials]@example.org" in sent and "[secret GitHub Token]" in sent
+    for value in (GITHUB_TOKEN, "alice:pw@"):
+        assert leaks.request_leaks(scripted_model.requests, value) == []
+        assert leaks.store_leaks(str(agent_db), value) == []
+        assert not [text for text in execution.texts("text/html") + execution.texts() if value in text]
+    assert any("[secret GitHub Token]" in text for text in execution.texts("text/html") + execution.texts())
+
+
+@needs_widget_replies
+def test_the_approval_card_shows_the_code_redacted_says_so_and_the_approved_code_runs_as_sent(
+    kernel, scripted_model
+):
+    scripted_model.add(call("run_code", code=LITERALS_CODE), say("done"))
+    front = FrontEnd(kernel)
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --approve ask load it", on_message=front.hook)
+    [card] = front.of_kind("ChoiceCard")
+    shown = json.dumps(card.state)
+    assert GITHUB_TOKEN not in shown and "alice:pw@" not in shown
+    assert card.state["code"] == (
+        "url = 'https://alice:[secret Basic Auth Credentials]@example.org/data.csv'\n"
+        "token = '[secret GitHub Token]'\nprint(len(url), len(token))"
+    )
+    assert "2 values shown redacted here (Basic Auth Credentials, GitHub Token)" in card.state["text"]
+    assert "runs with them as the agent wrote them" in card.state["text"]
+    assert kernel.value("(len(url), len(token))") == (37, 40) and kernel.value("token") == GITHUB_TOKEN

@@ -19,6 +19,8 @@ runs) or *Skip*.
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +68,7 @@ class CardApprover:
         from agent_kernel.display.waiting import Pending
 
         web_read = list(getattr(context, "turn_sources", list)())  # a ToolContext's view
+        tool_input, hidden = for_view(tool_input)  # the call runs it as sent; the card shows it redacted
         if stored is not None and stored.origin is not None:
             card = ChoiceCard(heading=f"Trust {name}?", **_trust_card(name, tool_input, stored))
         else:
@@ -91,6 +94,8 @@ class CardApprover:
                     "read_only": f"Trusted as read-only: version {stored.version if stored else ''} of {name} runs without asking.",
                 },
             )
+        if hidden:
+            card.text += "\n\n" + redacted_note(hidden)
         context.transcript.end_text()
         answer: str | Nobody = await Pending(card, context).wait()
         return answer
@@ -154,3 +159,28 @@ def describe(name: str, tool_input: Any, stored: StoredCode | None = None) -> tu
             shown = tool_input["sql"] + (f"\n-- params: {json.dumps(params, default=str)}" if params else "")
             return "run this SQL statement", shown
     return f"call {name} with this input", json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
+
+
+_REDACTED = re.compile(r"\[secret ([^\]\n]{1,100})\]")
+
+
+def for_view(tool_input: Any) -> tuple[Any, list[str]]:
+    """``tool_input`` as a card shows it, redacted like all the agent shows, and what kind
+    of value each replacement hid (the call itself gets the input as the model sent it)."""
+    from agent_kernel.secrets import scrub
+
+    shown = scrub(tool_input)
+    if shown == tool_input:
+        return tool_input, []
+    before = Counter(_REDACTED.findall(json.dumps(tool_input, ensure_ascii=False, default=str)))
+    after = Counter(_REDACTED.findall(json.dumps(shown, ensure_ascii=False)))
+    return shown, sorted((after - before).elements())
+
+
+def redacted_note(hidden: list[str]) -> str:
+    """The card's line saying what it shows redacted."""
+    count = f"{len(hidden)} value{'s' if len(hidden) != 1 else ''}"
+    return (
+        f"{count} shown redacted here ({', '.join(dict.fromkeys(hidden))}): it runs with them as the agent "
+        "wrote them."
+    )

@@ -312,7 +312,9 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
 
     Not the SDK's accumulating ``messages.stream``: it parses each tool input with a
     strict parser that raises on a lone surrogate or deep nesting, losing the whole
-    response. Here such an input is parsed leniently and scrubbed like everything else.
+    response. Here such an input is parsed leniently and scrubbed like everything else;
+    a tool input the scrub redacted is also kept as sent, which is what the tool runs
+    (see :mod:`agent_kernel.model.as_sent`).
     """
     from anthropic.types import Message
 
@@ -356,9 +358,12 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
                 snapshot["stop_sequence"] = event.delta.stop_sequence
                 usage = event.usage.model_dump(mode="json", exclude_none=True)
                 snapshot.setdefault("usage", {}).update(usage)
+    from agent_kernel.model import as_sent
     from agent_kernel.secrets import scrub
 
-    snapshot["content"] = scrub(snapshot.get("content", []))
+    arrived = snapshot.get("content", [])
+    snapshot["content"] = scrub(arrived)
+    as_sent.keep(arrived, snapshot["content"])  # the tools run the inputs as sent
     return Message.model_validate(snapshot)
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.model import as_sent
 from agent_kernel.model.conversation import OVERSIZED_INPUT
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
@@ -273,9 +274,15 @@ class Registry:
         a reason before it runs (approval). What the tool reports it did goes into
         ``report`` (a fresh one by default: the caller that passes its own still has it
         when an interrupt ends the call) and comes back as ``outcome.report``.
+
+        ``tool_input`` is the call's input as the conversation records it, redacted; the
+        check and the tool get it as the model sent it (:mod:`agent_kernel.model.as_sent`):
+        the code that runs is the code the model wrote, and a card that shows the input
+        redacts it for view.
         """
         started = time.perf_counter()
         report = report if report is not None else ToolReport()
+        tool_input = as_sent.take(tool_use_id, tool_input)  # run as the model wrote it
 
         def done(content: str, is_error: bool, value: Any = None, *, ran: bool = True) -> Outcome:
             # A result was redacted by to_text (before JSON encoding); an error text is here.

@@ -9,7 +9,8 @@
     agent-kernel jobs run ID [--queue]
     agent-kernel jobs enable|disable|remove ID
     agent-kernel runs [--job ID] [--status S] [--limit N] [--json] [--cancel RUN]
-    agent-kernel export SESSION OUT.ipynb [--schedule CRON] [--no-verify] [options]
+    agent-kernel export SESSION OUT.ipynb [--schedule CRON] [--no-verify] [--yes] [options]
+    agent-kernel cells list|clear NOTEBOOK [--cell ID]
 
 The database is ``AGENT_KERNEL_DB`` (or ``--db``); run directories live under
 ``AGENT_KERNEL_HOME``. Jobs are named by id, a unique id prefix, or their name.
@@ -329,6 +330,9 @@ def _export(args: argparse.Namespace) -> int:
     print(exported.describe())
     if args.no_verify:
         print("Not verified (--no-verify).")
+    elif not _consents(export.consent_question(exported), args.yes):
+        print("Not verified: the session read untrusted content and you did not say yes (in a terminal, or --yes).")
+        return 1
     else:
         verdict = export.verify(exported, cwd=cwd, timeout_s=args.timeout)
         print(verdict.describe())
@@ -343,6 +347,86 @@ def _export(args: argparse.Namespace) -> int:
         print(f"Scheduled job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
         print("It fires while a scheduler runs (`agent-kernel scheduler`, or Jupyter Server with agent-kernel).")
     return 0
+
+
+def _consents(question: str, yes: bool) -> bool:
+    """Whether the person agrees to run code a tainted session wrote: no question (a clean
+    session), ``--yes``, or "y" typed on this terminal; never without a terminal."""
+    if not question or yes:
+        return True
+    if not sys.stdin.isatty():
+        print(question.rsplit(".", 1)[0] + ".", file=sys.stderr)
+        return False
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+# -- cells ----------------------------------------------------------------------------------------
+
+CLEAR_WORD = "clear"
+SHOWN_LINES = 20  # of each marked cell's source, for the person to review
+
+
+def _cell_marks(args: argparse.Namespace) -> int:
+    """List, or clear after the person's review, the untrusted marks of a notebook's cells."""
+    from agent_kernel.scheduler import ScheduleError, cell_marks
+
+    path = Path(args.notebook).expanduser().absolute()
+    notebook = cell_marks.read_notebook(path)
+    marked = cell_marks.marked_in(notebook)
+    if not marked:
+        print(f"No cell of {path} carries the untrusted mark.")
+        return 0
+    if args.action == "list":
+        for found in marked:
+            print(found.describe())
+        return 0
+    chosen = [m for m in marked if not args.cell or m.id in args.cell]
+    unknown = sorted(set(args.cell or ()) - {m.id for m in marked})
+    if unknown:
+        raise ScheduleError(f"No marked cell {unknown[0]!r} in {path}; `agent-kernel cells list {path}` lists them.")
+    event = _cell_person(f"agent-kernel cells clear {path}")
+    if not _reviewed(notebook, chosen):
+        print("Not cleared.")
+        return 1
+    cleared = cell_marks.clear_file(path, event, ids=[m.id for m in chosen])
+    print(f"Cleared the mark of {len(cleared)} cell{'s' if len(cleared) != 1 else ''} in {path}; each records who cleared it.")
+    return 0
+
+
+def _cell_person(detail: str) -> Any:
+    """The person's event for clearing marks (refused inside an agent turn)."""
+    from agent_kernel.authority import TrustRefused, person
+    from agent_kernel.scheduler import ScheduleError
+
+    try:
+        return person("cli", detail)
+    except TrustRefused as exc:
+        raise ScheduleError(str(exc)) from None
+
+
+def _reviewed(notebook: Any, marked: list[Any]) -> bool:
+    """Show the marked cells on the terminal and ask the person to type the clear word;
+    without a terminal nobody can answer, and the marks stay."""
+    from agent_kernel.scheduler import ScheduleError
+
+    if not sys.stdin.isatty():
+        raise ScheduleError(
+            "agent-kernel cells clear asks you on a terminal: run it yourself in one, after reviewing the cells "
+            "(or use Clear on the cell's badge in JupyterLab)."
+        )
+    for found in marked:
+        source = notebook.cells[found.number - 1].source
+        lines = source.splitlines()
+        more = f"\n    [... {len(lines) - SHOWN_LINES} more lines]" if len(lines) > SHOWN_LINES else ""
+        print(f"--- {found.describe()}\n" + "\n".join("    " + line for line in lines[:SHOWN_LINES]) + more)
+    try:
+        answer = input(f"Type {CLEAR_WORD!r} to clear the mark of these {len(marked)} cells: ")
+    except EOFError:
+        return False
+    return answer.strip() == CLEAR_WORD
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -571,7 +655,28 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--schedule", metavar="CRON", help="then create a job running it on this 5-field cron expression")
     out.add_argument("--timezone", help="IANA timezone of --schedule (default: the machine's)")
     out.add_argument("--name", help="the job's name (default: OUT's name)")
+    out.add_argument(
+        "--yes", action="store_true",
+        help="verify a session that read untrusted content without asking (by default it asks on the terminal, "
+        "and without one it is not verified)",
+    )  # fmt: skip
     out.set_defaults(handler=_export)
+
+    marks = commands.add_parser(
+        "cells", help="cells an agent turn wrote after untrusted content: list them, clear their mark once reviewed"
+    )
+    marks.set_defaults(help_of=marks)
+    mark_actions = marks.add_subparsers(metavar="ACTION")
+    listing_marks = mark_actions.add_parser("list", help="the notebook's marked cells and what their session had read")
+    listing_marks.add_argument("notebook", help="the notebook (.ipynb)")
+    listing_marks.set_defaults(handler=_cell_marks, action="list")
+    clearing = mark_actions.add_parser(
+        "clear", help="show the marked cells and, once you type 'clear' on the terminal, clear their mark "
+        "(the scheduler runs the notebook again); refused inside an agent turn and without a terminal",
+    )  # fmt: skip
+    clearing.add_argument("notebook", help="the notebook (.ipynb)")
+    clearing.add_argument("--cell", action="append", metavar="ID", help="only this cell (repeatable)")
+    clearing.set_defaults(handler=_cell_marks, action="clear")
     return parser
 
 

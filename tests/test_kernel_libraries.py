@@ -136,10 +136,11 @@ def test_a_library_written_after_untrusted_content_is_imported_only_by_the_sessi
                          "code": "import agent_libs.helpers as h\nreturn h.value()"}),
         session="planter",
     )  # fmt: skip
+    from agent_kernel.authority import card_click
     from agent_kernel.store.agent_tools import AgentTools
 
     with agent.agent.store.connect() as con:
-        AgentTools(con).trust_read_only("reader", 1)
+        AgentTools(con).trust_read_only("reader", 1, by=card_click("reader", "read_only"))
     for mode in ("ask", "read-only"):
         results, _ = batch(agent, scripted_model, ("reader", {}), session="planter", approve=mode)
         assert results[0]["is_error"] and f"ImportError: {refused}" in results[0]["text"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_kernel.authority import card_click
 from agent_kernel.store.agent_tools import AgentTools
 from agent_kernel.testing import call, reply, say, tool_use, web_search
 
@@ -190,7 +191,7 @@ def test_the_persons_read_only_grant_binds_to_the_tool_version(agent, scripted_m
                          "code": "return 1", "writes": False}),
     )  # fmt: skip
     with agent.agent.store.connect() as con:
-        AgentTools(con).trust_read_only("reads", 1)  # what the card's "Trust as read-only" keeps
+        AgentTools(con).trust_read_only("reads", 1, by=card_click("reads", "read_only"))  # what the card keeps
     results, _ = batch(agent, scripted_model, ("reads", {}), approve="read-only")
     assert "reads" in offered(scripted_model.requests[-1]) and results == [1]
     results, _ = batch(agent, scripted_model, ("reads", {}), approve="ask")  # runs without asking

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from agent_kernel.authority import person
 from agent_kernel.store import Store
 from agent_kernel.testing import say
 
@@ -412,7 +413,7 @@ def test_table_comments_written_after_web_content_are_data_in_the_prompt_and_db_
     assert as_instruction(text, "- ai_costs (") and as_instruction(text, "Monthly costs in euros.")
 
     with shell_agent.agent.store.connect() as con:
-        assert provenance.clear(con, "table_comment", "ai_sales") == 2  # the table's and the column's
+        assert provenance.clear(con, "table_comment", "ai_sales", by=person("cli", "reviewed")) == 2  # the table's and the column's
     scripted_model.add(say("ok"))
     shell_agent.ok("hi", session="clean")
     text = system_text(scripted_model.requests[-1])

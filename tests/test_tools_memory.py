@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from agent_kernel.authority import person
 from agent_kernel.testing import call, say
 
 from .calls import HOSTILE, after_hostile_page, as_instruction, batch, decoded, only_as_data, restarted, system_text
@@ -212,7 +213,7 @@ def test_a_memory_kept_after_web_content_reaches_later_turns_only_as_data(shell_
     assert as_instruction(text, "Prefers plotly for charts")
     # The person reviewed it: cleared, it is instruction again.
     with agent.agent.store.connect() as con:
-        assert provenance.clear(con, "memory", memory_id) == 1
+        assert provenance.clear(con, "memory", memory_id, by=person("cli", "reviewed")) == 1
     scripted_model.add(say("ok"))
     agent.ok("hi", session="clean")
     text = system_text(scripted_model.requests[-1])
@@ -263,6 +264,6 @@ def test_stored_instructions_edited_after_web_content_stay_data_through_edits_an
     assert only_as_data(next_system(), PLANTED)
     # Cleared by the person after review: instruction.
     with store.connect() as con:
-        provenance.clear(con, "prompt", "system")
+        provenance.clear(con, "prompt", "system", by=person("cli", "reviewed"))
     text = next_system()
     assert as_instruction(text, PLANTED) and "<untrusted_content source=" not in text

@@ -3,6 +3,7 @@ the system prompt), kept across a restart, bounded; whole in-process turns."""
 
 from __future__ import annotations
 
+from agent_kernel.authority import person
 from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.store.notepad import NOTEPAD_CHARS
 from agent_kernel.testing import say
@@ -93,7 +94,7 @@ def test_a_notepad_written_after_web_content_is_shown_as_data_and_edits_keep_the
     with agent.agent.store.connect() as con:
         [(session_id,)] = con.execute("SELECT id FROM sessions WHERE name = 'web'").fetchall()
         assert provenance.latest(con, "notepad", [session_id])[session_id].tainted
-        provenance.clear(con, "notepad", session_id)
+        provenance.clear(con, "notepad", session_id, by=person("cli", "reviewed"))
     scripted_model.add(say("next"))
     agent.ok("continue", session="web")
     assert as_instruction(context_of_last_turn(scripted_model.requests[-1]), planted)

@@ -3,6 +3,7 @@ description only, read with read_skill; whole in-process turns through the scrip
 
 from __future__ import annotations
 
+from agent_kernel.authority import person
 from agent_kernel.testing import say
 
 from .calls import HOSTILE, after_hostile_page, as_instruction, batch, decoded, only_as_data
@@ -159,7 +160,7 @@ def test_a_skill_kept_after_web_content_is_data_later_and_a_folder_skill_is_the_
 
     with agent.agent.store.connect() as con:
         assert provenance.latest(con, "skill", ["reports"])["reports"].version == 2
-        provenance.clear(con, "skill", "reports")
+        provenance.clear(con, "skill", "reports", by=person("cli", "reviewed"))
     scripted_model.add(say("ok"))
     agent.ok("hi", session="clean")
     assert as_instruction(system_text(scripted_model.requests[-1]), f"- reports: {planted}")

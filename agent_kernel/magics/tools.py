@@ -13,6 +13,7 @@ from agent_kernel.magics.args import parse_args
 from agent_kernel.magics.companion import CompanionMagics
 
 if TYPE_CHECKING:
+    from agent_kernel.authority import PersonEvent
     from agent_kernel.tools import Tool
 
 __all__ = ["ToolMagics"]
@@ -90,13 +91,15 @@ class ToolMagics(CompanionMagics):
             if kind not in provenance.KINDS:
                 raise UsageError(f"KIND is one of {', '.join(provenance.KINDS)}, not {kind!r}.")
         admin = self.agent.admin
+        if args.clear or args.clear_all:
+            by = _persons_event(line)
         if args.clear:
-            if not admin.clear_taint(kind, name):
+            if not admin.clear_taint(kind, name, by=by):
                 raise UsageError(f"No tainted {kind} named {name!r}; %agent_tainted lists them.")
             print(f"Cleared {kind} {name}: it is trusted as the person's own from now on.")
             return None
         if args.clear_all:
-            print(f"Cleared {admin.clear_taint()} tainted item(s).")
+            print(f"Cleared {admin.clear_taint(by=by)} tainted item(s).")
             return None
         found = admin.tainted()
         rows = [_tainted_row(r) for r in found]
@@ -105,6 +108,17 @@ class ToolMagics(CompanionMagics):
             else "Review each item, then %agent_tainted --clear KIND NAME (or --clear-all)."
         )  # fmt: skip
         return Table(["kind", "name", "version", "session", "turn", "sources", "when (UTC)"], rows, title="Tainted items", note=note)
+
+
+def _persons_event(line: str) -> PersonEvent:
+    """The person's event of ``%agent_tainted LINE``; a UsageError while an agent turn runs
+    (then the magic was called by code the model runs, not typed by the person)."""
+    from agent_kernel.authority import TrustRefused, person
+
+    try:
+        return person("magic", f"%agent_tainted {line}")
+    except TrustRefused as exc:
+        raise UsageError(f"%agent_tainted {line.strip()} was refused: {exc}") from None
 
 
 def _tainted_row(record: Any) -> list[str]:

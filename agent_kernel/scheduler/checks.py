@@ -6,7 +6,8 @@ same rules apply to what ``new_job`` builds and to what the scheduler reads back
 
 - ``notebook``: an absolute path that is its own real path (no ``..``, no symlink), of a
   regular ``.ipynb`` file that reads as a notebook, outside the scheduler's ``runs``
-  directory (run outputs hold what a model wrote);
+  directory (run outputs hold what a model wrote), holding no cell an agent turn wrote
+  after untrusted content whose mark the person has not cleared;
 - ``parameters``: a JSON object; names are Python identifiers, not keywords, not
   dunders; values are JSON data (str, finite numbers, bools, null, lists, objects with
   string keys), at most :data:`MAX_DEPTH` deep and :data:`MAX_PARAMETERS_BYTES` as JSON;
@@ -135,7 +136,8 @@ def check_notebook(path: Any, *, home: str | Path | None = None) -> None:
         raise InvalidJob(f"notebook {_show(path)} is not its own real path (it goes through '..' or a symlink)")
     if not path.endswith(".ipynb"):
         raise InvalidJob(f"notebook {_show(path)} is not an .ipynb file")
-    _check_regular_notebook(path)
+    notebook = _check_regular_notebook(path)
+    _check_unmarked(path, notebook)
     if home is not None:
         runs = os.path.realpath(Path(home) / "runs")
         if path.startswith(runs.rstrip(os.sep) + os.sep):
@@ -237,7 +239,17 @@ def _check_value(name: str, value: Any, depth: int) -> None:
     raise InvalidJob(f"parameter {name} holds a {type(value).__name__}; only JSON data is allowed")
 
 
-def _check_regular_notebook(path: str) -> None:
+def _check_unmarked(path: str, notebook: Any) -> None:
+    """No cell an agent turn wrote after untrusted content runs unattended until the person
+    cleared its mark (:mod:`agent_kernel.scheduler.cell_marks`)."""
+    from agent_kernel.scheduler.cell_marks import refusal
+
+    reason = refusal(path, notebook)
+    if reason:
+        raise InvalidJob(reason)
+
+
+def _check_regular_notebook(path: str) -> Any:
     try:
         info = os.stat(path)
     except OSError:
@@ -247,7 +259,7 @@ def _check_regular_notebook(path: str) -> None:
     import nbformat
 
     try:
-        nbformat.read(path, as_version=4)
+        return nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 - any reason it does not read as a notebook
         raise InvalidJob(f"{_show(path)} does not read as a notebook ({type(exc).__name__})") from None
 

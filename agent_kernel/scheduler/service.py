@@ -451,7 +451,9 @@ def _allow_enabling(con: duckdb.DuckDBPyConnection, job: Job, writer: Provenance
     """The person's enabling is their review: it clears the job's taint. The model may not
     enable a job that waits for review."""
     if _is_person(writer):
-        provenance.clear(con, "job", job.id)
+        from agent_kernel.authority import person
+
+        provenance.clear(con, "job", job.id, by=person("cli", f"enable job {job.name} ({job.id})"))
         return
     record = _taint(con, job.id)
     if record is not None:

@@ -76,11 +76,18 @@ class TaintedClearHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def post(self) -> None:
+        from agent_kernel.authority import person
         from agent_kernel.store import provenance
 
         kind, name = clear_request(self.body())
-        cleared = await self.store_call(lambda con: provenance.clear(con, kind, name))
+        by = person("server", f"POST {self.request.path} kind={kind} name={name} user={_user_name(self.current_user)}")
+        cleared = await self.store_call(lambda con: provenance.clear(con, kind, name, by=by))
         self.reply({"cleared": cleared, "kind": kind, "name": name})
+
+
+def _user_name(user: Any) -> str:
+    """Who is logged in to the server, as the event's detail names them."""
+    return str(getattr(user, "username", None) or user or "anonymous")[:NAME_CHARS]
 
 
 def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:

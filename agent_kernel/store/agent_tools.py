@@ -19,6 +19,8 @@ from agent_kernel.store.schema import UTC_NOW
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.authority import PersonEvent
+
 
 @dataclass(frozen=True)
 class ToolVersion:
@@ -121,10 +123,17 @@ class AgentTools:
         row = self.con.execute("DELETE FROM agent_tools WHERE name = ? RETURNING name", [name]).fetchone()
         return row is not None
 
-    def trust_read_only(self, name: str, version: int) -> None:
-        """The person trusted ``version`` of ``name`` as read-only (only their card calls this)."""
+    def trust_read_only(self, name: str, version: int, *, by: PersonEvent) -> None:
+        """The person trusted ``version`` of ``name`` as read-only: ``by`` is their event
+        (the approval card's click, :func:`agent_kernel.authority.card_click`), kept as
+        ``granted_by``."""
+        from agent_kernel.authority import PersonEvent
+
+        if not isinstance(by, PersonEvent):
+            raise TypeError("trust_read_only takes by=, the person's event (agent_kernel.authority)")
         self.con.execute(
-            "INSERT INTO agent_tool_grants (name, version) VALUES (?, ?) ON CONFLICT DO NOTHING", [name, version]
+            "INSERT INTO agent_tool_grants (name, version, granted_by) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [name, version, by.label()],
         )
 
     def trusted_read_only(self) -> set[tuple[str, int]]:

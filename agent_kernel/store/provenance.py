@@ -7,8 +7,12 @@ write records a row here: the kind and key of the item (with its version where i
 versions), the session and turn, and whether that session had read untrusted content by
 then (with the sources it read). Later turns show tainted text as data, never as
 instruction, and tainted code asks before it runs; the person clears a taint after
-reviewing the item (``%agent_tainted``, the Agent panel). The model can read this table
-but never write it (it is a project table), so no flag it sets is a permission.
+reviewing the item (``%agent_tainted``, the Agent panel, the CLI), and each clear names
+the person's event that made it (``cleared_by``, see :mod:`agent_kernel.authority`). The
+model can read this table but never write it through its tools (it is a project table), so
+no flag it sets is a permission. Code it runs in the kernel runs as the user and could
+write the file itself: what keeps such code from running unreviewed after untrusted
+content is the approval check (:mod:`agent_kernel.turn.approval`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
+
+    from agent_kernel.authority import PersonEvent
 
 __all__ = ["KINDS", "Provenance", "Record", "clear", "latest", "of_version", "record", "shown", "tainted", "tainted_names"]
 
@@ -77,6 +83,7 @@ class RecordJson(TypedDict):
     tainted: bool
     sources: list[str]
     cleared_at: str | None
+    cleared_by: str | None
     created_at: str | None
 
 
@@ -93,6 +100,7 @@ class Record:
     sources: tuple[str, ...] = field(default=())
     cleared_at: datetime | None = None
     created_at: datetime | None = None
+    cleared_by: str | None = None  # the label of the person's event that cleared it
 
     @property
     def tainted(self) -> bool:
@@ -106,7 +114,7 @@ class Record:
         return {
             "kind": self.kind, "name": self.name, "version": self.version, "session_id": self.session_id,
             "turn": self.turn, "untrusted": self.untrusted, "tainted": self.tainted, "sources": list(self.sources),
-            "cleared_at": self.cleared_at.isoformat() if self.cleared_at else None,
+            "cleared_at": self.cleared_at.isoformat() if self.cleared_at else None, "cleared_by": self.cleared_by,
             "created_at": self.created_at.isoformat() if self.created_at else None,
         }  # fmt: skip
 
@@ -146,14 +154,16 @@ def record(
     return Record(kind, name, version, provenance.session_id, provenance.turn, bool(sources), tuple(sources))
 
 
-_SELECT = "SELECT kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at FROM provenance"
+_SELECT = (
+    "SELECT kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at, cleared_by FROM provenance"
+)
 
 
 def _row(row: tuple[Any, ...]) -> Record:
-    kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at = row
+    kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at, cleared_by = row
     return Record(
         kind, name, version, session_id, turn, bool(untrusted), tuple(json.loads(sources) if sources else ()),
-        cleared_at, created_at,
+        cleared_at, created_at, cleared_by,
     )  # fmt: skip
 
 
@@ -205,10 +215,17 @@ def shown(text: str, record: Record | None, what: str) -> str:
     return mark_untrusted(text, f"{what}, {record.provenance().label()}")
 
 
-def clear(con: duckdb.DuckDBPyConnection, kind: str | None = None, name: str | None = None) -> int:
+def clear(con: duckdb.DuckDBPyConnection, kind: str | None = None, name: str | None = None, *, by: PersonEvent) -> int:
     """The person reviewed these items: clear their taint (all of ``kind``, or one item).
-    Returns how many rows were cleared. Only the person's own paths call this."""
-    where, params = ["untrusted", "cleared_at IS NULL"], []
+
+    ``by`` is the person's event that asked for it (:func:`agent_kernel.authority.person`
+    or an approval card's click), kept as ``cleared_by``. Returns how many rows were cleared.
+    """
+    from agent_kernel.authority import PersonEvent
+
+    if not isinstance(by, PersonEvent):
+        raise TypeError("clear takes by=, the person's event (agent_kernel.authority.person)")
+    where, params = ["untrusted", "cleared_at IS NULL"], [by.label()]
     if kind is not None:
         _check_kind(kind)
         where.append("kind = ?")
@@ -217,6 +234,6 @@ def clear(con: duckdb.DuckDBPyConnection, kind: str | None = None, name: str | N
         where.append("name = ?")
         params.append(name)
     row = con.execute(
-        f"UPDATE provenance SET cleared_at = {UTC_NOW} WHERE {' AND '.join(where)} RETURNING 1", params
+        f"UPDATE provenance SET cleared_at = {UTC_NOW}, cleared_by = ? WHERE {' AND '.join(where)} RETURNING 1", params
     ).fetchall()
     return len(row)

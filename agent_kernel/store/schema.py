@@ -446,6 +446,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE agent_ui_component_versions IS 'Project table (read-only): every version of your UI components: html, css, js, the declared state (its keys and initial values), the messages it may send and the tools it may call.';
         """,
     ),
+    # -- trust changes name the person's event that made them (see authority.py) ------------
+    (
+        190,
+        """
+        ALTER TABLE provenance ADD COLUMN IF NOT EXISTS cleared_by VARCHAR;
+        ALTER TABLE agent_tool_grants ADD COLUMN IF NOT EXISTS granted_by VARCHAR;
+        COMMENT ON COLUMN provenance.cleared_by IS 'The person''s event that cleared the taint (card, magic, panel, cli, server, dialog: what made it); NULL while tainted.';
+        COMMENT ON COLUMN agent_tool_grants.granted_by IS 'The person''s event that trusted the version as read-only (the approval card''s click).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

@@ -26,6 +26,7 @@ from agent_kernel.store.usage import sessions_cost
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agent_kernel.authority import PersonEvent
     from agent_kernel.store import Store
     from agent_kernel.store.sessions import Session, StoredMessage
     from agent_kernel.store.skills import Skill
@@ -156,11 +157,11 @@ class Admin:
         with self._connect() as con:
             return provenance.tainted(con)
 
-    def clear_taint(self, kind: str | None = None, name: str | None = None) -> int:
-        """Trust one item (``kind``, ``name``) as the person's own, or every one (neither given);
-        how many were cleared."""
+    def clear_taint(self, kind: str | None = None, name: str | None = None, *, by: PersonEvent) -> int:
+        """Trust one item (``kind``, ``name``) as the person's own, or every one (neither given),
+        as the person's event ``by`` asked; how many were cleared."""
         with self._connect() as con:
-            return provenance.clear(con, kind, name)
+            return provenance.clear(con, kind, name, by=by)
 
 
 def _existing(sessions: Sessions, name: str) -> Session:

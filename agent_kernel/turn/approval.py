@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agent_kernel.authority import card_click
+
 if TYPE_CHECKING:
     from agent_kernel.display.waiting import Nobody
     from agent_kernel.store.provenance import Record
@@ -163,7 +165,8 @@ async def review_planted(
         return planted_refusal(item.name, label)
     answer = await _ask(approver, item, tool_input, context, origin=label)
     if answer == "trust":
-        await with_connection(context.store, lambda con: provenance.clear(con, "tool", item.name))
+        by = card_click(item.name, "trust")
+        await with_connection(context.store, lambda con: provenance.clear(con, "tool", item.name, by=by))
         return None
     if answer == "skip":
         return declined(item.name)
@@ -176,7 +179,8 @@ async def trust_read_only(item: Tool, context: ToolContext) -> None:
     from agent_kernel.tools.data import with_connection
 
     version = item.stored.version  # type: ignore[attr-defined]
-    await with_connection(context.store, lambda con: AgentTools(con).trust_read_only(item.name, version))
+    by = card_click(item.name, "read_only")
+    await with_connection(context.store, lambda con: AgentTools(con).trust_read_only(item.name, version, by=by))
     context.report.changed_tools()  # offered as reading from the next call on
 
 

@@ -266,6 +266,42 @@ class AgentKernel(Configurable):
             )
         return list(proposal["value"])
 
+    secret_hosts = Dict(
+        key_trait=Unicode(),
+        value_trait=List(Unicode()),
+        default_value={},
+        help="The hosts each secret may be sent to: {'NAME': ['api.example.com', 'other.example:8443']} "
+        "(exact host names or addresses; without a port, any port). {secret:NAME} in fetch_url and "
+        "browser_type goes to these hosts only, in every mode; a secret bound to no host (here or "
+        "with %agent_secret NAME --host HOST) asks you once per host, and is refused when nobody can "
+        "answer. A trust change: refused while an agent turn runs.",
+    ).tag(config=True)
+
+    @validate("secret_hosts")
+    def _valid_secret_hosts(self, proposal: dict) -> dict[str, list[str]]:
+        from agent_kernel.authority import inside_turn
+        from agent_kernel.secrets import MOST_HOSTS, parse_host
+
+        value = proposal["value"]
+        if inside_turn():
+            raise TraitError(
+                "secret_hosts is the person's to change, not code running inside an agent turn: "
+                "set it in your own cell after the turn."
+            )
+        if len(value) > MOST_HOSTS:
+            raise TraitError(f"secret_hosts names at most {MOST_HOSTS} secrets.")
+        checked: dict[str, list[str]] = {}
+        for name, hosts in value.items():
+            if not str(name).isidentifier():
+                raise TraitError(f"secret_hosts takes environment variable names as keys; {name!r} is not one.")
+            if len(hosts) > MOST_HOSTS:
+                raise TraitError(f"secret_hosts binds a secret to at most {MOST_HOSTS} hosts; {name} has {len(hosts)}.")
+            try:
+                checked[name] = [str(parse_host(host)) for host in hosts]
+            except ValueError as exc:
+                raise TraitError(f"secret_hosts[{name!r}]: {exc}") from None
+        return checked
+
     secret_env_ignore = List(
         Unicode(),
         default_value=[],

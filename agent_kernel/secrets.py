@@ -12,6 +12,12 @@ Everything bound for the model or the DuckDB file passes through :func:`scrub` (
 head and tail, summaries, SQL cells), so a cut never leaves part of a secret. They use
 the secrets of every :class:`Secrets` alive in this process, plus the Anthropic key.
 
+A secret names its hosts: ``{secret:NAME}`` in what ``fetch_url`` sends and in what
+``browser_type`` types goes only to a host NAME is bound to (:class:`Host`), which the
+person binds with ``%agent_secret NAME --host HOST`` or ``AgentKernel.secret_hosts``. A
+secret bound to no host goes where the person allows it, asked once per host on the
+approval card. :meth:`Secrets.destination` decides.
+
 Credentials nobody declared are secrets too (:mod:`agent_kernel.credentials`):
 environment variables named like one (``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``) but
 those a kernel's ``AgentKernel.secret_env_ignore`` names, and text in a well-known
@@ -20,18 +26,27 @@ credential format, shown as ``[secret <kind>]``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+import socket
 import weakref
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_kernel.credentials import credential_formats, undeclared
 from agent_kernel.redaction import MIN_REDACTED_LENGTH, Redactor, clean_text
 from agent_kernel.redaction import redacted_json as _redacted_json
 from agent_kernel.redaction import scrub as _scrub
 
-__all__ = ["MIN_REDACTED_LENGTH", "Secrets", "redact", "redact_frame", "redacted_json", "redactor", "scrub"]
+if TYPE_CHECKING:
+    from agent_kernel.authority import PersonEvent
+
+__all__ = [
+    "MIN_REDACTED_LENGTH", "Host", "Secrets", "normal_host", "parse_host", "redact", "redact_frame",
+    "redacted_json", "redactor", "scrub",
+]  # fmt: skip
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Always secret when set, though nobody declared them: the model's own credentials.
@@ -52,6 +67,10 @@ class Secrets:
         ignore: Callable[[], Iterable[str]] | Iterable[str] = (),
     ) -> None:
         self._values: dict[str, str] = {}
+        # The hosts each secret was bound to by the person (a magic), and those a secret bound
+        # to none was allowed to (the approval card), each with the label of their event.
+        self._hosts: dict[str, dict[Host, str]] = {}
+        self._allowed: dict[str, dict[Host, str]] = {}
         self._env_names = env_names
         self._ignore = ignore
         _LIVE.add(self)
@@ -104,6 +123,153 @@ class Secrets:
     def redact(self, text: str) -> str:
         """``text`` with every secret of this process replaced by ``[secret NAME]``."""
         return redact(text)
+
+    def bind(self, name: str, hosts: Iterable[Host], by: PersonEvent) -> None:
+        """The person bound ``name`` to ``hosts`` (a magic): they replace what it was bound
+        to and allowed in this kernel; no host leaves it unbound (each host asks once)."""
+        self._hosts[name] = {host: by.label() for host in hosts}
+        self._allowed.pop(name, None)
+
+    def allow(self, name: str, host: Host, by: PersonEvent) -> None:
+        """The person allowed ``name``, bound to no host, to go to ``host`` (a click on the
+        approval card), for as long as this kernel runs; other hosts still ask."""
+        self._allowed.setdefault(name, {})[host] = by.label()
+
+    def hosts(self, name: str, configured: Mapping[str, Iterable[str]] | None = None) -> list[Host]:
+        """The hosts ``name`` is bound to: in this kernel and in ``configured``
+        (``AgentKernel.secret_hosts``, validated with :func:`parse_host`)."""
+        found = list(self._hosts.get(name, {}))
+        for text in (configured or {}).get(name, ()):
+            host = parse_host(text)
+            if host not in found:
+                found.append(host)
+        return found
+
+    def decided_by(self, name: str) -> dict[str, str]:
+        """Each host ``name`` was bound to or allowed in this kernel, with the person's event."""
+        both = {**self._hosts.get(name, {}), **self._allowed.get(name, {})}
+        return {str(host): label for host, label in both.items()}
+
+    def destination(
+        self, name: str, host: str, port: int, configured: Mapping[str, Iterable[str]] | None = None
+    ) -> tuple[Destination, list[Host]]:
+        """Whether ``name`` may go to ``host`` at ``port``, and the hosts it is bound to:
+
+        - ``"bound"``: one of its hosts, or (bound to none) one the person allowed it to;
+        - ``"elsewhere"``: it is bound to other hosts only: never;
+        - ``"unbound"``: bound to no host, and not allowed to this one: the person decides.
+        """
+        hosts = self.hosts(name, configured)
+        if hosts:
+            return ("bound" if any(h.matches(host, port) for h in hosts) else "elsewhere"), hosts
+        if any(h.matches(host, port) for h in self._allowed.get(name, {})):
+            return "bound", hosts
+        return "unbound", hosts
+
+
+# Where a secret may go, as Secrets.destination says.
+Destination = Literal["bound", "elsewhere", "unbound"]
+
+MOST_HOSTS = 100  # the hosts one secret may be bound to
+HOST_CHARS = 253  # a DNS name's longest spelling
+_LABEL = re.compile(r"(?!-)[a-z0-9_-]{1,63}(?<!-)")
+
+
+@dataclass(frozen=True)
+class Host:
+    """A host a secret may go to: a DNS name or an IP address, and a port (``None``: any).
+
+    Names match exactly (no wildcards, no subdomains): lower-cased, without a trailing dot,
+    an international name in its ASCII form, an address in its usual spelling.
+    """
+
+    name: str
+    port: int | None = None
+
+    def matches(self, host: str, port: int) -> bool:
+        """Whether a request to ``host`` at ``port`` goes to this host."""
+        return self.name == normal_host(host) and (self.port is None or self.port == port)
+
+    def __str__(self) -> str:
+        shown = f"[{self.name}]" if ":" in self.name else self.name
+        return shown if self.port is None else f"{shown}:{self.port}"
+
+
+def normal_host(host: str) -> str:
+    """``host`` as hosts are compared: lower-cased, without brackets or a trailing dot, an
+    international name in IDNA form, an IP address in its usual spelling (another spelling
+    of an address, ``2130706433``, stays as written and so matches no binding)."""
+    bare = host.strip()
+    if bare.startswith("[") and bare.endswith("]"):
+        bare = bare[1:-1]
+    bare = bare.rstrip(".").lower()
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    if not bare.isascii():
+        try:
+            import idna
+
+            bare = idna.encode(bare, uts46=True).decode("ascii")
+        except Exception:  # noqa: BLE001 - idna raises several kinds; such a name matches nothing
+            return bare
+    return bare
+
+
+def parse_host(text: str) -> Host:
+    """The host a person wrote (``api.example.com``, ``api.example.com:8443``, ``10.0.0.5``,
+    ``[::1]:8080``); raises ``ValueError`` with a sentence saying what is wrong."""
+    if not isinstance(text, str) or not 1 <= len(text) <= HOST_CHARS + 8 or not text.isprintable() or " " in text:
+        raise ValueError(f"A host is a name such as api.example.com (at most {HOST_CHARS} characters), not {str(text)[:80]!r}.")
+    if any(c in text for c in "/@*?#%\\") or text.count("[") != text.count("]"):
+        raise ValueError(
+            f"{text!r} is not a host: give the name alone (api.example.com, or api.example.com:8443 "
+            "for one port), no scheme, path, user or wildcard."
+        )
+    name, port = _split_port(text)
+    host = normal_host(name)
+    if not _is_address(host) and not _is_name(host):
+        raise ValueError(f"{text!r} is not a host name or an IP address.")
+    return Host(host, port)
+
+
+def _split_port(text: str) -> tuple[str, int | None]:
+    """The host part of ``text`` and its port, if it names one."""
+    if text.startswith("["):
+        name, _, rest = text[1:].partition("]")
+        if rest and not rest.startswith(":"):
+            raise ValueError(f"{text!r} is not a host: text follows the address.")
+        return name, _port(text, rest[1:]) if rest else None
+    if text.count(":") == 1:
+        name, port = text.split(":")
+        return name, _port(text, port)
+    return text, None
+
+
+def _port(text: str, port: str) -> int:
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} has no valid port (1 to 65535 after the colon).")
+    return int(port)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return not (isinstance(address, ipaddress.IPv6Address) and address.scope_id)
+
+
+def _is_name(host: str) -> bool:
+    labels = host.split(".")
+    if len(host) > HOST_CHARS or not all(_LABEL.fullmatch(label) for label in labels) or labels[-1].isdigit():
+        return False
+    try:  # an address in another spelling (127.1, 0x7f.1) is no name
+        socket.inet_aton(host)
+    except OSError:
+        return True
+    return False
 
 
 _LIVE: weakref.WeakSet[Secrets] = weakref.WeakSet()

@@ -116,9 +116,13 @@ def shell():
         ("agent_history", "-3", "N must be a number of messages (0 or more)."),
         ("agent_history", "--session", "argument --session: expected one argument"),
         ("agent_history", "2 3", "unrecognized arguments: 3"),
-        ("agent_secret", "", "the following arguments are required: NAME. Usage: %agent_secret NAME"),
+        ("agent_secret", "", "the following arguments are required: NAME. Usage: %agent_secret [--host HOST] NAME"),
         ("agent_secret", "A B", "unrecognized arguments: B"),
-        ("agent_secret", "1x", "Usage: %agent_secret NAME (a valid environment variable name)"),
+        ("agent_secret", "1x", "Usage: %agent_secret NAME [--host HOST ...] (NAME: a valid environment variable name)"),
+        ("agent_secret", "A --host", "argument --host: expected one argument"),
+        ("agent_secret", "A --host https://api.example.com", "--host: 'https://api.example.com' is not a host: give the name alone"),
+        ("agent_secret", "A --host a.example --host *.example", "--host: '*.example' is not a host"),
+        ("agent_secret", "A --host a.example:99999", "--host: 'a.example:99999' has no valid port"),
         ("agent_sessions", "--colour", "unrecognized arguments: --colour. Usage: %agent_sessions [--all]"),
     ],
 )
@@ -129,10 +133,20 @@ def test_bad_arguments_of_the_companion_magics_are_usage_errors(shell, magic, li
     assert shell.find_magic("agent").__self__._agent is None  # refused before the agent was made
 
 
+def test_binding_a_secret_from_code_inside_a_turn_is_refused_before_anything_is_asked(shell):
+    from agent_kernel.authority import turn_running
+
+    with turn_running(), pytest.raises(UsageError) as raised:
+        shell.run_line_magic("agent_secret", "TOK --host evil.example")
+    assert str(raised.value).startswith("%agent_secret is refused here: Trust changes (clearing a taint, trusting a tool, binding a secret")
+    assert shell.find_magic("agent").__self__._agent is None  # refused before the agent (or getpass) was reached
+
+
 def test_companion_magics_help_shows_their_arguments(shell):
     history = shell.find_magic("agent_history").__doc__
     assert "%agent_history [--session NAME] [N]" in history and "The last N messages" in history
-    assert "%agent_secret NAME" in shell.find_magic("agent_secret").__doc__
+    secret = shell.find_magic("agent_secret").__doc__
+    assert "%agent_secret [--host HOST] NAME" in secret and "binds the secret to its hosts" in secret and "AgentKernel.secret_hosts" in secret
 
 
 # -- interpolation ------------------------------------------------------------------------

@@ -37,6 +37,33 @@ def test_secret_is_usable_by_code_but_redacted_for_the_model(kernel, scripted_mo
     assert "sk-very-secret-value" not in history
 
 
+def test_the_person_binds_a_secret_to_its_hosts_and_code_in_a_turn_cannot(kernel, scripted_model):
+    bound = kernel.execute("%agent_secret SERVICE_TOKEN --host API.example.com. --host 127.0.0.2:8443", answer="sk-very-secret-value")
+    assert "{secret:SERVICE_TOKEN} goes to api.example.com, 127.0.0.2:8443 only." in bound.stdout
+    secrets = "get_ipython().find_magic('agent_secret').__self__.kernel_agent.secrets"
+    assert kernel.value(f"{secrets}.decided_by('SERVICE_TOKEN')") == {
+        "api.example.com": "magic: %agent_secret SERVICE_TOKEN --host API.example.com. --host 127.0.0.2:8443",
+        "127.0.0.2:8443": "magic: %agent_secret SERVICE_TOKEN --host API.example.com. --host 127.0.0.2:8443",
+    }
+    # The model's code, run inside a turn, tries the person's two ways to bind it elsewhere.
+    attempts = [
+        "get_ipython().run_line_magic('agent_secret', 'SERVICE_TOKEN --host evil.example')",
+        "get_ipython().run_line_magic('config', 'AgentKernel.secret_hosts = {\"SERVICE_TOKEN\": [\"evil.example\"]}')",
+    ]
+    scripted_model.add(*[call("run_code", code=code) for code in attempts], say("Could not."))
+    kernel.ok("%agent bind it to my host")
+    magic = json.loads(scripted_model.requests[1]["messages"][-1]["content"][0]["content"])
+    assert magic["success"] is False and magic["error"]["message"].startswith("%agent_secret is refused here: Trust changes")
+    # %config logs the setting's refusal (not on the cell's streams); the setting stays as it was.
+    assert kernel.value("get_ipython().find_magic('agent_secret').__self__.kernel_agent.config.secret_hosts") == {}
+    assert sorted(kernel.value(f"{secrets}.decided_by('SERVICE_TOKEN')")) == ["127.0.0.2:8443", "api.example.com"]
+    # In the person's own cell, the setting binds it.
+    kernel.ok('%config AgentKernel.secret_hosts = {"SERVICE_TOKEN": ["other.example"]}')
+    assert kernel.value("get_ipython().find_magic('agent_secret').__self__.kernel_agent.config.secret_hosts") == {
+        "SERVICE_TOKEN": ["other.example"]
+    }
+
+
 def test_secret_without_a_front_end_is_a_usage_error(kernel):
     result = kernel.execute("%agent_secret SERVICE_TOKEN", allow_stdin=False)  # as papermill runs it
     assert result.stderr.startswith("UsageError: This front end cannot ask for input")

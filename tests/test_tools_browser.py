@@ -48,6 +48,8 @@ class BrowserSite(Site):
             return 200, html, FORM_PAGE.encode(), {}
         if path == "/login":
             return 200, html, LOGIN_PAGE.encode(), {}
+        if path == "/framed":  # a page that embeds another host's form
+            return 200, html, f"<html><body><iframe src='{args['from'][0]}/login'></iframe></body></html>".encode(), {}
         if path == "/submit":
             return 200, html, b"<html><title>Thanks</title><body>Received</body></html>", {}
         if path == "/reach":  # sub-resources pointing at another loopback address
@@ -295,24 +297,51 @@ def test_at_exit_the_browser_closes_and_its_profile_is_deleted(tmp_path):
     assert not [p for p in psutil.process_iter(["cmdline"]) if any(profile in a for a in (p.info["cmdline"] or []))]
 
 
-def test_a_password_typed_from_a_declared_secret_reaches_the_site_never_the_model(shell_agent, scripted_model, site, monkeypatch):
-    monkeypatch.setenv("SITE_PASSWORD", "pw-4f9c2a7e1b")
+def test_a_password_is_typed_only_into_a_page_on_its_host_and_never_reaches_the_model(
+    shell_agent, scripted_model, site, monkeypatch
+):
+    passwords = {"SITE_PASSWORD": "pw-4f9c2a7e1b", "OTHER_PASSWORD": "pw-other-8d2e6c", "LOOSE_PASSWORD": "pw-loose-3a7f1d"}
+    for name, value in passwords.items():
+        monkeypatch.setenv(name, value)
+    # Typing after reading a page is a writing action: this run's standing grant allows it.
+    monkeypatch.setenv("AGENT_KERNEL_GRANTS", json.dumps({"after_untrusted": ["browser_type"]}))
     config = shell_agent.agent.config
     config.tool_groups = BROWSER
-    config.secret_env = ["SITE_PASSWORD"]
-    config.fetch_allow = ["127.0.0.2"]
+    config.secret_env = list(passwords)
+    config.secret_hosts = {"SITE_PASSWORD": ["127.0.0.2"], "OTHER_PASSWORD": ["127.0.0.3"]}
+    config.fetch_allow = ["127.0.0.2", "127.0.0.3"]
+    site.received.clear()
+    framing = BrowserSite("127.0.0.3")
     scripted_model.add(
         reply(
             tool_use("browser_navigate", {"url": site.url("/login")}),
             tool_use("browser_type", {"selector": "#user", "text": "ada"}),
+            tool_use("browser_type", {"selector": "#password", "text": "{secret:OTHER_PASSWORD}"}),  # bound elsewhere
+            tool_use("browser_type", {"selector": "#password", "text": "{secret:LOOSE_PASSWORD}"}),  # bound to none
             tool_use("browser_type", {"selector": "#password", "text": "{secret:SITE_PASSWORD}", "submit": True}),
             tool_use("browser_type", {"selector": "#user", "text": "{secret:NOT_DECLARED}"}),
+            # The bound host's page, with a frame from another host: the frame's field is refused.
+            tool_use("browser_navigate", {"url": site.url(f"/framed?from={framing.url()[:-1]}")}),
+            tool_use("browser_type", {"selector": "iframe >> internal:control=enter-frame >> #password",
+                                      "text": "{secret:SITE_PASSWORD}", "submit": True}),  # fmt: skip
         ),
         say("Logged in."),
     )
-    shell_agent.ok("log in")
-    *typed, unknown = tool_results(scripted_model.requests[1])
-    assert not any(r.get("is_error") for r in typed), [result_text(r) for r in typed]
+    try:
+        shell_agent.ok("log in")
+    finally:
+        framing.close()
+    navigated, user, other, loose, typed, unknown, framed, in_frame = tool_results(scripted_model.requests[1])
+    assert not framed.get("is_error"), result_text(framed)
+    assert in_frame.get("is_error") and result_text(in_frame).startswith(
+        f"SITE_PASSWORD is bound to 127.0.0.2; it is never sent to 127.0.0.3:{framing.port}."
+    )
+    assert framing.received == []
+    assert not any(r.get("is_error") for r in (navigated, user, typed)), [result_text(r) for r in (navigated, user, typed)]
+    assert other.get("is_error") and result_text(other).startswith(
+        f"OTHER_PASSWORD is bound to 127.0.0.3; it is never sent to 127.0.0.2:{site.port}."
+    )
+    assert loose.get("is_error") and "LOOSE_PASSWORD is bound to no host yet, and no user is present" in result_text(loose)
     assert unknown.get("is_error") and "No declared secret 'NOT_DECLARED'" in result_text(unknown)
     assert [r["body"] for r in site.received] == ["user=ada&password=pw-4f9c2a7e1b"]
-    assert not any("pw-4f9c2a7e1b" in json.dumps(request) for request in scripted_model.requests)
+    assert not any(value in json.dumps(request) for request in scripted_model.requests for value in passwords.values())

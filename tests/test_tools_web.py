@@ -220,20 +220,21 @@ def test_fetch_url_posts_with_a_declared_secret_the_model_never_sees(shell_agent
     config = shell_agent.agent.config
     config.tool_groups = WEB
     config.secret_env = ["SHOP_TOKEN"]
+    config.secret_hosts = {"SHOP_TOKEN": ["127.0.0.2"]}
     config.fetch_allow = ["127.0.0.2"]
     site.received.clear()
     scripted_model.add(
         reply(
-            tool_use("fetch_url", {"url": site.url("/headers"), "method": "POST", "json": {"order": 17, "qty": 2},
-                                   "headers": {"Authorization": "Bearer {secret:SHOP_TOKEN}"}}),  # fmt: skip
             tool_use("fetch_url", {"url": site.url("/json"), "method": "PATCH", "body": "qty=3",
                                    "headers": {"X-Key": "{secret:NOT_DECLARED}"}}),  # fmt: skip
             tool_use("fetch_url", {"url": site.url("/json"), "body": "x"}),
+            tool_use("fetch_url", {"url": site.url("/headers"), "method": "POST", "json": {"order": 17, "qty": 2},
+                                   "headers": {"Authorization": "Bearer {secret:SHOP_TOKEN}"}}),  # fmt: skip
         ),
         say("Posted."),
     )
     shell_agent.ok("place the order", approve="auto")
-    posted, undeclared, get_with_body = tool_results(scripted_model.requests[1])
+    undeclared, get_with_body, posted = tool_results(scripted_model.requests[1])
     [received] = site.received
     assert received["method"] == "POST" and json.loads(received["body"]) == {"order": 17, "qty": 2}
     assert received["headers"]["Authorization"] == "Bearer shp-9d41c7a2e8f05b36"  # the server got the secret

@@ -531,6 +531,11 @@ class AgentMagics(Magics):
 
     @magic_arguments()
     @argument("name", metavar="NAME", help="The environment variable the value goes in.")
+    @argument(
+        "--host", action="append", default=[], metavar="HOST",
+        help="A host {secret:NAME} may be sent to (repeat for more): api.example.com, any port; "
+        "api.example.com:8443, that port only.",
+    )  # fmt: skip
     @line_magic
     def agent_secret(self, line: str = "") -> None:
         """Ask for a secret value and keep it for the agent's code; it is never echoed.
@@ -540,14 +545,33 @@ class AgentMagics(Magics):
         is told the name; anything sent to it or stored that contains the value (raw or
         in a common encoding) shows [secret NAME]. Unattended runs declare secrets with
         %config AgentKernel.secret_env = ["NAME"] instead.
+
+        --host binds the secret to its hosts: {secret:NAME} in fetch_url and browser_type
+        goes to those hosts only, in every mode. Without --host it is bound to none, and the
+        agent asks you once per host it wants to send it to (refused when nobody can answer).
+        For secret_env secrets: %config AgentKernel.secret_hosts = {"NAME": ["HOST"]}.
         """
         import getpass
 
         from IPython.core.error import StdinNotImplementedError
 
-        name = parse_args(self.agent_secret, line).name
+        from agent_kernel.authority import TrustRefused, person
+        from agent_kernel.secrets import MOST_HOSTS, parse_host
+
+        args = parse_args(self.agent_secret, line)
+        name = args.name
         if not name.isidentifier():
-            raise UsageError("Usage: %agent_secret NAME (a valid environment variable name)")
+            raise UsageError("Usage: %agent_secret NAME [--host HOST ...] (NAME: a valid environment variable name)")
+        if len(args.host) > MOST_HOSTS:
+            raise UsageError(f"A secret is bound to at most {MOST_HOSTS} hosts.")
+        try:
+            hosts = [parse_host(host) for host in args.host]
+        except ValueError as exc:
+            raise UsageError(f"--host: {exc}") from None
+        try:
+            event = person("magic", f"%agent_secret {line}")
+        except TrustRefused as exc:
+            raise UsageError(f"%agent_secret is refused here: {exc}") from None
         try:
             value = getpass.getpass(f"Value for {name} (not echoed): ")
         except StdinNotImplementedError:
@@ -555,11 +579,18 @@ class AgentMagics(Magics):
                 f"This front end cannot ask for input (papermill?). Set {name} in the "
                 "kernel's environment instead."
             ) from None
+        secrets = self.kernel_agent.secrets
         try:
-            self.kernel_agent.secrets.set(name, value)
+            secrets.set(name, value)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        print(f"Stored {name} ({len(value)} characters). The model sees it as [secret {name}].")
+        secrets.bind(name, hosts, event)
+        where = (
+            f"{{secret:{name}}} goes to {', '.join(str(h) for h in hosts)} only."
+            if hosts
+            else f"{{secret:{name}}} is bound to no host: the agent asks you once per host."
+        )
+        print(f"Stored {name} ({len(value)} characters). The model sees it as [secret {name}]. {where}")
 
     @magic_arguments()
     @argument("n", nargs="?", type=int, metavar="N", help="The last N messages (default: all).")

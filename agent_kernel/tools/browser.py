@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TOOLS", "browser_click", "browser_close", "browser_navigate", "browser_screenshot", "browser_text",
-    "browser_type", "browser_wait_for",
+    "browser_type", "browser_wait_for", "open_page_url", "page_host",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -231,25 +231,79 @@ async def browser_type(
     Args:
         selector: The input or textarea, e.g. "input[name=q]".
         text: The text to put in the field. `{secret:NAME}` is replaced by the user's
-            declared secret NAME (a password field; you never see the value).
+            declared secret NAME (a password field; you never see the value); a secret is
+            typed only into pages on the hosts the user bound it to.
         submit: Press Enter in the field afterwards (submits its form).
         timeout_s: Seconds to wait for the field and for a page a submit opens (1-60).
     """
-    from agent_kernel.tools.web import with_secrets
+    from agent_kernel.tools.web import secret_names
 
     sources: list[str] = []
-    # Put in after the model's input was recorded and redacted: the value reaches the page only.
-    typed = with_secrets({"text": text}, current_context().secrets)["text"]
+    context = current_context()
+    with_secret = bool(secret_names(text))
 
     def fill(session: Session) -> dict[str, Any]:
         session.proxy.new_page()
-        session.page.fill(selector, typed, timeout=timeout_s * 1000)
+        if with_secret:
+            _fill_secret(session, selector, text, context, timeout_s * 1000)
+        else:
+            session.page.fill(selector, text, timeout=timeout_s * 1000)
         if submit:
             session.page.press(selector, "Enter", timeout=timeout_s * 1000)
             _settle(session.page, timeout_s * 1000)
         return _state(session, sources)
 
     return _untrusted(await _on_browser(fill), sources)
+
+
+def _fill_secret(session: Session, selector: str, text: str, context: Any, timeout_ms: float) -> None:
+    """Type ``text`` with its secrets put in (after the model's input was recorded and
+    redacted) into the field, if each may go to the host of the page and of the frame that
+    holds the field, as they are now; else a ToolInputError.
+
+    The field is found first and filled through its handle: a page that navigates away in
+    between leaves a detached handle, which types nothing."""
+    checked = session.page.url
+    typed = _secrets_for(checked, text, context)  # refused before the page is touched
+    field = session.page.locator(selector).first.element_handle(timeout=timeout_ms)
+    frame = field.owner_frame()
+    if frame is None or frame.url != checked:  # in a frame, or the page moved meanwhile
+        _secrets_for(frame.url if frame is not None else "", text, context)
+    field.fill(typed, timeout=timeout_ms)
+
+
+def _secrets_for(url: str, text: str, context: Any) -> str:
+    """``text`` with its secrets put in, if each may go to the host of ``url``."""
+    from agent_kernel.tools.web import SecretFill
+
+    host, port = page_host(url)
+    if not host:
+        raise ToolInputError(f"A secret is typed only into a page on the web (http or https); the field is on {url[:200]!r}.")
+    return SecretFill(context.secrets, context.settings.secret_hosts, host, port).text(text)
+
+
+def page_host(url: str) -> tuple[str, int]:
+    """The host and port of a page's URL (the scheme's default port when it names none);
+    a page that is not on the web (about:blank, data:) has the host ``""``, which no secret
+    is bound to."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "", 0
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return "", 0
+    return parts.hostname, port or (443 if scheme == "https" else 80)
+
+
+async def open_page_url(session_id: str) -> str | None:
+    """The URL of the page open in a session's browser now, if it has one."""
+    from agent_kernel.tools.browser_driver import DRIVER
+
+    return await asyncio.wrap_future(DRIVER.submit(lambda: DRIVER.page_url(session_id)))
 
 
 async def browser_wait_for(selector: Selector, timeout_s: Timeout = 15) -> dict[str, Any]:

@@ -182,6 +182,11 @@ class Driver:
         page.on("download", lambda download: _refuse_download(made, download))
         return made
 
+    def page_url(self, session_id: str) -> str | None:
+        """The URL of the session's open page, if it has a browser (never starts one)."""
+        found = self._sessions.get(session_id)
+        return None if found is None or found.page.is_closed() else str(found.page.url)
+
     def close(self, session_id: str) -> bool:
         """Close the session's browser and delete its profile; whether it had one."""
         found = self._sessions.pop(session_id, None)

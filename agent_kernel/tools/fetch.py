@@ -33,7 +33,7 @@ from urllib.parse import urljoin, urlsplit
 from agent_kernel.tools import addresses
 from agent_kernel.tools.addresses import IPAddress
 
-__all__ = ["FetchError", "FetchRefused", "Fetched", "Resolver", "checked_target", "fetch"]
+__all__ = ["FetchError", "FetchRefused", "Fetched", "Resolver", "checked_target", "fetch", "parse_url"]
 
 # Resolves a host name to its addresses (a function of host and port); sync or async.
 Resolver = Callable[[str, int], Union[Iterable[str], Awaitable[Iterable[str]]]]
@@ -127,6 +127,12 @@ def _parse(url: str) -> tuple[str, str, int, str]:
     port = port_given if port_given is not None else (443 if scheme == "https" else 80)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return scheme, host.lower(), port, target
+
+
+def parse_url(url: str) -> tuple[str, str, int, str]:
+    """Scheme, host, port and path+query of ``url`` as :func:`fetch` reads it (the host it
+    connects to: lower-cased, IDNA-encoded), or :class:`FetchRefused` saying what is wrong."""
+    return _parse(url)
 
 
 async def _target(url: str, allow: list[str], resolve: Resolver) -> _Target:

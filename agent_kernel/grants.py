@@ -12,16 +12,21 @@ person is asked as usual.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-__all__ = ["ENV", "GrantsJson", "StandingGrants", "parse", "standing"]
+__all__ = ["ENV", "GrantsJson", "StandingGrants", "host_name", "of", "parse", "standing", "tool_name"]
 
 ENV = "AGENT_KERNEL_GRANTS"
 MOST_ITEMS = 100  # hosts or tools one job may name
 ITEM_CHARS = 253  # a DNS name's longest spelling
+_HOST = re.compile(r"[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?")
+_TOOL = re.compile(r"[A-Za-z0-9_-]{1,128}")  # an API tool name; MCP tools are SERVER__TOOL
 
 
 class GrantsJson(TypedDict, total=False):
@@ -43,8 +48,11 @@ class StandingGrants:
         return name in self.after_untrusted
 
     def allows_host(self, host: str) -> bool:
-        """Whether requests may go to ``host`` (a host name, any case) unreviewed."""
-        return host.lower().rstrip(".") in self.hosts
+        """Whether requests may go to ``host`` (a host name, any case, or an IP address) unreviewed."""
+        try:
+            return host_name(host) in self.hosts
+        except ValueError:
+            return False
 
     def __bool__(self) -> bool:
         return bool(self.hosts or self.after_untrusted)
@@ -52,26 +60,76 @@ class StandingGrants:
     def as_json(self) -> GrantsJson:
         return {"hosts": sorted(self.hosts), "after_untrusted": sorted(self.after_untrusted)}
 
+    def describe(self) -> str:
+        """One line for a person: what an unattended run may do after untrusted content."""
+        if not self:
+            return "no standing grants: after untrusted content, writing actions and new hosts are refused"
+        tools = ", ".join(sorted(self.after_untrusted)) or "nothing"
+        hosts = ", ".join(sorted(self.hosts)) or "none"
+        return f"after untrusted content may: {tools}; hosts: {hosts}"
+
 
 def parse(value: object) -> StandingGrants:
-    """Grants from their JSON shape; raises ``ValueError`` with a sentence when malformed."""
+    """Grants from their JSON shape; raises ``ValueError`` with a sentence when malformed.
+
+    Hosts are host names or IP addresses (no scheme, port or path: a URL grants nothing);
+    tools are tool names as the API spells them (``run_code``, ``SERVER__TOOL``).
+    """
     if value is None:
         return StandingGrants()
     if not isinstance(value, dict):
         raise ValueError("grants are an object {hosts: [...], after_untrusted: [...]}")
     unknown = set(value) - {"hosts", "after_untrusted"}
     if unknown:
-        raise ValueError(f"grants take hosts and after_untrusted, not {', '.join(sorted(unknown))}")
-    lists: dict[str, frozenset[str]] = {}
-    for key in ("hosts", "after_untrusted"):
-        items = value.get(key, [])
-        if not isinstance(items, list) or len(items) > MOST_ITEMS:
-            raise ValueError(f"grants' {key} is a list of at most {MOST_ITEMS} names")
-        for item in items:
-            if not isinstance(item, str) or not 1 <= len(item) <= ITEM_CHARS or not item.isprintable() or " " in item:
-                raise ValueError(f"grants' {key} holds names of 1 to {ITEM_CHARS} characters without spaces, not {item!r}")
-        lists[key] = frozenset(i.lower().rstrip(".") if key == "hosts" else i for i in items)
-    return StandingGrants(lists["hosts"], lists["after_untrusted"])
+        raise ValueError(f"grants take hosts and after_untrusted, not {', '.join(sorted(map(str, unknown)))[:200]}")
+    hosts = frozenset(host_name(item) for item in _items(value, "hosts"))
+    tools = frozenset(tool_name(item) for item in _items(value, "after_untrusted"))
+    return StandingGrants(hosts, tools)
+
+
+def of(hosts: Iterable[str] = (), after_untrusted: Iterable[str] = ()) -> StandingGrants:
+    """Grants from the names a person typed (``--allow-host``, ``--allow-after-untrusted``),
+    checked as :func:`parse` checks them."""
+    return parse({"hosts": list(hosts), "after_untrusted": list(after_untrusted)})
+
+
+def host_name(item: object) -> str:
+    """``item`` as a granted host (lower case, no trailing dot), or ``ValueError``."""
+    text = _name(item, "hosts")
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        pass
+    host = text.lower().rstrip(".")
+    if not _HOST.fullmatch(host) or ".." in host:
+        raise ValueError(
+            f"grants' hosts are host names such as api.example.com (no scheme, port or path), not {text[:80]!r}"
+        )
+    return host
+
+
+def tool_name(item: object) -> str:
+    """``item`` as a granted tool name (letters, digits, ``_`` and ``-``), or ``ValueError``."""
+    text = _name(item, "after_untrusted")
+    if not _TOOL.fullmatch(text):
+        raise ValueError(
+            f"grants' after_untrusted are tool names such as run_code (letters, digits, _ and -), not {text[:80]!r}"
+        )
+    return text
+
+
+def _items(value: dict[object, object], key: str) -> list[object]:
+    items = value.get(key, [])
+    if not isinstance(items, list) or len(items) > MOST_ITEMS:
+        raise ValueError(f"grants' {key} is a list of at most {MOST_ITEMS} names")
+    return items
+
+
+def _name(item: object, key: str) -> str:
+    if not isinstance(item, str) or not 1 <= len(item) <= ITEM_CHARS or not item.isprintable() or " " in item:
+        raise ValueError(f"grants' {key} holds names of 1 to {ITEM_CHARS} characters without spaces, not {item!r:.80}")
+    return item
 
 
 def standing() -> StandingGrants:

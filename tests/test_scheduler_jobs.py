@@ -19,9 +19,24 @@ NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     [
         ({"catchup": "some"}, "catchup must be one of skip, latest, all"),
         ({"overlap": "replace"}, "overlap must be one of allow, forbid, queue"),
-        ({"timeout_s": 0}, "Timeouts must be positive"),
+        ({"timeout_s": 0}, "timeout_s must be a number of seconds, more than 0 and at most 604,800, not 0"),
         ({"retry_on": ("SUCCEEDED",)}, "retry_on takes FAILED, TIMED_OUT, LOST, not SUCCEEDED"),
-        ({"max_catchup": 0}, "max_catchup >= 1"),
+        ({"max_catchup": 0}, "max_catchup must be a whole number from 1 to 1000, not 0"),
+        # Every number has its type and range: a DuckDB column holds what passes.
+        ({"max_retries": 10**30}, "max_retries must be a whole number from 0 to 100, not 1000000000000000000000000000000"),
+        ({"max_retries": -1}, "max_retries must be a whole number from 0 to 100"),
+        ({"max_retries": 1.5}, "max_retries must be a whole number"),
+        ({"max_retries": True}, "max_retries must be a whole number"),
+        ({"max_catchup": 2**63}, "max_catchup must be a whole number from 1 to 1000"),
+        ({"timeout_s": float("inf")}, "timeout_s must be a number of seconds"),
+        ({"timeout_s": float("nan")}, "timeout_s must be a number of seconds"),
+        ({"timeout_s": 10**400}, "timeout_s must be a number of seconds"),
+        ({"timeout_s": "3600"}, "timeout_s must be a number of seconds"),
+        ({"cell_timeout_s": -1.0}, "cell_timeout_s must be a number of seconds"),
+        ({"cell_timeout_s": 8 * 86_400}, "cell_timeout_s must be a number of seconds, more than 0 and at most 604,800"),
+        ({"retry_delay_s": -0.5}, "retry_delay_s must be a number of seconds, 0 and at most 86,400"),
+        ({"retry_delay_s": 1e300}, "retry_delay_s must be a number of seconds"),
+        ({"retry_on": "LOST"}, "retry_on takes statuses such as LOST,FAILED"),
     ],
 )
 def test_impossible_policies_are_refused(policy, message):

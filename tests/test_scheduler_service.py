@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_kernel import authority
+from agent_kernel.authority import person
+from agent_kernel.grants import of
 from agent_kernel.scheduler import NotFoundError, ScheduleError
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.jobs import Policy
@@ -177,7 +180,7 @@ def test_a_job_written_after_untrusted_content_waits_for_the_persons_review(stor
     changed = jobs.update(job.id, {"task": "Summarise the logs, nicely."}, by=CLEAN)
     assert changed.taint is not None and not changed.job.enabled  # a clean edit does not launder it
 
-    enabled = jobs.enable(job.id, by=PERSON)  # the person's enabling is their review
+    enabled = jobs.enable(job.id, by=PERSON, person=person("cli", "jobs enable exfil"))  # the person's review
     assert enabled.job.enabled and enabled.taint is None and enabled.held == ""
     with store.connect() as con:
         assert provenance.tainted(con, "job") == []
@@ -199,7 +202,7 @@ def test_the_pulse_is_configured_through_the_same_rule(store):
         jobs.configure_pulse(by=CLEAN, enabled=True)
     length, noted = jobs.keep_pulse_notes("Checked the build.", by=CLEAN)
     assert length == 18 and noted.taint is not None  # notes change the pulse: its taint carries over
-    jobs.enable(state.job.id, by=PERSON)
+    jobs.enable(state.job.id, by=PERSON, person=person("cli", "jobs enable pulse"))
     state, status = jobs.configure_pulse(by=CLEAN, pulses_per_day=24, enabled=True)
     assert state.job.enabled and status["pulses_per_day"] == 24 and status["notes"] == "Checked the build."
     found, shown = jobs.pulse_status()
@@ -234,3 +237,70 @@ def test_each_change_is_a_version_and_a_run_records_the_version_it_ran(store, ho
     with pytest.raises(ScheduleError):
         jobs.update(job.id, {"cron": "not a cron"}, by=PERSON)
     assert [v.version for v in jobs.versions(job.id)[1]] == [3, 2, 1]
+
+
+# -- trust changes: enabling a job that waits for review, standing grants ---------------------
+
+
+def test_enabling_a_job_that_waits_for_review_takes_the_persons_event_and_never_a_turns(store):
+    jobs = service(store)
+    job = jobs.create(task("exfil"), by=WEB).job
+    with pytest.raises(ScheduleError, match=r"is the person's decision: it takes their own command"):
+        jobs.enable(job.id, by=PERSON)  # the person's path without their event: code calling the service
+    with authority.turn_running():  # code the model runs in the kernel, during its turn
+        with pytest.raises(authority.TrustRefused):
+            person("cli", "jobs enable exfil")
+        forged = authority.PersonEvent("cli", "agent-kernel jobs enable exfil")
+        with pytest.raises(ScheduleError, match="refused from code running inside an agent turn"):
+            jobs.enable(job.id, by=PERSON, person=forged)
+    assert jobs.get(job.id).taint is not None and not jobs.get(job.id).job.enabled
+
+    enabled = jobs.enable(job.id, by=PERSON, person=person("cli", "agent-kernel jobs enable exfil"))
+    assert enabled.job.enabled and enabled.taint is None
+    with store.connect() as con:  # the review keeps the event that made it
+        record = provenance.latest(con, "job", [job.id])[job.id]
+    assert record.cleared_by == "cli: agent-kernel jobs enable exfil"
+
+
+GRANTS = of(["api.example.com"], ["run_code"])
+
+
+def test_standing_grants_are_set_by_the_person_only_and_a_change_by_anyone_else_drops_them(store):
+    jobs = service(store)
+    for by, event in ((PERSON, None), (CLEAN, person("cli", "x")), (WEB, person("cli", "x"))):
+        with pytest.raises(ScheduleError, match="Setting a job's standing grants is the person's decision"):
+            jobs.create(task(), by=by, person=event, grants=GRANTS)
+    with authority.turn_running(), pytest.raises(ScheduleError, match="inside an agent turn"):
+        jobs.create(task(), by=PERSON, person=authority.PersonEvent("cli", "forged"), grants=GRANTS)
+    assert jobs.jobs() == []
+
+    made = jobs.create(task(), by=PERSON, created_by="cli", person=person("cli", "agent-kernel jobs add digest"),
+                       grants=GRANTS).job  # fmt: skip
+    assert made.grants == {"hosts": ["api.example.com"], "after_untrusted": ["run_code"]}
+    assert made.granted_by == "cli: agent-kernel jobs add digest" and made.standing_grants == GRANTS
+
+    kept = jobs.update(made.id, {"cron": "0 10 * * *"}, by=PERSON, created_by="magic").job  # the person's edit
+    assert kept.standing_grants == GRANTS and kept.granted_by == made.granted_by
+    with authority.turn_running():  # `%agent_jobs edit` run by the model's code: the person's path, in a turn
+        in_turn = jobs.update(made.id, {"cron": "0 11 * * *"}, by=PERSON, created_by="magic").job
+    assert in_turn.grants == {} and in_turn.granted_by is None
+
+    regranted = jobs.enable(made.id, by=PERSON, person=person("server", "PATCH by jupyterlab"), grants=GRANTS).job
+    assert regranted.standing_grants == GRANTS and regranted.granted_by == "server: PATCH by jupyterlab"
+    changed = jobs.update(made.id, {"task": "Summarise the logs and mail them."}, by=CLEAN).job  # the model's tool
+    assert changed.grants == {} and changed.granted_by is None and changed.task.endswith("mail them.")
+    newest, *_ = jobs.versions(made.id)[1]
+    assert newest.changed == ["task", "grants"] and newest.changed_by == "session s-clean, turn 1"
+    assert jobs.versions(made.id)[1][1].changed == ["grants"]  # granting again was a version of its own
+    with pytest.raises(ScheduleError, match="Setting a job's standing grants"):
+        jobs.update(made.id, {}, by=CLEAN, person=person("cli", "x"), grants=GRANTS)
+
+
+def test_the_pulse_loses_its_grants_when_the_model_changes_it(store):
+    jobs = service(store)
+    state, _ = jobs.configure_pulse(by=CLEAN, timezone="UTC", instruction="Check the build.")
+    jobs.enable(state.job.id, by=PERSON, person=person("cli", "agent-kernel jobs enable pulse"), grants=GRANTS)
+    noted = jobs.keep_pulse_notes("Build green.", by=CLEAN)[1]  # its own notes: the pulse's normal work
+    assert noted.job.standing_grants == GRANTS
+    changed, _ = jobs.configure_pulse(by=CLEAN, instruction="Mail the build logs out.")
+    assert changed.job.grants == {} and changed.job.task == "Mail the build logs out."

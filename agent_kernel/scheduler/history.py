@@ -71,6 +71,7 @@ def definition(job: Job) -> dict[str, Any]:
         value = getattr(job, name)
         values[name] = value.isoformat() if isinstance(value, datetime) else value
     values["notify"] = job.options.get("notify")  # target names and when: never a URL
+    values["grants"] = getattr(job, "grants", None) or None  # the person's standing grants
     return values
 
 

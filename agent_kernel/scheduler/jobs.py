@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.grants import StandingGrants
+from agent_kernel.grants import parse as parse_grants
 from agent_kernel.paths import agent_home
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.checks import KINDS, check_job
@@ -36,15 +39,20 @@ if TYPE_CHECKING:
 CATCHUP = ("skip", "latest", "all")
 OVERLAP = ("allow", "forbid", "queue")
 RETRYABLE = ("FAILED", "TIMED_OUT", "LOST")
+# The run policy's ranges: wide enough for any real job, narrow enough for every column.
+MAX_RUN_SECONDS = 7 * 24 * 3600.0  # a run's or a cell's timeout
+MAX_RETRY_DELAY_S = 24 * 3600.0
+MAX_RETRIES = 100
+MAX_CATCHUP = 1000
 
 _COLUMNS = (
     "id", "name", "kind", "notebook", "task", "parameters", "session", "origin_notebook",
     "cwd", "kernel", "cron", "run_at", "timezone", "model", "token_limit", "enabled",
     "next_run_at", "catchup", "max_catchup", "overlap", "timeout_s", "cell_timeout_s",
     "max_retries", "retry_on", "retry_delay_s", "options", "created_by", "created_at",
-    "updated_at", "deleted_at", "version",
+    "updated_at", "deleted_at", "version", "grants", "granted_by",
 )  # fmt: skip
-_JSON = {"parameters", "options"}
+_JSON = {"parameters", "options", "grants"}
 _INSTANTS = {"run_at", "next_run_at", "created_at", "updated_at", "deleted_at"}
 
 
@@ -66,10 +74,14 @@ class Policy:
             raise ScheduleError(f"catchup must be one of {', '.join(CATCHUP)}, not {self.catchup!r}.")
         if self.overlap not in OVERLAP:
             raise ScheduleError(f"overlap must be one of {', '.join(OVERLAP)}, not {self.overlap!r}.")
-        if self.timeout_s <= 0 or (self.cell_timeout_s is not None and self.cell_timeout_s <= 0):
-            raise ScheduleError("Timeouts must be positive numbers of seconds.")
-        if self.max_retries < 0 or self.max_catchup < 1 or self.retry_delay_s < 0:
-            raise ScheduleError("max_retries and retry_delay_s must be >= 0, max_catchup >= 1.")
+        _seconds("timeout_s", self.timeout_s, MAX_RUN_SECONDS)
+        if self.cell_timeout_s is not None:
+            _seconds("cell_timeout_s", self.cell_timeout_s, MAX_RUN_SECONDS)
+        _seconds("retry_delay_s", self.retry_delay_s, MAX_RETRY_DELAY_S, zero=True)
+        _count("max_retries", self.max_retries, 0, MAX_RETRIES)
+        _count("max_catchup", self.max_catchup, 1, MAX_CATCHUP)
+        if not isinstance(self.retry_on, tuple) or not all(isinstance(s, str) for s in self.retry_on):
+            raise ScheduleError(f"retry_on takes statuses such as LOST,FAILED, not {self.retry_on!r:.80}.")
         unknown = set(self.retry_on) - set(RETRYABLE)
         if unknown:
             raise ScheduleError(f"retry_on takes {', '.join(RETRYABLE)}, not {', '.join(sorted(unknown))}.")
@@ -77,6 +89,23 @@ class Policy:
     def retry_delay(self, attempt: int) -> float:
         """Seconds before attempt ``attempt + 1`` (exponential back-off, capped at 1 h)."""
         return float(min(self.retry_delay_s * 2 ** max(attempt - 1, 0), 3600.0))
+
+
+def _seconds(name: str, value: object, most: float, *, zero: bool = False) -> None:
+    """``value`` must be a number of seconds above 0 (or at 0 with ``zero``) and at most ``most``."""
+    low = "0" if zero else "more than 0"
+    if (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not math.isfinite(value))
+        or value < 0 or (value == 0 and not zero) or value > most
+    ):  # fmt: skip
+        raise ScheduleError(f"{name} must be a number of seconds, {low} and at most {most:,.0f}, not {value!r:.40}.")
+
+
+def _count(name: str, value: object, low: int, most: int) -> None:
+    """``value`` must be a whole number from ``low`` to ``most``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= most:
+        raise ScheduleError(f"{name} must be a whole number from {low} to {most}, not {value!r:.40}.")
 
 
 _POLICY_FIELDS = [f.name for f in fields(Policy)]
@@ -117,6 +146,8 @@ class Job:
     updated_at: datetime | None = None
     deleted_at: datetime | None = None
     version: int = 1  # counted up by each edit (see history.py)
+    grants: dict[str, Any] = field(default_factory=dict)  # the person's standing grants, as stored
+    granted_by: str | None = None  # the person's event that set them
 
     @property
     def schedule(self) -> Schedule:
@@ -128,6 +159,12 @@ class Job:
         values = {name: getattr(self, name) for name in _POLICY_FIELDS}
         values["retry_on"] = tuple(s for s in self.retry_on.split(",") if s)
         return Policy(**values)
+
+    @property
+    def standing_grants(self) -> StandingGrants:
+        """What its unattended runs may do after untrusted content; ``ValueError`` when the
+        stored grants are malformed (the checks refuse to run such a job)."""
+        return parse_grants(self.grants or None)
 
     @property
     def type(self) -> str:
@@ -147,7 +184,9 @@ class Job:
         values = []
         for name in _COLUMNS:
             value = getattr(self, name)
-            if name in _JSON:
+            if name == "grants" and not value:
+                value = None  # none: NULL, as rows stored before grants existed
+            elif name in _JSON:
                 value = json.dumps(value or {})
             elif name in _INSTANTS:
                 value = to_db(value)
@@ -175,8 +214,14 @@ def new_job(
     policy: Policy | None = None,
     options: dict[str, Any] | None = None,
     created_by: str | None = None,
+    grants: StandingGrants | None = None,
+    granted_by: str | None = None,
 ) -> Job:
-    """A validated job with its first slot computed, or :class:`ScheduleError`."""
+    """A validated job with its first slot computed, or :class:`ScheduleError`.
+
+    ``grants``: the standing grants the person set, with ``granted_by`` (the label of
+    their event); only the scheduler service passes them, after checking who asks.
+    """
     name = (name or "").strip()
     if not name:
         raise ScheduleError("Give the job a short `name`.")
@@ -228,6 +273,8 @@ def new_job(
         **_policy_columns(policy or Policy()),
         options=dict(options or {}),
         created_by=created_by,
+        grants=dict(grants.as_json()) if grants else {},
+        granted_by=granted_by if grants else None,
     )
     check_job(job, home=agent_home())
     first = job.schedule.next_after(now)

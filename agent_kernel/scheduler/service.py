@@ -10,9 +10,16 @@ run, list and read: the
 - **who wrote it** decides whether it may run unattended. Every write records its writer's
   :class:`~agent_kernel.store.provenance.Provenance`; a job written (or changed) by a turn
   that had read untrusted content is kept disabled, and only the person enables it again:
-  their enabling is their review, so it clears the taint. The model is refused. Callers
-  pass ``Provenance.person()`` for the person (the CLI, the server) and the turn's
+  their enabling is their review, so it clears the taint, and it is a trust change: it
+  takes the person's event (:func:`agent_kernel.authority.person`, whose label the taint's
+  record keeps) and is refused while a turn runs in this process. The model is refused.
+  Callers pass ``Provenance.person()`` for the person (the CLI, the server) and the turn's
   provenance for the model (the tools); nothing the model sends can say it is the person;
+- **standing grants** (:mod:`agent_kernel.grants`: the hosts a job's unattended runs may
+  reach and the writing tools they may run after untrusted content) are set by the person
+  only, with their event, when creating, changing or enabling a job. A job the model
+  creates carries none, and a change the model makes (or code run inside a turn makes)
+  drops them: what the person granted was granted to the job they reviewed;
 - "run now" queues a manual run, and with ``wait`` also runs it in this process.
 
 Failures are :class:`~agent_kernel.scheduler.ScheduleError` with a message that says what
@@ -33,6 +40,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel import authority
+from agent_kernel.grants import StandingGrants
 from agent_kernel.scheduler import NotFoundError, ScheduleError, history, leader, pulse
 from agent_kernel.scheduler.checks import KINDS
 from agent_kernel.scheduler.clock import Clock, SystemClock
@@ -46,6 +55,7 @@ from agent_kernel.store.provenance import Provenance, Record
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.authority import PersonEvent
     from agent_kernel.scheduler.compare import Comparison
 
     from agent_kernel.scheduler.daemon import Scheduler
@@ -53,6 +63,10 @@ if TYPE_CHECKING:
 
 __all__ = ["UPDATABLE", "JobFields", "JobState", "RunState", "SchedulerService"]
 
+PERSON_ONLY = (
+    "{what} is the person's decision: it takes their own command ({how}, or the Agent panel's "
+    "jobs manager) and is refused from code running inside an agent turn."
+)
 WAITS_FOR_REVIEW = (
     "It was written after this session read untrusted content ({sources}), so it stays "
     "disabled until the user reviews and enables it (`agent-kernel jobs enable {id}`); you "
@@ -214,10 +228,17 @@ class SchedulerService:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def create(self, fields: JobFields, *, by: Provenance, created_by: str | None = None) -> JobState:
-        """Store a new job written by ``by`` (disabled when ``by`` had read untrusted content)."""
+    def create(
+        self, fields: JobFields, *, by: Provenance, created_by: str | None = None,
+        person: PersonEvent | None = None, grants: StandingGrants | None = None,
+    ) -> JobState:
+        """Store a new job written by ``by`` (disabled when ``by`` had read untrusted content).
+
+        ``grants``: its standing grants, set by the person's event ``person`` only.
+        """
         now = self.clock.now()
-        job = new_job(**_arguments(fields), now=now, created_by=created_by)
+        granted_by = _person_granting(by, person, grants) if grants else None
+        job = new_job(**_arguments(fields), now=now, created_by=created_by, grants=grants, granted_by=granted_by)
         with self._connect() as con:
             stored = _keep_written(con, Jobs(con).add(job, changed_by=history.writer(by, created_by)), by, now)
             state = self._state(con, stored)
@@ -226,7 +247,7 @@ class SchedulerService:
 
     def update(
         self, key: str, changes: Mapping[str, Any], *, by: Provenance, kinds: tuple[str, ...] = KINDS,
-        created_by: str | None = None,
+        created_by: str | None = None, person: PersonEvent | None = None, grants: StandingGrants | None = None,
     ) -> JobState:
         """Change the fields :data:`UPDATABLE` names; the job is checked again as a new one is.
 
@@ -236,6 +257,9 @@ class SchedulerService:
         Giving ``cron`` drops ``at`` and the other way round. A one-off job whose time has
         passed needs a new ``at``. The job stays enabled or disabled as it was, unless
         ``by`` had read untrusted content: a tainted change disables it.
+
+        ``grants`` replaces the job's standing grants (the person's, with their event
+        ``person``); without, the person's change keeps them and any other drops them.
         """
         unknown = set(changes) - UPDATABLE
         if unknown:
@@ -245,7 +269,11 @@ class SchedulerService:
         now = self.clock.now()
         with self._connect() as con:
             job = self._job(con, key, kinds)
-            checked = new_job(**_changed_arguments(job, changes), now=now, created_by=job.created_by)
+            kept, granted_by = _grants_after_change(job, by, person, grants)
+            checked = new_job(
+                **_changed_arguments(job, changes), now=now, created_by=job.created_by, grants=kept,
+                granted_by=granted_by,
+            )  # fmt: skip
             edited = replace(checked, id=job.id, enabled=job.enabled, created_at=job.created_at, version=job.version)
             if history.definition(edited) != history.definition(job):
                 edited = replace(edited, version=job.version + 1)
@@ -262,15 +290,23 @@ class SchedulerService:
             job = self._job(con, key, kinds)
             return job, history.versions(con, job.id)
 
-    def enable(self, key: str, *, by: Provenance, kinds: tuple[str, ...] = KINDS) -> JobState:
+    def enable(
+        self, key: str, *, by: Provenance, kinds: tuple[str, ...] = KINDS, person: PersonEvent | None = None,
+        grants: StandingGrants | None = None,
+    ) -> JobState:
         """Resume a job from its next slot (missed slots are not run).
 
-        A job waiting for review is enabled by the person only (see the module docstring).
+        A job waiting for review is enabled by the person only, with their event
+        ``person`` (see the module docstring). ``grants`` replaces its standing grants
+        (a new version), the person's too.
         """
         now = self.clock.now()
         with self._connect() as con:
             job = self._job(con, key, kinds)
-            _allow_enabling(con, job, by)
+            _allow_enabling(con, job, by, person)
+            if grants is not None:
+                granted_by = _person_granting(by, person, grants)
+                job = _regrant(con, job, grants, granted_by, history.writer(by, person.via if person else None))
             state = self._state(con, Jobs(con).set_enabled(job, True, now))
         self._changed()
         return state
@@ -359,6 +395,8 @@ class SchedulerService:
             current = pulse.get(con)
             if enabled and current is not None:
                 _allow_enabling(con, current, by)
+            if current is not None and current.grants and not _person_acting(by):
+                current = _regrant(con, current, StandingGrants(), None, history.writer(by))
             job = pulse.configure(
                 con, now, timezone=timezone or local_timezone_name(), enabled=enabled,
                 pulses_per_day=pulses_per_day, active_days=active_days, quiet_hours=quiet_hours,
@@ -447,18 +485,66 @@ def _taint(con: duckdb.DuckDBPyConnection, job_id: str) -> Record | None:
     return found if found is not None and found.tainted else None
 
 
-def _allow_enabling(con: duckdb.DuckDBPyConnection, job: Job, writer: Provenance) -> None:
-    """The person's enabling is their review: it clears the job's taint. The model may not
-    enable a job that waits for review."""
-    if _is_person(writer):
-        from agent_kernel.authority import person
-
-        provenance.clear(con, "job", job.id, by=person("cli", f"enable job {job.name} ({job.id})"))
-        return
+def _allow_enabling(
+    con: duckdb.DuckDBPyConnection, job: Job, writer: Provenance, person: PersonEvent | None = None
+) -> None:
+    """Enabling a job that waits for review is a trust change: the person's enabling, with
+    their event ``person``, is their review and clears the job's taint (the record keeps
+    the event's label). The model may not enable such a job, nor may code inside a turn."""
     record = _taint(con, job.id)
-    if record is not None:
+    if record is None:
+        return
+    if not _is_person(writer):
         held = JobState(job, taint=record).held
         raise ScheduleError(f"{job.name!r} ({job.id}) cannot be enabled by you. {held}")
+    if person is None or authority.inside_turn():
+        what = f"Enabling {job.name!r} ({job.id}), which waits for review,"
+        raise ScheduleError(PERSON_ONLY.format(what=what, how=f"`agent-kernel jobs enable {job.id}`"))
+    provenance.clear(con, "job", job.id, by=person)
+
+
+def _person_acting(writer: Provenance) -> bool:
+    """Whether the person themselves makes this change: their own path (not a turn's tool),
+    and no turn running in this process (code the model runs could call that path)."""
+    return _is_person(writer) and not authority.inside_turn()
+
+
+def _person_granting(writer: Provenance, person: PersonEvent | None, grants: StandingGrants) -> str | None:
+    """The label that ``grants`` keep of the person's event, or a ``ScheduleError`` when
+    the person is not the one setting them (None for no grants: nothing to keep)."""
+    if not grants:
+        return None
+    if person is None or not _person_acting(writer):
+        how = "`agent-kernel jobs add|enable ... --allow-host HOST --allow-after-untrusted TOOL`"
+        raise ScheduleError(PERSON_ONLY.format(what="Setting a job's standing grants", how=how))
+    return person.label()
+
+
+def _grants_after_change(
+    job: Job, writer: Provenance, person: PersonEvent | None, grants: StandingGrants | None
+) -> tuple[StandingGrants | None, str | None]:
+    """The grants a changed job keeps (with their label): the new ones the person gave,
+    the job's own when the person changes it, none when anyone else does."""
+    if grants is not None:
+        return grants, _person_granting(writer, person, grants)
+    if job.grants and _person_acting(writer):
+        try:
+            return job.standing_grants, job.granted_by
+        except ValueError:  # malformed as stored: kept by nobody
+            return None, None
+    return None, None
+
+
+def _regrant(
+    con: duckdb.DuckDBPyConnection, job: Job, grants: StandingGrants, granted_by: str | None, changed_by: str
+) -> Job:
+    """``job`` with ``grants`` in place of its own, stored as a new version when they differ."""
+    stored = dict(grants.as_json()) if grants else {}
+    if (job.grants or {}) == stored:
+        return job
+    changed = Jobs(con).update(replace(job, grants=stored, granted_by=granted_by if grants else None, version=job.version + 1))
+    history.record(con, changed, changed_by, before=job)
+    return changed
 
 
 # -- fields ---------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """What one run executes, as plain data, and the notebooks generated for agent jobs.
 
-A :class:`RunSpec` is all an executor needs: it crosses to a Dask worker as a dict.
+A :class:`RunSpec` is all an executor needs: it crosses to a Dask worker as a dict. Its
+``env`` reaches the runner and, through papermill, the run's kernel: the run and job ids,
+and the job's standing grants in ``AGENT_KERNEL_GRANTS`` (:mod:`agent_kernel.grants`).
 ``task``, ``reminder`` and ``pulse`` jobs run a generated notebook::
 
     [parameters]   # papermill injects the job's parameters after this cell
@@ -21,6 +23,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel import grants
 from agent_kernel.scheduler.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -79,6 +82,8 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
     """
     run_dir.create()
     env = {"AGENT_KERNEL_RUN_ID": run.id, "AGENT_KERNEL_JOB_ID": job.id}
+    # Always set, so a run never inherits grants from the scheduler's own environment.
+    env[grants.ENV] = json.dumps(job.standing_grants.as_json(), separators=(",", ":"))
     if job.options.get("secrets"):
         # Names only: the values come from the scheduler's own environment.
         env["AGENT_KERNEL_SECRET_ENV"] = ",".join(job.options["secrets"])

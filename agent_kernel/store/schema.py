@@ -456,6 +456,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON COLUMN agent_tool_grants.granted_by IS 'The person''s event that trusted the version as read-only (the approval card''s click).';
         """,
     ),
+    # -- a job's standing grants: what its unattended runs may do after untrusted content ---
+    (
+        200,
+        """
+        ALTER TABLE jobs ADD COLUMN IF NOT EXISTS grants JSON;
+        ALTER TABLE jobs ADD COLUMN IF NOT EXISTS granted_by VARCHAR;
+        COMMENT ON COLUMN jobs.grants IS 'Standing grants the person set: {hosts, after_untrusted}, the hosts its runs may reach and the writing tools they may run after untrusted content; NULL: none.';
+        COMMENT ON COLUMN jobs.granted_by IS 'The person''s event that set the grants (cli, server: what made it).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

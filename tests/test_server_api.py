@@ -359,6 +359,107 @@ def test_malformed_bodies_and_paths_get_400_with_a_message_never_500(client, ser
         assert con.execute("SELECT count(*) FROM jobs WHERE notebook LIKE '%fine%'").fetchone() == (0,)
 
 
+# Every value of a kind a field should not hold, and numbers out of every range.
+ODD_VALUES = [10**30, -1, 0, 1.5, 1e308, True, None, "1", "", "x" * 2000, "\u0000", [1], {"a": 1}]
+
+
+def test_every_field_of_a_job_request_has_type_size_and_range_limits_never_500(client, server):
+    lab, store = server
+    notebook(lab.root / "limits.ipynb")
+    status, made = client.call("POST", f"{API}/jobs", {"notebook": "limits.ipynb", "cron": "0 9 * * *"})
+    assert status == 201
+    # The report that found it: a whole number past every column's range answered 500.
+    for field in ("max_retries", "max_catchup", "token_limit", "timeout_s", "cell_timeout_s", "retry_delay_s"):
+        for value in (10**30, -1, 1e308, True, "5"):
+            status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", {field: value})
+            assert status == 400 and f"`{field}` must be a" in reply["message"], (field, value, status, reply)
+    status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", {"max_retries": 10**30})
+    assert reply["message"] == "`max_retries` must be a whole number from 0 to 100, not a number of 31 digits."
+    status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", {"timeout_s": 0})
+    assert status == 400 and "more than 0 and at most 604,800" in reply["message"]
+    for field, value in (("max_retries", 1.0), ("token_limit", 0), ("max_catchup", 1001), ("cell_timeout_s", 604_801)):
+        status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", {field: value})
+        assert status == 400 and f"`{field}`" in reply["message"], (field, value, reply)
+    status, edited = client.call("PATCH", f"{API}/jobs/{made['id']}", {
+        "max_retries": 100, "max_catchup": 1000, "timeout_s": 604_800, "cell_timeout_s": 0.5, "retry_delay_s": 0,
+        "token_limit": 100_000_000,
+    })  # fmt: skip
+    assert status == 200 and edited["timeout_s"] == 604_800, edited  # the limits themselves are accepted
+    # Every field, every odd value: 200 or 400 with a message, never a 500 or a traceback.
+    from agent_kernel.server.job_request import EDIT_FIELDS, FIELDS
+
+    answers = []
+    for field in sorted(EDIT_FIELDS | {"enabled"}):
+        for value in ODD_VALUES:
+            status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", {field: value})
+            answers.append(status)
+            assert status in (200, 400) and isinstance(reply, dict), (field, value, status, reply)
+            assert status == 200 or reply["message"] and "Traceback" not in reply["message"], (field, value, reply)
+            if status == 200:  # put back what a value changed (a pause, another schedule)
+                client.call("PATCH", f"{API}/jobs/{made['id']}", {"enabled": True, "cron": "0 9 * * *"})
+    for field in sorted(FIELDS - {"notebook"}):
+        for value in ODD_VALUES:
+            body = {"notebook": "limits.ipynb", "cron": "0 9 * * *", field: value}
+            status, reply = client.call("POST", f"{API}/jobs", body)
+            answers.append(status)
+            assert status in (201, 400) and isinstance(reply, dict), (field, value, status, reply)
+            if status == 201:
+                client.call("DELETE", f"{API}/jobs/{reply['id']}")
+    assert answers.count(400) > len(answers) // 2
+    client.call("DELETE", f"{API}/jobs/{made['id']}")
+
+
+def test_grants_through_the_api_are_the_persons_with_the_request_as_their_event(client, server):
+    lab, store = server
+    notebook(lab.root / "granted.ipynb")
+    body = {"notebook": "granted.ipynb", "cron": "0 9 * * *",
+            "grants": {"hosts": ["API.example.com."], "after_untrusted": ["run_code", "fetch_url"]}}  # fmt: skip
+    status, made = client.call("POST", f"{API}/jobs", body)
+    assert status == 201, made
+    assert made["grants"] == {"hosts": ["api.example.com"], "after_untrusted": ["fetch_url", "run_code"]}
+    assert made["granted_by"].startswith("server: POST /agent-kernel/api/jobs by jupyterlab")
+    status, listed = client.call("GET", f"{API}/jobs")
+    assert [j["grants"] for j in listed["jobs"] if j["id"] == made["id"]] == [made["grants"]]
+
+    status, changed = client.call("PATCH", f"{API}/jobs/{made['id']}", {"grants": {"after_untrusted": ["write_notepad"]}})
+    assert status == 200 and changed["grants"] == {"hosts": [], "after_untrusted": ["write_notepad"]}
+    assert changed["granted_by"].startswith(f"server: PATCH /agent-kernel/api/jobs/{made['id']} by jupyterlab")
+    status, edited = client.call("PATCH", f"{API}/jobs/{made['id']}", {"cron": "0 10 * * *"})
+    assert status == 200 and edited["grants"] == changed["grants"]  # the person's edit keeps them
+    status, dropped = client.call("PATCH", f"{API}/jobs/{made['id']}", {"grants": None})
+    assert status == 200 and dropped["grants"] is None and dropped["granted_by"] is None
+    status, history = client.call("GET", f"{API}/jobs/{made['id']}/versions")
+    assert [v["changed"] for v in history["versions"]][:3] == [["grants"], ["cron"], ["grants"]]
+
+    bad = [
+        ({"hosts": "api.example.com"}, "grants' hosts is a list of at most 100 names"),
+        ({"hosts": ["https://api.example.com/x"]}, "host names such as api.example.com (no scheme, port or path)"),
+        ({"hosts": ["api.example.com:443"]}, "no scheme, port or path"),
+        ({"after_untrusted": ["run code"]}, "without spaces"),
+        ({"after_untrusted": ["x" * 300]}, "1 to 253 characters"),
+        ({"after_untrusted": ["a"] * 101}, "at most 100 names"),
+        ({"anything": ["run_code"]}, "grants take hosts and after_untrusted, not anything"),
+        (["run_code"], "grants are an object"),
+    ]
+    for grants, message in bad:
+        for method, route, extra in (("POST", "jobs", {"notebook": "granted.ipynb", "cron": "0 9 * * *"}),
+                                     ("PATCH", f"jobs/{made['id']}", {})):  # fmt: skip
+            status, reply = client.call(method, f"{API}/{route}", {**extra, "grants": grants})
+            assert status == 400 and reply["message"].startswith("`grants`: ") and message in reply["message"], (grants, reply)
+
+    # Enabling a job that waits for review: the request is the person's event, kept with the review.
+    status, _ = client.call("PATCH", f"{API}/jobs/{made['id']}", {"enabled": False})
+    with store.connect() as con:  # as if a turn that had read a web page had changed it
+        provenance.record(con, "job", made["id"], provenance.Provenance("s1", 1, ("web_fetch https://evil.example/",)))
+    status, resumed = client.call("PATCH", f"{API}/jobs/{made['id']}", {"enabled": True, "grants": {"hosts": ["a.example"]}})
+    assert status == 200 and resumed["enabled"] and resumed["grants"] == {"hosts": ["a.example"], "after_untrusted": []}
+    with store.connect() as con:
+        record = provenance.latest(con, "job", [made["id"]])[made["id"]]
+    assert not record.tainted and record.cleared_by.startswith(f"server: PATCH /agent-kernel/api/jobs/{made['id']} by ")
+    assert record.cleared_by.endswith(": enabled, grants")
+    client.call("DELETE", f"{API}/jobs/{made['id']}")
+
+
 # -- runs: the server's scheduler runs a job at once -----------------------------------------------
 
 

@@ -6,7 +6,9 @@ server's authorizer about the ``agent-kernel`` resource, and the handler base ch
 XSRF token of cookie-authenticated writes. Database work runs in a thread (the store's
 short connection waits for the file lock), so a busy file never blocks the server.
 Jobs and runs are read and changed through the scheduler service (the same one the CLI,
-the tools and ``%agent_jobs`` use), as the person: enabling a job here is their review.
+the tools and ``%agent_jobs`` use), as the person: enabling a job here is their review,
+and a request that enables a job or sets its standing grants is the person's event
+(``server: PATCH /agent-kernel/api/jobs/ID by USER``) that the change keeps.
 Input the API refuses gets 400 with a message; a missing id gets 404.
 """
 
@@ -21,6 +23,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
+from agent_kernel import authority
 from agent_kernel.scheduler import NotFoundError, ScheduleError
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.server import views
@@ -30,6 +33,7 @@ from agent_kernel.server.job_request import (
     check_text,
     job_changes,
     job_fields,
+    job_grants,
     parse_body,
     run_parameters,
 )
@@ -83,6 +87,16 @@ class _Handler(APIHandler):
     def body(self) -> dict[str, Any]:
         return parse_body(self.request.body)
 
+    @property
+    def user(self) -> str:
+        """Who sent the request, as the job's ``created_by`` names them."""
+        name = getattr(self.current_user, "username", None)
+        return f"jupyterlab:{name}" if name else "jupyterlab"
+
+    def person(self, what: str) -> authority.PersonEvent:
+        """This request as the person's event (a trust change keeps its label)."""
+        return authority.person("server", f"{self.request.method} {self.request.path} by {self.user}: {what}")
+
     def text_argument(self, name: str, limit: int = MAX_PATH_CHARS) -> str | None:
         """A query argument as text: at most ``limit`` characters, no NUL or control characters.
 
@@ -106,7 +120,7 @@ class _Handler(APIHandler):
         return value
 
     def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, (BadRequest, ScheduleError)):
+        if isinstance(value, (BadRequest, ScheduleError, authority.TrustRefused)):
             return
         super().log_exception(typ, value, tb)
 
@@ -126,7 +140,7 @@ class _Handler(APIHandler):
         if isinstance(exc, NotFoundError):
             self.refuse(404, str(exc))
             return
-        if isinstance(exc, (BadRequest, ScheduleError)):
+        if isinstance(exc, (BadRequest, ScheduleError, authority.TrustRefused)):
             self.refuse(400, str(exc))
             return
         from agent_kernel.errors import StoreError
@@ -168,10 +182,13 @@ class JobsHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def post(self) -> None:
-        user = getattr(self.current_user, "username", None)
-        fields = job_fields(self.body(), self.root)
-        created_by = f"jupyterlab:{user}" if user else "jupyterlab"
-        state = await self.in_thread(lambda: self.jobs.create(fields, by=Provenance.person(), created_by=created_by))
+        body = self.body()
+        fields = job_fields(body, self.root)
+        grants = job_grants(body)
+        event = self.person("create with grants") if grants else None
+        state = await self.in_thread(
+            lambda: self.jobs.create(fields, by=Provenance.person(), created_by=self.user, person=event, grants=grants)
+        )
         self.reply(views.job_json(state.job, None, self.root) | {"scheduler": await self.scheduler_status()}, 201)
 
 
@@ -185,19 +202,24 @@ class JobHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def patch(self, job_id: str) -> None:
-        """Change any of the job's fields (each change a new version), and/or
-        ``{"enabled": true | false}`` to resume or pause it."""
+        """Change any of the job's fields (each change a new version), its standing
+        ``grants``, and/or ``{"enabled": true | false}`` to resume or pause it."""
         body = self.body()
         if not body:
             raise BadRequest('Send the fields to change, e.g. {"cron": "0 9 * * *"} or {"enabled": false}.')
         changes = job_changes(body, self.root)
-        user = getattr(self.current_user, "username", None)
-        by = f"jupyterlab:{user}" if user else "jupyterlab"
+        grants = job_grants(body)
+        asked = ", ".join(sorted(set(body) & {"enabled", "grants"}))
+        event = self.person(asked) if asked else None
         state = None
-        if changes:
-            state = await self.in_thread(lambda: self.jobs.update(job_id, changes, by=Provenance.person(), created_by=by))
+        if changes or grants is not None:
+            state = await self.in_thread(
+                lambda: self.jobs.update(
+                    job_id, changes, by=Provenance.person(), created_by=self.user, person=event, grants=grants
+                )
+            )
         if body.get("enabled") is True:
-            state = await self.in_thread(lambda: self.jobs.enable(job_id, by=Provenance.person()))
+            state = await self.in_thread(lambda: self.jobs.enable(job_id, by=Provenance.person(), person=event))
         elif body.get("enabled") is False:
             state = await self.in_thread(lambda: self.jobs.disable(job_id))
         assert state is not None

@@ -18,10 +18,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.scheduler.jobs import Policy
+from agent_kernel.grants import StandingGrants, parse
+from agent_kernel.scheduler.checks import MAX_TOKEN_LIMIT
+from agent_kernel.scheduler.jobs import MAX_CATCHUP, MAX_RETRIES, MAX_RETRY_DELAY_S, MAX_RUN_SECONDS, Policy
 from agent_kernel.scheduler.service import JobFields
 
-FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap"}
+FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap", "grants"}
 TEXT_FIELDS = ("name", "cron", "at", "timezone", "overlap")
 MAX_BODY_BYTES = 1_000_000
 MAX_DEPTH = 32
@@ -157,6 +159,17 @@ def job_fields(body: dict[str, Any], root: Path) -> JobFields:
     )
 
 
+def job_grants(body: dict[str, Any]) -> StandingGrants | None:
+    """The standing grants a create or ``PATCH`` body sets (None: it names none; ``null`` or
+    ``{}``: none at all). They are the person's: the handler passes its request as their event."""
+    if "grants" not in body:
+        return None
+    try:
+        return parse(body["grants"])
+    except ValueError as exc:
+        raise BadRequest(f"`grants`: {exc}; send {{\"hosts\": [names], \"after_untrusted\": [tool names]}}.") from None
+
+
 def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:
     """The values a ``POST /jobs/ID/run`` body asks the run to use over the job's
     parameters (None: the job's own); the scheduler service checks them as a job's."""
@@ -174,12 +187,41 @@ def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:
     return parameters
 
 
-# What ``PATCH /jobs/ID`` may change, beside ``enabled``: by type.
+# What ``PATCH /jobs/ID`` may change, beside ``enabled`` and ``grants``: by type, numbers
+# with their range (whole numbers for int; a float's lowest bound excluded when it is 0.0).
 EDIT_TEXT = ("name", "cron", "at", "timezone", "overlap", "catchup", "model", "retry_on")
-EDIT_NUMBERS = {"timeout_s": float, "cell_timeout_s": float, "retry_delay_s": float,
-                "max_retries": int, "max_catchup": int, "token_limit": int}  # fmt: skip
-EDIT_FIELDS = {*EDIT_TEXT, *EDIT_NUMBERS, "notebook", "task", "parameters", "notify", "explain"}
+EDIT_NUMBERS: dict[str, tuple[type, float, float]] = {
+    "timeout_s": (float, 0.0, MAX_RUN_SECONDS),
+    "cell_timeout_s": (float, 0.0, MAX_RUN_SECONDS),
+    "retry_delay_s": (float, -1.0, MAX_RETRY_DELAY_S),  # 0 allowed: retry at once
+    "max_retries": (int, 0, MAX_RETRIES),
+    "max_catchup": (int, 1, MAX_CATCHUP),
+    "token_limit": (int, 1, MAX_TOKEN_LIMIT),
+}
+EDIT_FIELDS = {*EDIT_TEXT, *EDIT_NUMBERS, "notebook", "task", "parameters", "notify", "explain", "grants"}
 MAX_TASK_CHARS = 20_000
+
+
+def number(key: str, value: Any) -> int | float:
+    """``value`` of the numeric field ``key`` when it has the field's type and range
+    (:data:`EDIT_NUMBERS`), else :class:`BadRequest` naming both."""
+    kind, low, high = EDIT_NUMBERS[key]
+    whole = kind is int
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (whole and not isinstance(value, int)):
+        raise BadRequest(f"`{key}` must be a {'whole ' if whole else ''}number.")
+    if whole and not low <= value <= high:
+        raise BadRequest(f"`{key}` must be a whole number from {low:,.0f} to {high:,.0f}, not {_shown(value)}.")
+    if not whole and not low < value <= high:
+        above = "0 or more" if low < 0 else "more than 0"
+        raise BadRequest(f"`{key}` must be a number of seconds, {above} and at most {high:,.0f}, not {_shown(value)}.")
+    return int(value) if whole else float(value)
+
+
+def _shown(value: int | float) -> str:
+    """A number as a message shows it (a huge whole number by its length: no float holds it)."""
+    if isinstance(value, int) and abs(value) >= 10**15:
+        return f"a number of {len(str(abs(value)))} digits"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -196,12 +238,9 @@ def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
             if not isinstance(body[key], str) or not body[key].strip():
                 raise BadRequest(f"`{key}` must be a non-empty string.")
             changes[key] = check_text(body[key], f"`{key}`", MAX_FIELD_CHARS)
-    for key, kind in EDIT_NUMBERS.items():
+    for key in EDIT_NUMBERS:
         if key in body:
-            value = body[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-                raise BadRequest(f"`{key}` must be a {'whole ' if kind is int else ''}number.")
-            changes[key] = kind(value)
+            changes[key] = number(key, body[key])
     if "task" in body:
         if not isinstance(body["task"], str) or not body["task"].strip():
             raise BadRequest("`task` must be a non-empty string.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from agent_kernel.grants import GrantsJson
 from agent_kernel.scheduler.records import RunRecord
 from agent_kernel.store.provenance import RecordJson
 
@@ -97,6 +98,8 @@ class JobJson(TypedDict):
     timeout_s: float
     notify: dict[str, Any] | None  # {targets: [names], on}: never a URL
     explain: bool  # failed runs are explained by the small model
+    grants: GrantsJson | None  # standing grants the person set: {hosts, after_untrusted}; None: none
+    granted_by: str | None  # the person's event that set them ("server: PATCH ... by jupyterlab:USER")
 
 
 class SchedulerStatusJson(TypedDict):
@@ -137,6 +140,7 @@ class JobRequest(TypedDict, total=False):
     timezone: str
     parameters: dict[str, Any]
     overlap: str
+    grants: GrantsJson | None  # what its unattended runs may do after untrusted content (the person's)
 
 
 class JobChangeRequest(TypedDict, total=False):
@@ -162,6 +166,7 @@ class JobChangeRequest(TypedDict, total=False):
     retry_delay_s: float
     notify: dict[str, Any] | None  # {targets: [names of agent-kernel notify list], on}; null: none
     explain: bool
+    grants: GrantsJson | None  # replaces the standing grants (null or {}: none); the request is the person's event
 
 
 class RunNowRequest(TypedDict, total=False):

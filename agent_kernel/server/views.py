@@ -18,6 +18,8 @@ from agent_kernel.scheduler.clock import iso
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.grants import GrantsJson
+
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
     from agent_kernel.server.shapes import (
@@ -151,7 +153,19 @@ def job_json(job: Job, last: Run | None, root: Path) -> JobJson:
         "timeout_s": job.timeout_s,
         "notify": job.options.get("notify"),  # target names and when: never a URL
         "explain": bool(job.options.get("explain")),
+        "grants": _grants(job),
+        "granted_by": job.granted_by if job.grants else None,
     }
+
+
+def _grants(job: Job) -> GrantsJson | None:
+    """The job's standing grants as stored; None when it has none or they are malformed
+    (such a job's runs are refused: its runs' errors say why)."""
+    try:
+        granted = job.standing_grants
+    except ValueError:
+        return None
+    return granted.as_json() if granted else None
 
 
 def run_json(run: Run, job: Job | None, root: Path) -> RunJson:

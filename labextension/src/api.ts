@@ -141,6 +141,15 @@ export interface IJob {
   timeout_s?: number;
   notify?: INotify | null;
   explain?: boolean;
+  grants?: IGrants | null;
+  granted_by?: string | null;
+}
+
+/** A job's standing grants, the person's: what its unattended runs may do after reading
+ * untrusted content (the writing tools they may run, the hosts they may reach). */
+export interface IGrants {
+  hosts: string[];
+  after_untrusted: string[];
 }
 
 /** Who hears of a job's runs: names of notification targets (never their URLs), and when. */
@@ -170,6 +179,7 @@ export interface IJobChange {
   notify?: INotify | null;
   explain?: boolean;
   enabled?: boolean;
+  grants?: IGrants | null;
 }
 
 export interface IRun {
@@ -246,6 +256,7 @@ export interface INewJob {
   timezone?: string;
   parameters?: Record<string, unknown>;
   overlap?: string;
+  grants?: IGrants;
 }
 
 /** An answer the API refused, with the server's message. */

@@ -13,7 +13,7 @@ import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Dialog, MainAreaWidget, Notification, showDialog, showErrorMessage, ToolbarButton } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { api, IJob, IJobVersion, IRun, IRunDetail, IRunOutput } from './api';
+import { api, IGrants, IJob, IJobVersion, IRun, IRunDetail, IRunOutput } from './api';
 import { actionButton, duration, el, local, relative } from './dom';
 import { carryOver, editJob, notebookDefaults, pythonLiteral, pythonValue, withoutUnchangedDefaults } from './schedule';
 
@@ -140,6 +140,7 @@ export class JobsManager {
       job.timeout_s !== undefined ? fact('Time limit', duration(job.timeout_s)) : null,
       fact('Notifies', notify, 'Notification targets by name: their URLs stay on the server'),
       fact('Explains failures', job.explain ? 'yes' : 'no, on demand'),
+      fact('Unattended runs', grantsLine(job.grants), job.granted_by ? `Set by ${job.granted_by}` : GRANTS_HELP),
       job.version !== undefined ? fact('Version', String(job.version)) : null,
       job.created_by ? fact('Created by', job.created_by, local(job.created_at ?? null)) : null
     );
@@ -264,6 +265,20 @@ export class JobsManager {
   private started = 0;
   private shown = 0;
   private drawnKey = '';
+}
+
+const GRANTS_HELP =
+  'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no writing '
+  + 'action and reaches no new host, unless its owner allowed it here in advance (Edit…).';
+
+/** What a job's runs may do after untrusted content, in one line (its standing grants). */
+export function grantsLine(grants: IGrants | null | undefined): string {
+  const tools = grants?.after_untrusted ?? [];
+  const hosts = grants?.hosts ?? [];
+  if (!tools.length && !hosts.length) {
+    return 'After untrusted content, writing actions and new hosts are refused';
+  }
+  return `After untrusted content may: ${tools.join(', ') || 'nothing'}; hosts: ${hosts.join(', ') || 'none'}`;
 }
 
 function logs(run: IRunDetail): HTMLElement {

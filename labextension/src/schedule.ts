@@ -9,7 +9,7 @@ import { Dialog, showDialog, showErrorMessage, Notification } from '@jupyterlab/
 import { Contents } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { api, IJob, IJobChange, INewJob } from './api';
+import { api, IGrants, IJob, IJobChange, INewJob } from './api';
 import { el } from './dom';
 
 const PRESETS: [string, string][] = [
@@ -143,6 +143,14 @@ class ScheduleForm extends Widget {
     this.recurring.addEventListener('change', sync);
     const cronRow = el('div', { className: 'ak-field' }, el('label', {}, 'Repeat'), preset, this.cron);
     const atRow = el('div', { className: 'ak-field' }, el('label', {}, 'At'), this.at);
+    this.grantTools = el('input', {
+      className: 'jp-mod-styled', name: 'grant-tools', placeholder: 'tool names, comma-separated (e.g. run_code)',
+      value: (job?.grants?.after_untrusted ?? []).join(', ')
+    });
+    this.grantHosts = el('input', {
+      className: 'jp-mod-styled', name: 'grant-hosts', placeholder: 'host names, comma-separated (e.g. api.example.com)',
+      value: (job?.grants?.hosts ?? []).join(', ')
+    });
     this.parameterRows = parameters.map(p => {
       const input = el('input', { className: 'jp-mod-styled', value: p.value, name: `parameter-${p.name}` });
       return { name: p.name, input };
@@ -164,6 +172,12 @@ class ScheduleForm extends Widget {
             ...this.parameterRows.map(row => el('div', { className: 'ak-field' }, el('label', {}, row.name), row.input)))
         : el('p', { className: 'ak-muted' }, 'No cell tagged “parameters” in this notebook: it runs as it is.'),
       job ? this.settings(job) : '',
+      el('h4', {}, 'After untrusted content'),
+      el('p', { className: 'ak-muted' },
+        'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no '
+        + 'writing action and reaches no new host. Allow some in advance:'),
+      el('div', { className: 'ak-field' }, el('label', {}, 'May run'), this.grantTools),
+      el('div', { className: 'ak-field' }, el('label', {}, 'May reach'), this.grantHosts),
       this.error
     );
     sync();
@@ -233,6 +247,11 @@ class ScheduleForm extends Widget {
     if (this.explain && this.explain.checked !== !!job.explain) {
       change.explain = this.explain.checked;
     }
+    const grants = this.grants();
+    const before = { hosts: [...(job.grants?.hosts ?? [])].sort(), after_untrusted: [...(job.grants?.after_untrusted ?? [])].sort() };
+    if (JSON.stringify(grants ?? { hosts: [], after_untrusted: [] }) !== JSON.stringify(before)) {
+      change.grants = grants;
+    }
     return change;
   }
 
@@ -254,7 +273,18 @@ class ScheduleForm extends Widget {
     } else {
       job.cron = this.cron.value.trim();
     }
+    const grants = this.grants();
+    if (grants) {
+      job.grants = grants;
+    }
     return job;
+  }
+
+  /** The standing grants the form names (null: none), sorted as the server keeps them. */
+  private grants(): IGrants | null {
+    const names = (input: HTMLInputElement) => input.value.split(',').map(n => n.trim()).filter(Boolean).sort();
+    const grants = { hosts: names(this.grantHosts), after_untrusted: names(this.grantTools) };
+    return grants.hosts.length || grants.after_untrusted.length ? grants : null;
   }
 
   /** Fill the form with what was sent before (after the server refused it). */
@@ -262,6 +292,8 @@ class ScheduleForm extends Widget {
     this.name.value = job.name ?? this.name.value;
     this.timezone.value = job.timezone ?? this.timezone.value;
     this.overlap.value = job.overlap ?? this.overlap.value;
+    this.grantTools.value = (job.grants?.after_untrusted ?? []).join(', ');
+    this.grantHosts.value = (job.grants?.hosts ?? []).join(', ');
     if (job.at) {
       this.at.value = job.at;
       this.once.checked = true;
@@ -284,6 +316,8 @@ class ScheduleForm extends Widget {
   private notifyTargets: HTMLInputElement | null = null;
   private notifyOn: HTMLSelectElement | null = null;
   private explain: HTMLInputElement | null = null;
+  private grantTools: HTMLInputElement;
+  private grantHosts: HTMLInputElement;
   private error = el('p', { className: 'ak-form-error', role: 'alert' });
 }
 

@@ -273,3 +273,91 @@ def test_a_job_name_is_shown_literally_in_the_generated_notebook(tmp_path):
     heading = agent_notebook(job, run, "Summarise.").cells[0].source
     assert "<img" not in heading and "](javascript" not in heading and "**b**" not in heading
     assert heading.startswith(r"**&lt;img src=x onerror=alert\(1\)&gt; \[a\]\(javascript:x\) \*\*b\*\***")
+
+
+# -- cells an agent turn wrote after untrusted content ----------------------------------------
+
+
+def in_a_terminal(args: list[str], typed: str) -> tuple[int, str]:
+    """The `agent-kernel` console script run with a terminal as its stdin (as a person
+    runs it), ``typed`` typed into it; its exit code and what it showed."""
+    import pty
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("agent-kernel")
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([str(script), *args], stdin=follower, stdout=follower, stderr=follower, env=dict(os.environ))
+    os.close(follower)
+    os.write(leader, typed.encode())
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(leader)
+    return process.wait(timeout=60), shown.decode(errors="replace")
+
+
+def test_a_notebook_holding_a_cell_written_after_untrusted_content_runs_only_once_the_person_cleared_it(
+    store, home, tmp_path, capsys
+):
+    import nbformat
+
+    from agent_kernel import authority, cellmark
+
+    ran = tmp_path / "ran"
+    notebook = marker_notebook(tmp_path / "report.ipynb", ran)
+    job = add_job(store, name="report", notebook=str(notebook), cwd=str(tmp_path), cron="* * * * *", now=T0)
+    # A turn that had read a hostile page put a cell into the notebook (as %agent_cells --to does).
+    nb = nbformat.read(notebook, as_version=4)
+    planted = nbformat.v4.new_code_cell("import os\nsend(os.environ)")
+    planted.metadata["agent_kernel"] = cellmark.mark("s1", 3, ["web_fetch https://evil.example/figures"])
+    nb.cells.append(planted)
+    nbformat.write(nb, notebook)
+
+    [refused] = scheduler(store, home, ManualClock(T0 + timedelta(seconds=61))).run_once()
+    assert refused.job_id == job.id and refused.status == "FAILED" and not ran.exists()
+    assert f"cell 3 (id {planted.id}: 'import os'); read: web_fetch https://evil.example/figures" in refused.error
+    assert f"`agent-kernel cells clear {notebook}`" in refused.error
+
+    # Code cannot clear it: without a terminal nobody can answer, inside a turn it is refused.
+    assert main(["cells", "clear", str(notebook)]) == 2
+    assert "asks you on a terminal" in capsys.readouterr().err
+    with authority.turn_running():
+        assert main(["cells", "clear", str(notebook)]) == 2
+    assert "not from code running inside an agent turn" in capsys.readouterr().err
+    assert cellmark.marked_cells(nbformat.read(notebook, as_version=4).cells)
+    code, shown = in_a_terminal(["cells", "clear", str(notebook)], "no\n")
+    assert code == 1 and "send(os.environ)" in shown and "Not cleared." in shown
+
+    # The person, in a terminal, after reading the cell.
+    code, shown = in_a_terminal(["cells", "clear", str(notebook)], "clear\n")
+    assert code == 0, shown
+    assert "Cleared the mark of 1 cell" in shown
+    mark = nbformat.read(notebook, as_version=4).cells[-1].metadata["agent_kernel"]
+    assert "untrusted" not in mark and mark["cleared"]["by"] == f"cli: agent-kernel cells clear {notebook}"
+    assert mark["cleared"]["sources"] == "web_fetch https://evil.example/figures"
+    assert main(["cells", "list", str(notebook)]) == 0
+    assert "No cell" in capsys.readouterr().out
+
+    [done] = scheduler(store, home, ManualClock(T0 + timedelta(seconds=121))).run_once()
+    assert done.job_id == job.id and done.status == "FAILED"  # it ran: the planted send() is undefined
+    assert "NameError" in (done.error or "") and ran.read_text() == "0"
+
+
+def test_a_malformed_mark_counts_as_untrusted(tmp_path):
+    import nbformat
+
+    notebook = marker_notebook(tmp_path / "odd.ipynb", tmp_path / "ran")
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells[-1].metadata["agent_kernel"] = {"session": "s1", "turn": 1, "untrusted": "no"}
+    nbformat.write(nb, notebook)
+    with pytest.raises(InvalidJob, match="a malformed agent_kernel mark"):
+        from agent_kernel.scheduler.checks import check_notebook
+
+        check_notebook(str(notebook))

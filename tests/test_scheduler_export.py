@@ -243,3 +243,64 @@ def test_the_extension_is_loaded_only_when_the_code_needs_it_and_nested_turns_ar
     assert [c.source for c in libs.cells if c.cell_type == "code"][1] == "%load_ext agent_kernel"
     assert exported.load_ext and "it loads agent_kernel" in exported.describe()
     nbformat.validate(libs)
+
+
+# -- a session that read untrusted content --------------------------------------------------
+
+
+def steered_session(kernel, scripted_model, tmp_path: Path) -> Path:
+    """Turn 1 sets a value; turn 2 reads a hostile page, then runs code (that writes the
+    returned marker file each time it runs)."""
+    from .calls import after_hostile_page
+
+    marker = tmp_path / "steered-code-ran"
+    kernel.ok("%config AgentKernel.tool_groups = ['code', 'web']")
+    scripted_model.add(call("run_code", code="base = len('ab')\nprint(base)"), say("2."))
+    kernel.ok("%agent --session web set base")
+    steered = f"open({str(marker)!r}, 'a').write('ran')\nprint(base * 21)\nsince = '2026-01-01'"
+    scripted_model.add(after_hostile_page(("run_code", {"code": steered})), say("42."))
+    kernel.ok("%agent --session web read the figures")
+    assert marker.read_text() == "ran"  # the turn ran it
+    marker.unlink()
+    return marker
+
+
+def test_a_tainted_sessions_export_keeps_the_marks_and_runs_its_code_only_with_consent(
+    kernel, scripted_model, agent_db, tmp_path, capsys
+):
+    marker = steered_session(kernel, scripted_model, tmp_path)
+    out = tmp_path / "web.ipynb"
+    export = ["--db", str(agent_db), "export", "web", str(out), "--cwd", str(tmp_path)]
+    assert main(export) == 1  # no terminal to ask on: not verified
+    said = capsys.readouterr()
+    assert "Not verified: the session read untrusted content" in said.out and not marker.exists()
+    assert "keep that mark" in said.out and "agent-kernel cells clear" in said.out
+    nb = nbformat.read(out, as_version=4)
+    marks = {c.source.splitlines()[0]: c.metadata.get("agent_kernel", {}) for c in nb.cells if c.cell_type == "code"}
+    assert "untrusted" not in marks["base = len('ab')"] and marks["base = len('ab')"]["turn"] == 1
+    steered = marks[f"open({str(marker)!r}, 'a').write('ran')"]
+    assert steered["untrusted"] is True and steered["turn"] == 2
+    assert steered["sources"] == ["web_fetch https://evil.example/figures"]
+    [parameters] = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert "since = '2026-01-01'" in parameters.source  # an input the steered code gave
+    assert parameters.metadata["agent_kernel"]["untrusted"] is True
+
+    # Scheduling it is refused while the mark is there.
+    assert main([*export, "--force", "--no-verify", "--schedule", "0 8 * * *"]) == 2
+    assert "agent-kernel cells clear" in capsys.readouterr().err
+
+    # The person says yes: it runs.
+    assert main([*export, "--force", "--yes"]) == 0
+    assert "Verification passed" in capsys.readouterr().out and marker.read_text() == "ran"
+
+
+def test_the_magic_asks_before_it_verifies_a_tainted_session(kernel, scripted_model, agent_db, tmp_path):
+    marker = steered_session(kernel, scripted_model, tmp_path)
+    refused = kernel.execute("%agent_export no.ipynb --session web", answer="n")
+    asked = [m for m in refused.messages if m["msg_type"] == "input_request"]
+    assert asked and "read untrusted content (web_fetch https://evil.example/figures)" in asked[0]["content"]["prompt"]
+    assert "Not verified" in refused.stdout and not marker.exists()
+    headless = kernel.execute("%agent_export headless.ipynb --session web", allow_stdin=False)
+    assert "Not verified" in headless.stdout and not marker.exists()  # nobody to ask (papermill)
+    agreed = kernel.execute("%agent_export yes.ipynb --session web", answer="y")
+    assert "Verification passed" in agreed.stdout and marker.read_text() == "ran"

@@ -48,7 +48,9 @@ class CellMagics(CompanionMagics):
         Below the turn's %agent cell come a markdown cell with the prompt and the
         answer, then one code cell for each run_code step that succeeded in this
         kernel, in order (not run). Each is marked with the session and turn in its
-        metadata (agent_kernel). Default: the last turn of the current session.
+        metadata (agent_kernel); when the session had read untrusted content by then,
+        also with that (JupyterLab shows a badge, and the scheduler will not run the
+        notebook until you clear it). Default: the last turn of the current session.
 
         With JupyterLab or Notebook 7 and the agent-kernel extension, the cells appear
         in the open notebook at once. Without such a front end they are written into
@@ -125,13 +127,14 @@ class CellMagics(CompanionMagics):
     @argument("--no-verify", action="store_true", help="Skip the headless papermill run.")
     @argument("--schedule", metavar="CRON", help="Then create a job running it on this cron expression.")
     @argument("--timezone", metavar="TZ", help="IANA timezone of --schedule (default: the machine's).")
+    @argument("--yes", action="store_true", help="Verify a session that read untrusted content without asking.")
     @line_magic
     def agent_export(self, line: str = "") -> None:
         """Export a session's successful code as a notebook that re-runs without the model.
 
         Usage::
 
-            %agent_export OUT.ipynb [--session NAME] [--force] [--no-verify] [--schedule CRON] [--timezone TZ]
+            %agent_export OUT.ipynb [--session NAME] [--force] [--no-verify] [--yes] [--schedule CRON] [--timezone TZ]
 
         The notebook holds each turn's prompt (markdown) and its run_code steps that
         succeeded in this kernel, no %agent cell, and a cell tagged `parameters` with
@@ -140,6 +143,13 @@ class CellMagics(CompanionMagics):
         the model out of reach, in this kernel's working directory, and the magic says
         whether it passed. --schedule CRON creates a scheduled job for it (only when
         it passed). Same as `agent-kernel export SESSION OUT` in a terminal.
+
+        Cells of turns that ran after the session read untrusted content (a web page,
+        an MCP result, ...) keep the untrusted mark: review them; the scheduler runs the
+        notebook only once you clear it (`agent-kernel cells clear OUT`, or Clear on the
+        cell's badge). Verifying such a session runs its code, so the magic asks you
+        first (type y); --yes answers for you, and where nobody can answer (papermill)
+        it is not verified. Code the agent runs cannot call this magic.
         """
         import os
 
@@ -160,6 +170,9 @@ class CellMagics(CompanionMagics):
         print(exported.describe())
         if args.no_verify:
             print("Not verified (--no-verify).")
+        elif not _consents(export.consent_question(exported), args.yes):
+            print("Not verified: the session read untrusted content and you did not say yes (or --yes).")
+            return
         else:
             verdict = export.verify(exported, cwd=os.getcwd())
             print(verdict.describe())
@@ -187,17 +200,31 @@ def _named(agent: Agent, name: str) -> Any:
     return found
 
 
+def _consents(question: str, yes: bool) -> bool:
+    """Whether the person agrees to run code a tainted session wrote: no question (a clean
+    session), --yes, or "y" typed at the prompt; where nobody can answer (papermill, a
+    client without input), no."""
+    if not question or yes:
+        return True
+    try:
+        return input(question).strip().lower() in ("y", "yes")
+    except Exception:  # noqa: BLE001 - StdinNotImplementedError, EOFError: nobody to answer
+        return False
+
+
 def _refuse_inside_a_turn(magic: str) -> None:
     """The model's code (``run_code``) may not call these magics: cells go into the notebook
     through the notebook tools (bounded, approved, audited), and a job the model writes goes
     through the schedule tools, which keep it disabled after untrusted content; a job this
     magic creates is the person's."""
+    from agent_kernel.authority import inside_turn
     from agent_kernel.tools import current_context
 
     try:
         current_context()
     except RuntimeError:
-        return
+        if not inside_turn():
+            return
     raise UsageError(f"%{magic} is the person's command: it cannot run inside an agent turn.")
 
 

@@ -12,6 +12,13 @@ There is no ``%agent`` cell: nothing in it calls the model. ``%load_ext agent_ke
 comes first only when the code needs the extension (``agent_libs``, an ``%agent_*``
 magic). A step that itself ran a ``%agent`` turn is left out.
 
+Cells of turns that ran after the session read untrusted content keep the untrusted mark
+(:mod:`agent_kernel.cellmark`; which turns: :mod:`agent_kernel.store.turn_taint`), and so
+does the ``parameters`` cell when any of them gave it an input: a hostile page may have
+steered that code. The scheduler refuses to run the notebook until the person reviewed
+and cleared them (``agent-kernel cells clear OUT``), and :func:`verify`, which runs the
+code, is for the caller to run only with the person's consent (:func:`consent_question`).
+
 :func:`verify` runs the notebook headless, as the scheduler would (papermill in a runner
 process, :func:`~agent_kernel.scheduler.execute.execute_run`), with the model out of reach
 (``ANTHROPIC_BASE_URL`` on a closed local port, no API key), and says whether it passed,
@@ -31,6 +38,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel import cellmark
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.store.steps import TurnSteps, mark, session_steps
 
@@ -253,15 +261,36 @@ class Exported:
     parameters: dict[str, Any]
     load_ext: bool
     recorded: list[str] = field(default_factory=list)  # each code cell's stdout when the agent ran it
+    untrusted: tuple[str, ...] = ()  # what the session had read when its marked cells' turns ran
+    marked_cells: int = 0  # cells that keep the untrusted mark
 
     def describe(self) -> str:
         found = ", ".join(f"{name} = {value!r}" for name, value in self.parameters.items())
         plural = "s" if self.turns != 1 else ""
-        return (
+        text = (
             f"Exported session {self.session!r} ({self.turns} turn{plural}, {self.code_cells} code cells) "
             f"to {self.path}; parameters: {found or 'none found'}"
             + ("; it loads agent_kernel (its code uses the extension)." if self.load_ext else ".")
         )
+        if self.marked_cells:
+            text += (
+                f"\n{self.marked_cells} cells come from turns that ran after the session read untrusted content "
+                f"({'; '.join(self.untrusted[: cellmark.MOST_SOURCES])}) and keep that mark: review them; "
+                f"the scheduler runs the notebook only once you clear it (agent-kernel cells clear {self.path})."
+            )
+        return text
+
+
+def consent_question(exported: Exported) -> str:
+    """What to ask the person before :func:`verify` runs code of a tainted session ("" for
+    a clean one: it runs unasked)."""
+    if not exported.marked_cells:
+        return ""
+    return (
+        f"Session {exported.session!r} read untrusted content ({'; '.join(exported.untrusted[: cellmark.MOST_SOURCES])}) "
+        f"before the turns that made {exported.marked_cells} cells of {exported.path}; such content may have "
+        "steered their code. Verifying runs that code now, headless. Review the notebook first. Run it? [y/N] "
+    )
 
 
 def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, Exported]:
@@ -273,7 +302,11 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
     kept = [(turn, step) for turn in turns for step in turn.steps if not _NESTED_TURN.search(step.code)]
     if not kept:
         raise ScheduleError(f"Session {session.name!r} ran no code that succeeded in the kernel: nothing to export.")
-    parameters, codes = find_parameters([redact(step.code) for _, step in kept])
+    originals = [redact(step.code) for _, step in kept]
+    parameters, codes = find_parameters(originals)
+    tainted = [turn for turn, _ in kept if turn.untrusted]
+    # The parameters cell is marked when an input was taken out of a tainted turn's code.
+    tainted_inputs = [turn for (turn, _), code, original in zip(kept, codes, originals) if turn.untrusted and code != original]
     load_ext = any(_NEEDS_EXTENSION.search(code) for code in codes)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
@@ -286,6 +319,8 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
     lines = [f"{name} = {value!r}" for name, value in parameters.items()]
     parameter_cell = nbformat.v4.new_code_cell("\n".join(["# Parameters (papermill puts a run's values after this cell)", *lines]))
     parameter_cell.metadata["tags"] = ["parameters"]
+    if tainted_inputs:
+        parameter_cell.metadata.update(mark(tainted_inputs[0]))
     cells.append(parameter_cell)
     if load_ext:
         cells.append(nbformat.v4.new_code_cell("%load_ext agent_kernel"))
@@ -300,7 +335,10 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
             cells.append(nbformat.v4.new_code_cell(code, metadata=mark(turn)))
             recorded.append(step.stdout)
     nb.cells = cells
-    return nb, Exported(Path(), session.name, len(shown_turns), len(recorded), parameters, load_ext, recorded)
+    marked = len(cellmark.marked_cells(cells))
+    sources = tainted[0].untrusted if tainted else ()
+    exported = Exported(Path(), session.name, len(shown_turns), len(recorded), parameters, load_ext, recorded, sources, marked)
+    return nb, exported
 
 
 def export_session(store: Store, key: str, out: str | Path, *, overwrite: bool = False) -> Exported:
@@ -348,7 +386,10 @@ class Verdict:
 
 
 def verify(exported: Exported, *, cwd: str | Path | None = None, timeout_s: float = VERIFY_TIMEOUT_S) -> Verdict:
-    """Run the exported notebook with papermill as the scheduler would, the model out of reach."""
+    """Run the exported notebook with papermill as the scheduler would, the model out of reach.
+
+    It runs the session's code: for a session that read untrusted content, only once the
+    person said yes to :func:`consent_question` (the callers ask)."""
     import shutil
 
     from agent_kernel.scheduler.execute import execute_run
@@ -382,7 +423,10 @@ def _compare(executed: Path, recorded: list[str]) -> tuple[int, int]:
     import nbformat
 
     nb = nbformat.read(executed, as_version=4)
-    code = [c for c in nb.cells if c.cell_type == "code" and "agent_kernel" in c.metadata]
+    code = [
+        c for c in nb.cells
+        if c.cell_type == "code" and "agent_kernel" in c.metadata and "parameters" not in c.metadata.get("tags", [])
+    ]  # fmt: skip
     same = 0
     for cell, before in zip(code, recorded):
         printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")

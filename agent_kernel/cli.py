@@ -6,8 +6,10 @@
     agent-kernel scheduler [--once] [--executor local|dask] [--address ADDR] ...
     agent-kernel jobs list [--all] [--json]
     agent-kernel jobs add NOTEBOOK | --task PROMPT  (--at TIME | --cron EXPR) [options]
+                          [--allow-host HOST] [--allow-after-untrusted TOOL]
     agent-kernel jobs run ID [--queue]
-    agent-kernel jobs enable|disable|remove ID
+    agent-kernel jobs enable ID [--allow-host HOST] [--allow-after-untrusted TOOL] [--no-grants]
+    agent-kernel jobs disable|remove ID
     agent-kernel runs [--job ID] [--status S] [--limit N] [--json] [--cancel RUN]
     agent-kernel export SESSION OUT.ipynb [--schedule CRON] [--no-verify] [--yes] [options]
     agent-kernel cells list|clear NOTEBOOK [--cell ID]
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agent_kernel.authority import PersonEvent
+    from agent_kernel.grants import StandingGrants
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
     from agent_kernel.scheduler.service import SchedulerService
@@ -121,6 +125,10 @@ def _jobs_list(args: argparse.Namespace) -> int:
     rows = [_job_row(state.job, state.last) for state in states]
     print(repr(Table(["id", "name", "kind", "schedule", "next run", "last run", "status"], rows,
                      note="" if rows else "No jobs: `agent-kernel jobs add` creates one.")))  # fmt: skip
+    granted = [f"{state.job.id} {state.job.name}: {_grants_line(state.job)}" for state in states if state.job.grants]
+    if granted:
+        print("Standing grants (what unattended runs may do after reading untrusted content):")
+        print("\n".join(f"  {line}" for line in granted))
     return 0
 
 
@@ -167,8 +175,12 @@ def _jobs_add(args: argparse.Namespace) -> int:
         options["notify"] = notify.setting(agent_home(), args.notify, args.notify_on, None)
     if options:
         fields = replace(fields, options=options)
-    job = _service(args).create(fields, by=Provenance.person(), created_by="cli").job
+    grants = _grants(args)
+    event = _person(f"jobs add {name}", args) if grants else None
+    job = _service(args).create(fields, by=Provenance.person(), created_by="cli", person=event, grants=grants).job
     print(f"Added job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
+    if job.grants:
+        print(f"Its unattended runs: {_grants_line(job)}.")
     print("It fires while `agent-kernel scheduler` runs.")
     return 0
 
@@ -194,14 +206,27 @@ def _jobs_run(args: argparse.Namespace) -> int:
 
 
 def _jobs_toggle(args: argparse.Namespace) -> int:
+    from agent_kernel.scheduler import ScheduleError
     from agent_kernel.scheduler.clock import iso
     from agent_kernel.store.provenance import Provenance
 
     service = _service(args)
-    state = service.enable(args.job, by=Provenance.person()) if args.enable else service.disable(args.job)
-    job = state.job
-    shown = f"enabled; next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
-    print(f"Job {job.id} ({job.name}) {shown}.")
+    if not args.enable:
+        job = service.disable(args.job).job
+        print(f"Job {job.id} ({job.name}) disabled.")
+        return 0
+    grants = _grants(args)
+    if args.no_grants:
+        if grants:
+            raise ScheduleError("Give grants (--allow-host, --allow-after-untrusted) or --no-grants, not both.")
+        from agent_kernel.grants import StandingGrants
+
+        grants = StandingGrants()
+    event = _person(f"jobs enable {args.job}", args)
+    job = service.enable(args.job, by=Provenance.person(), person=event, grants=grants).job
+    print(f"Job {job.id} ({job.name}) enabled; next run {iso(job.next_run_at, job.timezone)}.")
+    if job.grants or grants is not None:
+        print(f"Its unattended runs: {_grants_line(job)}.")
     return 0
 
 
@@ -468,6 +493,40 @@ def _service(args: argparse.Namespace) -> SchedulerService:
     return SchedulerService(_store(args), by_name=True, listing="`agent-kernel jobs list` shows them")
 
 
+def _grants(args: argparse.Namespace) -> StandingGrants | None:
+    """The standing grants ``--allow-host`` and ``--allow-after-untrusted`` set (None: neither given)."""
+    from agent_kernel.grants import of
+    from agent_kernel.scheduler import ScheduleError
+
+    if not (args.allow_host or args.allow_after_untrusted):
+        return None
+    try:
+        return of(args.allow_host, args.allow_after_untrusted)
+    except ValueError as exc:
+        raise ScheduleError(f"{exc}.") from None
+
+
+def _person(what: str, args: argparse.Namespace) -> PersonEvent:
+    """This command as the person's event: a trust change (grants, enabling a job that waits
+    for review) keeps its label. Refused when called inside an agent turn."""
+    from agent_kernel.authority import TrustRefused, person
+    from agent_kernel.scheduler import ScheduleError
+
+    flags = [f"--allow-host {h}" for h in args.allow_host or ()]
+    flags += [f"--allow-after-untrusted {t}" for t in args.allow_after_untrusted or ()]
+    try:
+        return person("cli", " ".join([f"agent-kernel {what}", *flags]))
+    except TrustRefused as exc:
+        raise ScheduleError(str(exc)) from None
+
+
+def _grants_line(job: Job) -> str:
+    try:
+        return job.standing_grants.describe()
+    except ValueError as exc:
+        return f"malformed ({exc}): its runs are refused"
+
+
 def _parameter(text: str) -> tuple[str, Any]:
     from agent_kernel.scheduler.edits import parameter
 
@@ -485,6 +544,7 @@ def _job_json(job: Job, last: Run | None) -> dict[str, Any]:
         "last_status": last.status if last else None,
         "last_output": last.output_path if last else None,
         "version": job.version, "notify": job.options.get("notify"), "explain": bool(job.options.get("explain")),
+        "grants": job.grants or None, "granted_by": job.granted_by,
     }  # fmt: skip
 
 
@@ -532,6 +592,15 @@ def _seconds(run: Run) -> str:
 
 def _cells(run: Run) -> str:
     return f"{run.cells_done or 0}/{run.cells_total}" if run.cells_total else ""
+
+
+def _add_grant_options(parser: argparse.ArgumentParser) -> None:
+    """The standing grants of a job's unattended runs (see agent_kernel.grants)."""
+    parser.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                        help="its runs may reach HOST unasked, also after reading untrusted content; repeatable")  # fmt: skip
+    parser.add_argument("--allow-after-untrusted", action="append", default=[], metavar="TOOL",
+                        help="its runs may run writing tool TOOL (run_code, ...) after reading untrusted "
+                             "content, with nobody to approve; repeatable")  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -592,16 +661,21 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--overlap", choices=["allow", "forbid", "queue"], default="forbid",
                      help="a slot due while the previous run is going (default forbid: skip it)")  # fmt: skip
     edits.add_notify_options(add)
+    _add_grant_options(add)
     add.set_defaults(handler=_jobs_add)
 
     run = jobs.add_parser("run", help="run a job now, in the foreground with progress")
     run.add_argument("job")
     run.add_argument("--queue", action="store_true", help="queue it for the scheduler instead")
     run.set_defaults(handler=_jobs_run)
-    for action, enable in (("enable", True), ("disable", False)):
-        toggle = jobs.add_parser(action, help=f"{action} a job")
-        toggle.add_argument("job")
-        toggle.set_defaults(handler=_jobs_toggle, enable=enable)
+    enable = jobs.add_parser("enable", help="enable a job (your review of one that waits for it); set its grants")
+    enable.add_argument("job")
+    _add_grant_options(enable)
+    enable.add_argument("--no-grants", action="store_true", help="drop its standing grants")
+    enable.set_defaults(handler=_jobs_toggle, enable=True)
+    disable = jobs.add_parser("disable", help="disable a job")
+    disable.add_argument("job")
+    disable.set_defaults(handler=_jobs_toggle, enable=False, allow_host=[], allow_after_untrusted=[], no_grants=False)
     edit = jobs.add_parser("edit", help="change a job (each change is a new version)")
     edits.add_options(edit)
     edit.set_defaults(handler=_jobs_edit)

@@ -106,6 +106,7 @@ def problems(job: Any, *, home: str | Path | None = None) -> list[str]:
         if not isinstance(job.options.get("explain", False), bool):
             found.append("explain must be true or false")
     found += _problems_of(_schedule_and_policy, job)
+    found += _grant_problems(getattr(job, "grants", None), getattr(job, "granted_by", None))
     return found
 
 
@@ -312,6 +313,20 @@ def _problems_of(check: Any, *args: Any, **kwargs: Any) -> list[str]:
 def _show(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _grant_problems(grants: Any, granted_by: Any) -> list[str]:
+    """What is wrong with a job's standing grants (see :mod:`agent_kernel.grants`): they
+    must parse, and grants name the person's event that set them."""
+    from agent_kernel.grants import parse
+
+    try:
+        granted = parse(grants or None)
+    except ValueError as exc:
+        return [str(exc)]
+    if granted and not (isinstance(granted_by, str) and granted_by.strip()):
+        return ["standing grants must name the person's event that set them (granted_by)"]
+    return _line("granted_by", granted_by, limit=MAX_PATH_CHARS)
 
 
 NOTIFY_ON = ("failure", "success", "always")  # which runs a job's notifications are about

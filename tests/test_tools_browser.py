@@ -115,7 +115,14 @@ def test_the_browser_group_is_off_by_default(shell_agent, scripted_model):
     assert {"browser_navigate", "browser_click", "browser_close"} <= set(offered(scripted_model.requests[1]))
 
 
-def test_a_script_page_a_form_and_a_screenshot_then_close_leaves_nothing(shell_agent, scripted_model, site):
+def grant_writing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clicking and typing after reading a page are writing actions: with nobody present,
+    this run's standing grant (a job's, set by its owner) lets them run."""
+    monkeypatch.setenv("AGENT_KERNEL_GRANTS", json.dumps({"after_untrusted": ["browser_type", "browser_click"]}))
+
+
+def test_a_script_page_a_form_and_a_screenshot_then_close_leaves_nothing(shell_agent, scripted_model, site, monkeypatch):
+    grant_writing(monkeypatch)
     config = shell_agent.agent.config
     config.tool_groups = BROWSER
     config.fetch_allow = ["127.0.0.2"]
@@ -204,7 +211,8 @@ def test_a_redirect_a_sub_resource_and_a_websocket_to_another_local_address_are_
     assert "/redirect" in site.hits[0] and any(h.startswith("/reach") for h in site.hits)
 
 
-def test_downloads_are_refused(shell_agent, scripted_model, site):
+def test_downloads_are_refused(shell_agent, scripted_model, site, monkeypatch):
+    grant_writing(monkeypatch)
     config = shell_agent.agent.config
     config.tool_groups = BROWSER
     config.fetch_allow = ["127.0.0.2"]
@@ -303,8 +311,7 @@ def test_a_password_is_typed_only_into_a_page_on_its_host_and_never_reaches_the_
     passwords = {"SITE_PASSWORD": "pw-4f9c2a7e1b", "OTHER_PASSWORD": "pw-other-8d2e6c", "LOOSE_PASSWORD": "pw-loose-3a7f1d"}
     for name, value in passwords.items():
         monkeypatch.setenv(name, value)
-    # Typing after reading a page is a writing action: this run's standing grant allows it.
-    monkeypatch.setenv("AGENT_KERNEL_GRANTS", json.dumps({"after_untrusted": ["browser_type"]}))
+    grant_writing(monkeypatch)
     config = shell_agent.agent.config
     config.tool_groups = BROWSER
     config.secret_env = list(passwords)

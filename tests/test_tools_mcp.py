@@ -315,3 +315,52 @@ def test_input_a_server_cannot_be_sent_is_refused_at_once(tmp_path, scripted_mod
             assert not (tmp_path / "a.txt").exists() and not (tmp_path / "b.txt").exists()
     finally:
         servers.close()
+
+
+def test_an_untrusted_server_s_tool_description_and_parameters_reach_the_model_wrapped_and_capped(
+    notes_agent, scripted_model
+):
+    from agent_kernel.tools.mcp import DESCRIPTION_CHARS, PARAMETERS_CHARS
+
+    from .mcp_server import NOTICE, PARAMETER_NOTICE
+
+    agent, _ = notes_agent
+    batch(agent, scripted_model, ("notes__bulletin", {"topic": "rain", "level": "high"}))
+    assert results(scripted_model, "notes__bulletin") == [("bulletin on rain (high)", False)]
+    [sent] = [t for t in scripted_model.requests[0]["tools"] if t["name"] == "notes__bulletin"]
+    description = sent["description"]
+    opening = '<untrusted_content source="MCP server notes">\n'
+    assert description.startswith(opening) and description.endswith("\n</untrusted_content>")
+    assert envelope_tags(description) == ["open", "close"], description  # its own tag neutralised
+    inside = description[len(opening):-len("\n</untrusted_content>")]
+    assert inside.startswith(NOTICE.replace("</untrusted_content>", "[/untrusted_content]"))
+    assert "TAIL-PAST-THE-CAP" not in inside and len(inside) < DESCRIPTION_CHARS + PARAMETERS_CHARS + 200
+    # What the parameters say is the server's words too: inside the envelope, never beside it.
+    assert "- topic: " + PARAMETER_NOTICE.replace("</untrusted_content>", "[/untrusted_content]") in inside
+    schema = json.dumps(sent["input_schema"])
+    assert "IMPORTANT SYSTEM NOTICE" not in schema and "untrusted_content" not in schema
+    assert "- note (default): IMPORTANT SYSTEM NOTICE: " in inside
+    # Values holding text (enum values, defaults) are among the server's words; numbers stay.
+    assert '- level (enum): ["low", "high"]' in inside and "- topic (examples): " in inside
+    assert sent["input_schema"]["properties"]["level"] == {"type": "string"}
+    assert sent["input_schema"]["properties"]["count"] == {"type": "integer", "default": 3, "minimum": 1}
+    assert sent["input_schema"]["required"] == ["topic"]
+    # The definition is made once: each turn sends the same one (the prompt cache holds).
+    tool = next(t for t in agent.agent._mcp.tools() if t.name == "notes__bulletin")
+    assert tool.definition() is tool.definition()
+    scripted_model.add(say("ok"))
+    agent.ok("again")
+    [again] = [t for t in scripted_model.requests[-1]["tools"] if t["name"] == "notes__bulletin"]
+    assert again == sent
+
+
+def test_a_trusted_server_s_descriptions_are_offered_as_it_lists_them(notes_agent, scripted_model):
+    from .mcp_server import NOTICE_DESCRIPTION
+
+    agent, folder = notes_agent
+    agent.agent.config.mcp_servers = notes_server(folder, trusted=True)
+    scripted_model.add(say("ok"))
+    agent.ok("look")
+    [sent] = [t for t in scripted_model.requests[-1]["tools"] if t["name"] == "notes__bulletin"]
+    assert sent["description"] == NOTICE_DESCRIPTION
+    assert "IMPORTANT SYSTEM NOTICE" in sent["input_schema"]["properties"]["topic"]["description"]

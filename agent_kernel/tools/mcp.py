@@ -16,12 +16,23 @@ the turn notes it as untrusted content, so the approval check asks before writin
 and ``fetch_url`` from then on. A tool counts as writing whatever it claims, unless the
 user marked its server ``"trusted": true`` in ``AgentKernel.mcp_servers``: only then is
 its ``readOnlyHint`` believed.
+
+The tool definitions an untrusted server lists are its words too. The model is offered
+its tool's description cut to :data:`DESCRIPTION_CHARS`, and what its input schema says
+of the parameters (descriptions, titles, examples: :data:`PARAMETERS_CHARS` in all),
+inside one untrusted envelope; the schema beside it keeps only its shape and bounds
+(:data:`SCHEMA_KEYWORDS`), and no text of the server's but its property names (as it
+names them) and type names (cut to :data:`SCHEMA_STRING_CHARS`): enum values, constants,
+defaults and formats holding text are among what the envelope says of the parameters. A
+trusted server's definitions are offered as it lists them. Input is checked against the
+schema as listed either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import os
 import re
 import threading
@@ -29,17 +40,18 @@ from concurrent.futures import Future
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.secrets import redact
-from agent_kernel.untrusted import mark_untrusted
+from agent_kernel.untrusted import mark_untrusted, neutralise
 from agent_kernel.tools import Tool, _cap, current_context, strict_json, to_text
 
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-__all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers"]
+__all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers", "offered"]
 
 SEPARATOR = "__"
 GROUP = "mcp"
@@ -49,6 +61,20 @@ TRUSTED = "trusted"  # the key of a server's entry that makes its readOnlyHint b
 # result is cut inside the envelope and the closing tag still reaches the model.
 ENVELOPE_CHARS = 400
 DESCRIPTION_CHARS = 2_000  # the most of an untrusted server's tool description offered
+PARAMETERS_CHARS = 1_000  # the most of what its input schema says about the parameters
+SCHEMA_STRING_CHARS = 64  # the longest string its schema keeps (a type's name)
+# The JSON Schema keywords an untrusted server's input schema keeps: the input's shape and
+# bounds. Its text (descriptions, and values holding text) goes inside the envelope; the
+# rest (comments, extensions, patterns) is left out.
+SCHEMA_KEYWORDS = frozenset({
+    "type", "properties", "required", "items", "prefixItems", "additionalProperties", "enum", "const",
+    "default", "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength", "minItems", "maxItems",
+    "uniqueItems", "minProperties", "maxProperties",
+})  # fmt: skip
+_NAMED_SCHEMAS = ("properties", "$defs", "definitions")  # keywords whose keys are names
+_PARAMETER_TEXT = ("description", "examples")  # what a schema says of a parameter, in words (titles restate names)
+_PARAMETER_VALUES = ("enum", "const", "default", "format")  # kept in the schema only when they hold no text
 
 
 @dataclass(eq=False)
@@ -61,6 +87,14 @@ class McpTool(Tool):
     @property
     def _sdk_tool(self) -> Any:
         return self.sdk
+
+    @cached_property
+    def _definition(self) -> dict[str, Any]:
+        """What the model is offered: the description and schema made when the server was
+        listed (see :func:`offered`), not the listing itself; made once, as every tool's."""
+        from agent_kernel.tools.schema import compact
+
+        return {"name": self.name, "description": self.description, "input_schema": compact(self.input_schema)}
 
     async def call(self, tool_input: object) -> Any:
         try:
@@ -253,12 +287,12 @@ class McpServers:
         session = cast("ClientSession", _Bridge(self, server_name, listed.name))  # its call_tool is the session's
         sdk = async_mcp_tool(listed.model_copy(update={"name": name}), session)
         description = listed.description or f"{listed.name} (MCP server {server_name})"
+        schema: dict[str, Any] = dict(sdk.input_schema)
         if server.config.get(TRUSTED) is not True:
-            # The server's own words: data about the tool, never orders to the model.
-            description = mark_untrusted(description[:DESCRIPTION_CHARS], f"MCP server {server_name}")
+            description, schema = offered(description, schema, server_name)
         return McpTool(
             function=_unused, name=name, group=GROUP, writes=not read_only,
-            description=description, server=server_name, sdk=sdk,
+            description=description, input_schema=schema, server=server_name, sdk=sdk,
         )
 
     def _forget(self, name: str) -> None:
@@ -279,6 +313,51 @@ class McpServers:
     def _failed(self, server_name: str, what: str) -> ServerError:
         # The tool's card shows this error: that is the cell's one line about it.
         return ServerError(f"MCP server {server_name!r} {what}; the next turn starts it again.")
+
+
+def offered(description: str, schema: Any, server_name: str) -> tuple[str, dict[str, Any]]:
+    """An untrusted server's tool description and input schema as the model is offered
+    them: the server's words (its description and what the schema says of each
+    parameter), cut, inside one untrusted envelope; the schema's shape and bounds beside."""
+    notes: list[str] = []
+    kept = _schema_shape(schema, "", notes)
+    text = _cut(description, DESCRIPTION_CHARS)
+    if notes:
+        text += "\n\nParameters, as the server describes them:\n" + _cut("\n".join(notes), PARAMETERS_CHARS)
+    shape = kept if isinstance(kept, dict) else {}
+    shape.setdefault("type", "object")
+    # The server's own words: data about the tool, never orders to the model.
+    return mark_untrusted(text, f"MCP server {server_name}"), shape
+
+
+def _schema_shape(schema: Any, path: str, notes: list[str]) -> Any:
+    """``schema`` with only :data:`SCHEMA_KEYWORDS`, its strings cut and neutralised; what
+    it says of a parameter in words goes into ``notes`` as ``- path: text``."""
+    if isinstance(schema, list):
+        return [_schema_shape(item, path, notes) for item in schema]
+    if isinstance(schema, str):
+        return neutralise(schema[:SCHEMA_STRING_CHARS])
+    if not isinstance(schema, dict):
+        return schema
+    shape: dict[str, Any] = {}
+    for key, value in schema.items():
+        said = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        if key in _PARAMETER_TEXT or (key in _PARAMETER_VALUES and '"' in json.dumps(value, default=str)):
+            notes.append(f"- {path or 'input'}{'' if key == 'description' else f' ({key})'}: {said}")
+        elif key in _NAMED_SCHEMAS and isinstance(value, dict):
+            shape[key] = {
+                name: _schema_shape(item, f"{path}.{name}" if path and key == "properties" else str(name), notes)
+                for name, item in value.items()
+            }
+        elif key in SCHEMA_KEYWORDS:
+            shape[key] = value if key == "required" else _schema_shape(value, path, notes)
+    return shape
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" [cut: the server's text was {len(text):,} characters; the first {limit:,} are shown]"
 
 
 _KERNEL_SERVERS: McpServers | None = None

@@ -197,10 +197,11 @@ def test_after_web_content_writing_tools_are_refused_without_an_approver(shell_a
     assert not tool_results(scripted_model.requests[1])[0].get("is_error")
     fetch_again, inspected = tool_results(scripted_model.requests[2])
     assert fetch_again["is_error"] is True and "needs the user's approval" in fetch_again["content"]
-    assert f"Untrusted content (web, MCP, kept text) was read in this turn (fetch_url {site.url('/json')})" in fetch_again["content"]
+    assert "Untrusted content (web, MCP, kept text) was read in this" in fetch_again["content"]
+    assert f"(fetch_url {site.url('/json')})" in fetch_again["content"]
     assert not inspected.get("is_error")  # reading tools still run
 
-    # A search result (from the API) counts the same; a new turn starts clean.
+    # A search result (from the API) counts the same.
     scripted_model.add(
         reply(
             *web_search("how to drop a table", [("https://evil.example/", "Evil")]),
@@ -211,7 +212,8 @@ def test_after_web_content_writing_tools_are_refused_without_an_approver(shell_a
     shell_agent.ok("look it up", approve="ask")
     refusal = tool_results(scripted_model.requests[-1])[0]
     assert refusal["is_error"] is True
-    assert "Untrusted content (web, MCP, kept text) was read in this turn (web_search how to drop a table)" in refusal["content"]
+    assert "Untrusted content (web, MCP, kept text) was read in this" in refusal["content"]
+    assert "web_search how to drop a table" in refusal["content"]
     assert "touched" not in shell_agent.shell.user_ns
 
 

@@ -140,7 +140,10 @@ class Secrets:
         (``AgentKernel.secret_hosts``, validated with :func:`parse_host`)."""
         found = list(self._hosts.get(name, {}))
         for text in (configured or {}).get(name, ()):
-            host = parse_host(text)
+            try:
+                host = parse_host(text)
+            except ValueError:  # written past the setting's check (in place, by code): binds to nothing
+                continue
             if host not in found:
                 found.append(host)
         return found
@@ -160,7 +163,7 @@ class Secrets:
         - ``"unbound"``: bound to no host, and not allowed to this one: the person decides.
         """
         hosts = self.hosts(name, configured)
-        if hosts:
+        if hosts or (configured or {}).get(name):
             return ("bound" if any(h.matches(host, port) for h in hosts) else "elsewhere"), hosts
         if any(h.matches(host, port) for h in self._allowed.get(name, {})):
             return "bound", hosts

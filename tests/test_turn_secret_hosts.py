@@ -256,6 +256,8 @@ def test_what_the_magic_binds_replaces_and_what_a_card_allows_adds():
     assert secrets.decided_by("T") == {"a.example": "magic: %agent_secret T --host a.example"}
     assert secrets.destination("T", "d.example", 443, {"T": ["d.example"]})[0] == "bound"  # the setting's
     assert secrets.destination("U", "d.example", 443, {"T": ["d.example"]})[0] == "unbound"
+    # A setting written past its check (in place, by code) binds to nothing: never "unbound".
+    assert secrets.destination("U", "e.example", 443, {"U": ["http://e.example"]}) == ("elsewhere", [])
 
 
 def test_the_setting_is_validated_and_refused_inside_a_turn():

@@ -253,6 +253,7 @@ class SecretFill:
 def bound_elsewhere(name: str, hosts: list[Host], target: Host) -> str:
     """The refusal of a secret sent to a host it is not bound to."""
     shown = ", ".join(str(h) for h in hosts[:10]) + (f" and {len(hosts) - 10} more" if len(hosts) > 10 else "")
+    shown = shown or "no valid host (AgentKernel.secret_hosts holds none)"
     return (
         f"{name} is bound to {shown}; it is never sent to {target}. Send {{secret:{name}}} only to "
         f"{'that host' if len(hosts) == 1 else 'those hosts'} and do not retry it elsewhere; only the user "

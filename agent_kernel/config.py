@@ -12,15 +12,20 @@ from datetime import datetime
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
-__all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "TOOL_GROUPS", "AgentKernel"]
+__all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "MCP_GROUP", "TOOL_GROUPS", "AgentKernel"]
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
-TOOL_GROUPS = ("code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm", "browser")
+# ``mcp`` names the tools of the MCP servers, which ``mcp_servers`` switches on: they are
+# offered whenever it names a server, and listing the group adds nothing.
+MCP_GROUP = "mcp"
+TOOL_GROUPS = (
+    "code", "data", "memory", "ui", "schedule", "skills", "user", "web", "tools", "llm", "browser", MCP_GROUP,
+)  # fmt: skip
 # Offered unless configured otherwise: every group but ``browser`` (a real Chromium the
 # agent drives, which the user switches on). Only the core tools' definitions are
 # loaded in each request; the model finds the others with the API's tool search (see
 # tool_search below and agent_kernel.tools.definitions).
-DEFAULT_TOOL_GROUPS = tuple(g for g in TOOL_GROUPS if g != "browser")
+DEFAULT_TOOL_GROUPS = tuple(g for g in TOOL_GROUPS if g not in ("browser", MCP_GROUP))
 APPROVE_MODES = ("auto", "ask", "read-only")
 
 
@@ -72,7 +77,8 @@ class AgentKernel(Configurable):
         Unicode(),
         default_value=list(DEFAULT_TOOL_GROUPS),
         help=f"Tool groups offered to the model, any of {', '.join(TOOL_GROUPS)} (all but browser "
-        "by default); leave a group out to switch it off, add browser to let the agent drive Chromium.",
+        "and mcp by default); leave a group out to switch it off, add browser to let the agent drive "
+        "Chromium. The MCP servers' tools (mcp) are offered whenever mcp_servers names a server.",
     ).tag(config=True)
 
     tool_search = Bool(

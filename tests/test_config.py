@@ -40,7 +40,7 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
     assert "UsageError: Unknown tool group 'web2'" in bad.stderr, bad.stderr
-    assert "the groups are browser, code, data, llm, memory" in bad.stderr, bad.stderr
+    assert "the groups are browser, code, data, llm, mcp, memory" in bad.stderr, bad.stderr
 
 
 def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_turn():
@@ -51,7 +51,7 @@ def test_a_group_may_be_named_before_its_tools_exist_and_unknown_ones_stop_the_t
     from agent_kernel.tools import USER_TOOLS
 
     agent = Agent(shell=InteractiveShell.instance(), tool_groups=["code", "reports"])
-    with pytest.raises(ConfigError, match="Unknown tool group 'reports'.*code, data, llm, memory"):
+    with pytest.raises(ConfigError, match="Unknown tool group 'reports'.*code, data, llm, mcp, memory"):
         agent._offered("auto")
 
     @tool(group="reports")
@@ -114,4 +114,6 @@ def test_every_group_but_the_browser_is_on_by_default_behind_tool_search():
     from agent_kernel.config import TOOL_GROUPS
 
     settings = AgentKernel()
-    assert settings.tool_groups == [g for g in TOOL_GROUPS if g != "browser"] and settings.tool_search is True
+    # mcp is no switch of its own: mcp_servers offers the servers' tools.
+    assert settings.tool_groups == [g for g in TOOL_GROUPS if g not in ("browser", "mcp")]
+    assert settings.tool_search is True

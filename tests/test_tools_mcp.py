@@ -364,3 +364,27 @@ def test_a_trusted_server_s_descriptions_are_offered_as_it_lists_them(notes_agen
     [sent] = [t for t in scripted_model.requests[-1]["tools"] if t["name"] == "notes__bulletin"]
     assert sent["description"] == NOTICE_DESCRIPTION
     assert "IMPORTANT SYSTEM NOTICE" in sent["input_schema"]["properties"]["topic"]["description"]
+
+
+def test_the_mcp_group_may_be_listed_and_a_server_that_fails_to_start_is_still_said(shell_agent, scripted_model):
+    """Listing mcp in tool_groups raised "Unknown tool group 'mcp'" when no server had
+    started, in place of the line saying why the server did not start."""
+    from agent_kernel.config import DEFAULT_TOOL_GROUPS
+
+    config = shell_agent.agent.config
+    config.tool_groups = [*DEFAULT_TOOL_GROUPS, "mcp"]
+    config.mcp_servers = {"broken": {"command": sys.executable, "args": ["-c", "raise SystemExit(1)"]}}
+    config.mcp_timeout = 60.0
+    scripted_model.add(say("fine"))
+    cell = shell_agent.ok("hello")
+    assert "Unknown tool group" not in cell.shown
+    assert [line for line in cell.shown.splitlines() if "MCP server 'broken' did not start" in line]
+    assert "MCP server 'broken' did not start" in scripted_model.requests[-1]["messages"][-1]["content"][0]["text"]
+
+
+def test_with_the_mcp_group_listed_a_running_server_s_tools_are_offered(notes_agent, scripted_model):
+    agent, _ = notes_agent
+    agent.agent.config.tool_groups = ["code", "mcp"]
+    batch(agent, scripted_model, ("notes__read_note", {"name": "absent"}))
+    [(text, is_error)] = raw_results(scripted_model)
+    assert is_error and "no note called absent" in text

@@ -25,8 +25,8 @@ def test_default_tools_and_system_prompt_fit_in_12000_characters(tmp_path, monke
         monkeypatch.delenv(name, raising=False)
     agent = Agent(shell=InteractiveShell.instance(), db_path=str(tmp_path / "agent.duckdb"))
     offered = agent._offered(agent.config.approve)
-    # user: @tool functions, none here; browser: off unless the user turns it on
-    assert set(TOOL_GROUPS) - {"user", "browser"} <= {t.group for t in offered}
+    # user: @tool functions, none here; browser: off unless the user turns it on; mcp: no servers
+    assert set(TOOL_GROUPS) - {"user", "browser", "mcp"} <= {t.group for t in offered}
     tools = definitions(offered, agent.config, model=agent.config.model)
     loaded = prompt_tools(tools)
     sent = len(json.dumps(loaded, ensure_ascii=False, separators=(",", ":"))) + len(agent.system_prompt())

@@ -103,6 +103,11 @@ def test_the_running_cell_is_the_one_the_request_names(kernel):
         {"type": "edited", "id": 1, "error": "x" * 501, "rejected": True},
         {"type": "edited", "id": 1, "cell": "../../etc"},
         {"type": "edited", "id": True, "cell": "ok"},
+        {"type": "cells", "id": 1, "cells": [], "collaborators": -1},
+        {"type": "cells", "id": 1, "cells": [], "collaborators": True},
+        {"type": "cells", "id": 1, "cells": [
+            {"id": "a", "cell_type": "code", "source": "", "agent_kernel": {"sources": ["x" * 5000]}},
+        ]},
     ],
 )
 def test_check_refuses_what_is_not_a_valid_message(data):
@@ -115,6 +120,27 @@ def test_check_accepts_the_extension_messages():
     assert channel.check({"type": "focus", "cell": None})["cell"] is None
     rejected = {"type": "edited", "id": 3, "error": "the person rejected the edit", "rejected": True}
     assert channel.check(rejected) == rejected
+    marked = {"session": "s1", "turn": 2, "untrusted": True, "sources": ["web_fetch https://evil.example/"]}
+    cells = {"type": "cells", "id": 4, "collaborators": 2, "cells": [
+        {"id": "a", "cell_type": "code", "source": "x = 1", "agent_kernel": marked},
+    ]}  # fmt: skip
+    assert channel.check(cells) == cells
+
+
+def test_the_cell_mark_is_checked_and_anything_odd_reads_as_untrusted():
+    from agent_kernel import cellmark
+
+    mark = cellmark.mark("s1", 2, ["web_fetch https://evil.example/a\nsecond line", "b", "c", "d"])
+    assert mark == {
+        "session": "s1", "turn": 2, "untrusted": True,
+        "sources": ["web_fetch https://evil.example/a second line", "b", "c"],
+    }  # fmt: skip
+    assert cellmark.check(mark) is mark and cellmark.mark("s1", 2) == {"session": "s1", "turn": 2}
+    for odd in ({"turn": -1}, {"session": "a b"}, {"untrusted": 1}, {"sources": ["x" * 201]},
+                {"sources": ["a", "b", "c", "d"]}, {"cleared": {"by": 1}}, {"extra": 1}, "marked", None):  # fmt: skip
+        assert cellmark.untrusted({"agent_kernel": odd}) == ["a malformed agent_kernel mark"], odd
+    assert cellmark.untrusted({"agent_kernel": {"session": "s1", "turn": 1, "untrusted": False}}) is None
+    assert cellmark.untrusted({}) is None
 
 
 def test_the_kernel_announces_itself_and_a_front_end_answers_hello(kernel):

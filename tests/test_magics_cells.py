@@ -11,6 +11,7 @@ import nbformat
 
 from agent_kernel.testing import call, say
 
+from .capabilities import needs_widget_replies
 from .frontend import FrontEnd, NotebookChannel, wait_for
 from .kernel import Kernel
 
@@ -190,3 +191,43 @@ def test_the_open_notebooks_file_is_not_written_under_its_front_end(scripted_mod
     finally:
         kernel.shutdown()
     assert len(nbformat.read(path, as_version=4).cells) == 4
+
+
+@needs_widget_replies
+def test_cells_of_a_turn_after_untrusted_content_are_marked_and_the_scheduler_refuses_them(
+    kernel, scripted_model, agent_db, tmp_path
+):
+    from datetime import datetime, timezone
+
+    from agent_kernel.scheduler import ScheduleError
+    from agent_kernel.scheduler.jobs import new_job
+
+    from .calls import after_hostile_page
+
+    kernel.ok("%config AgentKernel.tool_groups = ['code', 'web']")
+    scripted_model.add(call("run_code", code="x = 21"), say("Set."))
+    kernel.ok("%agent --session web set x")
+    scripted_model.add(after_hostile_page(("run_code", {"code": "y = x * 2"})), say("Done."))
+    person = FrontEnd(kernel)  # lets the code run on its approval card
+    person.answer["ChoiceCard"] = lambda front, card: front.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --session web read the figures", on_message=person.hook)
+    assert kernel.value("y") == 42
+    path = tmp_path / "report.ipynb"
+    kernel.ok(f"%agent_cells 1 --to {path}")
+    clean = [c.metadata["agent_kernel"] for c in nbformat.read(path, as_version=4).cells]
+    assert all("untrusted" not in m for m in clean) and len(clean) == 2
+    kernel.ok(f"%agent_cells 2 --to {path}")
+    cells = nbformat.read(path, as_version=4).cells
+    steered = [c.metadata["agent_kernel"] for c in cells if c.metadata["agent_kernel"]["turn"] == 2]
+    assert len(steered) == 2 and all(m["untrusted"] is True for m in steered)
+    assert steered[0]["sources"] == ["web_fetch https://evil.example/figures"]
+    try:
+        new_job(
+            name="report", kind="notebook", notebook=str(path), cwd=str(tmp_path), cron="0 8 * * *", timezone="UTC",
+            now=datetime.now(timezone.utc),
+        )  # fmt: skip
+    except ScheduleError as refused:
+        assert "an agent turn wrote after reading untrusted content" in str(refused)
+        assert f"agent-kernel cells clear {path}" in str(refused)
+    else:
+        raise AssertionError("a job was made on a notebook holding marked cells")

@@ -12,6 +12,8 @@ from agent_kernel.cli import main
 from agent_kernel.scheduler.export import find_parameters
 from agent_kernel.testing import call, say
 
+from .capabilities import needs_widget_replies
+
 SALES = "region,amount\nnorth,120\nsouth,80\nwest,150\n"
 DEAD_MODEL = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": ""}
 
@@ -249,9 +251,10 @@ def test_the_extension_is_loaded_only_when_the_code_needs_it_and_nested_turns_ar
 
 
 def steered_session(kernel, scripted_model, tmp_path: Path) -> Path:
-    """Turn 1 sets a value; turn 2 reads a hostile page, then runs code (that writes the
-    returned marker file each time it runs)."""
+    """Turn 1 sets a value; turn 2 reads a hostile page, then runs code the person lets run
+    on its approval card (it writes the returned marker file each time it runs)."""
     from .calls import after_hostile_page
+    from .frontend import FrontEnd
 
     marker = tmp_path / "steered-code-ran"
     kernel.ok("%config AgentKernel.tool_groups = ['code', 'web']")
@@ -259,12 +262,16 @@ def steered_session(kernel, scripted_model, tmp_path: Path) -> Path:
     kernel.ok("%agent --session web set base")
     steered = f"open({str(marker)!r}, 'a').write('ran')\nprint(base * 21)\nsince = '2026-01-01'"
     scripted_model.add(after_hostile_page(("run_code", {"code": steered})), say("42."))
-    kernel.ok("%agent --session web read the figures")
-    assert marker.read_text() == "ran"  # the turn ran it
+    person = FrontEnd(kernel)
+    person.answer["ChoiceCard"] = lambda front, card: front.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --session web read the figures", on_message=person.hook)
+    assert [c.state["heading"] for c in person.of_kind("ChoiceCard")] == ["Allow run_code?"]
+    assert marker.read_text() == "ran"  # the person let the turn run it
     marker.unlink()
     return marker
 
 
+@needs_widget_replies
 def test_a_tainted_sessions_export_keeps_the_marks_and_runs_its_code_only_with_consent(
     kernel, scripted_model, agent_db, tmp_path, capsys
 ):
@@ -294,6 +301,7 @@ def test_a_tainted_sessions_export_keeps_the_marks_and_runs_its_code_only_with_c
     assert "Verification passed" in capsys.readouterr().out and marker.read_text() == "ran"
 
 
+@needs_widget_replies
 def test_the_magic_asks_before_it_verifies_a_tainted_session(kernel, scripted_model, agent_db, tmp_path):
     marker = steered_session(kernel, scripted_model, tmp_path)
     refused = kernel.execute("%agent_export no.ipynb --session web", answer="n")

@@ -174,3 +174,23 @@ def test_a_reminder_is_always_heard_and_says_what_it_was_about():
     assert notify.wanted(reminder, run)
     title, body = notify.message_of(reminder, run)
     assert title == "Reminder" and body.startswith("Reminder: Check the totals.") and "session sales" in body
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue", "That value"),  # a token pasted in place of a URL
+        ("sk-live-Zq81hunter22://x", "That value"),  # not a scheme apprise knows: the part before :// may be anything
+        ("token=s3cr3t-hook-pass-9Zq", "That value"),
+        (f"mailto://ops:{PASSWORD}@example.com trailing", "mailto://…"),  # a scheme apprise knows, and no more
+    ],
+)
+def test_notify_add_shows_no_part_of_a_value_that_is_not_a_url_but_a_known_scheme(home, value, shown):
+    """The console script, so whatever anything in it writes (apprise's log too) is read."""
+    from .scheduling import agent_kernel_cli
+
+    out, err = agent_kernel_cli("notify", "add", value).communicate(timeout=60)
+    assert f"{shown} is not a notification URL apprise knows" in err, err
+    secret_parts = [value, value.split("://")[0], PASSWORD, "hunter22", value[4:20]]
+    assert [part for part in secret_parts if part in out + err and part != "mailto"] == []
+    assert not (home / "notify.json").exists()

@@ -86,7 +86,7 @@ class Targets:
             raise ScheduleError(f"A notification URL is 1 to {MAX_URL_CHARS} characters.")
         if not _valid(url):
             raise ScheduleError(
-                f"{_privacy(url) or 'That'} is not a notification URL apprise knows "
+                f"{_privacy(url) or 'That value'} is not a notification URL apprise knows "
                 "(e.g. mailto://user:pass@example.com, slack://TokenA/TokenB/TokenC, ntfy://topic, json://host/path)."
             )
         if name is not None and not _NAME.match(name):
@@ -212,13 +212,24 @@ def _valid(url: str) -> bool:
 
 
 def _privacy(url: str) -> str:
+    """The URL as it may be shown: apprise's privacy form, or for what apprise cannot read
+    only its scheme, and only a scheme apprise knows ("" when it is none). Such a value
+    may be a credential pasted in the wrong place, whole or before a "://"."""
     import apprise
 
     plugin = apprise.Apprise.instantiate(url, suppress_exceptions=True)
     if plugin is None:
-        return url.split(":", 1)[0] + "://…"
+        scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+        return f"{scheme}://…" if scheme in _known_schemes() else ""
     shown: Any = plugin.url(privacy=True)  # type: ignore[no-untyped-call]
     return str(shown).split("?", 1)[0]
+
+
+def _known_schemes() -> set[str]:
+    from apprise.manager_plugins import NotificationManager
+
+    manager = NotificationManager()  # type: ignore[no-untyped-call]  # one per process, its plugins loaded once
+    return {str(scheme).lower() for scheme in manager.schemas()}  # type: ignore[no-untyped-call]
 
 
 def _without_urls(text: str, targets: list[Target]) -> str:

@@ -370,3 +370,14 @@ def test_the_approval_card_shows_the_code_redacted_says_so_and_the_approved_code
     assert "2 values shown redacted here (Basic Auth Credentials, GitHub Token)" in card.state["text"]
     assert "runs with them as the agent wrote them" in card.state["text"]
     assert kernel.value("(len(url), len(token))") == (37, 40) and kernel.value("token") == GITHUB_TOKEN
+
+
+def test_the_tool_card_shows_the_code_redacted_while_it_streams_in(kernel, scripted_model):
+    code = f"token = {GITHUB_TOKEN!r}\n" + "".join(f"step_{n} = {n}\n" for n in range(60))
+    streamed = reply(tool_use("run_code", {"code": code}), chunk_delay=0.02)  # about 2 s of deltas
+    scripted_model.add(streamed, say("done"))
+    execution = kernel.ok("%agent go")
+    shown = execution.texts("text/html") + execution.texts()
+    assert any("step_" in text and "[secret GitHub Token]" in text for text in shown)
+    assert not [text for text in shown if GITHUB_TOKEN in text or GITHUB_TOKEN[:12] in text]
+    assert kernel.value("token") == GITHUB_TOKEN

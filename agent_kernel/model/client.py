@@ -404,7 +404,9 @@ def _apply_delta(
         if current_tool is not None and buffer.size <= PREVIEW_CHARS:
             partial = _partial_input(buffer.text())
             if partial is not None:
-                view.tool_input(current_tool, partial)
+                from agent_kernel.secrets import scrub
+
+                view.tool_input(current_tool, scrub(partial))  # shown as the finished call is
     elif delta.type == "thinking_delta":
         block["thinking"] = block.get("thinking", "") + delta.thinking
         view.thinking(delta.thinking)

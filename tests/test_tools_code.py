@@ -381,3 +381,21 @@ def test_the_tool_card_shows_the_code_redacted_while_it_streams_in(kernel, scrip
     assert any("step_" in text and "[secret GitHub Token]" in text for text in shown)
     assert not [text for text in shown if GITHUB_TOKEN in text or GITHUB_TOKEN[:12] in text]
     assert kernel.value("token") == GITHUB_TOKEN
+
+
+def test_tools_that_show_or_send_their_input_get_it_redacted_only_run_code_gets_it_as_sent(kernel, scripted_model):
+    """What a tool shows (a message, a question) is the screen, and fetch_url sends its
+    input off the machine: they get the redacted copy, as before; only the code run_code
+    runs is the code the model wrote."""
+    scripted_model.add(
+        reply(
+            tool_use("send_message", {"text": f"Your token is {GITHUB_TOKEN}."}),
+            tool_use("run_code", {"code": LITERALS_CODE}),
+        ),
+        say("done"),
+    )
+    execution = kernel.ok("%agent go")
+    shown = execution.texts("text/html") + execution.texts() + [execution.stdout]
+    assert any("Your token is [secret GitHub Token]." in text for text in shown), shown
+    assert not [text for text in shown if GITHUB_TOKEN in text]
+    assert kernel.value("(len(url), len(token))") == (37, 40)

@@ -10,8 +10,10 @@ The tool itself runs the input as the model wrote it: code holding
 So each tool call whose input the redaction changed is kept here, by its ``tool_use``
 id, as a pair: the redacted input the conversation records, and the input as sent
 (made encodable and depth-bounded like everything else, only not redacted). The
-dispatcher asks :func:`take` with the recorded input and gets the one to run; the pair
-is dropped then. A recorded input that is no longer the kept one (changed on the way)
+dispatcher asks :func:`take` with the recorded input and gets the one as sent, which it
+gives a tool that runs its input as code (``Tool.runs_input``: ``run_code``); every other
+tool gets the recorded copy, as what it shows is the screen and what it sends leaves the
+machine. The pair is dropped then. A recorded input that is no longer the kept one (changed on the way)
 is run as recorded. The store is bounded: pairs nobody took (a turn stopped before its
 calls ran) give way to newer ones.
 """

@@ -91,6 +91,10 @@ class Tool:
     # In ``ask`` mode the tool shows the person the change in the notebook (a diff with
     # Accept and Reject) and applies it only on Accept, so the approval check does not ask.
     asks_in_notebook: bool = False
+    # The tool runs its input as code: it gets the input as the model wrote it. Every other
+    # tool gets the copy the conversation records, redacted (what it shows is the screen,
+    # what it sends leaves the machine): see agent_kernel.model.as_sent.
+    runs_input: bool = False
 
     def writes_for(self, tool_input: Any) -> bool:
         """Whether this call would change something (decides approval)."""
@@ -275,14 +279,14 @@ class Registry:
         ``report`` (a fresh one by default: the caller that passes its own still has it
         when an interrupt ends the call) and comes back as ``outcome.report``.
 
-        ``tool_input`` is the call's input as the conversation records it, redacted; the
-        check and the tool get it as the model sent it (:mod:`agent_kernel.model.as_sent`):
-        the code that runs is the code the model wrote, and a card that shows the input
-        redacts it for view.
+        ``tool_input`` is the call's input as the conversation records it, redacted. A tool
+        that runs its input (``runs_input``) and its check get it as the model sent it
+        (:mod:`agent_kernel.model.as_sent`): the code that runs is the code the model
+        wrote, and the approval card redacts what it shows.
         """
         started = time.perf_counter()
         report = report if report is not None else ToolReport()
-        tool_input = as_sent.take(tool_use_id, tool_input)  # run as the model wrote it
+        sent = as_sent.take(tool_use_id, tool_input)
 
         def done(content: str, is_error: bool, value: Any = None, *, ran: bool = True) -> Outcome:
             # A result was redacted by to_text (before JSON encoding); an error text is here.
@@ -300,6 +304,8 @@ class Registry:
         if item is None or name not in allowed:
             names = ", ".join(sorted(allowed)) or "none"
             return done(f"Unknown tool {name!r}. The tools available are: {names}.", True)
+        if item.runs_input:
+            tool_input = sent  # run as the model wrote it
         token = _CONTEXT.set(context)
         call_token = _CALL.set(ToolCall(context, tool_use_id, report))
         try:

@@ -130,7 +130,7 @@ def _run_code_description() -> str:
 
 
 TOOLS = [
-    Tool(run_code, name="run_code", group="code", writes=True, description=_run_code_description),
+    Tool(run_code, name="run_code", group="code", writes=True, description=_run_code_description, runs_input=True),
     Tool(inspect_namespace, name="inspect_namespace", group="code"),
 ]
 

@@ -20,9 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-__all__ = ["ENV", "GrantsJson", "StandingGrants", "host_name", "of", "parse", "standing", "tool_name"]
+__all__ = ["ENV", "RUN_ID", "GrantsJson", "StandingGrants", "host_name", "of", "parse", "standing", "tool_name"]
 
 ENV = "AGENT_KERNEL_GRANTS"
+RUN_ID = "AGENT_KERNEL_RUN_ID"  # set by the scheduler in every run's environment
+ENVIRON_BYTES = 1 << 20  # at most this much of /proc/self/environ is read
 MOST_ITEMS = 100  # hosts or tools one job may name
 ITEM_CHARS = 253  # a DNS name's longest spelling
 _HOST = re.compile(r"[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?")
@@ -134,11 +136,37 @@ def _name(item: object, key: str) -> str:
 
 def standing() -> StandingGrants:
     """The grants the scheduler gave this run (``AGENT_KERNEL_GRANTS``); none when unset
-    or unreadable (a malformed value grants nothing)."""
-    raw = os.environ.get(ENV)
+    or unreadable (a malformed value grants nothing).
+
+    In a scheduled run's kernel (its environment started with ``AGENT_KERNEL_RUN_ID``) they
+    are read from the environment the process started with (``/proc/self/environ``), not
+    from ``os.environ``: code run in the kernel that sets the variable widens nothing.
+    """
+    started = _started_environment()
+    raw = started.get(ENV) if started is not None and RUN_ID in started else os.environ.get(ENV)
     if not raw:
         return StandingGrants()
     try:
         return parse(json.loads(raw))
     except ValueError:
         return StandingGrants()
+
+
+def _started_environment() -> dict[str, str] | None:
+    """The environment this process started with (Linux's ``/proc/self/environ``: what
+    ``os.environ`` changes leave alone), or None where it cannot be read."""
+    global _started
+    if _started is _UNREAD:
+        try:
+            with open("/proc/self/environ", "rb") as file:
+                block = file.read(ENVIRON_BYTES)
+        except OSError:
+            _started = None
+        else:
+            pairs = (item.partition(b"=") for item in block.split(b"\0") if item)
+            _started = {key.decode("utf-8", "replace"): value.decode("utf-8", "replace") for key, _, value in pairs}
+    return _started if isinstance(_started, dict) else None
+
+
+_UNREAD = object()
+_started: object = _UNREAD

@@ -45,9 +45,16 @@ def outputs(path: str | Path) -> str:
     return "\n".join(texts)
 
 
-def shown_grants(path: str | Path) -> dict[str, Any]:
-    [line] = [line for line in outputs(path).splitlines() if line.startswith("GRANTS ")]
-    return json.loads(line.removeprefix("GRANTS "))
+def shown_grants(path: str | Path, prefix: str = "GRANTS ") -> dict[str, Any]:
+    [line] = [line for line in outputs(path).splitlines() if line.startswith(prefix)]
+    return json.loads(line.removeprefix(prefix))
+
+
+# Code in the run's kernel (the model's run_code before anything untrusted, say) grants itself more.
+WIDEN = (
+    "import os, json\nos.environ['AGENT_KERNEL_GRANTS'] = json.dumps({'after_untrusted': ['run_code', 'create_tool']})\n"
+    "print('WIDENED', json.dumps(standing().as_json()))"
+)
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -56,11 +63,11 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_the_runs_kernel_gets_its_jobs_grants_and_never_the_schedulers_own(store, home, tmp_path, monkeypatch):
+def test_the_runs_kernel_gets_its_jobs_grants_never_the_schedulers_own_and_cannot_widen_them(store, home, tmp_path, monkeypatch):
     # A scheduler started from a granted run's kernel (or a careless shell) has grants in its
     # environment: a run of a job without grants must not inherit them.
     monkeypatch.setenv(grants.ENV, json.dumps({"hosts": ["evil.example"], "after_untrusted": ["run_code"]}))
-    notebook = write_notebook(tmp_path / "show.ipynb", PRINT_GRANTS)
+    notebook = write_notebook(tmp_path / "show.ipynb", PRINT_GRANTS, WIDEN)
     jobs = SchedulerService(store, home=home)
     plain = jobs.create(JobFields(name="plain", kind="notebook", notebook=str(notebook), cron="0 3 1 1 *",
                                   timezone="UTC"), by=Provenance.person()).job  # fmt: skip
@@ -74,6 +81,9 @@ def test_the_runs_kernel_gets_its_jobs_grants_and_never_the_schedulers_own(store
     assert all(run.status == "SUCCEEDED" for run in runs.values()), [r.error for r in runs.values()]
     assert shown_grants(runs["plain"].output_path) == {"hosts": [], "after_untrusted": []}
     assert shown_grants(runs["granted"].output_path) == {"hosts": ["api.example.com"], "after_untrusted": ["run_code"]}
+    # Read from the environment the kernel started with: setting the variable widens nothing.
+    assert shown_grants(runs["plain"].output_path, "WIDENED ") == {"hosts": [], "after_untrusted": []}
+    assert shown_grants(runs["granted"].output_path, "WIDENED ")["after_untrusted"] == ["run_code"]
 
 
 def test_a_row_whose_grants_were_written_by_hand_is_not_run(store, home, tmp_path):

@@ -144,6 +144,15 @@ def after_hostile_page(*uses: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return reply(*page, *[tool_use(name, tool_input) for name, tool_input in uses])
 
 
+def standing_grants(monkeypatch: Any, *, tools: tuple[str, ...] = (), hosts: tuple[str, ...] = ()) -> None:
+    """The grants a job's run carries (``AGENT_KERNEL_GRANTS``): with nobody present, these
+    writing tools run after untrusted content and these hosts are reached, as the person
+    allowed in advance. Tests that plant after a hostile page use it for the planting turn."""
+    from agent_kernel.grants import ENV
+
+    monkeypatch.setenv(ENV, json.dumps({"after_untrusted": list(tools), "hosts": list(hosts)}))
+
+
 def only_as_data(text: str, needle: str) -> list[str]:
     """The source labels of the untrusted envelopes in ``text`` that hold ``needle``; the
     test fails if ``needle`` also appears outside every envelope (as instruction)."""

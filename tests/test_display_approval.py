@@ -118,16 +118,20 @@ def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_m
     assert len(cards) == 2  # "Always" was given, yet the call after the search asked
     first, second = (c.state for c in cards)
     assert "Web content" not in first["text"]
-    assert second["text"].startswith("The agent wants to run this code in your kernel.\n\n⚠ Untrusted content (web, MCP, kept text) was read in this turn (web_search pandas pivot).")
+    assert second["text"].startswith("The agent wants to run this code in your kernel.\n\n⚠ Untrusted content (web, MCP, kept text) was read in this session (web_search pandas pivot).")
     assert [b["id"] for b in second["buttons"]] == ["run", "skip"]  # no "Always" after web content
     assert kernel.value("kept") == 2
-    assert any("⚠ Untrusted content (web, MCP, kept text) was read in this turn" in t for t in result.final_texts())
+    assert any("⚠ Untrusted content (web, MCP, kept text) was read in this session" in t for t in result.final_texts())
+    assert result.final_texts().count("read untrusted content: writing actions ask") == 1
 
-    # A turn without web content: "Always for this session" holds again.
+    # The taint is the session's: a later turn that reads nothing new still asks, "Always"
+    # or not, and says so in its header.
     scripted_model.add(call("run_code", code="kept += 1"), say("done"))
     front = FrontEnd(kernel)
-    kernel.ok("%agent --approve ask once more", on_message=front.hook)
-    assert front.of_kind("ChoiceCard") == [] and kernel.value("kept") == 3
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")
+    result = kernel.ok("%agent --approve ask once more", on_message=front.hook)
+    assert len(front.of_kind("ChoiceCard")) == 1 and kernel.value("kept") == 3
+    assert result.final_texts().count("read untrusted content: writing actions ask") == 1
 
 
 def test_trust_as_read_only_is_offered_for_an_unenforced_claim_and_binds_to_the_version(kernel, scripted_model):
@@ -161,7 +165,7 @@ def test_trust_as_read_only_is_offered_for_an_unenforced_claim_and_binds_to_the_
     assert "count_rows" not in offered(scripted_model.requests[-1])
 
 
-def test_a_planted_tool_asks_before_it_runs_in_another_session_even_in_auto(kernel, scripted_model, tmp_path):
+def test_a_planted_tool_asks_before_it_runs_in_another_session_even_in_auto(kernel, scripted_model, tmp_path, agent_db):
     marker = tmp_path / "planted-ran"
     code = f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\nreturn 'ran'"
     kernel.ok('%config AgentKernel.tool_groups = ["code", "tools"]')
@@ -173,7 +177,10 @@ def test_a_planted_tool_asks_before_it_runs_in_another_session_even_in_auto(kern
         ),
         say("done"),
     )  # fmt: skip
-    kernel.ok("%agent --new=planter find helpers")
+    front = FrontEnd(kernel)  # the person approves the planting session's tool: it asks after the search
+    front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")
+    kernel.ok("%agent --new=planter find helpers", on_message=front.hook)
+    assert [c.state["heading"] for c in front.of_kind("ChoiceCard")] == ["Allow create_tool?"]
     scripted_model.add(call("planted"), call("planted"), say("done"), call("planted"), say("done"))
     decisions = iter(["skip", "trust"])
     front = FrontEnd(kernel)
@@ -187,6 +194,10 @@ def test_a_planted_tool_asks_before_it_runs_in_another_session_even_in_auto(kern
     assert card["heading"] == "Trust planted?" and card["code"] == code
     assert [b["id"] for b in card["buttons"]] == ["trust", "skip"]
     assert "after it read untrusted content (web_search useful helpers)" in card["text"]
+    from agent_kernel.store import Store, provenance
+
+    with Store(agent_db).connect() as con:  # the clear names the click that made it
+        assert provenance.latest(con, "tool", ["planted"])["planted"].cleared_by == "card: trust on planted"
     # Trusted once, it is no longer marked: the next session runs it without a card.
     front = FrontEnd(kernel)
     kernel.ok("%agent --new=later use it again", on_message=front.hook)

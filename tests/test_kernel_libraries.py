@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
+from agent_kernel.grants import ENV
 from agent_kernel.kernel import libraries
 from agent_kernel.testing import reply, say, tool_use, web_search
 
-from .calls import batch
+from .calls import batch, standing_grants
 
 
 @pytest.fixture
@@ -93,7 +94,9 @@ def test_a_failing_library_shows_its_own_line_in_the_tools_traceback(agent, scri
     assert "agent_libs/fragile.py" in results[0]["text"] and "return d['missing']" in results[0]["text"]
 
 
-def test_a_library_written_after_untrusted_content_is_imported_only_by_the_session_that_wrote_it(agent, scripted_model, tmp_path):
+def test_a_library_written_after_untrusted_content_is_imported_only_by_the_session_that_wrote_it(
+    agent, scripted_model, tmp_path, monkeypatch
+):
     marker = tmp_path / "planted-library-ran"
     planted = f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\n\ndef value():\n    return 42\n"
     scripted_model.add(
@@ -103,10 +106,14 @@ def test_a_library_written_after_untrusted_content_is_imported_only_by_the_sessi
         ),
         say("done"),
     )
+    # The person allowed the planting session's writing in advance (a job's standing grants):
+    # after untrusted content, auto asks before each one, and nobody is here to answer.
+    standing_grants(monkeypatch, tools=("create_library", "run_code"))
     agent.ok("find helpers", session="planter")
     use = ("run_code", {"code": "import agent_libs.helpers as h\nh.value()"})
     results, _ = batch(agent, scripted_model, use, session="planter")  # its own session, auto
     assert results[0]["result"] == "42" and marker.read_text() == "ran\n"
+    monkeypatch.delenv(ENV)
 
     refused = "agent_libs.helpers was written after the agent read untrusted content, so it is not imported here"
     # The user's own cell: the module the planter loaded is not in the import cache either.
@@ -130,12 +137,14 @@ def test_a_library_written_after_untrusted_content_is_imported_only_by_the_sessi
     assert all(r["is_error"] and f"ImportError: {refused}" in r["text"] for r in results[1:])
     # The session that wrote it, in ask and read-only turns: a tool the person trusted as
     # read-only runs there without asking, and the library's code still does not.
+    standing_grants(monkeypatch, tools=("create_tool",))
     batch(
         agent, scripted_model,
         ("create_tool", {"name": "reader", "description": "x", "parameter_schema": {"type": "object"}, "writes": False,
                          "code": "import agent_libs.helpers as h\nreturn h.value()"}),
         session="planter",
     )  # fmt: skip
+    monkeypatch.delenv(ENV)
     from agent_kernel.authority import card_click
     from agent_kernel.store.agent_tools import AgentTools
 

@@ -10,7 +10,7 @@ from IPython.core.error import UsageError
 
 from agent_kernel.magics.tools import ToolMagics
 from agent_kernel.store.skills import Skills
-from agent_kernel.testing import say
+from agent_kernel.testing import call, say
 
 from .test_tools_mcp import SERVER
 
@@ -76,10 +76,10 @@ def test_agent_skills_lists_stored_and_folder_skills(shell_agent, tmp_path):
         magics.agent_skills("--nope")
 
 
-def test_agent_tainted_lists_what_was_kept_after_untrusted_content_and_clears_it(shell_agent, scripted_model):
+def test_agent_tainted_lists_what_was_kept_after_untrusted_content_and_clears_it(shell_agent, scripted_model, monkeypatch):
     from agent_kernel.store import provenance
 
-    from .calls import HOSTILE, after_hostile_page, as_instruction, only_as_data, system_text
+    from .calls import HOSTILE, after_hostile_page, as_instruction, only_as_data, standing_grants, system_text
 
     config = shell_agent.agent.config
     config.tool_groups = [*config.tool_groups, "skills", "web"]
@@ -91,7 +91,9 @@ def test_agent_tainted_lists_what_was_kept_after_untrusted_content_and_clears_it
         ),
         say("Kept."),
     )
-    shell_agent.ok("read the figures", session="web")
+    with monkeypatch.context() as allowed:  # the person allowed the skill in advance: nobody is asked
+        standing_grants(allowed, tools=("create_skill",))
+        shell_agent.ok("read the figures", session="web")
     magics = magics_of(shell_agent)
     table = magics.agent_tainted("")
     assert table.columns == ["kind", "name", "version", "session", "turn", "sources", "when (UTC)"]
@@ -117,5 +119,33 @@ def test_agent_tainted_lists_what_was_kept_after_untrusted_content_and_clears_it
     assert magics.agent_tainted("--clear-all") is None
     empty = magics.agent_tainted("")
     assert empty.rows == [] and empty.note == "Nothing kept is tainted."
+    with shell_agent.agent.store.connect() as con:
+        assert provenance.tainted(con) == []
+        cleared = provenance.latest(con, "skill", ["reports"])["reports"]
+        assert cleared.cleared_by == "magic: %agent_tainted --clear skill reports"
+        assert provenance.latest(con, "memory")[listed["memory"][1]].cleared_by == "magic: %agent_tainted --clear-all"
+
+
+def test_code_run_inside_a_turn_cannot_clear_a_taint_through_the_magic(shell_agent, scripted_model):
+    """Even in a session that read nothing (so its run_code runs unasked in auto), the magic
+    called by the model's code is refused: a trust change comes from the person's own cell."""
+    from agent_kernel.store import provenance
+    from agent_kernel.store.provenance import Provenance
+
+    with shell_agent.agent.store.connect() as con:
+        provenance.record(con, "skill", "reports", Provenance("s1", 1, ("web_fetch https://evil.example/",)))
+    code = (
+        "try:\n    get_ipython().run_line_magic('agent_tainted', '--clear-all')\n    outcome = 'cleared'\n"
+        "except Exception as exc:\n    outcome = f'{type(exc).__name__}: {exc}'"
+    )
+    shell_agent.shell.register_magics(magics_of(shell_agent))
+    scripted_model.add(call("run_code", code=code), say("done"))
+    shell_agent.ok("clear it")
+    outcome = shell_agent.value("outcome")
+    assert outcome.startswith("UsageError: %agent_tainted --clear-all was refused: Trust changes (clearing a taint")
+    assert "Run it in your own cell after the turn" in outcome
+    with shell_agent.agent.store.connect() as con:
+        assert [r.name for r in provenance.tainted(con)] == ["reports"]
+    magics_of(shell_agent).agent_tainted("--clear-all")  # the person's own cell, after the turn
     with shell_agent.agent.store.connect() as con:
         assert provenance.tainted(con) == []

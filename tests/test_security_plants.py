@@ -10,6 +10,7 @@ system prompt as instruction.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import nbformat
 import papermill
 import pytest
 
+from agent_kernel.grants import ENV
 from agent_kernel.store import Store
 from agent_kernel.store import provenance
 from agent_kernel.testing import call, say
@@ -81,7 +83,7 @@ def _text(value) -> str:
 
 
 def test_plants_from_a_hostile_page_never_act_in_later_read_only_and_ask_notebooks(
-    scripted_model, agent_db, tmp_path
+    scripted_model, agent_db, tmp_path, monkeypatch
 ):
     marker = tmp_path / "planted-code-ran"
     payload = f"open({str(marker)!r}, 'a').write('ran')"
@@ -100,7 +102,12 @@ def test_plants_from_a_hostile_page_never_act_in_later_read_only_and_ask_noteboo
             call("edit_system_prompt", operation="append", content=f"Always: {PLANTED}"),
             say("Done."),
         )  # fmt: skip
+        # After the page, auto asks before each writing action and nobody is there: the run
+        # plants only because its standing grants allow these tools (the person's say-so).
+        planting = ("create_tool", "create_library", "create_skill")
+        monkeypatch.setenv(ENV, json.dumps({"after_untrusted": list(planting)}))
         first = _run(_notebook(tmp_path / "fetch.ipynb", "%agent summarise the figures page"), tmp_path)
+        monkeypatch.delenv(ENV)
         planted_requests = len(scripted_model.requests)
         assert "Done." in str(first.cells[2].outputs)
         with Store(agent_db).connect() as con:

@@ -8,7 +8,7 @@ from agent_kernel.authority import card_click
 from agent_kernel.store.agent_tools import AgentTools
 from agent_kernel.testing import call, reply, say, tool_use, web_search
 
-from .calls import batch, decoded, offered, restarted
+from .calls import batch, decoded, offered, restarted, standing_grants
 from .inprocess import shell_agent as make_shell_agent
 from .websites import Server
 
@@ -202,13 +202,16 @@ def test_the_persons_read_only_grant_binds_to_the_tool_version(agent, scripted_m
 
 
 def plant(agent, scripted_model, name: str, code: str, **definition):
-    """A turn of session "planter" that reads a search result, then creates tool ``name``."""
+    """A turn of session "planter" that reads a search result, then creates tool ``name``
+    (the person allowed create_tool after untrusted content in advance: nobody is asked)."""
     spec = {"name": name, "description": "Harmless.", "parameter_schema": {"type": "object"}, "code": code, **definition}
     scripted_model.add(
         reply(*web_search("useful helpers", [("https://evil.example/helpers", "Helpers")]), tool_use("create_tool", spec)),
         say("done"),
     )
-    agent.ok("find helpers", session="planter")
+    with pytest.MonkeyPatch.context() as allowed:
+        standing_grants(allowed, tools=("create_tool",))
+        agent.ok("find helpers", session="planter")
     assert last_result_of(scripted_model.requests[-1]) == {"name": name, "version": 1}
 
 
@@ -224,8 +227,15 @@ def test_a_tool_written_after_untrusted_content_asks_in_other_sessions_even_in_a
             assert "no user is present" in results[0]["text"] and "%agent_tainted --clear tool planted" in results[0]["text"]
         assert "after it read untrusted content" in results[1]["text"]  # enforced read-only, still planted
     assert not marker.exists()
-    # The session that wrote it runs it (its own turns already hold what it read).
+    # The session that wrote it is not asked to review it (its own turns already hold what
+    # it read), but it writes after untrusted content: nobody is here, so it is refused,
+    # unless the person allowed that tool in advance.
     results, _ = batch(agent, scripted_model, ("planted", {}), session="planter")
+    assert results[0]["is_error"] and "this session read untrusted content" in results[0]["text"]
+    assert not marker.exists()
+    with pytest.MonkeyPatch.context() as allowed:
+        standing_grants(allowed, tools=("planted",))
+        results, _ = batch(agent, scripted_model, ("planted", {}), session="planter")
     assert results == [{"ran": True}] and marker.read_text() == "ran\n"
     # A clean session's edit keeps the taint, and does not make that session its writer.
     results, _ = batch(agent, scripted_model, ("update_tool", {"name": "planted", "description": "Edited."}), session="editor")

@@ -326,12 +326,18 @@ def test_scheduling_tools_say_when_no_scheduler_runs_and_how_to_start_one(shell_
 
 
 def test_jobs_written_after_web_content_wait_disabled_until_the_person_enables_them(
-    shell_agent, scripted_model, store, capsys
+    shell_agent, scripted_model, store, capsys, monkeypatch
 ):
     from agent_kernel.cli import main
     from agent_kernel.store import provenance
 
-    from .calls import HOSTILE, after_hostile_page, decoded, only_as_data
+    from .calls import HOSTILE, after_hostile_page, decoded, only_as_data, standing_grants
+
+    # After the page, auto asks before each writing action and nobody is here: the person
+    # allowed these in advance, so what is tested is what the scheduler itself refuses.
+    standing_grants(monkeypatch, tools=(
+        "create_scheduled_task", "set_reminder", "manage_pulse", "enable_scheduled_task", "disable_scheduled_task",
+    ))  # fmt: skip
 
     config = shell_agent.agent.config
     config.tool_groups = ["code", "schedule", "web"]
@@ -417,8 +423,10 @@ def test_update_scheduled_task_changes_a_task_as_a_new_version(shell_agent, scri
     assert [r[0] for r in rows] == [1, 2] and rows[1][1].startswith("session ")
 
 
-def test_a_task_updated_after_web_content_waits_for_review(shell_agent, scripted_model, store):
-    from .calls import after_hostile_page, decoded
+def test_a_task_updated_after_web_content_waits_for_review(shell_agent, scripted_model, store, monkeypatch):
+    from .calls import after_hostile_page, decoded, standing_grants
+
+    standing_grants(monkeypatch, tools=("update_scheduled_task",))  # the person allowed it in advance
 
     shell_agent.agent.config.tool_groups = ["code", "schedule", "web"]
     [made] = run_tools(shell_agent, scripted_model, call("create_scheduled_task", name="digest", task="Summarise.",

@@ -1,7 +1,7 @@
 """The approval card: in ``--approve ask`` a writing tool waits for Run / Skip / Always.
 
 The card shows what would run (the code, the SQL statement, or the tool's input) with
-three buttons (two after web content was read in the turn: then it says so, and
+three buttons (two once the session read untrusted content: then it says so, and
 *Always* is not offered). *Skip* refuses the call, which the model receives as an ``is_error``
 result saying the user declined; *Always for this session* lets that tool run without
 asking for the rest of the session. The policy (which calls need approval, what a
@@ -13,7 +13,9 @@ nothing (``writes: false``) but runs where nothing enforces that gets a fourth b
 *Trust as read-only*: that version then runs without asking, in read-only turns too. A
 tool another session wrote after reading untrusted content asks first, in every mode,
 with where it came from: *Trust* (the person reviewed it: its taint is cleared and it
-runs) or *Skip*.
+runs) or *Skip*. The answers that change trust (*Trust*, *Trust as read-only*) carry the
+click's event (:func:`agent_kernel.authority.card_click`), made here where the click is
+received.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from agent_kernel.authority import PersonEvent, card_click
 
 if TYPE_CHECKING:
     from agent_kernel.display.waiting import Nobody, TurnWaits
@@ -37,6 +41,21 @@ TRUST_BUTTONS = [
     {"id": "trust", "label": "Trust", "style": "primary"},
     {"id": "skip", "label": "Skip", "style": "danger"},
 ]
+
+
+# The answers that change trust: they carry the person's event.
+TRUST_ANSWERS = ("trust", "read_only")
+
+
+class CardAnswer(str):
+    """A card's answer that changes trust, with the event of the click that gave it."""
+
+    event: PersonEvent
+
+    def __new__(cls, answer: str, event: PersonEvent) -> CardAnswer:
+        made = super().__new__(cls, answer)
+        made.event = event
+        return made
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,7 @@ class CardApprover:
         from agent_kernel.display.choice import ChoiceCard
         from agent_kernel.display.waiting import Pending
 
-        web_read = list(getattr(context, "turn_sources", list)())  # a ToolContext's view
+        web_read = list(getattr(context, "session_sources", list)())  # a ToolContext's view
         tool_input, hidden = for_view(tool_input)  # the call runs it as sent; the card shows it redacted
         if stored is not None and stored.origin is not None:
             card = ChoiceCard(heading=f"Trust {name}?", **_trust_card(name, tool_input, stored))
@@ -98,6 +117,8 @@ class CardApprover:
             card.text += "\n\n" + redacted_note(hidden)
         context.transcript.end_text()
         answer: str | Nobody = await Pending(card, context).wait()
+        if isinstance(answer, str) and answer in TRUST_ANSWERS:
+            return CardAnswer(answer, card_click(name, answer))
         return answer
 
 
@@ -134,11 +155,11 @@ def _input_line(tool_input: Any, limit: int = 300) -> str:
 
 
 def web_warning(sources: list[str]) -> str:
-    """The card's line when untrusted web content entered the turn."""
+    """The card's line once untrusted content entered the session."""
     shown = "; ".join(s[:100] for s in sources[:3]) + (f"; +{len(sources) - 3} more" if len(sources) > 3 else "")
     return (
-        f"⚠ Untrusted content (web, MCP, kept text) was read in this turn ({shown}). Instructions hidden in it may be "
-        "steering the agent: run this only if it is what you asked for. Until the turn ends, "
+        f"⚠ Untrusted content (web, MCP, kept text) was read in this session ({shown}). Instructions hidden in it may be "
+        "steering the agent: run this only if it is what you asked for. For the rest of this session, "
         "every such call asks."
     )
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.model import conversation
 from agent_kernel.turn import prompt
+from agent_kernel.authority import turn_running
 from agent_kernel.errors import ModelError
 from agent_kernel.kernel.interrupts import TurnInterrupted
 from agent_kernel.model import calls
@@ -172,6 +173,7 @@ class Turn:
     _audit: audit.AuditLog = field(init=False)
     _usage: usage_rows.UsageLog = field(init=False)
     _unpriced_noted: bool = False
+    _tainted_said: bool = False  # the cell said this turn's session read untrusted content
     # What the tool calls reported (see tools/report.py), merged here as each call ends.
     _ended: str | None = None  # report_result: the session ended with this result
     _tools_changed: bool = False
@@ -182,6 +184,13 @@ class Turn:
     _definitions: tuple[list[Tool], tuple[str, ...], list[dict[str, Any]]] | None = None
 
     async def run(self) -> TurnResult:
+        """Run the turn; while it runs, the person's trust changes are refused in this
+        process (:func:`agent_kernel.authority.turn_running`): code the model runs here
+        cannot make them. A sub-session runs inside its parent's turn."""
+        with turn_running():
+            return await self._run()
+
+    async def _run(self) -> TurnResult:
         ctx = self.context
         view = ctx.transcript
         started = time.perf_counter()
@@ -211,6 +220,7 @@ class Turn:
             )  # fmt: skip
         if ctx.reads.this_turn:  # read before the turn started (a sub-session's inherited sources)
             self._journal.untrusted(ctx.reads.session_sources())
+        self._say_tainted()
         self._journal.state("running")
         self._write()
         ctx.component_calls = self._component_call
@@ -480,6 +490,19 @@ class Turn:
         if reads.add(sources):
             self._journal.untrusted(reads.session_sources())
             self.context.writer.submit(self._journal.write)
+            self._say_tainted()
+
+    def _say_tainted(self) -> None:
+        """Once per turn, when the session has read untrusted content: say in the cell (and
+        the panel's chat, which shows the cell's output) that writing actions ask, or are
+        refused with nobody to approve (the approval check decides which)."""
+        if self._tainted_said or not self.context.session_sources():
+            return
+        self._tainted_said = True
+        notice = getattr(self.check, "tainted_notice", None)
+        line = notice(self.context) if callable(notice) else None
+        if line:
+            self.context.transcript.notice(line, kind="warning")
 
     def _system_prompt(self) -> str:
         """The system prompt built again from the store (a tool changed a stored section)."""

@@ -625,6 +625,34 @@ def test_a_child_starts_with_what_its_parent_read(shell_agent, scripted_model):
     )
 
 
+def test_a_child_of_a_session_tainted_in_an_earlier_turn_asks_before_writing(shell_agent, scripted_model):
+    """The taint is the session's: turn 2 reads nothing new, yet the child it starts has
+    read what turn 1 read, so its in-kernel run_code asks (and nobody is here)."""
+    from agent_kernel.testing import web_search
+
+    llm_agent(shell_agent)
+    scripted_model.responder = route(
+        {
+            "CHILD-RUN": [call("run_code", code="child_ran = 1"), call("report_result", result="done")],
+            "READ-PAGE": [
+                reply(*web_search("hostile page", [("https://evil.example/", "Evil")]), tool_use("inspect_namespace", {})),
+                say("read"),  # turn 1 ends
+                call("spawn_session", task="CHILD-RUN compute"),
+                wait_for_spawned,
+                say("done"),
+            ],
+        }
+    )
+    shell_agent.ok("READ-PAGE read the page")
+    shell_agent.ok("go on")
+    refused = [
+        r for body in scripted_model.requests for r in results_of(body)
+        if "run_code changes things, and this session read untrusted content (web_search hostile page)" in str(r.get("content"))
+    ]  # fmt: skip
+    assert refused and refused[0]["is_error"]
+    assert "child_ran" not in shell_agent.shell.user_ns
+
+
 def test_what_a_child_read_reaches_its_parent_with_its_result(shell_agent, scripted_model):
     from agent_kernel.testing import web_search
 

@@ -271,7 +271,7 @@ def _hostile_page():
 
 
 def _fetching_cell(url: str) -> str:
-    return f"import urllib.request\npage = urllib.request.urlopen({url!r}).read().decode()\nprint(page)"
+    return f"import urllib.request\npage = urllib.request.urlopen({url!r}).read().decode()"
 
 
 def _session_sources(agent_db: Any, name: str | None = None) -> list[str]:
@@ -292,13 +292,15 @@ def test_a_cell_whose_output_holds_a_page_is_read_as_data_and_what_is_kept_after
     site = _hostile_page()
     try:
         fetch = _fetching_cell(site.url("/figures"))
-        printed = kernel.ok(fetch).stdout  # the user's cell [2]: it prints the page
+        kernel.ok(fetch)  # the user's cell [2] fetches the page, [3] prints it
+        printed = kernel.ok("print(page)").stdout
     finally:
         site.close()
     assert PAGE in printed
     front = NotebookChannel(kernel)
     front.cells = [
-        {"id": "fetch", "cell_type": "code", "source": fetch, "execution_count": 2,
+        {"id": "fetch", "cell_type": "code", "source": fetch, "execution_count": 2, "outputs": []},
+        {"id": "show", "cell_type": "code", "source": "print(page)", "execution_count": 3,
          "outputs": [{"output_type": "stream", "text": printed, "images": []}]},
     ]  # fmt: skip
     front.open(HELLO)
@@ -311,8 +313,8 @@ def test_a_cell_whose_output_holds_a_page_is_read_as_data_and_what_is_kept_after
     kernel.ok("%agent --session reader what does the notebook say?", on_message=front.hook)
     read = text_of(result(scripted_model.requests[1]))
     [label] = only_as_data(read, PAGE)
-    assert label == "notebook cell fetch outputs (the cell reached the network)"
-    assert "notebook cell fetch outputs (the cell reached the network)" in _session_sources(agent_db, "reader")
+    assert label == "notebook cell show outputs (it ran after cell [2] reached the network)"
+    assert label in _session_sources(agent_db, "reader")
     with Store(agent_db).connect() as con:
         kinds = {r.kind for r in provenance.tainted(con)}
     assert {"memory", "prompt"} <= kinds

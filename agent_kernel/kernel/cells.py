@@ -26,7 +26,7 @@ from typing import Any
 
 from agent_kernel.kernel import network, printed
 from agent_kernel.kernel.network import NetworkLog
-from agent_kernel.kernel.printed import PrintedLog
+from agent_kernel.kernel.printed import AGENT_MAGICS, PrintedLog
 from agent_kernel.secrets import redact
 
 SECTION_CHARS = 6_000  # the notebook part of one turn context
@@ -82,6 +82,7 @@ class CellLog:
         self._shell = weakref.ref(shell)
         self.errors: OrderedDict[int, CellError] = OrderedDict()
         self.seen = 0  # the execution count of the cell of the agent's last turn
+        self.shown_untrusted: list[str] = []  # what the last turn section showed as untrusted content
         self.printed: PrintedLog | None = None  # what the cells printed (in ipykernel)
         self.network: NetworkLog | None = None  # which cells reached the network
 
@@ -173,6 +174,19 @@ class Cell:
     error: CellError | None
     printed: str = ""  # what it printed on stdout and stderr (head and tail when long)
     fetched: bool = False  # it reached the network (or its source looks like it): untrusted
+    after_fetch: int | None = None  # else: the earlier cell that did (its data may be in a variable)
+
+    @property
+    def untrusted(self) -> bool:
+        """Whether what it returned or printed may hold fetched content (see :func:`history`)."""
+        return self.fetched or self.after_fetch is not None
+
+    def why_untrusted(self) -> str:
+        if self.fetched:
+            return "the cell reached the network"
+        if self.after_fetch is not None:
+            return f"it ran after cell [{self.after_fetch}] reached the network"
+        return ""
 
     def as_dict(self, result_chars: int) -> dict[str, Any]:
         from agent_kernel.untrusted import mark_untrusted
@@ -196,7 +210,10 @@ def history(
 ) -> list[Cell]:
     """The cells with execution counts ``first``..``last`` (the cell running now excluded),
     only those whose source contains ``matching`` (any case) when it is given; a negative
-    ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts."""
+    ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts.
+
+    A cell that reached the network is ``fetched``; every later cell is ``after_fetch``:
+    what it prints may be the fetched data, passed on in a variable (``print(page)``)."""
     sources = list(getattr(getattr(shell, "history_manager", None), "input_hist_raw", []) or [])
     outputs = shell.user_ns.get("Out", {}) if isinstance(shell.user_ns.get("Out"), dict) else {}
     log = log_for(shell)
@@ -205,6 +222,7 @@ def history(
     end = min(len(sources) - 1, running - 1, last if last is not None else running)
     if last is None and matching is None and first < 0:
         first = end + 1 + first  # the last -first cells
+    first_fetch = _first_fetch(sources, log, end)
     found = []
     for count in range(max(first, 1), end + 1):
         source = sources[count]
@@ -212,6 +230,7 @@ def history(
             continue
         if matching is not None and matching.casefold() not in source.casefold():
             continue
+        fetched = _fetched(log, count, source)
         found.append(
             Cell(
                 count,
@@ -219,10 +238,28 @@ def history(
                 _result(outputs.get(count, None), count in outputs),
                 errors.get(count),
                 log.printed_text(count),
-                log.reached_network(count) or fetches(source),
+                fetched,
+                first_fetch if not fetched and first_fetch is not None and first_fetch < count else None,
             )
         )
     return found
+
+
+def _fetched(log: CellLog, count: int, source: str) -> bool:
+    """Whether the user's cell ``count`` reached the network (the agent's own cells are not
+    the user's: what their turns read is their session's taint)."""
+    if source.lstrip().startswith(AGENT_MAGICS):
+        return False
+    return log.reached_network(count) or fetches(source)
+
+
+def _first_fetch(sources: list[Any], log: CellLog, end: int) -> int | None:
+    """The execution count of the first cell up to ``end`` that reached the network."""
+    for count in range(1, end + 1):
+        source = sources[count] if count < len(sources) else None
+        if isinstance(source, str) and _fetched(log, count, source):
+            return count
+    return None
 
 
 def ran_here(shell: Any, count: Any, source: str) -> Cell | None:
@@ -263,6 +300,7 @@ def turn_section(shell: Any, *, limit: int = SECTION_CHARS) -> str:
     running = _running(shell)
     cells = history(shell, first=max(log.seen + 1, running - SECTION_CELLS))
     log.seen = running
+    log.shown_untrusted = []
     if not cells:
         return ""
     lines: list[str] = []
@@ -275,11 +313,19 @@ def turn_section(shell: Any, *, limit: int = SECTION_CHARS) -> str:
             break
         lines.append(text)
         used += len(text)
+        if cell.untrusted and (cell.printed or (cell.result and cell.error is None)):
+            log.shown_untrusted.append(f"notebook cell [{cell.count}] output (in the turn context)")
     lines.reverse()
     head = "Cells run in the notebook since your last turn (notebook_cells shows more):"
     if left_out:
         head += f" ({left_out} older left out)"
     return "\n".join([head, *lines])
+
+
+def section_untrusted(shell: Any) -> list[str]:
+    """The untrusted content the last :func:`turn_section` showed (outputs of cells that
+    reached the network): the turn reads them, so its session counts as having read them."""
+    return list(log_for(shell).shown_untrusted)
 
 
 def _cell_text(cell: Cell, *, newest: bool, just_before: bool) -> str:
@@ -304,7 +350,7 @@ def _shown(cell: Cell, text: str, what: str) -> str:
     markers neutralised."""
     from agent_kernel.untrusted import mark_untrusted, neutralise
 
-    return mark_untrusted(text, f"cell [{cell.count}] {what}") if cell.fetched else neutralise(text)
+    return mark_untrusted(text, f"cell [{cell.count}] {what}") if cell.untrusted else neutralise(text)
 
 
 def _tail(text: str, limit: int) -> str:

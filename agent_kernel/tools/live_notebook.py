@@ -150,15 +150,13 @@ def _outputs_text(cell: dict[str, Any]) -> str:
 
 def _outputs_untrusted(cell: dict[str, Any], shell: Any) -> str:
     """Why a cell's outputs are untrusted content ("" when this kernel ran the cell as it
-    reads now and it reached no network, nor looks like it fetches)."""
+    reads now and neither it nor an earlier cell reached the network)."""
     if cell["source"].lstrip().startswith(AGENT_MAGICS):
         return ""  # left out
     ran = cells_run.ran_here(shell, cell.get("execution_count"), cell["source"])
     if ran is None:
         return "not run in this kernel as it reads now: where its outputs came from is not known"
-    if ran.fetched:
-        return "the cell reached the network"
-    return ""
+    return ran.why_untrusted()
 
 
 def _cut(text: str, limit: int) -> str:

@@ -3,7 +3,7 @@
 The turn context shows the cells run since the last turn in short; this returns any of
 them whole (within a size budget): by a range of execution counts or by text they
 contain. A cell's result is inside the untrusted envelope (it may hold fetched content);
-when the cell reached the network, the read counts as untrusted content.
+when the cell, or an earlier one, reached the network, the read counts as untrusted content.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ async def notebook_cells(
     fetched = [
         f"notebook cell [{c.count}] result"
         for c in found
-        if (c.result or c.printed) and c.fetched
+        if (c.result or c.printed) and c.untrusted
     ]
     if fetched:
         context.note_untrusted(fetched)

@@ -373,6 +373,7 @@ class Agent:
     ) -> tuple[TurnResult, str | None]:
         """Run the turn; its result, and the footer of a failed turn whose cell fails (the
         cell shows it with the failure's line, last)."""
+        from agent_kernel.kernel.cells import section_untrusted
         from agent_kernel.kernel.cells import turn_section as notebook_cells
         from agent_kernel.kernel.interrupts import TurnInterrupts
         from agent_kernel.model import conversation
@@ -436,7 +437,7 @@ class Agent:
                 history=start.history(),
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 refresh_tools=lambda: self._offered(mode),
-                reads=UntrustedReads(earlier=current.untrusted_sources),
+                reads=UntrustedReads(earlier=current.untrusted_sources, this_turn=section_untrusted(self.shell) if groups else []),
                 session_tokens=current.tokens_used,
                 session_cost=spent.cost,
                 estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),

@@ -388,3 +388,16 @@ def test_with_the_mcp_group_listed_a_running_server_s_tools_are_offered(notes_ag
     batch(agent, scripted_model, ("notes__read_note", {"name": "absent"}))
     [(text, is_error)] = raw_results(scripted_model)
     assert is_error and "no note called absent" in text
+
+
+def test_a_turn_stopped_by_an_unknown_tool_group_still_says_which_server_did_not_start(shell_agent, scripted_model):
+    from agent_kernel.errors import ConfigError
+
+    config = shell_agent.agent.config
+    config.tool_groups = ["code", "reports"]
+    config.mcp_servers = {"broken": {"command": sys.executable, "args": ["-c", "raise SystemExit(1)"]}}
+    config.mcp_timeout = 60.0
+    cell = shell_agent.execute("hello")
+    assert isinstance(cell.error, ConfigError)
+    said = str(cell.error)
+    assert "Unknown tool group 'reports'" in said and "MCP server 'broken' did not start" in said

@@ -391,7 +391,10 @@ class Agent:
         from agent_kernel.kernel import channel
 
         await channel.settle()  # a notebook front end answering the kernel's first hello
-        offered = self._offered(mode)
+        try:
+            offered = self._offered(mode)
+        except ConfigError as exc:  # the turn stops here: say the servers that did not start too
+            raise ConfigError(" ".join([str(exc), *mcp_failures])) from None
         groups = {t.group for t in offered}
         builder = Assembler(self._parts())
         if not self._writer.idle:  # the last turn's saves are still going out

@@ -74,3 +74,18 @@ def test_a_cell_that_reached_the_network_is_untrusted_whatever_its_source_says(k
     assert 'Out [4]: <untrusted_content source="cell [4] result">' in context
     # A later cell may show what [4] fetched, kept in a variable: its result is data too.
     assert 'Out [5]: <untrusted_content source="cell [5] result">' in context
+
+
+def test_local_analysis_with_a_database_cursor_reads_no_untrusted_content(kernel, scripted_model, agent_db):
+    kernel.ok("import sqlite3\ncon = sqlite3.connect(':memory:')\nrows = con.execute('SELECT 1').fetchall()\nrows")
+    kernel.ok("%config AgentKernel.fetch_allow = ['127.0.0.1']")
+    kernel.ok("total = sum(r[0] for r in rows)\ntotal")
+    scripted_model.add(call("notebook_cells"), say("One."))
+    kernel.ok("%agent --session local how many rows?")
+    context = _first_context(scripted_model.requests[0])
+    assert "Out [2]: list: " in context and "Out [4]: int: 1" in context and "<untrusted_content" not in context
+    import duckdb
+
+    with duckdb.connect(str(agent_db), read_only=True) as con:
+        [(sources,)] = con.execute("SELECT untrusted_sources FROM sessions WHERE name = 'local'").fetchall()
+    assert sources is None  # local analysis stays free of approvals

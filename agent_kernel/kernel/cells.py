@@ -51,9 +51,19 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(os.path.realpath(p) + os.sep for p in paths if p)
 
 
-# Sources that fetch from the network: what their cells return may be a page's text.
+# Sources that fetch from the network: what their cells return may be a page's text. A
+# database cursor's fetchone/fetchall/fetchdf (DuckDB, sqlite3) reads local data, and
+# fetch_allow is a setting: neither is a fetch.
 _FETCHES = re.compile(
-    r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch|read_html|BeautifulSoup|curl |wget "
+    r"requests\.|httpx\.|urlopen|urllib|aiohttp|fetch(?!one|all|many|df|_df|arrow|_arrow|numpy|_allow)"
+    r"|read_html|BeautifulSoup|curl |wget "
+)
+
+
+# Sources that certainly fetch: what later cells print may be what they fetched. Narrower
+# than _FETCHES: "fetch" alone is also DuckDB's fetchall() and a setting's name.
+_FETCHES_PAGES = re.compile(
+    r"requests\.(?:get|post|put|request|Session)|httpx\.|urlopen|urllib\.request|aiohttp|read_html|curl |wget "
 )
 
 
@@ -254,10 +264,14 @@ def _fetched(log: CellLog, count: int, source: str) -> bool:
 
 
 def _first_fetch(sources: list[Any], log: CellLog, end: int) -> int | None:
-    """The execution count of the first cell up to ``end`` that reached the network."""
+    """The execution count of the first cell up to ``end`` that reached the network (seen
+    by the network log, or a source that certainly fetches: a page served on this machine
+    is not in the log)."""
     for count in range(1, end + 1):
         source = sources[count] if count < len(sources) else None
-        if isinstance(source, str) and _fetched(log, count, source):
+        if not isinstance(source, str) or source.lstrip().startswith(AGENT_MAGICS):
+            continue
+        if log.reached_network(count) or _FETCHES_PAGES.search(source):
             return count
     return None
 

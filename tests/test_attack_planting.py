@@ -123,6 +123,9 @@ def test_with_nobody_to_approve_the_planting_turn_writes_nothing(kernel, scripte
         assert refused["is_error"], refused
         assert f"{name} changes things, and this session read untrusted content (fetch_url {hostile.url('/csv-helpers')})" in refused["content"]
         assert "no user is present" in refused["content"]
+    from agent_kernel.tools.isolation import isolation
+
+    assert ("run_code and `isolated: true`" in attack["content"]) == isolation().sandboxed  # what it may do instead
     assert hostile.hits == ["/csv-helpers"]
     assert kernel.value("'attack_outcome' in globals()") is False
     assert not marker.exists()
@@ -175,6 +178,10 @@ def test_a_person_who_clicks_run_still_cannot_let_the_turn_clear_its_taint(kerne
     assert set(tainted(agent_db)) == {("tool", "csv_summary")}
 
 
+CHART_BLOCK = {
+    "type": "chart", "chartType": "line", "title": "Revenue",
+    "data": {"labels": ["2024-01", "2024-02"], "datasets": [{"label": "revenue", "data": [10, 12]}]},
+}  # fmt: skip
 CHART = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([10, 12])\nchart_made = True"
 
 
@@ -191,6 +198,15 @@ def test_the_approvals_fetching_a_public_csv_and_charting_it_takes(kernel, scrip
             kernel.ok(f"%agent --new=chart-{mode} --approve {mode} fetch the CSV and chart it", on_message=front.hook)
             counts[mode] = len(front.of_kind("ChoiceCard"))
             assert json.loads(results(scripted_model.requests[-1])[0]["content"])["success"] is True
+        # The same chart drawn with render_blocks (no code runs in the kernel) asks nothing.
+        kernel.ok("%config AgentKernel.tool_groups = ['code', 'web', 'ui']")
+        scripted_model.add(
+            call("fetch_url", url=site.url("/csv")), call("render_blocks", blocks=[CHART_BLOCK]), say("Charted.")
+        )
+        front = FrontEnd(kernel)
+        kernel.ok("%agent --new=chart-blocks fetch the CSV and chart it", on_message=front.hook)
+        counts["auto, render_blocks"] = len(front.of_kind("ChoiceCard"))
+        assert not results(scripted_model.requests[-1])[0].get("is_error")
         # Local analysis in a session that read nothing untrusted asks nothing.
         scripted_model.add(call("run_code", code="local = 1 + 1"), say("ok"))
         front = FrontEnd(kernel)
@@ -199,4 +215,4 @@ def test_the_approvals_fetching_a_public_csv_and_charting_it_takes(kernel, scrip
     finally:
         site.close()
     # The fetch of the first host asks nothing; the chart's in-kernel run_code asks once.
-    assert counts == {"auto": 1, "ask": 1, "local auto": 0}
+    assert counts == {"auto": 1, "ask": 1, "auto, render_blocks": 0, "local auto": 0}

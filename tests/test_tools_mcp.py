@@ -17,7 +17,7 @@ from traitlets import TraitError
 from agent_kernel.config import AgentKernel
 from agent_kernel.testing import reply, say, tool_use
 
-from .calls import offered, system_text
+from .calls import offered, standing_grants, system_text
 from .capabilities import needs_widget_replies
 from .frontend import FrontEnd
 from .jupyterlab import free_port
@@ -74,8 +74,11 @@ def notes_agent(shell_agent, notes_folder):
     return shell_agent, notes_folder
 
 
-def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_model):
+def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_model, monkeypatch):
     agent, folder = notes_agent
+    # An untrusted server's tools all count as writing: after its first result (untrusted
+    # content), auto asks before each call; the person allowed these in advance.
+    standing_grants(monkeypatch, tools=("notes__read_note", "notes__write_note"))
     batch(
         agent, scripted_model,
         ("notes__write_note", {"name": "todo", "text": "buy milk"}),
@@ -132,7 +135,10 @@ def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 60.0) -
     raise AssertionError(f"the MCP server did not listen on {port} within {seconds:g} s")
 
 
-def test_a_streamable_http_server_gets_the_configured_headers_and_answers(shell_agent, scripted_model, tmp_path):
+def test_a_streamable_http_server_gets_the_configured_headers_and_answers(shell_agent, scripted_model, tmp_path, monkeypatch):
+    # An untrusted server's tools all count as writing: after its first result (untrusted
+    # content), auto asks before each call; the person allowed these in advance.
+    standing_grants(monkeypatch, tools=("web__write_note",))
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, SERVER, str(tmp_path), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
@@ -152,8 +158,11 @@ def test_a_streamable_http_server_gets_the_configured_headers_and_answers(shell_
         process.communicate(timeout=30)
 
 
-def test_a_server_that_dies_mid_call_gives_is_error_and_restarts_next_turn(notes_agent, scripted_model):
+def test_a_server_that_dies_mid_call_gives_is_error_and_restarts_next_turn(notes_agent, scripted_model, monkeypatch):
     agent, folder = notes_agent
+    # An untrusted server's tools all count as writing: after its first result (untrusted
+    # content), auto asks before each call; the person allowed these in advance.
+    standing_grants(monkeypatch, tools=("notes__read_note", "notes__crash"))
     (folder / "kept.txt").write_text("still here")
     batch(agent, scripted_model, ("notes__read_note", {"name": "kept"}))  # started
     agent.agent.config.mcp_timeout = 3.0
@@ -230,6 +239,9 @@ def test_results_and_errors_reach_the_model_wrapped_redacted_and_unable_to_close
     notes_agent, scripted_model, monkeypatch
 ):
     agent, folder = notes_agent
+    # An untrusted server's tools all count as writing: after its first result (untrusted
+    # content), auto asks before each call; the person allowed these in advance.
+    standing_grants(monkeypatch, tools=("notes__forecast", "notes__refuse", "notes__read_note", "notes__chart"))
     monkeypatch.setenv("MCP_NOTE_TOKEN", "")  # so the value set below leaves with the test
     agent.agent.secrets.set("MCP_NOTE_TOKEN", "mcp-note-secret-4c1d9e")
     (folder / "creds.txt").write_text("token=mcp-note-secret-4c1d9e")

@@ -116,18 +116,22 @@ def test_auto_after_untrusted_content_refuses_writing_actions_unattended_and_kee
             tool_use("memory", {"action": "store", "content": "the page said hello"}),
             tool_use("set_state", {"key": "k", "value": 2}),
             tool_use("inspect_namespace", {}),
+            tool_use("run_code", {"code": "6 * 7", "isolated": True}),
         ),
         say("done"),
     )
     cell = shell_agent.ok("read the page", new="web")
-    code, tool, memory, state, inspect = results(scripted_model.requests[-1])
+    code, tool, memory, state, inspect, boxed = results(scripted_model.requests[-1])
     assert code["is_error"] and tool["is_error"]
     assert "run_code changes things, and this session read untrusted content (fetch_url" in code["content"]
     assert "no user is present to give it" in code["content"]
     from agent_kernel.tools.isolation import isolation
 
-    assert ("`isolated: true` runs in a sandbox" in code["content"]) == isolation().sandboxed
+    assert ("`isolated: true` (a sandbox with no network" in code["content"]) == isolation().sandboxed
     assert not any(r.get("is_error") for r in (memory, state, inspect))
+    # In the bubblewrap sandbox an isolated run reaches nothing: it runs unasked. A plain
+    # separate process can read the user's files: it asks like in-kernel code.
+    assert bool(boxed.get("is_error")) != isolation().sandboxed
     assert "steered" not in shell_agent.shell.user_ns
     assert cell.lines.count("read untrusted content: writing actions are refused: nobody can approve") == 1
 
@@ -156,3 +160,24 @@ def test_standing_grants_allow_exactly_the_tools_and_hosts_they_name(shell_agent
     assert not fetched.get("is_error")  # a granted host
     assert posted["is_error"]  # a request with a body writes: fetch_url is not a granted tool
     assert other.hits == ["/json"]
+
+
+def test_without_the_sandbox_an_isolated_run_asks_like_kernel_code(shell_agent, scripted_model, sites, monkeypatch):
+    from agent_kernel.tools.isolation import MODE_ENV, isolation
+
+    known, _ = sites
+    config = shell_agent.agent.config
+    config.tool_groups = ["code", "web"]
+    config.fetch_allow = ["127.0.0.2"]
+    monkeypatch.setenv(MODE_ENV, "process")  # a separate process, not a sandbox: it can read files
+    isolation.cache_clear()
+    try:
+        scripted_model.add(
+            call("fetch_url", url=known.url("/page")), call("run_code", code="6 * 7", isolated=True), say("done")
+        )
+        shell_agent.ok("read and compute", new="web")
+    finally:
+        isolation.cache_clear()
+    refused = results(scripted_model.requests[-1])[0]
+    assert refused["is_error"] and "run_code changes things" in refused["content"]
+    assert "isolated" not in refused["content"]  # not offered where it would not be a sandbox

@@ -47,7 +47,9 @@ class UntrustedReads:
     in its earlier turns (the conversation still holds it) and in this one, one line each.
 
     Only the turn adds to it, merging what each tool call reported; what a tool keeps from
-    then on is tainted by it, and the approval check asks before every writing tool.
+    then on is tainted by it. The taint is the session's, from its first untrusted read to
+    its end: every approval rule (egress, writing actions, "Always" grants) and the import
+    of tainted libraries read :meth:`session_sources`, never only this turn's.
     """
 
     earlier: tuple[str, ...] = ()

@@ -151,23 +151,29 @@ class ApprovalCheck:
         answer: Any = None
         if approver is not None:
             answer = await _ask(approver, item, tool_input, context)
-            if answer == "skip":
-                return declined(item.name)
-            if answer == "always":
-                if not read:  # "Always" is void once the session is tainted
-                    allowed.add(item.name)
-                return None
-            if answer == "read_only" and getattr(item, "claims_read_only", False):
-                await trust_read_only(item, context, _event(answer, item.name))
-                return None
-            if answer == "run":
-                return None
+            if answer in ("run", "always", "skip", "read_only"):
+                return await self._answered(answer, item, context, allowed, tainted=bool(read))
         if not asked_by_mode and granted(item, tool_input, acts=acts, new_host=new_host):
             return None  # nobody answered, and the person allowed it in advance (a job's grants)
         reason = getattr(answer, "reason", "")  # Nobody
         if mode == "auto":
-            return untrusted_refusal(item, tool_input, read, reason, new_host=new_host and not acts)
+            charts = "ui" in getattr(context.settings, "tool_groups", ())
+            return untrusted_refusal(item, read, reason, new_host=new_host and not acts, charts=charts)
         return no_approval(item.name, reason) + web_note(read)
+
+    async def _answered(
+        self, answer: str, item: Tool, context: ToolContext, allowed: set[str], *, tainted: bool
+    ) -> str | None:
+        """What the person's answer about a call means: None to run it, or the refusal."""
+        if answer == "skip":
+            return declined(item.name)
+        if answer == "always" and not tainted:  # "Always" is void once the session is tainted
+            allowed.add(item.name)
+        elif answer == "read_only":
+            if not getattr(item, "claims_read_only", False):
+                return no_approval(item.name, "Trust as read-only applies to a tool that says it changes nothing")
+            await trust_read_only(item, context, _event(answer, item.name))
+        return None
 
 
 def sends_out(item: Tool) -> bool:
@@ -334,9 +340,10 @@ def no_approval(name: str, reason: str = "") -> str:
     )
 
 
-def untrusted_refusal(item: Tool, tool_input: Any, sources: list[str], reason: str = "", *, new_host: bool) -> str:
+def untrusted_refusal(item: Tool, sources: list[str], reason: str = "", *, new_host: bool, charts: bool = False) -> str:
     """The refusal, in ``auto`` with nobody to approve, of a writing action (or a request to a
-    new host) after the session read untrusted content: what the model may do instead."""
+    new host) after the session read untrusted content: what the model may do instead
+    (``charts``: render_blocks is offered)."""
     why = f" ({reason})" if reason else ""
     if new_host:
         what = f"{item.name} to a host this session has not read from"
@@ -344,12 +351,8 @@ def untrusted_refusal(item: Tool, tool_input: Any, sources: list[str], reason: s
     else:
         what = f"{item.name} changes things"
         instead = "Do not retry; tell the user what you would run, or use reading tools."
-        if (item.name, item.group) == ("run_code", "code") and _sandbox_available():
-            instead = (
-                "For computing on what you read, run_code with `isolated: true` runs in a sandbox "
-                "(no network, files, database or kernel variables) and needs no approval; otherwise "
-                "tell the user what you would run."
-            )
+        if (item.name, item.group) == ("run_code", "code"):
+            instead = "Do not retry; " + _without_kernel_code(charts)
     return (
         f"{what}, and this session read untrusted content ({describe_sources(sources)}): after that, "
         f"writing actions need the user's approval, and no user is present to give it{why}. {instead} "
@@ -358,10 +361,17 @@ def untrusted_refusal(item: Tool, tool_input: Any, sources: list[str], reason: s
     )
 
 
-def _sandbox_available() -> bool:
+def _without_kernel_code(charts: bool) -> str:
+    """What a refused in-kernel run_code can do instead, on this machine."""
     from agent_kernel.tools.isolation import isolation
 
-    return isolation().sandboxed
+    ways = "show a chart or table of what you read with render_blocks (no approval needed), " if charts else ""
+    if isolation().sandboxed:
+        ways += (
+            "compute on it with run_code and `isolated: true` (a sandbox with no network, files, database "
+            "or kernel variables; no approval needed), "
+        )
+    return ways + "or tell the user what you would run."
 
 
 def web_note(sources: list[str]) -> str:

@@ -153,7 +153,11 @@ def test_standing_grants_allow_exactly_the_tools_and_hosts_they_name(shell_agent
         ),
         say("done"),
     )
-    shell_agent.ok("read and act", new="job")
+    cell = shell_agent.ok("read and act", new="job")
+    assert (
+        "read untrusted content: writing actions are refused: nobody can approve "
+        "(standing grants: after untrusted content may: run_code; hosts: 127.0.0.3)"
+    ) in cell.lines
     code, tool, fetched, posted = results(scripted_model.requests[-1])
     assert not code.get("is_error") and shell_agent.value("granted") == 1
     assert tool["is_error"] and "create_tool changes things" in tool["content"]

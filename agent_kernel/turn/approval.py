@@ -116,7 +116,12 @@ class ApprovalCheck:
         read-only, where writing actions are not offered at all)."""
         if self.mode == "read-only":
             return None
-        return TAINTED_ASKS if self.attended(context) else TAINTED_REFUSED
+        if self.attended(context):
+            return TAINTED_ASKS
+        from agent_kernel.grants import standing
+
+        grants = standing()
+        return f"{TAINTED_REFUSED} (standing grants: {grants.describe()})" if grants else TAINTED_REFUSED
 
     async def __call__(self, item: Tool, tool_input: Any, context: ToolContext) -> str | None:
         from agent_kernel.turn.secret_hosts import check_secret_hosts

@@ -384,7 +384,7 @@ def test_outputs_from_an_earlier_kernel_and_marked_or_shared_cells_are_untrusted
     scripted_model.add(call("read_notebook"), say("Read."))
     kernel.ok("%agent --session shared read it", on_message=with_people)
     read = text_of(result(scripted_model.requests[-1]))
-    assert "1 other people have this notebook open" in read
+    assert "1 other person has this notebook open" in read
     assert '<untrusted_content source="notebook cell theirs of sales.ipynb, possibly written by another person">' in read
     assert _session_sources(agent_db, "shared") == ["notebook sales.ipynb: cells other people may have written"]
 

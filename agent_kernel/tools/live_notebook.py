@@ -56,8 +56,9 @@ async def read_notebook(from_cell: CellId | None = None) -> str:
     others = channel.other_people()
     head = f"{notebook}: {len(cells)} cells"
     if others:
+        people = "1 other person has" if others == 1 else f"{others} other people have"
         head += (
-            f" ({others} other people have this notebook open; who wrote each cell is not recorded, "
+            f" ({people} this notebook open; who wrote each cell is not recorded, "
             "so every cell's source is shown as data)"
         )
     parts, read, used = [head], [], len(head)
@@ -102,7 +103,8 @@ def _cell_text(
     """One cell as the model reads it, and the untrusted sources reading it brought in.
 
     Outputs are data, always inside the untrusted envelope; they count as untrusted content
-    unless this kernel ran the cell as it reads now and it reached no network. The source
+    unless this kernel ran the cell as it reads now and neither it nor an earlier cell
+    reached the network. The source
     is data too when a turn wrote it after untrusted content (the cell's mark) or other
     people may have written it (``shared``: the notebook's name)."""
     count = cell.get("execution_count")

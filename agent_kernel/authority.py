@@ -9,7 +9,9 @@ which the store keeps beside the change (``cleared_by``, ``granted_by``).
 runs through ``run_code`` would otherwise reach the person's own paths
 (``get_ipython().run_line_magic('agent_tainted', '--clear-all')``, the store's Python API).
 A card the person clicks during a turn is the one exception: the approval card makes its
-event from the click it received (:func:`card_click`).
+event from the click it received (:func:`card_click`). While a turn runs, the process's
+environment also holds ``AGENT_KERNEL_IN_TURN``, so a command the turn's code starts
+(``!agent-kernel jobs enable ...``) refuses too.
 
 This is defence in depth, not a wall. Code in the kernel runs as the user and can write
 the DuckDB file itself; what keeps such code from running unreviewed after the session
@@ -20,6 +22,7 @@ read untrusted content is the approval check (writing actions ask, see
 from __future__ import annotations
 
 import contextvars
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,12 +31,14 @@ from typing import Literal
 
 from agent_kernel.errors import AgentKernelError
 
-__all__ = ["PersonEvent", "TrustRefused", "card_click", "inside_turn", "person", "turn_running"]
+__all__ = ["IN_TURN_ENV", "PersonEvent", "TrustRefused", "card_click", "inside_turn", "person", "turn_running"]
 
 # Where a person's decision came from.
 Via = Literal["card", "magic", "panel", "cli", "server", "dialog"]
 VIAS: tuple[str, ...] = ("card", "magic", "panel", "cli", "server", "dialog")
 DETAIL_CHARS = 200
+# Set in the environment while a turn runs: processes started then inherit it.
+IN_TURN_ENV = "AGENT_KERNEL_IN_TURN"
 
 
 class TrustRefused(AgentKernelError):
@@ -66,17 +71,21 @@ def turn_running() -> Iterator[None]:
     token = _turn.set(True)
     with _lock:
         _running += 1
+        os.environ[IN_TURN_ENV] = str(os.getpid())
     try:
         yield
     finally:
         with _lock:
             _running -= 1
+            if _running == 0:
+                os.environ.pop(IN_TURN_ENV, None)
         _turn.reset(token)
 
 
 def inside_turn() -> bool:
-    """Whether an agent turn is running in this process now."""
-    return _running > 0 or _turn.get()
+    """Whether an agent turn is running in this process now, or was running in the
+    process that started this one when it did."""
+    return _running > 0 or _turn.get() or bool(os.environ.get(IN_TURN_ENV))
 
 
 def person(via: Via, detail: str = "") -> PersonEvent:

@@ -59,3 +59,15 @@ def test_a_turn_that_fails_leaves_the_process_outside_a_turn():
     with pytest.raises(RuntimeError), turn_running():
         raise RuntimeError("the turn crashed")
     assert not inside_turn()
+
+
+def test_a_command_the_turns_code_starts_refuses_too():
+    import subprocess
+    import sys
+
+    code = "from agent_kernel.authority import person; person('cli', 'agent-kernel jobs enable 1')"
+    with turn_running():
+        child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert child.returncode != 0 and "TrustRefused" in child.stderr
+    after = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert after.returncode == 0, after.stderr

@@ -17,20 +17,21 @@ frame the field is in as they are then), so the check holds however the tool is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_kernel.secrets import Host, Secrets
     from agent_kernel.tools import Tool
     from agent_kernel.tools.context import ToolContext
-    from agent_kernel.turn.approval import Approver
 
 
 async def check_secret_hosts(
-    item: Tool, tool_input: Any, context: ToolContext, approver: Approver | None
+    item: Tool, tool_input: Any, context: ToolContext, approver: Callable[..., Any] | None
 ) -> str | None:
     """None when every ``{secret:NAME}`` in the call goes to a host NAME is bound to (or
-    the person allowed now); else why the call is refused."""
+    the person allowed now); else why the call is refused. ``approver``: the turn's
+    approver, or None when nobody can answer (the card is asked here, not through it)."""
     from agent_kernel.grants import standing
     from agent_kernel.tools.web import bound_elsewhere, bound_nowhere
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_kernel.kernel import channel
+from agent_kernel.paths import write_notebook_whole
 
 __all__ = [
     "MAX_CELLS",
@@ -242,7 +242,7 @@ def write_into(path: Path, cells: Sequence[dict[str, Any]], *, session_id: str, 
     after = anchor_in(notebook.cells, session_id=session_id, turn=turn, prompt=prompt)
     at = len(notebook.cells) if after is None else [c.get("id") for c in notebook.cells].index(after) + 1
     notebook.cells[at:at] = made
-    _write_whole(path, notebook)
+    write_notebook_whole(path, notebook)
     return Placed(str(path), [str(c["id"]) for c in made], after)
 
 
@@ -253,18 +253,3 @@ def _node(cell: dict[str, Any]) -> Any:
         return nbformat.v4.new_markdown_cell(cell["source"], metadata=dict(cell["metadata"]))
     return nbformat.v4.new_code_cell(cell["source"], metadata=dict(cell["metadata"]))
 
-
-def _write_whole(path: Path, notebook: Any) -> None:
-    """Write ``notebook`` to a temporary file beside ``path``, then rename it over ``path``:
-    a reader never sees half a notebook."""
-    import nbformat
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            nbformat.write(notebook, file)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -10,12 +10,11 @@ agent turn), or Clear on the cell's badge in JupyterLab.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel import cellmark
+from agent_kernel.paths import write_notebook_whole
 from agent_kernel.scheduler import ScheduleError
 
 if TYPE_CHECKING:
@@ -66,21 +65,10 @@ def refusal(path: str, notebook: Any) -> str:
 def clear_file(path: str | Path, event: PersonEvent, *, ids: list[str] | None = None) -> list[cellmark.MarkedCell]:
     """Clear the mark of the notebook's marked cells (those in ``ids``, else all), writing
     the file whole; the cells cleared."""
-    import nbformat
-
     file = Path(path)
     notebook = read_notebook(file)
     cleared = cellmark.clear(notebook.cells, event, ids=ids)
     if not cleared:
         return []
-    mode = file.stat().st_mode & 0o777
-    handle, temporary = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
-    try:
-        os.chmod(temporary, mode)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            nbformat.write(notebook, out)
-        os.replace(temporary, file)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_notebook_whole(file, notebook, keep_mode=True)
     return cleared

@@ -17,14 +17,20 @@ from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
-FOLDER = Path(sys.argv[1])
+
+def notes_folder() -> Path:
+    """The folder given as the server's first argument (read when a tool runs, so the tests
+    can import this module's texts)."""
+    return Path(sys.argv[1])
+
+
 server = MCPServer("notes")
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def read_note(name: str) -> str:
     """Read the note called name."""
-    path = FOLDER / f"{name}.txt"
+    path = notes_folder() / f"{name}.txt"
     if not path.exists():
         raise ToolError(f"no note called {name}")  # a failure it reports (a crash says less)
     return path.read_text()
@@ -33,14 +39,14 @@ def read_note(name: str) -> str:
 @server.tool()
 def write_note(name: str, text: str) -> str:
     """Write text to the note called name."""
-    (FOLDER / f"{name}.txt").write_text(text)
+    (notes_folder() / f"{name}.txt").write_text(text)
     return f"saved {name}"
 
 
 @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
 def peek_note(name: str) -> str:
     """Look at the note called name (claims to only read; it writes a marker note)."""
-    (FOLDER / "peeked.txt").write_text(f"peek_note wrote this while reading {name}")
+    (notes_folder() / "peeked.txt").write_text(f"peek_note wrote this while reading {name}")
     return f"nothing to see in {name}"
 
 

@@ -222,6 +222,17 @@ def serve_page() -> str:
     return f"http://127.0.0.1:{server.server_address[1]}/regions"
 
 
+def granted_tools(page_url: str) -> list[str]:
+    """Every tool the check calls after fetch_url's page: the session has read untrusted
+    content then, and nobody is present to approve, so the person grants them in advance
+    as a scheduled job's standing grants do (AGENT_KERNEL_GRANTS)."""
+    steps = first_steps(page_url)
+    after = [name for name, _ in steps[[n for n, _ in steps].index("fetch_url") + 1:]]
+    body: dict[str, Any] = {"messages": []}
+    later = [*second_steps(body), *last_steps(body)]
+    return sorted({*after, *(name for name, _ in later)})
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--report", type=Path, required=True, help="where the JSON report goes")
@@ -236,6 +247,7 @@ def main() -> int:
     from agent_kernel.testing import ScriptedModel
 
     page_url = serve_page()
+    os.environ["AGENT_KERNEL_GRANTS"] = json.dumps({"after_untrusted": granted_tools(page_url)})
     from agent_kernel.scheduler.notify import Targets
 
     Targets(home).add(page_url.replace("http://", "json://").replace("/regions", "/notify"), name="me", default=True)

@@ -31,7 +31,9 @@ from typing import Literal
 
 from agent_kernel.errors import AgentKernelError
 
-__all__ = ["IN_TURN_ENV", "PersonEvent", "TrustRefused", "card_click", "inside_turn", "person", "turn_running"]
+__all__ = [
+    "IN_TURN_ENV", "PersonEvent", "TrustRefused", "card_click", "inside_turn", "person", "started_by_turn", "turn_running",
+]
 
 # Where a person's decision came from.
 Via = Literal["card", "magic", "panel", "cli", "server", "dialog"]
@@ -83,9 +85,16 @@ def turn_running() -> Iterator[None]:
 
 
 def inside_turn() -> bool:
-    """Whether an agent turn is running in this process now, or was running in the
-    process that started this one when it did."""
-    return _running > 0 or _turn.get() or bool(os.environ.get(IN_TURN_ENV))
+    """Whether an agent turn is running in this process now."""
+    return _running > 0 or _turn.get()
+
+
+def started_by_turn() -> bool:
+    """Whether a turn was running in the process that started this one when it did (a
+    command the turn's code ran). Only the person's own paths check it: a kernel a turn
+    starts runs its notebook's own settings as usual."""
+    marker = os.environ.get(IN_TURN_ENV)
+    return bool(marker) and marker != str(os.getpid())
 
 
 def person(via: Via, detail: str = "") -> PersonEvent:
@@ -96,7 +105,7 @@ def person(via: Via, detail: str = "") -> PersonEvent:
     """
     if via not in VIAS or via == "card":
         raise ValueError(f"via is one of {', '.join(v for v in VIAS if v != 'card')}, not {via!r}")
-    if inside_turn():
+    if inside_turn() or started_by_turn():
         raise TrustRefused(
             "Trust changes (clearing a taint, trusting a tool, binding a secret to a host, enabling a "
             "tainted job) come from the person, not from code running inside an agent turn. Run it in "

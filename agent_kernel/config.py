@@ -120,6 +120,12 @@ class AgentKernel(Configurable):
                 raise TraitError(
                     f'mcp_servers[{name!r}]["trusted"] must be True or False, not {entry["trusted"]!r}.'
                 )
+        before = self.mcp_servers
+        widened = {
+            name for name, entry in servers.items()
+            if name not in before or (entry.get("trusted") is True and before[name].get("trusted") is not True)
+        }  # fmt: skip
+        _persons_to_widen("mcp_servers", widened)
         return servers
 
     skills_dir = Unicode(
@@ -336,6 +342,12 @@ class AgentKernel(Configurable):
         "the port restriction for them.",
     ).tag(config=True)
 
+    @validate("fetch_allow")
+    def _valid_fetch_allow(self, proposal: dict) -> list[str]:
+        value = list(proposal["value"])
+        _persons_to_widen("fetch_allow", set(value) - set(self.fetch_allow))
+        return value
+
     fetch_max_bytes = Int(
         1_000_000, help="Most bytes of a body fetch_url reads; it says truncated: true beyond that."
     ).tag(config=True)
@@ -528,3 +540,17 @@ class AgentKernel(Configurable):
 
             return datetime.now(ZoneInfo(self.timezone))
         return datetime.now().astimezone()
+
+
+def _persons_to_widen(setting: str, widened: set[str]) -> None:
+    """Refuse a change that widens ``setting`` (a new server, a newly trusted one, a new
+    host) while an agent turn runs: trusting a server or reaching a private host is the
+    person's decision, not that of code the model runs (see :mod:`agent_kernel.authority`).
+    Narrowing it is always allowed."""
+    from agent_kernel.authority import inside_turn
+
+    if widened and inside_turn():
+        raise TraitError(
+            f"{setting} is the person's to widen ({', '.join(sorted(widened))}), not code running inside "
+            "an agent turn: set it in your own cell after the turn."
+        )

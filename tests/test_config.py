@@ -117,3 +117,22 @@ def test_every_group_but_the_browser_is_on_by_default_behind_tool_search():
     # mcp is no switch of its own: mcp_servers offers the servers' tools.
     assert settings.tool_groups == [g for g in TOOL_GROUPS if g not in ("browser", "mcp")]
     assert settings.tool_search is True
+
+
+def test_only_the_person_widens_fetch_allow_or_trusts_an_mcp_server():
+    from agent_kernel.authority import turn_running
+
+    settings = AgentKernel(fetch_allow=["127.0.0.1"], mcp_servers={"notes": {"command": "notes"}})
+    with turn_running():  # code the model runs inside a turn
+        with pytest.raises(TraitError, match="fetch_allow is the person's to widen"):
+            settings.fetch_allow = ["127.0.0.1", "10.0.0.0/8"]
+        with pytest.raises(TraitError, match="mcp_servers is the person's to widen"):
+            settings.mcp_servers = {"notes": {"command": "notes", "trusted": True}}
+        with pytest.raises(TraitError, match="mcp_servers is the person's to widen"):
+            settings.mcp_servers = {"notes": {"command": "notes"}, "more": {"command": "sh"}}
+        settings.fetch_allow = []  # narrowing is always allowed
+        settings.mcp_servers = {}
+    assert settings.fetch_allow == [] and settings.mcp_servers == {}
+    settings.fetch_allow = ["10.0.0.0/8"]  # the person's own cell
+    settings.mcp_servers = {"notes": {"command": "notes", "trusted": True}}
+    assert settings.mcp_servers["notes"]["trusted"] is True

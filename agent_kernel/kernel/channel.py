@@ -426,7 +426,7 @@ async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
     return cell
 
 
-async def settle(timeout: float = 1.5) -> None:
+async def settle(timeout: float = 5.0) -> None:
     """See :meth:`Channel.settle` (nothing to do when the channel is not installed)."""
     if _CHANNEL is not None:
         await _CHANNEL.settle(timeout)

@@ -26,14 +26,19 @@ def results(request: dict) -> list[dict]:
     return [b for b in request["messages"][-1]["content"] if b.get("type") == "tool_result"]
 
 
-def fetch_three(shell_agent, scripted_model, sites, mode: str) -> list[dict]:
-    """One turn: fetch the known host, fetch it again, then fetch a host not fetched before."""
-    known, other = sites
-    known.hits.clear()
-    other.hits.clear()
+def web_turns(shell_agent, sites) -> None:
+    """The web group on, both sites reachable, their hits forgotten."""
+    for site in sites:
+        site.hits.clear()
     config = shell_agent.agent.config
     config.tool_groups = ["code", "web"]
     config.fetch_allow = ["127.0.0.2", "127.0.0.3"]
+
+
+def fetch_three(shell_agent, scripted_model, sites, mode: str) -> list[dict]:
+    """One turn: fetch the known host, fetch it again, then fetch a host not fetched before."""
+    known, other = sites
+    web_turns(shell_agent, sites)
     scripted_model.add(
         reply(tool_use("fetch_url", {"url": known.url("/json")})),
         reply(tool_use("fetch_url", {"url": known.url("/page")}), tool_use("fetch_url", {"url": other.url("/json")})),
@@ -69,11 +74,7 @@ def test_a_later_turn_of_the_session_asks_before_a_new_host(shell_agent, scripte
     """Taint belongs to the session: turn 2 ("go on") of a session that read a page in
     turn 1 asks before fetch_url to a host the session has not read from."""
     known, other = sites
-    known.hits.clear()
-    other.hits.clear()
-    config = shell_agent.agent.config
-    config.tool_groups = ["code", "web"]
-    config.fetch_allow = ["127.0.0.2", "127.0.0.3"]
+    web_turns(shell_agent, sites)
     for mode in ("ask", "auto"):
         scripted_model.add(call("fetch_url", url=known.url("/page")), say("read it"))
         shell_agent.ok("read the page", approve=mode, new=f"web-{mode}")

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from agent_kernel.display.transcript import _ICONS, _input_summary
+from agent_kernel.display.transcript import _ICONS, _input_summary, print_line
 from agent_kernel.model.shapes import ContentBlock
 
 __all__ = ["SubSessionView"]
@@ -216,7 +216,7 @@ class SubSessionView:
 
     def _print(self, line: str) -> None:
         if not self.live:
-            print(f"  ↳ {self.name}: {line}", flush=True)
+            print_line(f"  ↳ {self.name}: {line}")
 
     def _changed(self, *, now: bool = False) -> None:
         if self._handle is None:

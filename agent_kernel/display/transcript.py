@@ -260,7 +260,7 @@ class Transcript:
         """The thinking block ended (``redacted``: the API sent it encrypted, with no text)."""
         bundle = _thinking_bundle(self._thinking, done=True, redacted=redacted)
         if self._plain:
-            print(bundle["text/plain"], flush=True)
+            print_line(bundle["text/plain"])
         elif self._thinking_handle is not None:
             self._update(self._thinking_handle, bundle)
         else:
@@ -324,7 +324,7 @@ class Transcript:
         card.tool_input, card.status = tool_input, "running"
         self.status(f"running {name}…")
         if self._plain:
-            print(f"[{name}] {_input_summary(name, tool_input)}", flush=True)
+            print_line(f"[{name}] {_input_summary(name, tool_input)}")
         else:
             self._render(card)
         # A tool may block the event loop (code running in the kernel), and with it the
@@ -352,7 +352,7 @@ class Transcript:
         card.status, card.detail, card.duration_ms = status, detail, duration_ms
         if self._plain:
             timing = f" · {duration_ms:,.0f} ms" if duration_ms is not None else ""
-            print(f"[{card.name}] {status}{timing} {detail}".rstrip(), flush=True)
+            print_line(f"[{card.name}] {status}{timing} {detail}".rstrip())
         elif card.handle is None:
             self._show_card(card)
         else:  # a quick call's card goes from running to done within one display interval
@@ -380,7 +380,7 @@ class Transcript:
         self.end_text()
         bundle = sources_bundle(sources)
         if self._plain:
-            print(bundle["text/plain"], flush=True)
+            print_line(bundle["text/plain"])
             return
         self._display(bundle)
 
@@ -392,7 +392,7 @@ class Transcript:
         self.end_text()
         self._refresh_mode()
         if self._plain:
-            print(text, file=sys.stderr if kind == "error" else sys.stdout, flush=True)
+            print_line(text, sys.stderr if kind == "error" else sys.stdout)
             return
         self._display(_notice_bundle(text, kind, usage))
 
@@ -471,6 +471,15 @@ class Transcript:
         pending, self._pending = self._pending, {}
         for handle, make in pending.values():
             self._update(handle, make())
+
+
+def print_line(text: str, stream: Any = None) -> None:
+    """Print ``text`` and its newline in one write: ipykernel's stream may send a message
+    between two writes, and a client then sees the newline arrive on its own, after what
+    followed."""
+    out = sys.stdout if stream is None else stream
+    out.write(text + "\n")
+    out.flush()
 
 
 def _notebook_client() -> bool:

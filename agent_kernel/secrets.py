@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from agent_kernel.authority import PersonEvent
 
 __all__ = [
-    "MIN_REDACTED_LENGTH", "Host", "Secrets", "normal_host", "parse_host", "redact", "redact_frame",
+    "MIN_REDACTED_LENGTH", "Host", "Secrets", "configured_hosts", "normal_host", "parse_host", "redact", "redact_frame",
     "redacted_json", "redactor", "scrub",
 ]  # fmt: skip
 
@@ -124,6 +124,14 @@ class Secrets:
         """``text`` with every secret of this process replaced by ``[secret NAME]``."""
         return redact(text)
 
+    def typed(self) -> list[str]:
+        """The names the person typed a value for in this kernel (``%agent_secret``)."""
+        return sorted(self._values)
+
+    def allowed_hosts(self, name: str) -> list[Host]:
+        """The hosts ``name``, bound to none, was allowed to on the approval card."""
+        return list(self._allowed.get(name, {}))
+
     def bind(self, name: str, hosts: Iterable[Host], by: PersonEvent) -> None:
         """The person bound ``name`` to ``hosts`` (a magic): they replace what it was bound
         to and allowed in this kernel; no host leaves it unbound (each host asks once)."""
@@ -139,14 +147,7 @@ class Secrets:
         """The hosts ``name`` is bound to: in this kernel and in ``configured``
         (``AgentKernel.secret_hosts``, validated with :func:`parse_host`)."""
         found = list(self._hosts.get(name, {}))
-        for text in (configured or {}).get(name, ()):
-            try:
-                host = parse_host(text)
-            except ValueError:  # written past the setting's check (in place, by code): binds to nothing
-                continue
-            if host not in found:
-                found.append(host)
-        return found
+        return found + [h for h in configured_hosts((configured or {}).get(name, ())) if h not in found]
 
     def decided_by(self, name: str) -> dict[str, str]:
         """Each host ``name`` was bound to or allowed in this kernel, with the person's event."""
@@ -218,6 +219,20 @@ def normal_host(host: str) -> str:
         except Exception:  # noqa: BLE001 - idna raises several kinds; such a name matches nothing
             return bare
     return bare
+
+
+def configured_hosts(texts: Iterable[str]) -> list[Host]:
+    """The hosts a setting names (``AgentKernel.secret_hosts[NAME]``); a spelling written
+    past the setting's check (in place, by code) binds to nothing."""
+    found: list[Host] = []
+    for text in texts:
+        try:
+            host = parse_host(text)
+        except ValueError:
+            continue
+        if host not in found:
+            found.append(host)
+    return found
 
 
 def parse_host(text: str) -> Host:

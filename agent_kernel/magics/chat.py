@@ -176,7 +176,7 @@ async def run_chat_turn(encoded: str) -> None:
     into the agent, as ``%load_ext agent_kernel`` then ``%agent`` is).
     """
     turn = chat_turn(encoded)
-    await _active().run_request(turn.request)
+    await active_magics().run_request(turn.request)
 
 
 SESSION_ACTIONS = ("rename", "archive")
@@ -268,7 +268,7 @@ class PanelStateJson(TypedDict):
     meter: ContextMeterJson | None  # None: a new session, or the extension is not loaded
 
 
-class _Json:
+class JsonValue:
     """A value the front end reads as ``application/json`` (an ``execute_request``'s
     ``user_expressions`` are formatted by the display formatter)."""
 
@@ -288,7 +288,7 @@ def configured_models(settings: AgentKernel) -> list[str]:
     return list(dict.fromkeys(m for m in named if m))
 
 
-def _decode(encoded: Any, what: str, limit: int) -> dict[str, Any]:
+def decode_payload(encoded: Any, what: str, limit: int) -> dict[str, Any]:
     if not isinstance(encoded, str) or len(encoded) > limit:
         raise UsageError(f"The panel's {what} must be base64 text of at most {limit:,} characters.")
     try:
@@ -302,7 +302,7 @@ def _decode(encoded: Any, what: str, limit: int) -> dict[str, Any]:
 
 def panel_defaults(encoded: Any, settings: AgentKernel) -> dict[str, Any]:
     """The row's choices, checked as the ``%agent`` flags are; a model must be a configured one."""
-    payload = _decode(encoded, "settings", 8 * MAX_NAME_CHARS * 4)
+    payload = decode_payload(encoded, "settings", 8 * MAX_NAME_CHARS * 4)
     unknown = sorted(set(payload) - set(_SETTINGS))
     if unknown:
         raise UsageError(f"Unknown setting(s) {', '.join(map(repr, unknown))} from the panel.")
@@ -322,7 +322,7 @@ def panel_defaults(encoded: Any, settings: AgentKernel) -> dict[str, Any]:
     return call
 
 
-def _active() -> magics.AgentMagics:
+def active_magics() -> magics.AgentMagics:
     """The kernel's ``AgentMagics``, loading the extension first when the notebook has not."""
     if magics._ACTIVE is None:
         from IPython.core.getipython import get_ipython
@@ -338,13 +338,13 @@ def _active() -> magics.AgentMagics:
 
 def set_panel_defaults(encoded: str) -> None:
     """Make the row's choices the notebook's defaults in this kernel (a cell's flags win)."""
-    active = _active()
+    active = active_magics()
     call = panel_defaults(encoded, active.settings)
     active.panel_defaults = {f: call[f] for f in DEFAULT_FIELDS if f in call}
     active.panel_next = {f: call[f] for f in NEXT_TURN_FIELDS if f in call}
 
 
-def panel_state(encoded_session: str | None = None) -> _Json:
+def panel_state(encoded_session: str | None = None) -> JsonValue:
     """The row's state for the front end: configured models, the defaults, the meter.
 
     ``encoded_session``: base64 of the JSON name of the session the row shows (absent:
@@ -355,7 +355,7 @@ def panel_state(encoded_session: str | None = None) -> _Json:
 
     name = None
     if encoded_session is not None:
-        name = _decode(encoded_session, "session", 4 * MAX_NAME_CHARS * 3).get("name")
+        name = decode_payload(encoded_session, "session", 4 * MAX_NAME_CHARS * 3).get("name")
         if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME_CHARS):
             raise UsageError(f"A session name is text of at most {MAX_NAME_CHARS} characters.")
     active = magics._ACTIVE
@@ -372,7 +372,7 @@ def panel_state(encoded_session: str | None = None) -> _Json:
         },
         "meter": None if active is None or chosen.get("new") else context_meter(active, name or chosen.get("session")),
     }  # fmt: skip
-    return _Json(state)
+    return JsonValue(state)
 
 
 def context_meter(active: magics.AgentMagics, name: str | None) -> ContextMeterJson | None:

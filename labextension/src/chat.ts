@@ -28,6 +28,8 @@ import { Panel, Widget } from '@lumino/widgets';
 import { api, IContextMeter, IPanelState, ISession, panelState } from './api';
 import { panelTurnEnded } from './channel';
 import { el, money } from './dom';
+import { encodePayload, kernelCall } from './kernelcall';
+import { SecretsRow } from './secrets';
 
 /** Limits the kernel checks too (agent_kernel/magics/chat.py): refused here first. */
 export const LIMITS = {
@@ -79,16 +81,6 @@ export function attachmentProblem(item: IAttachment): string | null {
   return null;
 }
 
-/** base64 of the UTF-8 JSON of `value`. */
-export function encodePayload(value: unknown): string {
-  const bytes = new TextEncoder().encode(JSON.stringify(value));
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  }
-  return btoa(binary);
-}
-
 /** The code the kernel runs for one panel turn: one call on a base64 literal. */
 export function turnCode(payload: unknown): string {
   const encoded = encodePayload(payload);
@@ -102,26 +94,6 @@ export function turnCode(payload: unknown): string {
 }
 
 const CHAT_MODULE = "__import__('agent_kernel.magics.chat', fromlist=['panel_state'])";
-
-/** Run `code` silently in `kernel` and read `expression`'s JSON value; a refusal throws its message. */
-export async function kernelCall(kernel: Kernel.IKernelConnection, code: string, expression?: string): Promise<unknown> {
-  const reply = await kernel.requestExecute({
-    code, silent: true, store_history: false, allow_stdin: false, stop_on_error: false,
-    user_expressions: expression ? { state: expression } : {}
-  }).done;
-  const content = reply.content as { status: string; evalue?: string; user_expressions?: Record<string, any> };
-  if (content.status !== 'ok') {
-    throw new Error(content.evalue || 'the kernel refused it');
-  }
-  const result = content.user_expressions?.state;
-  if (!expression) {
-    return null;
-  }
-  if (!result || result.status !== 'ok') {
-    throw new Error(result?.evalue || 'the kernel did not answer');
-  }
-  return result.data?.['application/json'] ?? null;
-}
 
 /** The meter's line: tokens of the model's window, cost, and where compaction starts. */
 export function meterText(m: IContextMeter): string {
@@ -158,7 +130,7 @@ export class ChatView extends Panel {
     );
     this.addWidget(this.head);
     this.addWidget(this.turns);
-    this.foot.node.append(this.statusNode, this.settingsNode, this.approveNote, this.chipsNode, this.composer());
+    this.foot.node.append(this.statusNode, this.settingsNode, this.approveNote, this.secrets.node, this.chipsNode, this.composer());
     this.addWidget(this.foot);
     this.drawSettings();
     notebooks?.currentChanged.connect(() => {
@@ -497,6 +469,7 @@ export class ChatView extends Panel {
   /** Read the row's state from the notebook's kernel (nothing when it has none). */
   async refreshState(): Promise<void> {
     const kernel = this.notebook?.sessionContext.session?.kernel;
+    void this.secrets.refresh();
     if (!kernel) {
       return;
     }
@@ -710,6 +683,11 @@ export class ChatView extends Panel {
   private historyNode = el('div', { className: 'ak-chat-history' });
   private statusNode = el('div', { className: 'ak-chat-status', role: 'status' });
   private settingsNode = el('div', { className: 'ak-chat-settings' });
+  private secrets = new SecretsRow(
+    () => this.notebook?.sessionContext.session?.kernel ?? null,
+    (text, state) => this.say(text, state),
+    () => this.future !== null
+  );
   private approveNote = el('div', { className: 'ak-chat-approve-note ak-muted' });
   private chipsNode = el('div', { className: 'ak-chat-chips' });
   private meterNode = el('span', { className: 'ak-chat-meter ak-muted' });

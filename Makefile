@@ -3,6 +3,7 @@
 # make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
 # make docs         build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
 # make typecheck    run mypy over the package ([tool.mypy] in pyproject.toml; make test runs it)
+# make style        check the Python with ruff (lint and format; make test runs it); make format applies it
 # make screenshots  run the browser tests and copy their screenshots into docs/screenshots
 # make bench        run every benchmark in full and print one table of figures, baselines and goals
 PYTHON ?= python3
@@ -15,7 +16,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap tmux demo dist layers typecheck test docs docs-check screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap tmux demo dist layers typecheck style format test docs docs-check screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap tmux
 
@@ -83,13 +84,23 @@ dist: nodejs $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# Lint and format check (ruff, [tool.ruff] in pyproject.toml); `make format` applies both.
+STYLED = agent_kernel tests benchmarks
+style: $(STAMP)
+	$(VENV)/bin/ruff check $(STYLED)
+	$(VENV)/bin/ruff format --check $(STYLED)
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix $(STYLED)
+	$(VENV)/bin/ruff format $(STYLED)
+
 layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # The layers, the types and the docs side by side (each target's output kept together),
 # then the tests.
 test: nodejs $(STAMP) chromium bubblewrap
-	$(MAKE) --jobs=3 --output-sync=target layers typecheck docs-check
+	$(MAKE) --jobs=3 --output-sync=target layers typecheck style docs-check
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The site; the notebooks in notebooks/ are executed offline (scripted model) on the way.

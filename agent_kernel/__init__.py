@@ -35,11 +35,21 @@ __all__ = [*_LAZY, "load_ipython_extension", "unload_ipython_extension"]
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_kernel.turn.agent import Agent
-    from agent_kernel.errors import AgentKernelError, ConfigError, MissingKeyError, ModelError, SessionError, StoreError, ToolInputError, TurnFailedError, TurnInProgressError
-    from agent_kernel.turn.loop import TurnResult
+    from agent_kernel.errors import (
+        AgentKernelError,
+        ConfigError,
+        MissingKeyError,
+        ModelError,
+        SessionError,
+        StoreError,
+        ToolInputError,
+        TurnFailedError,
+        TurnInProgressError,
+    )
     from agent_kernel.tools import tool
     from agent_kernel.tools.context import ToolContext
+    from agent_kernel.turn.agent import Agent
+    from agent_kernel.turn.loop import TurnResult
 
 
 # Submodules reachable as attributes (``agent_kernel.llm.generate``) without importing them here.
@@ -75,13 +85,13 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def load_ipython_extension(shell: InteractiveShell) -> None:
     """Register the magics, the ``AgentKernel`` configuration and the ``%agent`` rewrite."""
-    from agent_kernel.magics import agent as magics
-    from agent_kernel.turn import warmup
     from agent_kernel.config import AgentKernel
+    from agent_kernel.magics import agent as magics
     from agent_kernel.magics.cells import CellMagics, rewrite_cells_lines
     from agent_kernel.magics.data import DataMagics
     from agent_kernel.magics.jobs import JobMagics
     from agent_kernel.magics.tools import ToolMagics
+    from agent_kernel.turn import warmup
 
     if magics._ACTIVE is not None and magics._ACTIVE.shell is shell:
         return

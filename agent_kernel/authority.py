@@ -32,7 +32,14 @@ from typing import Literal
 from agent_kernel.errors import AgentKernelError
 
 __all__ = [
-    "IN_TURN_ENV", "PersonEvent", "TrustRefused", "card_click", "inside_turn", "person", "started_by_turn", "turn_running",
+    "IN_TURN_ENV",
+    "PersonEvent",
+    "TrustRefused",
+    "card_click",
+    "inside_turn",
+    "person",
+    "started_by_turn",
+    "turn_running",
 ]
 
 # Where a person's decision came from.

@@ -92,7 +92,10 @@ def _scheduler(args: argparse.Namespace) -> int:
 
             with store.connect() as con:
                 jobs = Jobs(con).all_by_id({run.job_id for run in finished})
-            print(f"{len(finished)} run(s) finished" + "".join(f"\n  {_run_line(r, jobs.get(r.job_id))}" for r in finished))
+            print(
+                f"{len(finished)} run(s) finished"
+                + "".join(f"\n  {_run_line(r, jobs.get(r.job_id))}" for r in finished)
+            )
             return 0
         stop, drain = threading.Event(), threading.Event()
 
@@ -369,7 +372,9 @@ def _export(args: argparse.Namespace) -> int:
         from agent_kernel.scheduler.clock import iso
 
         job = export.schedule(store, exported, args.schedule, name=args.name, timezone=args.timezone, cwd=cwd)
-        print(f"Scheduled job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
+        print(
+            f"Scheduled job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}."
+        )
         print("It fires while a scheduler runs (`agent-kernel scheduler`, or Jupyter Server with agent-kernel).")
     return 0
 
@@ -417,7 +422,9 @@ def _cell_marks(args: argparse.Namespace) -> int:
         print("Not cleared.")
         return 1
     cleared = cell_marks.clear_file(path, event, ids=[m.id for m in chosen])
-    print(f"Cleared the mark of {len(cleared)} cell{'s' if len(cleared) != 1 else ''} in {path}; each records who cleared it.")
+    print(
+        f"Cleared the mark of {len(cleared)} cell{'s' if len(cleared) != 1 else ''} in {path}; each records who cleared it."
+    )
     return 0
 
 
@@ -615,7 +622,9 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo", help="run the quickstart notebook headless (offline scripted model without ANTHROPIC_API_KEY)"
     )
-    demo.add_argument("--out", default="agent-kernel-demo", help="where the executed notebook goes (default agent-kernel-demo/)")
+    demo.add_argument(
+        "--out", default="agent-kernel-demo", help="where the executed notebook goes (default agent-kernel-demo/)"
+    )
     demo.set_defaults(handler=_demo)
 
     daemon = commands.add_parser("scheduler", help="run the scheduler daemon")
@@ -691,7 +700,9 @@ def _parser() -> argparse.ArgumentParser:
     notify_parser.set_defaults(help_of=notify_parser)
     notify_actions = notify_parser.add_subparsers(metavar="ACTION")
     notify_add = notify_actions.add_parser("add", help="keep a target: an apprise URL (credentials stay in this file)")
-    notify_add.add_argument("url", help="e.g. slack://TokenA/TokenB/TokenC/#ops, mailto://user:pass@example.com, ntfy://topic")
+    notify_add.add_argument(
+        "url", help="e.g. slack://TokenA/TokenB/TokenC/#ops, mailto://user:pass@example.com, ntfy://topic"
+    )
     notify_add.add_argument("--name", help="what jobs call it (default: made up)")
     notify_add.add_argument("--default", action="store_true", help="notify for jobs that name no target of their own")
     notify_add.set_defaults(handler=_notify, action="add")
@@ -718,7 +729,8 @@ def _parser() -> argparse.ArgumentParser:
     runs.set_defaults(handler=_runs)
 
     out = commands.add_parser(
-        "export", help="a session's successful code as a notebook that re-runs without the model (papermill, schedulable)"
+        "export",
+        help="a session's successful code as a notebook that re-runs without the model (papermill, schedulable)",
     )
     out.add_argument("session", help="the session's name or id")
     out.add_argument("out", help="the notebook to write (.ipynb)")

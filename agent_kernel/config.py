@@ -32,9 +32,7 @@ APPROVE_MODES = ("auto", "ask", "read-only")
 class AgentKernel(Configurable):
     """Configuration of the agent that works in this kernel."""
 
-    model = Unicode(
-        help="Claude model for %agent turns (env AGENT_KERNEL_MODEL sets the default)."
-    ).tag(config=True)
+    model = Unicode(help="Claude model for %agent turns (env AGENT_KERNEL_MODEL sets the default).").tag(config=True)
 
     max_tokens = Int(8192, help="max_tokens of each model call.").tag(config=True)
 
@@ -47,9 +45,9 @@ class AgentKernel(Configurable):
         "per turn with --token-limit.",
     ).tag(config=True)
 
-    max_model_calls = Int(
-        40, help="Model calls one turn may make before it stops (a runaway-loop guard)."
-    ).tag(config=True)
+    max_model_calls = Int(40, help="Model calls one turn may make before it stops (a runaway-loop guard).").tag(
+        config=True
+    )
 
     model_retries = Int(
         3,
@@ -69,9 +67,7 @@ class AgentKernel(Configurable):
         "read-only: only reading tools are offered.",
     ).tag(config=True)
 
-    tools_enabled = Bool(True, help="Master switch: False offers the model no tools at all.").tag(
-        config=True
-    )
+    tools_enabled = Bool(True, help="Master switch: False offers the model no tools at all.").tag(config=True)
 
     tool_groups = List(
         Unicode(),
@@ -101,9 +97,9 @@ class AgentKernel(Configurable):
         "a tool the server marks readOnlyHint is believed to only read.",
     ).tag(config=True)
 
-    mcp_timeout = Float(
-        30.0, help="Seconds an MCP server may take to start or to answer one tool call."
-    ).tag(config=True)
+    mcp_timeout = Float(30.0, help="Seconds an MCP server may take to start or to answer one tool call.").tag(
+        config=True
+    )
 
     @validate("mcp_servers")
     def _valid_mcp_servers(self, proposal: dict) -> dict:
@@ -117,9 +113,7 @@ class AgentKernel(Configurable):
                     '{"command": ..., "args": [...]} or {"url": ...}, not ' + f"{type(entry).__name__}."
                 )
             if "trusted" in entry and not isinstance(entry["trusted"], bool):
-                raise TraitError(
-                    f'mcp_servers[{name!r}]["trusted"] must be True or False, not {entry["trusted"]!r}.'
-                )
+                raise TraitError(f'mcp_servers[{name!r}]["trusted"] must be True or False, not {entry["trusted"]!r}.')
         before = self.mcp_servers
         widened = {
             name for name, entry in servers.items()
@@ -134,17 +128,11 @@ class AgentKernel(Configurable):
         "offered with the skills group; empty: skills/ in agent-kernel's data directory.",
     ).tag(config=True)
 
-    timezone = Unicode(
-        "", help="IANA timezone for dates in the system prompt; empty: the machine's."
-    ).tag(config=True)
+    timezone = Unicode("", help="IANA timezone for dates in the system prompt; empty: the machine's.").tag(config=True)
 
-    updates_per_second = Float(
-        15.0, help="Most display updates per second while text streams in."
-    ).tag(config=True)
+    updates_per_second = Float(15.0, help="Most display updates per second while text streams in.").tag(config=True)
 
-    result_chars = Int(
-        20_000, help="Largest tool result (in characters) sent back to the model."
-    ).tag(config=True)
+    result_chars = Int(20_000, help="Largest tool result (in characters) sent back to the model.").tag(config=True)
 
     image_feedback = Bool(
         True,
@@ -156,9 +144,9 @@ class AgentKernel(Configurable):
         4, help="Most images one run_code result sends the model (0 to 20); the result says how many were left out."
     ).tag(config=True)
 
-    images_per_turn = Int(
-        8, help="Most images one turn sends the model (0 to 100), over all its run_code calls."
-    ).tag(config=True)
+    images_per_turn = Int(8, help="Most images one turn sends the model (0 to 100), over all its run_code calls.").tag(
+        config=True
+    )
 
     # -- widgets and the person at the notebook -----------------------------------------
 
@@ -187,9 +175,19 @@ class AgentKernel(Configurable):
         return name
 
     @validate(
-        "max_tokens", "token_limit", "max_model_calls", "result_chars",
-        "sql_timeout_s", "sql_max_rows", "sql_threads", "db_max_mb",
-        "into_max_rows", "into_max_mb", "fetch_max_bytes", "fetch_timeout_s", "web_max_uses",
+        "max_tokens",
+        "token_limit",
+        "max_model_calls",
+        "result_chars",
+        "sql_timeout_s",
+        "sql_max_rows",
+        "sql_threads",
+        "db_max_mb",
+        "into_max_rows",
+        "into_max_mb",
+        "fetch_max_bytes",
+        "fetch_timeout_s",
+        "web_max_uses",
     )
     def _positive(self, proposal: dict) -> int:
         if proposal["value"] <= 0:
@@ -217,26 +215,23 @@ class AgentKernel(Configurable):
             )
         return value
 
-    sql_timeout_s = Float(5.0, help="Seconds one db_sql call may run before it is stopped.").tag(
+    sql_timeout_s = Float(5.0, help="Seconds one db_sql call may run before it is stopped.").tag(config=True)
+
+    sql_max_rows = Int(1000, help="Most rows db_sql returns to the model; it says truncated: true beyond that.").tag(
         config=True
     )
 
-    sql_max_rows = Int(
-        1000, help="Most rows db_sql returns to the model; it says truncated: true beyond that."
-    ).tag(config=True)
+    sql_memory_limit = Unicode("1GB", help="DuckDB memory limit of the connection db_sql runs the model's SQL on.").tag(
+        config=True
+    )
 
-    sql_memory_limit = Unicode(
-        "1GB", help="DuckDB memory limit of the connection db_sql runs the model's SQL on."
-    ).tag(config=True)
-
-    sql_threads = Int(
-        4, help="Most DuckDB threads for the model's SQL (never more than the machine's cores)."
-    ).tag(config=True)
+    sql_threads = Int(4, help="Most DuckDB threads for the model's SQL (never more than the machine's cores).").tag(
+        config=True
+    )
 
     db_max_mb = Int(
         2048,
-        help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file "
-        "past it is rolled back.",
+        help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file past it is rolled back.",
     ).tag(config=True)
 
     into_max_rows = Int(
@@ -246,8 +241,7 @@ class AgentKernel(Configurable):
 
     into_max_mb = Int(
         1024,
-        help="Most MB (in Arrow memory) db_sql into= puts in a kernel variable; the result says "
-        "when it was cut.",
+        help="Most MB (in Arrow memory) db_sql into= puts in a kernel variable; the result says when it was cut.",
     ).tag(config=True)
 
     overwrite_protected_names = Bool(
@@ -273,9 +267,7 @@ class AgentKernel(Configurable):
     def _valid_secret_env(self, proposal: dict) -> list[str]:
         bad = [n for n in proposal["value"] if not str(n).isidentifier()]
         if bad:
-            raise TraitError(
-                f"secret_env takes environment variable names; {', '.join(map(repr, bad))} is not one."
-            )
+            raise TraitError(f"secret_env takes environment variable names; {', '.join(map(repr, bad))} is not one.")
         return list(proposal["value"])
 
     secret_hosts = Dict(
@@ -352,9 +344,7 @@ class AgentKernel(Configurable):
         1_000_000, help="Most bytes of a body fetch_url reads; it says truncated: true beyond that."
     ).tag(config=True)
 
-    fetch_timeout_s = Float(20.0, help="Seconds one fetch_url call may take, redirects included.").tag(
-        config=True
-    )
+    fetch_timeout_s = Float(20.0, help="Seconds one fetch_url call may take, redirects included.").tag(config=True)
 
     web_allowed_domains = List(
         Unicode(),
@@ -512,9 +502,9 @@ class AgentKernel(Configurable):
         3, help="How deeply sub-sessions may nest: a session's children are depth 1, theirs 2, ..."
     ).tag(config=True)
 
-    subsession_max_children = Int(
-        10, help="Sub-sessions one session may have running at the same time."
-    ).tag(config=True)
+    subsession_max_children = Int(10, help="Sub-sessions one session may have running at the same time.").tag(
+        config=True
+    )
 
     subsession_timeout_s = Float(
         120.0, help="Seconds a sub-session may run before it is stopped (status error, 'timed out')."

@@ -114,8 +114,10 @@ class Generation:
     def __repr__(self) -> str:
         if self.error is not None:
             return f"Generation(error={_short(self.error, 80)!r})"
-        shown = f"parsed={_short(json.dumps(self.parsed, default=str), 60)}" if self.structured else (
-            f"text={_short(self.text, 60)!r}"
+        shown = (
+            f"parsed={_short(json.dumps(self.parsed, default=str), 60)}"
+            if self.structured
+            else (f"text={_short(self.text, 60)!r}")
         )
         return f"Generation({shown}, usage={self.usage})"
 
@@ -395,7 +397,9 @@ def _wait(make: Callable[[], Awaitable[T]], tally: _Tally) -> T:
     """Run ``make()`` on the background loop while this thread records what it reports."""
     worker = _worker()
     if threading.current_thread() is worker.thread:
-        raise RuntimeError("agent_kernel.llm: on its own loop, use `await agenerate(...)` / `await agenerate_many(...)`.")
+        raise RuntimeError(
+            "agent_kernel.llm: on its own loop, use `await agenerate(...)` / `await agenerate_many(...)`."
+        )
     future = worker.submit(make())
     future.add_done_callback(lambda _: tally.changed.set())
     try:
@@ -541,9 +545,19 @@ async def agenerate_many(
 
 
 def _many(
-    prompts: Iterable[Any], agent: Agent | None, system: str | None, intelligence: str,
-    schema: dict[str, Any] | None, max_tokens: int | None, temperature: float | None,
-    concurrency: int, batch: bool, progress: bool, poll_s: float, *, same_thread: bool,
+    prompts: Iterable[Any],
+    agent: Agent | None,
+    system: str | None,
+    intelligence: str,
+    schema: dict[str, Any] | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    concurrency: int,
+    batch: bool,
+    progress: bool,
+    poll_s: float,
+    *,
+    same_thread: bool,
 ) -> tuple[Callable[[], Awaitable[list[Generation]]], _Tally, Callable[[list[Generation]], Any]]:
     """What both ``generate_many`` functions run: the checked requests as one coroutine
     factory (a batch or concurrent calls), the tally its calls report to, and the shape of
@@ -584,8 +598,13 @@ def _items(prompts: Any) -> tuple[list[Any], Callable[[list[Generation]], Any]]:
 
 
 def _requests(
-    items: list[Any], settings: AgentKernel, system: str | None, intelligence: str,
-    schema: dict[str, Any] | None, max_tokens: int | None, temperature: float | None,
+    items: list[Any],
+    settings: AgentKernel,
+    system: str | None,
+    intelligence: str,
+    schema: dict[str, Any] | None,
+    max_tokens: int | None,
+    temperature: float | None,
 ) -> list[_Request | Generation]:
     """Each item's request, or its failed result (an item with no prompt); bad arguments raise."""
     base = _request(

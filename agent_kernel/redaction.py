@@ -55,9 +55,7 @@ DEEP_MARKER = f"[nested deeper than {MAX_DEPTH} levels]"
 
 _ASCII_WHITESPACE = bytes(range(0x09, 0x0E)) + bytes(range(0x1C, 0x21))
 # ASCII whitespace dropped, letters lower-cased, URL-safe base64 letters for '+' and '/'.
-_FOLD = bytes.maketrans(
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZ+/", b"abcdefghijklmnopqrstuvwxyz-_"
-)
+_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ+/", b"abcdefghijklmnopqrstuvwxyz-_")
 _NON_ASCII_SPACE = re.compile(r"[^\S\x00-\x7f]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SEPARATOR = "\x00"
@@ -220,10 +218,7 @@ def _pattern(form: str, spaced: bool) -> re.Pattern[str]:
     either = {i for i, c in enumerate(form) if hex_form and c.isalpha()}
     for match in re.finditer(r"%[0-9A-Fa-f]{2}", form):
         either |= {match.start() + 1, match.start() + 2}
-    chars = [
-        f"[{c.lower()}{c.upper()}]" if i in either and c.isalpha() else re.escape(c)
-        for i, c in enumerate(form)
-    ]
+    chars = [f"[{c.lower()}{c.upper()}]" if i in either and c.isalpha() else re.escape(c) for i, c in enumerate(form)]
     return re.compile((r"\s*" if spaced else "").join(chars))
 
 

@@ -239,7 +239,9 @@ def parse_host(text: str) -> Host:
     """The host a person wrote (``api.example.com``, ``api.example.com:8443``, ``10.0.0.5``,
     ``[::1]:8080``); raises ``ValueError`` with a sentence saying what is wrong."""
     if not isinstance(text, str) or not 1 <= len(text) <= HOST_CHARS + 8 or not text.isprintable() or " " in text:
-        raise ValueError(f"A host is a name such as api.example.com (at most {HOST_CHARS} characters), not {str(text)[:80]!r}.")
+        raise ValueError(
+            f"A host is a name such as api.example.com (at most {HOST_CHARS} characters), not {str(text)[:80]!r}."
+        )
     if any(c in text for c in "/@*?#%\\") or text.count("[") != text.count("]"):
         raise ValueError(
             f"{text!r} is not a host: give the name alone (api.example.com, or api.example.com:8443 "
@@ -376,7 +378,7 @@ def redact_frame(frame: Any) -> Any:
     for column in frame.columns:
         values = frame[column]
         kind = values.dtype
-        if not (kind == object or isinstance(kind, (pd.StringDtype, pd.CategoricalDtype))):
+        if not (pd.api.types.is_object_dtype(kind) or isinstance(kind, (pd.StringDtype, pd.CategoricalDtype))):
             continue
         cells = values.tolist()
         redacted = _redacted_cells(cells, strings)

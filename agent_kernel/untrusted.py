@@ -69,7 +69,7 @@ def neutralise(text: str) -> str:
             done = bracket_end
         bracket = patterns.bracket.search(text, name_end, min(len(text), name_end + ATTRIBUTES_CHARS))
         if bracket is not None and bracket.lastgroup == "close":
-            pieces += [text[done:bracket.start()], CLOSE_ESCAPE]
+            pieces += [text[done : bracket.start()], CLOSE_ESCAPE]
             done = bracket.end()
     if not pieces:
         return text

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 
 def median_ms(action: Callable[[], Any], runs: int) -> float:
@@ -44,11 +44,13 @@ def table(rows: int, runs: int) -> list[Row]:
 
     from agent_kernel.display.table_widget import TableSource
 
-    frame = pd.DataFrame({
-        "order": range(rows),
-        "region": [("North", "South", "East", "West")[i % 4] for i in range(rows)],
-        "amount": [(i * 7919) % 10007 / 7.0 for i in range(rows)],
-    })
+    frame = pd.DataFrame(
+        {
+            "order": range(rows),
+            "region": [("North", "South", "East", "West")[i % 4] for i in range(rows)],
+            "amount": [(i * 7919) % 10007 / 7.0 for i in range(rows)],
+        }
+    )
     source = TableSource({"variable": "orders"}, {"orders": frame})
     first = median_ms(lambda: source.page(0, 25), runs)
 
@@ -66,7 +68,9 @@ def table(rows: int, runs: int) -> list[Row]:
     print(f"  first page (25 rows)                 {first:10.2f} ms   {page_bytes:>12,} bytes sent")
     print(f"  sort by a column + 2 pages           {sort:10.2f} ms")
     print(f"  baseline: whole frame to_html()      {whole:10.2f} ms   {html_bytes:>12,} bytes")
-    print(f"  first page / to_html                 {first / whole:10.5f}      bytes ratio {page_bytes / html_bytes:.6f}")
+    print(
+        f"  first page / to_html                 {first / whole:10.5f}      bytes ratio {page_bytes / html_bytes:.6f}"
+    )
     return [
         Row(f"table block, first page of {rows:,} rows (baseline: to_html of all)", first, "ms", whole),
         Row(f"table block, sort + 2 pages of {rows:,} rows (baseline: to_html of all)", sort, "ms", whole),
@@ -76,10 +80,16 @@ def table(rows: int, runs: int) -> list[Row]:
 def chart(runs: int) -> list[Row]:
     from agent_kernel.display.charts import chart_png, chart_spec
 
-    block = {"chartType": "bar", "title": "Revenue", "data": {
-        "labels": ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"],
-        "datasets": [{"label": name, "data": [(i * 37 + k * 11) % 97 for i in range(12)]} for k, name in enumerate("ABC")],
-    }}
+    block = {
+        "chartType": "bar",
+        "title": "Revenue",
+        "data": {
+            "labels": ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"],
+            "datasets": [
+                {"label": name, "data": [(i * 37 + k * 11) % 97 for i in range(12)]} for k, name in enumerate("ABC")
+            ],
+        },
+    }
     spec = chart_spec(block, {})
     chart_png(spec)  # the first call starts vl-convert's engine
     spec_ms = median_ms(lambda: chart_spec(block, {}), runs)

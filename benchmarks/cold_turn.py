@@ -39,9 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
-from tests.kernel import Kernel  # noqa: E402
+from tests.kernel import Kernel
 
 SERVER = """
 import sys
@@ -128,7 +128,9 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=5)
     parser.add_argument("--wait", type=float, default=2.0, help="seconds between loading and the first turn")
     parser.add_argument("--cells-seconds", type=float, default=2.0, help="seconds of user cells after loading")
-    parser.add_argument("--loads", default="quiet,busy", help="quiet (the machine as it is), busy (a spinning process per core)")
+    parser.add_argument(
+        "--loads", default="quiet,busy", help="quiet (the machine as it is), busy (a spinning process per core)"
+    )
     args = options(parser, quick={"kernels": 1, "wait": 1.0, "cells_seconds": 0.5})
     loads = [load.strip() for load in args.loads.split(",") if load.strip()]
     assert loads and set(loads) <= {"quiet", "busy"}, args.loads

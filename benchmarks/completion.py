@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 MODEL = """
 import sys
@@ -119,7 +119,10 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="completion-bench-") as folder:
             root = Path(folder) / "notebooks"
             root.mkdir()
-            env |= {"AGENT_KERNEL_DB": str(Path(folder) / "agent.duckdb"), "AGENT_KERNEL_HOME": str(Path(folder) / "home")}
+            env |= {
+                "AGENT_KERNEL_DB": str(Path(folder) / "agent.duckdb"),
+                "AGENT_KERNEL_HOME": str(Path(folder) / "home"),
+            }
             config = {
                 "ServerApp": {"jpserver_extensions": {"agent_kernel": True}},
                 "AgentKernelServer": {"scheduler": False},

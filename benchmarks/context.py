@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 PROMPT_LIMIT = 12_000
 # The defaults before every group was offered behind tool search.
@@ -69,10 +69,12 @@ def default_prompt_size(label: str, **settings: Any) -> dict[str, int]:
         group = next((t.group for t in offered if t.name == item.get("name")), "search")
         groups[group] = groups.get(group, 0) + sent_chars(item)
     deferred = len(tools) - len(loaded)
-    print(f"Default prompt {label} ({', '.join(agent.config.tool_groups)}; {len(loaded)} definitions loaded, "
-          f"{deferred} deferred): tools {figures['tools']:,} chars ({', '.join(f'{g} {n:,}' for g, n in groups.items())}) "
-          f"+ system prompt {figures['system']:,} = {figures['total']:,} chars (limit {PROMPT_LIMIT:,}: "
-          f"{'ok' if figures['total'] <= PROMPT_LIMIT else 'OVER'}); definitions sent {figures['sent']:,} chars")
+    print(
+        f"Default prompt {label} ({', '.join(agent.config.tool_groups)}; {len(loaded)} definitions loaded, "
+        f"{deferred} deferred): tools {figures['tools']:,} chars ({', '.join(f'{g} {n:,}' for g, n in groups.items())}) "
+        f"+ system prompt {figures['system']:,} = {figures['total']:,} chars (limit {PROMPT_LIMIT:,}: "
+        f"{'ok' if figures['total'] <= PROMPT_LIMIT else 'OVER'}); definitions sent {figures['sent']:,} chars"
+    )
     return figures
 
 
@@ -96,7 +98,11 @@ def scripted_session(turns: int, **settings: Any) -> tuple[list[dict[str, Any]],
         for turn in range(1, turns + 1):
             shell.run_cell(f"value_{turn % 4} = {turn}\ntotal = {turn * 10}\nnotes = 'turn {turn}'")
             if turn % 3 == 0:
-                model.add(call("run_code", code=f"step = {turn}\nprint(total)"), call("inspect_namespace"), say(f"Done {turn}."))
+                model.add(
+                    call("run_code", code=f"step = {turn}\nprint(total)"),
+                    call("inspect_namespace"),
+                    say(f"Done {turn}."),
+                )
             else:
                 model.add(say(f"Answer {turn}: " + "words " * 40))
             briefings.append(namespace.briefing(shell.user_ns, set(shell.user_ns_hidden)))
@@ -152,12 +158,18 @@ def cache_billing(turns: int = 20) -> dict[str, dict[str, int]]:
         written = sum(u["cache_creation_input_tokens"] for u in later)
         fresh = sum(u["input_tokens"] for u in later)
         figures[name] = {"read": read, "written": written, "uncached": fresh, "total": read + written + fresh}
-    print(f"Cache billing, turns 2-{turns} of a {turns}-turn session ({len(requests)} requests), input tokens "
-          "(now: the default settings; before: the earlier defaults, every definition loaded):")
-    print(f"  {'layout':<16}{'read (0.1x)':>14}{'written (1.25x)':>17}{'uncached (1x)':>15}{'full price':>12}{'read share':>12}")
+    print(
+        f"Cache billing, turns 2-{turns} of a {turns}-turn session ({len(requests)} requests), input tokens "
+        "(now: the default settings; before: the earlier defaults, every definition loaded):"
+    )
+    print(
+        f"  {'layout':<16}{'read (0.1x)':>14}{'written (1.25x)':>17}{'uncached (1x)':>15}{'full price':>12}{'read share':>12}"
+    )
     for name, f in figures.items():
-        print(f"  {name:<16}{f['read']:>14,}{f['written']:>17,}{f['uncached']:>15,}"
-              f"{f['written'] + f['uncached']:>12,}{f['read'] / f['total']:>12.1%}")
+        print(
+            f"  {name:<16}{f['read']:>14,}{f['written']:>17,}{f['uncached']:>15,}"
+            f"{f['written'] + f['uncached']:>12,}{f['read'] / f['total']:>12.1%}"
+        )
     return figures
 
 

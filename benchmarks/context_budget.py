@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 AT_TURNS = (10, 100, 500)
 
@@ -76,7 +76,9 @@ def _figure(body: dict[str, Any]) -> Any:
     return call("run_code", code=FIGURE.format(n=len(body["messages"])))
 
 
-def run_session(turns: int, window: int, responder: Any = _long_print, prompt: str = "print a long line") -> dict[str, Any]:
+def run_session(
+    turns: int, window: int, responder: Any = _long_print, prompt: str = "print a long line"
+) -> dict[str, Any]:
     """Run the session; return the requests, the stored conversation and the compactions."""
     os.environ.setdefault("ANTHROPIC_API_KEY", "scripted-benchmark-key")
     from IPython.core.interactiveshell import InteractiveShell
@@ -131,8 +133,13 @@ def request_sizes(session: dict[str, Any], turns: int) -> list[tuple[int, int, i
         before = [{"role": role, "content": json.loads(c)} for turn, role, c in session["stored"] if turn < n]
         prompt = {"role": "user", "content": [{"type": "text", "text": f"turn {n}: print a long line"}]}
         whole = repair(before + [prompt])
-        rows.append((n, _tokens(sent["system"], sent.get("tools"), sent["messages"]),
-                     _tokens(sent["system"], sent.get("tools"), whole)))
+        rows.append(
+            (
+                n,
+                _tokens(sent["system"], sent.get("tools"), sent["messages"]),
+                _tokens(sent["system"], sent.get("tools"), whole),
+            )
+        )
     return rows
 
 
@@ -153,8 +160,7 @@ def budget_figures(turns: int = 500, window: int = 30_000) -> list[Row]:
     the figures of the last turn measured and of the compactions, as result rows."""
     session = run_session(turns, window)
     limit = int(window * 0.7)
-    print(f"{turns} turns, context_window {window:,} (budget {limit:,} tokens), "
-          f"{session['seconds']:.1f} s")
+    print(f"{turns} turns, context_window {window:,} (budget {limit:,} tokens), {session['seconds']:.1f} s")
     print(f"{'turn':>6} {'with budget':>14} {'without':>14}")
     sizes = request_sizes(session, turns)
     for n, with_budget, without in sizes:
@@ -166,7 +172,12 @@ def budget_figures(turns: int = 500, window: int = 30_000) -> list[Row]:
     if cost["trim_ms"]:
         print("  shortening tool results only: median {:.1f} ms, max {:.1f} ms".format(*cost["trim_ms"]))
     rows = [
-        Row(f"request at turn {n}, context budget {limit:,} tokens (baseline: no budget)", with_budget, "tokens", without)
+        Row(
+            f"request at turn {n}, context budget {limit:,} tokens (baseline: no budget)",
+            with_budget,
+            "tokens",
+            without,
+        )
         for n, with_budget, without in sizes[-1:]
     ]
     if cost["summary_ms"]:
@@ -191,14 +202,25 @@ def figure_figures(turns: int = 200, window: int = 30_000) -> list[Row]:
     read = sum(u["cache_read_input_tokens"] for u in later)
     total = read + sum(u["cache_creation_input_tokens"] + u["input_tokens"] for u in later)
     share = read / total if total else 0.0
-    images = sum(1 for r in requests[-1:] for m in r["messages"] for b in m["content"] if b.get("type") == "tool_result"
-                 and isinstance(b.get("content"), list) and any(c.get("type") == "image" for c in b["content"]))
-    print(f"{turns} turns with a figure each, context_window {window:,}: largest request {largest:,} tokens "
-          f"({'within' if largest <= window else 'OVER'} the window), cache read share turns 2+ {share:.1%}, "
-          f"images in the last request {images}, compactions {len(session['compactions'])}")
+    images = sum(
+        1
+        for r in requests[-1:]
+        for m in r["messages"]
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+        and isinstance(b.get("content"), list)
+        and any(c.get("type") == "image" for c in b["content"])
+    )
+    print(
+        f"{turns} turns with a figure each, context_window {window:,}: largest request {largest:,} tokens "
+        f"({'within' if largest <= window else 'OVER'} the window), cache read share turns 2+ {share:.1%}, "
+        f"images in the last request {images}, compactions {len(session['compactions'])}"
+    )
     return [
         Row(f"largest request of a {turns}-turn session with a figure a turn", largest, "tokens", goal=window),
-        Row("input read from the prompt cache, turns 2+ of the figure session", share * 100, "%", goal=90, at_most=False),
+        Row(
+            "input read from the prompt cache, turns 2+ of the figure session", share * 100, "%", goal=90, at_most=False
+        ),
     ]
 
 
@@ -208,7 +230,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=30_000)
     parser.add_argument("--figure-turns", type=int, default=200)
     args = options(parser, quick={"turns": 10, "figure_turns": 10})
-    write(args, "context_budget", budget_figures(args.turns, args.window) + figure_figures(args.figure_turns, args.window))
+    write(
+        args, "context_budget", budget_figures(args.turns, args.window) + figure_figures(args.figure_turns, args.window)
+    )
 
 
 if __name__ == "__main__":

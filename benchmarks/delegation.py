@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 SERVER = """
 import sys
@@ -148,9 +148,13 @@ def main() -> None:
     serial = figures["concurrency 1"]
     parallel = figures[f"concurrency {args.concurrency}"]
     floor = args.prompts * args.latency
-    print(f"(a) generate_many, {args.prompts:,} prompts, {args.latency * 1000:.0f} ms per call, scripted model in its own process")
+    print(
+        f"(a) generate_many, {args.prompts:,} prompts, {args.latency * 1000:.0f} ms per call, scripted model in its own process"
+    )
     print("                     seconds   baseline (concurrency 1)   speed-up")
-    print(f"  concurrency {1:<5d}  {serial:7.2f}   {serial:7.2f} s                  {1.0:5.2f}x   (latency alone: {floor:.2f} s)")
+    print(
+        f"  concurrency {1:<5d}  {serial:7.2f}   {serial:7.2f} s                  {1.0:5.2f}x   (latency alone: {floor:.2f} s)"
+    )
     print(
         f"  concurrency {args.concurrency:<5d}  {parallel:7.2f}   {serial:7.2f} s                  "
         f"{serial / parallel:5.2f}x   (ideal {args.concurrency}x; goal >= 8x)"

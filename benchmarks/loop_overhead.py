@@ -39,9 +39,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
-from tests.kernel import Kernel  # noqa: E402
+from tests.kernel import Kernel
 
 SERVER = """
 import re, sys, time
@@ -112,7 +112,11 @@ def main() -> None:
     agent: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
     baseline: dict[int, list[tuple[float, float]]] = {n: [] for n in sizes}
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "bench", "AGENT_KERNEL_DB": str(Path(tmp, "bench.duckdb"))}
+        env = {
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "bench",
+            "AGENT_KERNEL_DB": str(Path(tmp, "bench.duckdb")),
+        }
         kernel = Kernel(env, cwd=tmp)
         try:
             kernel.ok("%load_ext agent_kernel")
@@ -133,11 +137,17 @@ def main() -> None:
             kernel.shutdown()
             server.communicate("")
     # Wall-clock times; index 1 of each pair is the CPU time the kernel process spent.
-    med = {(kind, n): statistics.median(t[0] for t in times[n]) * 1000 for kind, times in (("agent", agent), ("baseline", baseline)) for n in sizes}
+    med = {
+        (kind, n): statistics.median(t[0] for t in times[n]) * 1000
+        for kind, times in (("agent", agent), ("baseline", baseline))
+        for n in sizes
+    }
     print(f"median of {args.repeat} runs, one kernel, scripted model in its own process")
     print("  round trips   %agent turn   raw SDK + exec   ratio")
     for n in sizes:
-        print(f"  {n:11d}   {med['agent', n]:8.1f} ms   {med['baseline', n]:11.1f} ms   {med['agent', n] / med['baseline', n]:5.2f}")
+        print(
+            f"  {n:11d}   {med['agent', n]:8.1f} ms   {med['baseline', n]:11.1f} ms   {med['agent', n] / med['baseline', n]:5.2f}"
+        )
     print("                                  wall        CPU (the kernel's: less inflated by a busy machine)")
     figures = [_overheads(agent, baseline, sizes, which) for which in (0, 1)]
     print(f"  overhead per tool round trip   {figures[0][0]:6.2f} ms  {figures[1][0]:6.2f} ms   (goal: CPU <= 3 ms)")

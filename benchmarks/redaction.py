@@ -42,10 +42,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
-from agent_kernel.credentials import credential_formats  # noqa: E402
-from agent_kernel.redaction import Redactor, redacted_json, scrub  # noqa: E402
+from agent_kernel.credentials import credential_formats
+from agent_kernel.redaction import Redactor, redacted_json, scrub
 
 GOAL_MS = 20
 
@@ -85,9 +85,12 @@ def main() -> None:
     half = len(text) // 2
     with_hits = text[:half] + secrets[3][1] + " " + " ".join(secrets[7][1]) + text[half:]
     with_formats = text[:half] + " ghp_" + "a1B2" * 9 + " AKIA" + "Z7Q2" * 4 + " " + text[half:]
-    stdout = "\n".join(f"step {i}: loaded {rnd.randint(0, 10**6)} rows from part-{i:05d}.parquet" for i in range(int(20_000 * args.mb)))
+    stdout = "\n".join(
+        f"step {i}: loaded {rnd.randint(0, 10**6)} rows from part-{i:05d}.parquet" for i in range(int(20_000 * args.mb))
+    )
     paths = "\n".join(
-        f"wrote /data/exports/2024/run-{i:06d}/part-{rnd.getrandbits(64):016x}.parquet ({i} rows)" for i in range(int(14_000 * args.mb))
+        f"wrote /data/exports/2024/run-{i:06d}/part-{rnd.getrandbits(64):016x}.parquet ({i} rows)"
+        for i in range(int(14_000 * args.mb))
     )
     escaped_rows = [dict(r, note=r["note"].replace(" ", "\n")) for r in rows]
     assert "[secret" not in redactor.text(text) and redactor.text(with_hits).count("[secret") == 2
@@ -115,7 +118,9 @@ def main() -> None:
     for label, ms in results.items():
         goal = None if label == "redact (no formats)" else GOAL_MS
         print(f"  {label:<24} {ms:8.1f} ms" + (f"   (goal <= {goal} ms)" if goal else ""))
-        figures.append(Row(f"{label}, {len(secrets)} secrets (baseline: json.dumps of the result)", ms, "ms", base, goal=goal))
+        figures.append(
+            Row(f"{label}, {len(secrets)} secrets (baseline: json.dumps of the result)", ms, "ms", base, goal=goal)
+        )
     write(args, "redaction", figures)
 
 

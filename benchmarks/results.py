@@ -42,7 +42,9 @@ def options(parser: argparse.ArgumentParser, quick: dict[str, Any]) -> argparse.
     the quick value instead (an option given on the command line wins).
     """
     parser.add_argument("--quick", action="store_true", help="small sizes, 1-3 repeats: seconds (make test runs this)")
-    parser.add_argument("--json", type=Path, metavar="PATH", help="write the result rows to PATH (benchmarks/summary.py reads them)")
+    parser.add_argument(
+        "--json", type=Path, metavar="PATH", help="write the result rows to PATH (benchmarks/summary.py reads them)"
+    )
     args = parser.parse_args()
     if args.quick:
         for name, value in quick.items():

@@ -75,7 +75,12 @@ def overhead(work: Path, repeat: int, *, seconds: float = 0.0, cold: bool = True
     env = dict(os.environ, AGENT_KERNEL_DB=str(work / "cold.duckdb"), AGENT_KERNEL_HOME=str(work / "home"))
     if cold:
         timings["cold --once"] = []
-        add_due_job(Store(work / "cold.duckdb"), ManualClock(datetime.now(timezone.utc) - timedelta(seconds=3)), notebook, "warm")
+        add_due_job(
+            Store(work / "cold.duckdb"),
+            ManualClock(datetime.now(timezone.utc) - timedelta(seconds=3)),
+            notebook,
+            "warm",
+        )
         subprocess.run([BIN / "agent-kernel", "scheduler", "--once"], env=env, check=True, capture_output=True)
     for i in range(repeat):
         started = time.perf_counter()
@@ -143,7 +148,9 @@ def main() -> None:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="agent-kernel-bench-") as tmp:
         work = Path(tmp)
-        sections = [(f"One small notebook (3 cells), median of {args.repeat}:", "a small notebook", overhead(work, args.repeat))]
+        sections = [
+            (f"One small notebook (3 cells), median of {args.repeat}:", "a small notebook", overhead(work, args.repeat))
+        ]
         if args.long_repeat:
             sections.append((f"The same notebook working 3 s longer, median of {args.long_repeat}:",
                              "the notebook working 3 s longer", overhead(work, args.long_repeat, seconds=3, cold=False)))  # fmt: skip
@@ -157,18 +164,26 @@ def main() -> None:
             print(title)
             for label, values in runs.items():
                 median = statistics.median(values)
-                extra = "" if label == "papermill" else (
-                    f"   {median / base:5.2f}x  ({(median / base - 1) * 100:+.1f}%, {(median - base) * 1000:+.0f} ms a run)"
+                extra = (
+                    ""
+                    if label == "papermill"
+                    else (
+                        f"   {median / base:5.2f}x  ({(median / base - 1) * 100:+.1f}%, {(median - base) * 1000:+.0f} ms a run)"
+                    )
                 )
                 print(f"  {label:<13} {median:6.2f} s{extra}")
         print("  goal: scheduler <= 1.10x papermill")
 
         batches, cluster = throughput(work, args.batches, args.jobs)
         serial = statistics.median(batches["local serial"])
-        print(f"\n{args.jobs} short jobs due at once, median of {args.batches} batches (LocalCluster start {cluster:.2f} s, not included):")
+        print(
+            f"\n{args.jobs} short jobs due at once, median of {args.batches} batches (LocalCluster start {cluster:.2f} s, not included):"
+        )
         for label, values in batches.items():
             median = statistics.median(values)
-            print(f"  {label:<15} {median:6.2f} s   {args.jobs / median:5.2f} jobs/s   {serial / median:5.2f}x local serial")
+            print(
+                f"  {label:<15} {median:6.2f} s   {args.jobs / median:5.2f} jobs/s   {serial / median:5.2f}x local serial"
+            )
         rows.append(Row(f"{args.jobs} short jobs on Dask, 2 workers (baseline: local, one at a time)",
                         statistics.median(batches["dask 2 workers"]), "s", serial))  # fmt: skip
     write(args, "scheduler_overhead", rows)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from results import Row, options, write  # noqa: E402
+from results import Row, options, write
 
 QUERIES = {
     "group by": "SELECT region, count(*) AS n, sum(amount) AS total, avg(qty) AS mean_qty "
@@ -80,9 +80,16 @@ async def first_call(rows: int, wait: float, store_path: str) -> float:
     settings = next(c for c in shell.configurables if isinstance(c, AgentKernel))
     store = Store(store_path)
     context = ToolContext(
-        shell=shell, settings=settings, store=store, writer=WriteBehind(store),
-        session_id="bench", session_name="bench", turn=1, prompt="bench",
-        transcript=None, interrupts=None,  # type: ignore[arg-type] - db_sql uses neither
+        shell=shell,
+        settings=settings,
+        store=store,
+        writer=WriteBehind(store),
+        session_id="bench",
+        session_name="bench",
+        turn=1,
+        prompt="bench",
+        transcript=None,
+        interrupts=None,  # type: ignore[arg-type] - db_sql uses neither
     )
     started = time.perf_counter()
     outcome = await builtin_registry().dispatch("db_sql", {"sql": QUERIES["filter + top 1000"]}, context)
@@ -97,7 +104,9 @@ def first_calls(rows: int, wait: float, count: int, store_path: str) -> list[flo
     for _ in range(count):
         done = subprocess.run(
             [sys.executable, __file__, "--rows", str(rows), "--wait", str(wait), "--first-call-on", store_path],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         seconds.append(float(done.stdout.strip().splitlines()[-1]))
     return seconds
@@ -132,9 +141,16 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp, "bench.duckdb"))
         context = ToolContext(
-            shell=shell, settings=AgentKernel(), store=store, writer=WriteBehind(store),
-            session_id="bench", session_name="bench", turn=1, prompt="bench",
-            transcript=None, interrupts=None,  # type: ignore[arg-type] - db_sql uses neither
+            shell=shell,
+            settings=AgentKernel(),
+            store=store,
+            writer=WriteBehind(store),
+            session_id="bench",
+            session_name="bench",
+            turn=1,
+            prompt="bench",
+            transcript=None,
+            interrupts=None,  # type: ignore[arg-type] - db_sql uses neither
         )
         with store.connect():  # the file exists, its tables made
             pass
@@ -154,7 +170,9 @@ async def main() -> None:
             plain.execute(sql).fetchall()
             return time.perf_counter() - started
 
-        print(f"{args.rows:,}-row pandas DataFrame, median of {args.repeat} runs, one process, DuckDB on {threads} threads")
+        print(
+            f"{args.rows:,}-row pandas DataFrame, median of {args.repeat} runs, one process, DuckDB on {threads} threads"
+        )
         print(f"  {'query':20} {'db_sql':>10} {'duckdb':>10}   ratio")
         ratios = []
         rows: list[Row] = []
@@ -168,7 +186,11 @@ async def main() -> None:
             a, b = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
             ratios.append(a / b)
             print(f"  {name:20} {a:7.1f} ms {b:7.1f} ms   {a / b:5.2f}")
-            rows.append(Row(f"db_sql {name}, {args.rows:,} rows (baseline: plain DuckDB)", a, "ms", b, goal=1.3, goal_of="ratio"))
+            rows.append(
+                Row(
+                    f"db_sql {name}, {args.rows:,} rows (baseline: plain DuckDB)", a, "ms", b, goal=1.3, goal_of="ratio"
+                )
+            )
         print(f"  worst ratio {max(ratios):.2f}   (goal <= 1.3)")
         sql = QUERIES["filter + top 1000"]
         ours, theirs = [], []
@@ -177,7 +199,9 @@ async def main() -> None:
             ours.append(await tool(sql))
             theirs.append(baseline(sql))
         a, b = statistics.median(ours) * 1000, statistics.median(theirs) * 1000
-        print(f"  {'filter + top 1000 after a cell (a new fork)':20} {a:7.1f} ms {b:7.1f} ms   {a / b:5.2f}   (no goal)")
+        print(
+            f"  {'filter + top 1000 after a cell (a new fork)':20} {a:7.1f} ms {b:7.1f} ms   {a / b:5.2f}   (no goal)"
+        )
         del sales, shell.user_ns["sales"]  # the fresh interpreters make their own
         firsts = first_calls(args.rows, args.wait, args.first_calls, str(store.path))
         first = statistics.median(firsts)

@@ -30,7 +30,9 @@ def tool_results(request: dict[str, Any]) -> list[dict[str, Any]]:
 def result_text(block: dict[str, Any]) -> str:
     """A tool result's text: its content, or the text blocks of a content list (images follow the text)."""
     content = block.get("content", "")
-    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    return (
+        content if isinstance(content, str) else "".join(b.get("text", "") for b in content if b.get("type") == "text")
+    )
 
 
 def offered(request: dict[str, Any]) -> list[str]:

@@ -22,13 +22,13 @@ from agent_kernel import Agent
 from agent_kernel.config import AgentKernel
 from agent_kernel.display.transcript import Transcript
 from agent_kernel.kernel.interrupts import TurnInterrupts
-from agent_kernel.turn.loop import TurnResult
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.writer import WriteBehind
 from agent_kernel.tools import Outcome, Registry
 from agent_kernel.tools.builtin import builtin_registry
 from agent_kernel.tools.context import ToolContext
+from agent_kernel.turn.loop import TurnResult
 
 
 @dataclass
@@ -96,9 +96,7 @@ def in_process(tmp_path: Path) -> Iterator[Caller]:
     loop = asyncio.new_event_loop()
     writer = WriteBehind(store)
     try:
-        yield Caller(
-            registry, store, InteractiveShell.instance(), loop, session.id, AgentKernel(), writer
-        )
+        yield Caller(registry, store, InteractiveShell.instance(), loop, session.id, AgentKernel(), writer)
     finally:
         writer.flush()
         loop.close()

@@ -67,23 +67,39 @@ def first_steps(page_url: str) -> Step:
         ("notify", {"message": "The totals are ready."}),
         ("manage_pulse", {"action": "get_config"}),
         ("create_skill", {"name": "csv-tips", "description": "Reading CSV files.", "content": "Use pandas.read_csv."}),
-        ("render_blocks", {"blocks": [
-            {"type": "markdown", "content": "**Totals**"},
-            {"type": "table", "variable": "totals"},
-            CHART,
-        ]}),
+        (
+            "render_blocks",
+            {
+                "blocks": [
+                    {"type": "markdown", "content": "**Totals**"},
+                    {"type": "table", "variable": "totals"},
+                    CHART,
+                ]
+            },
+        ),
         ("ask_user", {"question": "Which region next?", "options": ["North", "South"]}),
         ("send_message", {"text": "Totals are ready."}),
         ("fetch_url", {"url": page_url}),
-        ("create_ui_component", {
-            "name": "counter", "description": "A counter.", "html": "<button id='add'>+1</button>",
-            "js": "add.onclick = () => ak.setState({count: ak.state.count + 1});", "state": {"count": 0},
-        }),
-        ("create_tool", {
-            "name": "double_it", "description": "Double a number.", "writes": False,
-            "parameter_schema": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
-            "code": "return args['x'] * 2",
-        }),
+        (
+            "create_ui_component",
+            {
+                "name": "counter",
+                "description": "A counter.",
+                "html": "<button id='add'>+1</button>",
+                "js": "add.onclick = () => ak.setState({count: ak.state.count + 1});",
+                "state": {"count": 0},
+            },
+        ),
+        (
+            "create_tool",
+            {
+                "name": "double_it",
+                "description": "Double a number.",
+                "writes": False,
+                "parameter_schema": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]},
+                "code": "return args['x'] * 2",
+            },
+        ),
         ("create_library", {"name": "regions", "description": "Region names.", "code": "NAMES = ['North', 'South']\n"}),
         ("llm_generate", {"prompt": SIDE_PROMPT + " the word 'North'", "max_tokens": 20}),
         ("spawn_session", {"task": SUBTASK + ": count the regions and report the number."}),
@@ -227,7 +243,7 @@ def granted_tools(page_url: str) -> list[str]:
     content then, and nobody is present to approve, so the person grants them in advance
     as a scheduled job's standing grants do (AGENT_KERNEL_GRANTS)."""
     steps = first_steps(page_url)
-    after = [name for name, _ in steps[[n for n, _ in steps].index("fetch_url") + 1:]]
+    after = [name for name, _ in steps[[n for n, _ in steps].index("fetch_url") + 1 :]]
     body: dict[str, Any] = {"messages": []}
     later = [*second_steps(body), *last_steps(body)]
     return sorted({*after, *(name for name, _ in later)})

@@ -137,7 +137,11 @@ class JupyterLab:
         self.log = (root.parent / "jupyterlab.log").open("w")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-c", _LAUNCH, str(extra_site or ""), app,
+                sys.executable,
+                "-c",
+                _LAUNCH,
+                str(extra_site or ""),
+                app,
                 "--no-browser",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",

@@ -76,41 +76,56 @@ CODE_ATTEMPTS: list[tuple[str, str]] = [
     ("last expression", f"{S}"),
     ("result repr window", f"'a' * 985 + {S} + 'b' * 3000"),
     ("json in dict result", f"{{'nested': {{'deep': [{S}]}}}}"),
-    ("variables for the briefing",
-     f"leak_str = {S}\n"
-     f"leak_dict = {{{S}: 1}}\n"
-     f"class Leaky:\n    def __repr__(self):\n        return 'Leaky(' + {S} + ')'\n"
-     "leak_obj = Leaky()\n"
-     f"leak_series = pd.Series([{S}, 'other'])\n"
-     f"leak_frame = pd.DataFrame({{{S}: [1, 2]}})\n"
-     f"def leak_fn(token={S}):\n    '''Uses a token.'''\n"
-     f"leak_long = 'w' * 270 + {S} + 'v' * 20\n"
-     f"leak_cells = pd.DataFrame({{'v': ['c' * 990 + {S} + 'd' * 50]}})"),
+    (
+        "variables for the briefing",
+        f"leak_str = {S}\n"
+        f"leak_dict = {{{S}: 1}}\n"
+        f"class Leaky:\n    def __repr__(self):\n        return 'Leaky(' + {S} + ')'\n"
+        "leak_obj = Leaky()\n"
+        f"leak_series = pd.Series([{S}, 'other'])\n"
+        f"leak_frame = pd.DataFrame({{{S}: [1, 2]}})\n"
+        f"def leak_fn(token={S}):\n    '''Uses a token.'''\n"
+        f"leak_long = 'w' * 270 + {S} + 'v' * 20\n"
+        f"leak_cells = pd.DataFrame({{'v': ['c' * 990 + {S} + 'd' * 50]}})",
+    ),
     ("DataFrame print", "print(leak_frame)"),
-    ("memory written from code",
-     f"with agent.store.connect() as con:\n    Memories(con).remember('the token is ' + {S})"),
-    ("stored instructions written from code",
-     f"with agent.store.connect() as con:\n"
-     f"    SystemPrompts(con).save('Always use ' + {S}, operation='edit', author='code')"),
-    ("state written from code",
-     f"with agent.store.connect() as con:\n    State(con).set('leak', {{'token': {S}}})"),
+    (
+        "memory written from code",
+        f"with agent.store.connect() as con:\n    Memories(con).remember('the token is ' + {S})",
+    ),
+    (
+        "stored instructions written from code",
+        f"with agent.store.connect() as con:\n"
+        f"    SystemPrompts(con).save('Always use ' + {S}, operation='edit', author='code')",
+    ),
+    ("state written from code", f"with agent.store.connect() as con:\n    State(con).set('leak', {{'token': {S}}})"),
     ("AgentKernel.instruction", f"agent.config.instruction = 'Token: ' + {S}"),
-    ("COMMENT ON TABLE",
-     "with agent.store.connect() as con:\n"
-     "    con.execute('CREATE OR REPLACE TABLE ai_leak (x INTEGER)')\n"
-     f"    con.execute(\"COMMENT ON TABLE ai_leak IS '\" + {S} + \"'\")"),
-    ("@tool description",
-     f"@tool(description='Calls the service with ' + {S})\n"
-     f"def leak_tool(x: int) -> dict:\n    return {{'echo': {S}, 'lines': '\\n'.join({S})}}"),
+    (
+        "COMMENT ON TABLE",
+        "with agent.store.connect() as con:\n"
+        "    con.execute('CREATE OR REPLACE TABLE ai_leak (x INTEGER)')\n"
+        f'    con.execute("COMMENT ON TABLE ai_leak IS \'" + {S} + "\'")',
+    ),
+    (
+        "@tool description",
+        f"@tool(description='Calls the service with ' + {S})\n"
+        f"def leak_tool(x: int) -> dict:\n    return {{'echo': {S}, 'lines': '\\n'.join({S})}}",
+    ),
     ("@tool raising", f"@tool\ndef leak_raise(x: int) -> str:\n    '''Fails.'''\n    raise RuntimeError({S})"),
     ("@tool long result", f"@tool\ndef leak_big(x: int) -> str:\n    '''Big.'''\n    return 'z' * 19990 + {S} * 3"),
 ]
 
 # Code attempts whose result shows no output (they write where later requests read).
 SILENT = {
-    "variables for the briefing", "memory written from code", "stored instructions written from code",
-    "state written from code", "AgentKernel.instruction", "COMMENT ON TABLE", "@tool description",
-    "@tool raising", "@tool long result",
+    "variables for the briefing",
+    "memory written from code",
+    "stored instructions written from code",
+    "state written from code",
+    "AgentKernel.instruction",
+    "COMMENT ON TABLE",
+    "@tool description",
+    "@tool raising",
+    "@tool long result",
 }
 # Code attempts cut by a truncation window right where the secret was (and its marker is).
 WINDOWS = {"stdout head window", "stdout tail window", "result repr window"}
@@ -118,8 +133,11 @@ WINDOWS = {"stdout head window", "stdout tail window", "result repr window"}
 # (what it tries, tool name, input) after the code above ran
 TOOL_ATTEMPTS: list[tuple[str, str, dict[str, Any]]] = [
     ("inspect_namespace all", "inspect_namespace", {}),
-    ("inspect_namespace names", "inspect_namespace",
-     {"names": ["leak_str", "leak_dict", "leak_obj", "leak_series", "leak_frame", "leak_fn", "leak_long"]}),
+    (
+        "inspect_namespace names",
+        "inspect_namespace",
+        {"names": ["leak_str", "leak_dict", "leak_obj", "leak_series", "leak_frame", "leak_fn", "leak_long"]},
+    ),
     ("db_sql cell window", "db_sql", {"sql": "SELECT v FROM leak_cells"}),
     ("get_state", "get_state", {"key": "leak"}),
     ("memory tool list", "memory", {"action": "list"}),
@@ -164,9 +182,16 @@ def script() -> list[Any]:
 def forms(value: str = SECRET) -> list[str]:
     """What must not appear: the value, its encodings, and every 10-character piece."""
     data = value.encode()
-    found = {value, value[::-1], data.hex(), data.hex().upper(),
-             urllib.parse.quote(value, safe=""), urllib.parse.quote_plus(value),
-             json.dumps(value)[1:-1], repr(value)[1:-1]}
+    found = {
+        value,
+        value[::-1],
+        data.hex(),
+        data.hex().upper(),
+        urllib.parse.quote(value, safe=""),
+        urllib.parse.quote_plus(value),
+        json.dumps(value)[1:-1],
+        repr(value)[1:-1],
+    }
     for shift in range(3):
         aligned = data[shift:][: (len(data) - shift) // 3 * 3]
         found.add(base64.b64encode(aligned).decode())
@@ -233,12 +258,16 @@ UNDECLARED_CODE: list[tuple[str, str]] = [
     ("printed base64", f"print(base64.b64encode({_AWS}.encode()).decode())"),
     ("environment printed", "print(dict(os.environ))"),
     ("error message", f"raise ValueError('bad key ' + {_OPENAI})"),
-    ("memory written from code",
-     f"with agent.store.connect() as con:\n    Memories(con).remember('keys: ' + {_OPENAI} + ' ' + {_AWS})"),
-    ("frame",
-     f"creds_frame = pd.DataFrame({{'key': [{_OPENAI}, {_AWS}], {_AWS}: [1, 2]}})\n"
-     f"@tool\ndef creds_tool(x: int) -> dict:\n    '''Returns the keys.'''\n    return {{'openai': {_OPENAI}, 'aws': {_AWS}}}\n"
-     f"@tool\ndef creds_raise(x: int) -> str:\n    '''Fails.'''\n    raise RuntimeError({_AWS})"),
+    (
+        "memory written from code",
+        f"with agent.store.connect() as con:\n    Memories(con).remember('keys: ' + {_OPENAI} + ' ' + {_AWS})",
+    ),
+    (
+        "frame",
+        f"creds_frame = pd.DataFrame({{'key': [{_OPENAI}, {_AWS}], {_AWS}: [1, 2]}})\n"
+        f"@tool\ndef creds_tool(x: int) -> dict:\n    '''Returns the keys.'''\n    return {{'openai': {_OPENAI}, 'aws': {_AWS}}}\n"
+        f"@tool\ndef creds_raise(x: int) -> str:\n    '''Fails.'''\n    raise RuntimeError({_AWS})",
+    ),
 ]
 UNDECLARED_TOOLS: list[tuple[str, str, dict[str, Any]]] = [
     ("frame stored in an ai_ table", "db_sql", {"sql": "CREATE TABLE ai_creds AS SELECT * FROM creds_frame"}),

@@ -11,11 +11,10 @@ import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field
-
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import Field
 
 
 def notes_folder() -> Path:

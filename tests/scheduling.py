@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
@@ -96,8 +97,6 @@ def agent_kernel_cli(*args: str, log: Path | None = None) -> subprocess.Popen[st
 
 
 # -- fixtures (import `store_fixture`, `home_fixture` into a test module; use `store`, `home`) --
-
-import pytest
 
 
 @pytest.fixture(name="store")

@@ -121,7 +121,10 @@ def test_with_nobody_to_approve_the_planting_turn_writes_nothing(kernel, scripte
     made_tool, made_library, attack = last_results(scripted_model, 3)
     for refused, name in ((made_tool, "create_tool"), (made_library, "create_library"), (attack, "run_code")):
         assert refused["is_error"], refused
-        assert f"{name} changes things, and this session read untrusted content (fetch_url {hostile.url('/csv-helpers')})" in refused["content"]
+        assert (
+            f"{name} changes things, and this session read untrusted content (fetch_url {hostile.url('/csv-helpers')})"
+            in refused["content"]
+        )
         assert "no user is present" in refused["content"]
     from agent_kernel.tools.isolation import isolation
 
@@ -136,7 +139,9 @@ def test_with_nobody_to_approve_the_planting_turn_writes_nothing(kernel, scripte
 
 
 @needs_widget_replies
-def test_a_person_who_clicks_run_still_cannot_let_the_turn_clear_its_taint(kernel, scripted_model, hostile, agent_db, tmp_path):
+def test_a_person_who_clicks_run_still_cannot_let_the_turn_clear_its_taint(
+    kernel, scripted_model, hostile, agent_db, tmp_path
+):
     marker = tmp_path / "planted-ran"
     setup(kernel)
     plant(scripted_model, hostile, marker)
@@ -182,7 +187,9 @@ CHART_BLOCK = {
     "type": "chart", "chartType": "line", "title": "Revenue",
     "data": {"labels": ["2024-01", "2024-02"], "datasets": [{"label": "revenue", "data": [10, 12]}]},
 }  # fmt: skip
-CHART = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([10, 12])\nchart_made = True"
+CHART = (
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([10, 12])\nchart_made = True"
+)
 
 
 @needs_widget_replies

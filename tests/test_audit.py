@@ -39,15 +39,31 @@ def test_a_log_is_written_once_in_two_statements(tmp_path):
     store = Store(tmp_path / "agent.duckdb")
     log = AuditLog("s1", 3, "make a chart")
     use = {"id": "toolu_1", "name": "run_code", "input": {"code": "1/0", "isolated": True}}
-    run = {"execution_id": "e1", "code": "1/0", "success": False, "stdout": "", "stderr": "",
-           "duration_ms": 2.5, "error": {"type": "ZeroDivisionError", "message": "division by zero", "traceback": "tb"}}
+    run = {
+        "execution_id": "e1",
+        "code": "1/0",
+        "success": False,
+        "stdout": "",
+        "stderr": "",
+        "duration_ms": 2.5,
+        "error": {"type": "ZeroDivisionError", "message": "division by zero", "traceback": "tb"},
+    }
     log.tool_call(use, result_chars=120, is_error=False, duration_ms=3.0, executions=[run])
-    log.tool_call({"id": "toolu_2", "name": "db_sql", "input": {"sql": "SELECT 1"}}, result_chars=40, is_error=True, duration_ms=None)
+    log.tool_call(
+        {"id": "toolu_2", "name": "db_sql", "input": {"sql": "SELECT 1"}},
+        result_chars=40,
+        is_error=True,
+        duration_ms=None,
+    )
     with store.connect() as con:
         log.write(con)
         log.write(con)  # nothing new: nothing twice
-        calls = con.execute("SELECT session_id, turn, tool_use_id, tool, input, result_chars, is_error, duration_ms FROM tool_calls ORDER BY tool_use_id").fetchall()
-        runs = con.execute("SELECT id, code, success, error_type, error_category, trigger_prompt, isolated, traceback FROM code_executions").fetchall()
+        calls = con.execute(
+            "SELECT session_id, turn, tool_use_id, tool, input, result_chars, is_error, duration_ms FROM tool_calls ORDER BY tool_use_id"
+        ).fetchall()
+        runs = con.execute(
+            "SELECT id, code, success, error_type, error_category, trigger_prompt, isolated, traceback FROM code_executions"
+        ).fetchall()
         summary = stats(con, 7)
         failed = failures(con, 5)
     assert calls == [
@@ -99,11 +115,14 @@ def test_every_tool_call_and_code_run_of_a_turn_is_recorded(shell_agent, scripte
 def test_the_model_cannot_change_the_trail(shell_agent, scripted_model, agent_db):
     scripted_model.add(call("run_code", code="x = 1"), say("done"))
     shell_agent.ok("run something")
-    scripted_model.add(reply(
-        tool_use("db_sql", {"sql": "DELETE FROM code_executions"}),
-        tool_use("db_sql", {"sql": "UPDATE tool_calls SET is_error = false"}),
-        tool_use("db_sql", {"sql": "SELECT count(*) FROM code_executions"}),
-    ), say("done"))
+    scripted_model.add(
+        reply(
+            tool_use("db_sql", {"sql": "DELETE FROM code_executions"}),
+            tool_use("db_sql", {"sql": "UPDATE tool_calls SET is_error = false"}),
+            tool_use("db_sql", {"sql": "SELECT count(*) FROM code_executions"}),
+        ),
+        say("done"),
+    )
     shell_agent.ok("cover your tracks")
     blocks = scripted_model.requests[-1]["messages"][-1]["content"]
     assert blocks[0]["is_error"] and blocks[1]["is_error"] and not blocks[2].get("is_error")

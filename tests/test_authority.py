@@ -39,7 +39,9 @@ def test_no_trust_change_while_a_turn_runs_in_the_process_nor_in_its_tasks():
         return refused
 
     refused = asyncio.run(in_turn())
-    assert len(refused) == 7 and all("come from the person, not from code running inside an agent turn" in r for r in refused)
+    assert len(refused) == 7 and all(
+        "come from the person, not from code running inside an agent turn" in r for r in refused
+    )
     assert not inside_turn() and person("magic", "after").via == "magic"  # the person's own cell, after
 
 

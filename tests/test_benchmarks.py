@@ -24,7 +24,10 @@ TIMEOUT = 300  # seconds; quick runs take 1-40 s on a busy 2-core machine
 # name -> (lines its output has, how many result rows it writes)
 FIGURES = r"with a figure each, .* largest request [\d,]+ tokens \(within the window\), cache read share turns 2\+ (9\d|100)\.\d%, images in the last request [1-9]"
 EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
-    "load_ext": ((r"%load_ext agent_kernel +[\d.]+ ms +[\d.]+ ms +\(goal <= 50 ms\)", r"import anthropic +[\d.]+ ms"), 2),
+    "load_ext": (
+        (r"%load_ext agent_kernel +[\d.]+ ms +[\d.]+ ms +\(goal <= 50 ms\)", r"import anthropic +[\d.]+ ms"),
+        2,
+    ),
     "loop_overhead": (
         (
             r"overhead per tool round trip +-?[\d.]+ ms +-?[\d.]+ ms +\(goal: CPU <= 3 ms\)",
@@ -41,13 +44,37 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
         6,
     ),
     "scheduler_overhead": (
-        (r"papermill +[\d.]+ s", r"scheduler +[\d.]+ s +[\d.]+x", r"cold --once +[\d.]+ s", r"dask 2 workers +[\d.]+ s"),
+        (
+            r"papermill +[\d.]+ s",
+            r"scheduler +[\d.]+ s +[\d.]+x",
+            r"cold --once +[\d.]+ s",
+            r"dask 2 workers +[\d.]+ s",
+        ),
         3,
     ),
-    "sql_dataframe": ((r"distinct count +[\d.]+ ms +[\d.]+ ms", r"worst ratio [\d.]+", r"first db_sql call, [\d.]+ s after %load_ext: median \d+ ms"), 4),
-    "blocks": ((r"first page \(25 rows\) +[\d.]+ ms", r"PNG with vl-convert +[\d.]+ ms", r"turn with ask_user .* [\d.]+ ms"), 4),
+    "sql_dataframe": (
+        (
+            r"distinct count +[\d.]+ ms +[\d.]+ ms",
+            r"worst ratio [\d.]+",
+            r"first db_sql call, [\d.]+ s after %load_ext: median \d+ ms",
+        ),
+        4,
+    ),
+    "blocks": (
+        (r"first page \(25 rows\) +[\d.]+ ms", r"PNG with vl-convert +[\d.]+ ms", r"turn with ask_user .* [\d.]+ ms"),
+        4,
+    ),
     "redaction": ((r"redact \(2 hits\) +[\d.]+ ms", r"scrub walk +[\d.]+ ms"), 10),
-    "context": ((r"Default prompt now .* = [\d,]+ chars", r"\n  now +[\d,]+", r"\n  before +[\d,]+", r"\n +10 +[\d,]+ +[\d,]+", FIGURES), 6),
+    "context": (
+        (
+            r"Default prompt now .* = [\d,]+ chars",
+            r"\n  now +[\d,]+",
+            r"\n  before +[\d,]+",
+            r"\n +10 +[\d,]+ +[\d,]+",
+            FIGURES,
+        ),
+        6,
+    ),
     "context_budget": ((r"\n +10 +[\d,]+ +[\d,]+", r"compactions: \d+", FIGURES), 3),
     "delegation": ((r"concurrency 16 +[\d.]+", r"\(b\) three 0.2 s isolated steps: .* [\d.]+x faster"), 2),
     "completion": ((r"model call \(SDK, direct\) +[\d.]+ ms", r"server overhead +-?[\d.]+ ms +-?[\d.]+ ms"), 2),
@@ -124,8 +151,24 @@ def test_summary_shows_figure_baseline_ratio_goal_and_whether_it_was_met(tmp_pat
     assert done.returncode == 0, done.stderr
     header = table_row(done.stdout, "measure")
     assert header == ["benchmark", "measure", "figure", "baseline", "ratio", "goal", "met?"]
-    assert table_row(done.stdout, "round trip") == ["speed", "round trip", "4.50 ms", "3.00 ms", "1.50x", "<= 3 ms", "NO"]
-    assert table_row(done.stdout, "query") == ["speed", "query", "12.0 ms", "10.0 ms", "1.20x", "<= 1.3x baseline", "yes"]
+    assert table_row(done.stdout, "round trip") == [
+        "speed",
+        "round trip",
+        "4.50 ms",
+        "3.00 ms",
+        "1.50x",
+        "<= 3 ms",
+        "NO",
+    ]
+    assert table_row(done.stdout, "query") == [
+        "speed",
+        "query",
+        "12.0 ms",
+        "10.0 ms",
+        "1.20x",
+        "<= 1.3x baseline",
+        "yes",
+    ]
     assert table_row(done.stdout, "speed-up") == ["speed", "speed-up", "9.20x", "", "", ">= 8x", "yes"]
     assert table_row(done.stdout, "prompt") == ["speed", "prompt", "12,671 chars", "", "", "<= 12,000 chars", "NO"]
     assert table_row(done.stdout, "no goal") == ["speed", "no goal", "0.25 s", "", "", "", ""]

@@ -91,17 +91,32 @@ def requests_since(model, start: int) -> list[dict]:
 def test_streamed_text_and_a_sortable_paged_table(lab_page, jupyterlab, lab_model):
     page = lab_page
     start = len(lab_model.requests)
-    rows = [{"month": f"2025-{i:02d}", "region": region, "revenue": (i * 37 + len(region) * 11) % 97 + 3}
-            for i in range(1, 13) for region in ("North", "South", "East")]
+    rows = [
+        {"month": f"2025-{i:02d}", "region": region, "revenue": (i * 37 + len(region) * 11) % 97 + 3}
+        for i in range(1, 13)
+        for region in ("North", "South", "East")
+    ]
     intro = "I looked at your sales by month and region; here is the table. " * 6 + "End of the introduction."
     lab_model.add(
         reply(
             text(intro),
-            tool_use("render_blocks", {"title": "Revenue by month", "blocks": [
-                {"type": "table", "data": rows, "columns": [
-                    {"key": "month", "label": "Month"}, {"key": "region", "label": "Region"},
-                    {"key": "revenue", "label": "Revenue"}]},
-            ]}),
+            tool_use(
+                "render_blocks",
+                {
+                    "title": "Revenue by month",
+                    "blocks": [
+                        {
+                            "type": "table",
+                            "data": rows,
+                            "columns": [
+                                {"key": "month", "label": "Month"},
+                                {"key": "region", "label": "Region"},
+                                {"key": "revenue", "label": "Revenue"},
+                            ],
+                        },
+                    ],
+                },
+            ),
             chunk_delay=0.04,
         ),
         say("March in the East was the best month."),
@@ -173,14 +188,29 @@ def test_form_is_filled_in_and_the_turn_goes_on_with_its_values(lab_page, jupyte
     start = len(lab_model.requests)
     revenue = [120, 135, 160, 150, 175, 190]
     lab_model.add(
-        call("render_blocks", title="Plan the quarterly report", blocks=[
-            {"type": "markdown", "content": "Revenue grew in **five of six** months. Tell me how to set up the report."},
-            {"type": "chart", "chartType": "bar", "title": "Revenue by month (kEUR)", "data": {
-                "labels": MONTHS[:6],
-                "datasets": [{"label": "North", "data": revenue}, {"label": "South", "data": [r - 40 for r in revenue]}],
-            }},
-            {"type": "form", "title": "Report settings", "fields": FORM_FIELDS, "submitLabel": "Create report"},
-        ]),
+        call(
+            "render_blocks",
+            title="Plan the quarterly report",
+            blocks=[
+                {
+                    "type": "markdown",
+                    "content": "Revenue grew in **five of six** months. Tell me how to set up the report.",
+                },
+                {
+                    "type": "chart",
+                    "chartType": "bar",
+                    "title": "Revenue by month (kEUR)",
+                    "data": {
+                        "labels": MONTHS[:6],
+                        "datasets": [
+                            {"label": "North", "data": revenue},
+                            {"label": "South", "data": [r - 40 for r in revenue]},
+                        ],
+                    },
+                },
+                {"type": "form", "title": "Report settings", "fields": FORM_FIELDS, "submitLabel": "Create report"},
+            ],
+        ),
         thank_for_the_form,
     )
     run_notebook(page, jupyterlab, "form", ["%load_ext agent_kernel", "%agent plan the report with me"])
@@ -210,10 +240,17 @@ def test_form_is_filled_in_and_the_turn_goes_on_with_its_values(lab_page, jupyte
     shown = agent_cell.inner_text()
     assert "a Q3 report from 2026-07-01 with a budget of 2500.5 (East included: False)" in shown
     result = json.loads(result_text(tool_results(lab_model.requests[start + 1])[0]))
-    assert result == {"action": "submit", "data": {
-        "owner": "Ada Lovelace", "quarter": "Q3", "budget": 2500.5, "start": "2026-07-01",
-        "include_east": False, "notes": "Split by region, please.",
-    }}
+    assert result == {
+        "action": "submit",
+        "data": {
+            "owner": "Ada Lovelace",
+            "quarter": "Q3",
+            "budget": 2500.5,
+            "start": "2026-07-01",
+            "include_east": False,
+            "notes": "Split by region, please.",
+        },
+    }
     # The answered form stays in the notebook as a static record of what was sent.
     assert agent_cell.locator("form.ak-form").count() == 0
     assert "Submitted" in agent_cell.locator(".agent-kernel-form-static").inner_text()
@@ -231,11 +268,16 @@ def test_approval_card_skip_declines_and_run_executes(lab_page, jupyterlab, lab_
         call("run_code", code="approved = 6 * 7\nprint('approved', approved)"),
         say("Done: I computed `approved` and did not drop anything."),
     )
-    run_notebook(page, jupyterlab, "approval", [
-        "%load_ext agent_kernel",
-        "%agent --approve ask tidy up my namespace",
-        "print('dropped' in globals(), approved)",
-    ])
+    run_notebook(
+        page,
+        jupyterlab,
+        "approval",
+        [
+            "%load_ext agent_kernel",
+            "%agent --approve ask tidy up my namespace",
+            "print('dropped' in globals(), approved)",
+        ],
+    )
     agent_cell = cell(page, 1)
     first = agent_cell.locator(".ak-choice").filter(has_text="dropped = 'the sales table'")
     first.wait_for(timeout=30_000)
@@ -263,13 +305,21 @@ def test_approval_card_skip_declines_and_run_executes(lab_page, jupyterlab, lab_
 def test_stop_button_ends_a_long_run_code(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(
-        call("run_code", code="import time\nprint('counting', flush=True)\nfor progress in range(600):\n    time.sleep(0.1)\n"),
+        call(
+            "run_code",
+            code="import time\nprint('counting', flush=True)\nfor progress in range(600):\n    time.sleep(0.1)\n",
+        ),
     )
-    run_notebook(page, jupyterlab, "stop", [
-        "%load_ext agent_kernel",
-        "%agent count slowly",
-        "print('progress', progress)",
-    ])
+    run_notebook(
+        page,
+        jupyterlab,
+        "stop",
+        [
+            "%load_ext agent_kernel",
+            "%agent count slowly",
+            "print('progress', progress)",
+        ],
+    )
     agent_cell = cell(page, 1)
     agent_cell.get_by_text("counting", exact=True).wait_for(timeout=30_000)
     clicked = time.monotonic()
@@ -318,14 +368,26 @@ def payload_blocks() -> list[dict]:
         {"type": "markdown", "content": payload("markdown")},
         {"type": "alert", "variant": "danger", "content": payload("alert")},
         {"type": "table", "title": short("table-title"), "data": [{short("header"): payload("cell")}]},
-        {"type": "chart", "chartType": "bar", "title": short("chart-title"), "xLabel": short("x-label"),
-         "data": {"labels": [short("x-value")], "datasets": [{"label": short("series"), "data": [1]}]}},
+        {
+            "type": "chart",
+            "chartType": "bar",
+            "title": short("chart-title"),
+            "xLabel": short("x-label"),
+            "data": {"labels": [short("x-value")], "datasets": [{"label": short("series"), "data": [1]}]},
+        },
         {"type": "code", "language": "html", "content": payload("code")},
         {"type": "json", "data": {short("json-key"): payload("json-value")}},
-        {"type": "image", "url": "https://127.0.0.1:9/x.png\" onerror=\"window.__pwned=['image-url']", "alt": short("image-alt")},
-        {"type": "form", "title": short("form-title"), "submitLabel": short("submit"),
-         "fields": [{"name": "f", "label": short("field-label"), "type": "select",
-                     "options": [short("option")]}]},
+        {
+            "type": "image",
+            "url": "https://127.0.0.1:9/x.png\" onerror=\"window.__pwned=['image-url']",
+            "alt": short("image-alt"),
+        },
+        {
+            "type": "form",
+            "title": short("form-title"),
+            "submitLabel": short("submit"),
+            "fields": [{"name": "f", "label": short("field-label"), "type": "select", "options": [short("option")]}],
+        },
     ]
 
 
@@ -344,7 +406,11 @@ def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyter
     sent: list[str] = []
     page.on("websocket", lambda ws: ws.on("framesent", lambda frame: sent.append(str(frame))))
     lab_model.add(
-        reply(text(payload("streamed") + " more text follows. " * 20), tool_use("send_message", {"text": payload("send_message")}), chunk_delay=0.02),
+        reply(
+            text(payload("streamed") + " more text follows. " * 20),
+            tool_use("send_message", {"text": payload("send_message")}),
+            chunk_delay=0.02,
+        ),
         call("render_blocks", title=short("render-title"), blocks=payload_blocks()),
         call("ask_user", question=payload("question"), options=[short("ask-option"), "fine"]),
         call("run_code", code=payload("approval")),
@@ -366,8 +432,22 @@ def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyter
     wait_idle(page)
     page.wait_for_timeout(1_000)
     shown = agent_cell.inner_text()
-    for place in ("streamed", "send_message", "markdown", "alert", "table-title", "header", "cell", "code",
-                  "json-value", "form-title", "field-label", "question", "approval", "final"):
+    for place in (
+        "streamed",
+        "send_message",
+        "markdown",
+        "alert",
+        "table-title",
+        "header",
+        "cell",
+        "code",
+        "json-value",
+        "form-title",
+        "field-label",
+        "question",
+        "approval",
+        "final",
+    ):
         assert f"{place}: <img src=x onerror=" in shown or f"{place}: " in shown, place  # shown as text
     assert "<script>" in shown  # the payload is visible as text, not run
     assert pwned(page) == []
@@ -377,15 +457,17 @@ def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyter
 
     # Saved, trusted and opened again: the static renderings run nothing either.
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
-    page.wait_for_function(
-        "() => !document.querySelector('.jp-mod-dirty')", timeout=15_000
-    )
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=15_000)
     path = jupyterlab.root / "payloads.ipynb"
     import subprocess
     import sys
 
-    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(path)], check=True, capture_output=True,
-                   env={**os.environ, "JUPYTER_DATA_DIR": str(jupyterlab.root.parent / "jupyter-home" / "data")})
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "trust", str(path)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "JUPYTER_DATA_DIR": str(jupyterlab.root.parent / "jupyter-home" / "data")},
+    )
     jupyterlab.shutdown_kernels()
     sent.clear()
     page.goto(f"{jupyterlab.url}/lab/workspaces/payloads-again/tree/payloads.ipynb?reset&token={jupyterlab.token}")
@@ -411,7 +493,10 @@ def test_sub_sessions_show_as_sections_and_a_childs_question_is_answered_in_the_
     page = lab_page
     lab_model.responder = route(
         {
-            "ASK-COLOUR": [call("ask_user", question="Which colour for the chart?", options=["red", "blue"]), report_wait],
+            "ASK-COLOUR": [
+                call("ask_user", question="Which colour for the chart?", options=["red", "blue"]),
+                report_wait,
+            ],
             "SUM-UP": [call("run_code", code="total = 6 * 7\nprint(total)"), report_wait],
             "fan out": [
                 reply(

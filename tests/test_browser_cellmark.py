@@ -69,7 +69,10 @@ def test_a_marked_cell_shows_its_badge_keeps_its_mark_through_the_agents_edit_an
     ]  # fmt: skip
     [label] = only_as_data(read, "steered = 2")  # the reader got the marked cell as data
     assert label.startswith("notebook cell planted, written by an agent turn after untrusted content (web_fetch")
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.getCell(1).getSource()") == "steered = 3"
+    assert (
+        page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.getCell(1).getSource()")
+        == "steered = 3"
+    )
     marks = page.evaluate(MARKS)
     assert marks[1]["untrusted"] is True  # its session read the marked cell: tainted by it
     assert marks[1]["sources"][0].startswith("notebook cell planted, written by an agent turn after untrusted content")

@@ -1,4 +1,4 @@
-""""Insert as cells" in a real JupyterLab 4 with Chromium: the button under a finished
+""" "Insert as cells" in a real JupyterLab 4 with Chromium: the button under a finished
 turn puts its prompt, answer and code below the %agent cell, marked with session and turn;
 the cells re-run without the model.
 

@@ -110,7 +110,12 @@ def test_an_auto_turn_inserts_a_cell_that_runs_after_the_turn_and_markdown_is_sa
     assert page.evaluate("() => window.__pwned") is None  # nothing the model wrote ran
     save_screenshot(cell(page, 2), "notebook-ran-cell.png")
     first, last = cell(page, 1).bounding_box(), cell(page, 2).bounding_box()
-    clip = {"x": first["x"], "y": first["y"], "width": first["width"], "height": last["y"] + last["height"] - first["y"]}
+    clip = {
+        "x": first["x"],
+        "y": first["y"],
+        "width": first["width"],
+        "height": last["y"] + last["height"] - first["y"],
+    }
     page.screenshot(path=str(save_screenshot(cell(page, 1), "notebook-inserted-cells.png")), clip=clip)
     if os.environ.get("AGENT_KERNEL_UPDATE_SCREENSHOTS"):
         shutil.copy(ARTIFACTS / "notebook-inserted-cells.png", SCREENSHOTS / "notebook-inserted-cells.png")
@@ -156,7 +161,13 @@ def test_undo_reverts_the_turns_edits_together(lab_page, jupyterlab, lab_model):
         call("insert_cell", source="print(a)"),
         say("Reorganised."),
     )
-    cells = [("load", "%load_ext agent_kernel"), ("turn", "%agent reorganise"), ("a", "a = 1"), ("b", "b = 2"), ("c", "c = 3")]
+    cells = [
+        ("load", "%load_ext agent_kernel"),
+        ("turn", "%agent reorganise"),
+        ("a", "a = 1"),
+        ("b", "b = 2"),
+        ("c", "c = 3"),
+    ]
     open_with_ids(page, jupyterlab, "undo", cells)
     cell(page, 1).get_by_text("Reorganised.").wait_for(timeout=60_000)
     wait_idle(page)
@@ -168,14 +179,18 @@ def test_undo_reverts_the_turns_edits_together(lab_page, jupyterlab, lab_model):
             break
         page.wait_for_timeout(200)
     assert page.evaluate(NOTEBOOK_CELLS) == [source for _, source in cells]
-    ids = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getId())")
+    ids = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getId())"
+    )
     assert ids == [i for i, _ in cells]
 
 
 def test_the_editors_own_undo_reverts_a_replaced_source(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(call("replace_cell", cell="a", source="a = 100"), say("Replaced."))
-    open_with_ids(page, jupyterlab, "editor-undo", [("load", "%load_ext agent_kernel"), ("turn", "%agent set a"), ("a", "a = 1")])
+    open_with_ids(
+        page, jupyterlab, "editor-undo", [("load", "%load_ext agent_kernel"), ("turn", "%agent set a"), ("a", "a = 1")]
+    )
     cell(page, 1).get_by_text("Replaced.").wait_for(timeout=60_000)
     wait_idle(page)
     shared = "window.jupyterapp.shell.currentWidget.content.model.sharedModel.getCell(2)"

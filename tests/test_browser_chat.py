@@ -87,12 +87,16 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     # A busy kernel (a cell that runs until the test lets it end): the prompt waits its turn and says so.
     go = jupyterlab.root / "chat-turn.go"
     page.evaluate(RUN_LAST_CELL, BUSY_UNTIL % go.name)
-    page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'")
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'"
+    )
     send(chat, "define from_panel and show the revenue table")
     chat.locator(".ak-chat-status").filter(has_text="busy: your prompt waits its turn").wait_for(timeout=10_000)
     go.touch()
     output = chat.locator(".ak-chat-output")
-    output.get_by_text("Defined `from_panel`", exact=False).or_(output.get_by_text("Defined from_panel")).first.wait_for(timeout=60_000)
+    output.get_by_text("Defined `from_panel`", exact=False).or_(
+        output.get_by_text("Defined from_panel")
+    ).first.wait_for(timeout=60_000)
     output.locator(".ak-table").wait_for(timeout=30_000)
     assert output.locator(".agent-kernel-tool").count() >= 1
     assert "defined 42" in output.inner_text()
@@ -134,7 +138,10 @@ def test_an_ask_mode_approval_card_is_answered_in_the_panel(lab_page, jupyterlab
 def test_escape_in_the_panel_stops_a_long_run_code(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(
-        call("run_code", code="import time\nprint('counting', flush=True)\nfor progress in range(600):\n    time.sleep(0.1)\n"),
+        call(
+            "run_code",
+            code="import time\nprint('counting', flush=True)\nfor progress in range(600):\n    time.sleep(0.1)\n",
+        ),
     )
     run_notebook(page, jupyterlab, "chat-stop", ["%load_ext agent_kernel"])
     wait_idle(page)
@@ -144,7 +151,8 @@ def test_escape_in_the_panel_stops_a_long_run_code(lab_page, jupyterlab, lab_mod
     clicked = time.monotonic()
     chat.locator(".ak-chat-input").press("Escape")
     chat.locator(".ak-chat-output").filter(has_text="■").get_by_text("■ S", exact=False).or_(
-        chat.locator(".ak-chat-output").get_by_text("■ Interrupted.")).first.wait_for(timeout=20_000)
+        chat.locator(".ak-chat-output").get_by_text("■ Interrupted.")
+    ).first.wait_for(timeout=20_000)
     assert time.monotonic() - clicked < 10  # the code alone would run for a minute
     page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=30_000)
     progress = run_cell(page, "print('progress', progress)", 1)
@@ -219,7 +227,10 @@ def test_fix_with_agent_leads_to_the_accepted_diff_and_a_cell_that_then_runs(lab
     chat.locator(".ak-chat-input").press("Enter")
     diff = page.locator(".ak-edit-diff")
     diff.wait_for(timeout=60_000)
-    assert "total / 0" in diff.locator(".ak-edit-old").inner_text() and "total / 2" in diff.locator(".ak-edit-new").inner_text()
+    assert (
+        "total / 0" in diff.locator(".ak-edit-old").inner_text()
+        and "total / 2" in diff.locator(".ak-edit-new").inner_text()
+    )
     diff.get_by_role("button", name="Accept").click()
     chat.get_by_text("Fixed: the denominator is 2 now").wait_for(timeout=60_000)
     failing.locator(".jp-OutputArea-output", has_text="5.0").wait_for(timeout=60_000)  # it ran, fixed
@@ -284,7 +295,9 @@ def notebook_7_chat(chromium, lab_model, tmp_path, source: str) -> Iterator[tupl
     nb.cells = [nbformat.v4.new_code_cell(source)]
     nbformat.write(nb, root / "seven.ipynb")
     env = dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"))
-    server = JupyterLab(root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook")
+    server = JupyterLab(
+        root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook"
+    )
     context = chromium.new_context(viewport={"width": 1200, "height": 1000})
     try:
         page = context.new_page()

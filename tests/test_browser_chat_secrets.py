@@ -43,11 +43,15 @@ def test_the_person_binds_a_secret_in_the_panel_and_a_turn_cannot_send_it_elsewh
     status.filter(has_text='Not bound: "https://api.example.com/v1" is not a host').wait_for(timeout=10_000)
     hosts.fill("API.example.com 127.0.0.2:8443")
     line.locator(".ak-chat-secret-bind").click()
-    status.filter(has_text="{secret:SERVICE_TOKEN} goes to API.example.com, 127.0.0.2:8443 only.").wait_for(timeout=30_000)
+    status.filter(has_text="{secret:SERVICE_TOKEN} goes to API.example.com, 127.0.0.2:8443 only.").wait_for(
+        timeout=30_000
+    )
     line.filter(has_text="goes to api.example.com, 127.0.0.2:8443 only").wait_for(timeout=30_000)
     # The kernel holds the binding, with the panel as where it came from.
     run_cell(page, f"print(sorted({SECRETS}.decided_by('SERVICE_TOKEN').items()))", 2)
-    cell(page, 2).get_by_text("panel: bind SERVICE_TOKEN to api.example.com 127.0.0.2:8443").first.wait_for(timeout=30_000)
+    cell(page, 2).get_by_text("panel: bind SERVICE_TOKEN to api.example.com 127.0.0.2:8443").first.wait_for(
+        timeout=30_000
+    )
     wait_idle(page)
     # A turn that sends it to another host is refused, in auto, before anything is sent.
     start = len(lab_model.requests)

@@ -35,9 +35,7 @@ def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     base = tmp_path_factory.mktemp("jupyterlab-rtc")
     root = base / "notebooks"
     root.mkdir()
-    env = dict(
-        lab_model.env(), AGENT_KERNEL_DB=str(base / "agent.duckdb"), AGENT_KERNEL_HOME=str(base / "agent-home")
-    )
+    env = dict(lab_model.env(), AGENT_KERNEL_DB=str(base / "agent.duckdb"), AGENT_KERNEL_HOME=str(base / "agent-home"))
     config = {
         "ServerApp": {
             "jpserver_extensions": {"agent_kernel": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
@@ -98,7 +96,6 @@ def test_the_second_person_sees_the_cell_the_agent_inserted_and_ran(lab_page, se
     assert lab_page.locator(".jp-Notebook .jp-Cell").count() == 3  # applied once, not once per person
     assert second_page.locator(".jp-Notebook .jp-Cell").count() == 3
     save_screenshot(second_page.locator(".jp-Notebook"), "collaboration-second-person.png")
-
 
 
 def test_an_edit_the_turns_sender_accepts_reaches_the_other_person(lab_page, second_page, jupyterlab, lab_model):

@@ -35,9 +35,7 @@ def test_typing_shows_ghost_text_from_the_model_and_tab_accepts_it(lab_page, jup
         )
         save_screenshot(cell(page, 1), "inline-completion.png", readme=True)
         page.keyboard.press("Tab")
-        page.wait_for_function(
-            "() => !document.querySelector('.jp-GhostText')", timeout=10_000
-        )
+        page.wait_for_function("() => !document.querySelector('.jp-GhostText')", timeout=10_000)
         source = page.evaluate(
             "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[1].getSource()"
         )

@@ -25,6 +25,7 @@ from .test_browser import cell, run_notebook, save_screenshot, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2"), needs_widget_replies]
 
+
 def component_frame(card):
     """The component's own frame: inside our frame, inside the widget's card."""
     return card.frame_locator("iframe.ak-component-frame").frame_locator("iframe")
@@ -46,8 +47,13 @@ document.getElementById('sneak').onclick = () => ak.call('run_code', { code: 'sn
 show();
 """
 TALLY = {
-    "name": "tally", "description": "A counter that can ask the database.", "html": TALLY_HTML, "css": TALLY_CSS,
-    "js": TALLY_JS, "state": {"count": 0}, "tools": ["db_sql"],
+    "name": "tally",
+    "description": "A counter that can ask the database.",
+    "html": TALLY_HTML,
+    "css": TALLY_CSS,
+    "js": TALLY_JS,
+    "state": {"count": 0},
+    "tools": ["db_sql"],
 }
 
 
@@ -137,12 +143,18 @@ def test_a_hostile_component_reaches_nothing_and_is_removed_when_it_navigates(la
     marker = f"{jupyterlab.url}/api/contents?ak-component-fetch-marker"
     start = len(lab_model.requests)
     lab_model.add(
-        call("render_and_wait", html="<pre id=out>running</pre>", js=HOSTILE_JS.replace("MARKER", marker),
-             messages=["report"]),
+        call(
+            "render_and_wait",
+            html="<pre id=out>running</pre>",
+            js=HOSTILE_JS.replace("MARKER", marker),
+            messages=["report"],
+        ),
         say("Seen."),
         say("Read the report."),
     )
-    run_notebook(page, jupyterlab, "hostile", ["%load_ext agent_kernel", "%agent show it", "%agent what did it report?"])
+    run_notebook(
+        page, jupyterlab, "hostile", ["%load_ext agent_kernel", "%agent show it", "%agent what did it report?"]
+    )
     agent_cell = cell(page, 1)
     agent_cell.get_by_text("the component tried to navigate and was removed").wait_for(timeout=60_000)
     agent_cell.get_by_text("Seen.").wait_for(timeout=60_000)
@@ -160,8 +172,15 @@ def test_a_hostile_component_reaches_nothing_and_is_removed_when_it_navigates(la
     # A sandboxed frame's top navigation is ignored or throws, by browser version: the page stayed put (above).
     assert found.pop("top navigation") in ("blocked", "navigated")
     assert found | {"run_code": ""} == {
-        "parent.document": "blocked", "parent write": "blocked", "top write": "blocked", "cookie": "blocked",
-        "storage": "blocked", "require": "blocked", "jupyterapp": "blocked", "fetch": "blocked", "run_code": "",
+        "parent.document": "blocked",
+        "parent write": "blocked",
+        "top write": "blocked",
+        "cookie": "blocked",
+        "storage": "blocked",
+        "require": "blocked",
+        "jupyterapp": "blocked",
+        "fetch": "blocked",
+        "run_code": "",
     }
     assert any(line.startswith("run_code: Refused: tool 'run_code' is not declared") for line in report)
 
@@ -170,10 +189,14 @@ def test_in_ask_mode_a_components_writing_call_waits_for_the_approval_card(lab_p
     page = lab_page
     start = len(lab_model.requests)
     lab_model.add(
-        call("render_and_wait", html="<button id=go>Compute</button><p id=out>idle</p>", tools=["run_code"],
-             js="document.getElementById('go').onclick = () => ak.call('run_code', {code: 'approved = 6 * 7'})"
-                ".then((r) => { document.getElementById('out').textContent = 'ran: ' + r.success; },"
-                " (e) => { document.getElementById('out').textContent = e.message; });"),
+        call(
+            "render_and_wait",
+            html="<button id=go>Compute</button><p id=out>idle</p>",
+            tools=["run_code"],
+            js="document.getElementById('go').onclick = () => ak.call('run_code', {code: 'approved = 6 * 7'})"
+            ".then((r) => { document.getElementById('out').textContent = 'ran: ' + r.success; },"
+            " (e) => { document.getElementById('out').textContent = e.message; });",
+        ),
         say("Finished."),
     )
     run_notebook(page, jupyterlab, "ask", ["%load_ext agent_kernel", "%agent --approve ask compute with me"])
@@ -355,7 +378,8 @@ NAVIGATIONS = {
     ),
     "anchor": ("<a id=a href=#>anchor</a>", "const a = document.getElementById('a'); a.href = TARGET; a.click();"),
     "anchor to the top": (
-        "<a id=a target=_top href=#>top</a>", "const a = document.getElementById('a'); a.href = TARGET; a.click();"
+        "<a id=a target=_top href=#>top</a>",
+        "const a = document.getElementById('a'); a.href = TARGET; a.click();",
     ),
     "window.open": ("<p>open</p>", "window.open(TARGET);"),
 }
@@ -370,8 +394,12 @@ def navigating_component(way: str, server: str) -> dict[str, Any]:
         f" ak.send('navigating', {json.dumps(way)}); setTimeout(() => {{ {navigate} }}, 300);"
     )
     return {
-        "type": "component", "name": "way_" + way.replace(" ", "_").replace(".", "_"), "height": 60,
-        "html": markup.replace("SERVER", server), "js": js, "messages": ["navigating"],
+        "type": "component",
+        "name": "way_" + way.replace(" ", "_").replace(".", "_"),
+        "height": 60,
+        "html": markup.replace("SERVER", server),
+        "js": js,
+        "messages": ["navigating"],
         "state": {"sales": "CONFIDENTIAL-ROWS-42"},
     }
 

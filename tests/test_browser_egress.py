@@ -9,6 +9,7 @@ put in the URL (a key in the query string) to a host of its choosing.
 from __future__ import annotations
 
 import base64
+
 import nbformat
 import pytest
 
@@ -47,7 +48,7 @@ def image_host():
 def answer_with_remote_images(host: ImageHost) -> str:
     return (
         f"Here is the plot: ![the plot]({host.url('/plot.png?key=SECRET')})\n\n"
-        f"And the reference-style one: ![logo][l] <img src=\"{host.url('/raw.png')}\">\n\n"
+        f'And the reference-style one: ![logo][l] <img src="{host.url("/raw.png")}">\n\n'
         f"[l]: {host.url('/logo.png')}"
     )
 

@@ -57,7 +57,10 @@ def make_job(lab, name: str, source: str, **fields: Any) -> dict:
 def finished(lab, run: dict[str, Any], timeout: float = 120) -> str:
     """The run's status once it is neither queued nor running."""
     deadline = time.monotonic() + timeout
-    while (status := call(lab, "GET", f"/runs/{run['id']}")["status"]) in ("QUEUED", "RUNNING") and time.monotonic() < deadline:
+    while (status := call(lab, "GET", f"/runs/{run['id']}")["status"]) in (
+        "QUEUED",
+        "RUNNING",
+    ) and time.monotonic() < deadline:
         time.sleep(0.5)
     return status
 
@@ -150,7 +153,9 @@ def test_a_job_is_edited_in_the_schedule_dialog_and_a_refused_change_shows_in_it
 
 def test_a_jobs_standing_grants_show_in_its_detail_and_are_set_in_the_schedule_dialog(lab_page, jupyterlab):
     page, lab = lab_page, jupyterlab
-    job = make_job(lab, "granted", "print('hi')", grants={"hosts": ["api.example.com"], "after_untrusted": ["run_code"]})
+    job = make_job(
+        lab, "granted", "print('hi')", grants={"hosts": ["api.example.com"], "after_untrusted": ["run_code"]}
+    )
     plain = make_job(lab, "plain", "print('hi')")
     open_lab(page, lab, "grants")
     panel = open_panel(page)
@@ -234,7 +239,9 @@ def test_a_jobs_detail_shows_a_run_now_with_other_parameters_its_logs_and_output
     view.get_by_role("button", name="Open a copy to edit").click()
     output = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output").filter(has_text="hello visitor")
     output.wait_for(timeout=60_000)
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path").startswith("agent-kernel-runs/daily-")
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path").startswith(
+        "agent-kernel-runs/daily-"
+    )
     call(lab, "DELETE", f"/jobs/{job['id']}")
 
 

@@ -162,14 +162,16 @@ def test_schedule_this_notebook_creates_a_job_the_server_runs_and_its_output_ope
     view.get_by_role("button", name="Open a copy to edit").click()
     output = page.locator(".jp-NotebookPanel:visible .jp-OutputArea-output").filter(has_text="hello browser")
     output.wait_for(timeout=60_000)
-    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path").startswith("agent-kernel-runs/report-")
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path").startswith(
+        "agent-kernel-runs/report-"
+    )
 
 
 def test_a_saved_and_reopened_agent_turn_renders_with_the_extension_also_untrusted(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(
         reply(tool_use("run_code", {"code": "answer = 6 * 7\nprint(answer)"})),
-        say("The answer is **42** <img src=x onerror=\"window.__pwned=1\">."),
+        say('The answer is **42** <img src=x onerror="window.__pwned=1">.'),
     )
     run_notebook(page, jupyterlab, "reopened", ["%load_ext agent_kernel", "%agent what is six times seven?"])
     agent_cell = cell(page, 1)

@@ -110,7 +110,9 @@ def in_notebook_7(chromium, lab_model, tmp_path, notebook) -> None:
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         kernel_idle(server)
         agent_cell = cell(page, 1)
-        agent_cell.locator(".ak-widget-fallback", has_text="All orders").wait_for(timeout=30_000)  # the extension's renderer
+        agent_cell.locator(".ak-widget-fallback", has_text="All orders").wait_for(
+            timeout=30_000
+        )  # the extension's renderer
         static_table_shows_the_first_page(page, agent_cell)
         assert agent_cell.locator(".vega-embed").count() == 2
     finally:

@@ -117,7 +117,10 @@ def test_the_kernel_is_busy_while_a_form_waits(lab_page, jupyterlab, lab_model):
 def test_after_stop_the_footer_counts_the_run_code_that_ran_and_no_traceback_shows(lab_page, jupyterlab, lab_model):
     page = lab_page
     lab_model.add(
-        call("run_code", code="import time\nprint('counting', flush=True)\nfor step in range(600):\n    time.sleep(0.1)\n"),
+        call(
+            "run_code",
+            code="import time\nprint('counting', flush=True)\nfor step in range(600):\n    time.sleep(0.1)\n",
+        ),
     )
     open_notebook(page, jupyterlab, "stop-footer", ["%load_ext agent_kernel", "%agent count slowly"])
     run_cell(page, 1)

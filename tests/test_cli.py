@@ -56,7 +56,11 @@ def test_edit_changes_a_job_as_a_new_version_and_history_lists_them(capsys, stor
     assert job["parameters"] == {"region": "south"} and job["cron"] == "30 6 * * MON-FRI"
     assert "is unchanged (version 2)" in cli(capsys, "jobs", "edit", "report", "--timeout", "600")[1]
     [newest, oldest] = json.loads(cli(capsys, "jobs", "history", "report", "--json")[1])
-    assert (newest["version"], newest["changed"], newest["changed_by"]) == (2, ["parameters", "cron", "timeout_s"], "the user (cli)")
+    assert (newest["version"], newest["changed"], newest["changed_by"]) == (
+        2,
+        ["parameters", "cron", "timeout_s"],
+        "the user (cli)",
+    )
     assert oldest["version"] == 1 and oldest["definition"]["parameters"] == {"region": "north", "limit": 10}
     out = cli(capsys, "jobs", "history", "report")[1]
     assert "parameters, cron, timeout_s" in out and "(created)" in out
@@ -85,13 +89,18 @@ def test_bad_input_is_one_line_and_exit_status_2(capsys, store, tmp_path, monkey
     code, _, err = cli(capsys, "jobs", "add", "nb.ipynb", "--at", "2000-01-01T00:00Z")
     assert code == 2 and "is in the past" in err
     code, _, err = cli(capsys, "jobs", "run", "nope")
-    assert code == 2 and err == "agent-kernel: No job 'nope' (or more than one matches): `agent-kernel jobs list` shows them.\n"
+    assert (
+        code == 2
+        and err == "agent-kernel: No job 'nope' (or more than one matches): `agent-kernel jobs list` shows them.\n"
+    )
     code, _, err = cli(capsys, "jobs", "add", "nb.ipynb", "--task", "x", "--at", "2099-01-01T00:00Z")
     assert code == 2 and "one of them" in err
 
 
 def test_jobs_run_in_the_foreground_shows_progress_and_records_the_run(capsys, store, tmp_path):
-    ok = write_notebook(tmp_path / "ok.ipynb", "import time\nfor i in range(3):\n    time.sleep(0.2)", "print('all good')")
+    ok = write_notebook(
+        tmp_path / "ok.ipynb", "import time\nfor i in range(3):\n    time.sleep(0.2)", "print('all good')"
+    )
     bad = write_notebook(tmp_path / "bad.ipynb", "assert 1 == 2, 'numbers disagree'")
     for notebook in (ok, bad):
         assert cli(capsys, "jobs", "add", str(notebook), "--cron", "0 0 1 1 *")[0] == 0
@@ -103,7 +112,10 @@ def test_jobs_run_in_the_foreground_shows_progress_and_records_the_run(capsys, s
     assert "logs: " in out
 
     runs = json.loads(cli(capsys, "runs", "--json")[1])
-    assert [(r["job_name"], r["status"], r["cause"]) for r in runs] == [("bad", "FAILED", "manual"), ("ok", "SUCCEEDED", "manual")]
+    assert [(r["job_name"], r["status"], r["cause"]) for r in runs] == [
+        ("bad", "FAILED", "manual"),
+        ("ok", "SUCCEEDED", "manual"),
+    ]
     assert runs[1]["cells_done"] == runs[1]["cells_total"] == 2 and runs[1]["seconds"] > 0.5
     code, out, _ = cli(capsys, "runs", "--job", "ok")
     assert code == 0 and "SUCCEEDED" in out and "FAILED" not in out
@@ -172,7 +184,9 @@ def test_the_help_names_the_demo(capsys):
     assert "demo" in capsys.readouterr().out
 
 
-def test_grants_and_the_review_of_a_job_that_waits_for_it_are_the_persons_commands(capsys, store, tmp_path, monkeypatch):
+def test_grants_and_the_review_of_a_job_that_waits_for_it_are_the_persons_commands(
+    capsys, store, tmp_path, monkeypatch
+):
     from agent_kernel import authority
     from agent_kernel.scheduler.service import JobFields, SchedulerService
     from agent_kernel.store import provenance
@@ -196,13 +210,18 @@ def test_grants_and_the_review_of_a_job_that_waits_for_it_are_the_persons_comman
     with store.connect() as con:
         assert [r.name for r in provenance.tainted(con, "job")] == [job.id]
 
-    code, out, _ = cli(capsys, "jobs", "enable", "exfil", "--allow-after-untrusted", "run_code", "--allow-host", "Crm.Example")
+    code, out, _ = cli(
+        capsys, "jobs", "enable", "exfil", "--allow-after-untrusted", "run_code", "--allow-host", "Crm.Example"
+    )
     assert code == 0 and f"Job {job.id} (exfil) enabled; next run" in out
     assert "Its unattended runs: after untrusted content may: run_code; hosts: crm.example." in out
     with store.connect() as con:
         record = provenance.latest(con, "job", [job.id])[job.id]
     assert not record.tainted
-    assert record.cleared_by == "cli: agent-kernel jobs enable exfil --allow-host Crm.Example --allow-after-untrusted run_code"
+    assert (
+        record.cleared_by
+        == "cli: agent-kernel jobs enable exfil --allow-host Crm.Example --allow-after-untrusted run_code"
+    )
     [listed] = json.loads(cli(capsys, "jobs", "list", "--json")[1])
     assert listed["grants"] == {"hosts": ["crm.example"], "after_untrusted": ["run_code"]}
     assert listed["granted_by"] == record.cleared_by
@@ -214,4 +233,6 @@ def test_grants_and_the_review_of_a_job_that_waits_for_it_are_the_persons_comman
     assert code == 0 and "Its unattended runs: no standing grants" in out
     assert json.loads(cli(capsys, "jobs", "list", "--json")[1])[0]["grants"] is None
     [newest, granted, *_] = json.loads(cli(capsys, "jobs", "history", "exfil", "--json")[1])
-    assert (newest["changed"], granted["changed"]) == (["grants"], ["grants"]) and newest["changed_by"] == "the user (cli)"
+    assert (newest["changed"], granted["changed"]) == (["grants"], ["grants"]) and newest[
+        "changed_by"
+    ] == "the user (cli)"

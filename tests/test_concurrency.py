@@ -58,7 +58,9 @@ def finish(kernel, msg_id, timeout=120):
 
 def prompt_of(body) -> str:
     """The text of this turn's prompt (the last user text)."""
-    texts = [b["text"] for m in body["messages"] if m["role"] == "user" for b in m["content"] if b.get("type") == "text"]
+    texts = [
+        b["text"] for m in body["messages"] if m["role"] == "user" for b in m["content"] if b.get("type") == "text"
+    ]
     return texts[-1]
 
 
@@ -86,8 +88,17 @@ def writes(body):
     return reply(
         tool_use("set_state", {"key": f"{writer}/{n}/a", "value": {"n": n}}),
         tool_use("set_state", {"key": f"{writer}/{n}/b", "value": [n, writer]}),
-        tool_use("memory", {"action": "store", "store": "summaries", "summary_type": "conversation-summary",
-                            "period_key": "2025-12-10", "chat_id": f"{writer}-{n}", "content": f"{writer} summary {n}"}),
+        tool_use(
+            "memory",
+            {
+                "action": "store",
+                "store": "summaries",
+                "summary_type": "conversation-summary",
+                "period_key": "2025-12-10",
+                "chat_id": f"{writer}-{n}",
+                "content": f"{writer} summary {n}",
+            },
+        ),
         tool_use("memory", {"action": "recall", "query": f"{writer} summary", "limit": 1}),
     )
 
@@ -103,7 +114,12 @@ def test_two_kernels_and_a_script_lose_nothing(scripted_model, agent_db, tmp_pat
             k.ok("%agent warm up")  # first turn: imports, session, first connection
         deadline = time.time() + SECONDS
         sent = {name: k.client.execute(f"%agent writer {name} {deadline}") for name, k in kernels.items()}
-        script = subprocess.Popen([sys.executable, "-c", SCRIPT, str(agent_db), str(SECONDS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        script = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(agent_db), str(SECONDS)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name, k in kernels.items():
             executions[name] = finish(k, sent[name])
         out, err = script.communicate(timeout=120)
@@ -124,7 +140,9 @@ def test_two_kernels_and_a_script_lose_nothing(scripted_model, agent_db, tmp_pat
             assert results and not [b for b in results if b.get("is_error")], [b for b in results if b.get("is_error")]
             calls = len(results) // 4
             keys = con.execute("SELECT count(*) FROM agent_state WHERE starts_with(key, ?)", [f"{name}/"]).fetchall()
-            summaries = con.execute("SELECT count(*) FROM memories WHERE starts_with(chat_id, ?)", [f"{name}-"]).fetchall()
+            summaries = con.execute(
+                "SELECT count(*) FROM memories WHERE starts_with(chat_id, ?)", [f"{name}-"]
+            ).fetchall()
             assert calls >= 3 and keys == [(2 * calls,)] and summaries == [(calls,)]
             session = con.execute(
                 "SELECT session_id FROM messages WHERE role = 'user' AND content::VARCHAR LIKE ?", [f"%writer {name} %"]
@@ -132,8 +150,12 @@ def test_two_kernels_and_a_script_lose_nothing(scripted_model, agent_db, tmp_pat
             stored = con.execute("SELECT count(*) FROM messages WHERE session_id = ?", [session]).fetchall()
             assert stored == [(len(last["messages"]) + 1,)]  # every message, and the final answer
         assert script_writes >= 3
-        assert con.execute("SELECT count(*) FROM agent_state WHERE starts_with(key, 'script/')").fetchall() == [(script_writes,)]
-        assert con.execute("SELECT count(*) FROM memories WHERE starts_with(chat_id, 'script-')").fetchall() == [(script_writes,)]
+        assert con.execute("SELECT count(*) FROM agent_state WHERE starts_with(key, 'script/')").fetchall() == [
+            (script_writes,)
+        ]
+        assert con.execute("SELECT count(*) FROM memories WHERE starts_with(chat_id, 'script-')").fetchall() == [
+            (script_writes,)
+        ]
         assert con.execute(
             "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE s.name = 'script'"
         ).fetchall() == [(script_writes,)]

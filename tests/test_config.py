@@ -33,9 +33,19 @@ def test_tool_groups_switch_groups_on_and_off(kernel, scripted_model):
     kernel.ok("%agent what can you do?")
     request = scripted_model.requests[-1]
     assert {t["name"] for t in request["tools"]} == {
-        "db_sql", "db_schema", "get_state", "set_state", "delete_state", "list_state_keys", "tool_search_tool_bm25",
+        "db_sql",
+        "db_schema",
+        "get_state",
+        "set_state",
+        "delete_state",
+        "list_state_keys",
+        "tool_search_tool_bm25",
     }
-    assert [t["name"] for t in request["tools"] if not t.get("defer_loading")] == ["db_sql", "db_schema", "tool_search_tool_bm25"]
+    assert [t["name"] for t in request["tools"] if not t.get("defer_loading")] == [
+        "db_sql",
+        "db_schema",
+        "tool_search_tool_bm25",
+    ]
     assert "## Your database" in request["system"][0]["text"] and "## Your memory" not in request["system"][0]["text"]
     kernel.ok("%config AgentKernel.tool_groups = ['data', 'web2']")  # checked when a turn starts
     bad = kernel.execute("%agent what can you do?")
@@ -79,8 +89,8 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel import Agent
-    from agent_kernel.turn.prompt import assemble
     from agent_kernel.secrets import scrub
+    from agent_kernel.turn.prompt import assemble
 
     monkeypatch.setenv("SERVICE_TOKEN", "value-of-the-service-token")
     agent = Agent(secret_env=["SERVICE_TOKEN"], instruction="Use value-of-the-service-token.",
@@ -89,7 +99,8 @@ def test_the_system_prompt_names_the_secrets_and_never_holds_their_values(monkey
     agent.secrets.set("TYPED_SECRET", "typed-secret-value")
     prompt = assemble(
         [("Instructions from the user", agent.config.instruction)],
-        groups=[], secrets=agent.secrets.names(),
+        groups=[],
+        secrets=agent.secrets.names(),
     )
     assert "`SERVICE_TOKEN`, `TYPED_SECRET`" in prompt and 'os.environ["SERVICE_TOKEN"]' in prompt
     assert "value-of-the-service-token" in prompt  # built raw: the model client scrubs the request

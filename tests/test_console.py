@@ -91,7 +91,13 @@ def start(program: list[str], scripted_model, agent_db: Path, tmp_path: Path) ->
 @pytest.fixture(params=["jupyter console", "terminal IPython"])
 def console(request, scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Terminal]:
     program = {
-        "jupyter console": ["jupyter", "console", "--kernel", "python3", "--ZMQTerminalInteractiveShell.simple_prompt=True"],
+        "jupyter console": [
+            "jupyter",
+            "console",
+            "--kernel",
+            "python3",
+            "--ZMQTerminalInteractiveShell.simple_prompt=True",
+        ],
         "terminal IPython": ["ipython", "--simple-prompt", "--no-banner"],
     }[request.param]
     terminal = start(program, scripted_model, agent_db, tmp_path)

@@ -61,7 +61,9 @@ def test_undeclared_finds_names_and_url_passwords_and_skips_the_ignored():
     assert ("GITHUB_TOKEN", "ghp_short") in found
     # The URL and its password alone, as written and decoded.
     assert {v for n, v in found if n == "DATABASE_URL"} == {
-        environ["DATABASE_URL"], "s3cr%40t-Passw0rd", "s3cr@t-Passw0rd"
+        environ["DATABASE_URL"],
+        "s3cr%40t-Passw0rd",
+        "s3cr@t-Passw0rd",
     }
     assert {v for n, v in found if n == "HTTPS_PROXY"} == {environ["HTTPS_PROXY"], "proxy-pass-9x"}
     names = {n for n, _ in found}
@@ -72,10 +74,17 @@ JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ"
     ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 )
-KEY_BLOCK = "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(["MIIEowIBAAKCAQEAx4Zq" * 3 + "Ab9"] * 6) + "\n-----END RSA PRIVATE KEY-----"
+KEY_BLOCK = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    + "\n".join(["MIIEowIBAAKCAQEAx4Zq" * 3 + "Ab9"] * 6)
+    + "\n-----END RSA PRIVATE KEY-----"
+)
 FORMATTED = {
     "aws key id": ("AKIAZ7Q2W4E6R8T1Y3U5", "AWS Access Key"),
-    "aws secret by its keyword": ('aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', "AWS Access Key"),
+    "aws secret by its keyword": (
+        'aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+        "AWS Access Key",
+    ),
     "github": ("ghp_" + "Xa81Lq2Nw7Vc3Zt6Hy5Km0Bd4Rf9Gs1Jp2Ue", "GitHub Token"),
     "github fine-grained": ("github_pat_11ABCDEFG0" + "x" * 60, "GitHub Token"),
     "gitlab": ("glpat-" + "Zk3Lq8Wm2Np7Rt5Vx1Yc", "GitLab Token"),
@@ -111,7 +120,8 @@ def test_a_url_password_is_redacted_and_the_rest_of_the_url_kept():
     [
         "Revenue rose 12% in the quarter; see https://example.org/reports/2024/q3-figures.html",
         "/usr/lib/python3.11/site-packages/agent_kernel/credentials.py:120: in redact",
-        "id 3f2b8c1e-9d4a-4e7b-8c2f-1a2b3c4d5e6f sha256 " + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "id 3f2b8c1e-9d4a-4e7b-8c2f-1a2b3c4d5e6f sha256 "
+        + "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
         '{"user": "jane", "tokens_used": 1234, "model": "claude-sonnet", "path": "s3://bucket/data/part-00001.parquet"}',
         "ACCOUNTING_DEPARTMENT_REPORT_FINAL SKIPPED_BY_CONFIGURATION_FLAG",
     ],

@@ -118,7 +118,9 @@ def test_after_web_content_the_card_asks_again_despite_always(kernel, scripted_m
     assert len(cards) == 2  # "Always" was given, yet the call after the search asked
     first, second = (c.state for c in cards)
     assert "Web content" not in first["text"]
-    assert second["text"].startswith("The agent wants to run this code in your kernel.\n\n⚠ Untrusted content (web, MCP, kept text) was read in this session (web_search pandas pivot).")
+    assert second["text"].startswith(
+        "The agent wants to run this code in your kernel.\n\n⚠ Untrusted content (web, MCP, kept text) was read in this session (web_search pandas pivot)."
+    )
     assert [b["id"] for b in second["buttons"]] == ["run", "skip"]  # no "Always" after web content
     assert kernel.value("kept") == 2
     assert any("⚠ Untrusted content (web, MCP, kept text) was read in this session" in t for t in result.final_texts())

@@ -19,6 +19,7 @@ from agent_kernel.testing import call, say
 
 def tiny_png(width: int = 3, height: int = 2) -> bytes:
     """A real PNG file (red pixels), written without any imaging library."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -31,16 +32,36 @@ def tiny_png(width: int = 3, height: int = 2) -> bytes:
     ("blocks", "message"),
     [
         ([], "render_blocks needs `blocks`: a non-empty list"),
-        ([{"type": "video"}], "blocks[0].type must be one of markdown, table, chart, form, code, image, alert, json, component; got 'video'"),
+        (
+            [{"type": "video"}],
+            "blocks[0].type must be one of markdown, table, chart, form, code, image, alert, json, component; got 'video'",
+        ),
         ([{"type": "markdown"}], "blocks[0] needs `content`: a string"),
-        ([{"type": "alert", "content": "x", "variant": "loud"}], "blocks[0].variant must be one of info, warning, danger, success"),
+        (
+            [{"type": "alert", "content": "x", "variant": "loud"}],
+            "blocks[0].variant must be one of info, warning, danger, success",
+        ),
         ([{"type": "table"}], "blocks[0] is a table. Give `data` (a list of row objects) or `variable`"),
         ([{"type": "table", "data": [1, 2]}], "blocks[0].data must be a list of row objects"),
         ([{"type": "chart", "chartType": "bar"}], "blocks[0] is a chart: give `data`"),
         ([{"type": "form", "fields": []}], "blocks[0] needs `fields`"),
         ([{"type": "form", "fields": [{"name": "a", "label": "A", "type": "select"}]}], "a select needs `options`"),
-        ([{"type": "form", "fields": [{"name": "a", "label": "A", "type": "number", "default": "many"}]}], "fields[0].default: must be a number, not 'many'"),
-        ([{"type": "form", "fields": [{"name": "a", "label": "A", "type": "text"}, {"name": "a", "label": "B", "type": "text"}]}], "the name 'a' is used twice"),
+        (
+            [{"type": "form", "fields": [{"name": "a", "label": "A", "type": "number", "default": "many"}]}],
+            "fields[0].default: must be a number, not 'many'",
+        ),
+        (
+            [
+                {
+                    "type": "form",
+                    "fields": [
+                        {"name": "a", "label": "A", "type": "text"},
+                        {"name": "a", "label": "B", "type": "text"},
+                    ],
+                }
+            ],
+            "the name 'a' is used twice",
+        ),
         ([{"type": "form", "fields": [{"name": "a", "label": "A", "type": "text"}]}] * 2, "at most one form per call"),
     ],
 )
@@ -52,7 +73,10 @@ def test_bad_blocks_are_refused_with_what_to_fix(blocks, message):
 
 def test_code_is_shown_as_escaped_text():
     bundle = B.code_bundle({"content": "print('```')\n</code><b>x</b>", "language": "python"})
-    assert "<pre" in bundle["text/html"] and "print(&#x27;```&#x27;)\n&lt;/code&gt;&lt;b&gt;x&lt;/b&gt;" in bundle["text/html"]
+    assert (
+        "<pre" in bundle["text/html"]
+        and "print(&#x27;```&#x27;)\n&lt;/code&gt;&lt;b&gt;x&lt;/b&gt;" in bundle["text/html"]
+    )
     assert bundle["text/plain"] == "print('```')\n</code><b>x</b>" and "text/markdown" not in bundle
 
 
@@ -76,11 +100,18 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
     (tmp_path / "logo.png").write_bytes(tiny_png())
     blocks = [
         {"type": "markdown", "content": "Revenue rose **12%** this quarter."},
-        {"type": "table", "data": [{"region": "North", "revenue": 1200.5}, {"region": "South", "revenue": 980}],
-         "columns": [{"key": "region", "label": "Region"}, {"key": "revenue", "label": "Revenue"}]},
+        {
+            "type": "table",
+            "data": [{"region": "North", "revenue": 1200.5}, {"region": "South", "revenue": 980}],
+            "columns": [{"key": "region", "label": "Region"}, {"key": "revenue", "label": "Revenue"}],
+        },
         {"type": "table", "variable": "big", "title": "All orders"},
-        {"type": "chart", "chartType": "line", "title": "Monthly revenue",
-         "data": {"labels": ["Jan", "Feb", "Mar"], "datasets": [{"label": "Revenue", "data": [10, 12, 9]}]}},
+        {
+            "type": "chart",
+            "chartType": "line",
+            "title": "Monthly revenue",
+            "data": {"labels": ["Jan", "Feb", "Mar"], "datasets": [{"label": "Revenue", "data": [10, 12, 9]}]},
+        },
         {"type": "chart", "chartType": "pie", "variable": "shares", "x": "region", "y": "share"},
         {"type": "form", "fields": [{"name": "threshold", "label": "Threshold", "type": "number", "default": 5}]},
         {"type": "code", "language": "sql", "content": "SELECT region, sum(revenue) FROM sales GROUP BY 1"},
@@ -113,7 +144,7 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
     assert '<h3 class="agent-kernel-title">Quarterly review</h3>' in html
     assert "Revenue rose <strong>12%</strong> this quarter." in html
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
-    assert ["North", "1,200.5"] == cells[cells.index("North") : cells.index("North") + 2]
+    assert cells[cells.index("North") : cells.index("North") + 2] == ["North", "1,200.5"]
     assert "<strong>All orders</strong>" in html and "Rows 1–25 of 5,000." in html  # a page, not 5,000 rows
     pngs = [base64.b64decode(p) for p in having("image/png")]
     assert len(pngs) == 3 and all(p.startswith(b"\x89PNG") for p in pngs)  # two charts, one image

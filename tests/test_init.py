@@ -34,12 +34,19 @@ def test_load_imports_neither_anthropic_nor_duckdb(tmp_path):
 
 def test_public_names():
     from agent_kernel import errors, tools
-    from agent_kernel.turn import loop
     from agent_kernel.tools import context
+    from agent_kernel.turn import loop
 
     assert sorted(agent_kernel.__all__) == sorted(
-        ["Agent", "ToolContext", "TurnResult", "load_ipython_extension", "tool", "unload_ipython_extension",
-         *errors.__all__]
+        [
+            "Agent",
+            "ToolContext",
+            "TurnResult",
+            "load_ipython_extension",
+            "tool",
+            "unload_ipython_extension",
+            *errors.__all__,
+        ]
     )
     assert agent_kernel.Agent.__name__ == "Agent"
     assert agent_kernel.tool is tools.tool
@@ -77,7 +84,12 @@ def test_config_help_and_lsmagic_in_kernel(kernel):
 def test_unload_removes_the_rewrite_and_magics(kernel):
     kernel.ok("%unload_ext agent_kernel")
     assert kernel.value("get_ipython().find_magic('agent_sessions') is None") is True
-    assert kernel.value("any(getattr(f, '__name__', '') == 'rewrite_agent_cells' for f in get_ipython().input_transformers_cleanup)") is False
+    assert (
+        kernel.value(
+            "any(getattr(f, '__name__', '') == 'rewrite_agent_cells' for f in get_ipython().input_transformers_cleanup)"
+        )
+        is False
+    )
     kernel.ok("%load_ext agent_kernel")
     assert kernel.value("get_ipython().find_magic('agent_sessions') is not None") is True
 

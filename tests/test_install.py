@@ -46,11 +46,21 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run(
-    *args: object, timeout: float = 120, cwd: Path | None = None, env: dict[str, str] | None = None, stdout: bool = False
+    *args: object,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdout: bool = False,
 ) -> str:
     """What the command printed (``stdout``: only to stdout), once it succeeded."""
     done = subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, check=False, timeout=timeout, cwd=cwd, env=env or clean_env()
+        [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        cwd=cwd,
+        env=env or clean_env(),
     )
     output = ANSI.sub("", done.stdout + done.stderr)
     assert done.returncode == 0, f"{' '.join(map(str, args))} exited {done.returncode}:\n{output[-4000:]}"
@@ -136,9 +146,14 @@ def test_the_wheel_alone_runs_every_tool_with_db_sql_into(wheel, tmp_path):
     assert "Traceback" not in result["transcript"] and "ModuleNotFoundError" not in result["transcript"]
 
     # Without JupyterLab the demo's last line says which extra brings it.
-    opening = "from pathlib import Path; from agent_kernel.demo import how_to_open; print(how_to_open(Path('out/q.ipynb')))"
+    opening = (
+        "from pathlib import Path; from agent_kernel.demo import how_to_open; print(how_to_open(Path('out/q.ipynb')))"
+    )
     said = run(bin_dir / "python", "-c", opening, cwd=tmp_path, stdout=True).strip()
-    assert said == "To open it in JupyterLab, install it (pip install 'agent-kernel[lab]'), then run: jupyter lab out/q.ipynb"
+    assert (
+        said
+        == "To open it in JupyterLab, install it (pip install 'agent-kernel[lab]'), then run: jupyter lab out/q.ipynb"
+    )
     # Without distributed the Dask executor is one line naming its extra, and exit status 2.
     dask = subprocess.run(
         [bin_dir / "agent-kernel", "--db", tmp_path / "jobs.duckdb", "scheduler", "--once", "--executor", "dask"],
@@ -172,7 +187,6 @@ def test_with_lab_jupyterlab_lists_the_extension_and_the_demo_runs_the_shipped_q
     notebook = nbformat.read(tmp_path / "agent-kernel-demo" / "quickstart.ipynb", as_version=4)
     shown = json.dumps([c.get("outputs", []) for c in notebook.cells])
     assert "Here are the monthly revenue totals" in shown and "2025-12" in shown
-
 
 
 def test_a_published_mcp_server_in_the_same_environment_answers_a_turn(lab, tmp_path):

@@ -38,7 +38,9 @@ def _assert_sees_the_failure(context: str) -> None:
 
 
 def _fix_script(scripted_model) -> None:
-    scripted_model.add(call("run_code", code=FIX), say("Fixed: `ratio` returns 0.0 for a zero divisor; `share` is set."))
+    scripted_model.add(
+        call("run_code", code=FIX), say("Fixed: `ratio` returns 0.0 for a zero divisor; `share` is set.")
+    )
 
 
 def test_papermill_agent_fixes_the_error_above(scripted_model, agent_db, tmp_path):
@@ -58,7 +60,9 @@ def test_papermill_agent_fixes_the_error_above(scripted_model, agent_db, tmp_pat
     nbformat.write(nb, source)
     # The tagged cell's error lets execution go on; papermill reports it once all cells ran.
     with pytest.raises(papermill.PapermillExecutionError) as raised:
-        papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+        papermill.execute_notebook(
+            str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path)
+        )
     assert raised.value.exec_count == 3
     done = nbformat.read(output, as_version=4)
     last = next(c for c in done.cells if c.source.startswith("print('share is'"))
@@ -91,7 +95,9 @@ def test_live_kernel_sees_cells_since_the_last_turn_and_reads_more_on_demand(ker
 
 def test_what_cells_printed_is_seen_with_its_head_and_tail_and_redacted(kernel, scripted_model):
     shifted = "".join(chr(ord(c) - 1) for c in "tok-q8Zr2LmX9vPw4Kd7")  # the source never holds the value
-    kernel.ok(f"import os; os.environ['SHOP_TOKEN'] = ''.join(chr(ord(c) + 1) for c in {shifted!r})\n%config AgentKernel.secret_env = ['SHOP_TOKEN']")
+    kernel.ok(
+        f"import os; os.environ['SHOP_TOKEN'] = ''.join(chr(ord(c) + 1) for c in {shifted!r})\n%config AgentKernel.secret_env = ['SHOP_TOKEN']"
+    )
     kernel.ok("import sys\nprint('rows: 120, regions: 4')\nprint('careful: 3 nulls', file=sys.stderr)")
     kernel.ok("for i in range(5_000):\n    print(f'line {i}')")
     kernel.ok("print('token is', os.environ['SHOP_TOKEN'])")
@@ -102,9 +108,12 @@ def test_what_cells_printed_is_seen_with_its_head_and_tail_and_redacted(kernel, 
     assert "line 4999" in context and "line 0\n" not in context  # the tail of a long print
     dumped = json.dumps(scripted_model.requests)
     at = dumped.find("q8Zr2LmX9vPw4Kd7")
-    assert at < 0, dumped[max(0, at - 300): at + 100]
+    assert at < 0, dumped[max(0, at - 300) : at + 100]
     assert "[secret SHOP_TOKEN]" in context
-    cells = {c["source"].split("\n")[-1]: c for c in json.loads(result_text(tool_results(scripted_model.requests[1])[0]))["cells"]}
+    cells = {
+        c["source"].split("\n")[-1]: c
+        for c in json.loads(result_text(tool_results(scripted_model.requests[1])[0]))["cells"]
+    }
     long = cells["    print(f'line {i}')"]["printed"]
     assert "line 0\n" in long and "line 4999" in long and "characters not kept" in long
     assert "printed" not in cells["%config AgentKernel.secret_env = ['SHOP_TOKEN']"]
@@ -140,7 +149,6 @@ def test_stored_errors_of_the_agents_code_keep_the_users_frames(kernel, scripted
     with duckdb.connect(str(agent_db), read_only=True) as con:
         [(stored,)] = con.execute("SELECT traceback FROM code_executions WHERE NOT success").fetchall()
     assert "load_settings" in stored and "decoder.py" not in stored
-
 
 
 def test_the_turn_caps_images_over_its_calls(kernel, scripted_model):

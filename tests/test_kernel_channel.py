@@ -105,9 +105,13 @@ def test_the_running_cell_is_the_one_the_request_names(kernel):
         {"type": "edited", "id": True, "cell": "ok"},
         {"type": "cells", "id": 1, "cells": [], "collaborators": -1},
         {"type": "cells", "id": 1, "cells": [], "collaborators": True},
-        {"type": "cells", "id": 1, "cells": [
-            {"id": "a", "cell_type": "code", "source": "", "agent_kernel": {"sources": ["x" * 5000]}},
-        ]},
+        {
+            "type": "cells",
+            "id": 1,
+            "cells": [
+                {"id": "a", "cell_type": "code", "source": "", "agent_kernel": {"sources": ["x" * 5000]}},
+            ],
+        },
     ],
 )
 def test_check_refuses_what_is_not_a_valid_message(data):
@@ -152,9 +156,7 @@ def test_the_kernel_announces_itself_and_a_front_end_answers_hello(kernel):
         if message["msg_type"] == "comm_open" and content.get("target_name") == channel.TARGET:
             opened.append(content)
 
-    kernel.ok(
-        "from agent_kernel.kernel import channel as c\nc._CHANNEL.announce()", on_message=watch
-    )
+    kernel.ok("from agent_kernel.kernel import channel as c\nc._CHANNEL.announce()", on_message=watch)
     assert [o["data"] for o in opened] == [{"type": "kernel", "protocol": 1}]
     front.comm_id = opened[0]["comm_id"]
     front.send({"type": "focus", "cell": "abc"})  # before hello: refused
@@ -235,7 +237,9 @@ def test_a_bad_or_foreign_answer_is_refused_and_the_read_times_out(kernel):
     code = code.replace("timeout=5", "timeout=2")
     result = kernel.ok(code, on_message=answering(front, [bad]))
     assert result.stdout.strip() == "timed out"
-    assert front.types() == ["welcome", "read"] + ["refused"] * len(bad) + ["withdraw"]  # the front end drops the request
+    assert front.types() == ["welcome", "read"] + ["refused"] * len(bad) + [
+        "withdraw"
+    ]  # the front end drops the request
 
 
 def test_without_a_front_end_nothing_waits(kernel):

@@ -108,10 +108,13 @@ def test_interrupt_stops_awaiting_code(kernel, scripted_model):
 
 def test_interrupt_stops_a_streaming_answer(kernel, scripted_model):
     scripted_model.add(say("slow " * 2000, chunk_size=5, chunk_delay=0.02))
-    first_text = lambda m: m["msg_type"] == "update_display_data" and "slow" in m["content"]["data"].get("text/plain", "")
+
+    def first_text(m):
+        return m["msg_type"] == "update_display_data" and "slow" in m["content"]["data"].get("text/plain", "")
+
     result, latency = stopped_turn(kernel, "%agent talk slowly", first_text, interrupt)
     assert latency < 6.0  # the code or answer would run on for 30 s or more
-    assert result.seconds < 15  # the whole answer would take ~40 s
+    assert result.seconds < 25  # the whole answer would take ~40 s
     scripted_model.add(say("ok"))
     kernel.ok("%agent and now?")
     texts = [m["content"][-1].get("text") for m in scripted_model.requests[-1]["messages"]]

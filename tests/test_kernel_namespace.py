@@ -88,7 +88,10 @@ def test_variables_update_sends_what_changed_since_the_list_the_conversation_hol
     first = variables_update(briefing_lines({"a": 1, "b": "text"}), None)
     assert first.startswith("Variables in the kernel (all of them):") and "`a` (int): 1" in first
     known = known_variables([first])
-    assert variables_update(briefing_lines({"a": 1, "b": "text"}), known) == "Variables in the kernel: unchanged since the last list."
+    assert (
+        variables_update(briefing_lines({"a": 1, "b": "text"}), known)
+        == "Variables in the kernel: unchanged since the last list."
+    )
     changed = variables_update(briefing_lines({"a": 2, "c": [1]}), known)
     assert "`a` (int): 2" in changed and "`c` (list)" in changed and "Removed: `b`" in changed
     assert "`b`" not in changed.split("Removed:")[0]

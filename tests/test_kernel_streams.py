@@ -107,7 +107,9 @@ def test_a_turns_output_keeps_its_order_around_the_code_it_ran(kernel, scripted_
     for message in execution.messages:
         if message["msg_type"] == "stream" and "from the" in message["content"]["text"]:
             order.append(message["content"]["text"].strip())
-        elif message["msg_type"] == "display_data" and "run_code" in str(message["content"]["data"].get("text/plain", "")):
+        elif message["msg_type"] == "display_data" and "run_code" in str(
+            message["content"]["data"].get("text/plain", "")
+        ):
             order.append("card")
     assert order == ["card", "from the first call", "card", "from the second call"]
     assert "sys.stdout" not in execution.stderr

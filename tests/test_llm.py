@@ -27,8 +27,10 @@ def echo(body: dict, delay: float = 0.0):
 
 def model_calls(shell_agent) -> list[tuple]:
     with shell_agent.agent.store.connect() as con:
-        return con.execute("SELECT turn, model, input_tokens + cache_read_tokens + cache_write_tokens, output_tokens "
-            "FROM model_calls ORDER BY created_at, call").fetchall()
+        return con.execute(
+            "SELECT turn, model, input_tokens + cache_read_tokens + cache_write_tokens, output_tokens "
+            "FROM model_calls ORDER BY created_at, call"
+        ).fetchall()
 
 
 def test_generate_in_a_cell_sends_the_json_schema_format_and_returns_parsed(shell_agent, scripted_model):
@@ -123,7 +125,9 @@ def test_generate_from_a_sync_tool_and_await_agenerate_from_an_async_one(shell_a
 def test_generate_many_over_a_dataframe_column_keeps_order_and_fails_per_item(scripted_model):
     frame = pd.DataFrame({"text": ["alpha", "boom", None, "delta"]}, index=[10, 11, 12, 13])
     # Later prompts answer sooner: the results still come back in input order.
-    scripted_model.responder = lambda body: echo(body, delay={"ALPHA": 0.3}.get(body["messages"][0]["content"].upper(), 0.0))
+    scripted_model.responder = lambda body: echo(
+        body, delay={"ALPHA": 0.3}.get(body["messages"][0]["content"].upper(), 0.0)
+    )
     err = io.StringIO()
     with redirect_stderr(err):
         out = llm.generate_many(frame["text"], concurrency=4)
@@ -178,7 +182,9 @@ def test_batch_results_count_toward_the_turn(shell_agent, scripted_model):
         "from agent_kernel import llm\n"
         f"labels = [r.parsed['label'] for r in llm.generate_many(['a', 'b'], schema={LABEL!r}, batch=True, poll_s=0.01, progress=False)]\n"
     )
-    scripted_model.add(call("run_code", code=code), structured({"label": "spam"}), structured({"label": "ham"}), say("Labelled."))
+    scripted_model.add(
+        call("run_code", code=code), structured({"label": "spam"}), structured({"label": "ham"}), say("Labelled.")
+    )
     cell = shell_agent.ok("label these")
     assert shell_agent.value("labels") == ["spam", "ham"]
     assert len(model_calls(shell_agent)) == 4 and cell.result.model_calls == 2
@@ -191,7 +197,9 @@ def test_in_a_notebook_calls_use_the_kernels_settings_and_its_loop(kernel, scrip
     # A cell's code runs while the kernel's event loop is running: generate must not need it.
     shown = kernel.ok("from agent_kernel import llm\nprint(llm.generate('hello').text)")
     assert shown.stdout.strip() == "HELLO"
-    shown = kernel.ok("rs = await llm.agenerate_many(['a', 'boom', 'c'], progress=False)\nprint([r.text for r in rs], rs[1].ok)")
+    shown = kernel.ok(
+        "rs = await llm.agenerate_many(['a', 'boom', 'c'], progress=False)\nprint([r.text for r in rs], rs[1].ok)"
+    )
     assert shown.stdout.strip() == "['A', '', 'C'] False"
     shown = kernel.ok("print([r.text for r in llm.generate_many(['x', 'y'])])")
     assert shown.stdout.strip() == "['X', 'Y']" and "Traceback" not in shown.stderr

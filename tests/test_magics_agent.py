@@ -25,7 +25,11 @@ def test_prompt_keeps_its_punctuation():
 def test_flags_before_the_prompt():
     parsed = parse_agent_call("--session work -o answer --model claude-x --token-limit 5_000 --approve ASK sum it")
     assert (parsed.session, parsed.output, parsed.model, parsed.token_limit, parsed.approve) == (
-        "work", "answer", "claude-x", 5000, "ASK"
+        "work",
+        "answer",
+        "claude-x",
+        5000,
+        "ASK",
     )
     assert parsed.prompt == "sum it"
 
@@ -38,7 +42,7 @@ def test_the_agent_help_names_the_api_key_the_other_magics_and_the_panel(shell):
     for name in ours:
         assert f"%{name} " in doc, name
     assert "Agent panel (the left sidebar)" in doc and "Schedule this notebook…" in doc
-    assert '--approve ask' in doc and 'approve "auto" (the default)' in doc
+    assert "--approve ask" in doc and 'approve "auto" (the default)' in doc
 
 
 @pytest.mark.parametrize(
@@ -120,7 +124,11 @@ def shell():
         ("agent_secret", "A B", "unrecognized arguments: B"),
         ("agent_secret", "1x", "Usage: %agent_secret NAME [--host HOST ...] (NAME: a valid environment variable name)"),
         ("agent_secret", "A --host", "argument --host: expected one argument"),
-        ("agent_secret", "A --host https://api.example.com", "--host: 'https://api.example.com' is not a host: give the name alone"),
+        (
+            "agent_secret",
+            "A --host https://api.example.com",
+            "--host: 'https://api.example.com' is not a host: give the name alone",
+        ),
         ("agent_secret", "A --host a.example --host *.example", "--host: '*.example' is not a host"),
         ("agent_secret", "A --host a.example:99999", "--host: 'a.example:99999' has no valid port"),
         ("agent_sessions", "--colour", "unrecognized arguments: --colour. Usage: %agent_sessions [--all]"),
@@ -138,7 +146,9 @@ def test_binding_a_secret_from_code_inside_a_turn_is_refused_before_anything_is_
 
     with turn_running(), pytest.raises(UsageError) as raised:
         shell.run_line_magic("agent_secret", "TOK --host evil.example")
-    assert str(raised.value).startswith("%agent_secret is refused here: Trust changes (clearing a taint, trusting a tool, binding a secret")
+    assert str(raised.value).startswith(
+        "%agent_secret is refused here: Trust changes (clearing a taint, trusting a tool, binding a secret"
+    )
     assert shell.find_magic("agent").__self__._agent is None  # refused before the agent (or getpass) was reached
 
 
@@ -146,7 +156,11 @@ def test_companion_magics_help_shows_their_arguments(shell):
     history = shell.find_magic("agent_history").__doc__
     assert "%agent_history [--session NAME] [N]" in history and "The last N messages" in history
     secret = shell.find_magic("agent_secret").__doc__
-    assert "%agent_secret [--host HOST] NAME" in secret and "binds the secret to its hosts" in secret and "AgentKernel.secret_hosts" in secret
+    assert (
+        "%agent_secret [--host HOST] NAME" in secret
+        and "binds the secret to its hosts" in secret
+        and "AgentKernel.secret_hosts" in secret
+    )
 
 
 # -- interpolation ------------------------------------------------------------------------
@@ -156,7 +170,7 @@ def test_interpolation_like_jupyter_ai():
     ns = {"name": "sales", "n": 3, "df": type("F", (), {"shape": (10, 2)})(), "Out": {3: "forty"}}
     assert interpolate("use {name} ({n} rows)", ns) == "use sales (3 rows)"
     assert interpolate("shape {df.shape}, out {Out[3]}", ns) == "shape (10, 2), out forty"
-    assert interpolate("literal {{name}} and json {\"a\": 1}", ns) == 'literal {name} and json {"a": 1}'
+    assert interpolate('literal {{name}} and json {"a": 1}', ns) == 'literal {name} and json {"a": 1}'
     assert interpolate("unknown {missing} stays", ns) == "unknown {missing} stays"
 
 

@@ -136,7 +136,9 @@ def test_insert_as_cells_then_a_fresh_kernel_runs_them_with_no_model_to_the_same
     kernel, scripted_model, agent_db, tmp_path
 ):
     front = NotebookChannel(kernel)
-    front.cells = [{"id": "ask", "cell_type": "code", "source": "%agent compute y", "execution_count": 1, "outputs": []}]
+    front.cells = [
+        {"id": "ask", "cell_type": "code", "source": "%agent compute y", "execution_count": 1, "outputs": []}
+    ]
     front.open(HELLO)
     widgets = FrontEnd(kernel)
 

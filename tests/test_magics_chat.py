@@ -31,8 +31,7 @@ def _png(width: int = 40, height: int = 30) -> str:
 def panel_code(payload: dict) -> str:
     """The code the panel sends: one awaited call with the payload as base64."""
     return (
-        "await __import__('agent_kernel.magics.chat', fromlist=['run_chat_turn'])"
-        f".run_chat_turn({encode(payload)!r})"
+        f"await __import__('agent_kernel.magics.chat', fromlist=['run_chat_turn']).run_chat_turn({encode(payload)!r})"
     )
 
 
@@ -40,21 +39,34 @@ def panel_code(payload: dict) -> str:
 
 
 def test_settings_are_the_agent_flags_fields():
-    turn = chat_turn(encode({"prompt": " sum it ", "model": "claude-x", "approve": "ask", "thinking": "High",
-                             "session": "work"}))
+    turn = chat_turn(
+        encode({"prompt": " sum it ", "model": "claude-x", "approve": "ask", "thinking": "High", "session": "work"})
+    )
     request = turn.request
     assert (request.prompt, request.model, request.approve, request.thinking, request.session) == (
-        "sum it", "claude-x", "ask", "high", "work")
+        "sum it",
+        "claude-x",
+        "ask",
+        "high",
+        "work",
+    )
     assert request.check is False and request.attachments == ()
     assert chat_turn(encode({"prompt": "hi", "new": True})).request.new is True
     assert chat_turn(encode({"prompt": "hi", "new": "notes"})).request.new == "notes"
 
 
 def test_attachments_become_labelled_text_and_image_blocks():
-    request = chat_turn(encode({"prompt": "why?", "attachments": [
-        {"kind": "cell", "label": "cell 3", "text": "1 / 0"},
-        {"kind": "output", "label": "cell 4 output", "image": _png(), "media_type": "image/png"},
-    ]})).request
+    request = chat_turn(
+        encode(
+            {
+                "prompt": "why?",
+                "attachments": [
+                    {"kind": "cell", "label": "cell 3", "text": "1 / 0"},
+                    {"kind": "output", "label": "cell 4 output", "image": _png(), "media_type": "image/png"},
+                ],
+            }
+        )
+    ).request
     text, heading, image = request.attachments
     assert text == {"type": "text", "text": "Attached by the person (cell: cell 3):\n1 / 0"}
     assert heading["text"] == "Attached by the person (output: cell 4 output):"
@@ -76,17 +88,25 @@ def test_attachments_become_labelled_text_and_image_blocks():
         (encode({"prompt": "hi", "session": "a" * 201}), "over 200 characters"),
         (encode({"prompt": "hi", "new": True, "session": "s"}), "either --new"),
         (encode({"prompt": "hi", "attachments": {}}), "must be a list"),
-        (encode({"prompt": "hi", "attachments": [{"kind": "cell", "text": "x"}] * (MAX_ATTACHMENTS + 1)}),
-         "At most 20 attachments"),
+        (
+            encode({"prompt": "hi", "attachments": [{"kind": "cell", "text": "x"}] * (MAX_ATTACHMENTS + 1)}),
+            "At most 20 attachments",
+        ),
         (encode({"prompt": "hi", "attachments": [{"kind": "secret", "text": "x"}]}), "kind is one of"),
         (encode({"prompt": "hi", "attachments": [{"kind": "cell"}]}), "either text or an image"),
-        (encode({"prompt": "hi", "attachments": [{"kind": "cell", "text": "x", "path": "/etc"}]}),
-         "Unknown attachment field(s) 'path'"),
+        (
+            encode({"prompt": "hi", "attachments": [{"kind": "cell", "text": "x", "path": "/etc"}]}),
+            "Unknown attachment field(s) 'path'",
+        ),
         (encode({"prompt": "hi", "attachments": [{"kind": "output", "image": "@@"}]}), "not valid base64"),
-        (encode({"prompt": "hi", "attachments": [{"kind": "output", "image": "aGVsbG8="}]}),
-         "not a readable image/png"),
-        (encode({"prompt": "hi", "attachments": [{"kind": "output", "image": _png(), "media_type": "image/svg"}]}),
-         "is one of image/png"),
+        (
+            encode({"prompt": "hi", "attachments": [{"kind": "output", "image": "aGVsbG8="}]}),
+            "not a readable image/png",
+        ),
+        (
+            encode({"prompt": "hi", "attachments": [{"kind": "output", "image": _png(), "media_type": "image/svg"}]}),
+            "is one of image/png",
+        ),
     ],
 )
 def test_a_bad_payload_is_a_usage_error_naming_the_problem(encoded, message):
@@ -102,10 +122,18 @@ def test_a_panel_turn_runs_in_the_kernel_and_lands_in_the_session(kernel, script
     kernel.ok("%agent_sessions")  # the notebook's session starts with the next turn
     secret = "sk-ant-" + "s3cr3t" * 8
     kernel.ok(f"import os; os.environ['ANTHROPIC_API_KEY'] = {secret!r}")
-    done = kernel.ok(panel_code({"prompt": "define from_panel", "model": "claude-from-panel", "attachments": [
-        {"kind": "cell", "label": "cell 1", "text": f"key = {secret!r}"},
-        {"kind": "output", "label": "a plot", "image": _png()},
-    ]}))
+    done = kernel.ok(
+        panel_code(
+            {
+                "prompt": "define from_panel",
+                "model": "claude-from-panel",
+                "attachments": [
+                    {"kind": "cell", "label": "cell 1", "text": f"key = {secret!r}"},
+                    {"kind": "output", "label": "a plot", "image": _png()},
+                ],
+            }
+        )
+    )
     assert "Defined from_panel." in "".join(done.texts()) + "".join(done.texts("text/markdown")) + str(done.messages)
     assert kernel.value("from_panel + 1") == 43  # the next cell uses what the panel's turn defined
     first = scripted_model.requests[0]
@@ -178,7 +206,10 @@ def test_the_configured_models_are_the_settings_models_once_each():
 def test_row_choices_are_checked_as_the_flags_are():
     settings = AgentKernel(model="claude-a", small_model="claude-b")
     assert panel_defaults(encode({"model": "claude-b", "approve": "ASK", "thinking": "Low"}), settings) == {
-        "model": "claude-b", "approve": "ask", "thinking": "low"}
+        "model": "claude-b",
+        "approve": "ask",
+        "thinking": "low",
+    }
     assert panel_defaults(encode({"model": None, "new": False, "session": "work"}), settings) == {"session": "work"}
 
 
@@ -202,8 +233,13 @@ def test_a_bad_row_choice_is_a_usage_error(payload, message):
 def panel_call(kernel, code: str, expression: str | None = None) -> dict:
     """What the panel sends: a silent request whose answer is in ``user_expressions``."""
     client = kernel.client
-    content = {"code": code, "silent": True, "store_history": False,
-               "user_expressions": {"state": expression} if expression else {}, "allow_stdin": False}
+    content = {
+        "code": code,
+        "silent": True,
+        "store_history": False,
+        "user_expressions": {"state": expression} if expression else {},
+        "allow_stdin": False,
+    }
     request = client.session.msg("execute_request", content)
     client.shell_channel.send(request)
     while True:
@@ -216,7 +252,9 @@ def test_the_rows_choices_apply_to_the_next_cell_turn_and_a_flag_wins(kernel, sc
     small = kernel.value("get_ipython().find_magic('agent').__self__.settings.small_model")
     scripted_model.add(say("one"), say("two"), say("three"))
     kernel.ok("%agent --new=first hello in the first session")
-    reply = panel_call(kernel, f"{CHAT}.set_panel_defaults({encode({'model': small, 'approve': 'read-only', 'new': True})!r})")
+    reply = panel_call(
+        kernel, f"{CHAT}.set_panel_defaults({encode({'model': small, 'approve': 'read-only', 'new': True})!r})"
+    )
     assert reply["status"] == "ok"
     cell = kernel.ok("%agent from a cell")
     assert scripted_model.requests[1]["model"] == small
@@ -245,11 +283,16 @@ def test_the_panel_state_names_the_configured_models_and_the_sessions_context(ke
     scripted_model.add(say("hi"))
     kernel.ok("%config AgentKernel.context_window = 100_000")
     kernel.ok("%agent --new=metered hello")
-    reply = panel_call(kernel, f"{CHAT}.set_panel_defaults({encode({'thinking': 'high'})!r})",
-                       f"{CHAT}.panel_state({encode({'name': 'metered'})!r})")
+    reply = panel_call(
+        kernel,
+        f"{CHAT}.set_panel_defaults({encode({'thinking': 'high'})!r})",
+        f"{CHAT}.panel_state({encode({'name': 'metered'})!r})",
+    )
     state = reply["user_expressions"]["state"]["data"]["application/json"]
-    settings = kernel.value("(lambda s: [s.model, s.small_model, s.medium_model, s.large_model])"
-                            "(get_ipython().find_magic('agent').__self__.settings)")
+    settings = kernel.value(
+        "(lambda s: [s.model, s.small_model, s.medium_model, s.large_model])"
+        "(get_ipython().find_magic('agent').__self__.settings)"
+    )
     assert state["models"] == list(dict.fromkeys(settings)) and state["default_model"] == settings[0]
     assert state["defaults"] == {"model": None, "approve": None, "thinking": "high", "session": None, "new": False}
     meter = state["meter"]

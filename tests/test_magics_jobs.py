@@ -57,7 +57,9 @@ def test_agent_jobs_when_empty_and_while_a_scheduler_leads(kernel, store):
 
 
 def test_agent_jobs_says_when_every_job_is_disabled(kernel, store):
-    job = add_job(store, name="paused", task="Summarise.", at=datetime.now(UTC) + timedelta(days=1), now=datetime.now(UTC))
+    job = add_job(
+        store, name="paused", task="Summarise.", at=datetime.now(UTC) + timedelta(days=1), now=datetime.now(UTC)
+    )
     with store.connect() as con:
         leader.acquire(con, "otherhost:1:abcdef", datetime.now(UTC), 300)
     SchedulerService(store).disable(job.id)

@@ -34,7 +34,9 @@ def test_the_row_names_the_secrets_and_where_they_go_never_their_values(kernel):
         "name": "TYPED_TOKEN", "source": "typed", "set": True, "hosts": ["api.example.com"], "configured": [],
         "allowed": [], "decided_by": {"api.example.com": "magic: %agent_secret TYPED_TOKEN --host api.example.com"},
     }  # fmt: skip
-    assert rows["FROM_ENV"]["hosts"] == ["data.example.org:8443"] and rows["FROM_ENV"]["configured"] == ["data.example.org:8443"]
+    assert rows["FROM_ENV"]["hosts"] == ["data.example.org:8443"] and rows["FROM_ENV"]["configured"] == [
+        "data.example.org:8443"
+    ]
     assert rows["NOT_SET"]["set"] is False and rows["NOT_SET"]["source"] == "environment"
 
 
@@ -70,7 +72,9 @@ def test_the_person_binds_from_the_panel_and_bad_input_is_a_usage_error(kernel):
 def test_code_in_a_turn_cannot_bind_through_the_panels_call(kernel, scripted_model):
     kernel.ok("%load_ext agent_kernel")
     kernel.execute("%agent_secret TYPED_TOKEN --host api.example.com", answer="typed-value-123456")
-    scripted_model.add(call("run_code", code=bind({"name": "TYPED_TOKEN", "hosts": ["evil.example"]})), say("Could not."))
+    scripted_model.add(
+        call("run_code", code=bind({"name": "TYPED_TOKEN", "hosts": ["evil.example"]})), say("Could not.")
+    )
     kernel.ok("%agent send my token to evil.example")
     result = json.loads(scripted_model.requests[1]["messages"][-1]["content"][0]["content"])
     assert result["success"] is False

@@ -76,7 +76,9 @@ def test_agent_skills_lists_stored_and_folder_skills(shell_agent, tmp_path):
         magics.agent_skills("--nope")
 
 
-def test_agent_tainted_lists_what_was_kept_after_untrusted_content_and_clears_it(shell_agent, scripted_model, monkeypatch):
+def test_agent_tainted_lists_what_was_kept_after_untrusted_content_and_clears_it(
+    shell_agent, scripted_model, monkeypatch
+):
     from agent_kernel.store import provenance
 
     from .calls import HOSTILE, after_hostile_page, as_instruction, only_as_data, standing_grants, system_text

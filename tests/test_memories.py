@@ -78,7 +78,13 @@ def test_period_keys_are_canonical(summary_type, given, expected):
 
 @pytest.mark.parametrize(
     ("summary_type", "given"),
-    [("weekly-summary", "2025-W53"), ("weekly-summary", "2025-12"), ("monthly-summary", "2025-13"), ("quarterly-summary", "2025-Q5"), ("yearly-summary", "25")],
+    [
+        ("weekly-summary", "2025-W53"),
+        ("weekly-summary", "2025-12"),
+        ("monthly-summary", "2025-13"),
+        ("quarterly-summary", "2025-Q5"),
+        ("yearly-summary", "25"),
+    ],
 )
 def test_period_keys_that_do_not_fit_are_refused(summary_type, given):
     with pytest.raises(ToolInputError, match="does not fit"):

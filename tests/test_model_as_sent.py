@@ -14,7 +14,11 @@ def use(tool_use_id: str, code: str) -> dict:
 
 
 def test_a_redacted_input_is_given_back_as_sent_once_and_only_for_its_recorded_copy():
-    arrived = [{"type": "text", "text": "running"}, use("toolu_as_sent_1", f"t = {TOKEN!r}"), use("toolu_as_sent_2", "x = 1")]
+    arrived = [
+        {"type": "text", "text": "running"},
+        use("toolu_as_sent_1", f"t = {TOKEN!r}"),
+        use("toolu_as_sent_2", "x = 1"),
+    ]
     recorded = scrub(arrived)
     as_sent.keep(arrived, recorded)
     kept = recorded[1]["input"]

@@ -133,7 +133,13 @@ def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(
         {"role": "assistant", "content": [{"type": "text", "text": "noted"}]},
         {"role": "user", "content": [{"type": "text", "text": "and again?"}]},
     ]
-    params = {"model": "m", "max_tokens": 5, "system": "Be brief, tangerine-42-quartz.", "tools": [tool], "messages": messages}
+    params = {
+        "model": "m",
+        "max_tokens": 5,
+        "system": "Be brief, tangerine-42-quartz.",
+        "tools": [tool],
+        "messages": messages,
+    }
 
     async def ask():
         await client.stream(params, Transcript(live=False))
@@ -152,7 +158,9 @@ def test_each_request_is_scrubbed_whole_though_repeated_parts_are_scrubbed_once(
     sent = model.requests[-1]
     assert sent["messages"][1]["content"][0]["text"] == "it was [secret PASSCODE]"
     expected = scrub(params)
-    assert {k: sent[k] for k in ("system", "tools", "messages")} == {k: expected[k] for k in ("system", "tools", "messages")}
+    assert {k: sent[k] for k in ("system", "tools", "messages")} == {
+        k: expected[k] for k in ("system", "tools", "messages")
+    }
     messages[1]["content"][0]["text"] = "noted"  # changed back: nothing to redact, sent as it is
     asyncio.run(ask())
     assert model.requests[-1]["messages"][1]["content"][0]["text"] == "noted"

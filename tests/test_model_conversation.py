@@ -34,7 +34,10 @@ def test_dangling_tool_use_gets_an_interrupted_result():
     repaired = repair([user(text("hi")), assistant(use("a"), use("b")), user(result("a"))])
     assert repaired[-1]["content"][0] == result("a")
     assert repaired[-1]["content"][1] == {
-        "type": "tool_result", "tool_use_id": "b", "content": INTERRUPTED_RESULT, "is_error": True
+        "type": "tool_result",
+        "tool_use_id": "b",
+        "content": INTERRUPTED_RESULT,
+        "is_error": True,
     }
 
 
@@ -52,7 +55,9 @@ def test_consecutive_user_messages_merge_results_first():
 
 
 def test_stray_results_and_empty_text_are_dropped():
-    repaired = repair([assistant(text("orphan")), user(result("zzz"), text("hi")), assistant(text("  ")), user(text("again"))])
+    repaired = repair(
+        [assistant(text("orphan")), user(result("zzz"), text("hi")), assistant(text("  ")), user(text("again"))]
+    )
     assert repaired == [user(text("hi"), text("again"))]
 
 
@@ -95,8 +100,16 @@ def test_a_repair_extended_part_by_part_is_the_repair_of_the_whole():
 
 
 def test_a_tool_search_is_kept_with_its_result_and_dropped_without_one():
-    use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "schedule"}}
-    found = {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "list_scheduled_tasks"}]}
+    use = {
+        "type": "server_tool_use",
+        "id": "srvtoolu_1",
+        "name": "tool_search_tool_bm25",
+        "input": {"query": "schedule"},
+    }
+    found = {
+        "type": "tool_search_tool_search_result",
+        "tool_references": [{"type": "tool_reference", "tool_name": "list_scheduled_tasks"}],
+    }
     result = {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": found}
     call = {"type": "tool_use", "id": "toolu_1", "name": "list_scheduled_tasks", "input": {}}
     kept = repair([
@@ -105,5 +118,7 @@ def test_a_tool_search_is_kept_with_its_result_and_dropped_without_one():
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "[]"}]},
     ])  # fmt: skip
     assert kept[1]["content"] == [use, result, call]
-    stopped = repair([{"role": "user", "content": "go"}, {"role": "assistant", "content": [{**use, "id": "srvtoolu_2"}]}])
+    stopped = repair(
+        [{"role": "user", "content": "go"}, {"role": "assistant", "content": [{**use, "id": "srvtoolu_2"}]}]
+    )
     assert stopped == [{"role": "user", "content": [{"type": "text", "text": "go"}]}]

@@ -41,7 +41,10 @@ def test_what_is_not_an_image_is_refused():
 
 def test_requests_and_the_budget_count_an_image_by_its_tokens():
     block = images.image_block(_png(1200, 900))
-    message = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "ok"}, block]}]}
+    message = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "ok"}, block]}],
+    }
     counted = request_chars({"messages": [message]})
     assert counted == chars([message])
     assert counted < len(block["source"]["data"])  # not the base64 characters

@@ -41,7 +41,10 @@ def test_a_long_prompt_is_billed_at_the_long_tier():
 
 
 def test_overrides_add_and_replace_models():
-    overrides = {"my-proxy-model": {"input": 2, "output": 8}, "claude-sonnet-4-5": {"input": 1, "output": 2, "cache_read": 0}}
+    overrides = {
+        "my-proxy-model": {"input": 2, "output": 8},
+        "claude-sonnet-4-5": {"input": 1, "output": 2, "cache_read": 0},
+    }
     mine = price_for("my-proxy-model", overrides)
     assert (mine.input, mine.output, mine.cache_write, mine.cache_read) == (2, 8, 2.5, pytest.approx(0.2))
     assert price_for("claude-sonnet-4-5-20250929", overrides).cache_read == 0

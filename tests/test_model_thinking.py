@@ -6,12 +6,12 @@ import json
 
 import duckdb
 import pytest
-from agent_kernel.errors import ConfigError
 from traitlets import TraitError
 
 from agent_kernel.config import AgentKernel
-from agent_kernel.testing import redacted_thinking, reply, say, text, thinking, tool_use
+from agent_kernel.errors import ConfigError
 from agent_kernel.model.thinking import thinking_params
+from agent_kernel.testing import redacted_thinking, reply, say, text, thinking, tool_use
 
 from .frontend import FrontEnd
 

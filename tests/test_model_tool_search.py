@@ -18,9 +18,21 @@ from .calls import tool_results
 
 
 def test_which_models_search_and_what_the_results_loaded():
-    for model in ("claude-sonnet-5-5", "claude-haiku-4-5-20251001", "claude-opus-4-5", "claude-sonnet-4-6", "proxy-model"):
+    for model in (
+        "claude-sonnet-5-5",
+        "claude-haiku-4-5-20251001",
+        "claude-opus-4-5",
+        "claude-sonnet-4-6",
+        "proxy-model",
+    ):
         assert supports_tool_search(model), model
-    for model in ("claude-opus-4-1", "claude-opus-4-20250514", "claude-sonnet-4-0", "claude-3-7-sonnet-latest", "claude-3-haiku"):
+    for model in (
+        "claude-opus-4-1",
+        "claude-opus-4-20250514",
+        "claude-sonnet-4-0",
+        "claude-3-7-sonnet-latest",
+        "claude-3-haiku",
+    ):
         assert not supports_tool_search(model), model
     found = {"type": "tool_search_tool_search_result", "tool_references": [
         {"type": "tool_reference", "tool_name": "b"}, {"type": "tool_reference", "tool_name": "a"},
@@ -44,10 +56,15 @@ def test_a_fresh_agent_schedules_through_tool_search(kernel, scripted_model, age
         reply(
             text("I'll find the scheduling tools."),
             *tool_search("create a scheduled task"),
-            tool_use("create_scheduled_task", {
-                "name": "sales summary", "task": "Summarise sales.csv in three lines.", "cron": "0 7 * * *",
-            }),
-        ),  # fmt: skip
+            tool_use(
+                "create_scheduled_task",
+                {
+                    "name": "sales summary",
+                    "task": "Summarise sales.csv in three lines.",
+                    "cron": "0 7 * * *",
+                },
+            ),
+        ),
         say("Scheduled: every day at 7:00."),
     )
     kernel.ok("%agent schedule a daily summary of sales.csv at 7:00")
@@ -127,9 +144,17 @@ def test_a_tool_found_earlier_and_not_offered_now_stays_resolvable(shell_agent, 
     monkeypatch.chdir(tmp_path)
     scripted_model.implicit_search = False
     scripted_model.add(
-        reply(*tool_search("create a scheduled task"), tool_use("create_scheduled_task", {
-            "name": "t", "task": "x", "cron": "0 7 * * *",
-        })),  # fmt: skip
+        reply(
+            *tool_search("create a scheduled task"),
+            tool_use(
+                "create_scheduled_task",
+                {
+                    "name": "t",
+                    "task": "x",
+                    "cron": "0 7 * * *",
+                },
+            ),
+        ),
         say("Scheduled."),
         call("create_scheduled_task", name="u", task="y", cron="0 8 * * *"),
         say("Read-only now."),

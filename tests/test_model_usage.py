@@ -8,12 +8,17 @@ import pytest
 from agent_kernel.errors import TurnFailedError
 from agent_kernel.magics.agent import AgentMagics
 from agent_kernel.magics.data import DataMagics
-from agent_kernel.testing import reply, say, tool_use
 from agent_kernel.model.usage import CallUsage, InputEstimate
+from agent_kernel.testing import reply, say, tool_use
 
 # USD per million tokens for the scripted model in these tests.
 PRICE = {"input": 3.0, "output": 15.0, "cache_write": 3.75, "cache_read": 0.30}
-FIRST = {"input_tokens": 200, "output_tokens": 50, "cache_read_input_tokens": 8_000, "cache_creation_input_tokens": 1_000}
+FIRST = {
+    "input_tokens": 200,
+    "output_tokens": 50,
+    "cache_read_input_tokens": 8_000,
+    "cache_creation_input_tokens": 1_000,
+}
 SECOND = {"input_tokens": 300, "output_tokens": 80, "cache_read_input_tokens": 9_000, "cache_creation_input_tokens": 0}
 
 
@@ -154,7 +159,9 @@ def test_call_usage_and_the_input_estimate():
     assert estimate.next(20_000) == 9_200 - 5_000  # a compacted request is smaller
 
 
-def test_stats_show_inline_completions_as_their_own_source_and_sessions_leave_them_out(shell_agent, scripted_model, agent_db):
+def test_stats_show_inline_completions_as_their_own_source_and_sessions_leave_them_out(
+    shell_agent, scripted_model, agent_db
+):
     from agent_kernel.store import Store
     from agent_kernel.store.usage import record_completion
 

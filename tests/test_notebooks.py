@@ -74,7 +74,9 @@ def _run_three_times(cells, tmp_path, stem):
     done = []
     for run in (1, 2, 3):
         output = tmp_path / f"{stem}-run{run}.ipynb"
-        papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+        papermill.execute_notebook(
+            str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path)
+        )
         done.append(nbformat.read(output, as_version=4))
     return done
 
@@ -119,7 +121,9 @@ def test_a_notebook_that_fans_out_to_sub_sessions_reruns(scripted_model, agent_d
             "PART-A": [call("run_code", code="part_a = sum(range(10))"), call("report_result", result="A is 45")],
             "PART-B": [call("run_code", code="part_b = sum(range(5))"), call("report_result", result="B is 10")],
             "split the sums": [
-                reply(tool_use("spawn_session", {"task": "PART-A sum"}), tool_use("spawn_session", {"task": "PART-B sum"})),
+                reply(
+                    tool_use("spawn_session", {"task": "PART-A sum"}), tool_use("spawn_session", {"task": "PART-B sum"})
+                ),
                 wait_for_spawned,
                 say("Both parts are done."),
             ],

@@ -151,7 +151,7 @@ def test_redacted_json_finds_every_form_behind_json_escapes(shown):
 
 
 def test_redacted_json_without_a_secret_is_the_json_text():
-    value = {"lines": "a\nb\t\"c\" \\ d \u00e9\u00a0e \x01", "n": [1, 2.5, None, True], 3: ("t", "u")}
+    value = {"lines": 'a\nb\t"c" \\ d \u00e9\u00a0e \x01', "n": [1, 2.5, None, True], 3: ("t", "u")}
     text = redacted_json(value, REDACTOR)
     assert text == json.dumps(value, ensure_ascii=False) == _walked(value)
     assert REDACTOR.json_text(text) is text  # escapes and all, nothing found: no copy, no walk

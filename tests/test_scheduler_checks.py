@@ -268,8 +268,19 @@ def test_a_job_name_is_shown_literally_in_the_generated_notebook(tmp_path):
     from agent_kernel.scheduler.spec import agent_notebook
 
     name = "<img src=x onerror=alert(1)> [a](javascript:x) **b**"
-    job = new_job(name=name, kind="task", now=T0, timezone="UTC", task="Summarise.", at=T0 + timedelta(hours=1), cwd=str(tmp_path))
-    run = Run(id="r1", job_id=job.id, scheduled_for=T0, attempt=1, cause="schedule", status="RUNNING", not_before=T0, created_at=T0)
+    job = new_job(
+        name=name, kind="task", now=T0, timezone="UTC", task="Summarise.", at=T0 + timedelta(hours=1), cwd=str(tmp_path)
+    )
+    run = Run(
+        id="r1",
+        job_id=job.id,
+        scheduled_for=T0,
+        attempt=1,
+        cause="schedule",
+        status="RUNNING",
+        not_before=T0,
+        created_at=T0,
+    )
     heading = agent_notebook(job, run, "Summarise.").cells[0].source
     assert "<img" not in heading and "](javascript" not in heading and "**b**" not in heading
     assert heading.startswith(r"**&lt;img src=x onerror=alert\(1\)&gt; \[a\]\(javascript:x\) \*\*b\*\***")
@@ -287,7 +298,9 @@ def in_a_terminal(args: list[str], typed: str) -> tuple[int, str]:
 
     script = Path(sys.executable).with_name("agent-kernel")
     leader, follower = pty.openpty()
-    process = subprocess.Popen([str(script), *args], stdin=follower, stdout=follower, stderr=follower, env=dict(os.environ))
+    process = subprocess.Popen(
+        [str(script), *args], stdin=follower, stdout=follower, stderr=follower, env=dict(os.environ)
+    )
     os.close(follower)
     os.write(leader, typed.encode())
     shown = b""

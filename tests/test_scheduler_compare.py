@@ -43,7 +43,9 @@ def two_runs(store, home, tmp_path, capsys, *extra: str):
     return job, first, now
 
 
-def test_runs_diff_names_the_parameter_the_changed_outputs_and_the_new_error(capsys, store, home, tmp_path, monkeypatch):
+def test_runs_diff_names_the_parameter_the_changed_outputs_and_the_new_error(
+    capsys, store, home, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     job, first, _ = two_runs(store, home, tmp_path, capsys)
     second = SchedulerService(store, home=home).run_now(job.id, wait=True).run

@@ -38,7 +38,9 @@ ALLOW = Policy(overlap="allow")
 
 
 def outputs(cell) -> str:
-    return "".join(o.get("text", "") + "".join(o.get("data", {}).get("text/plain", "")) for o in cell.get("outputs", []))
+    return "".join(
+        o.get("text", "") + "".join(o.get("data", {}).get("text/plain", "")) for o in cell.get("outputs", [])
+    )
 
 
 # -- outcomes -------------------------------------------------------------------------------
@@ -68,7 +70,9 @@ def test_a_notebook_job_fires_at_its_time_with_its_parameters(store, home, tmp_p
 
 
 def test_a_failing_notebook_is_failed_with_its_error_and_partial_output(store, home, tmp_path):
-    notebook = write_notebook(tmp_path / "broken.ipynb", "print('loaded')", "rows = {}\nrows['missing']", "print('never')")
+    notebook = write_notebook(
+        tmp_path / "broken.ipynb", "print('loaded')", "rows = {}\nrows['missing']", "print('never')"
+    )
     clock = ManualClock(T0)
     add_job(store, name="broken", notebook=str(notebook), at=T0 + timedelta(seconds=5), now=clock.now())
     clock.advance(seconds=10)
@@ -274,7 +278,9 @@ def test_a_run_now_with_other_values_uses_them_over_the_jobs_and_so_does_its_ret
     clock.advance(seconds=1)  # a manual run's slot is its instant
     assert service.run_now(job.id).run.parameters is None
     [done] = daemon.run_once()
-    assert done.status == "SUCCEEDED" and "region=north rows=3" in outputs(nbformat.read(done.output_path, as_version=4).cells[-1])
+    assert done.status == "SUCCEEDED" and "region=north rows=3" in outputs(
+        nbformat.read(done.output_path, as_version=4).cells[-1]
+    )
 
 
 def test_a_run_whose_scheduler_stopped_heartbeating_is_lost_and_retried_once(store, home, tmp_path):
@@ -329,6 +335,7 @@ def test_two_daemons_never_fire_the_same_slot_and_one_takes_over(store, tmp_path
     args = ["scheduler", "--poll", "0.2", "--lease", "3", "--grace", "30", "--max-concurrent", "4"]
     daemons = [agent_kernel_cli(*args, log=tmp_path / f"daemon-{n}.log") for n in (1, 2)]
     try:
+
         def holder():
             with store.connect() as con:
                 lease = leader.current(con)

@@ -35,7 +35,10 @@ def yesterday(store, tmp_path, now):
     add_job(store, name="weekly report", task="Write the report.", at=now + timedelta(hours=3), now=now)
     with store.connect() as con:
         runs = Runs(con)
-        for hours, outcome in ((4, Outcome("FAILED", error="KeyError: 'region'\nTraceback ...")), (2, Outcome("SUCCEEDED"))):
+        for hours, outcome in (
+            (4, Outcome("FAILED", error="KeyError: 'region'\nTraceback ...")),
+            (2, Outcome("SUCCEEDED")),
+        ):
             run = runs.insert(etl.id, now - timedelta(hours=hours), cause="schedule")
             runs.finish(run.id, outcome, now)
         session = Sessions(con).create("sales-analysis", notebook="sales.ipynb")
@@ -99,5 +102,7 @@ def test_digests_roll_up_into_the_last_week_and_month_once(store):
     # On December 1st November rolls up from its weeks.
     keep_daily("Digest of 2026-11-16.", db_path=store.path, day=date(2026, 11, 16))
     roll_up(rollups_due(db_path=store.path, today=date(2026, 11, 23)), lambda prompt: "Week 47.", db_path=store.path)
-    [november] = [r for r in rollups_due(db_path=store.path, today=date(2026, 12, 1)) if r.summary_type == "monthly-summary"]
+    [november] = [
+        r for r in rollups_due(db_path=store.path, today=date(2026, 12, 1)) if r.summary_type == "monthly-summary"
+    ]
     assert [k for k, _ in november.sources] == ["2026-W45", "2026-W47"]

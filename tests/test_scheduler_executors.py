@@ -34,13 +34,17 @@ def test_a_dask_cluster_runs_four_jobs(store, home, tmp_path, dask_cluster):
     clock = ManualClock(T0)
     jobs = []
     for n in range(4):
-        notebook = write_notebook(tmp_path / f"job{n}.ipynb", "import os\nprint(n * 10, os.getpid())", parameters="n = 0")
+        notebook = write_notebook(
+            tmp_path / f"job{n}.ipynb", "import os\nprint(n * 10, os.getpid())", parameters="n = 0"
+        )
         jobs.append(add_job(store, name=f"job{n}", notebook=str(notebook), at=T0 + timedelta(seconds=1),
                             parameters={"n": n}, now=clock.now()))  # fmt: skip
     executor = DaskExecutor(dask_cluster.scheduler_address)
     try:
         workers = set(executor.client.scheduler_info()["workers"])
-        daemon = Scheduler(store, home=home, clock=clock, executor=executor, settings=SchedulerSettings(max_concurrent=4))
+        daemon = Scheduler(
+            store, home=home, clock=clock, executor=executor, settings=SchedulerSettings(max_concurrent=4)
+        )
         clock.advance(seconds=2)
         finished = daemon.run_once()
     finally:

@@ -157,7 +157,9 @@ def test_schedule_creates_a_job_the_scheduler_runs_succeeded(kernel, scripted_mo
     assert "".join(printed(Path(done.output_path))) == "3 rows since 2026-01-01\n['north', 'west']\ntotal 350\n"
 
 
-def test_a_notebook_that_fails_headless_is_reported_and_not_scheduled(kernel, scripted_model, agent_db, tmp_path, capsys):
+def test_a_notebook_that_fails_headless_is_reported_and_not_scheduled(
+    kernel, scripted_model, agent_db, tmp_path, capsys
+):
     kernel.ok("base = 5")  # the person's own cell: not in the session's code
     scripted_model.add(call("run_code", code="print(base * 2)"), say("10."))
     kernel.ok("%agent double base")
@@ -201,7 +203,9 @@ def test_the_magic_exports_the_current_session_and_refuses_bad_input(kernel, scr
     assert "Not scheduled" in bad_cron.stderr
 
 
-def test_the_models_code_cannot_export_schedule_or_insert_through_the_magics(kernel, scripted_model, agent_db, tmp_path):
+def test_the_models_code_cannot_export_schedule_or_insert_through_the_magics(
+    kernel, scripted_model, agent_db, tmp_path
+):
     from agent_kernel.scheduler.service import SchedulerService
     from agent_kernel.store import Store
 

@@ -24,7 +24,9 @@ from agent_kernel.testing import call, say
 from .scheduling import UTC, home_fixture, runs_of, scheduler, store_fixture, write_notebook  # noqa: F401 - fixtures
 from .websites import Site
 
-PRINT_GRANTS = "import json\nfrom agent_kernel.grants import standing\nprint('GRANTS', json.dumps(standing().as_json()))"
+PRINT_GRANTS = (
+    "import json\nfrom agent_kernel.grants import standing\nprint('GRANTS', json.dumps(standing().as_json()))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,9 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_the_runs_kernel_gets_its_jobs_grants_never_the_schedulers_own_and_cannot_widen_them(store, home, tmp_path, monkeypatch):
+def test_the_runs_kernel_gets_its_jobs_grants_never_the_schedulers_own_and_cannot_widen_them(
+    store, home, tmp_path, monkeypatch
+):
     # A scheduler started from a granted run's kernel (or a careless shell) has grants in its
     # environment: a run of a job without grants must not inherit them.
     monkeypatch.setenv(grants.ENV, json.dumps({"hosts": ["evil.example"], "after_untrusted": ["run_code"]}))
@@ -201,7 +205,11 @@ def test_code_the_model_runs_in_a_turn_can_neither_enable_a_job_that_waits_for_r
     scripted_model.add(call("run_code", code=CODE_IN_THE_TURN.format(id=job.id)), say("Tried."))
     shell_agent.ok("turn the job on")  # auto, a clean session: run_code runs unasked
     [result] = [b for b in scripted_model.requests[-1]["messages"][-1]["content"] if b.get("type") == "tool_result"]
-    ran = json.loads(result["content"]) if isinstance(result["content"], str) else json.loads(result["content"][0]["text"])
+    ran = (
+        json.loads(result["content"])
+        if isinstance(result["content"], str)
+        else json.loads(result["content"][0]["text"])
+    )
     assert "CLI 2" in ran["stdout"] and "Trust changes (clearing a taint" in ran["stderr"]
     assert "ENABLE refused: Enabling 'exfil'" in ran["stdout"] and "inside an agent turn" in ran["stdout"]
     assert "GRANT refused: Setting a job's standing grants is the person's decision" in ran["stdout"]

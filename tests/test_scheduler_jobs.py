@@ -23,7 +23,10 @@ NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
         ({"retry_on": ("SUCCEEDED",)}, "retry_on takes FAILED, TIMED_OUT, LOST, not SUCCEEDED"),
         ({"max_catchup": 0}, "max_catchup must be a whole number from 1 to 1000, not 0"),
         # Every number has its type and range: a DuckDB column holds what passes.
-        ({"max_retries": 10**30}, "max_retries must be a whole number from 0 to 100, not 1000000000000000000000000000000"),
+        (
+            {"max_retries": 10**30},
+            "max_retries must be a whole number from 0 to 100, not 1000000000000000000000000000000",
+        ),
         ({"max_retries": -1}, "max_retries must be a whole number from 0 to 100"),
         ({"max_retries": 1.5}, "max_retries must be a whole number"),
         ({"max_retries": True}, "max_retries must be a whole number"),

@@ -64,9 +64,13 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_a_failing_job_notifies_a_webhook_and_no_credential_is_kept_elsewhere(capsys, store, home, receiver, tmp_path, monkeypatch):
+def test_a_failing_job_notifies_a_webhook_and_no_credential_is_kept_elsewhere(
+    capsys, store, home, receiver, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
-    write_notebook(tmp_path / "daily.ipynb", "rows = 0\nassert rows > 0, f'no rows for {region}'", parameters="region = 'north'")
+    write_notebook(
+        tmp_path / "daily.ipynb", "rows = 0\nassert rows > 0, f'no rows for {region}'", parameters="region = 'north'"
+    )
     url = f"json://ops:{PASSWORD}@127.0.0.1:{receiver.port}/hook"
     code, out, _ = cli(capsys, "notify", "add", url, "--name", "ops-hook")
     assert code == 0 and "Added ops-hook: json://ops:****@127.0.0.1" in out and PASSWORD not in out
@@ -129,9 +133,11 @@ def test_targets_and_job_settings_are_checked(store, home, tmp_path):
         targets.add("ntfy://topic", name="bad name")
     with pytest.raises(ScheduleError, match="No notification target 'nope'"):
         notify.setting(home, ["nope"], None, None)
-    made = SchedulerService(store).create(
-        JobFields(name="t", task="x", cron="0 9 * * *", timezone="UTC"), by=Provenance.person()
-    ).job
+    made = (
+        SchedulerService(store)
+        .create(JobFields(name="t", task="x", cron="0 9 * * *", timezone="UTC"), by=Provenance.person())
+        .job
+    )
     for bad, message in [
         ({"targets": "ops"}, "notify targets are at most 50 target names"),
         ({"targets": ["ops"], "on": "sometimes"}, "notify on must be one of failure, success, always"),

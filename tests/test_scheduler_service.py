@@ -47,7 +47,13 @@ def test_create_get_list_update_disable_enable_delete(store, tmp_path):
         by=PERSON, created_by="cli",
     )  # fmt: skip
     job = made.job
-    assert (job.name, job.kind, job.parameters, job.overlap, job.created_by) == ("report", "notebook", {"n": 5}, "queue", "cli")
+    assert (job.name, job.kind, job.parameters, job.overlap, job.created_by) == (
+        "report",
+        "notebook",
+        {"n": 5},
+        "queue",
+        "cli",
+    )
     assert job.next_run_at == datetime(2026, 3, 3, 6, 0, tzinfo=UTC)  # 07:00 in Berlin, the next weekday
     assert made.last is None and made.taint is None and made.held == "" and changes == [1]
     with store.connect() as con:  # the person's write is recorded too, untainted

@@ -38,7 +38,9 @@ def test_secret_is_usable_by_code_but_redacted_for_the_model(kernel, scripted_mo
 
 
 def test_the_person_binds_a_secret_to_its_hosts_and_code_in_a_turn_cannot(kernel, scripted_model):
-    bound = kernel.execute("%agent_secret SERVICE_TOKEN --host API.example.com. --host 127.0.0.2:8443", answer="sk-very-secret-value")
+    bound = kernel.execute(
+        "%agent_secret SERVICE_TOKEN --host API.example.com. --host 127.0.0.2:8443", answer="sk-very-secret-value"
+    )
     assert "{secret:SERVICE_TOKEN} goes to api.example.com, 127.0.0.2:8443 only." in bound.stdout
     secrets = "get_ipython().find_magic('agent_secret').__self__.kernel_agent.secrets"
     assert kernel.value(f"{secrets}.decided_by('SERVICE_TOKEN')") == {
@@ -53,7 +55,9 @@ def test_the_person_binds_a_secret_to_its_hosts_and_code_in_a_turn_cannot(kernel
     scripted_model.add(*[call("run_code", code=code) for code in attempts], say("Could not."))
     kernel.ok("%agent bind it to my host")
     magic = json.loads(scripted_model.requests[1]["messages"][-1]["content"][0]["content"])
-    assert magic["success"] is False and magic["error"]["message"].startswith("%agent_secret is refused here: Trust changes")
+    assert magic["success"] is False and magic["error"]["message"].startswith(
+        "%agent_secret is refused here: Trust changes"
+    )
     # %config logs the setting's refusal (not on the cell's streams); the setting stays as it was.
     assert kernel.value("get_ipython().find_magic('agent_secret').__self__.kernel_agent.config.secret_hosts") == {}
     assert sorted(kernel.value(f"{secrets}.decided_by('SERVICE_TOKEN')")) == ["127.0.0.2:8443", "api.example.com"]
@@ -157,7 +161,6 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     assert "[secret AWS_SECRET_ACCESS_KEY]" in json.dumps(scripted_model.requests[-1]["messages"][-1])
 
 
-
 # -- credentials nobody declared (tests/leaks.py UNDECLARED) ------------------------------
 
 
@@ -203,7 +206,9 @@ def test_undeclared_credentials_reach_no_request_and_no_byte_of_the_store(script
     # The SDK's own credential goes in its header as it is: redaction is of content only.
     sent = [{k.lower(): v for k, v in h.items()} for h in scripted_model.headers]
     assert len(sent) == 5
-    assert {h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ") for h in sent} == {"scripted-test-key"}
+    assert {h.get("x-api-key") or h.get("authorization", "").removeprefix("Bearer ") for h in sent} == {
+        "scripted-test-key"
+    }
 
 
 def test_an_ignored_name_is_shown_and_not_told(shell_agent, scripted_model, monkeypatch):

@@ -19,8 +19,7 @@ import papermill
 import pytest
 
 from agent_kernel.grants import ENV
-from agent_kernel.store import Store
-from agent_kernel.store import provenance
+from agent_kernel.store import Store, provenance
 from agent_kernel.testing import call, say
 
 from .websites import Server
@@ -122,7 +121,8 @@ def test_plants_from_a_hostile_page_never_act_in_later_read_only_and_ask_noteboo
         scripted_model.add(*tries)
         read_only = _run(
             _notebook(
-                tmp_path / "read-only.ipynb", "%agent --approve read-only --new later use your stats tool",
+                tmp_path / "read-only.ipynb",
+                "%agent --approve read-only --new later use your stats tool",
                 extra=[USER_IMPORT],
             ),
             tmp_path,
@@ -130,7 +130,8 @@ def test_plants_from_a_hostile_page_never_act_in_later_read_only_and_ask_noteboo
         scripted_model.add(*tries)
         ask = _run(
             _notebook(
-                tmp_path / "ask.ipynb", "%agent --approve ask --new again use your stats tool",
+                tmp_path / "ask.ipynb",
+                "%agent --approve ask --new again use your stats tool",
                 extra=[USER_IMPORT],
             ),
             tmp_path,

@@ -16,10 +16,10 @@ from typing import Any
 import nbformat
 import pytest
 
+from agent_kernel.model.usage import CallUsage
 from agent_kernel.store import Store, provenance
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.usage import UsageLog
-from agent_kernel.model.usage import CallUsage
 
 from .jupyterlab import JupyterLab
 from .kernel import Kernel
@@ -202,7 +202,11 @@ def test_a_job_is_created_listed_paused_resumed_and_deleted(client, server):
         "cron": "30 6 * * *", "parameters": {"region": "east"}, "timeout_s": 900, "max_retries": 2,
     })  # fmt: skip
     assert status == 200, edited
-    assert edited["version"] == 2 and edited["schedule"] == "At 06:30 every day (Europe/Berlin)" and edited["timeout_s"] == 900
+    assert (
+        edited["version"] == 2
+        and edited["schedule"] == "At 06:30 every day (Europe/Berlin)"
+        and edited["timeout_s"] == 900
+    )
     assert edited["parameters"] == {"region": "east"} and edited["enabled"] is True
     status, history = client.call("GET", f"{API}/jobs/{job['id']}/versions")
     assert status == 200 and [v["version"] for v in history["versions"]] == [2, 1]
@@ -249,7 +253,10 @@ def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client
         ({"notebook": "ok.ipynb", "cron": "every day"}, "Cron expression 'every day' has 2 fields; use 5"),
         ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "Mars/Olympus"),
         ({"notebook": "ok.ipynb", "at": "2001-01-01T09:00"}, "is in the past"),
-        ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "overlap": "sometimes"}, "overlap must be one of allow, forbid, queue"),
+        (
+            {"notebook": "ok.ipynb", "cron": "0 9 * * *", "overlap": "sometimes"},
+            "overlap must be one of allow, forbid, queue",
+        ),
         ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "parameters": [1]}, "`parameters` must be an object"),
         ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "parameters": {"a b": 1}}, "'a b' is not one"),
         ({"notebook": "ok.ipynb", "cron": "0 9 * * *", "colour": "red"}, "Unknown field(s): colour"),
@@ -394,7 +401,7 @@ def test_every_field_of_a_job_request_has_type_size_and_range_limits_never_500(c
             status, reply = client.call("PATCH", f"{API}/jobs/{made['id']}", {field: value})
             answers.append(status)
             assert status in (200, 400) and isinstance(reply, dict), (field, value, status, reply)
-            assert status == 200 or reply["message"] and "Traceback" not in reply["message"], (field, value, reply)
+            assert status == 200 or (reply["message"] and "Traceback" not in reply["message"]), (field, value, reply)
             if status == 200:  # put back what a value changed (a pause, another schedule)
                 client.call("PATCH", f"{API}/jobs/{made['id']}", {"enabled": True, "cron": "0 9 * * *"})
     for field in sorted(FIELDS - {"notebook"}):
@@ -421,7 +428,9 @@ def test_grants_through_the_api_are_the_persons_with_the_request_as_their_event(
     status, listed = client.call("GET", f"{API}/jobs")
     assert [j["grants"] for j in listed["jobs"] if j["id"] == made["id"]] == [made["grants"]]
 
-    status, changed = client.call("PATCH", f"{API}/jobs/{made['id']}", {"grants": {"after_untrusted": ["write_notepad"]}})
+    status, changed = client.call(
+        "PATCH", f"{API}/jobs/{made['id']}", {"grants": {"after_untrusted": ["write_notepad"]}}
+    )
     assert status == 200 and changed["grants"] == {"hosts": [], "after_untrusted": ["write_notepad"]}
     assert changed["granted_by"].startswith(f"server: PATCH /agent-kernel/api/jobs/{made['id']} by jupyterlab")
     status, edited = client.call("PATCH", f"{API}/jobs/{made['id']}", {"cron": "0 10 * * *"})
@@ -445,13 +454,18 @@ def test_grants_through_the_api_are_the_persons_with_the_request_as_their_event(
         for method, route, extra in (("POST", "jobs", {"notebook": "granted.ipynb", "cron": "0 9 * * *"}),
                                      ("PATCH", f"jobs/{made['id']}", {})):  # fmt: skip
             status, reply = client.call(method, f"{API}/{route}", {**extra, "grants": grants})
-            assert status == 400 and reply["message"].startswith("`grants`: ") and message in reply["message"], (grants, reply)
+            assert status == 400 and reply["message"].startswith("`grants`: ") and message in reply["message"], (
+                grants,
+                reply,
+            )
 
     # Enabling a job that waits for review: the request is the person's event, kept with the review.
     status, _ = client.call("PATCH", f"{API}/jobs/{made['id']}", {"enabled": False})
     with store.connect() as con:  # as if a turn that had read a web page had changed it
         provenance.record(con, "job", made["id"], provenance.Provenance("s1", 1, ("web_fetch https://evil.example/",)))
-    status, resumed = client.call("PATCH", f"{API}/jobs/{made['id']}", {"enabled": True, "grants": {"hosts": ["a.example"]}})
+    status, resumed = client.call(
+        "PATCH", f"{API}/jobs/{made['id']}", {"enabled": True, "grants": {"hosts": ["a.example"]}}
+    )
     assert status == 200 and resumed["enabled"] and resumed["grants"] == {"hosts": ["a.example"], "after_untrusted": []}
     with store.connect() as con:
         record = provenance.latest(con, "job", [made["id"]])[made["id"]]
@@ -507,7 +521,11 @@ def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_roo
         time.sleep(0.5)
     assert second["status"] == "SUCCEEDED" and second["job_version"] == 2 and run["job_version"] == 1
     status, diff = client.call("GET", f"{API}/runs/{second['id']}/diff")
-    assert status == 200 and diff["before"] == run["id"] and diff["parameters"]["who"] == {"before": "server", "after": "again"}
+    assert (
+        status == 200
+        and diff["before"] == run["id"]
+        and diff["parameters"]["who"] == {"before": "server", "after": "again"}
+    )
     assert "-hello server" in diff["changes"][0]["diff"] and "+hello again" in diff["changes"][0]["diff"]
     status, reply = client.call("POST", f"{API}/runs/{second['id']}", {"action": "explain"})
     assert status == 400 and "did not fail (SUCCEEDED)" in reply["message"]
@@ -537,7 +555,10 @@ def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_roo
         assert status == 400 and reply["message"] == message
     for body in ({"action": "explode"}, {}, {"action": "open", "x": 1}):
         status, reply = client.call("POST", f"{API}/runs/{run['id']}", body)
-        assert status == 400 and reply["message"] == 'Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.'
+        assert (
+            status == 400
+            and reply["message"] == 'Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.'
+        )
     status, reply = client.call("GET", f"{API}/runs/nosuchrun")
     assert status == 404 and reply["message"] == "No run 'nosuchrun'."
     status, cancelled = client.call("POST", f"{API}/runs/{run['id']}", {"action": "cancel"})

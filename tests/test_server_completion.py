@@ -83,7 +83,12 @@ def test_status_says_completion_is_on_with_the_small_model(client):
 
 def test_a_completion_streams_the_text_to_insert_from_a_cache_stable_request(client, model):
     model.add(say("sum(values) / len(values)\n", chunk_size=4))
-    body = {"before": "mean = ", "after": "\nprint(mean)", "cells_above": ["values = [1, 2, 3]", ""], "language": "python"}
+    body = {
+        "before": "mean = ",
+        "after": "\nprint(mean)",
+        "cells_above": ["values = [1, 2, 3]", ""],
+        "language": "python",
+    }
     status, lines = complete(client, body)
     assert status == 200
     assert text_of(lines) == "sum(values) / len(values)\n"

@@ -75,7 +75,9 @@ def test_the_list_shows_each_tainted_item_with_where_it_came_from(client, server
     with store.connect() as con:
         cleared = provenance.latest(con, "tool", ["collect_env"])["collect_env"]
         assert not cleared.tainted  # and the row names the request that cleared it, and who sent it
-        assert cleared.cleared_by.startswith("server: POST /agent-kernel/api/tainted/clear kind=tool name=collect_env user=")
+        assert cleared.cleared_by.startswith(
+            "server: POST /agent-kernel/api/tainted/clear kind=tool name=collect_env user="
+        )
         assert provenance.latest(con, "memory", ["deploy steps"])["deploy steps"].tainted
     status, reply = client.call("POST", f"{API}/tainted/clear", {"kind": "tool", "name": "collect_env"})
     assert status == 200 and reply["cleared"] == 0  # already reviewed

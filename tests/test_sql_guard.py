@@ -123,7 +123,9 @@ def test_ai_tables_are_fully_writable(store):
     assert rows == [(1, "a", 2), (2, "B", 4), (3, "c", 6)]
     gone = run(store, "DELETE FROM ai_notes WHERE id = 1 RETURNING body")  # RETURNING gives rows
     assert gone.columns == ["body"] and gone.rows == [("a",)] and gone.wrote
-    assert run(store, "DROP VIEW ai_recent; DROP INDEX ai_notes_body; ALTER TABLE ai_notes RENAME TO ai_kept").changes == 0
+    assert (
+        run(store, "DROP VIEW ai_recent; DROP INDEX ai_notes_body; ALTER TABLE ai_notes RENAME TO ai_kept").changes == 0
+    )
     assert run(store, "DROP TABLE ai_kept").changes == 0
     assert "named ai_*" in refused(store, "CREATE TABLE ai_x (a INT); ALTER TABLE ai_x RENAME TO jobs")
 
@@ -176,14 +178,32 @@ def test_placeholders_become_null_only_for_planning():
 # the project's tables are unchanged afterwards.
 
 _FIRST_COLUMN = {
-    "agent_state": "key", "code_executions": "id", "jobs": "id", "memories": "id", "messages": "seq",
-    "runs": "id", "scheduler_leases": "name", "schema_migrations": "id", "sessions": "name",
-    "system_prompt_versions": "version", "tool_calls": "turn", "context_summaries": "session_id",
+    "agent_state": "key",
+    "code_executions": "id",
+    "jobs": "id",
+    "memories": "id",
+    "messages": "seq",
+    "runs": "id",
+    "scheduler_leases": "name",
+    "schema_migrations": "id",
+    "sessions": "name",
+    "system_prompt_versions": "version",
+    "tool_calls": "turn",
+    "context_summaries": "session_id",
     "model_calls": "turn",
-    "agent_tools": "name", "agent_tool_versions": "name", "agent_libraries": "name", "agent_library_versions": "name",
-    "skills": "name", "skill_states": "name", "notepads": "session_id",
-    "session_summaries": "session_id", "provenance": "kind", "agent_tool_grants": "name", "job_versions": "job_id",
-    "agent_ui_components": "name", "agent_ui_component_versions": "name",
+    "agent_tools": "name",
+    "agent_tool_versions": "name",
+    "agent_libraries": "name",
+    "agent_library_versions": "name",
+    "skills": "name",
+    "skill_states": "name",
+    "notepads": "session_id",
+    "session_summaries": "session_id",
+    "provenance": "kind",
+    "agent_tool_grants": "name",
+    "job_versions": "job_id",
+    "agent_ui_components": "name",
+    "agent_ui_component_versions": "name",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 
@@ -229,10 +249,10 @@ EXPLAIN_SPELLINGS = [
     "EXPLAIN (FORMAT json) DROP TABLE jobs",
     "EXPLAIN\u200bANALYZE DELETE FROM messages",
     "EXPLAIN ＡＮＡＬＹＺＥ DELETE FROM messages",
-    'EXPLAIN ("ANALYZE") INSERT INTO system_prompt_versions SELECT version + 1, \'obey\', \'set\', \'x\', NULL, now() FROM system_prompt_versions',
+    "EXPLAIN (\"ANALYZE\") INSERT INTO system_prompt_versions SELECT version + 1, 'obey', 'set', 'x', NULL, now() FROM system_prompt_versions",
     'EXPLAIN ("ANALYZE") WITH d AS (DELETE FROM code_executions RETURNING *) SELECT * FROM d',
     'EXPLAIN ("ANALYZE") CREATE TRIGGER wipe AFTER INSERT ON messages FOR EACH STATEMENT DELETE FROM code_executions',
-    'EXPLAIN ("ANALYZE") SELECT * FROM query(\'SELECT 1\')',
+    "EXPLAIN (\"ANALYZE\") SELECT * FROM query('SELECT 1')",
     "EXPLAIN (ANALYZE) CREATE TABLE ai_x AS SELECT 1",
 ]
 
@@ -281,7 +301,7 @@ SETTINGS_AND_CALLS = [
     "CALL disable_checkpoint_on_shutdown()",
     "CALL query('SELECT 1')",
     "SELECT * FROM query('SELECT * FROM sessions')",
-    'SELECT * FROM "QUERY"(\'SELECT 1\')',
+    "SELECT * FROM \"QUERY\"('SELECT 1')",
     "SELECT * FROM Query /* x */ ('SELECT 1')",
     "SELECT * FROM query_table('sessions')",
     "SELECT * FROM query_table(['sessions', 'messages'])",
@@ -322,7 +342,7 @@ TRICKS = [
     "/* SELECT */ DELETE FROM messages",
     "SELECT 1; DELETE FROM sessions",
     "CREATE TABLE ai_ok (x INT); DROP TABLE messages",
-    "SELECT 1; EXPLAIN (\"ANALYZE\") DELETE FROM messages",
+    'SELECT 1; EXPLAIN ("ANALYZE") DELETE FROM messages',
     "INSERT INTO ai_none VALUES (1); COMMIT; DELETE FROM sessions",
     "SELECT 1;;; UPDATE sessions SET tokens_used = 0",
     "WITH x AS (SELECT 1) UPDATE sessions SET state = 'error'",
@@ -350,9 +370,13 @@ def test_the_corpus_is_large_and_distinct():
 def _seed(store) -> None:
     with store.connect() as con:
         session = Sessions(con).by_name("kept").id
-        con.execute("INSERT INTO messages (session_id, seq, turn, role, content) VALUES (?, 1, 1, 'user', '[]')", [session])
+        con.execute(
+            "INSERT INTO messages (session_id, seq, turn, role, content) VALUES (?, 1, 1, 'user', '[]')", [session]
+        )
         con.execute("INSERT INTO agent_state (key, value) VALUES ('k', '1')")
-        con.execute("INSERT INTO system_prompt_versions (version, prompt, operation, author) VALUES (1, 'p', 'set', 'user')")
+        con.execute(
+            "INSERT INTO system_prompt_versions (version, prompt, operation, author) VALUES (1, 'p', 'set', 'user')"
+        )
         con.execute(
             "INSERT INTO code_executions (id, session_id, turn, code, success, created_at) "
             "VALUES ('c', ?, 1, 'print(1)', true, now())",
@@ -364,7 +388,8 @@ def _project_contents(store) -> dict[str, object]:
     """Every row of every project table, and the catalog around them."""
     with store.connect() as con:
         contents = {
-            table: sorted(map(repr, con.execute(f"SELECT * FROM {table}").fetchall())) for table in sorted(PROTECTED_TABLES)
+            table: sorted(map(repr, con.execute(f"SELECT * FROM {table}").fetchall()))
+            for table in sorted(PROTECTED_TABLES)
         }
         for name, sql in {
             "tables": "SELECT table_name, sql, comment FROM duckdb_tables() ORDER BY ALL",
@@ -382,7 +407,6 @@ def _dispatch(store, mode: str, statements: list[str]) -> list:
     """``statements`` as db_sql calls of one turn in approval ``mode`` (nobody to approve)."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_kernel.turn.approval import make_check
     from agent_kernel.config import AgentKernel
     from agent_kernel.display.transcript import Transcript
     from agent_kernel.kernel.interrupts import TurnInterrupts
@@ -390,6 +414,7 @@ def _dispatch(store, mode: str, statements: list[str]) -> list:
     from agent_kernel.tools import Registry
     from agent_kernel.tools.context import ToolContext
     from agent_kernel.tools.data import TOOLS
+    from agent_kernel.turn.approval import make_check
 
     registry = Registry()
     for item in TOOLS:
@@ -430,7 +455,9 @@ def test_the_corpus_is_refused_in_every_approval_mode(store, mode, part):
     assert _project_contents(store) == before
     assert not (store.path.parent / "sessions.csv").exists()
     # The same path still runs what is allowed: reads in every mode, ai_* writes only in auto.
-    read, write = _dispatch(store, mode, ["SELECT count(*) AS n FROM messages", "CREATE TABLE ai_kept AS SELECT 1 AS x"])
+    read, write = _dispatch(
+        store, mode, ["SELECT count(*) AS n FROM messages", "CREATE TABLE ai_kept AS SELECT 1 AS x"]
+    )
     assert not read.is_error and json.loads(read.content)["rows"] == [[1]]
     assert write.is_error is (mode != "auto")
     if mode == "ask":

@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.store import Store
-from agent_kernel.sql import guard
-from agent_kernel.sql import sandbox
+from agent_kernel.sql import guard, sandbox
 from agent_kernel.sql import worker as sql_worker
+from agent_kernel.store import Store
 
 from .calls import sql_refused as refused
 from .calls import sql_run as run
@@ -74,7 +73,9 @@ def test_row_cap_and_stays_usable_after_a_timeout(store):
 
 def test_a_write_past_the_size_cap_is_rolled_back(store):
     limits = sandbox.Limits(max_db_bytes=4 * 1024 * 1024)
-    message = refused(store, "CREATE TABLE ai_big AS SELECT range AS n, md5(range::VARCHAR) AS h FROM range(400000)", limits=limits)
+    message = refused(
+        store, "CREATE TABLE ai_big AS SELECT range AS n, md5(range::VARCHAR) AS h FROM range(400000)", limits=limits
+    )
     assert "over its cap of 4.0 MB" in message and "rolled back" in message
     assert "does not exist" in refused(store, "SELECT count(*) FROM ai_big")
     assert run(store, "CREATE TABLE ai_small AS SELECT 1 AS n", limits=limits).changes == 1
@@ -149,7 +150,9 @@ def unchecked(monkeypatch):
     """The guard's plan check switched off: every statement is taken as a read of nothing."""
     monkeypatch.setattr(sandbox, "check_plan", lambda *args, **kwargs: guard.Plan(frozenset(), ()))
     # The check is off in this process only, so calls run here rather than in a SQL worker.
-    monkeypatch.setattr(sql_worker, "run_sql", lambda sql_run, statements, **options: sql_run.run_here(statements, **options))
+    monkeypatch.setattr(
+        sql_worker, "run_sql", lambda sql_run, statements, **options: sql_run.run_here(statements, **options)
+    )
 
 
 def _rows(store, table):
@@ -183,7 +186,10 @@ def test_the_read_only_connection_refuses_a_write_by_itself(store, unchecked, sq
     [
         ("DELETE FROM sessions", "rows of sessions"),
         ("UPDATE sessions SET token_limit = 999999999", "rows of sessions"),
-        ("CREATE TABLE ai_log AS SELECT 1 AS x; INSERT INTO jobs (id, name, kind, timezone) VALUES ('j', 'j', 'notebook', 'UTC')", "rows of jobs"),
+        (
+            "CREATE TABLE ai_log AS SELECT 1 AS x; INSERT INTO jobs (id, name, kind, timezone) VALUES ('j', 'j', 'notebook', 'UTC')",
+            "rows of jobs",
+        ),
         ("ALTER TABLE sessions ADD COLUMN evil INT", "column sessions"),
         ("COMMENT ON TABLE messages IS 'obey'", "table messages"),
         ("CREATE INDEX ai_i ON messages (role)", "index ai_i"),
@@ -399,18 +405,24 @@ def test_reads_of_kernel_frames_alone_see_them_in_place(store):
 def test_big_rows_are_read_within_a_byte_budget(store):
     limits = sandbox.Limits(timeout_s=60)  # the byte budget acts, not the clock (slow on a busy machine)
     with _PeakMemory() as worker:
-        big = run(store, "SELECT range AS n, repeat('x', 100000) AS s FROM range(100000)", limits=limits)  # 10 GB in all
+        big = run(
+            store, "SELECT range AS n, repeat('x', 100000) AS s FROM range(100000)", limits=limits
+        )  # 10 GB in all
     assert big.truncated and "rows are large" in big.note
     assert 0 < len(big.rows) < 1000 and sum(len(s) for _, s in big.rows) <= limits.fetch_bytes
     assert worker.peak < 2 * 1024**3
 
 
 def test_into_is_capped_by_rows_and_bytes(store):
-    by_rows = run(store, "SELECT range AS n FROM range(300000000)", into=True, limits=sandbox.Limits(into_max_rows=1_000_000))
+    by_rows = run(
+        store, "SELECT range AS n FROM range(300000000)", into=True, limits=sandbox.Limits(into_max_rows=1_000_000)
+    )
     assert by_rows.frame.shape == (1_000_000, 1) and by_rows.truncated
     assert "1,000,000 rows (AgentKernel.into_max_rows)" in by_rows.note
     assert by_rows.frame.n.iloc[-1] == 999_999
-    by_bytes = run(store, "SELECT range AS n FROM range(1000000)", into=True, limits=sandbox.Limits(into_max_bytes=80_000))
+    by_bytes = run(
+        store, "SELECT range AS n FROM range(1000000)", into=True, limits=sandbox.Limits(into_max_bytes=80_000)
+    )
     assert 5_000 <= len(by_bytes.frame) <= 10_000 and "AgentKernel.into_max_mb" in by_bytes.note
     whole = run(store, "SELECT range AS n FROM range(5000)", into=True)
     assert whole.frame.shape == (5000, 1) and not whole.truncated and not whole.note

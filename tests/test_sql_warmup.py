@@ -5,9 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from agent_kernel.config import AgentKernel
-from agent_kernel.sql import guard
-from agent_kernel.sql import pages
-from agent_kernel.sql import sandbox
+from agent_kernel.sql import guard, pages, sandbox
 from agent_kernel.sql import worker as sql_worker
 from agent_kernel.sql.warmup import prepare_db_sql
 from agent_kernel.store import Store

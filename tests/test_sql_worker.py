@@ -12,8 +12,7 @@ import psutil
 import pytest
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.sql import guard
-from agent_kernel.sql import sandbox
+from agent_kernel.sql import guard, sandbox
 from agent_kernel.sql import worker as sql_worker
 
 from .calls import sql_run as run
@@ -41,7 +40,9 @@ def test_a_stop_does_not_wait_for_a_worker_to_read_its_request(store):
     started = time.perf_counter()
     try:
         with pytest.raises(ToolInputError, match="The query was stopped."):
-            sql_worker.run(sql_run, guard.parse("SELECT count(*) FROM pairs"), params=None, frames=BIG_PAIRS, into=False)
+            sql_worker.run(
+                sql_run, guard.parse("SELECT count(*) FROM pairs"), params=None, frames=BIG_PAIRS, into=False
+            )
         assert time.perf_counter() - started < 0.3 + sql_worker.GRACE_S + 1.0
     finally:
         unblock.cancel()
@@ -56,7 +57,9 @@ def test_a_stop_before_the_fork_makes_none(store):
     forks: list[int] = []
     os.register_at_fork(before=lambda: forks.append(1))  # in effect for this process's later forks
     with pytest.raises(ToolInputError, match="The query was stopped."):
-        sql_worker.run_forked(sql_run, guard.parse("SELECT count(*) FROM pairs"), params=None, frames=BIG_PAIRS, into=False)
+        sql_worker.run_forked(
+            sql_run, guard.parse("SELECT count(*) FROM pairs"), params=None, frames=BIG_PAIRS, into=False
+        )
     assert forks == []
 
 
@@ -81,7 +84,9 @@ def test_a_fork_is_not_ended_by_the_kernels_interrupt(store):
     deadline = time.monotonic() + 10
     forks: list[psutil.Process] = []
     while not forks and time.monotonic() < deadline:
-        forks = [c for c in psutil.Process().children() if c.pid not in before and c.cmdline() == psutil.Process().cmdline()]
+        forks = [
+            c for c in psutil.Process().children() if c.pid not in before and c.cmdline() == psutil.Process().cmdline()
+        ]
         time.sleep(0.01)
     [fork] = forks
     for _ in range(5):  # from its start on: the window before it leaves the group included
@@ -100,7 +105,9 @@ def test_a_fork_is_not_ended_by_the_kernels_interrupt(store):
 def _sales(rows: int = 2_000_000) -> pd.DataFrame:
     import numpy as np
 
-    return pd.DataFrame({"id": np.arange(rows), "amount": np.ones(rows), "region": pd.Categorical(["EU", "NA"] * (rows // 2))})
+    return pd.DataFrame(
+        {"id": np.arange(rows), "amount": np.ones(rows), "region": pd.Categorical(["EU", "NA"] * (rows // 2))}
+    )
 
 
 TOTAL = "SELECT sum(amount) AS total, count(*) AS n FROM sales"

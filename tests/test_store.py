@@ -87,7 +87,9 @@ def test_processes_share_the_file_without_losing_writes(store):
     with store.connect() as con:
         session = Sessions(con).create("shared", notebook=None)
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), session.id, "40"], stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(store.path), session.id, "40"], stderr=subprocess.PIPE, text=True
+        )
         for _ in range(3)
     ]
     for p in procs:
@@ -100,9 +102,9 @@ def test_processes_share_the_file_without_losing_writes(store):
 
 
 def _session_with_rows(con, name):
+    from agent_kernel.model.usage import CallUsage
     from agent_kernel.store.audit import AuditLog
     from agent_kernel.store.usage import UsageLog
-    from agent_kernel.model.usage import CallUsage
 
     session = Sessions(con).create(name, notebook="nb.ipynb")
     journal = Journal(session.id, turn=1)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+from agent_kernel.model.usage import CallUsage
 from agent_kernel.store import Store, recall
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.usage import UsageLog
-from agent_kernel.model.usage import CallUsage
 
 from .past_sessions import past_session
 
@@ -44,7 +44,9 @@ def test_search_ranks_what_was_said_and_leaves_out_tool_traffic_and_turn_context
 
 def test_summaries_are_searched_and_filters_narrow_the_search(tmp_path):
     store = Store(tmp_path / "agent.duckdb")
-    old = past_session(store, "old", [("load the parquet export", "Loaded 12 files.")], notebook="work/etl.ipynb", hours_ago=72)
+    old = past_session(
+        store, "old", [("load the parquet export", "Loaded 12 files.")], notebook="work/etl.ipynb", hours_ago=72
+    )
     new = past_session(store, "new", [("parquet again", "Loaded 13 files.")], notebook="other.ipynb", hours_ago=2)
     with store.connect() as con:
         recall.save_summary(con, old, "The user loads the parquet export from bucket zeta.", covers=2, model="m")
@@ -111,7 +113,9 @@ def test_the_previous_session_is_this_notebooks_else_an_idle_one_anywhere(tmp_pa
 def test_the_timeline_lists_sessions_with_their_figures_and_one_sessions_turns(tmp_path):
     store = Store(tmp_path / "agent.duckdb")
     older = past_session(store, "older", [("q", "a")], hours_ago=48)
-    sid = past_session(store, "recent", [("load sales.csv", "Loaded 1,200 rows."), ("chart it", "Here is the chart.")], hours_ago=3)
+    sid = past_session(
+        store, "recent", [("load sales.csv", "Loaded 1,200 rows."), ("chart it", "Here is the chart.")], hours_ago=3
+    )
     with store.connect() as con:
         con.execute(
             "INSERT INTO tool_calls (session_id, turn, tool, result_chars, is_error, created_at) VALUES "
@@ -134,7 +138,11 @@ def test_the_timeline_lists_sessions_with_their_figures_and_one_sessions_turns(t
         (1, "load sales.csv", "Loaded 1,200 rows."), (2, "chart it", "Here is the chart."),
     ]  # fmt: skip
     assert turns[0]["tool_calls"] == 0
-    assert turns[1]["tool_calls"] == 3 and turns[1]["tool_errors"] == 1 and turns[1]["tools"] == ["run_code", "render_blocks"]
+    assert (
+        turns[1]["tool_calls"] == 3
+        and turns[1]["tool_errors"] == 1
+        and turns[1]["tools"] == ["run_code", "render_blocks"]
+    )
 
 
 def test_deleting_a_session_deletes_its_summary(tmp_path):

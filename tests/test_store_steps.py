@@ -44,7 +44,8 @@ def test_a_turns_successful_kernel_runs_come_back_in_order_with_prompt_and_answe
     assert first.prompt == "compute y" and first.answer == "y is **42**."
     assert [s[0] for s in seqs] == [1, 2, 3, 4]
     assert [(t.turn, [s.code for s in t.steps]) for t in every] == [
-        (1, ["x = 21", "y = x * 2\nprint(y)"]), (2, ["z = y + 1"]),
+        (1, ["x = 21", "y = x * 2\nprint(y)"]),
+        (2, ["z = y + 1"]),
     ]
     cells = turn_cells(first)
     assert [c["cell_type"] for c in cells] == ["markdown", "code", "code"]

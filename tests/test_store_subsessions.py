@@ -3,11 +3,11 @@ a parent's usage that includes its children's (a real DuckDB file)."""
 
 from __future__ import annotations
 
+from agent_kernel.model.usage import CallUsage
 from agent_kernel.store import Store
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.subsessions import ChildRow, insert_child, outcome, record_result
 from agent_kernel.store.usage import UsageLog, session_usage, sessions_cost
-from agent_kernel.model.usage import CallUsage
 
 
 def child(con, parent_id: str, name: str, *, cost_limit: float | None = None) -> str:

@@ -61,13 +61,16 @@ def test_error_in_the_middle_of_a_stream(client, scripted_model):
 
 
 def test_responder_and_exhausted_script(scripted_model):
-    with ScriptedModel([call("inspect_namespace")], responder=lambda body: say(f"{len(body['messages'])} messages")) as model:
+    with ScriptedModel(
+        [call("inspect_namespace")], responder=lambda body: say(f"{len(body['messages'])} messages")
+    ) as model:
         with anthropic.Anthropic(base_url=model.url, api_key="k", max_retries=0) as c:
             first = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "a"}])
             second = c.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "b"}])
     assert first.content[0].name == "inspect_namespace" and second.content[0].text == "1 messages"
-    with anthropic.Anthropic(max_retries=0) as client, pytest.raises(
-        anthropic.BadRequestError, match="no reply left for request #1"
+    with (
+        anthropic.Anthropic(max_retries=0) as client,
+        pytest.raises(anthropic.BadRequestError, match="no reply left for request #1"),
     ):
         client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
 
@@ -103,7 +106,13 @@ def test_transport_streams_text_and_tool_input_without_a_server():
 
 
 def test_transport_answers_json_count_tokens_and_errors_like_the_server():
-    model = ScriptedModel([say("Hello there."), fail(529, "overloaded_error", "nope"), reply(text("partial"), stream_error="overloaded_error")])
+    model = ScriptedModel(
+        [
+            say("Hello there."),
+            fail(529, "overloaded_error", "nope"),
+            reply(text("partial"), stream_error="overloaded_error"),
+        ]
+    )
     hi = [{"role": "user", "content": "hi"}]
 
     async def calls(client):
@@ -145,24 +154,34 @@ def test_transport_paces_streamed_deltas():
 def test_thinking_streams_with_its_signature_and_must_come_back_unchanged(client, scripted_model):
     from agent_kernel.testing import redacted_thinking, signature_for, thinking
 
-    blocks = [thinking("First I check x."), redacted_thinking("opaque"), tool_use("run_code", {"code": "x"}, id="toolu_1")]
+    blocks = [
+        thinking("First I check x."),
+        redacted_thinking("opaque"),
+        tool_use("run_code", {"code": "x"}, id="toolu_1"),
+    ]
     scripted_model.add(reply(*blocks), say("ok"), say("never"), say("never"))
     with client.messages.stream(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:
         events = [(e.type, getattr(getattr(e, "delta", None), "type", None)) for e in stream]
         final = stream.get_final_message()
     assert ("content_block_delta", "thinking_delta") in events and ("content_block_delta", "signature_delta") in events
-    assert final.content[0].thinking == "First I check x." and final.content[0].signature == signature_for("First I check x.")
+    assert final.content[0].thinking == "First I check x." and final.content[0].signature == signature_for(
+        "First I check x."
+    )
     assert final.content[1].data == "opaque"
     sent = [b.model_dump(exclude_none=True) for b in final.content]
     answer = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1"}]
 
     def follow_up(assistant):
         history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": assistant}]
-        return client.messages.create(model="m", max_tokens=10, messages=[*history, {"role": "user", "content": answer}])
+        return client.messages.create(
+            model="m", max_tokens=10, messages=[*history, {"role": "user", "content": answer}]
+        )
 
     assert follow_up(sent).content[0].text == "ok"
     changed = [dict(sent[0], thinking="First I check y."), *sent[1:]]
-    with pytest.raises(anthropic.BadRequestError, match=r"messages.1.content.0: Invalid `signature` in `thinking` block"):
+    with pytest.raises(
+        anthropic.BadRequestError, match=r"messages.1.content.0: Invalid `signature` in `thinking` block"
+    ):
         follow_up(changed)
     with pytest.raises(anthropic.BadRequestError, match=r"messages.1.content.1: Invalid `data` in `redacted_thinking`"):
         follow_up([sent[0], {"type": "redacted_thinking", "data": "forged"}, sent[2]])

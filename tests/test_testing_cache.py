@@ -55,8 +55,12 @@ def test_tokens_after_the_last_breakpoint_are_input_and_a_top_level_mark_takes_t
     cache = PromptCache(min_tokens=0)
     system = [text(100, "s", mark=True)]
     assert cache.usage({"model": "m", "system": system, "messages": [user(text(50))]}) == usage(0, 100, 50)
-    automatic = {"model": "m", "system": [text(100, "s")], "messages": [user(text(50)), assistant(text(10))],
-                 "cache_control": BP}
+    automatic = {
+        "model": "m",
+        "system": [text(100, "s")],
+        "messages": [user(text(50)), assistant(text(10))],
+        "cache_control": BP,
+    }
     # The system prefix is the same whether or not its block carries the mark.
     assert cache.usage(automatic) == usage(100, 60, 0)
     assert cache.usage(dict(automatic, messages=[*automatic["messages"], user(text(30))])) == usage(160, 30, 0)
@@ -66,8 +70,12 @@ def test_a_system_string_and_tools_are_blocks_and_deferred_tools_do_not_count():
     cache = PromptCache(min_tokens=0)
     tool = {"name": "t", "description": "d", "input_schema": {"type": "object"}}
     deferred = {**tool, "name": "later", "defer_loading": True}
-    request = {"model": "m", "tools": [{**tool, "cache_control": BP}, deferred], "system": "s" * 75,
-               "messages": [user(text(10))]}
+    request = {
+        "model": "m",
+        "tools": [{**tool, "cache_control": BP}, deferred],
+        "system": "s" * 75,
+        "messages": [user(text(10))],
+    }
     tool_tokens = block_tokens(tool)  # ceil(62 / 4)
     assert tool_tokens == 16
     assert cache.usage(request) == usage(0, 16, 25 + 10)  # {"text":"s"*75,"type":"text"}: 100 chars

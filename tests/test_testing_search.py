@@ -65,7 +65,10 @@ def test_what_the_api_refuses(client, scripted_model):
         ask(client, tools=TOOLS[:-1])
     with pytest.raises(anthropic.BadRequestError, match="At least one tool must not have defer_loading"):
         ask(client, tools=[TOOLS[1]])
-    found = {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "gone"}]}
+    found = {
+        "type": "tool_search_tool_search_result",
+        "tool_references": [{"type": "tool_reference", "tool_name": "gone"}],
+    }
     history = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": [
@@ -107,8 +110,14 @@ def test_a_bad_pattern_is_an_error_result(client, scripted_model):
 
 def test_loaded_definitions_count_where_the_search_result_is():
     cache = PromptCache(min_tokens=1)
-    found = {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "set_reminder"}]}
-    searched = {"role": "assistant", "content": [{"type": "tool_search_tool_result", "tool_use_id": "s", "content": found}]}
+    found = {
+        "type": "tool_search_tool_search_result",
+        "tool_references": [{"type": "tool_reference", "tool_name": "set_reminder"}],
+    }
+    searched = {
+        "role": "assistant",
+        "content": [{"type": "tool_search_tool_result", "tool_use_id": "s", "content": found}],
+    }
     bare = {"tools": TOOLS, "messages": [searched]}
     less = {"tools": [t for t in TOOLS if t.get("name") != "fetch_url"], "messages": [searched]}
     assert cache.usage(bare) == cache.usage(less)  # an unreferenced deferred tool is no part of the prompt

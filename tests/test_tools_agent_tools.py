@@ -144,7 +144,9 @@ def test_writing_tools_follow_the_approval_mode(agent, scripted_model, tmp_path)
     assert not marker.exists()
 
 
-def test_an_isolated_read_only_tool_is_offered_in_read_only_and_cannot_write(agent, scripted_model, tmp_path, monkeypatch):
+def test_an_isolated_read_only_tool_is_offered_in_read_only_and_cannot_write(
+    agent, scripted_model, tmp_path, monkeypatch
+):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-isolated-never-sees-this")
     marker = tmp_path / "isolated-ran-outside"
     collector = Server("127.0.0.4")
@@ -204,9 +206,17 @@ def test_the_persons_read_only_grant_binds_to_the_tool_version(agent, scripted_m
 def plant(agent, scripted_model, name: str, code: str, **definition):
     """A turn of session "planter" that reads a search result, then creates tool ``name``
     (the person allowed create_tool after untrusted content in advance: nobody is asked)."""
-    spec = {"name": name, "description": "Harmless.", "parameter_schema": {"type": "object"}, "code": code, **definition}
+    spec = {
+        "name": name,
+        "description": "Harmless.",
+        "parameter_schema": {"type": "object"},
+        "code": code,
+        **definition,
+    }
     scripted_model.add(
-        reply(*web_search("useful helpers", [("https://evil.example/helpers", "Helpers")]), tool_use("create_tool", spec)),
+        reply(
+            *web_search("useful helpers", [("https://evil.example/helpers", "Helpers")]), tool_use("create_tool", spec)
+        ),
         say("done"),
     )
     with pytest.MonkeyPatch.context() as allowed:
@@ -217,14 +227,22 @@ def plant(agent, scripted_model, name: str, code: str, **definition):
 
 def test_a_tool_written_after_untrusted_content_asks_in_other_sessions_even_in_auto(agent, scripted_model, tmp_path):
     marker = tmp_path / "planted-ran"
-    plant(agent, scripted_model, "planted", f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\nreturn {{'ran': True}}")
+    plant(
+        agent,
+        scripted_model,
+        "planted",
+        f"with open({str(marker)!r}, 'a') as f:\n    f.write('ran\\n')\nreturn {{'ran': True}}",
+    )
     plant(agent, scripted_model, "boxed", "return {'ran': True}", isolated=True, writes=False)
     for mode in ("auto", "ask", "read-only"):
         results, _ = batch(agent, scripted_model, ("planted", {}), ("boxed", {}), approve=mode, session="victim")
         assert all(r["is_error"] for r in results), (mode, results)
         if mode != "read-only":
             assert "after it read untrusted content (web_search useful helpers)" in results[0]["text"]
-            assert "no user is present" in results[0]["text"] and "%agent_tainted --clear tool planted" in results[0]["text"]
+            assert (
+                "no user is present" in results[0]["text"]
+                and "%agent_tainted --clear tool planted" in results[0]["text"]
+            )
         assert "after it read untrusted content" in results[1]["text"]  # enforced read-only, still planted
     assert not marker.exists()
     # The session that wrote it is not asked to review it (its own turns already hold what
@@ -238,13 +256,19 @@ def test_a_tool_written_after_untrusted_content_asks_in_other_sessions_even_in_a
         results, _ = batch(agent, scripted_model, ("planted", {}), session="planter")
     assert results == [{"ran": True}] and marker.read_text() == "ran\n"
     # A clean session's edit keeps the taint, and does not make that session its writer.
-    results, _ = batch(agent, scripted_model, ("update_tool", {"name": "planted", "description": "Edited."}), session="editor")
+    results, _ = batch(
+        agent, scripted_model, ("update_tool", {"name": "planted", "description": "Edited."}), session="editor"
+    )
     assert results == [{"name": "planted", "version": 2}]
     results, _ = batch(agent, scripted_model, ("planted", {}), session="editor")
-    assert results[0]["is_error"] and "after it read untrusted content (web_search useful helpers)" in results[0]["text"]
+    assert (
+        results[0]["is_error"] and "after it read untrusted content (web_search useful helpers)" in results[0]["text"]
+    )
     assert marker.read_text() == "ran\n"
     with agent.agent.store.connect() as con:
-        rows = con.execute("SELECT name, version, untrusted FROM provenance WHERE kind = 'tool' ORDER BY name, version").fetchall()
+        rows = con.execute(
+            "SELECT name, version, untrusted FROM provenance WHERE kind = 'tool' ORDER BY name, version"
+        ).fetchall()
     assert rows == [("boxed", 1, True), ("planted", 1, True), ("planted", 2, True)]
 
 

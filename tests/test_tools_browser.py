@@ -98,7 +98,9 @@ def browser_profiles() -> list[str]:
     found: set[str] = set()
     for child in psutil.Process().children(recursive=True):
         try:
-            found |= {a.split("=", 1)[1] for a in child.cmdline() if a.startswith("--user-data-dir=") and PROFILE_PREFIX in a}
+            found |= {
+                a.split("=", 1)[1] for a in child.cmdline() if a.startswith("--user-data-dir=") and PROFILE_PREFIX in a
+            }
         except psutil.Error:
             continue
     return sorted(found)
@@ -121,7 +123,9 @@ def grant_writing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENT_KERNEL_GRANTS", json.dumps({"after_untrusted": ["browser_type", "browser_click"]}))
 
 
-def test_a_script_page_a_form_and_a_screenshot_then_close_leaves_nothing(shell_agent, scripted_model, site, monkeypatch):
+def test_a_script_page_a_form_and_a_screenshot_then_close_leaves_nothing(
+    shell_agent, scripted_model, site, monkeypatch
+):
     grant_writing(monkeypatch)
     config = shell_agent.agent.config
     config.tool_groups = BROWSER
@@ -142,7 +146,9 @@ def test_a_script_page_a_form_and_a_screenshot_then_close_leaves_nothing(shell_a
     )
     shell_agent.ok("look at the dashboard and send the form")
     navigated, waited, text, shot = tool_results(scripted_model.requests[1])
-    assert not any(r.get("is_error") for r in (navigated, waited, text, shot)), [result_text(r) for r in (navigated, waited, text, shot)]
+    assert not any(r.get("is_error") for r in (navigated, waited, text, shot)), [
+        result_text(r) for r in (navigated, waited, text, shot)
+    ]
     page = json.loads(result_text(navigated))
     assert page["status"] == 200 and page["url"] == site.url("/js") and "Dashboard" in page["title"]
     read = json.loads(result_text(text))
@@ -173,7 +179,10 @@ def test_without_fetch_allow_the_same_pages_are_refused(shell_agent, scripted_mo
     config.tool_groups = BROWSER
     config.fetch_allow = []
     scripted_model.add(
-        reply(tool_use("browser_navigate", {"url": site.url("/js")}), tool_use("browser_navigate", {"url": site.url("/form")})),
+        reply(
+            tool_use("browser_navigate", {"url": site.url("/js")}),
+            tool_use("browser_navigate", {"url": site.url("/form")}),
+        ),
         say("Refused."),
     )
     shell_agent.ok("look at the dashboard")
@@ -203,10 +212,14 @@ def test_a_redirect_a_sub_resource_and_a_websocket_to_another_local_address_are_
     redirected, reached, waited = tool_results(scripted_model.requests[1])
     assert redirected.get("is_error") and "127.0.0.1 is a loopback address" in result_text(redirected)
     assert not reached.get("is_error") and not waited.get("is_error"), result_text(waited)
-    refused = json.loads(result_text(reached)).get("refused_requests", []) + json.loads(result_text(waited)).get("refused_requests", [])
+    refused = json.loads(result_text(reached)).get("refused_requests", []) + json.loads(result_text(waited)).get(
+        "refused_requests", []
+    )
     # Chromium's own background requests (a Google sign-in host) may be refused here too.
     local = [r for r in refused if "127.0.0.1 is a loopback address" in r]
-    assert {f"{other}/fetch", f"{other}/img.png", f"CONNECT 127.0.0.1:{secret.port}"} <= {r.split(": ")[0].removeprefix("Refused ") for r in local}
+    assert {f"{other}/fetch", f"{other}/img.png", f"CONNECT 127.0.0.1:{secret.port}"} <= {
+        r.split(": ")[0].removeprefix("Refused ") for r in local
+    }
     assert secret.hits == []
     assert "/redirect" in site.hits[0] and any(h.startswith("/reach") for h in site.hits)
 
@@ -255,7 +268,9 @@ def test_clicking_and_typing_count_as_writing(shell_agent, scripted_model, site)
     assert not names & {"browser_click", "browser_type"}
 
 
-def test_in_ask_mode_reading_runs_and_clicks_or_a_new_host_after_a_page_need_approval(shell_agent, scripted_model, site):
+def test_in_ask_mode_reading_runs_and_clicks_or_a_new_host_after_a_page_need_approval(
+    shell_agent, scripted_model, site
+):
     config = shell_agent.agent.config
     config.tool_groups = BROWSER
     config.fetch_allow = ["127.0.0.2", "127.0.0.3"]
@@ -308,7 +323,11 @@ def test_at_exit_the_browser_closes_and_its_profile_is_deleted(tmp_path):
 def test_a_password_is_typed_only_into_a_page_on_its_host_and_never_reaches_the_model(
     shell_agent, scripted_model, site, monkeypatch
 ):
-    passwords = {"SITE_PASSWORD": "pw-4f9c2a7e1b", "OTHER_PASSWORD": "pw-other-8d2e6c", "LOOSE_PASSWORD": "pw-loose-3a7f1d"}
+    passwords = {
+        "SITE_PASSWORD": "pw-4f9c2a7e1b",
+        "OTHER_PASSWORD": "pw-other-8d2e6c",
+        "LOOSE_PASSWORD": "pw-loose-3a7f1d",
+    }
     for name, value in passwords.items():
         monkeypatch.setenv(name, value)
     grant_writing(monkeypatch)
@@ -329,8 +348,14 @@ def test_a_password_is_typed_only_into_a_page_on_its_host_and_never_reaches_the_
             tool_use("browser_type", {"selector": "#user", "text": "{secret:NOT_DECLARED}"}),
             # The bound host's page, with a frame from another host: the frame's field is refused.
             tool_use("browser_navigate", {"url": site.url(f"/framed?from={framing.url()[:-1]}")}),
-            tool_use("browser_type", {"selector": "iframe >> internal:control=enter-frame >> #password",
-                                      "text": "{secret:SITE_PASSWORD}", "submit": True}),  # fmt: skip
+            tool_use(
+                "browser_type",
+                {
+                    "selector": "iframe >> internal:control=enter-frame >> #password",
+                    "text": "{secret:SITE_PASSWORD}",
+                    "submit": True,
+                },
+            ),
         ),
         say("Logged in."),
     )
@@ -344,11 +369,15 @@ def test_a_password_is_typed_only_into_a_page_on_its_host_and_never_reaches_the_
         f"SITE_PASSWORD is bound to 127.0.0.2; it is never sent to 127.0.0.3:{framing.port}."
     )
     assert framing.received == []
-    assert not any(r.get("is_error") for r in (navigated, user, typed)), [result_text(r) for r in (navigated, user, typed)]
+    assert not any(r.get("is_error") for r in (navigated, user, typed)), [
+        result_text(r) for r in (navigated, user, typed)
+    ]
     assert other.get("is_error") and result_text(other).startswith(
         f"OTHER_PASSWORD is bound to 127.0.0.3; it is never sent to 127.0.0.2:{site.port}."
     )
-    assert loose.get("is_error") and "LOOSE_PASSWORD is bound to no host yet, and no user is present" in result_text(loose)
+    assert loose.get("is_error") and "LOOSE_PASSWORD is bound to no host yet, and no user is present" in result_text(
+        loose
+    )
     assert unknown.get("is_error") and "No declared secret 'NOT_DECLARED'" in result_text(unknown)
     assert [r["body"] for r in site.received] == ["user=ada&password=pw-4f9c2a7e1b"]
     assert not any(value in json.dumps(request) for request in scripted_model.requests for value in passwords.values())

@@ -48,7 +48,9 @@ def exchange(proxy: Proxy, raw: bytes) -> bytes:
 
 
 def test_an_allowed_page_is_forwarded_and_a_refused_one_never_sent(proxy, site, secret):
-    ok = exchange(proxy, f"GET {site.url('/page')} HTTP/1.1\r\nHost: 127.0.0.2\r\nProxy-Connection: keep-alive\r\n\r\n".encode())
+    ok = exchange(
+        proxy, f"GET {site.url('/page')} HTTP/1.1\r\nHost: 127.0.0.2\r\nProxy-Connection: keep-alive\r\n\r\n".encode()
+    )
     assert ok.startswith(b"HTTP/1.") and b" 200 " in ok.split(b"\r\n")[0] and b"Quarterly figures" in ok
     refused = exchange(proxy, f"GET {secret.url('/')} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
     assert b" 403 " in refused.split(b"\r\n")[0] and REFUSED_HEADER.encode() in refused
@@ -57,7 +59,9 @@ def test_an_allowed_page_is_forwarded_and_a_refused_one_never_sent(proxy, site, 
     assert b" 403 " in tunnel.split(b"\r\n")[0]
     assert secret.hits == [] and site.hits == ["/page"]
     first, second = proxy.take_refused()
-    assert first.startswith(f"Refused {secret.url('/')}: ") and second.startswith(f"Refused CONNECT 127.0.0.1:{secret.port}: ")
+    assert first.startswith(f"Refused {secret.url('/')}: ") and second.startswith(
+        f"Refused CONNECT 127.0.0.1:{secret.port}: "
+    )
 
 
 def test_one_request_per_connection_so_a_second_cannot_ride_on_the_first(proxy, site, secret):
@@ -79,4 +83,7 @@ def test_a_page_stops_at_its_size_cap(proxy, site):
     again = exchange(proxy, f"GET {site.url('/page')} HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n".encode())
     assert b" 403 " in again.split(b"\r\n")[0]  # nothing more for this page
     proxy.new_page()
-    assert b" 200 " in exchange(proxy, f"GET {site.url('/page')} HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n".encode()).split(b"\r\n")[0]
+    assert (
+        b" 200 "
+        in exchange(proxy, f"GET {site.url('/page')} HTTP/1.1\r\nHost: 127.0.0.2\r\n\r\n".encode()).split(b"\r\n")[0]
+    )

@@ -17,7 +17,7 @@ def run_tools(kernel, scripted_model, *calls, prompt="go"):
     execution = kernel.execute(f"%agent {prompt}")
     assert execution.status == "ok"
     results = []
-    for request in scripted_model.requests[-len(calls):]:
+    for request in scripted_model.requests[-len(calls) :]:
         block = request["messages"][-1]["content"][0]
         results.append(json.loads(block["content"]) if not block.get("is_error") else block)
     return results, execution
@@ -48,9 +48,7 @@ def test_run_code_error_is_bounded_and_plain(kernel, scripted_model):
 
 
 def test_run_code_output_is_capped(kernel, scripted_model):
-    [result], _ = run_tools(
-        kernel, scripted_model, call("run_code", code="print('x' * 50_000)\n'y' * 10_000")
-    )
+    [result], _ = run_tools(kernel, scripted_model, call("run_code", code="print('x' * 50_000)\n'y' * 10_000"))
     assert len(result["stdout"]) < 9_000 and "characters omitted" in result["stdout"]
     assert len(result["result"]) < 2_100
 
@@ -131,7 +129,9 @@ def test_extreme_and_non_finite_timeouts_are_refused_and_later_limits_still_hold
     )
     execution = kernel.ok("%agent go", timeout=60)
     results = [r["messages"][-1]["content"][0] for r in scripted_model.requests[1:]]
-    for refused, why in zip(results[:4], ["less than or equal to 3600", "finite number", "finite number", "greater than 0"]):
+    for refused, why in zip(
+        results[:4], ["less than or equal to 3600", "finite number", "finite number", "greater than 0"]
+    ):
         assert refused["is_error"] and "timeout_s" in refused["content"] and why in refused["content"]
     assert kernel.value("ran_long_limit") is True
     looped = json.loads(results[5]["content"])
@@ -353,9 +353,7 @@ def test_credential_shaped_literals_run_as_sent_and_stay_redacted_for_the_model_
 
 
 @needs_widget_replies
-def test_the_approval_card_shows_the_code_redacted_says_so_and_the_approved_code_runs_as_sent(
-    kernel, scripted_model
-):
+def test_the_approval_card_shows_the_code_redacted_says_so_and_the_approved_code_runs_as_sent(kernel, scripted_model):
     scripted_model.add(call("run_code", code=LITERALS_CODE), say("done"))
     front = FrontEnd(kernel)
     front.answer["ChoiceCard"] = lambda f, card: f.custom(card, type="choice", choice="run")

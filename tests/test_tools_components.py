@@ -18,8 +18,13 @@ GROUPS = ["code", "data", "ui", "user"]
 HTML = "<button id=go>Count</button><p id=out></p>"
 JS = "document.getElementById('go').onclick = () => ak.call('list_ui_components', {});"
 COUNTER = {
-    "name": "counter", "description": "Counts clicks.", "html": HTML, "js": JS,
-    "state": {"clicks": 0, "label": "none"}, "messages": ["finished"], "tools": ["list_ui_components", "run_code"],
+    "name": "counter",
+    "description": "Counts clicks.",
+    "html": HTML,
+    "js": JS,
+    "state": {"clicks": 0, "label": "none"},
+    "messages": ["finished"],
+    "tools": ["list_ui_components", "run_code"],
 }
 
 
@@ -44,7 +49,9 @@ def test_create_update_read_an_old_version_list_and_delete(agent, scripted_model
     first, second = results[2], results[3]
     assert first["version"] == 1 and first["html"] == HTML and first["js"] == JS and first["messages"] == ["finished"]
     assert first["state"] == {"clicks": 0, "label": "none"}
-    assert second["version"] == 2 and second["html"] == "<p>second</p>" and second["js"] == JS and second["messages"] == []
+    assert (
+        second["version"] == 2 and second["html"] == "<p>second</p>" and second["js"] == JS and second["messages"] == []
+    )
     assert results[4] == {"components": [{
         "name": "counter", "description": "Counts clicks.", "version": 2, "messages": [],
         "tools": ["list_ui_components", "run_code"],

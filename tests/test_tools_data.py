@@ -14,7 +14,17 @@ from agent_kernel.authority import person
 from agent_kernel.store import Store
 from agent_kernel.testing import say
 
-from .calls import HOSTILE, after_hostile_page, as_instruction, batch, decoded, only_as_data, restarted, sql, system_text
+from .calls import (
+    HOSTILE,
+    after_hostile_page,
+    as_instruction,
+    batch,
+    decoded,
+    only_as_data,
+    restarted,
+    sql,
+    system_text,
+)
 from .capabilities import needs_sql_guard
 from .test_kernel_interrupts import interrupt, stopped_turn
 
@@ -66,7 +76,10 @@ def test_rows_are_capped_and_say_so(shell_agent, scripted_model):
         scripted_model,
         sql("SELECT range AS n FROM range(5000)"),
         sql("SELECT repeat('x', 900) AS wide FROM range(1000)"),
-        sql("SELECT ?::INTEGER * 2 AS doubled, DATE '2025-12-08' AS day, 1.5::DECIMAL(4,2) AS d, NULL AS nothing", params=[21]),
+        sql(
+            "SELECT ?::INTEGER * 2 AS doubled, DATE '2025-12-08' AS day, 1.5::DECIMAL(4,2) AS d, NULL AS nothing",
+            params=[21],
+        ),
     )
     many, wide, typed = results
     assert many["row_count"] == 1000 and len(many["rows"]) == 1000 and many["truncated"] is True
@@ -128,7 +141,9 @@ def test_kernel_dataframes_by_name_into_and_persisted(kernel, scripted_model, tm
         scripted_model,
         sql("SELECT region, sum(revenue) AS total FROM sales GROUP BY region ORDER BY region"),
         sql("SELECT * FROM sales WHERE revenue % 2 = 0", into="even"),
-        sql("CREATE TABLE ai_sales AS SELECT * FROM sales; COMMENT ON TABLE ai_sales IS 'Sales by region, copied from the sales DataFrame.'"),
+        sql(
+            "CREATE TABLE ai_sales AS SELECT * FROM sales; COMMENT ON TABLE ai_sales IS 'Sales by region, copied from the sales DataFrame.'"
+        ),
         ("db_schema", {}),
     )
     totals, into, persisted, schema = results
@@ -283,9 +298,13 @@ def test_into_names_are_checked(shell_agent, scripted_model):
     for name, result, says in zip(names, results, ["dunder", "builtin", "module numpy", "dunder"]):
         assert result.get("is_error") and says in result["text"], (name, result)
     assert not execution.errors
-    assert shell_agent.value("(type(np).__name__, print is __builtins__.print if isinstance(__builtins__, type(np)) else print is __builtins__['print'])") == ("module", True)
+    assert shell_agent.value(
+        "(type(np).__name__, print is __builtins__.print if isinstance(__builtins__, type(np)) else print is __builtins__['print'])"
+    ) == ("module", True)
     shell_agent.agent.config.overwrite_protected_names = True
-    results, _ = batch(shell_agent, scripted_model, sql("SELECT 1 AS one", into="np"), sql("SELECT 1 AS one", into="__builtins__"))
+    results, _ = batch(
+        shell_agent, scripted_model, sql("SELECT 1 AS one", into="np"), sql("SELECT 1 AS one", into="__builtins__")
+    )
     assert results[0]["into"] == {"variable": "np", "shape": [1, 1]}
     assert results[1].get("is_error") and "dunder" in results[1]["text"]
     assert shell_agent.value("type(np).__name__") == "DataFrame"
@@ -308,6 +327,7 @@ def test_interrupting_a_long_query_stops_it(kernel, scripted_model, statement):
     kernel.ok("%config AgentKernel.sql_timeout_s = 120")
     kernel.ok(PAIRS)
     scripted_model.add(_one_call(sql(statement))[0])  # no answer after it
+
     def running(message):
         return "db_sql" in str(message["content"].get("data", {}).get("text/plain", ""))
 
@@ -413,7 +433,9 @@ def test_table_comments_written_after_web_content_are_data_in_the_prompt_and_db_
     assert as_instruction(text, "- ai_costs (") and as_instruction(text, "Monthly costs in euros.")
 
     with shell_agent.agent.store.connect() as con:
-        assert provenance.clear(con, "table_comment", "ai_sales", by=person("cli", "reviewed")) == 2  # the table's and the column's
+        assert (
+            provenance.clear(con, "table_comment", "ai_sales", by=person("cli", "reviewed")) == 2
+        )  # the table's and the column's
     scripted_model.add(say("ok"))
     shell_agent.ok("hi", session="clean")
     text = system_text(scripted_model.requests[-1])

@@ -21,6 +21,7 @@ from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch
 
 from .websites import SECRET_BODY, Server, Site
 
+
 @pytest.fixture(scope="module")
 def secret() -> Iterator[Server]:
     server = Server("127.0.0.1")
@@ -66,11 +67,31 @@ def resolver(*answers: list[str]):
 # -- refused addresses, in every spelling ------------------------------------------------------
 
 LOOPBACK_SPELLINGS = [
-    "127.0.0.1", "127.1", "127.0.1", "2130706433", "0x7f000001", "0x7F.0.0.1", "017700000001",
-    "0177.0.0.1", "0177.0.0.01", "127.000.000.001", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]",
-    "[0:0:0:0:0:ffff:7f00:1]", "[::ffff:0:7f00:1]", "[::127.0.0.1]", "[2002:7f00:1::]",
-    "[64:ff9b::7f00:1]", "[2001:0:4136:e378:8000:63bf:80ff:fffe]", "[::1]", "0", "0.0.0.0", "[::]",
-    "localhost", "LOCALHOST", "localhost.",
+    "127.0.0.1",
+    "127.1",
+    "127.0.1",
+    "2130706433",
+    "0x7f000001",
+    "0x7F.0.0.1",
+    "017700000001",
+    "0177.0.0.1",
+    "0177.0.0.01",
+    "127.000.000.001",
+    "[::ffff:127.0.0.1]",
+    "[::ffff:7f00:1]",
+    "[0:0:0:0:0:ffff:7f00:1]",
+    "[::ffff:0:7f00:1]",
+    "[::127.0.0.1]",
+    "[2002:7f00:1::]",
+    "[64:ff9b::7f00:1]",
+    "[2001:0:4136:e378:8000:63bf:80ff:fffe]",
+    "[::1]",
+    "0",
+    "0.0.0.0",
+    "[::]",
+    "localhost",
+    "LOCALHOST",
+    "localhost.",
 ]
 
 
@@ -197,9 +218,7 @@ def test_https_keeps_the_host_name_for_tls() -> None:
         "http://user@127.0.0.2:{site}/page",
     ],
 )
-def test_a_redirect_from_the_allowed_host_to_a_refused_address_is_refused(
-    to: str, site: Site, secret: Server
-) -> None:
+def test_a_redirect_from_the_allowed_host_to_a_refused_address_is_refused(to: str, site: Site, secret: Server) -> None:
     target = to.format(port=secret.port, site=site.port)
     for status in ("301", "302", "307"):
         url = site.url(f"/redirect?status={status}&to={target}")
@@ -243,9 +262,7 @@ def headers_seen(got) -> dict[str, str]:
 
 
 def test_no_header_the_caller_set_crosses_to_another_port(site: Site, other_origin: Site) -> None:
-    got = run(
-        site.url(f"/redirect?to={other_origin.url('/headers')}"), headers=MODEL_HEADERS, allow=["127.0.0.2"]
-    )
+    got = run(site.url(f"/redirect?to={other_origin.url('/headers')}"), headers=MODEL_HEADERS, allow=["127.0.0.2"])
     assert got.status == 200 and got.hops[-1] == other_origin.url("/headers")
     seen = headers_seen(got)
     assert none_of_the_callers(seen)
@@ -256,8 +273,10 @@ def test_no_header_the_caller_set_crosses_to_another_port(site: Site, other_orig
 def test_no_header_the_caller_set_crosses_to_another_host_on_the_same_port(site: Site) -> None:
     elsewhere = f"http://intranet.example:{site.port}/headers"
     got = run(
-        site.url(f"/redirect?to={elsewhere}"), headers=MODEL_HEADERS,
-        allow=["127.0.0.2", "intranet.example"], resolve=resolver(["127.0.0.2"]),
+        site.url(f"/redirect?to={elsewhere}"),
+        headers=MODEL_HEADERS,
+        allow=["127.0.0.2", "intranet.example"],
+        resolve=resolver(["127.0.0.2"]),
     )
     seen = headers_seen(got)
     assert seen["host"] == f"intranet.example:{site.port}"
@@ -283,8 +302,10 @@ def test_headers_are_dropped_when_the_scheme_changes() -> None:
         return httpx.Response(200, content=b"ok")
 
     run(
-        "https://api.example/", headers=MODEL_HEADERS,
-        resolve=resolver(["93.184.216.34"]), transport=httpx.MockTransport(answer),
+        "https://api.example/",
+        headers=MODEL_HEADERS,
+        resolve=resolver(["93.184.216.34"]),
+        transport=httpx.MockTransport(answer),
     )
     assert seen[0].headers["x-api-key"] == MODEL_HEADERS["X-Api-Key"]
     assert none_of_the_callers(seen[1].headers)
@@ -329,7 +350,9 @@ def test_every_method_and_a_bounded_body(site: Site) -> None:
     for method in ("POST", "PUT", "PATCH", "DELETE"):
         got = run(site.url("/json"), method=method, allow=["127.0.0.2"], body=b'{"n": 1}')
         assert got.status == 200
-    assert [(r["method"], r["body"]) for r in site.received[-4:]] == [(m, '{"n": 1}') for m in ("POST", "PUT", "PATCH", "DELETE")]
+    assert [(r["method"], r["body"]) for r in site.received[-4:]] == [
+        (m, '{"n": 1}') for m in ("POST", "PUT", "PATCH", "DELETE")
+    ]
 
 
 def test_a_body_follows_a_redirect_only_to_the_same_origin(site: Site, other_origin: Site) -> None:

@@ -61,7 +61,9 @@ def test_a_figure_and_an_altair_chart_reach_the_model_as_images(kernel, scripted
     assert hashlib.sha256(figure).hexdigest() in {hashlib.sha256(d).hexdigest() for d in displayed}
     pixels = Image.open(io.BytesIO(figure)).convert("RGB")
     assert 400 <= pixels.size[0] <= 600 and 250 <= pixels.size[1] <= 400  # inline figures are cropped to their content
-    reds = sum(1 for x in range(pixels.width) for y in range(0, pixels.height, 4) if pixels.getpixel((x, y)) == (255, 0, 0))
+    reds = sum(
+        1 for x in range(pixels.width) for y in range(0, pixels.height, 4) if pixels.getpixel((x, y)) == (255, 0, 0)
+    )
     assert reds > 50  # the red line the cell drew
     chart = Image.open(io.BytesIO(_decoded(images[1])))
     assert chart.size[0] > 50 and chart.size[1] > 50

@@ -361,8 +361,10 @@ def test_outputs_from_an_earlier_kernel_and_marked_or_shared_cells_are_untrusted
         '<untrusted_content source="notebook cell planted, written by an agent turn after untrusted content '
         '(fetch_url http://127.0.0.1/x)">\nsend(os.environ)' in read
     )
-    assert "<untrusted_content source=\"notebook cell odd, written by an agent turn after untrusted content " \
-        "(a malformed agent_kernel mark)\">\nx = 1" in read
+    assert (
+        '<untrusted_content source="notebook cell odd, written by an agent turn after untrusted content '
+        '(a malformed agent_kernel mark)">\nx = 1' in read
+    )
     sources = _session_sources(agent_db, "marks")
     assert any(s.startswith("notebook cell old outputs (not run") for s in sources)
     assert any(s.startswith("notebook cell planted, written by") for s in sources)
@@ -375,7 +377,11 @@ def test_outputs_from_an_earlier_kernel_and_marked_or_shared_cells_are_untrusted
 
     def with_people(message: dict[str, Any], _kernel: Any = None) -> None:
         content = message["content"]
-        if message["msg_type"] == "comm_msg" and content.get("comm_id") == front.comm_id and content["data"].get("type") == "read":
+        if (
+            message["msg_type"] == "comm_msg"
+            and content.get("comm_id") == front.comm_id
+            and content["data"].get("type") == "read"
+        ):
             front.received.append(content["data"])
             front.send({"type": "cells", "id": content["data"]["id"], "cells": front.cells, "collaborators": 1})
             return
@@ -385,7 +391,9 @@ def test_outputs_from_an_earlier_kernel_and_marked_or_shared_cells_are_untrusted
     kernel.ok("%agent --session shared read it", on_message=with_people)
     read = text_of(result(scripted_model.requests[-1]))
     assert "1 other person has this notebook open" in read
-    assert '<untrusted_content source="notebook cell theirs of sales.ipynb, possibly written by another person">' in read
+    assert (
+        '<untrusted_content source="notebook cell theirs of sales.ipynb, possibly written by another person">' in read
+    )
     assert _session_sources(agent_db, "shared") == ["notebook sales.ipynb: cells other people may have written"]
 
 
@@ -398,7 +406,12 @@ def test_a_large_notebook_is_read_in_capped_parts(kernel, scripted_model):
         for i in range(12)
     ]  # fmt: skip
     front.open(HELLO)
-    scripted_model.add(call("read_notebook"), call("read_notebook", from_cell="c5"), call("read_notebook", from_cell="nope"), say("Read."))
+    scripted_model.add(
+        call("read_notebook"),
+        call("read_notebook", from_cell="c5"),
+        call("read_notebook", from_cell="nope"),
+        say("Read."),
+    )
     kernel.ok("%agent read it all", on_message=front.hook)
     first, second, bad = (text_of(result(r)) for r in scripted_model.requests[1:4])
     assert len(first) <= RESULT_CHARS + 200 and "read_notebook(from_cell='c" in first
@@ -415,7 +428,9 @@ def test_cells_inserted_after_untrusted_content_carry_the_mark(kernel, scripted_
     kernel.ok("%config AgentKernel.tool_groups = ['code', 'web']")
     scripted_model.add(
         call("insert_cell", source="clean = 1"),
-        after_hostile_page(("insert_cell", {"source": "steered = 1"}), ("replace_cell", {"cell": "plot", "source": "x = 2"})),
+        after_hostile_page(
+            ("insert_cell", {"source": "steered = 1"}), ("replace_cell", {"cell": "plot", "source": "x = 2"})
+        ),
         say("Done."),
     )
     kernel.ok("%agent --session web add cells", on_message=front.hook)

@@ -31,7 +31,10 @@ def test_llm_generate_with_a_schema_returns_parsed_and_counts_usage(llm_agent, s
     cell = llm_agent.ok("classify it")
     side = scripted_model.requests[1]
     assert side["model"] == "claude-opus-5-5" and side["max_tokens"] == 50  # AgentKernel.large_model
-    assert side["output_config"]["format"] == {"type": "json_schema", "schema": {**LABEL, "additionalProperties": False}}
+    assert side["output_config"]["format"] == {
+        "type": "json_schema",
+        "schema": {**LABEL, "additionalProperties": False},
+    }
     assert side["messages"] == [{"role": "user", "content": "Classify: WIN NOW"}] and "tools" not in side
     (result,) = tool_results(scripted_model.requests[2])
     assert not result.get("is_error")
@@ -39,7 +42,9 @@ def test_llm_generate_with_a_schema_returns_parsed_and_counts_usage(llm_agent, s
     assert value["parsed"] == {"label": "spam"} and value["text"] == '{"label": "spam"}'
     assert value["usage"]["input_tokens"] > 0 and value["usage"]["output_tokens"] > 0
     with llm_agent.agent.store.connect() as con:
-        rows = con.execute("SELECT input_tokens + cache_read_tokens + cache_write_tokens + output_tokens FROM model_calls").fetchall()
+        rows = con.execute(
+            "SELECT input_tokens + cache_read_tokens + cache_write_tokens + output_tokens FROM model_calls"
+        ).fetchall()
     assert len(rows) == 3  # two turn calls and the side call, stored
     assert cell.result.tokens == sum(r[0] for r in rows) and cell.result.model_calls == 2
 
@@ -53,7 +58,9 @@ def test_a_reply_not_matching_the_schema_is_an_error_with_the_validation_message
     llm_agent.ok("classify it")
     (result,) = tool_results(scripted_model.requests[2])
     assert result["is_error"] is True
-    assert result["content"].startswith("llm_generate: The reply does not match the schema: label must be one of ['spam', 'ham']")
+    assert result["content"].startswith(
+        "llm_generate: The reply does not match the schema: label must be one of ['spam', 'ham']"
+    )
     assert '{"label": "maybe"}' in result["content"]  # what came back, for the model to act on
     with llm_agent.agent.store.connect() as con:
         assert con.execute("SELECT count(*) FROM model_calls").fetchone()[0] == 3  # billed all the same
@@ -94,7 +101,10 @@ def test_llm_is_a_default_group_found_by_tool_search(shell_agent, scripted_model
         ({"prompt": "x", "max_tokens": 64_001}, "max_tokens: Input should be less than or equal to 64000"),
         ({"prompt": "x", "temperature": 1.5}, "temperature: Input should be less than or equal to 1"),
         ({"prompt": "x", "intelligence": "genius"}, "intelligence: Input should be 'low', 'medium' or 'high'"),
-        ({"prompt": "x", "schema": {"type": "object", "description": "d" * 20_000}}, "schema is over 20,000 characters"),
+        (
+            {"prompt": "x", "schema": {"type": "object", "description": "d" * 20_000}},
+            "schema is over 20,000 characters",
+        ),
         ({"prompt": "x", "schema": {"type": "object", "required": "label"}}, "schema is not a valid JSON Schema"),
         ({"prompt": "x", "schema": {"minimum": 3}}, "schema cannot be used for structured output"),
     ],

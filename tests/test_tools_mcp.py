@@ -46,7 +46,7 @@ def unwrapped(text: str, tool: str) -> str:
     opening = f'<untrusted_content source="mcp {tool}">\n'
     start = text.index(opening)
     assert text.endswith("\n</untrusted_content>") and envelope_tags(text[start:]) == ["open", "close"], text
-    return text[start + len(opening):-len("\n</untrusted_content>")]
+    return text[start + len(opening) : -len("\n</untrusted_content>")]
 
 
 def results(scripted_model, *tools):
@@ -80,7 +80,8 @@ def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_mod
     # content), auto asks before each call; the person allowed these in advance.
     standing_grants(monkeypatch, tools=("notes__read_note", "notes__write_note"))
     batch(
-        agent, scripted_model,
+        agent,
+        scripted_model,
         ("notes__write_note", {"name": "todo", "text": "buy milk"}),
         ("notes__read_note", {"name": "todo"}),
         ("notes__read_note", {"name": "missing"}),
@@ -102,13 +103,12 @@ def test_a_stdio_server_s_tools_are_offered_and_called(notes_agent, scripted_mod
     assert agent.agent._mcp.tools()[0] is process_tools[0]
 
 
-def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_server_do_not(
-    notes_agent, scripted_model
-):
+def test_writing_mcp_tools_wait_for_approval_and_read_only_ones_of_a_trusted_server_do_not(notes_agent, scripted_model):
     agent, folder = notes_agent
     agent.agent.config.mcp_servers = notes_server(folder, trusted=True)
     batch(
-        agent, scripted_model,
+        agent,
+        scripted_model,
         ("notes__write_note", {"name": "x", "text": "y"}),
         ("notes__read_note", {"name": "x"}),
         approve="ask",
@@ -135,7 +135,9 @@ def wait_for_port(port: int, process: subprocess.Popen, seconds: float = 60.0) -
     raise AssertionError(f"the MCP server did not listen on {port} within {seconds:g} s")
 
 
-def test_a_streamable_http_server_gets_the_configured_headers_and_answers(shell_agent, scripted_model, tmp_path, monkeypatch):
+def test_a_streamable_http_server_gets_the_configured_headers_and_answers(
+    shell_agent, scripted_model, tmp_path, monkeypatch
+):
     # An untrusted server's tools all count as writing: after its first result (untrusted
     # content), auto asks before each call; the person allowed these in advance.
     standing_grants(monkeypatch, tools=("web__write_note",))
@@ -176,7 +178,9 @@ def test_a_server_that_dies_mid_call_gives_is_error_and_restarts_next_turn(notes
 
 
 def test_a_server_that_exits_at_once_gives_one_line_and_a_note_to_the_model(shell_agent, scripted_model):
-    shell_agent.agent.config.mcp_servers = {"broken": {"command": sys.executable, "args": ["-c", "raise SystemExit(1)"]}}
+    shell_agent.agent.config.mcp_servers = {
+        "broken": {"command": sys.executable, "args": ["-c", "raise SystemExit(1)"]}
+    }
     shell_agent.agent.config.mcp_timeout = 60.0
     scripted_model.add(say("fine"))
     started = time.monotonic()
@@ -246,8 +250,12 @@ def test_results_and_errors_reach_the_model_wrapped_redacted_and_unable_to_close
     agent.agent.secrets.set("MCP_NOTE_TOKEN", "mcp-note-secret-4c1d9e")
     (folder / "creds.txt").write_text("token=mcp-note-secret-4c1d9e")
     batch(
-        agent, scripted_model,
-        ("notes__forecast", {}), ("notes__refuse", {}), ("notes__read_note", {"name": "creds"}), ("notes__chart", {}),
+        agent,
+        scripted_model,
+        ("notes__forecast", {}),
+        ("notes__refuse", {}),
+        ("notes__read_note", {"name": "creds"}),
+        ("notes__chart", {}),
     )
     (forecast, ok), (refusal, failed), (creds, _), (chart, _) = results(
         scripted_model, "notes__forecast", "notes__refuse", "notes__read_note", "notes__chart"
@@ -344,7 +352,7 @@ def test_an_untrusted_server_s_tool_description_and_parameters_reach_the_model_w
     opening = '<untrusted_content source="MCP server notes">\n'
     assert description.startswith(opening) and description.endswith("\n</untrusted_content>")
     assert envelope_tags(description) == ["open", "close"], description  # its own tag neutralised
-    inside = description[len(opening):-len("\n</untrusted_content>")]
+    inside = description[len(opening) : -len("\n</untrusted_content>")]
     assert inside.startswith(NOTICE.replace("</untrusted_content>", "[/untrusted_content]"))
     assert "TAIL-PAST-THE-CAP" not in inside and len(inside) < DESCRIPTION_CHARS + PARAMETERS_CHARS + 200
     # What the parameters say is the server's words too: inside the envelope, never beside it.

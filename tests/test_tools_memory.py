@@ -64,10 +64,37 @@ def test_summaries_use_canonical_period_keys(shell_agent, scripted_model):
     results, _ = batch(
         shell_agent,
         scripted_model,
-        ("memory", {"action": "store", "store": "summaries", "summary_type": "weekly-summary", "period_key": "2025-12-10", "content": "Cleaned the sales data."}),
-        ("memory", {"action": "store", "store": "summaries", "summary_type": "weekly-summary", "period_key": "2025-w50", "content": "Cleaned and charted the sales data."}),
+        (
+            "memory",
+            {
+                "action": "store",
+                "store": "summaries",
+                "summary_type": "weekly-summary",
+                "period_key": "2025-12-10",
+                "content": "Cleaned the sales data.",
+            },
+        ),
+        (
+            "memory",
+            {
+                "action": "store",
+                "store": "summaries",
+                "summary_type": "weekly-summary",
+                "period_key": "2025-w50",
+                "content": "Cleaned and charted the sales data.",
+            },
+        ),
         ("memory", {"action": "store", "summary_type": "conversation-summary", "content": "Talked about sales."}),
-        ("memory", {"action": "store", "store": "summaries", "summary_type": "monthly-summary", "period_key": "December", "content": "x"}),
+        (
+            "memory",
+            {
+                "action": "store",
+                "store": "summaries",
+                "summary_type": "monthly-summary",
+                "period_key": "December",
+                "content": "x",
+            },
+        ),
         ("memory", {"action": "list", "store_filter": "summaries", "period_key_prefix": "2025-W"}),
     )
     first, second, conversation, wrong, listed = results
@@ -155,7 +182,10 @@ def test_oversize_memories_and_instructions_are_refused(shell_agent, scripted_mo
     assert "over their cap of 20,000" in overflow["text"]
     assert current == {"prompt": "i" * 15_000, "version": 1}
     # Only the prompt that fits reaches the system prompt of the next request.
-    assert "i" * 15_000 in scripted_model.requests[-1]["system"][0]["text"] and "j" * 100 not in scripted_model.requests[-1]["system"][0]["text"]
+    assert (
+        "i" * 15_000 in scripted_model.requests[-1]["system"][0]["text"]
+        and "j" * 100 not in scripted_model.requests[-1]["system"][0]["text"]
+    )
 
 
 # -- kept after untrusted content -----------------------------------------------------------
@@ -220,7 +250,9 @@ def test_a_memory_kept_after_web_content_reaches_later_turns_only_as_data(shell_
     assert as_instruction(text, PLANTED) and "<untrusted_content source=" in text  # the other one still is data
 
 
-def test_stored_instructions_edited_after_web_content_stay_data_through_edits_and_rollbacks(shell_agent, scripted_model):
+def test_stored_instructions_edited_after_web_content_stay_data_through_edits_and_rollbacks(
+    shell_agent, scripted_model
+):
     from agent_kernel.store import provenance
     from agent_kernel.store.prompts import SystemPrompts
 

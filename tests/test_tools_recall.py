@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent_kernel.turn.summaries import is_session_summary_request
 from agent_kernel.store import Store
+from agent_kernel.turn.summaries import is_session_summary_request
 
 from .calls import batch
 from .past_sessions import past_session
@@ -14,9 +14,7 @@ def first_text(request: dict) -> str:
     return request["messages"][-1]["content"][0]["text"]
 
 
-def test_a_fact_from_a_session_held_a_day_earlier_is_found_listed_and_summarised(
-    shell_agent, scripted_model, agent_db
-):
+def test_a_fact_from_a_session_held_a_day_earlier_is_found_listed_and_summarised(shell_agent, scripted_model, agent_db):
     # Another kernel's session, a day old, never summarised (its kernel went away).
     past_id = past_session(
         Store(agent_db),
@@ -38,7 +36,10 @@ def test_a_fact_from_a_session_held_a_day_earlier_is_found_listed_and_summarised
     # The session was summarised by the small model before the turn's first request ...
     summary_requests = [r for r in scripted_model.summary_requests if is_session_summary_request(r)]
     assert len(summary_requests) == 1 and summary_requests[0]["model"] == "claude-haiku-4-5"
-    assert "The churn threshold for the retention model is 0.37" in summary_requests[0]["messages"][0]["content"][0]["text"]
+    assert (
+        "The churn threshold for the retention model is 0.37"
+        in summary_requests[0]["messages"][0]["content"][0]["text"]
+    )
     # ... and the first request carries that summary in its turn context.
     first = next(r for r in scripted_model.requests if not is_session_summary_request(r))
     context = first_text(first)
@@ -90,7 +91,9 @@ def test_bad_inputs_are_errors_the_model_can_act_on(shell_agent, scripted_model)
 
 def test_to_as_a_date_includes_that_whole_day_and_notebook_narrows(shell_agent, scripted_model, agent_db):
     store = Store(agent_db)
-    past_session(store, "two-days", [("quarterly revenue by region", "EMEA leads.")], notebook="a/rev.ipynb", hours_ago=48)
+    past_session(
+        store, "two-days", [("quarterly revenue by region", "EMEA leads.")], notebook="a/rev.ipynb", hours_ago=48
+    )
     past_session(store, "today", [("quarterly revenue again", "APAC caught up.")], notebook="b/rev2.ipynb", hours_ago=1)
     with store.connect() as con:
         day = con.execute("SELECT CAST(min(created_at) AS DATE) FROM messages").fetchone()[0]

@@ -98,10 +98,17 @@ def test_definitions_load_the_core_tools_and_defer_the_rest_behind_tool_search()
     ]  # fmt: skip
     # A tool an earlier search found and the turn no longer offers is still there, saying so.
     gone = definitions(registry.offered(["code"]), settings, model="claude-sonnet-5-5", absent=["old_tool"])
-    assert gone[-2] == {"name": "old_tool", "description": NOT_OFFERED, "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}
+    assert gone[-2] == {
+        "name": "old_tool",
+        "description": NOT_OFFERED,
+        "input_schema": {"type": "object", "properties": {}},
+        "defer_loading": True,
+    }
     assert gone[-1]["name"] == "tool_search_tool_bm25"
     # Without tool search (the setting, or a model that has none): every definition loaded.
     for model, search in (("claude-opus-4-1", True), ("claude-sonnet-5-5", False)):
         settings.tool_search = search
         sent = definitions(offered, settings, model=model)
-        assert "tool_search_tool_bm25" not in [t["name"] for t in sent] and not any(t.get("defer_loading") for t in sent)
+        assert "tool_search_tool_bm25" not in [t["name"] for t in sent] and not any(
+            t.get("defer_loading") for t in sent
+        )

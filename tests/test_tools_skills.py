@@ -42,8 +42,15 @@ def test_skills_are_listed_by_name_and_description_and_read_whole(shell_agent, s
     results, _ = batch(
         agent,
         scripted_model,
-        ("create_skill", {"name": "csv-cleaning", "description": "How to clean messy CSV exports",
-                          "content": "# Steps\nStrip BOMs first; SECRET-STEP-42.", "tags": ["csv"]}),
+        (
+            "create_skill",
+            {
+                "name": "csv-cleaning",
+                "description": "How to clean messy CSV exports",
+                "content": "# Steps\nStrip BOMs first; SECRET-STEP-42.",
+                "tags": ["csv"],
+            },
+        ),
         ("create_skill", {"name": "csv-cleaning", "description": "again", "content": "x"}),
         ("create_skill", {"name": "Bad Name", "description": "d", "content": "x"}),
         ("read_skill", {"name": "pdf-forms"}),
@@ -54,7 +61,9 @@ def test_skills_are_listed_by_name_and_description_and_read_whole(shell_agent, s
     assert results[0] == {"name": "csv-cleaning", "version": 1}
     assert results[1]["is_error"] and "update_skill" in results[1]["text"]
     assert results[2]["is_error"] and "Invalid skill name" in results[2]["text"]
-    assert results[3]["content"].startswith("# PDF forms") and "Fill in PDF forms with pypdf." in results[3]["description"]
+    assert (
+        results[3]["content"].startswith("# PDF forms") and "Fill in PDF forms with pypdf." in results[3]["description"]
+    )
     listed = {s["name"]: s for s in results[4]["skills"]}
     assert set(listed) == {"csv-cleaning", "pdf-forms"}
     assert listed["csv-cleaning"]["source"] == "stored" and listed["csv-cleaning"]["tags"] == ["csv"]
@@ -70,14 +79,19 @@ def test_skills_are_listed_by_name_and_description_and_read_whole(shell_agent, s
 
 def test_the_prompt_stays_byte_identical_until_a_skill_changes(shell_agent, scripted_model):
     agent = with_skills(shell_agent)
-    batch(agent, scripted_model, ("create_skill", {"name": "sql-style", "description": "House SQL style", "content": "Use CTEs."}))
+    batch(
+        agent,
+        scripted_model,
+        ("create_skill", {"name": "sql-style", "description": "House SQL style", "content": "Use CTEs."}),
+    )
     scripted_model.add(say("one"))
     agent.ok("hello")
     scripted_model.add(say("two"))
     agent.ok("again")
     assert system_text(scripted_model.requests[-1]) == system_text(scripted_model.requests[-2])
     results, _ = batch(
-        agent, scripted_model,
+        agent,
+        scripted_model,
         ("update_skill", {"name": "sql-style", "description": "House SQL style, v2"}),
         ("disable_skill", {"name": "sql-style"}),
         ("read_skill", {"name": "sql-style"}),
@@ -86,7 +100,9 @@ def test_the_prompt_stays_byte_identical_until_a_skill_changes(shell_agent, scri
     assert results[1] == {"name": "sql-style", "enabled": False}
     assert results[2]["description"] == "House SQL style, v2" and results[2]["content"] == "Use CTEs."
     assert "sql-style" not in system_text(scripted_model.requests[-1])  # disabled: not listed
-    results, _ = batch(agent, scripted_model, ("enable_skill", {"name": "sql-style"}), ("delete_skill", {"name": "sql-style"}))
+    results, _ = batch(
+        agent, scripted_model, ("enable_skill", {"name": "sql-style"}), ("delete_skill", {"name": "sql-style"})
+    )
     assert results == [{"name": "sql-style", "enabled": True}, {"deleted": True}]
 
 

@@ -150,17 +150,27 @@ def test_depth_four_is_refused(shell_agent, scripted_model):
     llm_agent(shell_agent)
     plan: dict[str, list[Step]] = {}
     for level in (1, 2, 3):
-        plan[f"LEVEL-{level} "] = [call("spawn_session", task=f"LEVEL-{level + 1} go deeper"), wait_or_report, report_wait]
+        plan[f"LEVEL-{level} "] = [
+            call("spawn_session", task=f"LEVEL-{level + 1} go deeper"),
+            wait_or_report,
+            report_wait,
+        ]
     plan["go deep"] = [call("spawn_session", task="LEVEL-1 go deeper"), wait_for_spawned, say("deep done")]
     scripted_model.responder = route(plan)
     shell_agent.ok("go deep")
     level3 = next(r for r in scripted_model.requests if "LEVEL-3 " in opening(r) and len(r["messages"]) == 3)
     refusal = results_of(level3)[0]
     assert refusal["is_error"] is True
-    assert "at depth 3" in refusal["content"] and "at most 3 deep (AgentKernel.subsession_max_depth)" in refusal["content"]
+    assert (
+        "at depth 3" in refusal["content"] and "at most 3 deep (AgentKernel.subsession_max_depth)" in refusal["content"]
+    )
     with shell_agent.agent.store.connect() as con:
         chain = con.execute("SELECT task, state FROM sessions WHERE task LIKE 'LEVEL-%' ORDER BY task").fetchall()
-    assert chain == [("LEVEL-1 go deeper", "completed"), ("LEVEL-2 go deeper", "completed"), ("LEVEL-3 go deeper", "completed")]
+    assert chain == [
+        ("LEVEL-1 go deeper", "completed"),
+        ("LEVEL-2 go deeper", "completed"),
+        ("LEVEL-3 go deeper", "completed"),
+    ]
 
 
 def test_an_eleventh_concurrent_child_is_refused(shell_agent, scripted_model):
@@ -176,7 +186,9 @@ def test_an_eleventh_concurrent_child_is_refused(shell_agent, scripted_model):
         }
     )
     shell_agent.ok("go wide")
-    spawn_results = results_of(next(r for r in scripted_model.requests if "go wide" in opening(r) and len(r["messages"]) == 3))
+    spawn_results = results_of(
+        next(r for r in scripted_model.requests if "go wide" in opening(r) and len(r["messages"]) == 3)
+    )
     assert [r.get("is_error", False) for r in spawn_results] == [False] * 10 + [True]
     assert "10 sub-sessions of this session are still running" in spawn_results[10]["content"]
     assert "AgentKernel.subsession_max_children" in spawn_results[10]["content"]
@@ -227,7 +239,8 @@ def test_isolated_runs_of_children_run_side_by_side(shell_agent, scripted_model)
     llm_agent(shell_agent)
     step = "import time; time.sleep(1.0)"
     plan: dict[str, list[Step]] = {
-        f"ISO-{n}": [call("run_code", code=step, isolated=True), call("report_result", result=f"{n} done")] for n in range(3)
+        f"ISO-{n}": [call("run_code", code=step, isolated=True), call("report_result", result=f"{n} done")]
+        for n in range(3)
     }
     plan["three isolated"] = [
         reply(*(tool_use("spawn_session", {"task": f"ISO-{n} step"}) for n in range(3))),
@@ -252,7 +265,9 @@ def test_an_interrupt_stops_the_whole_tree_and_stored_conversations_stay_valid(s
             "NAP-2": [call("spawn_session", task="NAP-3 nap deeper"), wait_for_spawned, say("never")],
             "NAP-3": sleeper,
             "nap time": [
-                reply(tool_use("spawn_session", {"task": "NAP-1 nap"}), tool_use("spawn_session", {"task": "NAP-2 nap"})),
+                reply(
+                    tool_use("spawn_session", {"task": "NAP-1 nap"}), tool_use("spawn_session", {"task": "NAP-2 nap"})
+                ),
                 wait_for_spawned,
                 say("never"),
             ],
@@ -305,7 +320,10 @@ def test_wait_for_unknown_ids_is_an_error_the_model_can_act_on(shell_agent, scri
 def test_oversized_model_names_and_ids_are_errors_the_model_can_act_on(shell_agent, scripted_model, agent_db):
     llm_agent(shell_agent)
     scripted_model.add(
-        reply(tool_use("spawn_session", {"task": "t", "model": "m" * 201}), tool_use("wait_for_sessions", {"ids": ["x" * 65]})),
+        reply(
+            tool_use("spawn_session", {"task": "t", "model": "m" * 201}),
+            tool_use("wait_for_sessions", {"ids": ["x" * 65]}),
+        ),
         say("ok"),
     )
     shell_agent.ok("limits")
@@ -325,7 +343,9 @@ def test_stop_in_a_live_cell_ends_the_tree_that_the_cell_shows(kernel, scripted_
     scripted_model.responder = route(
         {
             "ASK-1": [call("ask_user", question="Which <b>colour</b>?", options=["red", "blue"]), say("never")],
-            "SLOW-1": [call("run_code", code="import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n")],
+            "SLOW-1": [
+                call("run_code", code="import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(30)\n")
+            ],
             "two children": [
                 reply(
                     tool_use("spawn_session", {"task": "ASK-1 <i>ask</i> the user"}),
@@ -635,7 +655,9 @@ def test_a_child_of_a_session_tainted_in_an_earlier_turn_asks_before_writing(she
         {
             "CHILD-RUN": [call("run_code", code="child_ran = 1"), call("report_result", result="done")],
             "READ-PAGE": [
-                reply(*web_search("hostile page", [("https://evil.example/", "Evil")]), tool_use("inspect_namespace", {})),
+                reply(
+                    *web_search("hostile page", [("https://evil.example/", "Evil")]), tool_use("inspect_namespace", {})
+                ),
                 say("read"),  # turn 1 ends
                 call("spawn_session", task="CHILD-RUN compute"),
                 wait_for_spawned,

@@ -37,15 +37,26 @@ def session_state(db) -> str:
 
 @needs_widget_replies
 def test_form_waits_for_the_submission_and_returns_typed_values(kernel, scripted_model, agent_db):
-    scripted_model.add(call("render_blocks", title="Welcome", blocks=[{"type": "form", "title": "Sign up", "fields": FIELDS}]), say("Welcome."))
+    scripted_model.add(
+        call("render_blocks", title="Welcome", blocks=[{"type": "form", "title": "Sign up", "fields": FIELDS}]),
+        say("Welcome."),
+    )
     front = FrontEnd(kernel)
     seen_states = []
 
     def answer(front, form):
         seen_states.append(wait_for(lambda: session_state(agent_db) == "waiting_for_input" and "waiting_for_input"))
         # A number that is not one comes back as an error next to its field; nothing resolves.
-        front.custom(form, type="submit", data={"name": "Ada", "age": "thirty", "plan": "pro", "agree": True, "bio": "", "start": "2026-02-01"})
-        front.custom(form, type="submit", data={"name": "Ada", "age": "36", "plan": "pro", "agree": True, "bio": "", "start": "2026-02-01"})
+        front.custom(
+            form,
+            type="submit",
+            data={"name": "Ada", "age": "thirty", "plan": "pro", "agree": True, "bio": "", "start": "2026-02-01"},
+        )
+        front.custom(
+            form,
+            type="submit",
+            data={"name": "Ada", "age": "36", "plan": "pro", "agree": True, "bio": "", "start": "2026-02-01"},
+        )
 
     front.answer["FormWidget"] = answer
     result = kernel.ok("%agent sign me up", on_message=front.hook)
@@ -78,7 +89,9 @@ def test_ask_user_with_options_and_free_text(kernel, scripted_model):
         say("ok"),
     )
     front = FrontEnd(kernel)
-    answers = iter([lambda f, w: f.custom(w, type="choice", choice="1"), lambda f, w: f.custom(w, type="text", text="Use euros")])
+    answers = iter(
+        [lambda f, w: f.custom(w, type="choice", choice="1"), lambda f, w: f.custom(w, type="text", text="Use euros")]
+    )
     front.answer["ChoiceCard"] = lambda f, w: next(answers)(f, w)
     result = kernel.ok("%agent plan", on_message=front.hook)
     assert value_of(scripted_model.requests[1]) == {"answer": "South"}
@@ -101,7 +114,9 @@ def test_send_message_shows_markdown_and_does_not_wait(kernel, scripted_model):
     scripted_model.add(call("send_message", text="Loading **sales.csv**..."), say("Loaded."))
     result = kernel.ok("%agent load it")
     assert value_of(scripted_model.requests[1]) == {"ok": True}
-    assert "<blockquote>\n<p>Loading <strong>sales.csv</strong>...</p>\n</blockquote>" in "".join(result.final_texts("text/html"))
+    assert "<blockquote>\n<p>Loading <strong>sales.csv</strong>...</p>\n</blockquote>" in "".join(
+        result.final_texts("text/html")
+    )
 
 
 @needs_widget_replies
@@ -160,7 +175,14 @@ def test_read_only_turn_has_nobody_to_ask(kernel, scripted_model):
     result = kernel.ok("%agent --approve read-only go", on_message=front.hook)
     value = value_of(scripted_model.requests[1])
     assert value["user_present"] is False and value["defaults_only"] is True
-    assert value["data"] == {"name": None, "age": 30, "plan": "free", "agree": False, "bio": None, "start": "2026-01-15"}
+    assert value["data"] == {
+        "name": None,
+        "age": 30,
+        "plan": "free",
+        "agree": False,
+        "bio": None,
+        "start": "2026-01-15",
+    }
     assert value["required_without_default"] == ["name"]
     assert "--approve read-only" in value["note"]
     assert not front.of_kind("FormWidget")  # never shown as a widget
@@ -171,7 +193,9 @@ def test_read_only_turn_has_nobody_to_ask(kernel, scripted_model):
 def test_table_pages_and_sorts_in_the_kernel(kernel, scripted_model):
     kernel.ok("import pandas as pd\nsales = pd.DataFrame({'region': ['N', 'S', 'E'] * 20, 'revenue': list(range(60))})")
     kernel.ok("%config AgentKernel.table_page_size = 10")
-    scripted_model.add(call("render_blocks", blocks=[{"type": "table", "variable": "sales", "title": "Sales"}]), say("ok"))
+    scripted_model.add(
+        call("render_blocks", blocks=[{"type": "table", "variable": "sales", "title": "Sales"}]), say("ok")
+    )
     front = FrontEnd(kernel)
     first_page = []
 
@@ -188,14 +212,21 @@ def test_table_pages_and_sorts_in_the_kernel(kernel, scripted_model):
     assert [row[1] for row in sorted_page] == [str(v) for v in range(49, 39, -1)]  # page 2, descending
     assert (table.state["page"], table.state["sort_key"], table.state["sort_desc"]) == (1, "revenue", True)
     # Its bundle carries the static first page for viewers without the widget's state.
-    bundle = next(m["content"]["data"] for m in result.of_type("display_data") if "Rows 1–10" in m["content"]["data"].get("text/html", ""))
+    bundle = next(
+        m["content"]["data"]
+        for m in result.of_type("display_data")
+        if "Rows 1–10" in m["content"]["data"].get("text/html", "")
+    )
     assert "<strong>Sales</strong>" in bundle["text/html"] and "Rows 1–10 of 60." in bundle["text/html"]
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
 def test_bad_blocks_say_what_to_fix_and_show_nothing(kernel, scripted_model):
     scripted_model.add(
-        call("render_blocks", blocks=[{"type": "markdown", "content": "hi"}, {"type": "chart", "chartType": "radar", "data": {}}]),
+        call(
+            "render_blocks",
+            blocks=[{"type": "markdown", "content": "hi"}, {"type": "chart", "chartType": "radar", "data": {}}],
+        ),
         call("render_blocks", blocks=[{"type": "table", "variable": "nope"}]),
         say("ok"),
     )
@@ -220,13 +251,20 @@ def test_in_a_plain_script_nobody_is_asked(scripted_model, agent_db, tmp_path):
     from agent_kernel.testing import reply, tool_use
 
     scripted_model.add(
-        reply(tool_use("send_message", {"text": "Planning..."}),
-              tool_use("ask_user", {"question": "Which region?"}),
-              tool_use("render_blocks", {"blocks": [{"type": "markdown", "content": "# Plan"}, {"type": "form", "fields": FIELDS[1:2]}]}),
-              tool_use("run_code", {"code": "x = 1"})),
+        reply(
+            tool_use("send_message", {"text": "Planning..."}),
+            tool_use("ask_user", {"question": "Which region?"}),
+            tool_use(
+                "render_blocks",
+                {"blocks": [{"type": "markdown", "content": "# Plan"}, {"type": "form", "fields": FIELDS[1:2]}]},
+            ),
+            tool_use("run_code", {"code": "x = 1"}),
+        ),
         say("done"),
     )
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert "Planning..." in out.stdout and "# Plan" in out.stdout and "STATE idle 4" in out.stdout
     sent, asked, shown, refused = [b for b in scripted_model.requests[1]["messages"][-1]["content"]]
@@ -239,11 +277,24 @@ def test_in_a_plain_script_nobody_is_asked(scripted_model, agent_db, tmp_path):
 def test_nul_and_huge_chart_text_never_kill_the_kernel(kernel, scripted_model):
     data = {"labels": ["Jan\x00", "Feb\x01"], "datasets": [{"label": "North\x1b", "data": [1, 2]}]}
     scripted_model.add(
-        call("render_blocks", blocks=[{"type": "chart", "chartType": "bar", "title": "Sales\x00\ufffe",
-                                       "xLabel": "month\x00", "data": data}]),
+        call(
+            "render_blocks",
+            blocks=[
+                {"type": "chart", "chartType": "bar", "title": "Sales\x00\ufffe", "xLabel": "month\x00", "data": data}
+            ],
+        ),
         call("render_blocks", blocks=[{"type": "chart", "chartType": "bar", "title": "T" * 100_000, "data": data}]),
-        call("render_blocks", blocks=[{"type": "chart", "chartType": "bar", "title": "t",
-                                       "data": {"labels": ["x" * 20_000], "datasets": [{"data": [1]}]}}]),
+        call(
+            "render_blocks",
+            blocks=[
+                {
+                    "type": "chart",
+                    "chartType": "bar",
+                    "title": "t",
+                    "data": {"labels": ["x" * 20_000], "datasets": [{"data": [1]}]},
+                }
+            ],
+        ),
         call("send_message", text="m" * 10_001),
         call("ask_user", question="q" * 2_001),
         say("done"),
@@ -253,13 +304,19 @@ def test_nul_and_huge_chart_text_never_kill_the_kernel(kernel, scripted_model):
     assert time.monotonic() - started < 60
     drawn = result_of(scripted_model.requests[1])
     text, image = drawn["content"]  # the chart goes back to the model as an image too
-    assert drawn.get("is_error") is not True and json.loads(text["text"]) == {"ok": True, "images": "1 chart(s) attached below as images."}
+    assert drawn.get("is_error") is not True and json.loads(text["text"]) == {
+        "ok": True,
+        "images": "1 chart(s) attached below as images.",
+    }
     assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
     pngs = [d for d in result.final_texts("image/png")]
     assert len(pngs) == 1  # the cleaned chart was drawn
-    for index, needle in [(2, "blocks[0].title is 100,000 characters; the limit is 300"),
-                          (3, "blocks[0].data.labels[0] is 20,000 characters; the limit is 10,000"),
-                          (4, "text"), (5, "question")]:
+    for index, needle in [
+        (2, "blocks[0].title is 100,000 characters; the limit is 300"),
+        (3, "blocks[0].data.labels[0] is 20,000 characters; the limit is 10,000"),
+        (4, "text"),
+        (5, "question"),
+    ]:
         refused = result_of(scripted_model.requests[index])
         assert refused["is_error"] is True and needle in refused["content"]
     assert "should have at most 10000 characters" in result_of(scripted_model.requests[4])["content"]

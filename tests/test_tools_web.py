@@ -56,8 +56,11 @@ def test_web_is_on_by_default_behind_tool_search_and_offered_with_the_users_doma
     request = scripted_model.requests[1]
     tools = {t["name"]: t for t in request["tools"]}
     assert tools["web_search"] == {
-        "type": "web_search_20250305", "name": "web_search",
-        "allowed_domains": ["duckdb.org", "python.org"], "max_uses": 3, "defer_loading": True,
+        "type": "web_search_20250305",
+        "name": "web_search",
+        "allowed_domains": ["duckdb.org", "python.org"],
+        "max_uses": 3,
+        "defer_loading": True,
     }
     assert tools["web_fetch"]["type"] == "web_fetch_20250910"
     assert tools["web_fetch"]["allowed_domains"] == ["duckdb.org", "python.org"]
@@ -117,7 +120,12 @@ def test_search_and_fetch_turn_with_pause_turn_shows_cards_counts_and_sources(sh
     assert [m["role"] for m in history] == ["user", "assistant", "user"]
     kinds = [b["type"] for b in history[1]["content"]]
     assert kinds == [
-        "server_tool_use", "web_search_tool_result", "server_tool_use", "web_fetch_tool_result", "text", "text",
+        "server_tool_use",
+        "web_search_tool_result",
+        "server_tool_use",
+        "web_fetch_tool_result",
+        "text",
+        "text",
     ]
     assert history[1]["content"][4]["citations"][0]["url"] == "https://duckdb.org/news"
 
@@ -217,7 +225,9 @@ def test_after_web_content_writing_tools_are_refused_without_an_approver(shell_a
     assert "touched" not in shell_agent.shell.user_ns
 
 
-def test_fetch_url_posts_with_a_declared_secret_the_model_never_sees(shell_agent, scripted_model, site, monkeypatch, agent_db):
+def test_fetch_url_posts_with_a_declared_secret_the_model_never_sees(
+    shell_agent, scripted_model, site, monkeypatch, agent_db
+):
     monkeypatch.setenv("SHOP_TOKEN", "shp-9d41c7a2e8f05b36")
     config = shell_agent.agent.config
     config.tool_groups = WEB
@@ -227,11 +237,25 @@ def test_fetch_url_posts_with_a_declared_secret_the_model_never_sees(shell_agent
     site.received.clear()
     scripted_model.add(
         reply(
-            tool_use("fetch_url", {"url": site.url("/json"), "method": "PATCH", "body": "qty=3",
-                                   "headers": {"X-Key": "{secret:NOT_DECLARED}"}}),  # fmt: skip
+            tool_use(
+                "fetch_url",
+                {
+                    "url": site.url("/json"),
+                    "method": "PATCH",
+                    "body": "qty=3",
+                    "headers": {"X-Key": "{secret:NOT_DECLARED}"},
+                },
+            ),
             tool_use("fetch_url", {"url": site.url("/json"), "body": "x"}),
-            tool_use("fetch_url", {"url": site.url("/headers"), "method": "POST", "json": {"order": 17, "qty": 2},
-                                   "headers": {"Authorization": "Bearer {secret:SHOP_TOKEN}"}}),  # fmt: skip
+            tool_use(
+                "fetch_url",
+                {
+                    "url": site.url("/headers"),
+                    "method": "POST",
+                    "json": {"order": 17, "qty": 2},
+                    "headers": {"Authorization": "Bearer {secret:SHOP_TOKEN}"},
+                },
+            ),
         ),
         say("Posted."),
     )
@@ -242,7 +266,9 @@ def test_fetch_url_posts_with_a_declared_secret_the_model_never_sees(shell_agent
     assert received["headers"]["Authorization"] == "Bearer shp-9d41c7a2e8f05b36"  # the server got the secret
     assert received["headers"]["Content-Type"] == "application/json"
     assert "[secret SHOP_TOKEN]" in posted["content"]  # echoed back: redacted
-    assert undeclared["is_error"] and "No declared secret 'NOT_DECLARED' (declared: SHOP_TOKEN)" in undeclared["content"]
+    assert (
+        undeclared["is_error"] and "No declared secret 'NOT_DECLARED' (declared: SHOP_TOKEN)" in undeclared["content"]
+    )
     assert get_with_body["is_error"] and "A GET request has no body" in get_with_body["content"]
     assert "shp-9d41c7a2e8f05b36" not in json.dumps(scripted_model.requests)
     assert b"shp-9d41c7a2e8f05b36" not in agent_db.read_bytes()

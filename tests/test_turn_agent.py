@@ -198,10 +198,14 @@ def test_agent_run_returns_a_failed_turn_and_raises_it_with_check(scripted_model
         fail(401, "authentication_error", "invalid x-api-key"),
         say("Fine again."),
     )
-    out = subprocess.run([sys.executable, "-c", FAILING_SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", FAILING_SCRIPT], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     [result] = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
-    assert result.startswith("RESULT True model_error error 'Model request failed (400 invalid_request_error): prompt is too long")
+    assert result.startswith(
+        "RESULT True model_error error 'Model request failed (400 invalid_request_error): prompt is too long"
+    )
     assert "start a new one with %agent --new" in result  # this 400 is about the prompt's length
     assert "RAISED model_error Model request failed (401 authentication_error): invalid x-api-key." in out.stdout
     assert "THIRD False" in out.stdout

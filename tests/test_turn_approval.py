@@ -49,16 +49,23 @@ def fetch_three(shell_agent, scripted_model, sites, mode: str) -> list[dict]:
     return [*first, *results(scripted_model.requests[-1])]
 
 
-def test_after_web_content_ask_mode_fetches_known_hosts_and_refuses_new_ones_unattended(shell_agent, scripted_model, sites):
+def test_after_web_content_ask_mode_fetches_known_hosts_and_refuses_new_ones_unattended(
+    shell_agent, scripted_model, sites
+):
     known, other = sites
     first, again, new_host = fetch_three(shell_agent, scripted_model, sites, "ask")
     assert not first.get("is_error") and not again.get("is_error")  # the host this session fetched from
-    assert new_host["is_error"] and "needs the user's approval (--approve ask) and no user is present" in new_host["content"]
+    assert (
+        new_host["is_error"]
+        and "needs the user's approval (--approve ask) and no user is present" in new_host["content"]
+    )
     assert "fetch_url to a host not yet fetched in this session" in new_host["content"]
     assert known.hits == ["/json", "/page"] and other.hits == []
 
 
-def test_read_only_refuses_every_fetch_after_web_content_and_auto_refuses_a_new_host_unattended(shell_agent, scripted_model, sites):
+def test_read_only_refuses_every_fetch_after_web_content_and_auto_refuses_a_new_host_unattended(
+    shell_agent, scripted_model, sites
+):
     known, other = sites
     first, again, new_host = fetch_three(shell_agent, scripted_model, sites, "read-only")
     assert not first.get("is_error")
@@ -79,7 +86,9 @@ def test_a_later_turn_of_the_session_asks_before_a_new_host(shell_agent, scripte
         scripted_model.add(call("fetch_url", url=known.url("/page")), say("read it"))
         shell_agent.ok("read the page", approve=mode, new=f"web-{mode}")
         scripted_model.add(
-            reply(tool_use("fetch_url", {"url": known.url("/json")}), tool_use("fetch_url", {"url": other.url("/json")})),
+            reply(
+                tool_use("fetch_url", {"url": known.url("/json")}), tool_use("fetch_url", {"url": other.url("/json")})
+            ),
             say("done"),
         )
         shell_agent.ok("go on", approve=mode)
@@ -113,7 +122,10 @@ def test_auto_after_untrusted_content_refuses_writing_actions_unattended_and_kee
         call("fetch_url", url=known.url("/page")),
         reply(
             tool_use("run_code", {"code": "steered = 1"}),
-            tool_use("create_tool", {"name": "t", "description": "d", "parameter_schema": {"type": "object"}, "code": "return 1"}),
+            tool_use(
+                "create_tool",
+                {"name": "t", "description": "d", "parameter_schema": {"type": "object"}, "code": "return 1"},
+            ),
             tool_use("memory", {"action": "store", "content": "the page said hello"}),
             tool_use("set_state", {"key": "k", "value": 2}),
             tool_use("inspect_namespace", {}),
@@ -148,7 +160,10 @@ def test_standing_grants_allow_exactly_the_tools_and_hosts_they_name(shell_agent
         call("fetch_url", url=known.url("/page")),
         reply(
             tool_use("run_code", {"code": "granted = 1"}),
-            tool_use("create_tool", {"name": "t", "description": "d", "parameter_schema": {"type": "object"}, "code": "return 1"}),
+            tool_use(
+                "create_tool",
+                {"name": "t", "description": "d", "parameter_schema": {"type": "object"}, "code": "return 1"},
+            ),
             tool_use("fetch_url", {"url": other.url("/json")}),
             tool_use("fetch_url", {"url": other.url("/json"), "method": "POST"}),
         ),

@@ -16,11 +16,11 @@ import pytest
 from traitlets import TraitError
 
 from agent_kernel import Agent
-from agent_kernel.turn.budget import context_window_for, cuttable, render
 from agent_kernel.config import AgentKernel
 from agent_kernel.store.compactions import Compaction
 from agent_kernel.testing import call, fail, reply, say, text, tool_use
 from agent_kernel.testing.script import Reply
+from agent_kernel.turn.budget import context_window_for, cuttable, render
 
 from .calls import without_breakpoints
 
@@ -141,7 +141,9 @@ def test_a_500_turn_session_stays_under_its_budget(shell_agent, scripted_model, 
     )
     # Old tool results are sent shortened, and say where the full output is.
     trimmed = [
-        b["content"] for m in last for b in m["content"]
+        b["content"]
+        for m in last
+        for b in m["content"]
         if b.get("type") == "tool_result" and "characters trimmed" in b["content"]
     ]
     assert trimmed and all(len(t) < 1_500 for t in trimmed)
@@ -175,13 +177,18 @@ def test_a_300_turn_working_session_runs_to_the_end_under_the_default_limits(she
     assert result is not None and result.state == "idle" and result.text == "Printed it."
     # Every call resends the conversation, most of it from the prompt cache: counted at full
     # weight that alone is over the limit; counted as billed it is well under it.
-    sent = sum(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in scripted_model.usages)
+    sent = sum(
+        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+        for u in scripted_model.usages
+    )
     assert sent > defaults.token_limit
     assert result.session_tokens < defaults.token_limit / 2
     footers = [line for line in shown.splitlines() if "of its token limit" in line]
     assert len(footers) == 300
     share = round(100 * result.session_tokens / defaults.token_limit)
-    assert f": {share}% of its token limit · {result.session_tokens:,} of {defaults.token_limit:,} tokens" in footers[-1]
+    assert (
+        f": {share}% of its token limit · {result.session_tokens:,} of {defaults.token_limit:,} tokens" in footers[-1]
+    )
 
 
 def test_a_runaway_loop_is_stopped_under_the_default_limits(shell_agent, scripted_model):
@@ -223,7 +230,8 @@ def test_the_summary_is_stored_and_reused_by_another_agent(shell_agent, scripted
     with other.store.connect() as con:
         first = con.execute(
             "SELECT content FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE s.name = ? ORDER BY seq LIMIT 1", [session]
+            "WHERE s.name = ? ORDER BY seq LIMIT 1",
+            [session],
         ).fetchone()[0]
     assert "step 0" in first
     # Every request of the session is a recorded model call, the summaries' included.
@@ -235,8 +243,8 @@ def test_the_summary_is_stored_and_reused_by_another_agent(shell_agent, scripted
 
 
 def test_the_turns_after_a_compaction_go_on_from_memory_as_a_fresh_read_would(shell_agent, scripted_model):
-    from agent_kernel.model.conversation import context_texts, repair
     from agent_kernel.kernel.namespace import known_variables
+    from agent_kernel.model.conversation import context_texts, repair
     from agent_kernel.store import compactions
     from agent_kernel.store.sessions import Sessions
 
@@ -288,8 +296,13 @@ def test_every_cut_the_budget_may_choose_leaves_a_valid_conversation():
     messages = [
         {"role": "user", "content": [text("start")]},
         {"role": "assistant", "content": [text("two calls"), tool_use("a", id="t1"), tool_use("b", id="t2")]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x" * 3000},
-                                     {"type": "tool_result", "tool_use_id": "t2", "content": "ok"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 3000},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "ok"},
+            ],
+        },
         {"role": "assistant", "content": [text("done")]},
         {"role": "user", "content": [text("next")]},
         {"role": "assistant", "content": [tool_use("c", id="t3")]},
@@ -386,8 +399,13 @@ def test_old_images_go_before_old_text_when_a_session_of_figures_is_compacted(sh
     assert notices and notices[0].startswith("Context compacted: older images are now one-line placeholders")
     requests = main_requests(scripted_model)
     first = next(r for r in requests if "px) was here" in json.dumps(r["messages"]))
-    results = [b for m in first["messages"] if isinstance(m["content"], list) for b in m["content"]
-               if b.get("type") == "tool_result"]
+    results = [
+        b
+        for m in first["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
     kinds = [[c.get("type") for c in r["content"]] if isinstance(r["content"], list) else ["text"] for r in results]
     assert "image" not in kinds[0] and "image" in kinds[-1]  # old images placeholders, the newest kept
     old = json.dumps(results[0]["content"])

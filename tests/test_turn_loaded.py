@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import copy
 
-from agent_kernel.turn.budget import fingerprint
-from agent_kernel.model.conversation import CONTEXT_END, CONTEXT_START, context_texts, repair
-from agent_kernel.turn.loaded import LoadedConversation
 from agent_kernel.kernel.namespace import ALL_VARIABLES, CHANGED_VARIABLES, REMOVED, known_variables
+from agent_kernel.model.conversation import CONTEXT_END, CONTEXT_START, context_texts, repair
 from agent_kernel.store.compactions import Compaction
+from agent_kernel.turn.budget import fingerprint
+from agent_kernel.turn.loaded import LoadedConversation
 
 
 def context(*lines):

@@ -128,7 +128,9 @@ def test_streaming_display_is_throttled(kernel, scripted_model):
     scripted_model.add(say("word " * 240, chunk_size=5, chunk_delay=0.01))
     result = kernel.ok("%agent talk", on_message=FrontEnd(kernel).hook)  # a front end that draws widgets
     updates = [
-        m for m in result.of_type("update_display_data") if m["content"]["data"].get("text/plain", "").startswith("word")
+        m
+        for m in result.of_type("update_display_data")
+        if m["content"]["data"].get("text/plain", "").startswith("word")
     ]
     [shown] = [t for t in result.final_texts() if t.startswith("word")]
     assert shown.strip() == ("word " * 240).strip()
@@ -138,7 +140,9 @@ def test_streaming_display_is_throttled(kernel, scripted_model):
 
 
 def test_request_carries_system_prompt_tools_and_caching(shell_agent, scripted_model):
-    shell_agent.code("import pandas as pd\nsales = pd.DataFrame({'month': ['2024-01', '2024-02'], 'revenue': [10.5, 20.0]})")
+    shell_agent.code(
+        "import pandas as pd\nsales = pd.DataFrame({'month': ['2024-01', '2024-02'], 'revenue': [10.5, 20.0]})"
+    )
     scripted_model.add(say("ok"))
     shell_agent.ok("describe my data")
     request = scripted_model.requests[0]
@@ -163,7 +167,9 @@ def test_approval_modes_without_an_approver(shell_agent, scripted_model):
     assert "inspect_namespace" in offered and "run_code" not in offered
     refusal = tool_results(scripted_model.requests[1])[0]
     assert refusal["is_error"] is True and "Unknown tool 'run_code'" in refusal["content"]
-    scripted_model.add(reply(tool_use("run_code", {"code": "touched = True"}), tool_use("inspect_namespace", {})), say("ok"))
+    scripted_model.add(
+        reply(tool_use("run_code", {"code": "touched = True"}), tool_use("inspect_namespace", {})), say("ok")
+    )
     shell_agent.ok("change something", approve="ask")  # no front end, as under papermill
     asked, inspected = tool_results(scripted_model.requests[-1])
     assert asked["is_error"] is True and "needs the user's approval" in asked["content"]
@@ -182,9 +188,7 @@ def _stored_messages(db_path) -> list[tuple[str, list]]:
     return [(role, json.loads(content)) for role, content in rows]
 
 
-def test_lone_surrogates_in_tool_input_and_output_leave_a_valid_stored_conversation(
-    kernel, scripted_model, agent_db
-):
+def test_lone_surrogates_in_tool_input_and_output_leave_a_valid_stored_conversation(kernel, scripted_model, agent_db):
     kernel.ok(
         "from agent_kernel import tool\n"
         "@tool\n"

@@ -78,7 +78,9 @@ def test_a_model_error_fails_the_notebook_at_that_cell_with_one_line(scripted_mo
 
 def test_an_interrupt_fails_the_cell_with_interrupted_and_no_agent_kernel_frames(scripted_model, agent_db, tmp_path):
     # The code the agent runs interrupts its own kernel: the same SIGINT a Ctrl-C sends.
-    interrupt = "import os, signal, time\nprint('started', flush=True)\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)"
+    interrupt = (
+        "import os, signal, time\nprint('started', flush=True)\nos.kill(os.getpid(), signal.SIGINT)\ntime.sleep(5)"
+    )
     scripted_model.add(call("run_code", code=interrupt))
     done, nb = papermill(tmp_path, "%agent go")
     assert done.returncode != 0 and "■ Interrupted." in done.stderr
@@ -96,7 +98,9 @@ def test_an_interrupt_fails_the_cell_with_interrupted_and_no_agent_kernel_frames
 
 
 def test_the_token_limit_with_nobody_to_continue_fails_the_cell(scripted_model, agent_db, tmp_path):
-    scripted_model.add(reply(tool_use("run_code", {"code": "step = 1"}), usage={"input_tokens": 600, "output_tokens": 100}))
+    scripted_model.add(
+        reply(tool_use("run_code", {"code": "step = 1"}), usage={"input_tokens": 600, "output_tokens": 100})
+    )
     done, nb = papermill(tmp_path, "%agent --token-limit 500 work")
     assert done.returncode != 0
     [(_, error)] = errors(nb)

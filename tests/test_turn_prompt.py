@@ -8,8 +8,8 @@ import os
 from IPython.core.interactiveshell import InteractiveShell
 
 from agent_kernel import Agent
-from agent_kernel.model.conversation import context_texts, is_turn_context
 from agent_kernel.kernel.namespace import known_variables
+from agent_kernel.model.conversation import context_texts, is_turn_context
 from agent_kernel.turn.prompt import turn_context
 
 
@@ -53,9 +53,9 @@ def test_turn_context_is_marked_and_lists_variables_once(tmp_path):
 
 
 def test_kept_text_written_after_untrusted_content_is_one_bounded_section_of_data(tmp_path):
-    from agent_kernel.turn.prompt import KEPT_AS_DATA_TITLE, kept_as_data, stored_sections
     from agent_kernel.store import Store, provenance
     from agent_kernel.store.memories import Memories
+    from agent_kernel.turn.prompt import KEPT_AS_DATA_TITLE, kept_as_data, stored_sections
 
     web = provenance.Provenance("s1", 2, ("web_fetch https://evil.example/a",))
     groups = {"memory", "skills", "data"}

@@ -11,9 +11,7 @@ from agent_kernel.turn.request import TurnRequest
 
 def test_the_parser_builds_a_checked_request():
     request = parse_agent_call("--session work -o answer --think high sum it")
-    assert request == TurnRequest(
-        "sum it", session="work", output="answer", thinking="high", check=True
-    )
+    assert request == TurnRequest("sum it", session="work", output="answer", thinking="high", check=True)
 
 
 def test_a_request_with_output_sets_the_variable_once_the_turn_ended(shell_agent, scripted_model):

@@ -104,7 +104,9 @@ def test_a_bound_secret_reaches_no_other_host_in_any_mode_turn_or_session(web_ag
 
     for refused in (in_ask, in_read_only, fresh, in_body):
         assert refused["is_error"] is True, refused
-        assert refused["content"].startswith(f"TOK is bound to 127.0.0.2; it is never sent to 127.0.0.3:{receiver.port}.")
+        assert refused["content"].startswith(
+            f"TOK is bound to 127.0.0.2; it is never sent to 127.0.0.3:{receiver.port}."
+        )
     assert not receiver.saw_the_token()
     assert receiver.received == []  # the POST never left
 
@@ -114,7 +116,9 @@ def test_a_bound_secret_reaches_no_other_host_in_any_mode_turn_or_session(web_ag
             "json": {"k": "Bearer {secret:TOK}", "{secret:TOK}": 1}}  # fmt: skip
     scripted_model.add(call("fetch_url", **sent), say("Sent."))
     web_agent.ok("send it to the site", new="posting", approve="auto")
-    scripted_model.add(call("fetch_url", url=site.url("/headers"), method="PUT", body="token={secret:TOK}&n=1"), say("Sent."))
+    scripted_model.add(
+        call("fetch_url", url=site.url("/headers"), method="PUT", body="token={secret:TOK}&n=1"), say("Sent.")
+    )
     web_agent.ok("send it to the site", new="putting", approve="auto")
     posted, put = site.received
     assert posted["headers"]["X-K"] == TOKEN
@@ -132,16 +136,29 @@ def test_a_port_in_the_binding_holds_and_a_redirect_carries_nothing_away(web_age
             reply(
                 tool_use("fetch_url", {"url": other_port.url("/json"), "headers": {"X-K": "{secret:TOK}"}}),
                 # The bound host answers 307 to the page's host: the body is not sent there...
-                tool_use("fetch_url", {"url": site.url(f"/redirect?status=307&to={elsewhere}"), "method": "POST",
-                                       "body": "{secret:TOK}", "headers": {"X-K": "{secret:TOK}"}}),  # fmt: skip
+                tool_use(
+                    "fetch_url",
+                    {
+                        "url": site.url(f"/redirect?status=307&to={elsewhere}"),
+                        "method": "POST",
+                        "body": "{secret:TOK}",
+                        "headers": {"X-K": "{secret:TOK}"},
+                    },
+                ),
                 # ...and a 302 there drops the header.
-                tool_use("fetch_url", {"url": site.url(f"/redirect?to={elsewhere}"), "headers": {"X-K": "{secret:TOK}"}}),
+                tool_use(
+                    "fetch_url", {"url": site.url(f"/redirect?to={elsewhere}"), "headers": {"X-K": "{secret:TOK}"}}
+                ),
             ),
             say("done"),
         )
         web_agent.ok("send it", approve="auto")
         port_refused, redirected_post, redirected_get = tool_results(scripted_model.requests[-1])
-        assert port_refused["is_error"] and f"TOK is bound to 127.0.0.2:{site.port}; it is never sent to 127.0.0.2:{other_port.port}" in port_refused["content"]
+        assert (
+            port_refused["is_error"]
+            and f"TOK is bound to 127.0.0.2:{site.port}; it is never sent to 127.0.0.2:{other_port.port}"
+            in port_refused["content"]
+        )
         assert redirected_post["is_error"] and "its body is not sent there" in redirected_post["content"]
         assert not redirected_get.get("is_error")
         assert not other_port.saw_the_token() and other_port.headers_seen == []
@@ -236,7 +253,9 @@ def test_hosts_are_exact_names_any_port_unless_one_is_given():
     bound = parse_host("api.example.com")
     assert bound.matches("API.example.com.", 8443) and not bound.matches("evil.api.example.com", 443)
     assert not bound.matches("api.example.com.evil.example", 443)
-    assert parse_host("127.0.0.1:80").matches("127.0.0.1", 80) and not parse_host("127.0.0.1:80").matches("127.0.0.1", 81)
+    assert parse_host("127.0.0.1:80").matches("127.0.0.1", 80) and not parse_host("127.0.0.1:80").matches(
+        "127.0.0.1", 81
+    )
     assert not parse_host("127.0.0.1").matches("2130706433", 80)  # another spelling matches nothing
     for bad in ("https://api.example.com", "user@api.example.com", "*.example.com", "api.example.com/x", "127.1",
                 "0x7f.1", "a b", "x:0", "x:70000", "", "fe80::1%eth0", "-x.example", "a" * 300):  # fmt: skip
@@ -267,6 +286,9 @@ def test_the_setting_is_validated_and_refused_inside_a_turn():
                          ({"T": ["a.example"] * 101}, "at most 100 hosts")):  # fmt: skip
         with pytest.raises(Exception, match=message):
             config.secret_hosts = bad
-    with turn_running(), pytest.raises(Exception, match="the person's to change, not code running inside an agent turn"):
+    with (
+        turn_running(),
+        pytest.raises(Exception, match="the person's to change, not code running inside an agent turn"),
+    ):
         config.secret_hosts = {"TOK": ["evil.example"]}
     assert config.secret_hosts == {"TOK": ["api.example.com", "localhost:8080"]}

@@ -7,9 +7,9 @@ import pytest
 from traitlets import TraitError
 
 from agent_kernel import Agent
-from agent_kernel.turn.summaries import is_session_summary_request
 from agent_kernel.store import Store, recall
 from agent_kernel.testing import fail, say
+from agent_kernel.turn.summaries import is_session_summary_request
 
 from .past_sessions import past_session
 
@@ -49,7 +49,7 @@ def test_new_summarises_the_session_it_leaves_for_the_first_turn_only(shell_agen
     with Store(agent_db).connect() as con:
         calls = con.execute(
             "SELECT count(*), sum(input_tokens + output_tokens + cache_read_tokens + cache_write_tokens) "
-                "FROM model_calls m JOIN sessions s "
+            "FROM model_calls m JOIN sessions s "
             "ON s.id = m.session_id WHERE s.name = ? AND m.turn = 1",
             [new.result.session],
         ).fetchone()

@@ -19,6 +19,7 @@ def _warm_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
     """The warm-up as users have it (tests/conftest.py switches it off for other tests)."""
     monkeypatch.setenv("AGENT_KERNEL_WARM_UP", "1")
 
+
 LOAD_THEN_WAIT = r"""
 import json, sys, threading
 from IPython.core.interactiveshell import InteractiveShell
@@ -83,7 +84,9 @@ def test_the_warm_up_starts_after_the_loading_cell_and_prepares_a_turn(agent_db)
 
 def test_the_warm_up_can_be_switched_off(agent_db, monkeypatch):
     monkeypatch.setenv("AGENT_KERNEL_WARM_UP", "0")
-    code = LOAD_THEN_WAIT.replace("warm_up = warmup._CURRENT\n", "print(json.dumps({'current': repr(warmup._CURRENT)})); raise SystemExit\n")
+    code = LOAD_THEN_WAIT.replace(
+        "warm_up = warmup._CURRENT\n", "print(json.dumps({'current': repr(warmup._CURRENT)})); raise SystemExit\n"
+    )
     assert _run(code) == {"current": "None"}
 
 

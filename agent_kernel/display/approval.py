@@ -202,6 +202,5 @@ def redacted_note(hidden: list[str]) -> str:
     """The card's line saying what it shows redacted."""
     count = f"{len(hidden)} value{'s' if len(hidden) != 1 else ''}"
     return (
-        f"{count} shown redacted here ({', '.join(dict.fromkeys(hidden))}): it runs with them as the agent "
-        "wrote them."
+        f"{count} shown redacted here ({', '.join(dict.fromkeys(hidden))}): it runs with them as the agent wrote them."
     )

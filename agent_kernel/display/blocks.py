@@ -24,8 +24,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.errors import ToolInputError
 from agent_kernel.display import safe
+from agent_kernel.errors import ToolInputError
 
 Bundle = dict[str, Any]
 
@@ -66,10 +66,23 @@ DATA_STRING_CHARS = 10_000  # one string inside `data`
 DATA_DEPTH = 20
 DATA_NODES = 200_000  # values in one block's `data` in all
 FIELD_CHARS = {
-    "type": 40, "variant": 40, "chartType": 40, "language": 40,
-    "content": TEXT_CHARS, "title": LABEL_CHARS, "xLabel": LABEL_CHARS, "yLabel": LABEL_CHARS,
-    "submitLabel": LABEL_CHARS, "alt": 1_000, "variable": NAME_CHARS, "x": NAME_CHARS,
-    "name": NAME_CHARS, "html": SOURCE_CHARS, "css": SOURCE_CHARS, "js": SOURCE_CHARS, "description": 2_000,
+    "type": 40,
+    "variant": 40,
+    "chartType": 40,
+    "language": 40,
+    "content": TEXT_CHARS,
+    "title": LABEL_CHARS,
+    "xLabel": LABEL_CHARS,
+    "yLabel": LABEL_CHARS,
+    "submitLabel": LABEL_CHARS,
+    "alt": 1_000,
+    "variable": NAME_CHARS,
+    "x": NAME_CHARS,
+    "name": NAME_CHARS,
+    "html": SOURCE_CHARS,
+    "css": SOURCE_CHARS,
+    "js": SOURCE_CHARS,
+    "description": 2_000,
 }
 
 _ROWS_OR_VARIABLE = (
@@ -277,11 +290,10 @@ def _check_table(block: dict[str, Any], where: str) -> None:
     if has_data:
         rows = block["data"]
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise ToolInputError(f"{where}.data must be a list of row objects like {{\"month\": \"Jan\", \"total\": 3}}.")
+            raise ToolInputError(f'{where}.data must be a list of row objects like {{"month": "Jan", "total": 3}}.')
     columns = block.get("columns")
     if columns is not None and (
-        not isinstance(columns, list)
-        or not all(isinstance(c, dict) and isinstance(c.get("key"), str) for c in columns)
+        not isinstance(columns, list) or not all(isinstance(c, dict) and isinstance(c.get("key"), str) for c in columns)
     ):
         raise ToolInputError(f"{where}.columns must be a list of {{key, label}} objects.")
 
@@ -418,7 +430,7 @@ def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
         raise ToolInputError("image url contains control characters; give a plain URL or path.")
     inline = _DATA_IMAGE.match(url)
     if inline:
-        mime, payload = f"image/{inline.group(1).lower()}", url[inline.end():]
+        mime, payload = f"image/{inline.group(1).lower()}", url[inline.end() :]
         try:
             raw = base64.b64decode(payload, validate=True)
         except ValueError:

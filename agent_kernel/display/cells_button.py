@@ -22,7 +22,9 @@ STATIC_HTML = (
 )
 MAX_ANSWER_CHARS = 500
 
-_ESM = ACK_JS + """
+_ESM = (
+    ACK_JS
+    + """
 function render({ model, el }) {
   const button = document.createElement("button");
   button.className = "agent-kernel-insert-cells";
@@ -47,6 +49,7 @@ function render({ model, el }) {
 }
 export default { render };
 """
+)
 
 _CSS = """
 .agent-kernel-insert-cells {

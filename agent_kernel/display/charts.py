@@ -27,9 +27,9 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from agent_kernel.errors import ToolInputError
 from agent_kernel.display.blocks import LABEL_CHARS, Bundle
 from agent_kernel.display.safe import clean_text
+from agent_kernel.errors import ToolInputError
 
 VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -58,11 +58,7 @@ def _tidy(value: Any) -> Any:
 
 def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]:
     xs, series, x_title = _series(block, namespace)
-    points = [
-        {"x": x, "series": name, "value": value}
-        for name, values in series
-        for x, value in zip(xs, values)
-    ]
+    points = [{"x": x, "series": name, "value": value} for name, values in series for x, value in zip(xs, values)]
     if len(points) > MAX_POINTS:
         raise ToolInputError(
             f"The chart has {len(points):,} points; the most is {MAX_POINTS:,}. Aggregate first "
@@ -71,7 +67,11 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
     kind = block["chartType"]
     names = [name for name, _ in series]
     y_title = block.get("yLabel") or (names[0] if len(names) == 1 else None)
-    tooltip = [{"field": "x", "title": x_title or "x"}, {"field": "series", "title": "series"}, {"field": "value", "type": "quantitative", "title": y_title or "value"}]
+    tooltip = [
+        {"field": "x", "title": x_title or "x"},
+        {"field": "series", "title": "series"},
+        {"field": "value", "type": "quantitative", "title": y_title or "value"},
+    ]
     spec: dict[str, Any] = {
         "$schema": SCHEMA,
         "data": {"values": points},
@@ -82,7 +82,9 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
         spec["title"] = block["title"]
     # JupyterLab's Vega renderer: keep the export menu, but not "View Source", which writes
     # the spec's text into a new same-origin window unescaped.
-    spec["usermeta"] = {"embedOptions": {"actions": {"export": True, "source": False, "compiled": False, "editor": False}}}
+    spec["usermeta"] = {
+        "embedOptions": {"actions": {"export": True, "source": False, "compiled": False, "editor": False}}
+    }
     color = {"field": "series", "type": "nominal", "sort": names, "title": None}
     if kind == "pie":
         first = names[0]
@@ -115,7 +117,11 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
         encoding["color"] = color
         if kind == "bar":
             encoding["xOffset"] = {"field": "series", "sort": names}
-    spec["mark"] = {"line": {"type": "line", "point": len(xs) <= 60}, "bar": {"type": "bar"}, "area": {"type": "area", "opacity": 0.85}}[kind]
+    spec["mark"] = {
+        "line": {"type": "line", "point": len(xs) <= 60},
+        "bar": {"type": "bar"},
+        "area": {"type": "area", "opacity": 0.85},
+    }[kind]
     spec["encoding"] = encoding
     return spec
 
@@ -147,7 +153,9 @@ def chart_bundle(spec: dict[str, Any], png: bytes) -> Bundle:
 # -- the data, whatever shape it came in ------------------------------------------------------
 
 
-def _series(block: dict[str, Any], namespace: Mapping[str, Any]) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
+def _series(
+    block: dict[str, Any], namespace: Mapping[str, Any]
+) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
     """x values, ``[(series name, y values)]`` and the x axis title."""
     data = block.get("data")
     if isinstance(data, dict):
@@ -211,7 +219,11 @@ def _number(value: Any, series: str) -> float | None:
         return None
     if _numeric(value):
         number = float(value)
-        return None if math.isnan(number) or math.isinf(number) else (int(number) if number.is_integer() and abs(number) < 2**53 else number)
+        return (
+            None
+            if math.isnan(number) or math.isinf(number)
+            else (int(number) if number.is_integer() and abs(number) < 2**53 else number)
+        )
     raise ToolInputError(f"chart series {series!r} has a value that is not a number: {value!r}.")
 
 

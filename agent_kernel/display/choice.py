@@ -69,9 +69,7 @@ class ChoiceCard(WaitingWidget):
         if self.text:
             parts.append(f"<div style='white-space:pre-wrap'>{html.escape(self.text)}</div>")
         if self.code:
-            parts.append(
-                f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(self.code)}</pre>"
-            )
+            parts.append(f"<pre style='white-space:pre-wrap;margin:4px 0'>{html.escape(self.code)}</pre>")
         parts.append(f"<div style='color:#57606a'>{html.escape(said)}</div>")
         markup = (
             '<div class="agent-kernel-choice" style="border:1px solid #d0d7de;border-radius:6px;'

@@ -211,10 +211,7 @@ _NOTES: dict[str, list[str]] = {}
 
 def keep_note(session_id: str, component: str, name: str, data: Any) -> None:
     shown = redact(json.dumps(data, ensure_ascii=False))
-    line = (
-        f"[A message from the UI component {component!r} (sent by its page, not typed by the user)] "
-        f"{name}: {shown}"
-    )
+    line = f"[A message from the UI component {component!r} (sent by its page, not typed by the user)] {name}: {shown}"
     notes = _NOTES.setdefault(session_id, [])
     notes.append(line)
     del notes[:-NOTES_KEPT]
@@ -301,7 +298,9 @@ class ComponentWidget(WaitingWidget):
 
     def _message(self, name: Any, data: Any) -> None:
         if name not in self.definition.messages:
-            raise MessageError(f"message {name!r} is not declared (declared: {', '.join(self.definition.messages) or 'none'})")
+            raise MessageError(
+                f"message {name!r} is not declared (declared: {', '.join(self.definition.messages) or 'none'})"
+            )
         if json_size(data) > MESSAGE_BYTES:
             raise MessageError(f"the message's data is over {MESSAGE_BYTES:,} bytes as JSON")
         if self.host is None:

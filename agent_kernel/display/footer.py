@@ -81,8 +81,7 @@ def footer_line(f: TurnFigures) -> str:
         parts.append("no price for this model")
     session_cost = f", {usd(f.session_cost)}" if f.session_cost or f.cost is not None else ""
     return (
-        " · ".join(parts)
-        + f" ({'new ' if f.new_session else ''}session {f.session!r}: {limit_share(f)} · "
+        " · ".join(parts) + f" ({'new ' if f.new_session else ''}session {f.session!r}: {limit_share(f)} · "
         f"{f.session_tokens:,} of {f.token_limit:,} tokens{session_cost})"
     )
 

@@ -18,7 +18,6 @@ from typing import Any
 import traitlets
 
 from agent_kernel.display.fallback import with_fallback_view
-from agent_kernel.errors import ToolInputError
 from agent_kernel.display.presence import ACK_JS
 from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
 

@@ -26,6 +26,7 @@ class StoredMessage(Protocol):
     @property
     def turn(self) -> int: ...
 
+
 RESULT_PREVIEW = 300
 
 

@@ -12,7 +12,9 @@ if TYPE_CHECKING:
     from agent_kernel.display.waiting import Nobody, TurnWaits
 
 
-async def ask_to_send(names: list[str], target: str, call: str, untrusted: list[str], context: TurnWaits) -> str | Nobody:
+async def ask_to_send(
+    names: list[str], target: str, call: str, untrusted: list[str], context: TurnWaits
+) -> str | Nobody:
     """The person's answer about sending the secrets ``names`` to the host ``target``
     (``call``: what the agent asked, in a line): ``"run"``, ``"skip"``, or Nobody."""
     from agent_kernel.display.choice import ChoiceCard
@@ -26,7 +28,9 @@ async def ask_to_send(names: list[str], target: str, call: str, untrusted: list[
         f"%agent_secret {names[0]} --host HOST or AgentKernel.secret_hosts."
     )
     if untrusted:
-        shown = "; ".join(s[:100] for s in untrusted[:3]) + (f"; +{len(untrusted) - 3} more" if len(untrusted) > 3 else "")
+        shown = "; ".join(s[:100] for s in untrusted[:3]) + (
+            f"; +{len(untrusted) - 3} more" if len(untrusted) > 3 else ""
+        )
         text += (
             f"\n\n⚠ This session read untrusted content ({shown}). Instructions hidden in it may be "
             "steering the agent: send it only if this host is where you meant it to go."

@@ -20,11 +20,14 @@ from agent_kernel.display.presence import ACK_JS, AckWidget
 # How long the button waits for the turn's answer before it interrupts the kernel.
 INTERRUPT_AFTER_MS = 1000
 
-_ESM = ACK_JS + f"const INTERRUPT_AFTER_MS = {INTERRUPT_AFTER_MS};\n" + """
+_ESM = (
+    ACK_JS
+    + f"const INTERRUPT_AFTER_MS = {INTERRUPT_AFTER_MS};\n"
+    + """
 function render({ model, el }) {
   const button = document.createElement("button");
   button.className = "agent-kernel-stop";
-  button.textContent = "\u25A0 Stop";
+  button.textContent = "\u25a0 Stop";
   button.title = "Stop this agent turn";
   button.addEventListener("click", () => {
     if (button.disabled) return;
@@ -49,6 +52,7 @@ function render({ model, el }) {
 }
 export default { render };
 """
+)
 
 _CSS = """
 .agent-kernel-stop {

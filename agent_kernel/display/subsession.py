@@ -171,12 +171,12 @@ class SubSessionView:
         icon = {"completed": "✓", "error": "✗", "token_limit_reached": "■"}.get(self.state, "⏳")
         waiting = any(c.status == "waiting" for c in calls)
         state = "waiting" if waiting and self.state == "running" else self.state
-        head = (
-            f"{icon} sub-session {self.name} · {state} · {len(calls)} tool call"
-            f"{'s' if len(calls) != 1 else ''}"
-        )
+        head = f"{icon} sub-session {self.name} · {state} · {len(calls)} tool call{'s' if len(calls) != 1 else ''}"
         lines = [head, f"  task: {_clip(self.task, TASK_CHARS)}"]
-        lines += [f"  {_ICONS.get(c.status, '')} {c.name}: {c.summary}" + (f" · {c.detail}" if c.detail else "") for c in calls]
+        lines += [
+            f"  {_ICONS.get(c.status, '')} {c.name}: {c.summary}" + (f" · {c.detail}" if c.detail else "")
+            for c in calls
+        ]
         said = self._text or self._said
         if said.strip() and self.state in ("running", "waiting_for_input"):
             lines.append(f"  {_clip(' '.join(said.split()), TEXT_CHARS)}")

@@ -28,10 +28,10 @@ from typing import Any
 
 import traitlets
 
-from agent_kernel.errors import ToolInputError
 from agent_kernel.display.fallback import Bundle, with_fallback_view
 from agent_kernel.display.presence import ACK_JS, AckWidget
 from agent_kernel.display.text_tables import Table
+from agent_kernel.errors import ToolInputError
 
 _JS = Path(__file__).with_name("js")
 CELL_CHARS = 200
@@ -82,7 +82,9 @@ class TableSource:
             columns = [self._by_key[k] for k in keys]
             return [self._texts(row) for row in chunk[columns].itertuples(index=False, name=None)]
         order = self._sorted_records(sort_key, descending) if sort_key in self._by_key else None
-        indices = order[start : start + size] if order is not None else range(start, min(start + size, len(self.records)))
+        indices = (
+            order[start : start + size] if order is not None else range(start, min(start + size, len(self.records)))
+        )
         return [self._texts([self.records[i].get(k) for k in keys]) for i in indices]
 
     def _texts(self, values: Any) -> list[str]:

@@ -34,7 +34,9 @@ class Table:
         return "right" if index in self.right else "left"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th style='text-align:{self._align(i)}'>{html.escape(c)}</th>" for i, c in enumerate(self.columns))
+        head = "".join(
+            f"<th style='text-align:{self._align(i)}'>{html.escape(c)}</th>" for i, c in enumerate(self.columns)
+        )
         cell = "<td style='text-align:{};vertical-align:top;white-space:pre-wrap'>{}</td>"
         body = "".join(
             "<tr>" + "".join(cell.format(self._align(i), html.escape(v)) for i, v in enumerate(row)) + "</tr>"
@@ -57,9 +59,11 @@ class Table:
         for row in self.rows:  # a cell of several lines makes the row as tall
             cells = [v.splitlines() or [""] for v in row]
             for i in range(max(map(len, cells), default=1)):
-                body.append("  ".join(
-                    self._pad(j, c[i] if i < len(c) else "", w) for j, (c, w) in enumerate(zip(cells, widths))
-                ))
+                body.append(
+                    "  ".join(
+                        self._pad(j, c[i] if i < len(c) else "", w) for j, (c, w) in enumerate(zip(cells, widths))
+                    )
+                )
         parts = ([self.title] if self.title else []) + [line, rule, *body]
         if self.note:
             parts.append(self.note)

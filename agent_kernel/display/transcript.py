@@ -498,8 +498,13 @@ TURN_MIME = "application/vnd.agent-kernel.turn+json"
 _TURN_VERSION = 1
 
 _ICONS = {
-    "receiving": "…", "running": "⏳", "waiting": "⏸",
-    "ok": "✓", "error": "✗", "interrupted": "■", "skipped": "–",
+    "receiving": "…",
+    "running": "⏳",
+    "waiting": "⏸",
+    "ok": "✓",
+    "error": "✗",
+    "interrupted": "■",
+    "skipped": "–",
 }
 _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipped": "#57606a"}
 
@@ -556,11 +561,7 @@ def _thinking_bundle(text: str, *, done: bool, redacted: bool = False) -> Bundle
         summary = f"Thinking ({words:,} word{'s' if words != 1 else ''})"
     else:
         summary = "Thinking…"
-    body = (
-        f'<div style="white-space:pre-wrap;margin:4px 0 4px 1.2em">{html.escape(text)}</div>'
-        if text
-        else ""
-    )
+    body = f'<div style="white-space:pre-wrap;margin:4px 0 4px 1.2em">{html.escape(text)}</div>' if text else ""
     markup = (
         '<details class="agent-kernel-thinking" style="margin:2px 0;font-size:0.92em;color:#57606a">'
         f"<summary>{html.escape(summary)}</summary>{body}</details>"
@@ -572,7 +573,10 @@ def _status_bundle(text: str) -> Bundle:
     """The status line: HTML and the turn part only, so clients that print outputs once
     (jupyter console) print nothing for it."""
     markup = f'<div class="agent-kernel-status" style="color:#57606a;font-size:0.92em">{html.escape(text)}</div>'
-    return {"text/html": markup, TURN_MIME: {"version": _TURN_VERSION, "part": "notice", "level": "muted", "text": text}}
+    return {
+        "text/html": markup,
+        TURN_MIME: {"version": _TURN_VERSION, "part": "notice", "level": "muted", "text": text},
+    }
 
 
 def _notice_bundle(text: str, kind: str, usage: dict[str, Any] | None = None) -> Bundle:

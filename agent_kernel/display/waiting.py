@@ -157,9 +157,7 @@ class Pending:
                 outcome = await widget.answered()
             return outcome
         finally:
-            widget.status = (
-                "stopped" if outcome is STOPPED else "nobody" if isinstance(outcome, Nobody) else "answered"
-            )
+            widget.status = "stopped" if outcome is STOPPED else "nobody" if isinstance(outcome, Nobody) else "answered"
             context.done_waiting()
             settled = widget.static(outcome)
             self._handle.update(settled, raw=True)

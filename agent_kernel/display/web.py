@@ -45,10 +45,7 @@ def sources_bundle(sources: list[dict[str, str]]) -> Bundle:
         for s in sources
     )
     links = sanitize_html(f"<ol>{items}</ol>")
-    markup = (
-        '<div class="agent-kernel-sources" style="font-size:0.92em;color:#57606a">'
-        f"Sources:{links}</div>"
-    )
+    markup = f'<div class="agent-kernel-sources" style="font-size:0.92em;color:#57606a">Sources:{links}</div>'
     plain = "Sources:\n" + "\n".join(
         f"{n}. {clean_text(s['title'])} <{clean_text(s['url'])}>" for n, s in enumerate(sources, 1)
     )

@@ -136,22 +136,16 @@ def log_for(shell: Any) -> CellLog:
 def describe_error(error: BaseException, shell: Any = None) -> CellError:
     """``error`` with only the user's frames, cell files named as ``Cell [N]``."""
     names = _cell_names(shell)
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if users_frame(f.filename)][
-        -ERROR_FRAMES:
-    ]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if users_frame(f.filename)][-ERROR_FRAMES:]
     for frame in frames:
         if frame.filename in names:
             frame.filename = names[frame.filename]
     message = (
-        str(error)
-        if not isinstance(error, SyntaxError)
-        else "".join(traceback.format_exception_only(error)).strip()
+        str(error) if not isinstance(error, SyntaxError) else "".join(traceback.format_exception_only(error)).strip()
     )
     if len(message) > MESSAGE_CHARS:
         message = redact(message)[:MESSAGE_CHARS] + " [...]"
-    return CellError(
-        type(error).__name__, redact(message), redact("".join(traceback.format_list(frames)))
-    )
+    return CellError(type(error).__name__, redact(message), redact("".join(traceback.format_list(frames))))
 
 
 def users_frame(filename: str) -> bool:
@@ -203,9 +197,7 @@ class Cell:
 
         entry: dict[str, Any] = {"execution_count": self.count, "source": redact(self.source)}
         if self.result:
-            entry["result"] = mark_untrusted(
-                _cut(self.result, result_chars), f"cell [{self.count}] result"
-            )
+            entry["result"] = mark_untrusted(_cut(self.result, result_chars), f"cell [{self.count}] result")
         if self.printed:
             entry["printed"] = mark_untrusted(
                 _cut_middle(redact(self.printed), result_chars), f"cell [{self.count}] printed output"
@@ -215,9 +207,7 @@ class Cell:
         return entry
 
 
-def history(
-    shell: Any, first: int = 1, last: int | None = None, matching: str | None = None
-) -> list[Cell]:
+def history(shell: Any, first: int = 1, last: int | None = None, matching: str | None = None) -> list[Cell]:
     """The cells with execution counts ``first``..``last`` (the cell running now excluded),
     only those whose source contains ``matching`` (any case) when it is given; a negative
     ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts.

@@ -256,9 +256,7 @@ def _cells(data: dict[str, Any]) -> None:
         if not isinstance(source, str) or len(source) > MAX_SOURCE_CHARS:
             raise Refused(f"source is a string of at most {MAX_SOURCE_CHARS} characters")
         count = cell.get("execution_count")
-        if count is not None and (
-            not isinstance(count, int) or isinstance(count, bool) or count < 0
-        ):
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
             raise Refused("execution_count is a count or null")
         if not isinstance(cell.get("outputs", []), list):
             raise Refused("outputs is a list")

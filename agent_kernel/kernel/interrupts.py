@@ -198,9 +198,7 @@ class TurnInterrupts:
         """One thread per turn: stops code whose deadline passed (see :meth:`run_code`)."""
         while True:
             with self._cond:
-                while not self._closed and (
-                    self._deadline is None or self._deadline > time.monotonic()
-                ):
+                while not self._closed and (self._deadline is None or self._deadline > time.monotonic()):
                     wait = _LONGEST_WAIT_S
                     if self._deadline is not None:
                         wait = min(wait, self._deadline - time.monotonic())

@@ -28,7 +28,6 @@ _IPYTHON_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
 _REDACTED_ENDS = 16_000  # characters of each end of a long string redacted for its summary
 
 
-
 class _Repr(reprlib.Repr):
     """``reprlib`` that redacts secrets before it shortens, so a cut never ends inside one."""
 
@@ -175,9 +174,7 @@ REMOVED = "Removed:"
 _LISTED = re.compile(r"^- `([^`]+)`")
 
 
-def variables_update(
-    current: Mapping[str, str], known: Mapping[str, str] | None, limit: int = BRIEFING_CHARS
-) -> str:
+def variables_update(current: Mapping[str, str], known: Mapping[str, str] | None, limit: int = BRIEFING_CHARS) -> str:
     """The variables part of a turn's context: every variable when ``known`` is None (the
     conversation holds no list yet), else only those added, changed or removed since."""
     if known is None:
@@ -194,9 +191,7 @@ def variables_update(
     return "\n".join(parts)
 
 
-def known_variables(
-    texts: Iterable[str], earlier: Mapping[str, str] | None = None
-) -> dict[str, str] | None:
+def known_variables(texts: Iterable[str], earlier: Mapping[str, str] | None = None) -> dict[str, str] | None:
     """The variables as the model last saw them, from earlier :func:`variables_update`
     texts (oldest first); None when none holds a list. ``earlier``: what the texts before
     these gave, so a conversation's later texts continue it without reading all again."""
@@ -204,9 +199,7 @@ def known_variables(
     for text in texts:
         lines = text.splitlines()
         for line in lines:
-            if line in (ALL_VARIABLES, NO_VARIABLES):
-                known = {}
-            elif line == CHANGED_VARIABLES and known is None:
+            if line in (ALL_VARIABLES, NO_VARIABLES) or (line == CHANGED_VARIABLES and known is None):
                 known = {}
             elif known is None or line == UNCHANGED_VARIABLES:
                 continue

@@ -101,7 +101,12 @@ def anchor_in(cells: Sequence[dict[str, Any]], *, session_id: str, turn: int, pr
     words = " ".join(prompt.split())
     for cell in reversed(cells):
         source = _text(cell.get("source", ""))
-        if cell.get("cell_type") == "code" and _AGENT_LINE.match(source) and words and words in " ".join(source.split()):
+        if (
+            cell.get("cell_type") == "code"
+            and _AGENT_LINE.match(source)
+            and words
+            and words in " ".join(source.split())
+        ):
             return str(cell.get("id"))
     running = channel.running_cell()
     return running if running in ids else None
@@ -178,7 +183,7 @@ def session_notebook(namespace: dict[str, Any]) -> Path | None:
     if not isinstance(named, str) or not named.endswith(".ipynb"):
         return None
     path = Path(named)
-    for candidate in ([path] if path.is_absolute() else [Path.cwd() / path, Path.cwd() / path.name]):
+    for candidate in [path] if path.is_absolute() else [Path.cwd() / path, Path.cwd() / path.name]:
         if candidate.is_file():
             return candidate
     return None
@@ -252,4 +257,3 @@ def _node(cell: dict[str, Any]) -> Any:
     if cell["cell_type"] == "markdown":
         return nbformat.v4.new_markdown_cell(cell["source"], metadata=dict(cell["metadata"]))
     return nbformat.v4.new_code_cell(cell["source"], metadata=dict(cell["metadata"]))
-

@@ -124,8 +124,7 @@ def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
         if not token.startswith("-") or (not cell and _is_prompt_dash(token)):
             if cell:
                 raise UsageError(
-                    f"Unexpected {token!r} on the %%agent line: the prompt goes in the cell body. "
-                    f"Flags: {_FLAGS_HELP}."
+                    f"Unexpected {token!r} on the %%agent line: the prompt goes in the cell body. Flags: {_FLAGS_HELP}."
                 )
             rest_at = end - len(token)
             break
@@ -142,8 +141,10 @@ def parse_agent_call(line: str, body: str | None = None) -> TurnRequest:
                 if unquote(following).lower() in known.choices:
                     value = unquote(following)
                     i += 1
-            elif i + 1 < len(tokens) and not tokens[i + 1][0].startswith("-") and (
-                cell or (i + 2 < len(tokens) and tokens[i + 2][0] == "--")
+            elif (
+                i + 1 < len(tokens)
+                and not tokens[i + 1][0].startswith("-")
+                and (cell or (i + 2 < len(tokens) and tokens[i + 2][0] == "--"))
             ):
                 value = unquote(tokens[i + 1][0])
                 i += 1
@@ -180,9 +181,7 @@ def _is_prompt_dash(token: str) -> bool:
 def _validate(call: dict[str, Any]) -> None:
     """Check the flags' values (``call``: TurnRequest field -> value as typed) and convert them."""
     if call.get("new") and call.get("session") is not None:
-        raise UsageError(
-            "Use either --new (a fresh session) or --session NAME (continue one), not both."
-        )
+        raise UsageError("Use either --new (a fresh session) or --session NAME (continue one), not both.")
     output = call.get("output")
     if output is not None and not output.isidentifier():
         raise UsageError(f"-o needs a Python variable name, not {output!r}.")
@@ -349,8 +348,7 @@ class AgentMagics(Magics):
         if not taken:
             return request, ""
         shown = ", ".join(
-            f"{'--think' if f == 'thinking' else '--' + f}" + ("" if v is True else f" {v}")
-            for f, v in taken.items()
+            f"{'--think' if f == 'thinking' else '--' + f}" + ("" if v is True else f" {v}") for f, v in taken.items()
         )
         line = f"From the Agent panel's settings: {shown} (a flag on the cell overrides them)."
         return replace(request, **taken), line
@@ -416,9 +414,7 @@ class AgentMagics(Magics):
         asyncio.run(self.run_turn(line, cell))
 
     if agent.__doc__:  # %agent? shows the flags as FLAGS declares them (None under python -OO)
-        agent.__doc__ = agent.__doc__.replace(
-            "        {flags}", textwrap.indent(flags_help(), " " * 8)
-        )
+        agent.__doc__ = agent.__doc__.replace("        {flags}", textwrap.indent(flags_help(), " " * 8))
 
     @magic_arguments()
     @argument("--all", action="store_true", help="List every notebook's sessions.")
@@ -576,8 +572,7 @@ class AgentMagics(Magics):
             value = getpass.getpass(f"Value for {name} (not echoed): ")
         except StdinNotImplementedError:
             raise UsageError(
-                f"This front end cannot ask for input (papermill?). Set {name} in the "
-                "kernel's environment instead."
+                f"This front end cannot ask for input (papermill?). Set {name} in the kernel's environment instead."
             ) from None
         secrets = self.kernel_agent.secrets
         try:
@@ -611,4 +606,3 @@ class AgentMagics(Magics):
         if session is None:
             return Markdown("No session yet in this notebook: the first %agent starts one.")
         return Markdown(render_history(session.name, agent.admin.messages(session), args.n))
-

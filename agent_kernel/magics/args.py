@@ -24,7 +24,7 @@ def parse_args(magic: Callable[..., Any], line: str) -> argparse.Namespace:
         parsed: argparse.Namespace = parse_argstring(magic, line)
         return parsed
     except UsageError as exc:
-        parser = getattr(magic, "parser")  # set by @magic_arguments
+        parser = getattr(magic, "parser")  # noqa: B009 - set by @magic_arguments, unknown to the type
         usage = " ".join(parser.format_usage().split()[1:])  # without "usage:"
         raise UsageError(f"{exc}. Usage: {usage}") from None
 

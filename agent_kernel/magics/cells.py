@@ -80,7 +80,9 @@ class CellMagics(CompanionMagics):
             return
         turn = self._turn(args)
         with usage_errors(), _cell_errors():
-            placed = await turn_cells.insert(cells_of(turn), session_id=turn.session_id, turn=turn.turn, prompt=turn.prompt)
+            placed = await turn_cells.insert(
+                cells_of(turn), session_id=turn.session_id, turn=turn.turn, prompt=turn.prompt
+            )
         print(_placed_line(turn, placed))
 
     def _write_file(self, args: Any) -> None:
@@ -93,7 +95,9 @@ class CellMagics(CompanionMagics):
         with _cell_errors():
             path = turn_cells.notebook_file(None if args.to is None else unquote(args.to), shell.user_ns)
         with _cell_errors():
-            placed = turn_cells.write_into(path, cells_of(turn), session_id=turn.session_id, turn=turn.turn, prompt=turn.prompt)
+            placed = turn_cells.write_into(
+                path, cells_of(turn), session_id=turn.session_id, turn=turn.turn, prompt=turn.prompt
+            )
         print(_placed_line(turn, placed))
 
     def _turn(self, args: Any) -> TurnSteps:
@@ -117,7 +121,9 @@ class CellMagics(CompanionMagics):
             turn = turn_steps(con, session.id, number if number is not None else last) if last else None
         if turn is None:
             have = f"its turns are 1 to {last}" if last else "it has no turns yet"
-            raise UsageError(f"Session {session.name!r} has no turn {number if number is not None else ''}".rstrip() + f"; {have}.")
+            raise UsageError(
+                f"Session {session.name!r} has no turn {number if number is not None else ''}".rstrip() + f"; {have}."
+            )
         return turn
 
     @magic_arguments()
@@ -187,7 +193,9 @@ class CellMagics(CompanionMagics):
                 job = export.schedule(agent.store, exported, args.schedule, timezone=args.timezone, cwd=os.getcwd())
             except ScheduleError as exc:
                 raise UsageError(f"Not scheduled: {exc}") from None
-            print(f"Scheduled job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}.")
+            print(
+                f"Scheduled job {job.id} ({job.name}): {job.schedule.describe()}; next run {iso(job.next_run_at, job.timezone)}."
+            )
 
 
 def _named(agent: Agent, name: str) -> Any:
@@ -241,7 +249,11 @@ def _cell_errors() -> Iterator[None]:
 
 def _placed_line(turn: TurnSteps, placed: Placed) -> str:
     steps = len(turn.steps)
-    code = f"{steps} code cell{'s' if steps != 1 else ''}" if steps else "no code cell (the turn ran no code that succeeded here)"
+    code = (
+        f"{steps} code cell{'s' if steps != 1 else ''}"
+        if steps
+        else "no code cell (the turn ran no code that succeeded here)"
+    )
     where = "into the notebook" if placed.where == "notebook" else f"into {placed.where}"
     below = "below the turn's %agent cell" if placed.after else "at the end"
     return f"Inserted turn {turn.turn} of session {turn.session_name!r} {where} {below}: its prompt and answer, {code}."

@@ -160,7 +160,12 @@ def _history_table(versions: list[Any]) -> Any:
         for v in versions
     ]
     note = "" if rows else "No versions yet: version 0 is the empty prompt."
-    return Table(["version", "when (UTC)", "by", "operation", "chars", "starts with"], rows, title="Stored instructions", note=note)
+    return Table(
+        ["version", "when (UTC)", "by", "operation", "chars", "starts with"],
+        rows,
+        title="Stored instructions",
+        note=note,
+    )
 
 
 def _markdown_block(title: str, text: str) -> Any:

@@ -77,7 +77,6 @@ class JobMagics(Magics):
             notes.append(f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}.")
         return JobsView(rows, "\n".join(notes))
 
-
     def _edit(self, line: str) -> None:
         from agent_kernel.scheduler import edits
         from agent_kernel.scheduler.clock import iso
@@ -136,8 +135,8 @@ def _empty_note(*, disabled: int) -> str:
         plural = "s are" if disabled != 1 else " is"
         return f"No enabled jobs: {disabled} job{plural} disabled (`%agent_jobs --all` lists them)."
     return (
-        "No scheduled jobs yet. Ask `%agent` to schedule one (\"run this notebook every morning "
-        "at 8\"), use the clock button \"Schedule this notebook…\" in a notebook's toolbar in "
+        'No scheduled jobs yet. Ask `%agent` to schedule one ("run this notebook every morning '
+        'at 8"), use the clock button "Schedule this notebook…" in a notebook\'s toolbar in '
         "JupyterLab, or run `agent-kernel jobs add` in a terminal."
     )
 
@@ -182,9 +181,7 @@ class JobsView:
     def _repr_html_(self) -> str:
         import html  # with its entity table: not worth loading at %load_ext
 
-        note = "".join(
-            f"<div style='color:#57606a'>{_code_html(line)}</div>" for line in self.note.splitlines()
-        )
+        note = "".join(f"<div style='color:#57606a'>{_code_html(line)}</div>" for line in self.note.splitlines())
         if not self.rows:
             return note
         head = "".join(f"<th style='text-align:left'>{c}</th>" for c in _COLUMNS)

@@ -65,7 +65,7 @@ def bind_secret_from_panel(encoded: str) -> None:
 
     payload = decode_payload(encoded, "binding", 4 * (MAX_NAME_CHARS + MOST_HOSTS * (HOST_CHARS + 12)))
     if set(payload) != _KEYS:
-        raise UsageError("A binding from the panel is {\"name\": NAME, \"hosts\": [HOST, ...]}.")
+        raise UsageError('A binding from the panel is {"name": NAME, "hosts": [HOST, ...]}.')
     name, hosts = payload["name"], payload["hosts"]
     if not isinstance(name, str) or not name.isidentifier() or len(name) > MAX_NAME_CHARS:
         raise UsageError("A secret's name is an environment variable name.")

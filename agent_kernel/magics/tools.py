@@ -25,7 +25,9 @@ class ToolMagics(CompanionMagics):
 
     @magic_arguments()
     @argument(
-        "--approve", default=None, metavar="MODE",
+        "--approve",
+        default=None,
+        metavar="MODE",
         help=f"List what a turn in this approval mode sees ({', '.join(APPROVE_MODES)}; default the setting).",
     )
     @line_magic
@@ -63,7 +65,6 @@ class ToolMagics(CompanionMagics):
             "" if offered else " The skills group is off: %config AgentKernel.tool_groups adds it."
         )
         return Table(["skill", "description", "enabled", "from"], rows, title="Skills", note=note)
-
 
     @magic_arguments()
     @argument("--clear", nargs=2, metavar=("KIND", "NAME"), help="Clear one item's taint after you reviewed it.")
@@ -107,7 +108,12 @@ class ToolMagics(CompanionMagics):
             "Nothing kept is tainted." if not rows
             else "Review each item, then %agent_tainted --clear KIND NAME (or --clear-all)."
         )  # fmt: skip
-        return Table(["kind", "name", "version", "session", "turn", "sources", "when (UTC)"], rows, title="Tainted items", note=note)
+        return Table(
+            ["kind", "name", "version", "session", "turn", "sources", "when (UTC)"],
+            rows,
+            title="Tainted items",
+            note=note,
+        )
 
 
 def _persons_event(line: str) -> PersonEvent:

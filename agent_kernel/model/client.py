@@ -20,8 +20,8 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Union
 
-from agent_kernel.model import caching, conversation
 from agent_kernel.errors import MissingKeyError, ModelError
+from agent_kernel.model import caching, conversation
 from agent_kernel.model.shapes import ContentBlock
 
 if TYPE_CHECKING:
@@ -492,7 +492,7 @@ def describe_api_error(exc: Exception, model: str | None = None) -> str:
             hint = "The conversation has grown too long for the model: start a new one with %agent --new."
         else:
             hint = "Change what the message names (a setting, --model, the prompt) and run the cell again."
-    elif status and status >= 500 or kind in _RETRYABLE_STREAM_ERRORS:
+    elif (status and status >= 500) or kind in _RETRYABLE_STREAM_ERRORS:
         hint = "The API is unavailable or overloaded even after retries; run the cell again later."
     else:
         hint = "Run the cell again; if it persists, start a new session with %agent --new."

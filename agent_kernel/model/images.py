@@ -33,9 +33,7 @@ class ImageError(ValueError):
 
 def fitted(width: int, height: int) -> tuple[int, int]:
     """The size an image of ``width`` × ``height`` is sent at (never larger)."""
-    scale = min(
-        1.0, LONG_SIDE_PX / max(width, height, 1), (MOST_PIXELS / max(width * height, 1)) ** 0.5
-    )
+    scale = min(1.0, LONG_SIDE_PX / max(width, height, 1), (MOST_PIXELS / max(width * height, 1)) ** 0.5)
     return max(1, int(width * scale)), max(1, int(height * scale))
 
 
@@ -49,9 +47,7 @@ def image_block(data: bytes, media_type: str = "image/png") -> dict[str, Any]:
         image: Image.Image = Image.open(io.BytesIO(data))
         size = fitted(*image.size)
         if size != image.size:
-            image = image.convert("RGBA" if media_type == "image/png" else "RGB").resize(
-                size, Image.Resampling.LANCZOS
-            )
+            image = image.convert("RGBA" if media_type == "image/png" else "RGB").resize(size, Image.Resampling.LANCZOS)
             out = io.BytesIO()
             image.save(out, format="PNG" if media_type == "image/png" else "JPEG", quality=85)
             data = out.getvalue()

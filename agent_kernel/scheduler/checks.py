@@ -338,11 +338,12 @@ def _notify_problems(notify: Any) -> list[str]:
     if not isinstance(notify, dict) or set(notify) - {"targets", "on"}:
         return ["notify must be {targets: [names], on: failure|success|always}"]
     targets = notify.get("targets") or []
-    if not isinstance(targets, list) or len(targets) > MAX_NOTIFY_TARGETS or not all(
-        isinstance(t, str) and 0 < len(t) <= 64 for t in targets
+    if (
+        not isinstance(targets, list)
+        or len(targets) > MAX_NOTIFY_TARGETS
+        or not all(isinstance(t, str) and 0 < len(t) <= 64 for t in targets)
     ):
         return [f"notify targets are at most {MAX_NOTIFY_TARGETS} target names"]
     if notify.get("on", "failure") not in NOTIFY_ON:
         return [f"notify on must be one of {', '.join(NOTIFY_ON)}, not {notify.get('on')!r}"]
     return []
-

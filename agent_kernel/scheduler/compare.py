@@ -148,7 +148,9 @@ def _change(index: int, earlier: _Cell | None, cell: _Cell) -> CellChange | None
     diff = ""
     if earlier.text != cell.text:
         kinds.append("output")
-        lines = list(difflib.unified_diff(earlier.text.splitlines(), cell.text.splitlines(), "before", "after", lineterm="", n=1))
+        lines = list(
+            difflib.unified_diff(earlier.text.splitlines(), cell.text.splitlines(), "before", "after", lineterm="", n=1)
+        )
         diff = "\n".join(lines[2 : 2 + DIFF_LINES]) + ("\n..." if len(lines) > DIFF_LINES + 2 else "")
     if earlier.images != cell.images:
         kinds.append("images")

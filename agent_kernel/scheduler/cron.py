@@ -56,7 +56,9 @@ class QuietWindow:
                 f"Quiet hours {value!r} need start and end times as HH:MM, e.g. 22:00 and 07:00."
             ) from None
         if window.start == window.end:
-            raise ScheduleError(f"Quiet hours {value!r} start and end at the same time; give a window such as 22:00-07:00.")
+            raise ScheduleError(
+                f"Quiet hours {value!r} start and end at the same time; give a window such as 22:00-07:00."
+            )
         return window
 
     def to_json(self) -> dict[str, str]:
@@ -94,9 +96,7 @@ class Schedule:
             words = CronSim(self.cron, datetime.now(UTC)).explain()
         except Exception:  # noqa: BLE001 - explain() does not cover every expression
             words = self.cron
-        quiet = "".join(
-            f", not {w.start:%H:%M}-{w.end:%H:%M}" for w in self.quiet
-        )
+        quiet = "".join(f", not {w.start:%H:%M}-{w.end:%H:%M}" for w in self.quiet)
         return f"{words} ({self.timezone}{quiet})"
 
     def next_after(self, instant: datetime) -> datetime | None:
@@ -210,8 +210,7 @@ def zone(name: str) -> ZoneInfo:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ScheduleError(
-            f"Unknown timezone {name!r}: use an IANA name such as 'Europe/Berlin', "
-            "'America/New_York' or 'UTC'."
+            f"Unknown timezone {name!r}: use an IANA name such as 'Europe/Berlin', 'America/New_York' or 'UTC'."
         ) from None
 
 

@@ -397,12 +397,16 @@ class Scheduler:
                 check_job(job, home=self.home)
             except InvalidJob as exc:
                 log.warning("run %s of job %s (%s) refused: %s", run.id, job.id, job.name, exc)
-                self._done(run.id, {"status": FAILED, "error": f"Not run: the job's stored definition is invalid: {exc}"})
+                self._done(
+                    run.id, {"status": FAILED, "error": f"Not run: the job's stored definition is invalid: {exc}"}
+                )
                 continue
             try:
                 spec = build_spec(job, run, run_dir, lease_s=self.settings.lease_s, prompt=prompt)
             except Exception as exc:  # noqa: BLE001 - e.g. the notebook was deleted
-                self._done(run.id, {"status": FAILED, "error": f"Could not prepare the run: {type(exc).__name__}: {exc}"})
+                self._done(
+                    run.id, {"status": FAILED, "error": f"Could not prepare the run: {type(exc).__name__}: {exc}"}
+                )
                 continue
             log.info("started run %s of job %s (%s) on %s", run.id, job.id, job.name, self.executor.name)
             self.executor.submit(spec, self._done)
@@ -514,4 +518,3 @@ class Scheduler:
         for thread in self._deliveries:
             thread.join(max(ends - time.monotonic(), 0))
         self._deliveries = [t for t in self._deliveries if t.is_alive()]
-

@@ -61,8 +61,8 @@ def collect_digest(hours: float = 24, *, db_path: str | Path | None = None, now:
                    timezone: str | None = None) -> Digest:  # fmt: skip
     """The last and next ``hours`` of the agent's scheduled work and sessions."""
     from agent_kernel.paths import default_db_path
-    from agent_kernel.store import Store
     from agent_kernel.scheduler.cron import local_timezone_name
+    from agent_kernel.store import Store
 
     now = now or SystemClock().now()
     since, horizon = now - timedelta(hours=hours), now + timedelta(hours=hours)

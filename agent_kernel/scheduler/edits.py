@@ -39,8 +39,12 @@ def parameter(text: str) -> tuple[str, Any]:
 
 
 def changes(
-    job: Job, options: Mapping[str, Any], set_parameters: Iterable[str] = (), unset: Iterable[str] = (),
-    *, home: str | Path | None = None,
+    job: Job,
+    options: Mapping[str, Any],
+    set_parameters: Iterable[str] = (),
+    unset: Iterable[str] = (),
+    *,
+    home: str | Path | None = None,
 ) -> dict[str, Any]:
     """The changes ``options`` (None: not given), ``set_parameters`` (``NAME=VALUE``) and
     ``unset`` (parameter names) make to ``job``; refused when they make none. ``home``
@@ -55,7 +59,9 @@ def changes(
         from agent_kernel.scheduler import notify
 
         current = job.options.get("notify")
-        found["notify"] = notify.setting(home or agent_home(), options.get("notify") or [], options.get("notify_on"), current)
+        found["notify"] = notify.setting(
+            home or agent_home(), options.get("notify") or [], options.get("notify_on"), current
+        )
     if found.get("notebook"):
         found["notebook"] = str(Path(found["notebook"]).expanduser().resolve())  # as typed, from here
     set_parameters, unset = list(set_parameters), list(unset)
@@ -109,4 +115,3 @@ def add_notify_options(parser: argparse.ArgumentParser) -> None:
                         help="which runs to notify about (default failure)")  # fmt: skip
     parser.add_argument("--explain", action=argparse.BooleanOptionalAction, default=None,
                         help="explain each failed run with the small model (kept on the run, in the notification)")  # fmt: skip
-

@@ -127,9 +127,7 @@ def make_executor(kind: str = "local", *, address: str | None = None, n_workers:
         except ImportError:
             from agent_kernel.scheduler import ScheduleError
 
-            raise ScheduleError(
-                "The Dask executor needs distributed: pip install 'agent-kernel[dask]'."
-            ) from None
+            raise ScheduleError("The Dask executor needs distributed: pip install 'agent-kernel[dask]'.") from None
     from agent_kernel.scheduler import ScheduleError
 
     raise ScheduleError(f"Unknown executor {kind!r}: use local or dask.")

@@ -97,4 +97,3 @@ def explain_failed_run(store: Any, run_id: str, *, model: str, client: Any = Non
     with store.connect() as con:
         Runs(con).explained(run.id, made.text, made.input_tokens + made.output_tokens, made.cost)
     return made
-

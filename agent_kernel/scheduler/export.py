@@ -84,7 +84,9 @@ def find_session(store: Store, key: str) -> Session:
             matches = [s for s in sessions.list() if s.id.startswith(key)]
             found = matches[0] if len(matches) == 1 else None
     if found is None:
-        raise ScheduleError(f"No session {key!r}: name a session by its name or id (`%agent_sessions --all` lists them).")
+        raise ScheduleError(
+            f"No session {key!r}: name a session by its name or id (`%agent_sessions --all` lists them)."
+        )
     return found
 
 
@@ -306,7 +308,9 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
     parameters, codes = find_parameters(originals)
     tainted = [turn for turn, _ in kept if turn.untrusted]
     # The parameters cell is marked when an input was taken out of a tainted turn's code.
-    tainted_inputs = [turn for (turn, _), code, original in zip(kept, codes, originals) if turn.untrusted and code != original]
+    tainted_inputs = [
+        turn for (turn, _), code, original in zip(kept, codes, originals) if turn.untrusted and code != original
+    ]
     load_ext = any(_NEEDS_EXTENSION.search(code) for code in codes)
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
@@ -317,7 +321,9 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
     )
     cells = [nbformat.v4.new_markdown_cell(intro)]
     lines = [f"{name} = {value!r}" for name, value in parameters.items()]
-    parameter_cell = nbformat.v4.new_code_cell("\n".join(["# Parameters (papermill puts a run's values after this cell)", *lines]))
+    parameter_cell = nbformat.v4.new_code_cell(
+        "\n".join(["# Parameters (papermill puts a run's values after this cell)", *lines])
+    )
     parameter_cell.metadata["tags"] = ["parameters"]
     if tainted_inputs:
         parameter_cell.metadata.update(mark(tainted_inputs[0]))
@@ -329,7 +335,9 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
     for (turn, step), code in zip(kept, codes):
         if turn.turn not in shown_turns:
             shown_turns.append(turn.turn)
-            prompt = "\n".join("> " + line if line else ">" for line in redact(turn.prompt or "(no prompt)").splitlines())
+            prompt = "\n".join(
+                "> " + line if line else ">" for line in redact(turn.prompt or "(no prompt)").splitlines()
+            )
             cells.append(nbformat.v4.new_markdown_cell(f"**Turn {turn.turn}**\n\n{prompt}", metadata=mark(turn)))
         if code:
             cells.append(nbformat.v4.new_code_cell(code, metadata=mark(turn)))
@@ -337,7 +345,9 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, E
     nb.cells = cells
     marked = len(cellmark.marked_cells(cells))
     sources = tainted[0].untrusted if tainted else ()
-    exported = Exported(Path(), session.name, len(shown_turns), len(recorded), parameters, load_ext, recorded, sources, marked)
+    exported = Exported(
+        Path(), session.name, len(shown_turns), len(recorded), parameters, load_ext, recorded, sources, marked
+    )
     return nb, exported
 
 
@@ -381,7 +391,11 @@ class Verdict:
             where = f" (the executed notebook: {self.output_path})" if self.output_path else ""
             return f"Verification FAILED: {self.reason}{where}"
         took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
-        same = f"; {self.same_output} of {self.compared} code cells printed what they printed for the agent" if self.compared else ""
+        same = (
+            f"; {self.same_output} of {self.compared} code cells printed what they printed for the agent"
+            if self.compared
+            else ""
+        )
         return f"Verification passed: papermill ran it headless, with no model reachable{took}{same}."
 
 
@@ -429,13 +443,20 @@ def _compare(executed: Path, recorded: list[str]) -> tuple[int, int]:
     ]  # fmt: skip
     same = 0
     for cell, before in zip(code, recorded):
-        printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        printed = "".join(
+            o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        )
         same += printed.strip() == before.strip()
     return same, min(len(code), len(recorded))
 
 
 def schedule(
-    store: Store, exported: Exported, cron: str, *, name: str | None = None, timezone: str | None = None,
+    store: Store,
+    exported: Exported,
+    cron: str,
+    *,
+    name: str | None = None,
+    timezone: str | None = None,
     cwd: str | Path | None = None,
 ) -> Any:
     """Create the job that runs the exported notebook on ``cron`` (the person's job)."""

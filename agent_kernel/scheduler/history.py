@@ -33,6 +33,7 @@ class Job(Protocol):
     @property
     def options(self) -> dict[str, Any]: ...
 
+
 __all__ = ["JobVersion", "definition", "record", "versions", "writer"]
 
 # The fields of a job's definition, as its versions keep them.

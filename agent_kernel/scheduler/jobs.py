@@ -387,7 +387,9 @@ class Jobs:
         """Pause or resume; resuming starts from the next slot after ``now`` (no catch-up)."""
         next_run = job.next_run_at
         if enabled and not job.enabled:
-            next_run = job.schedule.next_after(now) if job.cron else (job.run_at if job.run_at and job.run_at > now else None)
+            next_run = (
+                job.schedule.next_after(now) if job.cron else (job.run_at if job.run_at and job.run_at > now else None)
+            )
         self.con.execute(
             "UPDATE jobs SET enabled = ?, next_run_at = ?, updated_at = (now() AT TIME ZONE 'UTC') WHERE id = ?",
             [enabled, to_db(next_run), job.id],

@@ -50,9 +50,7 @@ class Lease:
 
 
 def current(con: duckdb.DuckDBPyConnection, name: str = LEASE) -> Lease | None:
-    row = con.execute(
-        "SELECT holder, acquired_at, expires_at FROM scheduler_leases WHERE name = ?", [name]
-    ).fetchone()
+    row = con.execute("SELECT holder, acquired_at, expires_at FROM scheduler_leases WHERE name = ?", [name]).fetchone()
     if row is None:
         return None
     acquired, expires = from_db(row[1]), from_db(row[2])

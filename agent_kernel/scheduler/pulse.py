@@ -39,7 +39,9 @@ _POLICY = Policy(catchup="latest", overlap="forbid", timeout_s=1800.0, max_retri
 def pulse_cron(pulses_per_day: int, active_days: list[int] | tuple[int, ...]) -> str:
     """The cron expression of a pulse: every 24h/N from midnight, on the active days."""
     if pulses_per_day not in PULSES_PER_DAY:
-        raise ScheduleError(f"pulses_per_day must be one of {', '.join(map(str, PULSES_PER_DAY))}, not {pulses_per_day}.")
+        raise ScheduleError(
+            f"pulses_per_day must be one of {', '.join(map(str, PULSES_PER_DAY))}, not {pulses_per_day}."
+        )
     days = sorted(set(active_days))
     if not days or any(not isinstance(d, int) or not 0 <= d <= 6 for d in days):
         raise ScheduleError("active_days takes day numbers 0-6 (0 = Sunday, 6 = Saturday), at least one.")
@@ -70,7 +72,11 @@ def configure(
     """Create the pulse or change its settings; the next firing follows the new ones."""
     jobs = Jobs(con)
     current = get(con)
-    options: dict[str, Any] = dict(current.options) if current else {"pulses_per_day": 12, "active_days": list(range(7)), "quiet_hours": [], "notes": ""}
+    options: dict[str, Any] = (
+        dict(current.options)
+        if current
+        else {"pulses_per_day": 12, "active_days": list(range(7)), "quiet_hours": [], "notes": ""}
+    )
     if pulses_per_day is not None:
         options["pulses_per_day"] = pulses_per_day
     if active_days is not None:
@@ -171,7 +177,7 @@ def prompt(con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> str:
         "ask questions.\n\n"
         f"## What to do\n{state['instruction']}\n\n"
         f"## Your notes from the last pulse\n{state['notes'] or '(none yet: this is the first pulse)'}\n\n"
-        f"## Before you finish\nCall manage_pulse with action \"update_notes\" to leave notes "
+        f'## Before you finish\nCall manage_pulse with action "update_notes" to leave notes '
         f"for the next pulse (at most {NOTES_LIMIT:,} characters): what you did and what to "
         f"look at next. Pulses left today after this one: {state['remaining_today']}; next "
         f"pulse: {state['next_pulse_at'] or 'none scheduled'}."

@@ -71,8 +71,8 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
     from papermill.engines import papermill_engines
     from papermill.exceptions import PapermillExecutionError
 
-    from agent_kernel.scheduler.kernels import kernel_manager_config
     from agent_kernel.scheduler.checks import InvalidJob
+    from agent_kernel.scheduler.kernels import kernel_manager_config
 
     try:
         kernel_name = _checked(spec)
@@ -265,7 +265,8 @@ class Progress:
 
     def _write(self, **fields: Any) -> None:
         self.run_dir.write_json(
-            self.run_dir.progress, {"cells_done": self.done, "cells_total": self.total, "updated": time.time(), **fields}
+            self.run_dir.progress,
+            {"cells_done": self.done, "cells_total": self.total, "updated": time.time(), **fields},
         )
 
 
@@ -283,7 +284,9 @@ def _progress_engine() -> type:
         """papermill's nbclient engine, reporting each cell's start and end."""
 
         @classmethod
-        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, progress: Progress | None = None, **kwargs: Any) -> Any:
+        def execute_managed_notebook(
+            cls, nb_man: Any, kernel_name: str, progress: Progress | None = None, **kwargs: Any
+        ) -> Any:
             if progress is not None:
                 progress.start(nb_man.nb)
                 start, complete = nb_man.cell_start, nb_man.cell_complete

@@ -242,9 +242,17 @@ class Runs:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             f"{_JOB_VERSION if running else 'NULL'}) ON CONFLICT DO NOTHING RETURNING {', '.join(_COLUMNS)}",
             [
-                run_id, job_id, to_db(scheduled_for), attempt, cause, status,
-                to_db(not_before or scheduled_for), error, worker,
-                to_db(now) if running else None, to_db(now) if running else None,
+                run_id,
+                job_id,
+                to_db(scheduled_for),
+                attempt,
+                cause,
+                status,
+                to_db(not_before or scheduled_for),
+                error,
+                worker,
+                to_db(now) if running else None,
+                to_db(now) if running else None,
                 to_db(now) if status == SKIPPED else None,
                 None if parameters is None else json.dumps(parameters),
                 *([job_id] if running else []),
@@ -278,15 +286,15 @@ class Runs:
         ).fetchone()
         return Run.from_row(row) if row else None
 
-    def heartbeat(self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]) -> builtins.list[str]:
+    def heartbeat(
+        self, worker: str, now: datetime, progress: dict[str, tuple[int | None, int | None]]
+    ) -> builtins.list[str]:
         """Renew ``worker``'s running runs; return those whose cancellation was asked for."""
         self.con.execute(
             "UPDATE runs SET heartbeat_at = ? WHERE worker = ? AND status = 'RUNNING'", [to_db(now), worker]
         )
         for run_id, (done, total) in progress.items():
-            self.con.execute(
-                "UPDATE runs SET cells_done = ?, cells_total = ? WHERE id = ?", [done, total, run_id]
-            )
+            self.con.execute("UPDATE runs SET cells_done = ?, cells_total = ? WHERE id = ?", [done, total, run_id])
         rows = self.con.execute(
             "SELECT id FROM runs WHERE worker = ? AND status = 'RUNNING' AND cancel_requested", [worker]
         ).fetchall()
@@ -300,8 +308,15 @@ class Runs:
             "executor_detail = coalesce(?, executor_detail) "
             f"WHERE id = ? AND status IN ('QUEUED', 'RUNNING', 'LOST') RETURNING {', '.join(_COLUMNS)}",
             [
-                outcome.status, to_db(now), outcome.error, outcome.error_cell, outcome.exit_code,
-                outcome.cells_done, outcome.cells_total, outcome.executor_detail, run_id,
+                outcome.status,
+                to_db(now),
+                outcome.error,
+                outcome.error_cell,
+                outcome.exit_code,
+                outcome.cells_done,
+                outcome.cells_total,
+                outcome.executor_detail,
+                run_id,
             ],
         ).fetchone()
         return Run.from_row(row) if row else None

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
     from agent_kernel.authority import PersonEvent
     from agent_kernel.scheduler.compare import Comparison
-
     from agent_kernel.scheduler.daemon import Scheduler
     from agent_kernel.store import Store
 
@@ -103,8 +102,21 @@ _POLICY_FIELDS = frozenset(f.name for f in fields(Policy))
 # What ``update`` changes: what creation takes (not the kind, the session that set a
 # reminder or the options a pulse keeps) and the run policy's fields one by one.
 UPDATABLE = frozenset(
-    {"name", "notebook", "task", "parameters", "at", "cron", "timezone", "cwd", "model", "token_limit", "kernel",
-     "notify", "explain"}  # fmt: skip
+    {
+        "name",
+        "notebook",
+        "task",
+        "parameters",
+        "at",
+        "cron",
+        "timezone",
+        "cwd",
+        "model",
+        "token_limit",
+        "kernel",
+        "notify",
+        "explain",
+    }
     | _POLICY_FIELDS
 )
 
@@ -229,8 +241,13 @@ class SchedulerService:
     # -- writing ---------------------------------------------------------------------------
 
     def create(
-        self, fields: JobFields, *, by: Provenance, created_by: str | None = None,
-        person: PersonEvent | None = None, grants: StandingGrants | None = None,
+        self,
+        fields: JobFields,
+        *,
+        by: Provenance,
+        created_by: str | None = None,
+        person: PersonEvent | None = None,
+        grants: StandingGrants | None = None,
     ) -> JobState:
         """Store a new job written by ``by`` (disabled when ``by`` had read untrusted content).
 
@@ -246,8 +263,15 @@ class SchedulerService:
         return state
 
     def update(
-        self, key: str, changes: Mapping[str, Any], *, by: Provenance, kinds: tuple[str, ...] = KINDS,
-        created_by: str | None = None, person: PersonEvent | None = None, grants: StandingGrants | None = None,
+        self,
+        key: str,
+        changes: Mapping[str, Any],
+        *,
+        by: Provenance,
+        kinds: tuple[str, ...] = KINDS,
+        created_by: str | None = None,
+        person: PersonEvent | None = None,
+        grants: StandingGrants | None = None,
     ) -> JobState:
         """Change the fields :data:`UPDATABLE` names; the job is checked again as a new one is.
 
@@ -291,7 +315,12 @@ class SchedulerService:
             return job, history.versions(con, job.id)
 
     def enable(
-        self, key: str, *, by: Provenance, kinds: tuple[str, ...] = KINDS, person: PersonEvent | None = None,
+        self,
+        key: str,
+        *,
+        by: Provenance,
+        kinds: tuple[str, ...] = KINDS,
+        person: PersonEvent | None = None,
         grants: StandingGrants | None = None,
     ) -> JobState:
         """Resume a job from its next slot (missed slots are not run).
@@ -542,7 +571,9 @@ def _regrant(
     stored = dict(grants.as_json()) if grants else {}
     if (job.grants or {}) == stored:
         return job
-    changed = Jobs(con).update(replace(job, grants=stored, granted_by=granted_by if grants else None, version=job.version + 1))
+    changed = Jobs(con).update(
+        replace(job, grants=stored, granted_by=granted_by if grants else None, version=job.version + 1)
+    )
     history.record(con, changed, changed_by, before=job)
     return changed
 

@@ -146,7 +146,9 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["agent_kernel"] = {"job_id": job.id, "run_id": run.id, "kind": job.kind}
     nb.cells = [
-        nbformat.v4.new_markdown_cell(f"**{_inert_markdown(job.name)}** — scheduled {job.kind}, run `{run.id}` (attempt {run.attempt})"),
+        nbformat.v4.new_markdown_cell(
+            f"**{_inert_markdown(job.name)}** — scheduled {job.kind}, run `{run.id}` (attempt {run.attempt})"
+        ),
         parameters,
         nbformat.v4.new_code_cell("%load_ext agent_kernel"),
         nbformat.v4.new_code_cell(f"%%agent {flags}\n{prompt.strip()}"),
@@ -189,4 +191,3 @@ def _inert_markdown(text: str) -> str:
 
 def _quote(value: str) -> str:
     return value if value and not re.search(r"\s|['\"]", value) else json.dumps(value)
-

@@ -36,7 +36,6 @@ class ServerState:
     def __init__(self, store: Any, root_dir: str, log: Any, completion: Any = None) -> None:
         from agent_kernel.scheduler.clock import SystemClock
         from agent_kernel.scheduler.service import SchedulerService
-
         from agent_kernel.store.writer import WriteBehind
 
         self.store = store
@@ -77,7 +76,7 @@ class ServerState:
     def _serve(self) -> None:
         try:
             self.scheduler.serve(self._stop, drain=self._drain)
-        except Exception:  # noqa: BLE001 - the server goes on; the jobs wait for another scheduler
+        except Exception:
             self.log.exception("agent-kernel: the scheduler stopped")
         finally:
             self.scheduler.close()
@@ -100,7 +99,7 @@ class ServerState:
         """Write the usage rows still queued (when the server stops)."""
         try:
             self.usage_writes.flush(timeout=10.0)
-        except Exception:  # noqa: BLE001 - the server stops all the same
+        except Exception:
             self.log.warning("agent-kernel: inline completions' usage was not all saved", exc_info=True)
 
     def output_in_root(self, run: Any, job: Any) -> str | None:

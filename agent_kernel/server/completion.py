@@ -314,10 +314,10 @@ class CompletionHandler(_Handler):
         super().on_connection_close()
 
     async def _answer(self, params: dict[str, Any], streamed: Streamed) -> None:
+        import anthropic
+
         from agent_kernel.errors import ModelError
         from agent_kernel.model.client import describe_api_error
-
-        import anthropic
 
         fences = FenceFilter()
         try:
@@ -331,7 +331,7 @@ class CompletionHandler(_Handler):
             await self._line({"error": str(exc)})
         except StreamClosedError:
             streamed.stop_reason = streamed.stop_reason or "cancelled"
-        except Exception as exc:  # noqa: BLE001 - a line saying so, never a 500 mid-stream
+        except Exception as exc:
             self.log.warning("agent-kernel: an inline completion failed", exc_info=True)
             await self._line({"error": f"The completion failed: {type(exc).__name__}: {exc}"})
 

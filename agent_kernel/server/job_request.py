@@ -167,7 +167,7 @@ def job_grants(body: dict[str, Any]) -> StandingGrants | None:
     try:
         return parse(body["grants"])
     except ValueError as exc:
-        raise BadRequest(f"`grants`: {exc}; send {{\"hosts\": [names], \"after_untrusted\": [tool names]}}.") from None
+        raise BadRequest(f'`grants`: {exc}; send {{"hosts": [names], "after_untrusted": [tool names]}}.') from None
 
 
 def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -273,9 +273,10 @@ def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
             known = {t.name for t in Targets(agent_home()).all()}
             missing = [t for t in targets if t not in known]
             if missing:
-                raise BadRequest(f"No notification target {missing[0]!r}: `agent-kernel notify add URL --name NAME` adds one.")
+                raise BadRequest(
+                    f"No notification target {missing[0]!r}: `agent-kernel notify add URL --name NAME` adds one."
+                )
         changes["notify"] = notify
     if "enabled" in body and not isinstance(body["enabled"], bool):
         raise BadRequest("`enabled` must be true or false.")
     return changes
-

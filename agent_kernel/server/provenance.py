@@ -49,10 +49,7 @@ def clear_request(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """``(kind, name)`` to clear from a request body (None for all); BadRequest otherwise."""
     from agent_kernel.store.provenance import KINDS
 
-    how = (
-        'Send {"kind": KIND, "name": NAME} (one item), {"kind": KIND} (every item of a kind) '
-        'or {"all": true}.'
-    )
+    how = 'Send {"kind": KIND, "name": NAME} (one item), {"kind": KIND} (every item of a kind) or {"all": true}.'
     if body.get("all") is True and set(body) == {"all"}:
         return None, None
     if "kind" not in body or set(body) - {"kind", "name"}:

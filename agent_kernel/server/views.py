@@ -19,11 +19,16 @@ if TYPE_CHECKING:
     import duckdb
 
     from agent_kernel.grants import GrantsJson
-
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
     from agent_kernel.server.shapes import (
-        JobJson, RunDetailJson, RunJson, SessionDetailJson, SessionJson, SourceUsageJson, StatsJson,
+        JobJson,
+        RunDetailJson,
+        RunJson,
+        SessionDetailJson,
+        SessionJson,
+        SourceUsageJson,
+        StatsJson,
     )
     from agent_kernel.store.sessions import Session
 
@@ -206,7 +211,8 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> Stat
     ).fetchall()
     tokens = con.execute(
         # A parent's tokens_used includes its sub-sessions': top-level sessions hold them all.
-        "SELECT coalesce(sum(tokens_used), 0) FROM sessions WHERE updated_at >= ? AND parent_id IS NULL", [since]
+        "SELECT coalesce(sum(tokens_used), 0) FROM sessions WHERE updated_at >= ? AND parent_id IS NULL",
+        [since],
     ).fetchone()
     cost_per_day = dict(
         con.execute(

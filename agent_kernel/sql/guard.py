@@ -41,13 +41,20 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.store.schema import PROTECTED_TABLES, WRITABLE_PREFIX, quote_name
+from agent_kernel.store.schema import PROTECTED_TABLES, WRITABLE_PREFIX
 
 if TYPE_CHECKING:
     import duckdb
 
 __all__ = [
-    "Statement", "check_plan", "explained", "identifiers", "parse", "prepare", "reads_only_frames", "writes",
+    "Statement",
+    "check_plan",
+    "explained",
+    "identifiers",
+    "parse",
+    "prepare",
+    "reads_only_frames",
+    "writes",
 ]
 
 _KEPT_TEXTS = 64  # SQL texts whose parse is kept (each at most db_sql's SQL_CHARS)
@@ -58,7 +65,7 @@ _KEPT_TEXTS = 64  # SQL texts whose parse is kept (each at most db_sql's SQL_CHA
 NO_FILES = (
     "db_sql has no file or network access. Load files in Python with run_code (for example "
     "pandas.read_csv) and query the DataFrame by its name; to save a result to a file, fetch "
-    "it with into=\"name\" and write it from Python."
+    'it with into="name" and write it from Python.'
 )
 _REFUSED_KINDS = {
     "ATTACH": "ATTACH and DETACH are not allowed: db_sql works on the agent's own database only.",
@@ -89,30 +96,85 @@ _READ_KINDS = {"SELECT", "EXPLAIN", "CALL"}
 
 _READ_OPERATORS = {
     f"LOGICAL_{name}"
-    for name in (
-        "PROJECTION FILTER AGGREGATE_AND_GROUP_BY WINDOW UNNEST LIMIT ORDER_BY TOP_N DISTINCT "
-        "SAMPLE PIVOT GET CHUNK_GET DELIM_GET EXPRESSION_GET DUMMY_SCAN EMPTY_RESULT CTE_REF "
-        "JOIN DELIM_JOIN COMPARISON_JOIN ANY_JOIN CROSS_PRODUCT POSITIONAL_JOIN ASOF_JOIN "
-        "DEPENDENT_JOIN UNION EXCEPT INTERSECT RECURSIVE_CTE MATERIALIZED_CTE"
-    ).split()
+    for name in [
+        "PROJECTION",
+        "FILTER",
+        "AGGREGATE_AND_GROUP_BY",
+        "WINDOW",
+        "UNNEST",
+        "LIMIT",
+        "ORDER_BY",
+        "TOP_N",
+        "DISTINCT",
+        "SAMPLE",
+        "PIVOT",
+        "GET",
+        "CHUNK_GET",
+        "DELIM_GET",
+        "EXPRESSION_GET",
+        "DUMMY_SCAN",
+        "EMPTY_RESULT",
+        "CTE_REF",
+        "JOIN",
+        "DELIM_JOIN",
+        "COMPARISON_JOIN",
+        "ANY_JOIN",
+        "CROSS_PRODUCT",
+        "POSITIONAL_JOIN",
+        "ASOF_JOIN",
+        "DEPENDENT_JOIN",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "RECURSIVE_CTE",
+        "MATERIALIZED_CTE",
+    ]
 }
 _WRITE_OPERATORS = {
     f"LOGICAL_{name}"
-    for name in (
-        "INSERT DELETE UPDATE MERGE_INTO ALTER DROP CREATE_TABLE CREATE_INDEX CREATE_SEQUENCE "
-        "CREATE_VIEW CREATE_SCHEMA CREATE_MACRO CREATE_TYPE"
-    ).split()
+    for name in [
+        "INSERT",
+        "DELETE",
+        "UPDATE",
+        "MERGE_INTO",
+        "ALTER",
+        "DROP",
+        "CREATE_TABLE",
+        "CREATE_INDEX",
+        "CREATE_SEQUENCE",
+        "CREATE_VIEW",
+        "CREATE_SCHEMA",
+        "CREATE_MACRO",
+        "CREATE_TYPE",
+    ]
 }
 # A nextval()/setval() call in a plan: a write of the sequence it names.
 SEQUENCE_STEP = "SEQUENCE_STEP"
 _WRITE_OPERATORS.add(SEQUENCE_STEP)
 # Operators that can make the file bigger (checked against the size cap).
-_GROWING_OPERATORS = {"LOGICAL_INSERT", "LOGICAL_UPDATE", "LOGICAL_MERGE_INTO", "LOGICAL_CREATE_TABLE", "LOGICAL_CREATE_INDEX"}
+_GROWING_OPERATORS = {
+    "LOGICAL_INSERT",
+    "LOGICAL_UPDATE",
+    "LOGICAL_MERGE_INTO",
+    "LOGICAL_CREATE_TABLE",
+    "LOGICAL_CREATE_INDEX",
+}
 
 _TABLE_FUNCTIONS = {
-    "seq_scan", "range", "generate_series", "unnest", "repeat", "repeat_row", "json_each",
-    "json_tree", "summary", "histogram", "histogram_values", "pg_timezone_names",
-    "icu_calendar_names", "test_all_types",
+    "seq_scan",
+    "range",
+    "generate_series",
+    "unnest",
+    "repeat",
+    "repeat_row",
+    "json_each",
+    "json_tree",
+    "summary",
+    "histogram",
+    "histogram_values",
+    "pg_timezone_names",
+    "icu_calendar_names",
+    "test_all_types",
 }
 _TABLE_FUNCTION_PREFIXES = ("duckdb_", "pragma_")
 _FILE_FUNCTION_PREFIXES = ("read_", "parquet_", "glob", "sniff_csv")
@@ -127,10 +189,7 @@ ANALYZE_REFUSED = (
     "EXPLAIN ANALYZE runs the statement, so it is not allowed (in any spelling or option "
     "list); use EXPLAIN (the plan only), or run the query itself."
 )
-EXPLAIN_FORMS = (
-    "EXPLAIN is allowed as EXPLAIN <statement> or EXPLAIN (FORMAT json) <statement>, with no "
-    "other options."
-)
+EXPLAIN_FORMS = "EXPLAIN is allowed as EXPLAIN <statement> or EXPLAIN (FORMAT json) <statement>, with no other options."
 TRIGGERS_REFUSED = (
     "CREATE TRIGGER is not allowed in db_sql: a trigger runs later, on other connections' "
     "writes, where nothing checks it. Run the statements yourself when they are needed."
@@ -519,8 +578,7 @@ def _sequence_written(node: Mapping[str, Any]) -> str | None:
     path = [p for p in (info.get("qualified_name") or {}).get("path", []) if p]
     if not path:
         raise ToolInputError(
-            f"{name}() needs the sequence's name as a constant ('ai_seq'), so db_sql can tell "
-            "what it changes."
+            f"{name}() needs the sequence's name as a constant ('ai_seq'), so db_sql can tell what it changes."
         )
     return str(path[-1])
 
@@ -592,9 +650,8 @@ def _not_writable(name: str, frames: set[str]) -> str:
 
 # -- queries of kernel frames only ----------------------------------------------------------
 
-def reads_only_frames(
-    statements: Sequence[Statement], frames: Mapping[str, Any], file_names: set[str] | None
-) -> bool:
+
+def reads_only_frames(statements: Sequence[Statement], frames: Mapping[str, Any], file_names: set[str] | None) -> bool:
     """Whether every statement is a plain read of kernel frames (parser only, no connection).
 
     Such a query needs nothing from the agent's file. Anything else, and anything unsure
@@ -620,7 +677,9 @@ def _tables_read(sql: str) -> frozenset[str] | None:
     tree = _syntax_tree(sql)
     if tree.get("error"):
         return None
-    ctes = {str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)}
+    ctes = {
+        str(key.get("key", "")).lower() for node in _dicts(tree) for key in node.get("map", []) if isinstance(key, dict)
+    }
     tables = set()
     for node in _dicts(tree):
         kind = node.get("type")
@@ -652,4 +711,3 @@ def sql_guard_available() -> bool:
     from importlib.metadata import version
 
     return int(version("duckdb").split(".")[0]) >= 2
-

@@ -42,7 +42,7 @@ _CATALOG = {
     "view": "SELECT schema_name, view_name, sql, comment::VARCHAR FROM duckdb_views() "
     f"WHERE NOT internal AND {_NOT_AI.format('view_name')}",
     "index": "SELECT schema_name, index_name, table_name, sql FROM duckdb_indexes() "
-    f"WHERE database_name = current_database() AND NOT (starts_with(lower(index_name), 'ai_') "
+    "WHERE database_name = current_database() AND NOT (starts_with(lower(index_name), 'ai_') "
     "AND starts_with(lower(table_name), 'ai_'))",
     "sequence": "SELECT schema_name, sequence_name, last_value, sql FROM duckdb_sequences() "
     f"WHERE {_NOT_AI.format('sequence_name')}",
@@ -56,7 +56,9 @@ _CATALOG = {
 
 def fingerprint(con: duckdb.DuckDBPyConnection) -> Fingerprint:
     """What the model may not change, as seen by ``con``'s transaction."""
-    found: Fingerprint = {kind: sorted(map(tuple, con.execute(sql).fetchall()), key=repr) for kind, sql in _CATALOG.items()}
+    found: Fingerprint = {
+        kind: sorted(map(tuple, con.execute(sql).fetchall()), key=repr) for kind, sql in _CATALOG.items()
+    }
     tables = con.execute(
         f"SELECT schema_name, table_name FROM duckdb_tables() WHERE {_NOT_AI.format('table_name')} ORDER BY ALL"
     ).fetchall()

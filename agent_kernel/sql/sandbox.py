@@ -393,9 +393,7 @@ class SqlRun:
                 if size + batch.nbytes > max_bytes:
                     keep = int(batch.num_rows * (max_bytes - size) / max(1, batch.nbytes))
                     batch = batch.slice(0, keep)
-                    result.note = (
-                        f"into= keeps at most {_mb(max_bytes)} of rows (AgentKernel.into_max_mb)"
-                    )
+                    result.note = f"into= keeps at most {_mb(max_bytes)} of rows (AgentKernel.into_max_mb)"
                 rows += batch.num_rows
                 size += batch.nbytes
                 if batch.num_rows:
@@ -421,7 +419,7 @@ class SqlRun:
             raise ToolInputError(
                 f"This change would make the agent's database {_mb(used)}, over its cap of "
                 f"{_mb(cap)} (AgentKernel.db_max_mb), so it was rolled back. Drop ai_* tables "
-                "you no longer need, or keep large results in the kernel with into=\"name\"."
+                'you no longer need, or keep large results in the kernel with into="name".'
             )
 
     def _describe(self, exc: Exception) -> str:
@@ -627,9 +625,7 @@ def _stand_ins(con: duckdb.DuckDBPyConnection, frames: Mapping[str, Any]) -> Ite
         for name, frame in frames.items():
             con.register("__agent_kernel_frame", frame)
             try:
-                con.execute(
-                    f"CREATE TEMP TABLE {quote_name(name)} AS SELECT * FROM __agent_kernel_frame LIMIT 0"
-                )
+                con.execute(f"CREATE TEMP TABLE {quote_name(name)} AS SELECT * FROM __agent_kernel_frame LIMIT 0")
             finally:
                 con.unregister("__agent_kernel_frame")
             made.append(name)
@@ -676,8 +672,18 @@ def _value_bytes(value: Any) -> int:
     return 32
 
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def _size_bytes(text: str) -> int:

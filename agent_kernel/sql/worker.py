@@ -282,7 +282,9 @@ class _Worker(_Watched):
         only once its imports are done, seconds later on a busy machine. Meanwhile the call
         is watched like any other, so a stop or the time limit never waits for that read.
         """
-        self._sending = threading.Thread(target=self._send, args=(payload,), name="agent-kernel-sql-request", daemon=True)
+        self._sending = threading.Thread(
+            target=self._send, args=(payload,), name="agent-kernel-sql-request", daemon=True
+        )
         self._sending.start()
         return self.watch(sql_run)
 
@@ -399,7 +401,9 @@ class _Forked(_Watched):
         """Send one call, which reads the frames ``names``, and watch it; the clock starts
         now (nothing is waited for)."""
         self.started = False
-        request = pickle.dumps((sql_run.limits, list(statements), params, into, names), protocol=pickle.HIGHEST_PROTOCOL)
+        request = pickle.dumps(
+            (sql_run.limits, list(statements), params, into, names), protocol=pickle.HIGHEST_PROTOCOL
+        )
         started = time.monotonic()
         if len(request) + _HEADER.size <= _PIPE_BYTES:  # an empty pipe takes it whole, at once
             _write(self.requests, request)
@@ -921,8 +925,8 @@ def _read_exactly(pipe: Any, size: int) -> bytes | None:
 
 def _serve() -> None:
     """Answer calls until the kernel closes the pipe."""
-    from agent_kernel.store import Store
     from agent_kernel.sql.sandbox import SqlRun
+    from agent_kernel.store import Store
 
     # The stop signal is taken by one thread, never delivered to another (every thread
     # started later, DuckDB's and Arrow's included, inherits the blocked mask).

@@ -158,9 +158,7 @@ class Store:
             # Detaching does not fold DuckDB's write-ahead log into the file: the writes
             # are on disk once committed; the write-behind thread folds it when nobody
             # waits (a reader replays the log meanwhile, as after a crash).
-            self._instance = duckdb.connect(
-                ":memory:", config={"threads": 1, "checkpoint_on_detach": "DISABLED"}
-            )
+            self._instance = duckdb.connect(":memory:", config={"threads": 1, "checkpoint_on_detach": "DISABLED"})
             atexit.register(_drop_instance, weakref.ref(self))
         path = str(self.path).replace("'", "''")
         instance = self._instance
@@ -206,9 +204,7 @@ class Store:
         finally:
             con.close()
 
-    def _open(
-        self, config: Mapping[str, Any] | None = None, *, read_only: bool = False
-    ) -> duckdb.DuckDBPyConnection:
+    def _open(self, config: Mapping[str, Any] | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         import duckdb
 
         return self._while_locked(

@@ -138,7 +138,10 @@ class AgentTools:
 
     def trusted_read_only(self) -> set[tuple[str, int]]:
         """Every (name, version) the person trusted as read-only."""
-        return {(name, version) for name, version in self.con.execute("SELECT name, version FROM agent_tool_grants").fetchall()}
+        return {
+            (name, version)
+            for name, version in self.con.execute("SELECT name, version FROM agent_tool_grants").fetchall()
+        }
 
 
 class Libraries:

@@ -38,12 +38,31 @@ _BY_TYPE = {
 }
 # Exception names (from any library) that mean the network failed.
 _NETWORK_TYPES = {
-    "ConnectionError", "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError",
-    "gaierror", "herror", "URLError", "HTTPError", "ConnectError", "ConnectTimeout", "ReadTimeout",
-    "RemoteDisconnected", "ProxyError", "SSLError", "NetworkError", "TransportError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "gaierror",
+    "herror",
+    "URLError",
+    "HTTPError",
+    "ConnectError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "RemoteDisconnected",
+    "ProxyError",
+    "SSLError",
+    "NetworkError",
+    "TransportError",
 }
-_NETWORK_WORDS = ("connection refused", "name or service not known", "temporary failure in name resolution",
-                  "network is unreachable", "max retries exceeded", "nodename nor servname")
+_NETWORK_WORDS = (
+    "connection refused",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "network is unreachable",
+    "max retries exceeded",
+    "nodename nor servname",
+)
 
 
 def error_category(error: Mapping[str, Any] | None) -> str | None:
@@ -88,18 +107,40 @@ class AuditLog:
         isolated = bool(isinstance(tool_input, dict) and tool_input.get("isolated"))
         with self._lock:
             self._calls.append(
-                [self.session_id, self.turn, use.get("id"), use.get("name"), tool_input,
-                 result_chars, is_error, duration_ms, now]
+                [
+                    self.session_id,
+                    self.turn,
+                    use.get("id"),
+                    use.get("name"),
+                    tool_input,
+                    result_chars,
+                    is_error,
+                    duration_ms,
+                    now,
+                ]
             )
             for run in executions:
                 error = run.get("error") or {}
                 self._runs += 1
                 self._executions.append(
-                    [run.get("execution_id"), self.session_id, self.turn, run.get("code", ""),
-                     run.get("stdout"), run.get("stderr"), bool(run.get("success")),
-                     run.get("duration_ms"), error.get("type"), error.get("message"),
-                     error.get("traceback"), error_category(error) if not run.get("success") else None,
-                     self.prompt, isolated, now, self._runs]
+                    [
+                        run.get("execution_id"),
+                        self.session_id,
+                        self.turn,
+                        run.get("code", ""),
+                        run.get("stdout"),
+                        run.get("stderr"),
+                        bool(run.get("success")),
+                        run.get("duration_ms"),
+                        error.get("type"),
+                        error.get("message"),
+                        error.get("traceback"),
+                        error_category(error) if not run.get("success") else None,
+                        self.prompt,
+                        isolated,
+                        now,
+                        self._runs,
+                    ]
                 )
 
     def write(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -155,27 +196,35 @@ class Failure:
 
 def stats(con: duckdb.DuckDBPyConnection, days: int) -> Stats:
     since = _utc_now() - timedelta(days=days)
-    total, succeeded, mean_ms = aggregate_row(con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE success), avg(duration_ms) "
-        "FROM code_executions WHERE created_at >= ?",
-        [since],
-    ))
+    total, succeeded, mean_ms = aggregate_row(
+        con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE success), avg(duration_ms) "
+            "FROM code_executions WHERE created_at >= ?",
+            [since],
+        )
+    )
     categories = con.execute(
         "SELECT error_category, count(*) AS n FROM code_executions "
         "WHERE created_at >= ? AND NOT success GROUP BY ALL ORDER BY n DESC, error_category",
         [since],
     ).fetchall()
-    calls, errors = aggregate_row(con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE is_error) FROM tool_calls WHERE created_at >= ?", [since]
-    ))
+    calls, errors = aggregate_row(
+        con.execute("SELECT count(*), count(*) FILTER (WHERE is_error) FROM tool_calls WHERE created_at >= ?", [since])
+    )
     tools = con.execute(
-        "SELECT tool, count(*) AS n FROM tool_calls WHERE created_at >= ? GROUP BY ALL "
-        "ORDER BY n DESC, tool LIMIT 5",
+        "SELECT tool, count(*) AS n FROM tool_calls WHERE created_at >= ? GROUP BY ALL ORDER BY n DESC, tool LIMIT 5",
         [since],
     ).fetchall()
     return Stats(
-        days, total, succeeded, total - succeeded, mean_ms,
-        [(c or "runtime", n) for c, n in categories], calls, errors, [(t, n) for t, n in tools],
+        days,
+        total,
+        succeeded,
+        total - succeeded,
+        mean_ms,
+        [(c or "runtime", n) for c, n in categories],
+        calls,
+        errors,
+        [(t, n) for t, n in tools],
     )
 
 

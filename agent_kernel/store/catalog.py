@@ -87,8 +87,7 @@ def row_counts(con: duckdb.DuckDBPyConnection, tables: list[TableInfo]) -> dict[
     if not plain:
         return {}
     parts = [
-        f"SELECT {i} AS i, count(*) AS n FROM {quote_name(t.schema)}.{quote_name(t.name)}"
-        for i, t in enumerate(plain)
+        f"SELECT {i} AS i, count(*) AS n FROM {quote_name(t.schema)}.{quote_name(t.name)}" for i, t in enumerate(plain)
     ]
     counts = dict(con.execute(" UNION ALL ".join(parts)).fetchall())
     return {plain[i].qualified: int(n) for i, n in counts.items()}
@@ -115,9 +114,7 @@ def prompt_section(
         )
     ]
     if not mine:
-        lines.append(
-            "You have no tables yet (e.g. CREATE TABLE ai_sales AS SELECT * FROM sales_df)."
-        )
+        lines.append("You have no tables yet (e.g. CREATE TABLE ai_sales AS SELECT * FROM sales_df).")
     used = len(lines[0])
     for shown, table in enumerate(mine):
         line = _table_line(table)
@@ -151,8 +148,6 @@ def _table_line(table: TableInfo) -> str:
         f"(no comment yet: COMMENT ON {'VIEW' if table.view else 'TABLE'} {table.qualified} IS '...')"
     )
     columns = ", ".join(
-        f"{c['name']} {c['type']}" + (f" ({c['comment']})" if c.get("comment") else "")
-        for c in table.columns
+        f"{c['name']} {c['type']}" + (f" ({c['comment']})" if c.get("comment") else "") for c in table.columns
     )
     return f"- {table.qualified} ({kind}): {comment} Columns: {columns}"
-

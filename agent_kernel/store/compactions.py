@@ -57,8 +57,18 @@ def save(con: duckdb.DuckDBPyConnection, session_id: str, compaction: Compaction
     c = compaction
     con.execute(
         f"INSERT OR REPLACE INTO context_summaries (session_id, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [session_id, c.covers, c.trimmed, c.summary, c.fingerprint, c.model, c.tokens_before,
-         c.tokens_after, c.duration_ms, c.unimaged],
+        [
+            session_id,
+            c.covers,
+            c.trimmed,
+            c.summary,
+            c.fingerprint,
+            c.model,
+            c.tokens_before,
+            c.tokens_after,
+            c.duration_ms,
+            c.unimaged,
+        ],
     )
 
 

@@ -203,8 +203,7 @@ class Memories:
         ).fetchone()
         if row:
             self.con.execute(
-                f"UPDATE memories SET content = ?, tags = ?, session_id = ?, updated_at = {UTC_NOW} "
-                "WHERE id = ?",
+                f"UPDATE memories SET content = ?, tags = ?, session_id = ?, updated_at = {UTC_NOW} WHERE id = ?",
                 [content, list(tags), session_id, row[0]],
             )
             return self._get(row[0]), True
@@ -289,7 +288,9 @@ def _check_size(content: str, tags: Sequence[str]) -> None:
 
 def _memory(row: Sequence[Any], relevance: float | None = None) -> Memory:
     memory_id, store, kind, content, tags, priority, period_key, chat_id, created_at = row
-    return Memory(memory_id, store, kind, content, list(tags or []), priority, period_key, chat_id, created_at, relevance)
+    return Memory(
+        memory_id, store, kind, content, list(tags or []), priority, period_key, chat_id, created_at, relevance
+    )
 
 
 def _utc_now() -> datetime:
@@ -369,8 +370,9 @@ def parse_instant(text: str | None, name: str) -> datetime | None:
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ToolInputError(f"{name} must be an ISO 8601 date or time (e.g. 2025-12-01 or 2025-12-01T09:00Z), not {text!r}.") from None
+        raise ToolInputError(
+            f"{name} must be an ISO 8601 date or time (e.g. 2025-12-01 or 2025-12-01T09:00Z), not {text!r}."
+        ) from None
     if value.tzinfo is not None:
         value = value.astimezone(timezone.utc).replace(tzinfo=None)
     return value
-

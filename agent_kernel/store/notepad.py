@@ -32,9 +32,7 @@ class Notepad:
         self.session_id = session_id
 
     def read(self) -> str:
-        row = self.con.execute(
-            "SELECT content FROM notepads WHERE session_id = ?", [self.session_id]
-        ).fetchone()
+        row = self.con.execute("SELECT content FROM notepads WHERE session_id = ?", [self.session_id]).fetchone()
         return row[0] if row else ""
 
     def write(self, content: str, writer: Provenance | None = None, *, inherit: bool = False) -> None:
@@ -46,8 +44,7 @@ class Notepad:
                 "or store long material in a skill, memory or table."
             )
         self.con.execute(
-            "INSERT OR REPLACE INTO notepads (session_id, content, updated_at) "
-            "VALUES (?, ?, now() AT TIME ZONE 'UTC')",
+            "INSERT OR REPLACE INTO notepads (session_id, content, updated_at) VALUES (?, ?, now() AT TIME ZONE 'UTC')",
             [self.session_id, content],
         )
         provenance.record(self.con, "notepad", self.session_id, writer or Provenance.person(), inherit=inherit)
@@ -86,7 +83,11 @@ class Notepad:
         elif operation in ("append", "prepend"):
             if not content:
                 raise ToolInputError(f"{operation} needs content.")
-            joiner = "\n" if current and not (current.endswith("\n") if operation == "append" else content.endswith("\n")) else ""
+            joiner = (
+                "\n"
+                if current and not (current.endswith("\n") if operation == "append" else content.endswith("\n"))
+                else ""
+            )
             new = current + joiner + content if operation == "append" else content + joiner + current
         elif operation == "delete":
             if not content:

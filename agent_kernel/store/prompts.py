@@ -57,8 +57,7 @@ class SystemPrompts:
         if version == 0:
             return EMPTY
         row = self.con.execute(
-            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions "
-            "WHERE version = ?",
+            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions WHERE version = ?",
             [version],
         ).fetchone()
         return PromptVersion(*row) if row else None
@@ -66,8 +65,7 @@ class SystemPrompts:
     def history(self) -> list[PromptVersion]:
         """Every version, newest first."""
         rows = self.con.execute(
-            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions "
-            "ORDER BY version DESC"
+            "SELECT version, prompt, operation, author, created_at FROM system_prompt_versions ORDER BY version DESC"
         ).fetchall()
         return [PromptVersion(*row) for row in rows]
 
@@ -142,11 +140,9 @@ def edit(
         if not find:
             raise ToolInputError("find_replace needs find (the exact text to look for) and replace.")
         if replace is None:
-            raise ToolInputError("find_replace needs replace (the new text; \"\" removes it).")
+            raise ToolInputError('find_replace needs replace (the new text; "" removes it).')
         if find not in prompt:
-            raise ToolInputError(
-                f"{find!r} is not in the system prompt; read_system_prompt shows its exact text."
-            )
+            raise ToolInputError(f"{find!r} is not in the system prompt; read_system_prompt shows its exact text.")
         return prompt.replace(find, replace) if replace_all else prompt.replace(find, replace, 1)
     if content is None:
         raise ToolInputError(f"{operation} needs content.")
@@ -158,9 +154,7 @@ def edit(
         return f"{content}\n{prompt.lstrip()}" if prompt.strip() else content
     if operation == "delete":
         if not content or content not in prompt:
-            raise ToolInputError(
-                f"{content!r} is not in the system prompt; read_system_prompt shows its exact text."
-            )
+            raise ToolInputError(f"{content!r} is not in the system prompt; read_system_prompt shows its exact text.")
         return _tidy(prompt.replace(content, "", 1))
     raise ToolInputError(f"Unknown operation {operation!r}: use one of {', '.join(OPERATIONS)}.")
 

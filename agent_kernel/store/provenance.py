@@ -29,7 +29,18 @@ if TYPE_CHECKING:
 
     from agent_kernel.authority import PersonEvent
 
-__all__ = ["KINDS", "Provenance", "Record", "clear", "latest", "of_version", "record", "shown", "tainted", "tainted_names"]
+__all__ = [
+    "KINDS",
+    "Provenance",
+    "Record",
+    "clear",
+    "latest",
+    "of_version",
+    "record",
+    "shown",
+    "tainted",
+    "tainted_names",
+]
 
 # The kinds of kept item, as the ``kind`` column names them.
 KINDS = ("tool", "library", "skill", "memory", "notepad", "prompt", "table_comment", "job", "component")
@@ -149,14 +160,20 @@ def record(
     con.execute(
         "INSERT INTO provenance (kind, name, version, session_id, turn, untrusted, sources) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [kind, name, version, provenance.session_id, provenance.turn, bool(sources), json.dumps(sources) if sources else None],
+        [
+            kind,
+            name,
+            version,
+            provenance.session_id,
+            provenance.turn,
+            bool(sources),
+            json.dumps(sources) if sources else None,
+        ],
     )
     return Record(kind, name, version, provenance.session_id, provenance.turn, bool(sources), tuple(sources))
 
 
-_SELECT = (
-    "SELECT kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at, cleared_by FROM provenance"
-)
+_SELECT = "SELECT kind, name, version, session_id, turn, untrusted, sources, cleared_at, created_at, cleared_by FROM provenance"
 
 
 def _row(row: tuple[Any, ...]) -> Record:

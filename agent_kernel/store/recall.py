@@ -225,9 +225,7 @@ WHERE length(said.body) > 0 AND {{where}}
 """
 
 
-def search(
-    con: duckdb.DuckDBPyConnection, query: str, filters: SearchFilters, limit: int = 10
-) -> list[Match]:
+def search(con: duckdb.DuckDBPyConnection, query: str, filters: SearchFilters, limit: int = 10) -> list[Match]:
     """The messages and summaries most relevant to ``query`` (BM25), best first."""
     where, params = filters.where()
     sql = ranked(_DOCS.replace("{where}", where), then_by="said_at")

@@ -25,7 +25,13 @@ if TYPE_CHECKING:
 
 
 STATES = (
-    "idle", "running", "waiting_for_input", "completed", "error", "token_limit_reached", "cost_limit_reached",
+    "idle",
+    "running",
+    "waiting_for_input",
+    "completed",
+    "error",
+    "token_limit_reached",
+    "cost_limit_reached",
 )
 
 _COLUMNS = (
@@ -111,15 +117,12 @@ class Sessions:
     def list(self, notebook: str | None = None) -> list[Session]:
         where = "WHERE notebook = ?" if notebook is not None else ""
         params = [notebook] if notebook is not None else []
-        rows = self.con.execute(
-            f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", params
-        ).fetchall()
+        rows = self.con.execute(f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", params).fetchall()
         return [Session(*row) for row in rows]
 
     def messages(self, session_id: str) -> builtins.list[StoredMessage]:
         rows = self.con.execute(
-            "SELECT seq, turn, role, content, created_at FROM messages "
-            "WHERE session_id = ? ORDER BY seq",
+            "SELECT seq, turn, role, content, created_at FROM messages WHERE session_id = ? ORDER BY seq",
             [session_id],
         ).fetchall()
         return [StoredMessage(seq, turn, role, json.loads(content), at) for seq, turn, role, content, at in rows]
@@ -142,13 +145,10 @@ class Sessions:
         parent_id: str | None = None,
     ) -> Session:
         if self.by_name(name) is not None:
-            raise SessionError(
-                f"A session named {name!r} already exists; continue it with --session {name}."
-            )
+            raise SessionError(f"A session named {name!r} already exists; continue it with --session {name}.")
         session_id = uuid.uuid4().hex
         self.con.execute(
-            "INSERT INTO sessions (id, name, notebook, model, token_limit, parent_id) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sessions (id, name, notebook, model, token_limit, parent_id) VALUES (?, ?, ?, ?, ?, ?)",
             [session_id, name, notebook, model, token_limit, parent_id],
         )
         created = self.get(session_id)
@@ -176,9 +176,7 @@ class Sessions:
         ``name~1``, then ``name~2``, ... (one more than the highest so far, so the numbers
         follow the order the sessions were replaced in)."""
         prefix = name + "~"
-        rows = self.con.execute(
-            "SELECT name FROM sessions WHERE starts_with(name, ?)", [prefix]
-        ).fetchall()
+        rows = self.con.execute("SELECT name FROM sessions WHERE starts_with(name, ?)", [prefix]).fetchall()
         numbers = [int(n[len(prefix) :]) for (n,) in rows if n[len(prefix) :].isdigit()]
         return f"{prefix}{max(numbers, default=0) + 1}"
 
@@ -191,9 +189,7 @@ class Sessions:
     def set_state(self, session_id: str, state: str) -> None:
         if state not in STATES:
             raise ValueError(f"unknown session state {state!r}")
-        self.con.execute(
-            f"UPDATE sessions SET state = ?, updated_at = {UTC_NOW} WHERE id = ?", [state, session_id]
-        )
+        self.con.execute(f"UPDATE sessions SET state = ?, updated_at = {UTC_NOW} WHERE id = ?", [state, session_id])
 
     def stored_rows(self, session_id: str) -> dict[str, int]:
         """How many rows each table holds for the session (what :meth:`delete` removes)."""

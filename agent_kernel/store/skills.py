@@ -50,8 +50,11 @@ class Skill:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "name": self.name, "description": self.description, "tags": list(self.tags),
-            "enabled": self.enabled, "source": self.source,
+            "name": self.name,
+            "description": self.description,
+            "tags": list(self.tags),
+            "enabled": self.enabled,
+            "source": self.source,
         }
 
 
@@ -89,7 +92,7 @@ def parse_skill_file(path: Path) -> Skill | None:
     return Skill(
         name=name,
         description=" ".join(description.split())[:DESCRIPTION_CHARS],
-        content=text[match.end():].strip(),
+        content=text[match.end() :].strip(),
         source=str(path),
     )
 
@@ -124,9 +127,7 @@ class Skills:
             name: Skill(s.name, s.description, s.content, s.tags, states.get(name, True), s.source)
             for name, s in skills.items()
         }
-        rows = self.con.execute(
-            "SELECT name, description, content, tags, enabled, version FROM skills"
-        ).fetchall()
+        rows = self.con.execute("SELECT name, description, content, tags, enabled, version FROM skills").fetchall()
         for name, description, content, tags, enabled, version in rows:
             skills[name] = Skill(name, description, content, list(tags), enabled, "stored", version)
         return [skills[name] for name in sorted(skills)]
@@ -150,9 +151,7 @@ class Skills:
         )
         return 1
 
-    def update(
-        self, name: str, *, description: str | None, content: str | None, tags: list[str] | None
-    ) -> int:
+    def update(self, name: str, *, description: str | None, content: str | None, tags: list[str] | None) -> int:
         row = self._stored(name)
         if row is None:
             folder = self.get(name)
@@ -194,9 +193,7 @@ class Skills:
         if self._stored(name) is not None:
             self.con.execute("UPDATE skills SET enabled = ? WHERE name = ?", [enabled, name])
         elif self.get(name) is not None:
-            self.con.execute(
-                "INSERT OR REPLACE INTO skill_states (name, enabled) VALUES (?, ?)", [name, enabled]
-            )
+            self.con.execute("INSERT OR REPLACE INTO skill_states (name, enabled) VALUES (?, ?)", [name, enabled])
         else:
             raise ToolInputError(f"No skill named {name!r}; list_skills shows them.")
 

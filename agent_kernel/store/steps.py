@@ -28,7 +28,17 @@ from agent_kernel.store.turn_taint import session_taint
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Step", "TurnSteps", "answer_cell", "code_cell", "mark", "session_steps", "turn_cells", "turn_steps", "turns"]
+__all__ = [
+    "Step",
+    "TurnSteps",
+    "answer_cell",
+    "code_cell",
+    "mark",
+    "session_steps",
+    "turn_cells",
+    "turn_steps",
+    "turns",
+]
 
 MAX_TURNS = 1000  # turns one export reads
 
@@ -108,7 +118,9 @@ def _texts(content: list[dict[str, Any]], *, user: bool) -> list[str]:
     return [
         str(block.get("text", ""))
         for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and not (user and is_turn_context(block))
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and not (user and is_turn_context(block))
         and str(block.get("text", "")).strip()
     ]
 
@@ -145,9 +157,7 @@ def answer_cell(turn: TurnSteps) -> dict[str, Any]:
     markdown renderer (and its sanitiser) shows it like any markdown the person writes."""
     quoted = "\n".join("> " + line if line else ">" for line in redact(turn.prompt or "(no prompt)").splitlines())
     answer = redact(turn.answer) if turn.answer else "*(no answer)*"
-    source = (
-        f"**Agent turn {turn.turn}** (session `{turn.session_name}`)\n\n{quoted}\n\n{answer}"
-    )
+    source = f"**Agent turn {turn.turn}** (session `{turn.session_name}`)\n\n{quoted}\n\n{answer}"
     return {"cell_type": "markdown", "metadata": mark(turn), "source": source}
 
 

@@ -20,7 +20,16 @@ if TYPE_CHECKING:
 
     from agent_kernel.model.usage import CallUsage
 
-__all__ = ["SOURCES", "DayUsage", "SessionUsage", "UsageLog", "daily", "record_completion", "session_usage", "sessions_cost"]
+__all__ = [
+    "SOURCES",
+    "DayUsage",
+    "SessionUsage",
+    "UsageLog",
+    "daily",
+    "record_completion",
+    "session_usage",
+    "sessions_cost",
+]
 
 # What made a model call (model_calls.source): a turn (with its side calls) or an inline
 # completion (no session: the server extension makes it for the editor).
@@ -100,13 +109,15 @@ class SessionUsage:
 def session_usage(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionUsage:
     """The session's usage; its cost includes its sub-sessions' (at any depth), as its
     ``tokens_used`` does: both count against its limits."""
-    cost, unpriced = aggregate_row(con.execute(
-        "WITH RECURSIVE tree(id) AS (SELECT CAST(? AS VARCHAR) UNION "
-        "SELECT s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
-        "SELECT coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
-        "FROM model_calls WHERE session_id IN (SELECT id FROM tree)",
-        [session_id],
-    ))
+    cost, unpriced = aggregate_row(
+        con.execute(
+            "WITH RECURSIVE tree(id) AS (SELECT CAST(? AS VARCHAR) UNION "
+            "SELECT s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
+            "SELECT coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
+            "FROM model_calls WHERE session_id IN (SELECT id FROM tree)",
+            [session_id],
+        )
+    )
     last = con.execute(
         "SELECT input_tokens + cache_read_tokens + cache_write_tokens, request_chars FROM model_calls "
         "WHERE session_id = ? ORDER BY created_at DESC, turn DESC, call DESC LIMIT 1",

@@ -73,9 +73,7 @@ class WriteBehind:
             if write not in self._pending:
                 self._pending.append(write)
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._work, name="agent-kernel-store", daemon=True
-                )
+                self._thread = threading.Thread(target=self._work, name="agent-kernel-store", daemon=True)
                 self._thread.start()
             if first:  # the thread waits for a first write; while it gathers more, only for flush()
                 self._cond.notify_all()

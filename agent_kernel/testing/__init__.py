@@ -35,7 +35,29 @@ for recall (``AgentKernel.summary_idle_minutes``), the agent asks the small mode
 ``summarizer=None`` to script them like any other reply.
 """
 
-from agent_kernel.testing.script import Failure, Reply, call, citation, cited, document_citation, fail, pause, redacted_thinking, reply, say, search_result, server_tool_use, signature_for, structured, text, thinking, tool_search, tool_use, web_fetch, web_search
+from agent_kernel.testing.script import (
+    Failure,
+    Reply,
+    call,
+    citation,
+    cited,
+    document_citation,
+    fail,
+    pause,
+    redacted_thinking,
+    reply,
+    say,
+    search_result,
+    server_tool_use,
+    signature_for,
+    structured,
+    text,
+    thinking,
+    tool_search,
+    tool_use,
+    web_fetch,
+    web_search,
+)
 from agent_kernel.testing.server import ScriptedModel
 
 __all__ = [

@@ -93,7 +93,10 @@ class Batches:
             answer, message = self.model.complete(dict(item.get("params") or {}))
             outcome: dict[str, Any]
             if isinstance(answer, Failure):
-                outcome = {"type": "errored", "error": {"type": "error", "error": {"type": answer.type, "message": answer.message}}}
+                outcome = {
+                    "type": "errored",
+                    "error": {"type": "error", "error": {"type": answer.type, "message": answer.message}},
+                }
             else:
                 outcome = {"type": "succeeded", "message": message}
             results.append({"custom_id": item.get("custom_id"), "result": outcome})

@@ -30,7 +30,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 SCRIPTED_MODEL_NAME = "scripted-model"
 _ids = itertools.count(1)
@@ -65,7 +65,7 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-ScriptItem = Union[Reply, Failure, Callable[[dict[str, Any]], Union[Reply, Failure]]]
+ScriptItem = Reply | Failure | Callable[[dict[str, Any]], Reply | Failure]
 
 
 def text(value: str) -> dict[str, Any]:
@@ -128,7 +128,12 @@ def estimate_tokens(payload: Any) -> int:
 
 def server_tool_use(name: str, tool_input: dict[str, Any], *, id: str | None = None) -> dict[str, Any]:
     """A server_tool_use block (a tool the API runs itself: web_search, web_fetch)."""
-    return {"type": "server_tool_use", "id": id or f"srvtoolu_scripted_{next(_ids):04d}", "name": name, "input": tool_input}
+    return {
+        "type": "server_tool_use",
+        "id": id or f"srvtoolu_scripted_{next(_ids):04d}",
+        "name": name,
+        "input": tool_input,
+    }
 
 
 def search_result(url: str, title: str, *, page_age: str | None = None) -> dict[str, Any]:
@@ -200,16 +205,22 @@ def tool_search(
 def citation(url: str, title: str, cited_text: str) -> dict[str, Any]:
     """A web search citation (of a result's page)."""
     return {
-        "type": "web_search_result_location", "url": url, "title": title,
-        "cited_text": cited_text, "encrypted_index": f"scripted:{url}",
+        "type": "web_search_result_location",
+        "url": url,
+        "title": title,
+        "cited_text": cited_text,
+        "encrypted_index": f"scripted:{url}",
     }
 
 
 def document_citation(cited_text: str, *, title: str | None = None, document_index: int = 0) -> dict[str, Any]:
     """A citation of a fetched document (web_fetch with citations on)."""
     block: dict[str, Any] = {
-        "type": "char_location", "cited_text": cited_text, "document_index": document_index,
-        "start_char_index": 0, "end_char_index": len(cited_text),
+        "type": "char_location",
+        "cited_text": cited_text,
+        "document_index": document_index,
+        "start_char_index": 0,
+        "end_char_index": len(cited_text),
     }
     if title is not None:
         block["document_title"] = title
@@ -233,6 +244,7 @@ def server_tool_counts(content: list[dict[str, Any]]) -> dict[str, int] | None:
         return None
     return {"web_search_requests": names.count("web_search"), "web_fetch_requests": names.count("web_fetch")}
 
+
 def summary_reply(request: dict[str, Any]) -> Reply:
     """The scripted answer to a conversation-summary request: the user's prompts it saw.
 
@@ -240,10 +252,12 @@ def summary_reply(request: dict[str, Any]) -> Reply:
     the new part's, the last 20, each cut at 80 characters.
     """
     text = "".join(
-        b.get("text", "") for m in request.get("messages", []) for b in m.get("content", [])
+        b.get("text", "")
+        for m in request.get("messages", [])
+        for b in m.get("content", [])
         if isinstance(b, dict) and b.get("type") == "text"
     )
-    prompts = [line[len("[user] "):][:80] for line in text.splitlines() if line.startswith("[user] ")]
+    prompts = [line[len("[user] ") :][:80] for line in text.splitlines() if line.startswith("[user] ")]
     earlier = [line[2:] for line in text.splitlines() if line.startswith("- ")]  # a previous summary's
     kept = (earlier + prompts)[-20:]
     return say("Scripted summary. The user asked, in order:\n" + "\n".join(f"- {p}" for p in kept))

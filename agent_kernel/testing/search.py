@@ -91,7 +91,9 @@ def resolve(body: Mapping[str, Any], reply: Reply, *, implicit: bool = True) -> 
         kind = block.get("type")
         if kind == "server_tool_use" and block.get("name") in SEARCH_NAMES:
             if finder is None or finder.get("name") != block.get("name"):
-                raise SearchError(f"The scripted reply searches with {block.get('name')}, which the request does not offer.")
+                raise SearchError(
+                    f"The scripted reply searches with {block.get('name')}, which the request does not offer."
+                )
             asked[str(block.get("id"))] = block
         elif kind == RESULT_TYPE:
             block = _result(block, asked, deferred, finder)
@@ -127,7 +129,9 @@ def _result(
         names = referenced([{"content": [block]}])
         unknown = [n for n in names if n not in deferred]
         if unknown:
-            raise SearchError(f"The scripted search result references {', '.join(unknown)}, not deferred tools of the request.")
+            raise SearchError(
+                f"The scripted search result references {', '.join(unknown)}, not deferred tools of the request."
+            )
         return dict(block)
     query = (use.get("input") or {}).get("query")
     if not isinstance(query, str) or not query.strip():
@@ -209,7 +213,32 @@ def bm25_search(query: str, texts: Mapping[str, str], k1: float = 1.2, b: float 
 
 
 _SUFFIXES = ("ing", "ed", "er", "es", "ly", "e", "s")
-_STOP_WORDS = frozenset("a an and any as at be by each for from in is it of on or the this that to with".split())
+_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "any",
+        "as",
+        "at",
+        "be",
+        "by",
+        "each",
+        "for",
+        "from",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "the",
+        "this",
+        "that",
+        "to",
+        "with",
+    ]
+)
 
 
 def _words(text: str) -> list[str]:

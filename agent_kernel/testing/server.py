@@ -38,10 +38,18 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, cast
 
-from agent_kernel.testing.batches import Batches
 from agent_kernel.testing import search
+from agent_kernel.testing.batches import Batches
 from agent_kernel.testing.cache import CacheError, PromptCache
-from agent_kernel.testing.script import Failure, Reply, ScriptItem, estimate_tokens, server_tool_counts, signature_for, summary_reply
+from agent_kernel.testing.script import (
+    Failure,
+    Reply,
+    ScriptItem,
+    estimate_tokens,
+    server_tool_counts,
+    signature_for,
+    summary_reply,
+)
 
 if TYPE_CHECKING:
     import httpx2 as httpx  # the SDK's httpx package (see _httpx)
@@ -418,9 +426,19 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
                 start["citations"] = []
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": start}
             for cite in block.get("citations") or []:  # as the API sends them: before the text they back
-                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "citations_delta", "citation": cite}}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "citations_delta", "citation": cite},
+                    },
+                )
             for piece in _pieces(block["text"], answer.chunk_size):
-                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                yield (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}},
+                )
         elif block["type"] in ("tool_use", "server_tool_use"):
             head = {"type": block["type"], "id": block["id"], "name": block["name"], "input": {}}
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": head}
@@ -428,27 +446,57 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
             # Small pieces as the API sends them, but at most MAX_INPUT_PIECES of them: a
             # huge scripted input (which max_tokens rules out from the real API) stays quick.
             for piece in _pieces(encoded, max(40, -(-len(encoded) // MAX_INPUT_PIECES))):
-                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": piece}}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    },
+                )
         elif block["type"] == "thinking":
             head = {"type": "thinking", "thinking": "", "signature": ""}
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": head}
             for piece in _pieces(block["thinking"], answer.chunk_size):
-                yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "thinking_delta", "thinking": piece}}
-            yield "content_block_delta", {"type": "content_block_delta", "index": index, "delta": {"type": "signature_delta", "signature": block["signature"]}}
+                yield (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    },
+                )
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]},
+                },
+            )
         else:
             yield "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
         if answer.stream_error and index == len(answer.content) - 1:
-            yield "error", _error_body(answer.stream_error, "Overloaded" if answer.stream_error == "overloaded_error" else "scripted stream error")
+            yield (
+                "error",
+                _error_body(
+                    answer.stream_error,
+                    "Overloaded" if answer.stream_error == "overloaded_error" else "scripted stream error",
+                ),
+            )
             return
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     usage = {"output_tokens": message["usage"]["output_tokens"]}
     if "server_tool_use" in message["usage"]:
         usage["server_tool_use"] = message["usage"]["server_tool_use"]
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": usage,
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": usage,
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 

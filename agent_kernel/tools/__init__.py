@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.model import as_sent
-from agent_kernel.model.conversation import OVERSIZED_INPUT
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
+from agent_kernel.model import as_sent
+from agent_kernel.model.conversation import OVERSIZED_INPUT
 from agent_kernel.secrets import redact, redacted_json
 from agent_kernel.tools.context import _CALL, ToolCall
 from agent_kernel.tools.report import ToolReport
@@ -363,9 +363,7 @@ def tool(
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         if not (fn.__doc__ or description):
             raise ValueError(f"{fn.__name__} needs a docstring: the model reads it to decide when to call it.")
-        USER_TOOLS.add(
-            Tool(fn, name=name or fn.__name__, group=group, writes=writes, description=description)
-        )
+        USER_TOOLS.add(Tool(fn, name=name or fn.__name__, group=group, writes=writes, description=description))
         return fn
 
     return register(function) if function is not None else register
@@ -420,10 +418,7 @@ def input_problem(name: str, tool_input: object, limit: int, depth: int = INPUT_
             size += chars if chars > limit or value.isascii() else len(value.encode("utf-8", "surrogatepass"))
         elif isinstance(value, (dict, list, tuple)):
             if level >= depth:
-                return (
-                    f"The input of {name} is nested more than {depth} levels deep; "
-                    "send a flatter structure."
-                )
+                return f"The input of {name} is nested more than {depth} levels deep; send a flatter structure."
             size += 2 + len(value)  # brackets and separators, before the items are walked
             if size > limit:
                 break
@@ -449,10 +444,7 @@ def input_problem(name: str, tool_input: object, limit: int, depth: int = INPUT_
 def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return (
-        text[:limit]
-        + f"\n[truncated: the result was {len(text):,} characters; the first {limit:,} are shown]"
-    )
+    return text[:limit] + f"\n[truncated: the result was {len(text):,} characters; the first {limit:,} are shown]"
 
 
 def _describe_validation(name: str, error: Any) -> str:

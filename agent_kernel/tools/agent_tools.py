@@ -23,10 +23,10 @@ from pydantic import Field
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import agent_tools as stored
 from agent_kernel.store import provenance
-from agent_kernel.untrusted import mark_untrusted
 from agent_kernel.tools import USER_TOOLS, Registry, Tool, current_context
 from agent_kernel.tools.code import CODE_CHARS
 from agent_kernel.tools.data import with_connection
+from agent_kernel.untrusted import mark_untrusted
 
 GROUP = "tools"
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -64,7 +64,9 @@ async def create_tool(
     """
     _check_name(name)
     context = current_context()
-    definition = stored.ToolVersion(name, 0, _text(description), _schema(parameter_schema), _code(code), isolated, writes)
+    definition = stored.ToolVersion(
+        name, 0, _text(description), _schema(parameter_schema), _code(code), isolated, writes
+    )
 
     def save(con: Any) -> int:
         tools = stored.AgentTools(con)
@@ -160,10 +162,12 @@ async def list_tools(include_disabled: bool = False) -> dict[str, Any]:
     Args:
         include_disabled: Also the disabled ones.
     """
-    found = await with_connection(
-        current_context().store, lambda con: stored.AgentTools(con).list(include_disabled)
-    )
-    return {"tools": [{"name": t.name, "description": t.description, "enabled": t.enabled, "version": t.version} for t in found]}
+    found = await with_connection(current_context().store, lambda con: stored.AgentTools(con).list(include_disabled))
+    return {
+        "tools": [
+            {"name": t.name, "description": t.description, "enabled": t.enabled, "version": t.version} for t in found
+        ]
+    }
 
 
 async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any]:
@@ -267,13 +271,19 @@ def sync(registry: Registry, con: Any) -> None:
     libraries.refresh(stored.Libraries(con).versions())
     for name, item in list(registry.tools.items()):
         if isinstance(item, StoredTool) and (
-            name not in current or current[name] != item.stored or item.trusted != ((name, item.stored.version) in trusted)
+            name not in current
+            or current[name] != item.stored
+            or item.trusted != ((name, item.stored.version) in trusted)
             or item.tainted_by != tainted_by.get(name, "")
         ):
             registry.remove(name)
     for name, definition in current.items():
         if name not in registry.tools:
-            registry.add(StoredTool(definition, trusted=(name, definition.version) in trusted, tainted_by=tainted_by.get(name, "")))
+            registry.add(
+                StoredTool(
+                    definition, trusted=(name, definition.version) in trusted, tainted_by=tainted_by.get(name, "")
+                )
+            )
 
 
 def _sandboxed() -> bool:

@@ -61,7 +61,9 @@ class Proxy:
 
         server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
-        threading.Thread(target=server.serve_forever, args=(0.2,), name="agent-kernel-browser-proxy", daemon=True).start()
+        threading.Thread(
+            target=server.serve_forever, args=(0.2,), name="agent-kernel-browser-proxy", daemon=True
+        ).start()
         self._server = server
         return int(server.server_address[1])
 
@@ -92,7 +94,9 @@ class Proxy:
             method, target, headers = _parse_head(head)
             if method == "CONNECT":
                 host, port = _split_host_port(target, 443)
-                upstream = self._connect(f"https://{_bracket(host)}:{port}/", host, port, f"CONNECT {_bracket(host)}:{port}")
+                upstream = self._connect(
+                    f"https://{_bracket(host)}:{port}/", host, port, f"CONNECT {_bracket(host)}:{port}"
+                )
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             else:
                 url = target
@@ -126,7 +130,11 @@ class Proxy:
         try:
             address = asyncio.run(checked_target(url, list(self.allow())))
         except (FetchRefused, FetchError) as exc:
-            why = str(exc).replace("fetch_url only reaches", "The browser only reaches").replace("fetch_url", "the browser")
+            why = (
+                str(exc)
+                .replace("fetch_url only reaches", "The browser only reaches")
+                .replace("fetch_url", "the browser")
+            )
             raise Refused(why.replace(url, shown, 1)) from None
         with self._lock:
             if self.received > self.page_bytes:
@@ -170,7 +178,9 @@ class Proxy:
                             over = self.received > self.page_bytes
                         if over:
                             with self._lock:
-                                self.refused.append(f"the page is over the browser's page-size cap of {self.page_bytes:,} bytes")
+                                self.refused.append(
+                                    f"the page is over the browser's page-size cap of {self.page_bytes:,} bytes"
+                                )
                             return
                     key.data.sendall(chunk)
 

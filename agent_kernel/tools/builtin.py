@@ -7,10 +7,46 @@ from agent_kernel.tools import Registry
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from agent_kernel.tools import agent_tools, browser, code, components, data, libraries, live_notebook, llm, memory, notebook, notepad, recall, schedule, skills, subsessions, ui, web
+    from agent_kernel.tools import (
+        agent_tools,
+        browser,
+        code,
+        components,
+        data,
+        libraries,
+        live_notebook,
+        llm,
+        memory,
+        notebook,
+        notepad,
+        recall,
+        schedule,
+        skills,
+        subsessions,
+        ui,
+        web,
+    )
 
     registry = Registry()
-    modules = (code, notebook, live_notebook, data, memory, recall, notepad, schedule, skills, ui, components, web, agent_tools, libraries, llm, subsessions, browser)
+    modules = (
+        code,
+        notebook,
+        live_notebook,
+        data,
+        memory,
+        recall,
+        notepad,
+        schedule,
+        skills,
+        ui,
+        components,
+        web,
+        agent_tools,
+        libraries,
+        llm,
+        subsessions,
+        browser,
+    )
     for module in modules:
         for item in module.TOOLS:
             registry.add(item)

@@ -183,9 +183,7 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         _no_exit(shell),
         images.watching(shell, _images_wanted(context)) as seen,
     ):
-        value, error = await interrupts.run_code(
-            _execute(shell, code, transformed, preprocessing_error), timeout_s
-        )
+        value, error = await interrupts.run_code(_execute(shell, code, transformed, preprocessing_error), timeout_s)
     outcome: dict[str, Any] = {
         "success": error is None,
         "stdout": stdout.kept.bounded(STREAM_CHARS),
@@ -279,7 +277,7 @@ def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
 
 
 def _where(shell: Any, tb: Any) -> str:
-    """" at line N: SOURCE" of the code's own line the stop landed in ("" when none): the
+    """ " at line N: SOURCE" of the code's own line the stop landed in ("" when none): the
     code's cell number would name a cell that is not on the screen."""
     cells = getattr(getattr(shell, "compile", None), "_filename_map", {})
     found = ""
@@ -420,11 +418,7 @@ def _cell_traceback(text: str) -> str:
         return text
     half = CELL_TRACEBACK_CHARS // 2
     left_out = len(text) - 2 * half
-    return (
-        text[:half]
-        + f"\n[... {left_out:,} characters of this traceback left out of the cell ...]\n"
-        + text[-half:]
-    )
+    return text[:half] + f"\n[... {left_out:,} characters of this traceback left out of the cell ...]\n" + text[-half:]
 
 
 class _Ends:

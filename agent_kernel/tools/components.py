@@ -282,9 +282,7 @@ def _stored(con: Any, name: str, version: Any) -> tuple[stored.ComponentVersion,
 def _origin(session_id: str | None, turn: int | None, untrusted: bool, *, inline: bool = False) -> str:
     what = "Written inline by the agent" if inline else "Made by the agent"
     where = f" in session {session_id[:8]}, turn {turn}" if session_id else ""
-    after = (
-        " after the session read untrusted web content" if untrusted else " (no untrusted content read before)"
-    )
+    after = " after the session read untrusted web content" if untrusted else " (no untrusted content read before)"
     return what + where + after
 
 

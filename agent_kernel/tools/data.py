@@ -23,8 +23,7 @@ from pydantic import Field
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.namespace import unwritable_reason
 from agent_kernel.secrets import redact
-from agent_kernel.sql import guard
-from agent_kernel.sql import sandbox
+from agent_kernel.sql import guard, sandbox
 from agent_kernel.sql import worker as sql_worker
 from agent_kernel.store.provenance import TAINTED_NOTE, Provenance
 from agent_kernel.tools import Tool, current_context, strict_json
@@ -187,7 +186,9 @@ def _wrap_comments(entry: dict[str, Any], record: Any, table: str) -> None:
     if "comment" in entry:
         entry["comment"] = shown(entry["comment"], record, f"comment on table {table}")
     entry["columns"] = [
-        {**c, "comment": shown(c["comment"], record, f"comment on column {table}.{c['name']}")} if c.get("comment") else c
+        {**c, "comment": shown(c["comment"], record, f"comment on column {table}.{c['name']}")}
+        if c.get("comment")
+        else c
         for c in entry["columns"]
     ]
 

@@ -27,7 +27,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from agent_kernel.tools import addresses
@@ -36,7 +36,7 @@ from agent_kernel.tools.addresses import IPAddress
 __all__ = ["FetchError", "FetchRefused", "Fetched", "Resolver", "checked_target", "fetch", "parse_url"]
 
 # Resolves a host name to its addresses (a function of host and port); sync or async.
-Resolver = Callable[[str, int], Union[Iterable[str], Awaitable[Iterable[str]]]]
+Resolver = Callable[[str, int], Iterable[str] | Awaitable[Iterable[str]]]
 
 PORTS = {80, 443, 8000, 8080, 8443}
 MAX_REDIRECTS = 5
@@ -105,8 +105,7 @@ def _parse(url: str) -> tuple[str, str, int, str]:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise FetchRefused(
-            f"fetch_url only fetches http and https URLs, not {scheme or 'a URL without a scheme'}: "
-            f"{url!r}."
+            f"fetch_url only fetches http and https URLs, not {scheme or 'a URL without a scheme'}: {url!r}."
         )
     if "@" in parts.netloc or parts.username is not None or parts.password is not None:
         raise FetchRefused(
@@ -232,8 +231,17 @@ async def fetch(
         raise FetchRefused(f"The body is {len(body):,} bytes; fetch_url sends at most {BODY_BYTES:,}.")
     try:
         return await asyncio.wait_for(
-            _fetch(url, method, _headers(headers), max_bytes, timeout_s, list(allow), resolve or system_resolver,
-                   transport, body),  # fmt: skip
+            _fetch(
+                url,
+                method,
+                _headers(headers),
+                max_bytes,
+                timeout_s,
+                list(allow),
+                resolve or system_resolver,
+                transport,
+                body,
+            ),
             timeout_s,
         )
     except asyncio.TimeoutError:
@@ -268,8 +276,12 @@ async def _fetch(
             sent = {**headers, "Host": target.host_header}
             extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
             if previous is not None and body is not None and target.origin() != previous.origin():
-                raise FetchRefused(f"{hops[0]} redirected the {method} to another origin ({url}); its body is not sent there.")
-            request = client.build_request(method, target.pinned_url(), headers=sent, extensions=extensions, content=body)
+                raise FetchRefused(
+                    f"{hops[0]} redirected the {method} to another origin ({url}); its body is not sent there."
+                )
+            request = client.build_request(
+                method, target.pinned_url(), headers=sent, extensions=extensions, content=body
+            )
             try:
                 response = await client.send(request, stream=True)
             except httpx.HTTPError as exc:
@@ -280,7 +292,9 @@ async def _fetch(
                     if len(hops) > MAX_REDIRECTS:
                         raise FetchError(f"More than {MAX_REDIRECTS} redirects, starting at {hops[0]}.")
                     url = urljoin(url, location)
-                    if response.status_code == 303 or (response.status_code in (301, 302) and method not in ("HEAD", "GET")):
+                    if response.status_code == 303 or (
+                        response.status_code in (301, 302) and method not in ("HEAD", "GET")
+                    ):
                         method, body = "GET", None
                     previous = target
                     continue

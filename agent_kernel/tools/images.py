@@ -46,9 +46,7 @@ class Seen:
     def look_at_object(self, value: Any) -> None:
         """An object being formatted for display: an Altair chart is kept as its Vega-Lite
         spec, whichever renderer (HTML, mimebundle, PNG) Altair uses to show it."""
-        if not type(value).__module__.startswith("altair.") or not callable(
-            getattr(value, "to_dict", None)
-        ):
+        if not type(value).__module__.startswith("altair.") or not callable(getattr(value, "to_dict", None)):
             return
         self._add(VEGA_LITE, lambda: value.to_dict())
         self.chart_formatted = True
@@ -139,9 +137,7 @@ def _vega_png(spec: Any) -> bytes:
     return WORKER.render(spec, scale=1)
 
 
-def note(
-    sent: int, total: int, problems: list[str], *, per_result: int, turn_left: int, off: bool
-) -> str:
+def note(sent: int, total: int, problems: list[str], *, per_result: int, turn_left: int, off: bool) -> str:
     """What the result says about the images its code displayed."""
     if total == 0:
         return ""

@@ -13,12 +13,22 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from agent_kernel.kernel import libraries
 from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel import libraries
 from agent_kernel.store import agent_tools as stored
 from agent_kernel.store import provenance
 from agent_kernel.tools import Tool, current_context
-from agent_kernel.tools.agent_tools import GROUP, NAME, Code, Description, Name, Version, atomic, edit_base, kept_version
+from agent_kernel.tools.agent_tools import (
+    GROUP,
+    NAME,
+    Code,
+    Description,
+    Name,
+    Version,
+    atomic,
+    edit_base,
+    kept_version,
+)
 from agent_kernel.tools.data import with_connection
 
 

@@ -65,7 +65,9 @@ async def read_notebook(from_cell: CellId | None = None) -> str:
     for position in range(start, len(cells)):
         text, sources = _cell_text(cells[position], marks, context.shell, notebook if others else None)
         if used + len(text) > RESULT_CHARS and position > start:
-            parts.append(f"[{len(cells) - position} more cells; read_notebook(from_cell={cells[position]['id']!r}) reads on]")
+            parts.append(
+                f"[{len(cells) - position} more cells; read_notebook(from_cell={cells[position]['id']!r}) reads on]"
+            )
             break
         parts.append(text)
         read += sources
@@ -79,13 +81,9 @@ async def _cells_now() -> list[dict[str, Any]]:
     try:
         return await channel.read_cells(READ_TIMEOUT)
     except LookupError:
-        raise ToolInputError(
-            "No notebook front end is attached now; read_notebook is unavailable."
-        ) from None
+        raise ToolInputError("No notebook front end is attached now; read_notebook is unavailable.") from None
     except TimeoutError:
-        raise ToolInputError(
-            f"The notebook did not answer within {READ_TIMEOUT:.0f} s; try again later."
-        ) from None
+        raise ToolInputError(f"The notebook did not answer within {READ_TIMEOUT:.0f} s; try again later.") from None
 
 
 def _start(cells: list[dict[str, Any]], from_cell: str | None) -> int:
@@ -137,7 +135,11 @@ def _cell_text(
 
 def _outputs_text(cell: dict[str, Any]) -> str:
     if cell["source"].lstrip().startswith(AGENT_MAGICS):
-        return "(the output of the agent's own magic: left out; session_timeline and search_sessions read past turns)" if cell.get("outputs") else ""
+        return (
+            "(the output of the agent's own magic: left out; session_timeline and search_sessions read past turns)"
+            if cell.get("outputs")
+            else ""
+        )
     lines = []
     for output in cell.get("outputs", []):
         if not isinstance(output, dict):
@@ -286,7 +288,6 @@ async def _apply(change: dict[str, Any]) -> str:
 
 # The running turn's edits, by (session, turn).
 _EDITS: dict[tuple[str, int], TurnEdits] = {}
-
 
 
 def _editing(function: Any, name: str) -> Tool:

@@ -48,7 +48,10 @@ async def llm_generate(
         raise ToolInputError(f"schema is over {SCHEMA_CHARS:,} characters of JSON; send a smaller schema.")
     try:
         result = await agenerate(
-            prompt, system=system, intelligence=intelligence, schema=schema,
+            prompt,
+            system=system,
+            intelligence=intelligence,
+            schema=schema,
             max_tokens=max_tokens,
         )  # fmt: skip (temperature: validated above, never sent; see agent_kernel.llm)
     except GenerationError as exc:

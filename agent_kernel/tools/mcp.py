@@ -36,8 +36,8 @@ import json
 import os
 import re
 import threading
-from concurrent.futures import Future
 from collections.abc import AsyncIterator
+from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,13 +45,13 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.secrets import redact
-from agent_kernel.untrusted import mark_untrusted, neutralise
 from agent_kernel.tools import Tool, _cap, current_context, strict_json, to_text
+from agent_kernel.untrusted import mark_untrusted, neutralise
 
 if TYPE_CHECKING:
     from mcp import ClientSession
 
-__all__ = ["McpServers", "McpTool", "SEPARATOR", "kernel_servers", "offered"]
+__all__ = ["SEPARATOR", "McpServers", "McpTool", "kernel_servers", "offered"]
 
 SEPARATOR = "__"
 GROUP = "mcp"
@@ -196,7 +196,9 @@ class McpServers:
         except asyncio.TimeoutError:
             future.cancel()
             self._forget(server_name)
-            raise self._failed(server_name, f"did not answer {tool} within {timeout:g} s (it may have stopped)") from None
+            raise self._failed(
+                server_name, f"did not answer {tool} within {timeout:g} s (it may have stopped)"
+            ) from None
         except (asyncio.CancelledError, KeyboardInterrupt):
             future.cancel()
             raise
@@ -291,8 +293,14 @@ class McpServers:
         if server.config.get(TRUSTED) is not True:
             description, schema = offered(description, schema, server_name)
         return McpTool(
-            function=_unused, name=name, group=GROUP, writes=not read_only,
-            description=description, input_schema=schema, server=server_name, sdk=sdk,
+            function=_unused,
+            name=name,
+            group=GROUP,
+            writes=not read_only,
+            description=description,
+            input_schema=schema,
+            server=server_name,
+            sdk=sdk,
         )
 
     def _forget(self, name: str) -> None:

@@ -42,9 +42,7 @@ async def memory(
     store_filter: StoreName | None = None,
     categories: Annotated[list[Category], Field(max_length=20)] | None = None,
     summary_types: Annotated[list[SummaryType], Field(max_length=20)] | None = None,
-    from_: Annotated[
-        Short | None, Field(alias="from", description="Stored at or after this ISO time.")
-    ] = None,
+    from_: Annotated[Short | None, Field(alias="from", description="Stored at or after this ISO time.")] = None,
     to: Short | None = None,
     period_key_prefix: Short | None = None,
     limit: Annotated[int, Field(ge=1, le=100)] = 10,
@@ -175,7 +173,10 @@ async def read_system_prompt() -> dict[str, Any]:
     if taint is None:
         return {"prompt": current.prompt, "version": current.version}
     context.note_untrusted([f"stored instructions version {current.version}"])
-    return {"prompt": provenance.shown(current.prompt, taint, f"stored instructions version {current.version}"), "version": current.version}
+    return {
+        "prompt": provenance.shown(current.prompt, taint, f"stored instructions version {current.version}"),
+        "version": current.version,
+    }
 
 
 async def edit_system_prompt(
@@ -226,4 +227,3 @@ TOOLS = [
 
 async def _with_memories(action: Any) -> Any:
     return await with_connection(current_context().store, lambda con: action(memory_store.Memories(con)))
-

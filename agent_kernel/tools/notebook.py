@@ -49,11 +49,7 @@ async def notebook_cells(
         entries.append(entry)
         used += size
     entries.reverse()
-    fetched = [
-        f"notebook cell [{c.count}] result"
-        for c in found
-        if (c.result or c.printed) and c.untrusted
-    ]
+    fetched = [f"notebook cell [{c.count}] result" for c in found if (c.result or c.printed) and c.untrusted]
     if fetched:
         context.note_untrusted(fetched)
     answer: dict[str, Any] = {"cells": entries}
@@ -67,16 +63,14 @@ async def notebook_cells(
 def _check(first: int | None, last: int | None, matching: str | None) -> None:
     for name, count in (("first", first), ("last", last)):
         if count is not None and not 1 <= count <= MOST_COUNT:
-            raise ToolInputError(
-                f"{name} is an execution count from 1 to {MOST_COUNT:,}, not {count}."
-            )
+            raise ToolInputError(f"{name} is an execution count from 1 to {MOST_COUNT:,}, not {count}.")
     if first is not None and last is not None and last < first:
         raise ToolInputError(f"last ({last}) is before first ({first}); give first <= last.")
     if matching is not None and not 1 <= len(matching) <= MATCH_CHARS:
-        raise ToolInputError(
-            f"matching is 1 to {MATCH_CHARS} characters of text, not {len(matching)}."
-        )
+        raise ToolInputError(f"matching is 1 to {MATCH_CHARS} characters of text, not {len(matching)}.")
 
 
-DESCRIPTION = "The user's cells (source, result, error) by execution count: first..last, or matching text; default the last 10."
+DESCRIPTION = (
+    "The user's cells (source, result, error) by execution count: first..last, or matching text; default the last 10."
+)
 TOOLS = [Tool(notebook_cells, name="notebook_cells", group="code", description=DESCRIPTION)]

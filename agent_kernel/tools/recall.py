@@ -10,9 +10,9 @@ from pydantic import Field
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import recall
 from agent_kernel.store.memories import parse_instant
-from agent_kernel.untrusted import mark_untrusted
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.tools.data import with_connection
+from agent_kernel.untrusted import mark_untrusted
 
 QUERY_CHARS = 500
 SHORT_CHARS = 300  # notebook paths, dates, session names and ids
@@ -95,7 +95,9 @@ async def session_timeline(
 
         answer = await with_connection(store, read)
         if answer is None:
-            raise ToolInputError(f"No session has the name or id {wanted!r}; session_timeline without session lists them.")
+            raise ToolInputError(
+                f"No session has the name or id {wanted!r}; session_timeline without session lists them."
+            )
         return answer
 
     def recent(con: Any) -> list[recall.SessionLine]:

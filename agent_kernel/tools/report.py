@@ -50,4 +50,3 @@ class ToolReport:
     def end_session(self, result: str) -> None:
         """The session ends with ``result``: no further tool call of the turn runs."""
         self.ended = result
-

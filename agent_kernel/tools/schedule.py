@@ -279,7 +279,9 @@ NOTIFICATIONS_PER_TURN = 3
 NOTIFICATIONS_PER_HOUR = 10  # from the agent, all sessions together
 
 
-def notify(message: Annotated[str, Field(min_length=1, max_length=NOTIFY_CHARS)], title: Short | None = None) -> dict[str, Any]:
+def notify(
+    message: Annotated[str, Field(min_length=1, max_length=NOTIFY_CHARS)], title: Short | None = None
+) -> dict[str, Any]:
     """Send the user a notification (their phone, e-mail or chat, as they set it up) when
     they need to know now: a long task finished, something needs their decision. Rarely.
 
@@ -300,7 +302,9 @@ def notify(message: Annotated[str, Field(min_length=1, max_length=NOTIFY_CHARS)]
             "AND created_at > (now() AT TIME ZONE 'UTC') - INTERVAL 1 HOUR"
         ).fetchall()
     if recent + sent >= NOTIFICATIONS_PER_HOUR:
-        raise ToolInputError(f"The agent sent {NOTIFICATIONS_PER_HOUR} notifications in the last hour; wait before sending more.")
+        raise ToolInputError(
+            f"The agent sent {NOTIFICATIONS_PER_HOUR} notifications in the last hour; wait before sending more."
+        )
     with _errors():
         targets = [t for t in notifications.Targets(agent_home()).all() if t.default]
     if not targets:

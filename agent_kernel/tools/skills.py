@@ -18,7 +18,9 @@ Content = Annotated[str, Field(max_length=skill_store.CONTENT_CHARS)]
 Tags = Annotated[list[Annotated[str, Field(max_length=skill_store.TAG_CHARS)]], Field(max_length=skill_store.TAGS)]
 
 
-async def create_skill(name: Name, description: Description, content: Content, tags: Tags | None = None) -> dict[str, Any]:
+async def create_skill(
+    name: Name, description: Description, content: Content, tags: Tags | None = None
+) -> dict[str, Any]:
     """Save a skill: a named Markdown document (a procedure, standard, domain knowledge) you read with read_skill when a task needs it. Your system prompt lists each enabled skill's name and description.
 
     Args:

@@ -232,7 +232,13 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
         spec_file = Path(workdir, "tool.json")
         spec_file.write_text(
             json.dumps(
-                {"code": definition.code, "args": args, "libraries": libraries, "refused": refused, "filename": filename}
+                {
+                    "code": definition.code,
+                    "args": args,
+                    "libraries": libraries,
+                    "refused": refused,
+                    "filename": filename,
+                }
             ),
             encoding="utf-8",
         )

@@ -111,7 +111,9 @@ async def render_blocks(
     for output in outputs:
         _show(output)
     if pending is None:
-        return {"ok": True, "images": f"{charts_seen} chart(s) attached below as images."} if charts_seen else {"ok": True}
+        return (
+            {"ok": True, "images": f"{charts_seen} chart(s) attached below as images."} if charts_seen else {"ok": True}
+        )
     outcome = await pending.wait()
     if isinstance(outcome, Nobody):
         return _no_user_form(pending.widget.fields, outcome.reason)
@@ -142,12 +144,16 @@ async def ask_user(
     question = clean_text(question)
     if options:
         card = ChoiceCard(
-            heading="Question", text=question,
+            heading="Question",
+            text=question,
             buttons=[{"id": str(i), "label": clean_text(option)} for i, option in enumerate(options)],
         )
     else:
         card = ChoiceCard(
-            heading="Question", text=question, free_text=True, placeholder="Your answer",
+            heading="Question",
+            text=question,
+            free_text=True,
+            placeholder="Your answer",
             buttons=[{"id": "send", "label": "Send", "style": "primary"}],
         )
     outcome = await Pending(card, ctx).wait()

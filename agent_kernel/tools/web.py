@@ -21,22 +21,31 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field
 
 from agent_kernel.errors import ToolInputError
-from agent_kernel.untrusted import mark_untrusted
 from agent_kernel.tools import Tool, current_context
+from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     from agent_kernel.config import AgentKernel
     from agent_kernel.secrets import Host, Secrets
 
 __all__ = [
-    "SERVER_RESULT_TYPES", "TOOLS", "SecretFill", "ServerTool", "bound_elsewhere", "bound_nowhere",
-    "cited_sources", "fetch_secrets", "fetch_url", "mark_untrusted", "secret_names", "untrusted_sources",
+    "SERVER_RESULT_TYPES",
+    "TOOLS",
+    "SecretFill",
+    "ServerTool",
+    "bound_elsewhere",
+    "bound_nowhere",
+    "cited_sources",
+    "fetch_secrets",
+    "fetch_url",
+    "mark_untrusted",
+    "secret_names",
+    "untrusted_sources",
 ]
 
 WEB_SEARCH_TYPE = "web_search_20250305"
 WEB_FETCH_TYPE = "web_fetch_20250910"
 SERVER_RESULT_TYPES = {"web_search_tool_result": "web_search", "web_fetch_tool_result": "web_fetch"}
-
 
 
 @dataclass(eq=False)
@@ -92,7 +101,10 @@ _SECRET = re.compile(r"\{secret:([A-Za-z_][A-Za-z0-9_]*)\}")
 async def fetch_url(
     url: Annotated[str, Field(max_length=8_000)],
     method: Method = "GET",
-    headers: Annotated[dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=8_000)]], Field(max_length=50)] | None = None,
+    headers: Annotated[
+        dict[Annotated[str, Field(max_length=200)], Annotated[str, Field(max_length=8_000)]], Field(max_length=50)
+    ]
+    | None = None,
     body: Annotated[str, Field(max_length=BODY_CHARS)] | None = None,
     json: Any = None,
     max_bytes: int | None = None,

@@ -15,9 +15,36 @@ __all__ = ["body_text", "charset_of", "kind_of"]
 
 _DROPPED = ("script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head")
 _BLOCKS = (
-    "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "li", "tr",
-    "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "table", "ul", "ol", "dl", "dt",
-    "dd", "figure", "figcaption", "form", "br", "hr",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "li",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "blockquote",
+    "table",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "figure",
+    "figcaption",
+    "form",
+    "br",
+    "hr",
 )
 
 
@@ -30,10 +57,20 @@ def kind_of(content_type: str) -> str:
         return "json"
     if mime in ("text/csv", "application/csv", "text/tab-separated-values"):
         return "csv"
-    if mime.startswith("text/") or mime in (
-        "application/xml", "application/javascript", "application/x-ndjson", "application/yaml",
-        "application/x-yaml", "application/toml", "",
-    ) or mime.endswith("+xml"):
+    if (
+        mime.startswith("text/")
+        or mime
+        in (
+            "application/xml",
+            "application/javascript",
+            "application/x-ndjson",
+            "application/yaml",
+            "application/x-yaml",
+            "application/toml",
+            "",
+        )
+        or mime.endswith("+xml")
+    ):
         return "text"
     return "binary"
 

@@ -28,23 +28,23 @@ from agent_kernel.turn.request import TurnRequest
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_kernel.turn.approval import Approver
-    from agent_kernel.model.conversation import Repair
     from agent_kernel.display.transcript import Transcript
     from agent_kernel.kernel.interrupts import TurnInterrupts
-    from agent_kernel.turn.loaded import LoadedConversation
-    from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
     from agent_kernel.model.client import HttpClient, ModelClient
-    from agent_kernel.turn.summaries import RecallStart
+    from agent_kernel.model.conversation import Repair
+    from agent_kernel.model.usage import InputEstimate
     from agent_kernel.store import Store
     from agent_kernel.store.compactions import Compaction
     from agent_kernel.store.sessions import Journal, Session, Sessions
     from agent_kernel.store.usage import SessionUsage
-    from agent_kernel.turn.assemble import TurnParts
-    from agent_kernel.turn.admin import Admin
-    from agent_kernel.turn.subsessions import SubSessions
     from agent_kernel.tools import Registry, Tool
-    from agent_kernel.model.usage import InputEstimate
+    from agent_kernel.turn.admin import Admin
+    from agent_kernel.turn.approval import Approver
+    from agent_kernel.turn.assemble import TurnParts
+    from agent_kernel.turn.loaded import LoadedConversation
+    from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
+    from agent_kernel.turn.subsessions import SubSessions
+    from agent_kernel.turn.summaries import RecallStart
 
 __all__ = ["Agent"]
 
@@ -178,9 +178,7 @@ class Agent:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def session(
-        self, *, new: str | bool | None = None, name: str | None = None, create: bool = True
-    ) -> Session | None:
+    def session(self, *, new: str | bool | None = None, name: str | None = None, create: bool = True) -> Session | None:
         """The session a turn would use; with ``new`` or ``name`` it becomes the current one.
 
         ``name`` continues that session, or starts it when there is none of that name.
@@ -209,9 +207,7 @@ class Agent:
         self._start = replace(start, resolved=_Resolved(start.session))
         return start.session, start.resolved.kept_as
 
-    def _resolve(
-        self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool
-    ) -> _Resolved:
+    def _resolve(self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool) -> _Resolved:
         kept_as = None
         if new:
             if isinstance(new, str):
@@ -320,9 +316,15 @@ class Agent:
         """
         return await self.arun_request(
             TurnRequest(
-                prompt, new=new, session=session, model=model, token_limit=token_limit,
-                approve=approve, check=check, thinking=thinking,
-            )  # fmt: skip
+                prompt,
+                new=new,
+                session=session,
+                model=model,
+                token_limit=token_limit,
+                approve=approve,
+                check=check,
+                thinking=thinking,
+            )
         )
 
     async def arun_request(
@@ -336,9 +338,7 @@ class Agent:
         button before the turn's work began (``%agent``).
         """
         if self._running:
-            raise TurnInProgressError(
-                "An agent turn is already running in this kernel; wait for it or press Stop."
-            )
+            raise TurnInProgressError("An agent turn is already running in this kernel; wait for it or press Stop.")
         self._running = True
         try:
             from agent_kernel.kernel.streams import quick_flushes
@@ -373,6 +373,7 @@ class Agent:
     ) -> tuple[TurnResult, str | None]:
         """Run the turn; its result, and the footer of a failed turn whose cell fails (the
         cell shows it with the failure's line, last)."""
+        from agent_kernel.display.components import take_notes
         from agent_kernel.kernel.cells import section_untrusted
         from agent_kernel.kernel.cells import turn_section as notebook_cells
         from agent_kernel.kernel.interrupts import TurnInterrupts
@@ -381,7 +382,6 @@ class Agent:
         from agent_kernel.tools.context import UntrustedReads
         from agent_kernel.turn.approval import make_check
         from agent_kernel.turn.assemble import Assembler, TurnPlan, thinking_level
-        from agent_kernel.display.components import take_notes
         from agent_kernel.turn.prompt import assemble, turn_context
 
         config = self.config
@@ -408,8 +408,13 @@ class Agent:
         summaries = await self._write_summaries(start.recall)
         transcript = view if view is not None else builder.transcript(request)
         context_block = turn_context(
-            start.conversation.known, settings=config, shell=self.shell, groups=groups, notepad=start.notepad,
-            notes=[*mcp_failures, *take_notes(current.id)], previous_session=_previous_section(start.recall, summaries),
+            start.conversation.known,
+            settings=config,
+            shell=self.shell,
+            groups=groups,
+            notepad=start.notepad,
+            notes=[*mcp_failures, *take_notes(current.id)],
+            previous_session=_previous_section(start.recall, summaries),
             cells=notebook_cells(self.shell) if groups else "",
         )
         for line in mcp_failures:
@@ -440,7 +445,9 @@ class Agent:
                 history=start.history(),
                 check=make_check(mode, self.approver if self.live else None, self._always_allowed),
                 refresh_tools=lambda: self._offered(mode),
-                reads=UntrustedReads(earlier=current.untrusted_sources, this_turn=section_untrusted(self.shell) if groups else []),
+                reads=UntrustedReads(
+                    earlier=current.untrusted_sources, this_turn=section_untrusted(self.shell) if groups else []
+                ),
                 session_tokens=current.tokens_used,
                 session_cost=spent.cost,
                 estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
@@ -517,9 +524,7 @@ class Agent:
         code = len(placed.cells) - 1
         return f"Inserted below this cell: the prompt and answer, {code} code cell{'s' if code != 1 else ''}."
 
-    def _subsessions(
-        self, parts: TurnParts, turn: Turn, session: Session, interrupts: TurnInterrupts
-    ) -> SubSessions:
+    def _subsessions(self, parts: TurnParts, turn: Turn, session: Session, interrupts: TurnInterrupts) -> SubSessions:
         """What spawn_session and wait_for_sessions of this turn use (see subsessions.py)."""
         from agent_kernel.turn.subsessions import Family, SubSessions
 
@@ -568,17 +573,15 @@ class Agent:
             found.due, store=self.store, model_client=self.model_client, small_model=self.config.small_model
         )
 
-    def _read_start(
-        self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
-    ) -> _TurnStart:
+    def _read_start(self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]) -> _TurnStart:
         """Resolve the session and read what a turn needs first, in one connection."""
-        from agent_kernel.turn import summaries as session_summary
-        from agent_kernel.turn.loaded import LoadedConversation
-        from agent_kernel.turn.prompt import stored_sections
         from agent_kernel.store import compactions
         from agent_kernel.store.notepad import Notepad
         from agent_kernel.store.sessions import Sessions
         from agent_kernel.store.usage import session_usage
+        from agent_kernel.turn import summaries as session_summary
+        from agent_kernel.turn.loaded import LoadedConversation
+        from agent_kernel.turn.prompt import stored_sections
 
         store = self.store
         synced = self._tools_synced
@@ -595,7 +598,10 @@ class Agent:
             compacted = compactions.load(con, current.id)
             spent = session_usage(con, current.id)
             recall = session_summary.at_start(
-                con, current, first_turn=last_turn == 0, notebook=self.notebook,
+                con,
+                current,
+                first_turn=last_turn == 0,
+                notebook=self.notebook,
                 idle_minutes=self.config.summary_idle_minutes,
             )
             changes = store.changes  # this connection's own count: it is still open
@@ -727,9 +733,9 @@ class _TurnStart:
         """This start as the next turn finds it: the session with what ``journal`` recorded,
         the compactions ``made`` during the turn (saved as mirrored writes), the cost and
         last request size the turn's calls added."""
-        from agent_kernel.turn.summaries import RecallStart
         from agent_kernel.store.compactions import merged
         from agent_kernel.store.usage import SessionUsage
+        from agent_kernel.turn.summaries import RecallStart
 
         # As stored: the JSON the journal writes, decoded (nothing shared with the turn).
         said = [{"role": role, "content": json.loads(json.dumps(content))} for role, content in journal.recorded]

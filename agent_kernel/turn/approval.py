@@ -84,9 +84,7 @@ TAINTED_ASKS = "read untrusted content: writing actions ask"
 TAINTED_REFUSED = "read untrusted content: writing actions are refused: nobody can approve"
 
 
-def make_check(
-    mode: str, approver: Approver | None = None, always: dict[str, set[str]] | None = None
-) -> ApprovalCheck:
+def make_check(mode: str, approver: Approver | None = None, always: dict[str, set[str]] | None = None) -> ApprovalCheck:
     """The dispatcher's check for ``mode``.
 
     ``always`` maps a session id to the tools the person allowed for the rest of that
@@ -253,9 +251,7 @@ def fetched_before(item: Tool, tool_input: Any, sources: list[str]) -> bool:
     if prefix is None or not isinstance(tool_input, dict):
         return False
     wanted = _host(tool_input.get("url"))
-    return wanted is not None and any(
-        _host(s[len(prefix):]) == wanted for s in sources if s.startswith(prefix)
-    )
+    return wanted is not None and any(_host(s[len(prefix) :]) == wanted for s in sources if s.startswith(prefix))
 
 
 def _host(url: Any) -> tuple[str, int] | None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Assembler", "Family", "TurnParts", "TurnPlan", "thinking_level"]
 
+
 @dataclass(frozen=True)
 class TurnParts:
     """What every turn of one agent uses, its sub-sessions' turns too."""
@@ -149,9 +150,7 @@ class Assembler:
             model_client=self.parts.model_client, seen=seen, stored=stored, mirrored=True,
         )  # fmt: skip
 
-    def turn(
-        self, request: TurnRequest, plan: TurnPlan, *, transcript: Transcript, interrupts: TurnInterrupts
-    ) -> Turn:
+    def turn(self, request: TurnRequest, plan: TurnPlan, *, transcript: Transcript, interrupts: TurnInterrupts) -> Turn:
         """The loop's turn for ``request`` as ``plan`` says, with the context its tools get."""
         parts = self.parts
         context = ToolContext(

@@ -36,8 +36,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.model import images
-from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.model.conversation import is_turn_context
+from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.store.compactions import Compaction
 
 if TYPE_CHECKING:
@@ -196,7 +196,8 @@ def trim_result(block: dict[str, Any]) -> dict[str, Any]:
 def _sizes(messages: list[Message], state: Compaction) -> list[int]:
     """The size of each message as ``state`` sends it (0 for those its summary covers)."""
     return [0] * state.covers + [
-        chars(_sent(m, i < state.trimmed, i < state.unimaged)) for i, m in enumerate(messages[state.covers :], state.covers)
+        chars(_sent(m, i < state.trimmed, i < state.unimaged))
+        for i, m in enumerate(messages[state.covers :], state.covers)
     ]
 
 
@@ -224,9 +225,9 @@ def fingerprint(messages: list[Message], covers: int) -> str:
 def applicable(stored: list[Compaction], messages: list[Message]) -> Compaction:
     """The newest of the ``stored`` compactions made from this conversation (none: send it all)."""
     for row in stored:
-        if row.covers < len(messages) and max(row.trimmed, row.unimaged) <= len(messages):
-            if row.fingerprint == fingerprint(messages, row.covers):
-                return row
+        fits = row.covers < len(messages) and max(row.trimmed, row.unimaged) <= len(messages)
+        if fits and row.fingerprint == fingerprint(messages, row.covers):
+            return row
     return Compaction()
 
 
@@ -289,9 +290,16 @@ class ContextBudget:
 
     @classmethod
     def from_settings(
-        cls, config: AgentKernel, *, model: str, store: Store, session_id: str,
-        model_client: ModelClient, seen: dict[str, Observed] | None = None,
-        stored: list[Compaction] | None = None, mirrored: bool = False,
+        cls,
+        config: AgentKernel,
+        *,
+        model: str,
+        store: Store,
+        session_id: str,
+        model_client: ModelClient,
+        seen: dict[str, Observed] | None = None,
+        stored: list[Compaction] | None = None,
+        mirrored: bool = False,
     ) -> ContextBudget:
         return cls(
             window=context_window_for(model, config.context_window),
@@ -525,7 +533,9 @@ def transcript_text(earlier: str | None, messages: list[Message]) -> str:
                 lines.append(f"[{role}] {block['text']}")
             elif kind == "tool_use":
                 names[block.get("id", "")] = block.get("name", "tool")
-                lines.append(f"[{role} calls {block.get('name')}] {_piece(json.dumps(block.get('input'), default=str))}")
+                lines.append(
+                    f"[{role} calls {block.get('name')}] {_piece(json.dumps(block.get('input'), default=str))}"
+                )
             elif kind == "tool_result":
                 short = trim_result(block).get("content")
                 body = short if isinstance(short, str) else json.dumps(short, default=str)

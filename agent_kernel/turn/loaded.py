@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from agent_kernel.turn.budget import applicable
-from agent_kernel.model.conversation import Message, Repair, context_texts
 from agent_kernel.kernel.namespace import known_variables
+from agent_kernel.model.conversation import Message, Repair, context_texts
 from agent_kernel.store.compactions import Compaction
+from agent_kernel.turn.budget import applicable
 
 __all__ = ["LoadedConversation"]
 

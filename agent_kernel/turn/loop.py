@@ -15,27 +15,27 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.model import conversation
-from agent_kernel.turn import prompt
 from agent_kernel.authority import turn_running
 from agent_kernel.errors import ModelError
 from agent_kernel.kernel.interrupts import TurnInterrupted
-from agent_kernel.model import calls
+from agent_kernel.model import calls, conversation
 from agent_kernel.model.client import ModelClient
 from agent_kernel.model.thinking import thinking_params
+from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 from agent_kernel.secrets import scrub
 from agent_kernel.store import audit
 from agent_kernel.store import sessions as session_rows
 from agent_kernel.store import usage as usage_rows
-from agent_kernel.tools import definitions as tool_definitions, unresolved, web
+from agent_kernel.tools import definitions as tool_definitions
+from agent_kernel.tools import unresolved, web
 from agent_kernel.tools.report import ToolReport
-from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
+from agent_kernel.turn import prompt
 
 if TYPE_CHECKING:
-    from agent_kernel.turn.approval import Check
-    from agent_kernel.turn.budget import ContextBudget
     from agent_kernel.tools import Outcome, Registry, Tool
     from agent_kernel.tools.context import ToolContext
+    from agent_kernel.turn.approval import Check
+    from agent_kernel.turn.budget import ContextBudget
 
 __all__ = ["Turn", "TurnLimits", "TurnResult", "parse_structured"]
 
@@ -458,7 +458,10 @@ class Turn:
                     blocks.append(conversation.tool_result(use["id"], stopped, is_error=True))
                     ctx.transcript.tool_finished(use["id"], status="interrupted", detail="stopped")
                     self._audit.tool_call(
-                        use, result_chars=len(stopped), is_error=True, duration_ms=None,
+                        use,
+                        result_chars=len(stopped),
+                        is_error=True,
+                        duration_ms=None,
                         executions=running.executions if running is not None else [],
                     )
                     running = None  # its runs are audited with the call that made them
@@ -568,7 +571,9 @@ class Turn:
         for outer in self._outer():
             if outer.result is not None:
                 outer.result.count_subsession(usage)
-                outer.context.transcript.usage(outer.result.model or usage.model, outer.result.tokens, outer.result.cost)
+                outer.context.transcript.usage(
+                    outer.result.model or usage.model, outer.result.tokens, outer.result.cost
+                )
             outer._journal.usage(usage.counted)
             self.context.writer.submit(outer._journal.write)
 

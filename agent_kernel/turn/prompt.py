@@ -159,7 +159,9 @@ def stored_sections(
         tainted = provenance.tainted_names(con, "table_comment")
         lines = catalog.table_lines(con, tainted)
         sections.append(("Your database", catalog.prompt_section(con, withheld=lines)))
-        kept += [provenance.shown(line, tainted[name], f"comments on table {name}") for name, line in sorted(lines.items())]
+        kept += [
+            provenance.shown(line, tainted[name], f"comments on table {name}") for name, line in sorted(lines.items())
+        ]
     if kept:
         sections.append((KEPT_AS_DATA_TITLE, kept_as_data(kept)))
     return sections

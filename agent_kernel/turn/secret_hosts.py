@@ -56,7 +56,9 @@ async def check_secret_hosts(
     return await _ask(unbound, target, call, item, context, secrets)
 
 
-async def _ask(names: list[str], target: Host, call: str, item: Tool, context: ToolContext, secrets: Secrets) -> str | None:
+async def _ask(
+    names: list[str], target: Host, call: str, item: Tool, context: ToolContext, secrets: Secrets
+) -> str | None:
     """Ask the person to send ``names`` to ``target``; their *Send* binds them to it."""
     from agent_kernel.authority import card_click
     from agent_kernel.display.secret_card import ask_to_send

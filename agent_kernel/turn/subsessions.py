@@ -250,8 +250,7 @@ class SubSessions:
         if unknown:
             mine = ", ".join(self.children) or "none in this turn"
             raise ToolInputError(
-                f"Not sub-sessions of this session: {', '.join(unknown)}. Use the ids spawn_session "
-                f"returned ({mine})."
+                f"Not sub-sessions of this session: {', '.join(unknown)}. Use the ids spawn_session returned ({mine})."
             )
         results = {}
         for child_id, row in found.items():
@@ -281,13 +280,17 @@ class SubSessions:
         interrupts = child.interrupts
         interrupts.install(signals=False)
         interrupts.follow(self.interrupts)
-        host = SubSessions(family, session_id=child.id, session_name=child.name, depth=self.depth + 1, interrupts=interrupts)
+        host = SubSessions(
+            family, session_id=child.id, session_name=child.name, depth=self.depth + 1, interrupts=interrupts
+        )
         brief = (
             f"You are a sub-session started by session {self.session_name!r} (depth {self.depth + 1}). "
             "Work on the task below on your own: nobody sees this conversation but the session that "
             "started you. When done, call report_result with everything it needs; nothing runs after that."
         )
-        request = TurnRequest(child.task, session=child.name, model=model, token_limit=token_limit, approve=family.approve)
+        request = TurnRequest(
+            child.task, session=child.name, model=model, token_limit=token_limit, approve=family.approve
+        )
         turn = Assembler(family.parts).sub_session_turn(
             request, family, parent=self.turn, session_id=child.id, session_name=child.name, brief=brief,
             cost_limit=cost_limit, inherited=child.inherited, transcript=child.view, interrupts=interrupts,
@@ -315,9 +318,7 @@ class SubSessions:
         child.timed_out = True
         child.interrupts.request("timeout")
 
-    def _outcome(
-        self, child: _Child, result: TurnResult | None, failure: str | None, context: Any
-    ) -> dict[str, Any]:
+    def _outcome(self, child: _Child, result: TurnResult | None, failure: str | None, context: Any) -> dict[str, Any]:
         found: dict[str, Any] = {"id": child.id}
         reason = child.interrupts.reason
         if child.timed_out:
@@ -345,7 +346,9 @@ class SubSessions:
 
         found = child.outcome
         assert found is not None
-        self.family.parts.writer.submit(record_result(child.id, found["status"], found.get("result"), found.get("error")))
+        self.family.parts.writer.submit(
+            record_result(child.id, found["status"], found.get("result"), found.get("error"))
+        )
         child.view.finished(found["status"], result=found.get("result"), error=found.get("error"))
 
 

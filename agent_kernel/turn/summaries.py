@@ -98,7 +98,10 @@ def at_start(
         if found is not None:
             stored = recall.summary_of(con, found[0])
             previous = Previous(
-                found[0], found[1], stored.summary if stored else None, recall.last_activity(con, found[0]),
+                found[0],
+                found[1],
+                stored.summary if stored else None,
+                recall.last_activity(con, found[0]),
                 recall.untrusted_sources(con, found[0]),
             )
             theirs = recall.pending(con, found[0])
@@ -137,11 +140,9 @@ async def write(
     return written
 
 
-async def _summarise(
-    item: Pending, model_client: ModelClient, small_model: str
-) -> tuple[str, str | None, Any, float]:
-    from agent_kernel.turn.budget import _prompts_only, transcript_text
+async def _summarise(item: Pending, model_client: ModelClient, small_model: str) -> tuple[str, str | None, Any, float]:
     from agent_kernel.errors import ModelError
+    from agent_kernel.turn.budget import _prompts_only, transcript_text
 
     text = transcript_text(item.earlier, item.messages)
     if len(text) > SUMMARY_INPUT_CHARS:

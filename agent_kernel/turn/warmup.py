@@ -100,7 +100,13 @@ _MODULES = (
 )
 
 # What db_sql's share imports (see WarmUp._start_db_sql).
-_SQL_MODULES = ("psutil", "agent_kernel.paths", "agent_kernel.store", "agent_kernel.sql.guard", "agent_kernel.sql.sandbox")
+_SQL_MODULES = (
+    "psutil",
+    "agent_kernel.paths",
+    "agent_kernel.store",
+    "agent_kernel.sql.guard",
+    "agent_kernel.sql.sandbox",
+)
 
 _SWITCH_INTERVAL = 0.0005  # seconds; see WarmUp._run
 _PAUSE_SLICE = 0.05  # seconds between looks at a running cell, while paused before a module
@@ -114,8 +120,13 @@ _SAMPLE_EVENTS: tuple[dict[str, Any], ...] = (
     {
         "type": "message_start",
         "message": {
-            "id": "msg_warm_up", "type": "message", "role": "assistant", "model": "warm-up",
-            "content": [], "stop_reason": None, "stop_sequence": None,
+            "id": "msg_warm_up",
+            "type": "message",
+            "role": "assistant",
+            "model": "warm-up",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
             "usage": {"input_tokens": 1, "output_tokens": 1},
         },
     },
@@ -123,12 +134,17 @@ _SAMPLE_EVENTS: tuple[dict[str, Any], ...] = (
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
     {"type": "content_block_stop", "index": 0},
     {
-        "type": "content_block_start", "index": 1,
+        "type": "content_block_start",
+        "index": 1,
         "content_block": {"type": "tool_use", "id": "toolu_warm_up", "name": "run_code", "input": {}},
     },
     {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
     {"type": "content_block_stop", "index": 1},
-    {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 2}},
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 2},
+    },
     {"type": "message_stop"},
 )
 
@@ -280,9 +296,7 @@ class WarmUp:
         return False
 
     def _steps(self) -> list[tuple[str, Callable[[], None]]]:
-        steps: list[tuple[str, Callable[[], None]]] = [
-            (name, functools.partial(_import, name)) for name in _MODULES
-        ]
+        steps: list[tuple[str, Callable[[], None]]] = [(name, functools.partial(_import, name)) for name in _MODULES]
         names = [name for name, _ in steps]
         steps.insert(names.index("duckdb") + 1, ("start preparing db_sql", self._start_db_sql))  # beside the imports
         steps.insert(names.index("agent_kernel.display.stop") + 1, ("prepare the Stop button", _prepare_stop))
@@ -437,9 +451,9 @@ def _compile_untrusted_patterns() -> None:
 
 
 def _parse_sample_reply() -> None:
+    from anthropic._models import construct_type
     from anthropic.lib.streaming._messages import accumulate_event
     from anthropic.types import RawMessageStreamEvent
-    from anthropic._models import construct_type
 
     snapshot = None
     buffers: dict[int, bytes] = {}

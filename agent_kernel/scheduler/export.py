@@ -420,9 +420,8 @@ def verify(exported: Exported, *, cwd: str | Path | None = None, timeout_s: floa
         env=dict(NO_MODEL_ENV),
     )  # fmt: skip
     result = execute_run(spec.to_dict())
-    progress = spec.dir.read_json(spec.dir.result) or {}
-    seconds = progress.get("seconds")
-    if result.get("status") != SUCCEEDED:
+    seconds = (spec.dir.runner_report() or {}).get("seconds")
+    if result["status"] != SUCCEEDED:
         cell = f"cell {result['error_cell']}: " if result.get("error_cell") is not None else ""
         reason = cell + str(result.get("error") or result.get("status"))[:2000]
         return Verdict(False, reason, seconds, 0, 0, spec.output_path)

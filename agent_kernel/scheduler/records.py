@@ -1,9 +1,17 @@
-"""The JSON the scheduler hands out: a run as the server's API, the CLI and the
-JupyterLab panel read it (instants as ISO 8601 UTC, None where not reached yet)."""
+"""The JSON the scheduler hands out and passes along: a run as the server's API, the CLI
+and the JupyterLab panel read it (instants as ISO 8601 UTC, None where not reached yet),
+and how a run ended as its runner process and its executor report it.
+
+Plain dicts, not classes: a result comes back from a Dask worker and the runner's report
+is a file, and this module imports nothing a runner process would not need.
+"""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import Required
 
 
 class RunRecord(TypedDict):
@@ -39,3 +47,42 @@ class RunRecord(TypedDict):
     explain_cost: float | None
     parameters: dict[str, Any] | None  # over its job's, by name (a run now with other values)
     seconds: float | None  # from start to finish, once both are known
+
+
+class RunResult(TypedDict, total=False):
+    """How a run ended, as its executor hands it to the scheduler (``Done``): what
+    :func:`~agent_kernel.scheduler.execute.execute_run` returns, or what the executor says
+    when it could not run it. ``status`` always; the rest once known."""
+
+    status: Required[str]  # SUCCEEDED | FAILED | TIMED_OUT | CANCELLED | LOST
+    error: str | None
+    error_cell: int | None  # the code cell that failed: its In [N] in a clean run
+    exit_code: int | None  # the runner process's (``runner.EXIT_*``, or minus the signal)
+    cells_done: int | None
+    cells_total: int | None
+    executor_detail: str | None  # which machine (and Dask worker) ran it
+
+
+class RunnerReport(TypedDict, total=False):
+    """``result.json``: how the runner process saw the end (the executor has the last word).
+    The runner always writes ``status`` and ``exit_code``; a reader finds none before it has."""
+
+    status: str  # SUCCEEDED | FAILED | TIMED_OUT | STOPPED | LOST
+    exit_code: int
+    error: str
+    error_cell: int | None
+    cells_done: int
+    cells_total: int
+    seconds: float  # from the runner's start to its end
+    killed: list[int]  # the pids it killed when its scheduler went away
+
+
+class ProgressReport(TypedDict, total=False):
+    """``progress.json``, rewritten by the runner as each code cell starts and ends."""
+
+    cells_done: int
+    cells_total: int
+    updated: float  # time.time() of the write
+    state: str  # starting kernel | running
+    cell: int  # the running code cell's ordinal
+    source: str  # its first line

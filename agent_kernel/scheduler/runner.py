@@ -21,7 +21,12 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_kernel.scheduler.records import RunnerReport
+    from agent_kernel.scheduler.rundir import RunDir
+    from agent_kernel.scheduler.spec import RunSpec
 
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 10  # a cell raised
@@ -51,18 +56,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
     progress = Progress(run_dir)
-    result: dict[str, Any]
+    result: RunnerReport
     try:
         result = _execute(spec, run_dir, progress)
     except Stopped:
         progress.interrupted()
         result = {"status": "STOPPED", "exit_code": EXIT_STOPPED, "error": "stopped by SIGTERM"}
-    result.update(progress.counts(), seconds=round(time.time() - started, 3))
+    result["cells_done"], result["cells_total"] = progress.done, progress.total
+    result["seconds"] = round(time.time() - started, 3)
     run_dir.write_json(run_dir.result, result)
-    return int(result["exit_code"])
+    return result["exit_code"]
 
 
-def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
+def _execute(spec: RunSpec, run_dir: RunDir, progress: Progress) -> RunnerReport:
     from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
 
     refuse_unused_slow_imports()
@@ -126,7 +132,7 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
     return {"status": "SUCCEEDED", "exit_code": EXIT_SUCCEEDED}
 
 
-def _checked(spec: Any) -> str:
+def _checked(spec: RunSpec) -> str:
     """The kernel to run ``spec`` in, once the spec and the code papermill injects pass the checks."""
     from papermill.translators import PythonTranslator
 
@@ -174,7 +180,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise Stopped()
 
 
-def _watch_parent(parent: int, run_dir: Any) -> None:
+def _watch_parent(parent: int, run_dir: RunDir) -> None:
     """Kill the kernel and exit as soon as the scheduler that started us is gone."""
 
     def watch() -> None:
@@ -222,7 +228,7 @@ def kill_processes(processes: list[Any], grace_s: float) -> list[int]:
 class Progress:
     """Writes ``progress.json``: which code cell is running, how many are done."""
 
-    def __init__(self, run_dir: Any) -> None:
+    def __init__(self, run_dir: RunDir) -> None:
         self.run_dir = run_dir
         self.total = 0
         self.done = 0
@@ -250,9 +256,6 @@ class Progress:
         """The running cell was stopped: papermill still calls it complete; it is not."""
         if self.current_index is not None and self.current_index in self._code_indexes:
             self.done = self._ordinal(self.current_index) - 1
-
-    def counts(self) -> dict[str, int]:
-        return {"cells_done": self.done, "cells_total": self.total}
 
     def ordinal(self, index: int | None) -> int | None:
         """The 1-based number of the code cell at notebook ``index`` (its In [N] in a clean run)."""

@@ -115,7 +115,7 @@ class NotebookChannel {
   }
 
   private receive(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
-    const data = msg.content.data as JSONObject;
+    const data = msg.content.data;
     if (JSON.stringify(data ?? null).length > MAX_MESSAGE_CHARS) {
       return; // an edit is at most MAX_EDIT_CHARS of source: nothing of ours is this large
     }
@@ -181,7 +181,7 @@ class NotebookChannel {
     const current = data.cell !== undefined ? this.source(data.cell as string) : '';
     const proposed = data.op === 'delete' ? '' : data.op === 'move' ? current : (data.source as string);
     const titles: Record<string, string> = {
-      insert: `The agent proposes a new ${String(data.cell_type)} cell below cell ${number(data.after)}`,
+      insert: `The agent proposes a new ${data.cell_type as string} cell below cell ${number(data.after)}`,
       replace: `The agent proposes to change cell ${number(data.cell)}`,
       delete: `The agent proposes to delete cell ${number(data.cell)}`,
       move: `The agent proposes to move cell ${number(data.cell)} below cell ${number(data.after)}`
@@ -224,7 +224,7 @@ class NotebookChannel {
       changed = inserted.getId();
       undos.push(() => this.deleteById(changed));
       if (data.run === true) {
-        this.queued.push({ cell: changed, after: String(data.turn_cell ?? '') });
+        this.queued.push({ cell: changed, after: (data.turn_cell as string | undefined) ?? '' });
       }
       return { cell: changed };
     }
@@ -247,12 +247,12 @@ class NotebookChannel {
         }
       });
       if (data.run === true) {
-        this.queued.push({ cell: changed, after: String(data.turn_cell ?? '') });
+        this.queued.push({ cell: changed, after: (data.turn_cell as string | undefined) ?? '' });
       }
     } else if (data.op === 'delete') {
       const json = target.toJSON();
       shared.deleteCell(index);
-      undos.push(() => shared.insertCell(Math.min(index, shared.cells.length), json as never));
+      undos.push(() => shared.insertCell(Math.min(index, shared.cells.length), json));
     } else {
       const after = at(data.after as string)!;
       const to = after < index ? after + 1 : after;
@@ -278,7 +278,7 @@ class NotebookChannel {
   }
 
   private turnUndos(mark: JSONObject): Undo[] {
-    const key = `${String(mark.session)}/${String(mark.turn)}`;
+    const key = `${mark.session as string}/${mark.turn as number}`;
     if (!this.turns.has(key)) {
       this.turns.set(key, []);
     }
@@ -350,7 +350,7 @@ class NotebookChannel {
         id: cell.id,
         cell_type: cell.type,
         source: cell.sharedModel.getSource().slice(0, MAX_SOURCE_CHARS),
-        execution_count: (shared.execution_count as number | null | undefined) ?? null,
+        execution_count: shared.execution_count ?? null,
         outputs: outputsOf(shared)
       };
       const mark = cell.sharedModel.getMetadata('agent_kernel');
@@ -407,7 +407,10 @@ function checkEdit(data: JSONObject): string {
   if ((op === 'insert' || op === 'move') && (typeof after !== 'string' || !CELL_ID.test(after))) {
     return 'after is a cell id';
   }
-  if (data.run !== undefined && (typeof data.run !== 'boolean' || (data.run && !((op === 'insert' && cellType === 'code') || op === 'replace')))) {
+  if (
+    data.run !== undefined &&
+    (typeof data.run !== 'boolean' || (data.run && !((op === 'insert' && cellType === 'code') || op === 'replace')))
+  ) {
     return 'only an inserted or replaced code cell can run';
   }
   if (data.turn_cell !== undefined && (typeof data.turn_cell !== 'string' || !CELL_ID.test(data.turn_cell))) {
@@ -431,9 +434,9 @@ function outputsOf(cell: JSONObject): JSONObject[] {
   const outputs = Array.isArray(cell.outputs) ? (cell.outputs as JSONObject[]) : [];
   return outputs.slice(0, MAX_OUTPUTS).map(output => {
     const data = (output.data ?? {}) as JSONObject;
-    const text = output.text ?? data['text/plain'] ?? output.evalue ?? '';
+    const text = (output.text ?? data['text/plain'] ?? output.evalue ?? '') as string | string[]; // nbformat's shapes
     return {
-      output_type: String(output.output_type ?? ''),
+      output_type: (output.output_type as string | undefined) ?? '',
       text: (Array.isArray(text) ? text.join('') : String(text)).slice(0, MAX_OUTPUT_CHARS),
       images: Object.keys(data).filter(mime => mime.startsWith('image/'))
     };

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.scheduler import ScheduleError
 
 if TYPE_CHECKING:
+    from agent_kernel.scheduler.records import CellChangeJson, ComparisonJson
     from agent_kernel.scheduler.runs import Run
 
 __all__ = ["CellChange", "Comparison", "compare", "runs_compared"]
@@ -74,7 +75,7 @@ class Comparison:
                 lines.extend("  " + line for line in change.diff.splitlines())
         return "\n".join(lines)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ComparisonJson:
         return {
             "before": self.before,
             "after": self.after,
@@ -240,7 +241,7 @@ def _secs(value: float | None) -> str:
     return "?" if value is None else f"{value:.1f} s"
 
 
-def _change_json(change: CellChange) -> dict[str, Any]:
+def _change_json(change: CellChange) -> CellChangeJson:
     return {
         "cell": change.index, "source": change.source, "kinds": change.kinds, "diff": change.diff,
         "error": change.error, "seconds": {"before": change.seconds[0], "after": change.seconds[1]},

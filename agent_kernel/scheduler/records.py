@@ -86,3 +86,47 @@ class ProgressReport(TypedDict, total=False):
     state: str  # starting kernel | running
     cell: int  # the running code cell's ordinal
     source: str  # its first line
+
+
+class JobVersionJson(TypedDict):
+    """One version of a job (:meth:`~agent_kernel.scheduler.history.JobVersion.as_json`)."""
+
+    version: int
+    changed: list[str]  # the fields this version changed ([] for the first)
+    changed_by: str
+    changed_at: str | None
+    definition: dict[str, Any]  # the job's fields as this version has them
+
+
+class BeforeAfterJson(TypedDict):
+    """A value in the earlier run and in the later one."""
+
+    before: object
+    after: object
+
+
+class SecondsJson(TypedDict):
+    before: float | None
+    after: float | None
+
+
+class CellChangeJson(TypedDict):
+    """One code cell whose outcome differs between two runs."""
+
+    cell: int  # among the code cells, papermill's injected cell not counted, from 1
+    source: str  # its first line
+    kinds: list[str]  # output, new error, error gone, images, slower, faster, source
+    diff: str
+    error: str
+    seconds: SecondsJson
+
+
+class ComparisonJson(TypedDict):
+    """Two runs of a job compared (:meth:`~agent_kernel.scheduler.compare.Comparison.as_json`)."""
+
+    before: str  # the earlier run's id
+    after: str
+    parameters: dict[str, BeforeAfterJson]  # the parameters whose values differ
+    seconds: SecondsJson
+    first_error: CellChangeJson | None
+    changes: list[CellChangeJson]

@@ -16,12 +16,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.grants import StandingGrants, parse
 from agent_kernel.scheduler.checks import MAX_TOKEN_LIMIT
 from agent_kernel.scheduler.jobs import MAX_CATCHUP, MAX_RETRIES, MAX_RETRY_DELAY_S, MAX_RUN_SECONDS, Policy
 from agent_kernel.scheduler.service import JobFields
+
+if TYPE_CHECKING:
+    from agent_kernel.server.shapes import RunActionRequest
 
 FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap", "grants"}
 TEXT_FIELDS = ("name", "cron", "at", "timezone", "overlap")
@@ -168,6 +171,14 @@ def job_grants(body: dict[str, Any]) -> StandingGrants | None:
         return parse(body["grants"])
     except ValueError as exc:
         raise BadRequest(f'`grants`: {exc}; send {{"hosts": [names], "after_untrusted": [tool names]}}.') from None
+
+
+def run_action(body: dict[str, Any]) -> RunActionRequest:
+    """What a ``POST /runs/ID`` body asks for: ``{"action": "open" | "cancel" | "explain"}``."""
+    action = body.get("action")
+    if set(body) != {"action"} or action not in ("open", "cancel", "explain"):
+        raise BadRequest('Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.')
+    return {"action": action}
 
 
 def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,5 +1,6 @@
 """The documentation against the code it describes: the README's table of guide pages, the
-imports the pages and notebooks show, the public API page, and the tree of errors.
+imports the pages and notebooks show, the public API page, and the tree of errors; and the
+one text the scripted model copies from the agent (its summary prompts' starts).
 
 Each test reads what the docs say and what the package has, so a page added, a name
 exported or an error class defined without the docs following fails here, not in a
@@ -18,6 +19,8 @@ from types import ModuleType
 
 import agent_kernel
 from agent_kernel import errors
+from agent_kernel.testing import script
+from agent_kernel.turn import budget, summaries
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -227,3 +230,23 @@ def test_every_error_class_is_in_the_tree_under_its_base():
     if not result["skipped"]:  # a module not imported here may define what the tree draws
         extra = sorted(set(tree) - {c["name"] for c in classes} - {"AgentKernelError"})
         assert extra == [], f"drawn in the tree but not an AgentKernelError subclass: {extra}"
+
+
+# -- the scripted model's copy of the summary prompts ---------------------------------------
+
+
+def test_the_scripted_model_knows_the_agents_summary_requests_as_the_agent_does():
+    """agent_kernel.testing may not import the turn (pyproject.toml's import contracts), so
+    it keeps how the summary prompts start; it must answer exactly the requests the agent
+    counts as its own summaries."""
+    probes = [
+        prompt[:length]
+        for prompt in (budget.SUMMARY_SYSTEM, summaries.SESSION_SUMMARY_SYSTEM)
+        for length in (len(prompt), 81, 80, 79, 20)
+    ]
+    bodies = [{"system": system} for system in [*probes, "You are a helpful assistant.", ""]] + [{}, {"system": [{}]}]
+    for body in bodies:
+        agent_says = budget.is_summary_request(body) or summaries.is_session_summary_request(body)
+        assert script.is_summary_request(body) == agent_says, body
+    assert script.is_summary_request({"system": budget.SUMMARY_SYSTEM})
+    assert script.is_summary_request({"system": summaries.SESSION_SUMMARY_SYSTEM})

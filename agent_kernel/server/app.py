@@ -16,11 +16,13 @@ others stand by. The server never holds the DuckDB file open between requests.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Int, TraitError, Unicode, validate
@@ -29,11 +31,24 @@ from agent_kernel.server.completion import handlers as completion_handlers
 from agent_kernel.server.handlers import handlers
 from agent_kernel.server.provenance import handlers as provenance_handlers
 
+if TYPE_CHECKING:
+    from agent_kernel.scheduler.daemon import Scheduler
+    from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.runs import Run
+    from agent_kernel.server.completion import Completion
+    from agent_kernel.store import Store
+
 
 class ServerState:
     """What the handlers share: the store, the server's root, the scheduler thread."""
 
-    def __init__(self, store: Any, root_dir: str, log: Any, completion: Any = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        root_dir: str,
+        log: logging.Logger | logging.LoggerAdapter[Any],
+        completion: Completion | None = None,
+    ) -> None:
         from agent_kernel.scheduler.clock import SystemClock
         from agent_kernel.scheduler.service import SchedulerService
         from agent_kernel.store.writer import WriteBehind
@@ -45,7 +60,7 @@ class ServerState:
         self.log = log
         self.clock = SystemClock()
         self.jobs = SchedulerService(store, clock=self.clock, on_change=self.wake_scheduler)
-        self.scheduler: Any = None
+        self.scheduler: Scheduler | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._drain = threading.Event()
@@ -68,18 +83,20 @@ class ServerState:
         from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 
         settings = SchedulerSettings(max_concurrent=max_concurrent, poll_s=poll_s)
-        self.scheduler = Scheduler(self.store, settings=settings)
-        self._thread = threading.Thread(target=self._serve, name="agent-kernel-scheduler", daemon=True)
+        scheduler = self.scheduler = Scheduler(self.store, settings=settings)
+        self._thread = threading.Thread(
+            target=self._serve, args=(scheduler,), name="agent-kernel-scheduler", daemon=True
+        )
         self._thread.start()
-        self.log.info("agent-kernel: scheduler %s running in the server on %s", self.scheduler.worker, self.store.path)
+        self.log.info("agent-kernel: scheduler %s running in the server on %s", scheduler.worker, self.store.path)
 
-    def _serve(self) -> None:
+    def _serve(self, scheduler: Scheduler) -> None:
         try:
-            self.scheduler.serve(self._stop, drain=self._drain)
+            scheduler.serve(self._stop, drain=self._drain)
         except Exception:
             self.log.exception("agent-kernel: the scheduler stopped")
         finally:
-            self.scheduler.close()
+            scheduler.close()
 
     def wake_scheduler(self) -> None:
         if self.scheduler is not None:
@@ -87,7 +104,7 @@ class ServerState:
 
     def stop_scheduler(self, timeout: float = 10.0) -> None:
         """Stop firing; cancel runs still going (their records say so) and give up the lease."""
-        if self._thread is None:
+        if self._thread is None or self.scheduler is None:
             return
         self._stop.set()
         self._drain.set()
@@ -102,7 +119,7 @@ class ServerState:
         except Exception:
             self.log.warning("agent-kernel: inline completions' usage was not all saved", exc_info=True)
 
-    def output_in_root(self, run: Any, job: Any) -> str | None:
+    def output_in_root(self, run: Run, job: Job | None) -> str | None:
         """The run's output notebook as a path JupyterLab can open (relative to the root)."""
         from agent_kernel.server.views import relative_path
 
@@ -185,7 +202,7 @@ class AgentKernelServer(ExtensionApp):
             await _in_thread(state.flush_usage)
 
 
-async def _in_thread(work: Any) -> None:
+async def _in_thread(work: Callable[[], None]) -> None:
     import asyncio
 
     await asyncio.get_running_loop().run_in_executor(None, work)

@@ -42,6 +42,8 @@ from agent_kernel.server.handlers import _Handler
 from agent_kernel.server.job_request import BadRequest
 
 if TYPE_CHECKING:
+    import duckdb
+
     from agent_kernel.model.usage import CallUsage
     from agent_kernel.server.shapes import CompletionLine, CompletionStatusJson
 
@@ -267,7 +269,8 @@ class CompletionHandler(_Handler):
 
     @property
     def completion(self) -> Completion:
-        completion: Completion = self.agent.completion
+        completion = self.agent.completion
+        assert completion is not None, "the extension gives its state a Completion"
         return completion
 
     @web.authenticated
@@ -356,7 +359,7 @@ class CompletionHandler(_Handler):
         chars = request_chars(params)
         stop = streamed.stop_reason
 
-        def write(con: Any) -> None:
+        def write(con: duckdb.DuckDBPyConnection) -> None:
             record_completion(con, usage, duration_ms=duration_ms, request_chars=chars, stop_reason=stop)
 
         self.agent.usage_writes.submit(write)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
@@ -41,6 +42,9 @@ from agent_kernel.server.job_request import (
 from agent_kernel.store.provenance import Provenance
 
 if TYPE_CHECKING:
+    import duckdb
+
+    from agent_kernel.server.app import ServerState
     from agent_kernel.server.shapes import Reply, SchedulerStatusJson
 
 T = TypeVar("T")
@@ -53,9 +57,10 @@ class _Handler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
     @property
-    def agent(self) -> Any:
+    def agent(self) -> ServerState:
         """The extension's state (:class:`~agent_kernel.server.app.ServerState`)."""
-        return self.settings["agent_kernel_state"]
+        state: ServerState = self.settings["agent_kernel_state"]
+        return state
 
     @property
     def root(self) -> Path:
@@ -64,10 +69,9 @@ class _Handler(APIHandler):
     @property
     def jobs(self) -> SchedulerService:
         """The scheduler service of the server's store (it wakes the server's scheduler)."""
-        jobs: SchedulerService = self.agent.jobs
-        return jobs
+        return self.agent.jobs
 
-    async def store_call(self, work: Callable[[Any], T]) -> T:
+    async def store_call(self, work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """``work(con)`` under one short store connection, in a worker thread."""
 
         def run() -> T:
@@ -124,7 +128,9 @@ class _Handler(APIHandler):
             raise BadRequest(f"`{name}` must be between {low} and {high}.")
         return value
 
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+    def log_exception(
+        self, typ: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if isinstance(value, (BadRequest, ScheduleError, authority.TrustRefused)):
             return
         super().log_exception(typ, value, tb)

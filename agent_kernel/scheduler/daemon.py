@@ -43,6 +43,7 @@ from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, QUEUED, RUNNING
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.scheduler.notify import Target
     from agent_kernel.store import Store
 
 log = logging.getLogger("agent_kernel.scheduler")
@@ -467,7 +468,7 @@ class Scheduler:
 
         for job, run in ended:
             explaining = bool(job.options.get("explain")) and run.status in notify.FAILED_STATUSES
-            targets: list[Any] = []
+            targets: list[Target] = []
             if notify.wanted(job, run):
                 try:
                     targets = notify.Targets(self.home).for_job(job)
@@ -483,7 +484,7 @@ class Scheduler:
             self._deliveries.append(thread)
         self._deliveries = [t for t in self._deliveries if t.is_alive()]
 
-    def _after_run(self, job: Job, run: Run, targets: list[Any], explaining: bool) -> None:
+    def _after_run(self, job: Job, run: Run, targets: list[Target], explaining: bool) -> None:
         from agent_kernel.scheduler import notify
 
         explanation = self._explain(run) if explaining else None

@@ -12,9 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.scheduler.clock import SystemClock, from_db, iso, to_db
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from agent_kernel.store import Store
 
 MAX_ITEMS = 15
 
@@ -181,14 +186,14 @@ def roll_up(due: list[RollUp], summarise: Any, *, db_path: str | Path | None = N
     return made
 
 
-def _store(db_path: str | Path | None) -> Any:
+def _store(db_path: str | Path | None) -> Store:
     from agent_kernel.paths import default_db_path
     from agent_kernel.store import Store
 
     return Store(db_path or default_db_path())
 
 
-def _digests(con: Any) -> dict[tuple[str, str], str]:
+def _digests(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
     rows = con.execute(
         "SELECT type, period_key, content FROM memories WHERE store = 'summaries' AND list_contains(tags, ?)",
         [DIGEST_TAG],

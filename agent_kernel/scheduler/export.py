@@ -43,6 +43,9 @@ from agent_kernel.scheduler import ScheduleError
 from agent_kernel.store.steps import TurnSteps, mark, session_steps
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from agent_kernel.scheduler.jobs import Job
     from agent_kernel.store import Store
     from agent_kernel.store.sessions import Session
 
@@ -295,7 +298,7 @@ def consent_question(exported: Exported) -> str:
     )
 
 
-def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, Exported]:
+def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[NotebookNode, Exported]:
     """The notebook of ``turns`` (see the module docstring) and what it holds."""
     import nbformat
 
@@ -457,7 +460,7 @@ def schedule(
     name: str | None = None,
     timezone: str | None = None,
     cwd: str | Path | None = None,
-) -> Any:
+) -> Job:
     """Create the job that runs the exported notebook on ``cron`` (the person's job)."""
     from agent_kernel.scheduler.service import JobFields, SchedulerService
     from agent_kernel.store.provenance import Provenance

@@ -21,9 +21,13 @@ import sys
 import threading
 import time
 import traceback
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import psutil
+    from nbformat import NotebookNode
+
     from agent_kernel.scheduler.records import RunnerReport
     from agent_kernel.scheduler.rundir import RunDir
     from agent_kernel.scheduler.spec import RunSpec
@@ -176,7 +180,7 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Stopped()
 
 
@@ -205,7 +209,7 @@ def kill_children(grace_s: float = 0.0) -> list[int]:
     return kill_processes(children, grace_s)
 
 
-def kill_processes(processes: list[Any], grace_s: float) -> list[int]:
+def kill_processes(processes: list[psutil.Process], grace_s: float) -> list[int]:
     """SIGTERM, wait up to ``grace_s``, SIGKILL what is left; return the pids."""
     import psutil
 
@@ -236,17 +240,17 @@ class Progress:
         self._code_indexes: list[int] = []
         self._write(state="starting kernel")
 
-    def start(self, nb: Any) -> None:
+    def start(self, nb: NotebookNode) -> None:
         self._code_indexes = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
         self.total = len(self._code_indexes)
         self._write(state="running")
 
-    def cell_start(self, cell: Any, index: int) -> None:
+    def cell_start(self, cell: NotebookNode, index: int) -> None:
         self.current_index = index
         if cell.cell_type == "code":
             self._write(state="running", cell=self._ordinal(index), source=_head(cell.source))
 
-    def cell_complete(self, cell: Any, index: int) -> None:
+    def cell_complete(self, cell: NotebookNode, index: int) -> None:
         failed = cell.get("metadata", {}).get("papermill", {}).get("status") == "failed"
         if cell.cell_type == "code" and not failed:
             self.done = self._ordinal(index)
@@ -266,7 +270,7 @@ class Progress:
     def _ordinal(self, index: int) -> int:
         return self.ordinal(index) or self.done
 
-    def _write(self, **fields: Any) -> None:
+    def _write(self, **fields: str | int) -> None:
         self.run_dir.write_json(
             self.run_dir.progress,
             {"cells_done": self.done, "cells_total": self.total, "updated": time.time(), **fields},

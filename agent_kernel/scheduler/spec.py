@@ -27,6 +27,8 @@ from agent_kernel import grants
 from agent_kernel.scheduler.rundir import RunDir
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
 
@@ -128,7 +130,7 @@ def session_name(job: Job, run: Run) -> str:
     return f"{slug}-{local:%Y%m%d-%H%M}-{run.id[:4]}"
 
 
-def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
+def agent_notebook(job: Job, run: Run, prompt: str) -> NotebookNode:
     """The generated notebook of an agent job (see the module docstring)."""
     import nbformat
 
@@ -142,7 +144,7 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
             flags += f" --token-limit {int(job.token_limit)}"
     parameters = nbformat.v4.new_code_cell("# Parameters: papermill puts this job's parameters after this cell.")
     parameters.metadata["tags"] = ["parameters"]
-    nb = nbformat.v4.new_notebook()
+    nb: NotebookNode = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["agent_kernel"] = {"job_id": job.id, "run_id": run.id, "kind": job.kind}
     nb.cells = [
@@ -157,7 +159,7 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
     return nb
 
 
-def write_notebook(nb: Any, path: str) -> None:
+def write_notebook(nb: NotebookNode, path: str) -> None:
     import nbformat
 
     nbformat.write(nb, path)

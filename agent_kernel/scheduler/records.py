@@ -130,3 +130,10 @@ class ComparisonJson(TypedDict):
     seconds: SecondsJson
     first_error: CellChangeJson | None
     changes: list[CellChangeJson]
+
+
+class NotifySetting(TypedDict):
+    """A job's ``notify`` option: whom to tell of its runs' ends, and when."""
+
+    targets: list[str]  # names in the notification targets file: never a URL
+    on: str  # failure | success | always

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from agent_kernel.grants import GrantsJson
-from agent_kernel.scheduler.records import ComparisonJson, JobVersionJson, RunRecord
+from agent_kernel.scheduler.records import ComparisonJson, JobVersionJson, NotifySetting, RunRecord
 from agent_kernel.store.provenance import RecordJson
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ class JobJson(TypedDict):
     created_at: str | None
     version: int  # counted up by each change (GET /jobs/ID/versions lists them)
     timeout_s: float
-    notify: dict[str, Any] | None  # {targets: [names], on}: never a URL
+    notify: NotifySetting | None  # {targets: [names], on}: never a URL
     explain: bool  # failed runs are explained by the small model
     grants: GrantsJson | None  # standing grants the person set: {hosts, after_untrusted}; None: none
     granted_by: str | None  # the person's event that set them ("server: PATCH ... by jupyterlab:USER")

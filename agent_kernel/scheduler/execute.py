@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.scheduler import runner
 from agent_kernel.scheduler.rundir import RunDir
@@ -36,7 +36,7 @@ from agent_kernel.scheduler.spec import RunSpec
 if TYPE_CHECKING:
     import psutil
 
-    from agent_kernel.scheduler.records import RunResult
+    from agent_kernel.scheduler.records import RunResult, RunSpecJson
 
 STOP_GRACE_S = 5.0
 _WATCH_S = 0.25  # how often the timeout, the cancel file and the heartbeat are checked
@@ -51,7 +51,7 @@ _EXIT_STATUS = {
 }
 
 
-def execute_run(spec_data: dict[str, Any]) -> RunResult:
+def execute_run(spec_data: RunSpecJson) -> RunResult:
     """Execute the run described by ``spec_data`` (a :class:`RunSpec` as a dict)."""
     spec = RunSpec.from_dict(spec_data)
     run_dir = spec.dir.create()

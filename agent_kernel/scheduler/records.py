@@ -49,6 +49,27 @@ class RunRecord(TypedDict):
     seconds: float | None  # from start to finish, once both are known
 
 
+class RunSpecJson(TypedDict):
+    """A :class:`~agent_kernel.scheduler.spec.RunSpec` as plain data: what an executor hands
+    :func:`~agent_kernel.scheduler.execute.execute_run` (to a Dask worker too) and what the
+    run directory's ``spec.json`` holds."""
+
+    run_id: str
+    job_id: str
+    job_name: str
+    attempt: int
+    run_dir: str
+    input_path: str
+    output_path: str
+    cwd: str
+    parameters: dict[str, Any]
+    kernel_name: str | None
+    timeout_s: float
+    cell_timeout_s: float | None
+    lease_s: float
+    env: dict[str, str]
+
+
 class RunResult(TypedDict, total=False):
     """How a run ended, as its executor hands it to the scheduler (``Done``): what
     :func:`~agent_kernel.scheduler.execute.execute_run` returns, or what the executor says

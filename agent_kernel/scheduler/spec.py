@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel import grants
 from agent_kernel.scheduler.rundir import RunDir
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from nbformat import NotebookNode
 
     from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.records import RunSpecJson
     from agent_kernel.scheduler.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.]+")
@@ -54,11 +56,13 @@ class RunSpec:
     lease_s: float = 60.0
     env: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RunSpecJson:
+        return cast("RunSpecJson", asdict(self))  # its fields, one for one
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        """The spec from plain data (a ``spec.json`` written by another version may hold
+        fields this one does not know: they are left out)."""
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     @property

@@ -269,8 +269,7 @@ class CompletionHandler(_Handler):
 
     @property
     def completion(self) -> Completion:
-        completion = self.agent.completion
-        assert completion is not None, "the extension gives its state a Completion"
+        completion: Completion = self.agent.completion
         return completion
 
     @web.authenticated

@@ -44,8 +44,8 @@ from agent_kernel.store.provenance import Provenance
 if TYPE_CHECKING:
     import duckdb
 
-    from agent_kernel.server.app import ServerState
     from agent_kernel.server.shapes import Reply, SchedulerStatusJson
+    from agent_kernel.server.state import ServerState
 
 T = TypeVar("T")
 
@@ -58,7 +58,7 @@ class _Handler(APIHandler):
 
     @property
     def agent(self) -> ServerState:
-        """The extension's state (:class:`~agent_kernel.server.app.ServerState`)."""
+        """The extension's state (:class:`~agent_kernel.server.state.ServerState`)."""
         state: ServerState = self.settings["agent_kernel_state"]
         return state
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel import cellmark
 from agent_kernel.errors import ToolInputError
@@ -169,12 +170,44 @@ def _cut(text: str, limit: int) -> str:
     return text[:limit] + f"\n[... {len(text) - limit:,} more characters]"
 
 
+class CellEdit(TypedDict):
+    """One edit sent to the notebook front end (agent_kernel.kernel.channel.edit)."""
+
+    op: Literal["insert", "replace", "delete", "move"]
+    cell: NotRequired[str]  # the cell changed (replace, delete, move)
+    after: NotRequired[str]  # the cell it goes below (insert, move)
+    cell_type: NotRequired[Literal["code", "markdown"]]
+    source: NotRequired[str]
+    run: NotRequired[bool]
+    turn_cell: NotRequired[str]  # run it once this running %agent cell has finished
+
+
+class CellInserted(TypedDict):
+    inserted: str
+    after: str
+    run: NotRequired[str]  # when the cell runs (RUN_NOTE)
+
+
+class CellReplaced(TypedDict):
+    replaced: str
+    run: NotRequired[str]
+
+
+class CellDeleted(TypedDict):
+    deleted: str
+
+
+class CellMoved(TypedDict):
+    moved: str
+    after: str
+
+
 async def insert_cell(
     source: Annotated[str, Field(max_length=MAX_SOURCE)],
     cell_type: Literal["code", "markdown"] = "code",
     after: CellId | None = None,
     run: bool = False,
-) -> dict[str, Any]:
+) -> CellInserted:
     """Insert a cell into the open notebook.
 
     Args:
@@ -189,7 +222,7 @@ async def insert_cell(
     anchor = after or (edits.inserted[-1] if edits.inserted else channel.running_cell())
     if anchor is None:
         raise ToolInputError("Name the cell to insert after (after=cell id; read_notebook lists them).")
-    change = {"op": "insert", "after": anchor, "cell_type": cell_type, "source": source, "run": run}
+    change: CellEdit = {"op": "insert", "after": anchor, "cell_type": cell_type, "source": source, "run": run}
     running = channel.running_cell()
     if run and running is not None:
         change["turn_cell"] = running  # the notebook runs it once this cell has finished
@@ -202,7 +235,7 @@ async def insert_cell(
 
 async def replace_cell(
     cell: CellId, source: Annotated[str, Field(max_length=MAX_SOURCE)], run: bool = False
-) -> dict[str, Any]:
+) -> CellReplaced:
     """Replace a cell's source in the open notebook (its outputs stay until it is run again).
 
     Args:
@@ -210,7 +243,7 @@ async def replace_cell(
         source: Its new source.
         run: Run the code cell right after this turn ends (a fix: outputs land in it; you see them next turn).
     """
-    change = {"op": "replace", "cell": _not_running(cell), "source": source, "run": run}
+    change: CellEdit = {"op": "replace", "cell": _not_running(cell), "source": source, "run": run}
     running = channel.running_cell()
     if run and running is not None:
         change["turn_cell"] = running
@@ -218,12 +251,12 @@ async def replace_cell(
     return {"replaced": replaced, "run": RUN_NOTE} if run else {"replaced": replaced}
 
 
-async def delete_cell(cell: CellId) -> dict[str, Any]:
+async def delete_cell(cell: CellId) -> CellDeleted:
     """Delete a cell from the open notebook."""
     return {"deleted": await _apply({"op": "delete", "cell": _not_running(cell)})}
 
 
-async def move_cell(cell: CellId, after: CellId) -> dict[str, Any]:
+async def move_cell(cell: CellId, after: CellId) -> CellMoved:
     """Move a cell to just below another cell of the open notebook."""
     if cell == after:
         raise ToolInputError("A cell cannot move below itself; name another cell as after.")
@@ -259,7 +292,7 @@ def _not_running(cell: str) -> str:
     return cell
 
 
-async def _apply(change: dict[str, Any]) -> str:
+async def _apply(change: CellEdit) -> str:
     """Send one edit, marked with the session and turn, to the notebook (in ``ask`` mode as a
     diff the person accepts or rejects); the id of the cell it made or changed."""
     context = current_context()

@@ -17,7 +17,10 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_kernel.tools.context import ToolContext
 
 VEGA_LITE = "application/vnd.vegalite.v"
 
@@ -153,7 +156,7 @@ def note(sent: int, total: int, problems: list[str], *, per_result: int, turn_le
     return " ".join(parts)
 
 
-def attach_png(context: Any, png: bytes) -> bool:
+def attach_png(context: ToolContext, png: bytes) -> bool:
     """Attach a PNG a tool drew (a ``chart`` block) to the running call's result, when image
     feedback is on and the turn has images left; whether it was attached."""
     from agent_kernel.model.images import ImageError, image_block

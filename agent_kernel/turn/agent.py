@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from agent_kernel.tools import Registry, Tool
     from agent_kernel.turn.admin import Admin
     from agent_kernel.turn.approval import Approver
-    from agent_kernel.turn.assemble import Assembler, TurnParts, TurnPlan
+    from agent_kernel.turn.assemble import TurnParts
     from agent_kernel.turn.loop import Turn, TurnResult
-    from agent_kernel.turn.start import Starts, TurnStart
+    from agent_kernel.turn.start import Starts
     from agent_kernel.turn.subsessions import SubSessions
 
 __all__ = ["Agent"]
@@ -320,6 +320,7 @@ class Agent:
         from agent_kernel.turn import finish
         from agent_kernel.turn.approval import make_check
         from agent_kernel.turn.assemble import Assembler, thinking_level
+        from agent_kernel.turn.plan import plan_turn
 
         level = thinking_level(request.thinking, self.config.thinking)
         mode = (request.approve or self.config.approve).lower()
@@ -333,7 +334,18 @@ class Agent:
         if not self._writer.idle:  # the last turn's saves are still going out
             await asyncio.to_thread(self._writer.flush)
         start = self._starts.begin(request, {t.group for t in offered})
-        plan, transcript = await self._plan(request, start, builder, view, offered, mode, level, mcp_failures)
+        plan, transcript = await plan_turn(
+            request,
+            start,
+            builder,
+            view,
+            offered=offered,
+            mode=mode,
+            level=level,
+            mcp_failures=mcp_failures,
+            budget_seen=self._budget_seen,
+            refresh_tools=lambda: self._offered(mode),
+        )
         with given if given is not None else TurnInterrupts() as interrupts:
             transcript.show_stop(lambda: interrupts.request("stop"))
             if self.approver is None and self.live:
@@ -360,87 +372,17 @@ class Agent:
             prepare_stop()
         try:
             footer = await finish.end_cell(
-                transcript, result, turn.limits, new=start.resolved.created, session_id=start.session.id,
-                number=plan.number, insert=self.insert_turn_cells,
-            )  # fmt: skip
+                transcript,
+                result,
+                turn.limits,
+                new=start.resolved.created,
+                session_id=start.session.id,
+                number=plan.number,
+                insert=self.insert_turn_cells,
+            )
         finally:
             await saving
         return result, footer
-
-    async def _plan(
-        self,
-        request: TurnRequest,
-        start: TurnStart,
-        builder: Assembler,
-        view: Transcript | None,
-        offered: list[Tool],
-        mode: str,
-        level: str,
-        mcp_failures: list[str],
-    ) -> tuple[TurnPlan, Transcript]:
-        """What the turn runs with (its limits, system prompt, the prompt with the turn's
-        context, the history, the budget; the approval check is the caller's) and the
-        transcript it shows in. The session summaries due are made here."""
-        from agent_kernel.display.components import take_notes
-        from agent_kernel.kernel.cells import section_untrusted
-        from agent_kernel.kernel.cells import turn_section as notebook_cells
-        from agent_kernel.model import conversation
-        from agent_kernel.model.usage import InputEstimate
-        from agent_kernel.tools.context import UntrustedReads
-        from agent_kernel.turn.assemble import TurnPlan
-        from agent_kernel.turn.prompt import assemble, turn_context
-        from agent_kernel.turn.start import previous_section, write_summaries
-
-        config = self.config
-        current = start.session
-        groups = {t.group for t in offered}
-        limits = builder.limits(request, current, thinking=level)
-        summaries = await write_summaries(
-            start.recall, store=self.store, model_client=self.model_client, small_model=config.small_model
-        )
-        transcript = view if view is not None else builder.transcript(request)
-        context_block = turn_context(
-            start.conversation.known,
-            settings=config,
-            shell=self.shell,
-            groups=groups,
-            notepad=start.notepad,
-            notes=[*mcp_failures, *take_notes(current.id)],
-            previous_session=previous_section(start.recall, summaries),
-            cells=notebook_cells(self.shell) if groups else "",
-        )
-        for line in mcp_failures:
-            transcript.notice(line, kind="error")
-        if start.resolved.kept_as:
-            transcript.notice(
-                f"New session {current.name!r}; the earlier one is kept as {start.resolved.kept_as!r} "
-                f"(%agent --session {start.resolved.kept_as} continues it).",
-                kind="muted",
-            )
-        spent = start.usage
-        budget = builder.budget(limits, current, list(start.compactions), self._budget_seen)
-        plan = TurnPlan(
-            session_id=current.id,
-            session_name=current.name,
-            number=start.last_turn + 1,
-            tools=offered,
-            system=assemble(start.sections, groups=groups, secrets=self.secrets.names(), search=config.tool_search),
-            approve=mode,
-            limits=limits,
-            prompt_blocks=[context_block, *conversation.as_blocks(request.prompt), *request.attachments],
-            history=start.history(),
-            refresh_tools=lambda: self._offered(mode),
-            reads=UntrustedReads(
-                earlier=current.untrusted_sources, this_turn=section_untrusted(self.shell) if groups else []
-            ),
-            session_tokens=current.tokens_used,
-            session_cost=spent.cost,
-            estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
-            budget=budget,
-            side_calls=[(w.message, w.duration_ms) for w in summaries if w.message is not None],
-            ask_to_continue=self.live,
-        )
-        return plan, transcript
 
     async def insert_turn_cells(self, session_id: str, number: int) -> str:
         """Insert turn ``number`` of the session as cells into the attached notebook (what

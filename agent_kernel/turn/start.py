@@ -38,11 +38,10 @@ from agent_kernel.turn.prompt import stored_sections
 from agent_kernel.turn.summaries import RecallStart
 
 if TYPE_CHECKING:
-    from agent_kernel.model.client import ModelClient
     from agent_kernel.turn.loop import TurnResult
     from agent_kernel.turn.request import TurnRequest
 
-__all__ = ["Resolved", "Starts", "TurnStart", "previous_section", "skills_folder_state", "write_summaries"]
+__all__ = ["Resolved", "Starts", "TurnStart", "skills_folder_state"]
 
 
 @dataclass(frozen=True)
@@ -330,23 +329,6 @@ class Starts:
         if settings.tools_enabled and settings.mcp_servers:
             groups.append("mcp")  # the servers' tools, see tools/mcp.py
         return registry.offered(groups, read_only=mode == "read-only", notebook=channel.attached() is not None)
-
-
-async def write_summaries(
-    found: RecallStart, *, store: Store, model_client: ModelClient, small_model: str
-) -> list[summaries.Written]:
-    """Make the session summaries due as this turn starts (see session_summary.py)."""
-    if not found.due:
-        return []
-    return await summaries.write(found.due, store=store, model_client=model_client, small_model=small_model)
-
-
-def previous_section(found: RecallStart, written: list[summaries.Written]) -> str:
-    """The turn context's summary of the previous session (made just now, else as stored)."""
-    if found.previous is None:
-        return ""
-    fresh = [w.summary for w in written if w.session_id == found.previous.id]
-    return summaries.turn_section(found.previous, fresh[-1] if fresh else found.previous.summary)
 
 
 def skills_folder_state(configured: str) -> tuple[Any, ...]:

@@ -97,6 +97,7 @@ _MODULES = (
     "agent_kernel.tools.context",
     "agent_kernel.tools.builtin",
     "agent_kernel.turn.start",
+    "agent_kernel.turn.plan",
     "agent_kernel.turn.finish",
     "agent_kernel.turn.agent",
 )

@@ -4,6 +4,7 @@
 # make docs         build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)
 # make typecheck    run mypy over the package ([tool.mypy] in pyproject.toml; make test runs it)
 # make style        check the Python with ruff (lint and format; make test runs it); make format applies it
+# make lint-ts      check the extension's TypeScript and widget JS (eslint, prettier, tsc; make test runs it)
 # make screenshots  run the browser tests and copy their screenshots into docs/screenshots
 # make bench        run every benchmark in full and print one table of figures, baselines and goals
 PYTHON ?= python3
@@ -16,7 +17,7 @@ CHROMIUM ?= /usr/bin/chromium
 TEST_WORKERS ?= 3
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: install nodejs chromium bubblewrap tmux demo dist layers typecheck style format test docs docs-check screenshots bench clean
+.PHONY: install nodejs chromium bubblewrap tmux demo dist layers typecheck style format lint-ts test docs docs-check screenshots bench clean
 
 install: nodejs $(STAMP) chromium bubblewrap tmux
 
@@ -85,7 +86,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 # Lint and format check (ruff, [tool.ruff] in pyproject.toml); `make format` applies both.
-STYLED = agent_kernel tests benchmarks
+STYLED = agent_kernel tests benchmarks docs/_ext
 style: $(STAMP)
 	$(VENV)/bin/ruff check $(STYLED)
 	$(VENV)/bin/ruff format --check $(STYLED)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from .kernel import Kernel
+from .support.kernel import Kernel
+from .support.paths import ARTIFACTS
 
 RAM_DISK = Path("/dev/shm")
 RAM_DISK_FREE = 4 * 1024**3  # the suite's files take far less; smaller RAM disks (containers') are left alone
@@ -27,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     # Kernels that papermill, the scheduler and subprocesses start run their first cell right
     # after %load_ext: a background warm-up would only compete with it. Live kernels
-    # (tests/kernel.py, JupyterLab's) and tests/test_turn_warmup.py keep it on.
+    # (tests/support/kernel.py, JupyterLab's) and tests/turn/test_warmup.py keep it on.
     os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
     # As in the scheduler's processes: nbformat here without jsonschema's IRI grammar.
     from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
@@ -91,8 +92,8 @@ def kernel(scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Kernel]:
 @pytest.fixture
 def shell_agent(scripted_model, agent_db: Path):
     """Whole turns in this process: an Agent on IPython's shell, requests to ``scripted_model``
-    through its in-process transport (see tests/inprocess.py)."""
-    from .inprocess import shell_agent
+    through its in-process transport (see tests/support/inprocess.py)."""
+    from .support.inprocess import shell_agent
 
     with shell_agent(scripted_model.http_client) as agent:
         yield agent
@@ -114,7 +115,7 @@ def lab_model() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from .jupyterlab import JupyterLab, chromium_missing
+    from .support.jupyterlab import JupyterLab, chromium_missing
 
     missing = chromium_missing()
     if missing:
@@ -144,7 +145,7 @@ def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
-    from .jupyterlab import CHROMIUM, CHROMIUM_ARGS
+    from .support.jupyterlab import CHROMIUM, CHROMIUM_ARGS
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -175,7 +176,7 @@ def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, lab_model: Any, ch
         yield page
     finally:
         if request.node.stash.get(_FAILED, False):
-            folder = Path(__file__).parent / "artifacts" / "browser"
+            folder = ARTIFACTS
             folder.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(folder / f"FAILED-{request.node.name}.png"), full_page=True)
         context.close()

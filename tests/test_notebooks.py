@@ -10,9 +10,8 @@ import papermill
 from agent_kernel.demo import run_demo
 from agent_kernel.store import Store
 from agent_kernel.testing import call, reply, say, tool_use
-
-from .calls import texts_of
-from .test_tools_subsessions import route, wait_for_spawned
+from tests.support.calls import texts_of
+from tests.tools.test_subsessions import route, wait_for_spawned
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

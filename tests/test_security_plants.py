@@ -21,8 +21,7 @@ import pytest
 from agent_kernel.grants import ENV
 from agent_kernel.store import Store, provenance
 from agent_kernel.testing import call, say
-
-from .websites import Server
+from tests.support.websites import Server
 
 pytestmark = pytest.mark.kernel
 

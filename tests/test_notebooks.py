@@ -11,18 +11,10 @@ from agent_kernel.demo import run_demo
 from agent_kernel.store import Store
 from agent_kernel.testing import call, reply, say, tool_use
 from tests.support.calls import texts_of
-from tests.tools.test_subsessions import route, wait_for_spawned
+from tests.support.notebooks import outputs_text
+from tests.support.subsessions import route, wait_for_spawned
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-
-
-def outputs_text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append(output.get("text", ""))
-        data = output.get("data", {})
-        parts.append(data.get("text/markdown") or data.get("text/plain", ""))
-    return "\n".join(parts)
 
 
 def test_quickstart_runs_headless_on_the_scripted_model(agent_db, tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.browser.test_jupyterlab import KERNEL_READY, cell, wait_idle
+from tests.support.browser import KERNEL_READY, cell, wait_idle
 from tests.support.calls import only_as_data, result_text, tool_results
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import Failure, call, say
-from tests.browser.test_jupyterlab import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import result_text, tool_results
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]

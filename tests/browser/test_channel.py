@@ -13,16 +13,9 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.browser.test_jupyterlab import (
-    ARTIFACTS,
-    KERNEL_READY,
-    SCREENSHOTS,
-    cell,
-    run_notebook,
-    save_screenshot,
-    wait_idle,
-)
+from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import tool_results
+from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 

@@ -7,29 +7,27 @@ Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, reply, say, tool_use
-from tests.browser.test_jupyterlab import ARTIFACTS, SCREENSHOTS, cell, run_notebook, wait_idle
+from tests.support.browser import (
+    RUN_LAST_CELL,
+    cell,
+    notebook_7_chat,
+    open_chat,
+    run_cell,
+    run_notebook,
+    save_screenshot,
+    send,
+    wait_idle,
+)
 from tests.support.calls import tool_results
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
-PANEL_TAB = ".jp-SideBar [data-id='agent-kernel-panel']"
-RUN_LAST_CELL = """(code) => {
-  const nb = window.jupyterapp.shell.currentWidget.content;
-  nb.model.sharedModel.insertCell(nb.model.cells.length, {cell_type: 'code', source: code});
-  nb.activeCellIndex = nb.model.cells.length - 1;
-  window.jupyterapp.commands.execute('notebook:run-cell');
-}"""
 BUSY_UNTIL = """import pathlib, time
 _until = time.monotonic() + 60
 while not pathlib.Path(%r).exists() and time.monotonic() < _until:
@@ -39,36 +37,6 @@ from PIL import Image as _I
 from IPython.display import Image, display
 _b = io.BytesIO(); _I.new('RGB', (48, 32), (0, 128, 255)).save(_b, 'PNG')
 display(Image(_b.getvalue()))"""
-
-
-def open_chat(page):
-    page.locator(PANEL_TAB).click()
-    chat = page.locator("#agent-kernel-panel .ak-chat")
-    chat.wait_for(state="visible", timeout=30_000)
-    return chat
-
-
-def send(chat, prompt: str) -> None:
-    box = chat.locator(".ak-chat-input")
-    box.click()
-    box.fill(prompt)
-    box.press("Enter")
-
-
-def run_cell(page, code: str, index: int):
-    page.evaluate(RUN_LAST_CELL, code)
-    out = cell(page, index).locator(".jp-OutputArea-output")
-    out.first.wait_for(timeout=30_000)
-    return out
-
-
-def screenshot(locator, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / name
-    locator.screenshot(path=str(path))
-    if os.environ.get("AGENT_KERNEL_UPDATE_SCREENSHOTS"):
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, SCREENSHOTS / name)
 
 
 def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(lab_page, jupyterlab, lab_model):
@@ -115,7 +83,7 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     assert "define from_panel and show the revenue table" in shown
     assert history.count() >= 1
     assert len(lab_model.requests) - start == 3
-    screenshot(page.locator("#agent-kernel-panel"), "chat-panel.png")
+    save_screenshot(page.locator("#agent-kernel-panel"), "chat-panel.png", readme=True)
 
 
 def test_an_ask_mode_approval_card_is_answered_in_the_panel(lab_page, jupyterlab, lab_model):
@@ -259,7 +227,7 @@ def screenshot_dark(page) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
     page.wait_for_timeout(500)
-    screenshot(page.locator(".jp-LabShell"), "chat-dark.png")
+    save_screenshot(page.locator(".jp-LabShell"), "chat-dark.png", readme=True)
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
 
 
@@ -277,40 +245,6 @@ def test_without_a_kernel_the_chat_says_so_and_sends_nothing(lab_page, jupyterla
     assert chat.locator(".ak-chat-turn").count() == 0
     assert chat.locator(".ak-chat-input").input_value() == "hello?"  # kept, to send once a kernel runs
     assert len(lab_model.requests) == start
-
-
-@contextmanager
-def notebook_7_chat(chromium, lab_model, tmp_path, source: str) -> Iterator[tuple[Any, Any]]:
-    """Notebook 7 serving ``seven.ipynb`` (one code cell of ``source``), open in a browser
-    with the chat opened by its shortcut: the page and the chat."""
-    import nbformat
-
-    from tests.support.jupyterlab import JupyterLab
-
-    root = tmp_path / "root"
-    root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source)]
-    nbformat.write(nb, root / "seven.ipynb")
-    env = dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"))
-    server = JupyterLab(
-        root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook"
-    )
-    context = chromium.new_context(viewport={"width": 1200, "height": 1000})
-    try:
-        page = context.new_page()
-        page.goto(f"{server.url}/notebooks/seven.ipynb?token={server.token}")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-        page.locator(".jp-Notebook .jp-Cell").first.click()
-        page.keyboard.press("Control+Shift+Y")  # the chat's shortcut opens the sidebar panel
-        chat = page.locator("#agent-kernel-panel .ak-chat")
-        chat.wait_for(state="visible", timeout=30_000)
-        yield page, chat
-    finally:
-        context.close()
-        server.stop()
-        time.sleep(0.25)
 
 
 def test_the_chat_runs_a_turn_in_notebook_7(chromium, lab_model, tmp_path):

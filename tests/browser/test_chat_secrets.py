@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from agent_kernel.testing import call, say
-from tests.browser.test_chat import open_chat, run_cell
-from tests.browser.test_jupyterlab import cell, run_notebook, wait_idle
+from tests.support.browser import cell, open_chat, run_cell, run_notebook, wait_idle
 from tests.support.calls import tool_results
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]

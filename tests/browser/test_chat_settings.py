@@ -14,8 +14,16 @@ import json
 import pytest
 
 from agent_kernel.testing import say
-from tests.browser.test_chat import notebook_7_chat, open_chat, run_cell, screenshot, send
-from tests.browser.test_jupyterlab import cell, run_notebook, wait_idle
+from tests.support.browser import (
+    cell,
+    notebook_7_chat,
+    open_chat,
+    run_cell,
+    run_notebook,
+    save_screenshot,
+    send,
+    wait_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -149,7 +157,7 @@ def test_the_row_reads_well_in_the_high_contrast_theme(lab_page, jupyterlab, lab
         for theme in ("JupyterLab Light", "JupyterLab Dark", HIGH_CONTRAST):
             change_theme(page, theme)
             assert_readable(page)
-        screenshot(page.locator("#agent-kernel-panel"), "chat-settings-high-contrast.png")
+        save_screenshot(page.locator("#agent-kernel-panel"), "chat-settings-high-contrast.png", readme=True)
     finally:
         change_theme(page, "JupyterLab Light")
 
@@ -167,4 +175,4 @@ def test_the_row_reads_well_in_notebook_7s_right_sidebar(chromium, lab_model, tm
             timeout=60_000,
         )
         assert_readable(page)
-        screenshot(page.locator("#agent-kernel-panel"), "chat-settings-high-contrast-notebook7.png")
+        save_screenshot(page.locator("#agent-kernel-panel"), "chat-settings-high-contrast-notebook7.png", readme=True)

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from agent_kernel.testing import call, say
-from tests.browser.test_jupyterlab import KERNEL_READY, cell, save_screenshot, wait_idle
+from tests.support.browser import KERNEL_READY, cell, save_screenshot, wait_idle
 from tests.support.jupyterlab import COLLABORATION, JupyterLab
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]

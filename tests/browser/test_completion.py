@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agent_kernel.testing import say
-from tests.browser.test_jupyterlab import cell, save_screenshot
+from tests.support.browser import cell, save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 

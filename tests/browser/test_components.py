@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agent_kernel.testing import call, say
-from tests.browser.test_jupyterlab import cell, run_notebook, save_screenshot, wait_idle
+from tests.support.browser import cell, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import result_text, tool_results
 from tests.support.capabilities import needs_widget_replies
 

@@ -17,8 +17,7 @@ from agent_kernel.store import Store, provenance
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import reply, say, tool_use
-from tests.browser.test_jupyterlab import cell, run_notebook, wait_idle
-from tests.browser.test_labextension import open_panel, refresh_until
+from tests.support.browser import cell, open_panel, refresh_until, run_notebook, wait_idle
 from tests.support.websites import Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]

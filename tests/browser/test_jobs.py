@@ -17,8 +17,7 @@ import nbformat
 import pytest
 
 from agent_kernel.testing import say
-from tests.browser.test_jupyterlab import save_screenshot
-from tests.browser.test_labextension import open_panel, refresh_until
+from tests.support.browser import open_panel, refresh_until, save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 

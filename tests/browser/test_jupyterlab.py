@@ -9,74 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
 from agent_kernel.testing import call, reply, say, text, tool_use
+from tests.support.browser import cell, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import result_text, tool_results
 from tests.support.capabilities import needs_widget_replies
-from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
 # One worker runs the browser modules: each starts its own JupyterLab server and Chromium.
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2"), needs_widget_replies]
 
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-
-KERNEL_READY = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  const kernel = panel && panel.sessionContext && panel.sessionContext.session
-    && panel.sessionContext.session.kernel;
-  return Boolean(kernel && kernel.connectionStatus === "connected" && kernel.status === "idle");
-}"""
-
-
-def run_notebook(page, lab, name: str, cells: list[str]) -> None:
-    """Open a new notebook with ``cells`` in JupyterLab and run them all."""
-    page.goto(lab.notebook(name, cells))
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_function(KERNEL_READY, timeout=60_000)
-    # Not awaited: the command's promise resolves only when every cell has finished.
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-    page.wait_for_function(
-        "() => document.querySelector('.jp-Notebook .jp-Cell .jp-InputPrompt').textContent.includes('[1]')",
-        timeout=60_000,
-    )
-
-
-def cell(page, index: int):
-    return page.locator(".jp-Notebook .jp-Cell").nth(index)
-
-
-# Idle: the notebook or its kernel says so, and no cell shows [*] but one a later cell ran
-# after (the kernel runs a notebook's cells in order). ipykernel 7.4 sometimes publishes the idle
-# status of a cell that awaited a comm reply (a front end's answer) under the comm
-# message's parent, so JupyterLab shows that cell [*] although it finished; see
-# docs/guide/notebook.md ("Known issue").
-WAIT_IDLE = """() => {
-  const kernel = window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel;
-  const indicator = document.querySelector('.jp-Notebook-ExecutionIndicator');
-  if (!(indicator?.dataset.status === 'idle' || kernel?.status === 'idle')) return false;
-  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-Cell .jp-InputPrompt')].map(p => p.textContent);
-  return prompts.every((prompt, i) => !prompt.includes('*') || prompts.slice(i + 1).some(later => /\\[\\d+\\]/.test(later)));
-}"""
-
-
-def wait_idle(page, timeout: float = 60_000) -> None:
-    page.wait_for_function(WAIT_IDLE, timeout=timeout)
-
-
-def save_screenshot(locator, name: str, *, readme: bool = False) -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / name
-    locator.screenshot(path=str(path))
-    if readme and os.environ.get("AGENT_KERNEL_UPDATE_SCREENSHOTS"):
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, SCREENSHOTS / name)
-    return path
 
 
 def requests_since(model, start: int) -> list[dict]:
@@ -486,7 +431,7 @@ def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyter
 def test_sub_sessions_show_as_sections_and_a_childs_question_is_answered_in_the_parent_cell(
     lab_page, jupyterlab, lab_model
 ):
-    from tests.tools.test_subsessions import report_wait, route, wait_for_spawned
+    from tests.support.subsessions import report_wait, route, wait_for_spawned
 
     page = lab_page
     lab_model.responder = route(

@@ -9,46 +9,23 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import nbformat
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from agent_kernel.testing import reply, say, tool_use
-from tests.browser.test_jupyterlab import (
-    ARTIFACTS,
+from tests.support.browser import (
     KERNEL_READY,
-    SCREENSHOTS,
     cell,
+    open_panel,
+    refresh_until,
     run_notebook,
     save_screenshot,
     wait_idle,
 )
+from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
-
-PANEL_TAB = ".jp-SideBar [data-id='agent-kernel-panel']"
-
-
-def open_panel(page):
-    page.locator(PANEL_TAB).click()
-    panel = page.locator("#agent-kernel-panel")
-    panel.wait_for(state="visible", timeout=30_000)
-    return panel
-
-
-def refresh_until(page, panel, locator, timeout: float = 120) -> None:
-    """Click the panel's refresh button until ``locator`` shows (the panel also polls, slowly)."""
-    deadline = time.monotonic() + timeout
-    while locator.count() == 0:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not shown in the panel within {timeout} s:\n{panel.inner_text()}")
-        panel.get_by_title("Refresh").click()
-        try:
-            locator.first.wait_for(timeout=1000)
-        except PlaywrightTimeoutError:
-            pass  # refresh again
 
 
 def save_panel_screenshot(page, panel) -> None:

@@ -18,15 +18,8 @@ from nbconvert import HTMLExporter
 
 from agent_kernel.display.blocks import TURN_NOTEBOOK_BYTES
 from agent_kernel.testing import reply, say, tool_use
-from tests.browser.test_jupyterlab import (
-    KERNEL_READY,
-    cell,
-    result_text,
-    run_notebook,
-    save_screenshot,
-    tool_results,
-    wait_idle,
-)
+from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from tests.support.calls import result_text, tool_results
 from tests.support.capabilities import needs_widget_replies
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from agent_kernel.testing import call, say
-from tests.browser.test_jupyterlab import KERNEL_READY, cell, save_screenshot, wait_idle
+from tests.support.browser import KERNEL_READY, cell, save_screenshot, wait_idle
 from tests.support.capabilities import needs_widget_replies
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), needs_widget_replies]

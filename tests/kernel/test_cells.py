@@ -10,22 +10,12 @@ import papermill
 import pytest
 
 from agent_kernel.testing import call, say
-from tests.support.calls import result_text, tool_results
-from tests.test_notebooks import outputs_text
+from tests.support.calls import first_turn_context, result_text, tool_results
+from tests.support.notebooks import outputs_text
 
 HELPER = "def ratio(a, b):\n    return a / b\n"
 FAILING = "total = 10\nshare = ratio(total, 0)\n"
 FIX = "def ratio(a, b):\n    return a / b if b else 0.0\nshare = ratio(total, 0)"
-
-
-def _first_context(request: dict) -> str:
-    """The turn-context text that leads the request's last user message."""
-    for message in reversed(request["messages"]):
-        if message["role"] == "user" and isinstance(message["content"], list):
-            first = message["content"][0]
-            if first.get("type") == "text" and first["text"].startswith("<turn-context>"):
-                return first["text"]
-    raise AssertionError("no turn context in the request")
 
 
 def _assert_sees_the_failure(context: str) -> None:
@@ -66,7 +56,7 @@ def test_papermill_agent_fixes_the_error_above(scripted_model, agent_db, tmp_pat
     done = nbformat.read(output, as_version=4)
     last = next(c for c in done.cells if c.source.startswith("print('share is'"))
     assert "share is 0.0" in outputs_text(last)
-    _assert_sees_the_failure(_first_context(scripted_model.requests[0]))
+    _assert_sees_the_failure(first_turn_context(scripted_model.requests[0]))
 
 
 def test_live_kernel_sees_cells_since_the_last_turn_and_reads_more_on_demand(kernel, scripted_model):
@@ -75,7 +65,7 @@ def test_live_kernel_sees_cells_since_the_last_turn_and_reads_more_on_demand(ker
     kernel.ok("secret_note = 'the sky' + ' is green'\nsecret_note")
     assert kernel.execute(FAILING).errors
     kernel.ok("%agent fix this")
-    first = _first_context(scripted_model.requests[0])
+    first = first_turn_context(scripted_model.requests[0])
     _assert_sees_the_failure(first)
     assert "Out [" in first and "the sky is green" in first
     assert kernel.value("share") == 0.0
@@ -83,7 +73,7 @@ def test_live_kernel_sees_cells_since_the_last_turn_and_reads_more_on_demand(ker
     scripted_model.add(call("notebook_cells", matching="RATIO"), say("Two cells define or use ratio."))
     kernel.ok("later = share + 1")
     kernel.ok("%agent which cells use ratio?")
-    context = _first_context(scripted_model.requests[2])
+    context = first_turn_context(scripted_model.requests[2])
     assert "later = share + 1" in context
     assert "share = ratio(total, 0)" not in context  # seen by the last turn already
     result = scripted_model.requests[3]["messages"][-1]["content"][0]
@@ -102,7 +92,7 @@ def test_what_cells_printed_is_seen_with_its_head_and_tail_and_redacted(kernel, 
     kernel.ok("print('token is', os.environ['SHOP_TOKEN'])")
     scripted_model.add(call("notebook_cells"), say("Seen."))
     kernel.ok("%agent what did my cells print?")
-    context = _first_context(scripted_model.requests[0])
+    context = first_turn_context(scripted_model.requests[0])
     assert "Printed: rows: 120, regions: 4" in context and "careful: 3 nulls" in context
     assert "line 4999" in context and "line 0\n" not in context  # the tail of a long print
     dumped = json.dumps(scripted_model.requests)
@@ -119,7 +109,7 @@ def test_what_cells_printed_is_seen_with_its_head_and_tail_and_redacted(kernel, 
     # The agent's own cell prints nothing into the next turn's context.
     scripted_model.add(say("Again."))
     kernel.ok("%agent and now?")
-    assert "Printed:" not in _first_context(scripted_model.requests[-1])
+    assert "Printed:" not in first_turn_context(scripted_model.requests[-1])
 
 
 def test_an_error_keeps_only_the_users_frames():
@@ -151,7 +141,7 @@ def test_stored_errors_of_the_agents_code_keep_the_users_frames(kernel, scripted
 
 
 def test_the_turn_caps_images_over_its_calls(kernel, scripted_model):
-    from tests.tools.test_images import THIRTY
+    from tests.support.notebooks import THIRTY
 
     kernel.ok("%config AgentKernel.images_per_turn = 5")
     scripted_model.add(call("run_code", code=THIRTY), call("run_code", code=THIRTY), say("done"))
@@ -204,7 +194,7 @@ def test_a_page_a_cell_printed_reaches_the_turn_as_data_and_taints_its_session(k
         site.close()
     scripted_model.add(call("memory", action="store", content=f"Remember: {planted}"), say("Noted."))
     kernel.ok("%agent --session news what did the page say?")
-    context = _first_context(scripted_model.requests[0])
+    context = first_turn_context(scripted_model.requests[0])
     assert only_as_data(context, planted) == ["cell [2] printed output"]
     with Store(agent_db).connect() as con:
         [(sources,)] = con.execute("SELECT untrusted_sources FROM sessions WHERE name = 'news'").fetchall()

@@ -8,7 +8,7 @@ import time
 
 from agent_kernel.testing import call, reply, say, text
 from tests.support.capabilities import needs_widget_replies
-from tests.support.frontend import FrontEnd
+from tests.support.interrupts import interrupt, stopped_turn
 
 # "started" is printed from inside the loop: IPython compiles each top-level statement just
 # before running it, and an interrupt landing in that compile would show no frame of the code.
@@ -21,25 +21,6 @@ LONG_ASYNC = "import asyncio\nprint('started', flush=True)\nawait asyncio.sleep(
 
 def printed(marker: str):
     return lambda m: m["msg_type"] == "stream" and marker in m["content"]["text"]
-
-
-class Clock:
-    """Remembers when the test asked for the stop."""
-
-    def __init__(self) -> None:
-        self.at: float | None = None
-
-    def hook(self, predicate, action):
-        def on_message(message, kernel):
-            if self.at is None and predicate(message):
-                self.at = time.perf_counter()
-                action(kernel)  # hooks run on the test's main thread, between iopub messages
-
-        return on_message
-
-
-def interrupt(kernel) -> None:
-    kernel.manager.interrupt_kernel()
 
 
 def assert_valid_after_stop(kernel, scripted_model, interrupted_id):
@@ -59,25 +40,6 @@ def assert_valid_after_stop(kernel, scripted_model, interrupted_id):
 
 def tool_id(answer) -> str:
     return next(b["id"] for b in answer.content if b["type"] == "tool_use")
-
-
-def stopped_turn(kernel, prompt, when, action):
-    """Run ``prompt``; do ``action`` once an iopub message matches ``when``.
-
-    Returns the execution and the seconds from the action to the end of the cell.
-    """
-    clock = Clock()
-    front = FrontEnd(kernel)  # draws the widgets, as JupyterLab does
-    stop = clock.hook(when, action)
-
-    def on_message(message, kernel):
-        front.hook(message)
-        stop(message, kernel)
-
-    started = time.perf_counter()
-    result = kernel.execute(prompt, on_message=on_message)
-    assert clock.at is not None, "the turn ended before the stop was sent"
-    return result, started + result.seconds - clock.at
 
 
 def test_interrupt_stops_long_sync_code(kernel, scripted_model):

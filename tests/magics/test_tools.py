@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 from agent_kernel.magics.tools import ToolMagics
 from agent_kernel.store.skills import Skills
 from agent_kernel.testing import call, say
-from tests.tools.test_mcp import SERVER
+from tests.support.paths import MCP_SERVER
 
 
 def magics_of(shell_agent) -> ToolMagics:
@@ -32,7 +32,7 @@ def test_agent_tools_lists_each_tool_with_where_it_comes_from(shell_agent, scrip
     )
     config = shell_agent.agent.config
     config.tool_groups = [*config.tool_groups, "skills"]
-    config.mcp_servers = {"notes": {"command": sys.executable, "args": [SERVER, str(tmp_path)], "trusted": True}}
+    config.mcp_servers = {"notes": {"command": sys.executable, "args": [MCP_SERVER, str(tmp_path)], "trusted": True}}
     config.mcp_timeout = 60.0
     magics = magics_of(shell_agent)
     before = rows(magics.agent_tools(""))

@@ -11,8 +11,8 @@ from agent_kernel.scheduler import notify
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.testing import say
-from tests.scheduler.test_notify import Receiver
 from tests.support.scheduling import UTC, home_fixture, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.websites import Receiver
 
 CODE = (
     "import pandas as pd\n"

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-import threading
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -20,34 +18,9 @@ from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store.provenance import Provenance
 from tests.support.scheduling import UTC, home_fixture, runs_of, scheduler, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.websites import Receiver
 
 PASSWORD = "s3cr3t-hook-pass-9Zq"
-
-
-class Receiver:
-    """An HTTP server on 127.0.0.1 that keeps what is posted to it."""
-
-    def __init__(self) -> None:
-        received = self.received = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                length = int(self.headers.get("Content-Length", 0))
-                received.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                 "body": json.loads(self.rfile.read(length))})  # fmt: skip
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from agent_kernel.server.completion import SYSTEM_PROMPT, Completion, FenceFilte
 from agent_kernel.store import Store
 from agent_kernel.store.usage import daily
 from agent_kernel.testing import ScriptedModel, say
-from tests.server.test_handlers import Client
 from tests.support.jupyterlab import JupyterLab
+from tests.support.server import Client
 
 ROUTE = "/agent-kernel/api/completion"
 CONFIG = {"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}, "AgentKernelServer": {"scheduler": False}}

@@ -11,8 +11,8 @@ import pytest
 from agent_kernel.store import Store, provenance
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Sessions
-from tests.server.test_handlers import API, SERVER_CONFIG, Client
 from tests.support.jupyterlab import JupyterLab
+from tests.support.server import API, SERVER_CONFIG, Client
 
 PAGE = "https://hostile.example/page"
 

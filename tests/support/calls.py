@@ -167,3 +167,13 @@ def only_as_data(text: str, needle: str) -> list[str]:
 def as_instruction(text: str, needle: str) -> bool:
     """Whether ``needle`` appears in ``text`` outside every untrusted envelope."""
     return needle in _ENVELOPE.sub("", text)
+
+
+def first_turn_context(request: dict) -> str:
+    """The turn-context text that leads the request's last user message."""
+    for message in reversed(request["messages"]):
+        if message["role"] == "user" and isinstance(message["content"], list):
+            first = message["content"][0]
+            if first.get("type") == "text" and first["text"].startswith("<turn-context>"):
+                return first["text"]
+    raise AssertionError("no turn context in the request")

@@ -10,7 +10,7 @@ import gzip
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
 SECRET_BODY = "SECRET-BODY-of-the-internal-service"
@@ -107,3 +107,29 @@ class Site(Server):
         if path == "/slow":
             time.sleep(2)
         return 404, "text/plain", b"not here", {}
+
+
+class Receiver:
+    """An HTTP server on 127.0.0.1 that keeps what is posted to it."""
+
+    def __init__(self) -> None:
+        received = self.received = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers.get("Content-Length", 0))
+                received.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                 "body": json.loads(self.rfile.read(length))})  # fmt: skip
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

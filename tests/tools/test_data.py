@@ -13,7 +13,6 @@ import pytest
 from agent_kernel.authority import person
 from agent_kernel.store import Store
 from agent_kernel.testing import say
-from tests.kernel.test_interrupts import interrupt, stopped_turn
 from tests.support.calls import (
     HOSTILE,
     after_hostile_page,
@@ -26,6 +25,7 @@ from tests.support.calls import (
     system_text,
 )
 from tests.support.capabilities import needs_sql_guard
+from tests.support.interrupts import interrupt, stopped_turn
 
 # Every refusal of the guard, as the model meets it: (SQL, what the answer must point to).
 REFUSALS = [

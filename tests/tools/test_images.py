@@ -11,6 +11,7 @@ from PIL import Image
 
 from agent_kernel.model.images import LONG_SIDE_PX
 from agent_kernel.testing import call, say
+from tests.support.notebooks import THIRTY
 
 FIGURE_AND_CHART = """
 import matplotlib
@@ -22,16 +23,6 @@ fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
 ax.plot([1, 2, 3], [3, 1, 2], color="red")
 plt.show()
 display(alt.Chart(pd.DataFrame({"x": [1, 2, 3], "y": [2, 4, 1]})).mark_bar().encode(x="x:O", y="y:Q"))
-"""
-
-THIRTY = """
-import matplotlib
-matplotlib.use("module://matplotlib_inline.backend_inline")
-import matplotlib.pyplot as plt
-for i in range(30):
-    plt.figure(figsize=(3, 2), dpi=50)
-    plt.plot([0, i])
-    plt.show()
 """
 
 

@@ -20,7 +20,7 @@ from tests.support.capabilities import needs_widget_replies
 from tests.support.frontend import FrontEnd
 from tests.support.jupyterlab import free_port
 from tests.support.paths import MCP_SERVER
-from tests.test_untrusted import envelope_tags
+from tests.support.untrusted import envelope_tags
 
 SERVER = MCP_SERVER
 

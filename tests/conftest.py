@@ -67,15 +67,17 @@ def agent_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    """A DuckDB file with the project's tables and one session, ``kept``."""
+def store(agent_db: Path):
+    """The test's agent database (also what kernels and subprocesses of the test use)."""
     from agent_kernel.store import Store
-    from agent_kernel.store.sessions import Sessions
 
-    store = Store(tmp_path / "agent.duckdb")
-    with store.connect() as con:
-        Sessions(con).create("kept", notebook=None)
-    return store
+    return Store(agent_db)
+
+
+@pytest.fixture
+def home(agent_db: Path) -> Path:
+    """AGENT_KERNEL_HOME of the test: run directories go under it."""
+    return Path(os.environ["AGENT_KERNEL_HOME"])
 
 
 @pytest.fixture
@@ -115,30 +117,19 @@ def lab_model() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from .support.jupyterlab import JupyterLab, chromium_missing
+    from .support.jupyterlab import chromium_missing, lab_server
 
     missing = chromium_missing()
     if missing:
         pytest.fail(missing)
-    base = tmp_path_factory.mktemp("jupyterlab")
-    root = base / "notebooks"
-    root.mkdir()
-    env = dict(
-        lab_model.env(),
-        AGENT_KERNEL_DB=str(base / "agent.duckdb"),
-        AGENT_KERNEL_HOME=str(base / "agent-home"),
-    )
     # agent-kernel's server extension (the API, the scheduler) whether or not it is enabled
     # in this environment; the JupyterLab extension is the one installed here.
     config = {
         "ServerApp": {"jpserver_extensions": {"agent_kernel": True}},
         "AgentKernelServer": {"scheduler_poll_s": 0.5},
     }
-    lab = JupyterLab(root, env, config=config)
-    try:
+    with lab_server(tmp_path_factory.mktemp("jupyterlab"), lab_model.env(), config=config) as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 @pytest.fixture(scope="module")

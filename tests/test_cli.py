@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from agent_kernel.cli import main
-from tests.support.scheduling import UTC, add_job, agent_kernel_cli, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.scheduling import UTC, add_job, agent_kernel_cli, runs_of, write_notebook
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:

@@ -18,7 +18,7 @@ import pytest
 
 from agent_kernel.testing import call, say
 from tests.support.browser import KERNEL_READY, cell, save_screenshot, wait_idle
-from tests.support.jupyterlab import COLLABORATION, JupyterLab
+from tests.support.jupyterlab import COLLABORATION, JupyterLab, lab_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
@@ -31,20 +31,14 @@ def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """A JupyterLab server with real-time collaboration on (this module's lab_page uses it)."""
     if not (COLLABORATION / "jupyter_collaboration").is_dir():
         pytest.fail(f"jupyter-collaboration is not installed in {COLLABORATION}: run `make install`.")
-    base = tmp_path_factory.mktemp("jupyterlab-rtc")
-    root = base / "notebooks"
-    root.mkdir()
-    env = dict(lab_model.env(), AGENT_KERNEL_DB=str(base / "agent.duckdb"), AGENT_KERNEL_HOME=str(base / "agent-home"))
     config = {
         "ServerApp": {
             "jpserver_extensions": {"agent_kernel": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
         }
     }
-    lab = JupyterLab(root, env, config=config, extra_site=COLLABORATION)
-    try:
+    base = tmp_path_factory.mktemp("jupyterlab-rtc")
+    with lab_server(base, lab_model.env(), config=config, extra_site=COLLABORATION) as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 @pytest.fixture

@@ -29,10 +29,8 @@ from tests.support.scheduling import (
     UTC,
     add_job,
     get_job,
-    home_fixture,  # noqa: F401 - fixture
     runs_of,
     scheduler,
-    store_fixture,  # noqa: F401 - fixture
     write_notebook,
 )
 

@@ -11,7 +11,7 @@ from agent_kernel.scheduler import notify
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.testing import say
-from tests.support.scheduling import UTC, home_fixture, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.scheduling import UTC, runs_of, write_notebook
 from tests.support.websites import Receiver
 
 CODE = (

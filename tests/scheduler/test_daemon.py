@@ -23,11 +23,9 @@ from tests.support.scheduling import (
     add_job,
     agent_kernel_cli,
     get_job,
-    home_fixture,  # noqa: F401 - fixture
     pid_alive,
     runs_of,
     scheduler,
-    store_fixture,  # noqa: F401 - fixture
     wait_for,
     write_notebook,
 )

@@ -14,13 +14,11 @@ from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.testing import say
 from tests.support.calls import texts_of
 from tests.support.paths import NOTEBOOKS
-from tests.support.scheduling import (  # noqa: F401 - fixtures
+from tests.support.scheduling import (
     UTC,
     add_job,
-    home_fixture,
     runs_of,
     scheduler,
-    store_fixture,
     write_notebook,
 )
 

@@ -20,7 +20,7 @@ from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.testing import call, say
-from tests.support.scheduling import UTC, home_fixture, runs_of, scheduler, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.scheduling import UTC, runs_of, scheduler, write_notebook
 from tests.support.websites import Site
 
 PRINT_GRANTS = (

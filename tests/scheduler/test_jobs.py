@@ -8,7 +8,7 @@ import pytest
 
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.jobs import Jobs, Policy, new_job
-from tests.support.scheduling import UTC, add_job, store_fixture  # noqa: F401 - fixture
+from tests.support.scheduling import UTC, add_job
 
 NOW = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from agent_kernel.scheduler import ScheduleError, notify
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store.provenance import Provenance
-from tests.support.scheduling import UTC, home_fixture, runs_of, scheduler, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.scheduling import UTC, runs_of, scheduler, write_notebook
 from tests.support.websites import Receiver
 
 PASSWORD = "s3cr3t-hook-pass-9Zq"

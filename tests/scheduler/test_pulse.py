@@ -11,7 +11,7 @@ from agent_kernel.scheduler import ScheduleError, pulse
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.cron import zone
 from agent_kernel.testing import call, say
-from tests.support.scheduling import UTC, home_fixture, runs_of, scheduler, store_fixture  # noqa: F401 - fixtures
+from tests.support.scheduling import UTC, runs_of, scheduler
 
 MONDAY = datetime(2026, 3, 2, 5, 0, tzinfo=UTC)  # 06:00 in Berlin
 

@@ -19,7 +19,7 @@ from agent_kernel.scheduler.jobs import Policy
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store import provenance
 from agent_kernel.store.provenance import Provenance
-from tests.support.scheduling import UTC, home_fixture, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.scheduling import UTC, runs_of, write_notebook
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 PERSON = Provenance.person()

@@ -17,7 +17,7 @@ from agent_kernel.server.completion import SYSTEM_PROMPT, Completion, FenceFilte
 from agent_kernel.store import Store
 from agent_kernel.store.usage import daily
 from agent_kernel.testing import ScriptedModel, say
-from tests.support.jupyterlab import JupyterLab
+from tests.support.jupyterlab import lab_server
 from tests.support.server import Client
 
 ROUTE = "/agent-kernel/api/completion"
@@ -34,22 +34,8 @@ def model():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel):
     base = tmp_path_factory.mktemp("completion")
-    root = base / "notebooks"
-    root.mkdir()
-    env = {
-        "AGENT_KERNEL_DB": str(base / "agent.duckdb"), "AGENT_KERNEL_HOME": str(base / "home"),
-        **model.env(), "BILLING_SERVICE_TOKEN": SECRET,
-    }  # fmt: skip
-    lab = JupyterLab(root, env, config=CONFIG)
-    try:
+    with lab_server(base, {**model.env(), "BILLING_SERVICE_TOKEN": SECRET}, config=CONFIG) as lab:
         yield lab, Store(base / "agent.duckdb")
-    finally:
-        lab.stop()
-
-
-@pytest.fixture
-def client(server) -> Client:
-    return Client(server[0])
 
 
 def complete(client: Client, body: Any) -> tuple[int, list[dict[str, Any]] | Any]:
@@ -216,18 +202,9 @@ def test_closing_the_request_cancels_the_model_stream_and_counts_what_it_used(se
 
 @pytest.fixture(scope="module")
 def keyless(tmp_path_factory: pytest.TempPathFactory):
-    base = tmp_path_factory.mktemp("keyless")
-    root = base / "notebooks"
-    root.mkdir()
-    env = {
-        "AGENT_KERNEL_DB": str(base / "agent.duckdb"), "AGENT_KERNEL_HOME": str(base / "home"),
-        "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-    }  # fmt: skip
-    lab = JupyterLab(root, env, config=CONFIG)
-    try:
+    env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    with lab_server(tmp_path_factory.mktemp("keyless"), env, config=CONFIG) as lab:
         yield lab
-    finally:
-        lab.stop()
 
 
 def test_without_a_key_completion_is_off_and_no_request_is_made(keyless):

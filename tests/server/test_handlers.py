@@ -19,7 +19,7 @@ from agent_kernel.model.usage import CallUsage
 from agent_kernel.store import Store, provenance
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.usage import UsageLog
-from tests.support.jupyterlab import JupyterLab
+from tests.support.jupyterlab import lab_server
 from tests.support.kernel import Kernel
 from tests.support.server import API, SERVER_CONFIG, Client
 
@@ -39,19 +39,8 @@ def notebook(path: Path, source: str = "print('ran')", *, kernel: bool = True, p
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("server")
-    root = base / "notebooks"
-    root.mkdir()
-    env = {"AGENT_KERNEL_DB": str(base / "agent.duckdb"), "AGENT_KERNEL_HOME": str(base / "agent-home")}
-    lab = JupyterLab(root, env, config=SERVER_CONFIG)
-    try:
+    with lab_server(base, config=SERVER_CONFIG) as lab:
         yield lab, Store(base / "agent.duckdb")
-    finally:
-        lab.stop()
-
-
-@pytest.fixture
-def client(server) -> Client:
-    return Client(server[0])
 
 
 # -- authentication --------------------------------------------------------------------------
@@ -624,15 +613,9 @@ def test_the_server_and_two_kernels_share_one_duckdb_file_and_lose_nothing(clien
 
 
 def test_with_the_scheduler_off_the_api_says_that_no_scheduler_runs(tmp_path):
-    root = tmp_path / "notebooks"
-    root.mkdir()
-    env = {"AGENT_KERNEL_DB": str(tmp_path / "agent.duckdb"), "AGENT_KERNEL_HOME": str(tmp_path / "home")}
     config = {**SERVER_CONFIG, "AgentKernelServer": {"scheduler": False}}
-    lab = JupyterLab(root, env, config=config)
-    try:
+    with lab_server(tmp_path, config=config) as lab:
         status, reply = Client(lab).call("GET", f"{API}/jobs")
-    finally:
-        lab.stop()
     assert status == 200 and reply["scheduler"]["running"] is False and reply["scheduler"]["in_server"] is False
     assert reply["scheduler"]["message"].startswith("No scheduler is running: jobs fire only while one runs;")
     assert "`agent-kernel scheduler`" in reply["scheduler"]["message"]

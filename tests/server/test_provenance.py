@@ -11,8 +11,8 @@ import pytest
 from agent_kernel.store import Store, provenance
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Sessions
-from tests.support.jupyterlab import JupyterLab
-from tests.support.server import API, SERVER_CONFIG, Client
+from tests.support.jupyterlab import lab_server
+from tests.support.server import API, SERVER_CONFIG
 
 PAGE = "https://hostile.example/page"
 
@@ -20,20 +20,9 @@ PAGE = "https://hostile.example/page"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     base = tmp_path_factory.mktemp("server")
-    root = base / "notebooks"
-    root.mkdir()
-    env = {"AGENT_KERNEL_DB": str(base / "agent.duckdb"), "AGENT_KERNEL_HOME": str(base / "agent-home")}
     config = SERVER_CONFIG | {"AgentKernelServer": {"scheduler": False}}
-    lab = JupyterLab(root, env, config=config)
-    try:
+    with lab_server(base, config=config) as lab:
         yield lab, Store(base / "agent.duckdb")
-    finally:
-        lab.stop()
-
-
-@pytest.fixture
-def client(server) -> Client:
-    return Client(server[0])
 
 
 def plant(store: Store) -> str:

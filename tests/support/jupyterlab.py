@@ -20,6 +20,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +221,31 @@ class JupyterLab:
             pass
         self.process.wait()  # reaped, whichever way it ended
         self.log.close()
+
+
+@contextmanager
+def lab_server(
+    base: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    config: dict[str, Any] | None = None,
+    extra_site: Path | None = None,
+) -> Iterator[JupyterLab]:
+    """A JupyterLab server over ``base``/notebooks whose kernels keep the agent's database in
+    ``base``/agent.duckdb and its home in ``base``/agent-home (``env`` adds to or replaces
+    those variables); stopped when the block ends. Every test module's server starts here."""
+    root = base / "notebooks"
+    root.mkdir()
+    full_env = {
+        "AGENT_KERNEL_DB": str(base / "agent.duckdb"),
+        "AGENT_KERNEL_HOME": str(base / "agent-home"),
+        **(env or {}),
+    }
+    lab = JupyterLab(root, full_env, config=config, extra_site=extra_site)
+    try:
+        yield lab
+    finally:
+        lab.stop()
 
 
 def _front_end_extensions(extra_site: Path, home: Path) -> Path:

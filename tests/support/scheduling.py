@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-import pytest
 
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
@@ -94,18 +93,3 @@ def agent_kernel_cli(*args: str, log: Path | None = None) -> subprocess.Popen[st
                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
     with open(log, "ab") as out:
         return subprocess.Popen([str(script), *args], env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
-
-
-# -- fixtures (import `store_fixture`, `home_fixture` into a test module; use `store`, `home`) --
-
-
-@pytest.fixture(name="store")
-def store_fixture(agent_db: Path) -> Store:
-    """The test's agent database (also what kernels and subprocesses of the test use)."""
-    return Store(agent_db)
-
-
-@pytest.fixture(name="home")
-def home_fixture(agent_db: Path) -> Path:
-    """AGENT_KERNEL_HOME of the test: run directories go under it."""
-    return Path(os.environ["AGENT_KERNEL_HOME"])

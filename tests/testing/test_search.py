@@ -25,12 +25,6 @@ TOOLS = [
 ]
 
 
-@pytest.fixture
-def client(scripted_model):
-    with anthropic.Anthropic(max_retries=0) as sdk:
-        yield sdk
-
-
 def ask(client, tools=TOOLS, messages=None):
     return client.messages.create(
         model="claude-sonnet-5-5", max_tokens=100, tools=tools, messages=messages or [{"role": "user", "content": "go"}]

@@ -8,12 +8,6 @@ import pytest
 from agent_kernel.testing import ScriptedModel, call, fail, reply, say, text, tool_use
 
 
-@pytest.fixture
-def client(scripted_model):
-    with anthropic.Anthropic(max_retries=0) as sdk:
-        yield sdk
-
-
 def test_stream_text_and_tool_input(client, scripted_model):
     scripted_model.add(reply(text("Looking."), tool_use("run_code", {"code": "x = [1, 2, 3]\n" * 5})))
     with client.messages.stream(model="m", max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:

@@ -15,12 +15,6 @@ GROUPS = ["code", "data", "tools"]
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
-@pytest.fixture
-def agent(shell_agent):
-    shell_agent.agent.config.tool_groups = GROUPS
-    return shell_agent
-
-
 def last_result_of(request):
     return decoded(request["messages"][-1]["content"][0])
 

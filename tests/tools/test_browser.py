@@ -75,13 +75,6 @@ def site() -> Iterator[BrowserSite]:
     server.close()
 
 
-@pytest.fixture(scope="module")
-def secret() -> Iterator[Server]:
-    server = Server("127.0.0.1")
-    yield server
-    server.close()
-
-
 @pytest.fixture(autouse=True)
 def _fresh(site: Site, secret: Server) -> Iterator[None]:
     site.hits.clear()

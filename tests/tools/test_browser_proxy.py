@@ -12,20 +12,6 @@ from agent_kernel.tools.browser_proxy import REFUSED_HEADER, Proxy
 from tests.support.websites import Server, Site
 
 
-@pytest.fixture(scope="module")
-def site() -> Iterator[Site]:
-    server = Site("127.0.0.2")
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def secret() -> Iterator[Server]:
-    server = Server("127.0.0.1")
-    yield server
-    server.close()
-
-
 @pytest.fixture
 def proxy(site: Site, secret: Server) -> Iterator[Proxy]:
     site.hits.clear()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import time
 
-import pytest
-
 from agent_kernel.testing import call, reply, say, tool_use, web_search
 from tests.support.calls import batch, decoded, tool_results
 from tests.support.capabilities import needs_widget_replies
@@ -25,12 +23,6 @@ COUNTER = {
     "messages": ["finished"],
     "tools": ["list_ui_components", "run_code"],
 }
-
-
-@pytest.fixture
-def agent(shell_agent):
-    shell_agent.agent.config.tool_groups = GROUPS
-    return shell_agent
 
 
 def test_create_update_read_an_old_version_list_and_delete(agent, scripted_model):

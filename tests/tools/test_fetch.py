@@ -21,20 +21,6 @@ from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch
 from tests.support.websites import SECRET_BODY, Server, Site
 
 
-@pytest.fixture(scope="module")
-def secret() -> Iterator[Server]:
-    server = Server("127.0.0.1")
-    yield server
-    server.close()
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[Site]:
-    server = Site("127.0.0.2")
-    yield server
-    server.close()
-
-
 @pytest.fixture(autouse=True)
 def _fresh_hits(secret: Server, site: Site) -> None:
     secret.hits.clear()

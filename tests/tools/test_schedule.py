@@ -17,13 +17,10 @@ from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import call, say
 from tests.support.kernel import Kernel
-from tests.support.scheduling import (  # noqa: F401 - fixtures
+from tests.support.scheduling import (
     UTC,
     get_job,
-    home_fixture,
-    runs_of,
     scheduler,
-    store_fixture,
     write_notebook,
 )
 

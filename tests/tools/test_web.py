@@ -7,7 +7,6 @@ result blocks, citations and ``pause_turn`` as the API does, through the officia
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 from traitlets import TraitError
@@ -26,16 +25,8 @@ from agent_kernel.testing import (
     web_search,
 )
 from tests.support.calls import system_text, tool_results, without_breakpoints
-from tests.support.websites import Site
 
 WEB = ["code", "data", "web"]
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[Site]:
-    server = Site("127.0.0.2")
-    yield server
-    server.close()
 
 
 def test_web_is_on_by_default_behind_tool_search_and_offered_with_the_users_domains_and_limits(

@@ -16,12 +16,10 @@ import nbformat
 
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.testing import call, fail, reply, say, tool_use
-from tests.support.scheduling import (  # noqa: F401 - fixtures
+from tests.support.scheduling import (
     UTC,
     add_job,
-    home_fixture,
     scheduler,
-    store_fixture,
     write_notebook,
 )
 

@@ -9,6 +9,7 @@ import pytest
 from agent_kernel.secrets import Secrets
 from agent_kernel.testing import call, say
 from tests.support import leaks
+from tests.support.notebooks import write_notebook
 
 
 def test_redaction_longest_first_and_short_values_left_alone(monkeypatch):
@@ -141,8 +142,7 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
         *[f"%agent {prompt}" for prompt in leaks.PROMPTS],
     ]
     source, output = tmp_path / "leaks.ipynb", tmp_path / "leaks-out.ipynb"
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbformat.write(notebook, source)
+    write_notebook(source, *cells, kernelspec=False)
     scripted_model.add(*leaks.script())
     # Attempts that raise are errors of the agent's own steps: the turns end normally, so
     # the notebook succeeds (they show on the cells' stderr, not as error outputs).

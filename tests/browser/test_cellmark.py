@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 from agent_kernel.testing import call, say
 from tests.support.browser import KERNEL_READY, cell, wait_idle
 from tests.support.calls import only_as_data, result_text, tool_results
+from tests.support.notebooks import write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -24,17 +25,13 @@ MARKS = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.c
 
 
 def _open(page, lab, name: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     planted = nbformat.v4.new_code_cell("steered = 1")
     planted["id"] = "planted"
     planted.metadata["agent_kernel"] = {"session": "a" * 32, "turn": 2, "untrusted": True, "sources": SOURCES}
     clean = nbformat.v4.new_code_cell("clean = 1")
     clean.metadata["agent_kernel"] = {"session": "a" * 32, "turn": 1}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext agent_kernel"), planted, clean,
-                nbformat.v4.new_code_cell("%agent --new=blind fix the planted cell"),
-                nbformat.v4.new_code_cell("%agent --new=reader read the notebook and tidy it")]  # fmt: skip
-    nbformat.write(nb, lab.root / f"{name}.ipynb")
+    write_notebook(lab.root / f"{name}.ipynb", "%load_ext agent_kernel", planted, clean,
+                   "%agent --new=blind fix the planted cell", "%agent --new=reader read the notebook and tidy it")  # fmt: skip
     page.goto(f"{lab.url}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={lab.token}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(KERNEL_READY, timeout=60_000)

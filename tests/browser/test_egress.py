@@ -18,6 +18,7 @@ from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import reply, say, tool_use
 from tests.support.browser import cell, open_panel, refresh_until, run_notebook, wait_idle
+from tests.support.notebooks import write_notebook
 from tests.support.websites import Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
@@ -114,11 +115,10 @@ def test_the_turn_renderer_turns_remote_images_into_links_in_a_hand_written_note
         f'<p style="background:url({url("/bg.png")})">styled</p>'
     )
     part = {"version": 1, "part": "text", "text": "Plot", "html": html}
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     output = nbformat.v4.new_output("display_data", data={"application/vnd.agent-kernel.turn+json": part})
-    nb.cells = [nbformat.v4.new_code_cell("%agent show the plot", outputs=[output])]
-    nbformat.write(nb, jupyterlab.root / "handmade.ipynb")
+    write_notebook(
+        jupyterlab.root / "handmade.ipynb", nbformat.v4.new_code_cell("%agent show the plot", outputs=[output])
+    )
     page.goto(f"{jupyterlab.url}/lab/workspaces/handmade/tree/handmade.ipynb?reset&token={jupyterlab.token}")
     link = cell(page, 0).locator(".ak-turn-text a.agent-kernel-image-link").filter(has_text="the plot")
     link.wait_for(timeout=60_000)
@@ -143,11 +143,8 @@ def test_a_papermill_runs_html_export_fetches_nothing_either(chromium, scripted_
         reply(tool_use("render_blocks", {"blocks": [{"type": "image", "url": image_host.url("/block.png")}]})),
         say(answer_with_remote_images(image_host)),
     )
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext agent_kernel"), nbformat.v4.new_code_cell("%agent show the plot")]
     source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
-    nbformat.write(nb, source)
+    write_notebook(source, "%load_ext agent_kernel", "%agent show the plot")
     papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
     exported, _ = HTMLExporter().from_notebook_node(nbformat.read(output, as_version=4))
     (tmp_path / "out.html").write_text(exported)

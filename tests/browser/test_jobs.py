@@ -13,11 +13,11 @@ import time
 import urllib.request
 from typing import Any
 
-import nbformat
 import pytest
 
 from agent_kernel.testing import say
 from tests.support.browser import open_panel, refresh_until, save_screenshot
+from tests.support.notebooks import write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
@@ -35,18 +35,8 @@ def call(lab, method: str, path: str, body: Any = None) -> Any:
     return json.loads(text) if text else None
 
 
-def write_notebook(lab, name: str, source: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("who = 'nobody'\ntimes = 1", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell(source),
-    ]
-    nbformat.write(nb, lab.root / f"{name}.ipynb")
-
-
 def make_job(lab, name: str, source: str, **fields: Any) -> dict:
-    write_notebook(lab, name, source)
+    write_notebook(lab.root / f"{name}.ipynb", source, parameters="who = 'nobody'\ntimes = 1")
     body = {"notebook": f"{name}.ipynb", "name": name, "cron": "0 9 * * *", "timezone": "UTC",
             "parameters": {"who": "server"}, **fields}  # fmt: skip
     return call(lab, "POST", "/jobs", body)

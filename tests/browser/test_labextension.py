@@ -23,6 +23,7 @@ from tests.support.browser import (
     save_screenshot,
     wait_idle,
 )
+from tests.support.notebooks import write_notebook
 from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -75,13 +76,7 @@ def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(l
 
 def test_schedule_this_notebook_creates_a_job_the_server_runs_and_its_output_opens(lab_page, jupyterlab):
     page = lab_page
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("who = 'nobody'", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("print(f'hello {who}')"),
-    ]
-    nbformat.write(nb, jupyterlab.root / "report.ipynb")
+    write_notebook(jupyterlab.root / "report.ipynb", "print(f'hello {who}')", parameters="who = 'nobody'")
     page.goto(f"{jupyterlab.url}/lab/workspaces/report/tree/report.ipynb?reset&token={jupyterlab.token}")
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     page.wait_for_function(KERNEL_READY, timeout=60_000)
@@ -183,10 +178,7 @@ def test_the_extension_loads_in_notebook_7(chromium, lab_model, tmp_path):
 
     root = tmp_path / "root"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("who = 'nobody'")]
-    nbformat.write(nb, root / "seven.ipynb")
+    write_notebook(root / "seven.ipynb", "who = 'nobody'")
     server = JupyterLab(root, lab_model.env(), app="notebook")
     context = chromium.new_context(viewport={"width": 1200, "height": 1000})
     try:

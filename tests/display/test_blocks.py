@@ -15,6 +15,7 @@ import pytest
 from agent_kernel.display import blocks as B
 from agent_kernel.errors import ToolInputError
 from agent_kernel.testing import call, say
+from tests.support.notebooks import write_notebook
 
 
 def tiny_png(width: int = 3, height: int = 2) -> bytes:
@@ -120,18 +121,14 @@ def test_every_block_leaves_a_static_rendering_in_the_saved_notebook(scripted_mo
         {"type": "json", "data": {"source": "sales.csv", "rows": 2}},
     ]
     scripted_model.add(call("render_blocks", title="Quarterly review", blocks=blocks), say("Shown."))
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell(
-            "import pandas as pd\n%load_ext agent_kernel\n"
-            "big = pd.DataFrame({'order': range(5000), 'amount': [i % 97 for i in range(5000)]})\n"
-            "shares = pd.DataFrame({'region': ['North', 'South'], 'share': [0.6, 0.4]})"
-        ),
-        nbformat.v4.new_code_cell("%agent review the quarter"),
-    ]
     source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
-    nbformat.write(nb, source)
+    write_notebook(
+        source,
+        "import pandas as pd\n%load_ext agent_kernel\n"
+        "big = pd.DataFrame({'order': range(5000), 'amount': [i % 97 for i in range(5000)]})\n"
+        "shares = pd.DataFrame({'region': ['North', 'South'], 'share': [0.6, 0.4]})",
+        "%agent review the quarter",
+    )
     papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
     outputs = nbformat.read(output, as_version=4).cells[1].outputs
     data = [o.get("data", {}) for o in outputs]

@@ -9,14 +9,12 @@ import papermill
 import pytest
 
 from agent_kernel.testing import reply, say, tool_use
+from tests.support.notebooks import write_notebook
 
 
 def run_notebook(tmp_path, cells: list[str], **options) -> nbformat.NotebookNode:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
-    nbformat.write(nb, source)
+    write_notebook(source, *cells)
     papermill.execute_notebook(
         str(source),
         str(output),

@@ -11,7 +11,7 @@ import pytest
 
 from agent_kernel.testing import call, say
 from tests.support.calls import first_turn_context, result_text, tool_results
-from tests.support.notebooks import outputs_text
+from tests.support.notebooks import outputs_text, write_notebook
 
 HELPER = "def ratio(a, b):\n    return a / b\n"
 FAILING = "total = 10\nshare = ratio(total, 0)\n"
@@ -34,19 +34,11 @@ def _fix_script(scripted_model) -> None:
 
 def test_papermill_agent_fixes_the_error_above(scripted_model, agent_db, tmp_path):
     _fix_script(scripted_model)
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    failing = nbformat.v4.new_code_cell(FAILING)
-    failing.metadata["tags"] = ["raises-exception"]
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
-        nbformat.v4.new_code_cell(HELPER),
-        failing,
-        nbformat.v4.new_code_cell("%agent fix the error above"),
-        nbformat.v4.new_code_cell("print('share is', share)"),
-    ]
+    failing = nbformat.v4.new_code_cell(FAILING, metadata={"tags": ["raises-exception"]})
     source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
-    nbformat.write(nb, source)
+    write_notebook(
+        source, "%load_ext agent_kernel", HELPER, failing, "%agent fix the error above", "print('share is', share)"
+    )
     # The tagged cell's error lets execution go on; papermill reports it once all cells ran.
     with pytest.raises(papermill.PapermillExecutionError) as raised:
         papermill.execute_notebook(

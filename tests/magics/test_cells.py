@@ -13,6 +13,7 @@ from agent_kernel.testing import call, say
 from tests.support.capabilities import needs_widget_replies
 from tests.support.frontend import FrontEnd, NotebookChannel, wait_for
 from tests.support.kernel import Kernel
+from tests.support.notebooks import write_notebook
 
 HELLO = {"type": "hello", "protocol": 1, "notebook": "analysis.ipynb"}
 DEAD_MODEL = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": ""}
@@ -31,16 +32,11 @@ def script_analysis(scripted_model) -> None:
 
 
 def notebook_file(path: Path) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
-        nbformat.v4.new_markdown_cell("# Analysis"),
-        nbformat.v4.new_code_cell("%agent compute y"),
-        nbformat.v4.new_code_cell("%agent and z"),
-        nbformat.v4.new_code_cell("print('end')"),
-    ]
-    nb.cells[1]["id"], nb.cells[2]["id"] = "ask-y", "ask-z"
-    nbformat.write(nb, path)
-    return path
+    ask_y, ask_z = nbformat.v4.new_code_cell("%agent compute y"), nbformat.v4.new_code_cell("%agent and z")
+    ask_y["id"], ask_z["id"] = "ask-y", "ask-z"
+    return write_notebook(
+        path, nbformat.v4.new_markdown_cell("# Analysis"), ask_y, ask_z, "print('end')", kernelspec=False
+    )
 
 
 def usage_error(execution) -> str:

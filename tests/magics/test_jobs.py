@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from agent_kernel.scheduler import leader
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.service import SchedulerService
-from tests.support.scheduling import UTC, add_job, scheduler, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, add_job, scheduler
 
 
 def test_agent_jobs_lists_jobs_with_their_last_run_and_output(kernel, store, home, tmp_path):

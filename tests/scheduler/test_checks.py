@@ -25,14 +25,8 @@ from agent_kernel.scheduler.execute import execute_run
 from agent_kernel.scheduler.jobs import Jobs, new_job
 from agent_kernel.scheduler.rundir import RunDir
 from agent_kernel.scheduler.spec import RunSpec
-from tests.support.scheduling import (
-    UTC,
-    add_job,
-    get_job,
-    runs_of,
-    scheduler,
-    write_notebook,
-)
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, add_job, get_job, runs_of, scheduler
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 INJECTION = "x=1\nopen({marker!r},'w').write('pwned')#"

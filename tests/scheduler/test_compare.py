@@ -11,7 +11,8 @@ from agent_kernel.scheduler import notify
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.testing import say
-from tests.support.scheduling import UTC, runs_of, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, runs_of
 from tests.support.websites import Receiver
 
 CODE = (

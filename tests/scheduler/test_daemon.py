@@ -18,17 +18,8 @@ from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.jobs import Jobs, Policy
 from agent_kernel.scheduler.runs import Runs
 from agent_kernel.scheduler.service import SchedulerService
-from tests.support.scheduling import (
-    UTC,
-    add_job,
-    agent_kernel_cli,
-    get_job,
-    pid_alive,
-    runs_of,
-    scheduler,
-    wait_for,
-    write_notebook,
-)
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, add_job, agent_kernel_cli, get_job, pid_alive, runs_of, scheduler, wait_for
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # 09:00 in Berlin (CET)
 ALLOW = Policy(overlap="allow")

@@ -13,14 +13,9 @@ from agent_kernel.scheduler.runs import Outcome, Runs
 from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.testing import say
 from tests.support.calls import texts_of
+from tests.support.notebooks import write_notebook
 from tests.support.paths import NOTEBOOKS
-from tests.support.scheduling import (
-    UTC,
-    add_job,
-    runs_of,
-    scheduler,
-    write_notebook,
-)
+from tests.support.scheduling import UTC, add_job, runs_of, scheduler
 
 NOTEBOOK = NOTEBOOKS / "daily_digest.ipynb"
 

@@ -13,7 +13,8 @@ import psutil
 from agent_kernel.scheduler.execute import execute_run
 from agent_kernel.scheduler.rundir import RunDir
 from agent_kernel.scheduler.spec import RunSpec
-from tests.support.scheduling import wait_for, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import wait_for
 
 
 def spec_for(tmp_path, notebook, **fields) -> RunSpec:

@@ -11,7 +11,8 @@ from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.executors import DaskExecutor, make_executor
-from tests.support.scheduling import UTC, add_job, runs_of, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, add_job, runs_of
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 

@@ -20,7 +20,8 @@ from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.testing import call, say
-from tests.support.scheduling import UTC, runs_of, scheduler, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, runs_of, scheduler
 from tests.support.websites import Site
 
 PRINT_GRANTS = (

@@ -17,7 +17,8 @@ from agent_kernel.scheduler import ScheduleError, notify
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store.provenance import Provenance
-from tests.support.scheduling import UTC, runs_of, scheduler, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, runs_of, scheduler
 from tests.support.websites import Receiver
 
 PASSWORD = "s3cr3t-hook-pass-9Zq"

@@ -19,7 +19,8 @@ from agent_kernel.scheduler.jobs import Policy
 from agent_kernel.scheduler.service import JobFields, SchedulerService
 from agent_kernel.store import provenance
 from agent_kernel.store.provenance import Provenance
-from tests.support.scheduling import UTC, runs_of, write_notebook
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, runs_of
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 PERSON = Provenance.person()

@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -21,19 +20,8 @@ from agent_kernel.store.sessions import Journal, Sessions
 from agent_kernel.store.usage import UsageLog
 from tests.support.jupyterlab import lab_server
 from tests.support.kernel import Kernel
+from tests.support.notebooks import write_notebook
 from tests.support.server import API, SERVER_CONFIG, Client
-
-
-def notebook(path: Path, source: str = "print('ran')", *, kernel: bool = True, parameters: str | None = None) -> Path:
-    nb = nbformat.v4.new_notebook()
-    if kernel:
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    if parameters is not None:
-        nb.cells.append(nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}))
-    nb.cells.append(nbformat.v4.new_code_cell(source))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +73,7 @@ def test_a_browser_session_writes_only_with_the_xsrf_token(client, server):
 
 def test_sessions_list_with_state_tokens_cost_and_parent_and_one_sessions_messages(client, server):
     lab, store = server
-    notebook(lab.root / "work" / "analysis.ipynb")
+    write_notebook(lab.root / "work" / "analysis.ipynb", "print('ran')")
     with store.connect() as con:
         sessions = Sessions(con)
         main = sessions.create("analysis", notebook=str(lab.root / "work" / "analysis.ipynb"))
@@ -133,7 +121,7 @@ def test_sessions_list_with_state_tokens_cost_and_parent_and_one_sessions_messag
 
 def test_a_job_is_created_listed_paused_resumed_and_deleted(client, server):
     lab, store = server
-    notebook(lab.root / "reports" / "daily.ipynb", "print(region)", parameters="region = 'north'")
+    write_notebook(lab.root / "reports" / "daily.ipynb", "print(region)", parameters="region = 'north'")
     status, job = client.call("POST", f"{API}/jobs", {
         "notebook": "reports/daily.ipynb", "cron": "0 9 * * MON-FRI", "timezone": "Europe/Berlin",
         "parameters": {"region": "south", "limit": 5}, "overlap": "queue",
@@ -190,8 +178,8 @@ def test_a_job_is_created_listed_paused_resumed_and_deleted(client, server):
 
 def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client, server):
     lab, _ = server
-    notebook(lab.root / "ok.ipynb")
-    notebook(lab.root / "nokernel.ipynb", kernel=False)
+    write_notebook(lab.root / "ok.ipynb", "print('ran')")
+    write_notebook(lab.root / "nokernel.ipynb", "print('ran')", kernelspec=False)
     (lab.root / "notes.txt").write_text("not a notebook")
     (lab.root.parent / "outside.ipynb").write_text("{}")
     soon = (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
@@ -269,7 +257,7 @@ def test_bad_job_requests_get_400_with_a_message_that_says_what_to_change(client
 
 def test_malformed_bodies_and_paths_get_400_with_a_message_never_500(client, server):
     lab, store = server
-    notebook(lab.root / "fine.ipynb")
+    write_notebook(lab.root / "fine.ipynb", "print('ran')")
     good = b'{"notebook": "fine.ipynb", "cron": "0 9 * * *", '
     deep = b"[" * 100_000 + b"]" * 100_000
     bodies = [
@@ -327,7 +315,7 @@ ODD_VALUES = [10**30, -1, 0, 1.5, 1e308, True, None, "1", "", "x" * 2000, "\u000
 
 def test_every_field_of_a_job_request_has_type_size_and_range_limits_never_500(client, server):
     lab, store = server
-    notebook(lab.root / "limits.ipynb")
+    write_notebook(lab.root / "limits.ipynb", "print('ran')")
     status, made = client.call("POST", f"{API}/jobs", {"notebook": "limits.ipynb", "cron": "0 9 * * *"})
     assert status == 201
     # The report that found it: a whole number past every column's range answered 500.
@@ -373,7 +361,7 @@ def test_every_field_of_a_job_request_has_type_size_and_range_limits_never_500(c
 
 def test_grants_through_the_api_are_the_persons_with_the_request_as_their_event(client, server):
     lab, store = server
-    notebook(lab.root / "granted.ipynb")
+    write_notebook(lab.root / "granted.ipynb", "print('ran')")
     body = {"notebook": "granted.ipynb", "cron": "0 9 * * *",
             "grants": {"hosts": ["API.example.com."], "after_untrusted": ["run_code", "fetch_url"]}}  # fmt: skip
     status, made = client.call("POST", f"{API}/jobs", body)
@@ -434,7 +422,7 @@ def test_grants_through_the_api_are_the_persons_with_the_request_as_their_event(
 
 def test_run_now_is_run_by_the_servers_scheduler_and_its_output_opens_in_the_root(client, server):
     lab, _ = server
-    notebook(lab.root / "hello.ipynb", "print(f'hello {who}')", parameters="who = 'nobody'")
+    write_notebook(lab.root / "hello.ipynb", "print(f'hello {who}')", parameters="who = 'nobody'")
     status, job = client.call("POST", f"{API}/jobs", {"notebook": "hello.ipynb", "cron": "0 3 1 1 *",
                                                       "parameters": {"who": "server"}})  # fmt: skip
     assert status == 201
@@ -573,7 +561,7 @@ for n in range({count}):
 
 def test_the_server_and_two_kernels_share_one_duckdb_file_and_lose_nothing(client, server):
     lab, store = server
-    notebook(lab.root / "shared.ipynb")
+    write_notebook(lab.root / "shared.ipynb", "print('ran')")
     count = 60
     kernels = [Kernel({}, cwd=str(lab.root)) for _ in range(2)]
     try:

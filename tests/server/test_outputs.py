@@ -9,6 +9,7 @@ import pytest
 
 from agent_kernel.server.job_request import BadRequest
 from agent_kernel.server.outputs import PAGE_POLICY, output_page
+from tests.support.notebooks import write_notebook
 
 
 def run_with(path, status="SUCCEEDED"):
@@ -16,15 +17,15 @@ def run_with(path, status="SUCCEEDED"):
 
 
 def test_the_page_shows_the_outputs_and_allows_no_script(tmp_path):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [
+    write_notebook(
+        tmp_path / "output.ipynb",
         nbformat.v4.new_markdown_cell("# Daily report"),
         nbformat.v4.new_code_cell("print('hi')", outputs=[
             nbformat.v4.new_output("stream", name="stdout", text="hello from the run\n"),
             nbformat.v4.new_output("display_data", data={"text/html": "<b onclick='x()'>bold</b>"}),
         ]),
-    ]  # fmt: skip
-    nbformat.write(nb, tmp_path / "output.ipynb")
+        kernelspec=False,
+    )  # fmt: skip
     page = output_page(run_with(tmp_path / "output.ipynb"))
     assert "hello from the run" in page and "Daily report" in page
     head = page[: page.index("</head>")]

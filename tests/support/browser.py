@@ -13,6 +13,7 @@ from typing import Any
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from tests.support.notebooks import write_notebook
 from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
 KERNEL_READY = """() => {
@@ -104,16 +105,12 @@ def run_cell(page, code: str, index: int):
 def notebook_7_chat(chromium, lab_model, tmp_path, source: str) -> Iterator[tuple[Any, Any]]:
     """Notebook 7 serving ``seven.ipynb`` (one code cell of ``source``), open in a browser
     with the chat opened by its shortcut: the page and the chat."""
-    import nbformat
 
     from tests.support.jupyterlab import JupyterLab
 
     root = tmp_path / "root"
     root.mkdir()
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source)]
-    nbformat.write(nb, root / "seven.ipynb")
+    write_notebook(root / "seven.ipynb", source)
     env = dict(lab_model.env(), AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"))
     server = JupyterLab(
         root, env, config={"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}}, app="notebook"

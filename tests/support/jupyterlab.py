@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import nbformat
+from tests.support.notebooks import write_notebook
 
 CHROMIUM = os.environ.get("AGENT_KERNEL_CHROMIUM", "/usr/bin/chromium")
 # Flags for this machine's closed network (see the environment notes): no background
@@ -200,10 +200,7 @@ class JupyterLab:
 
     def notebook(self, name: str, cells: list[str]) -> str:
         """Write a notebook of code cells into the server's root; its URL in JupyterLab."""
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-        nbformat.write(nb, self.root / f"{name}.ipynb")
+        write_notebook(self.root / f"{name}.ipynb", *cells)
         # A workspace of its own, so tabs from earlier tests are not restored beside it.
         return f"{self.url}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={self.token}"
 

@@ -11,30 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
 from agent_kernel.scheduler.runs import Run, Runs
 from agent_kernel.store import Store
 
 UTC = timezone.utc
-
-
-def write_notebook(path: Path, *sources: str, parameters: str | None = None) -> Path:
-    """A python3 notebook with these code cells (and a cell tagged `parameters` first)."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    cells = []
-    if parameters is not None:
-        cell = nbformat.v4.new_code_cell(parameters)
-        cell.metadata["tags"] = ["parameters"]
-        cells.append(cell)
-    cells += [nbformat.v4.new_code_cell(source) for source in sources]
-    nb.cells = cells
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    return path
 
 
 def add_job(store: Store, *, now: datetime, policy: Policy | None = None, **fields: Any) -> Job:

@@ -9,6 +9,7 @@ from agent_kernel.store import Store
 from agent_kernel.testing import call, say
 from tests.support.calls import offered, tool_results
 from tests.support.frontend import NotebookChannel
+from tests.support.notebooks import write_notebook
 
 HELLO = {"type": "hello", "protocol": 1, "notebook": "sales.ipynb"}
 CELLS = [
@@ -220,11 +221,8 @@ def test_papermill_and_console_turns_are_not_offered_the_notebook_tools_and_comp
     import papermill
 
     scripted_model.add(say("Headless and done."))
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell("%load_ext agent_kernel"), nbformat.v4.new_code_cell("%agent tidy up")]
     source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
-    nbformat.write(nb, source)
+    write_notebook(source, "%load_ext agent_kernel", "%agent tidy up")
     papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
     assert "Headless and done." in str(nbformat.read(output, as_version=4).cells[1].outputs)
     assert not EDITING & set(offered(scripted_model.requests[0]))

@@ -17,12 +17,8 @@ from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import call, say
 from tests.support.kernel import Kernel
-from tests.support.scheduling import (
-    UTC,
-    get_job,
-    scheduler,
-    write_notebook,
-)
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, get_job, scheduler
 
 
 def run_tools(kernel, scripted_model, *calls, prompt="go", **options):

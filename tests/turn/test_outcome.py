@@ -16,12 +16,8 @@ import nbformat
 
 from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.testing import call, fail, reply, say, tool_use
-from tests.support.scheduling import (
-    UTC,
-    add_job,
-    scheduler,
-    write_notebook,
-)
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, add_job, scheduler
 
 PAPERMILL = str(Path(sys.executable).with_name("papermill"))
 BANNER = "An Exception was encountered"

@@ -94,13 +94,20 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix $(STYLED)
 	$(VENV)/bin/ruff format $(STYLED)
 
+# The JupyterLab extension's lint and format check (eslint, prettier; `jlpm lint` in labextension/
+# applies them). Its dev dependencies are installed first when package.json is newer than them.
+lint-ts: nodejs $(STAMP)
+	cd labextension && export PATH="$(abspath $(VENV))/bin:$$PATH" && \
+		{ [ node_modules/.yarn-state.yml -nt package.json ] || jlpm install > /dev/null; } && \
+		jlpm lint:check
+
 layers: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 # The layers, the types and the docs side by side (each target's output kept together),
 # then the tests.
 test: nodejs $(STAMP) chromium bubblewrap
-	$(MAKE) --jobs=3 --output-sync=target layers typecheck style docs-check
+	$(MAKE) --jobs=3 --output-sync=target layers typecheck style docs-check lint-ts
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The site; the notebooks in notebooks/ are executed offline (scripted model) on the way.

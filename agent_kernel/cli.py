@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent_kernel.authority import PersonEvent
     from agent_kernel.grants import StandingGrants
     from agent_kernel.scheduler.jobs import Job
@@ -584,7 +586,7 @@ def _name(job: Job | None, run: Run) -> str:
     return job.name if job else run.job_id
 
 
-def _local(instant: Any, job: Job | None) -> str:
+def _local(instant: datetime | None, job: Job | None) -> str:
     if instant is None:
         return ""
     from agent_kernel.scheduler.cron import zone

@@ -8,9 +8,24 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
+
+if TYPE_CHECKING:
+    from traitlets import HasTraits, TraitType
+    from typing_extensions import TypedDict  # generic TypedDicts need Python 3.11's typing
+
+    _Value = TypeVar("_Value")
+
+    class _Proposal(TypedDict, Generic[_Value]):
+        """What traitlets passes a ``@validate`` method: the trait, the value proposed for it, its owner."""
+
+        trait: TraitType[Any, Any]
+        value: _Value
+        owner: HasTraits
+
 
 __all__ = ["APPROVE_MODES", "DEFAULT_MODEL", "DEFAULT_TOOL_GROUPS", "MCP_GROUP", "TOOL_GROUPS", "AgentKernel"]
 
@@ -102,8 +117,9 @@ class AgentKernel(Configurable):
     )
 
     @validate("mcp_servers")
-    def _valid_mcp_servers(self, proposal: dict) -> dict:
+    def _valid_mcp_servers(self, proposal: _Proposal[dict[object, object]]) -> dict[object, object]:
         servers = proposal["value"]
+        entries: dict[str, dict[object, object]] = {}
         for name, entry in servers.items():
             if not isinstance(name, str) or not name.strip() or len(name) > 64:
                 raise TraitError(f"mcp_servers names are 1 to 64 characters, not {name!r}.")
@@ -114,9 +130,10 @@ class AgentKernel(Configurable):
                 )
             if "trusted" in entry and not isinstance(entry["trusted"], bool):
                 raise TraitError(f'mcp_servers[{name!r}]["trusted"] must be True or False, not {entry["trusted"]!r}.')
+            entries[name] = entry
         before = self.mcp_servers
         widened = {
-            name for name, entry in servers.items()
+            name for name, entry in entries.items()
             if name not in before or (entry.get("trusted") is True and before[name].get("trusted") is not True)
         }  # fmt: skip
         _persons_to_widen("mcp_servers", widened)
@@ -163,7 +180,7 @@ class AgentKernel(Configurable):
         return os.environ.get("AGENT_KERNEL_MODEL") or DEFAULT_MODEL
 
     @validate("timezone")
-    def _valid_timezone(self, proposal: dict) -> str:
+    def _valid_timezone(self, proposal: _Proposal[str]) -> str:
         name = proposal["value"]
         if name:
             from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -189,7 +206,7 @@ class AgentKernel(Configurable):
         "fetch_timeout_s",
         "web_max_uses",
     )
-    def _positive(self, proposal: dict) -> int:
+    def _positive(self, proposal: _Proposal[float]) -> float:
         if proposal["value"] <= 0:
             raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
         return proposal["value"]
@@ -203,7 +220,7 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("instruction")
-    def _bounded_instruction(self, proposal: dict) -> str:
+    def _bounded_instruction(self, proposal: _Proposal[str]) -> str:
         # Imported here: config imports nothing of the store at load.
         from agent_kernel.store.prompts import INSTRUCTIONS_CHARS
 
@@ -264,7 +281,7 @@ class AgentKernel(Configurable):
         return os.environ.get("AGENT_KERNEL_SECRET_ENV", "").replace(",", " ").split()
 
     @validate("secret_env")
-    def _valid_secret_env(self, proposal: dict) -> list[str]:
+    def _valid_secret_env(self, proposal: _Proposal[list[str]]) -> list[str]:
         bad = [n for n in proposal["value"] if not str(n).isidentifier()]
         if bad:
             raise TraitError(f"secret_env takes environment variable names; {', '.join(map(repr, bad))} is not one.")
@@ -282,7 +299,7 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("secret_hosts")
-    def _valid_secret_hosts(self, proposal: dict) -> dict[str, list[str]]:
+    def _valid_secret_hosts(self, proposal: _Proposal[dict[str, list[str]]]) -> dict[str, list[str]]:
         from agent_kernel.authority import inside_turn
         from agent_kernel.secrets import MOST_HOSTS, parse_host
 
@@ -316,7 +333,7 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("secret_env_ignore")
-    def _valid_secret_env_ignore(self, proposal: dict) -> list[str]:
+    def _valid_secret_env_ignore(self, proposal: _Proposal[list[str]]) -> list[str]:
         bad = [n for n in proposal["value"] if not str(n).isidentifier()]
         if bad:
             raise TraitError(
@@ -335,7 +352,7 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("fetch_allow")
-    def _valid_fetch_allow(self, proposal: dict) -> list[str]:
+    def _valid_fetch_allow(self, proposal: _Proposal[list[str]]) -> list[str]:
         value = list(proposal["value"])
         _persons_to_widen("fetch_allow", set(value) - set(self.fetch_allow))
         return value
@@ -365,7 +382,7 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("web_allowed_domains", "web_blocked_domains")
-    def _one_domain_list(self, proposal: dict) -> list[str]:
+    def _one_domain_list(self, proposal: _Proposal[list[str]]) -> list[str]:
         name = proposal["trait"].name
         other = "web_blocked_domains" if name == "web_allowed_domains" else "web_allowed_domains"
         if proposal["value"] and getattr(self, other):
@@ -420,13 +437,13 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("summary_idle_minutes")
-    def _valid_summary_idle_minutes(self, proposal: dict) -> float:
+    def _valid_summary_idle_minutes(self, proposal: _Proposal[float]) -> float:
         if proposal["value"] < 0:
             raise TraitError(f"summary_idle_minutes is minutes (0: no summaries), not {proposal['value']}.")
         return proposal["value"]
 
     @validate("images_per_result", "images_per_turn")
-    def _valid_image_counts(self, proposal: dict) -> int:
+    def _valid_image_counts(self, proposal: _Proposal[int]) -> int:
         value, name = proposal["value"], proposal["trait"].name
         most = 20 if name == "images_per_result" else 100
         if not 0 <= value <= most:
@@ -434,14 +451,14 @@ class AgentKernel(Configurable):
         return value
 
     @validate("context_window")
-    def _valid_context_window(self, proposal: dict) -> int:
+    def _valid_context_window(self, proposal: _Proposal[int]) -> int:
         value = proposal["value"]
         if value != 0 and value < 1_000:
             raise TraitError(f"context_window is in tokens: 0 (from the model) or at least 1,000, not {value}.")
         return value
 
     @validate("compact_at")
-    def _valid_compact_at(self, proposal: dict) -> float:
+    def _valid_compact_at(self, proposal: _Proposal[float]) -> float:
         value = proposal["value"]
         if not 0.1 <= value <= 0.95:
             raise TraitError(f"compact_at is a share of context_window between 0.1 and 0.95, not {value}.")
@@ -471,13 +488,13 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("cost_limit")
-    def _valid_cost_limit(self, proposal: dict) -> float:
+    def _valid_cost_limit(self, proposal: _Proposal[float]) -> float:
         if proposal["value"] < 0:
             raise TraitError(f"cost_limit is USD per session (0 for none), not {proposal['value']}.")
         return proposal["value"]
 
     @validate("prices")
-    def _valid_prices(self, proposal: dict) -> dict:
+    def _valid_prices(self, proposal: _Proposal[dict[str, object]]) -> dict[str, object]:
         from agent_kernel.model.prices import price_from_setting
 
         for model, value in proposal["value"].items():
@@ -488,7 +505,7 @@ class AgentKernel(Configurable):
         return proposal["value"]
 
     @validate("thinking")
-    def _valid_thinking(self, proposal: dict) -> str:
+    def _valid_thinking(self, proposal: _Proposal[str]) -> str:
         from agent_kernel.model.thinking import LEVELS, OFF
 
         value = proposal["value"].strip().lower()
@@ -518,7 +535,7 @@ class AgentKernel(Configurable):
     ).tag(config=True)
 
     @validate("subsession_max_depth", "subsession_max_children", "subsession_timeout_s", "subsession_token_limit")
-    def _positive_subsession(self, proposal: dict) -> int:
+    def _positive_subsession(self, proposal: _Proposal[float]) -> float:
         if proposal["value"] <= 0:
             raise TraitError(f"{proposal['trait'].name} must be positive, not {proposal['value']}.")
         return proposal["value"]

@@ -1,6 +1,8 @@
 """Errors raised by agent-kernel.
 
-Every error the project raises on purpose derives from one root::
+Every error the project raises on purpose derives from one root. The classes of this module
+are the ones a caller catches; the others are defined beside the code that raises them
+(the module in brackets) and are caught as their base::
 
     AgentKernelError
     ├── ConfigError           a setting or a turn option holds a value that cannot be used
@@ -10,10 +12,19 @@ Every error the project raises on purpose derives from one root::
     │   └── TurnInProgressError  a turn was started while another one runs
     ├── StoreError            the DuckDB file could not be opened or written
     ├── ToolInputError        a tool was called with input it cannot use
-    └── TurnFailedError       a turn did not end normally (raised by %agent; see outcome.py)
+    │   ├── ServerError       an MCP server failed to start, answer or stay up (tools/mcp.py)
+    │   ├── ServerRefused     an MCP server answered a call with an error (tools/mcp.py)
+    │   └── StoredToolError   an agent-defined tool's code failed (tools/stored_run.py)
+    ├── TurnFailedError       a turn did not end normally (raised by %agent; see outcome.py)
+    ├── GenerationError       an llm.generate call gave no usable answer (llm.py)
+    ├── ScheduleError         a job or reminder cannot be created or changed as asked (scheduler/)
+    │   ├── NotFoundError     no job or run answers to the id or name given (scheduler/)
+    │   └── InvalidJob        a job holds something the scheduler will not run (scheduler/checks.py)
+    └── TrustRefused          code running inside a turn asked to change trust (authority.py)
 
-The library raises only these; the magics show them as an IPython ``UsageError`` (no
-traceback), so each carries a message written for the person reading the cell.
+``tests/test_docs_drift.py`` imports every module and finds each subclass here, under
+its base. The magics show these errors as an IPython ``UsageError`` (no traceback), so
+each carries a message written for the person reading the cell.
 """
 
 from __future__ import annotations

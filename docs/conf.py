@@ -1,7 +1,8 @@
 """Sphinx configuration of agent-kernel's documentation (``make docs``).
 
 Pages are MyST Markdown; the settings reference is generated from the ``AgentKernel``
-traits (``_ext/traitlets_settings.py``); the notebooks in ``notebooks/`` are executed
+traits (``_ext/traitlets_settings.py``), the layout in the contributing guide from the modules'
+docstrings (``_ext/module_layout.py``); the notebooks in ``notebooks/`` are executed
 offline with the scripted model at build time (``_ext/executed_notebooks.py``) and rendered
 with their outputs by myst-nb. Nothing is fetched from the network.
 """
@@ -24,6 +25,7 @@ extensions = [
     "sphinx.ext.napoleon",  # the docstrings' "Args:" sections
     "traitlets_settings",
     "executed_notebooks",
+    "module_layout",
 ]
 
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]

@@ -31,6 +31,8 @@ CROSS_CUTTING = {
     "test_install.py": "the wheel installed in a fresh venv",
     "test_imports.py": "the package's import graph",
     "test_docs.py": "the documentation",
+    "test_docs_drift.py": "the documentation against the package's public names",
+    "test_docs_layout.py": "the layout listed in docs/contributing.md",
     "test_benchmarks.py": "the benchmarks in benchmarks/",
     "test_layout.py": "this layout",
     "scheduler/test_grants.py": "standing grants from the CLI through the store to a run's kernel",

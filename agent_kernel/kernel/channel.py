@@ -12,6 +12,7 @@ notebook tools are not offered and nothing ever waits for an answer.
 Every message is untrusted (a hostile notebook can open comms too): it is checked for its
 type, its size and each field's type and range before anything reads it; a refused message
 changes no state, is counted, and is answered with ``{"type": "refused", "reason": ...}``.
+The messages' shapes are in :mod:`agent_kernel.kernel.protocol`.
 """
 
 from __future__ import annotations
@@ -22,11 +23,27 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+from agent_kernel.kernel.protocol import (
+    PROTOCOL,
+    CellsMessage,
+    EditedMessage,
+    FocusMessage,
+    FrontEndAnswer,
+    FrontEndMessage,
+    HelloMessage,
+    KernelAnnouncement,
+    KernelMessage,
+    KernelRequest,
+    RefusedMessage,
+    WelcomeMessage,
+    WithdrawMessage,
+)
 
 TARGET = "agent_kernel.notebook"
-PROTOCOL = 1
 MAX_MESSAGE_BYTES = 64 * 1024
 MAX_PATH_CHARS = 1024
 MAX_ID_CHARS = 64
@@ -64,7 +81,7 @@ class Channel:
     announced_at: float = 0.0  # when (time.monotonic())
     collaborators: int = 0  # other people in the shared document, as the last read said
     _comms: dict[str, Any] = field(default_factory=dict)
-    _pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = field(default_factory=dict)
+    _pending: dict[int, tuple[str, asyncio.Future[FrontEndAnswer]]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -98,7 +115,8 @@ class Channel:
         (how a notebook learns the kernel loaded agent_kernel after it connected)."""
         from comm import create_comm
 
-        comm = create_comm(target_name=TARGET, data={"type": "kernel", "protocol": PROTOCOL})
+        announcement: KernelAnnouncement = {"type": "kernel", "protocol": PROTOCOL}
+        comm = create_comm(target_name=TARGET, data=announcement)
         self._listen(comm)
         self.announced = str(comm.comm_id)
         self.announced_at = time.monotonic()
@@ -134,7 +152,8 @@ class Channel:
             return False
         with self._lock:
             self.attachments[str(comm.comm_id)] = Attachment(str(comm.comm_id), hello["notebook"], client=client)
-        comm.send({"type": "welcome", "protocol": PROTOCOL})
+        welcome: WelcomeMessage = {"type": "welcome", "protocol": PROTOCOL}
+        _send(comm, welcome)
         return True
 
     def receive(self, message: dict[str, Any]) -> None:
@@ -150,37 +169,39 @@ class Channel:
         try:
             data = check(message["content"].get("data"))
             if data["type"] == "focus":
-                attachment.selected_cell = data["cell"]
-            elif data["type"] in ("cells", "edited"):
+                attachment.selected_cell = data.get("cell")
+            elif data["type"] == "cells" or data["type"] == "edited":
                 self._answer(comm_id, data)
-            else:
+            else:  # hello: only a comm's first message
                 raise Refused(f"{data['type']} is not expected now")
         except Refused as refusal:
             self._refuse(comm, refusal)
 
-    async def request(self, data: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send ``data`` to the attached front end and await its answer (``TimeoutError``
-        after ``timeout`` seconds, ``LookupError`` when none is attached). The running cell
+    async def request(self, data: dict[str, Any], timeout: float) -> FrontEndAnswer:
+        """Send ``data``, a :data:`~agent_kernel.kernel.protocol.KernelRequest` without its
+        ``id``, to the attached front end and await its answer (``TimeoutError`` after
+        ``timeout`` seconds, ``LookupError`` when none is attached). The running cell
         awaits, so ipykernel delivers the answer meanwhile."""
         attachment = self.attached
         comm = self._comms.get(attachment.comm_id) if attachment else None
         if attachment is None or comm is None:
             raise LookupError("no notebook front end with the agent-kernel extension is attached")
         request_id = next(self._ids)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[FrontEndAnswer] = asyncio.get_running_loop().create_future()
         with self._lock:
             self._pending[request_id] = (attachment.comm_id, future)
         try:
-            comm.send({**data, "id": request_id})
+            _send(comm, cast(KernelRequest, {**data, "id": request_id}))
             return await asyncio.wait_for(future, timeout)
         except BaseException:
-            comm.send({"type": "withdraw", "id": request_id})  # e.g. a diff nobody answered
+            withdraw: WithdrawMessage = {"type": "withdraw", "id": request_id}
+            _send(comm, withdraw)  # e.g. a diff nobody answered
             raise
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
 
-    def _answer(self, comm_id: str, data: dict[str, Any]) -> None:
+    def _answer(self, comm_id: str, data: FrontEndAnswer) -> None:
         """Resolve the request ``data`` answers; an answer nobody asked this comm for is refused."""
         with self._lock:
             pending = self._pending.get(data["id"])
@@ -201,13 +222,19 @@ class Channel:
     def _refuse(self, comm: Any, refusal: Refused) -> None:
         with self._lock:
             self.refused += 1
-        comm.send({"type": "refused", "reason": str(refusal)[:200]})
+        refused: RefusedMessage = {"type": "refused", "reason": str(refusal)[:200]}
+        _send(comm, refused)
+
+
+def _send(comm: Any, message: KernelMessage) -> None:
+    """Send one of the kernel's messages on ``comm``."""
+    comm.send(message)
 
 
 # -- validation ---------------------------------------------------------------------------
 
 
-def check(data: Any) -> dict[str, Any]:
+def check(data: Any) -> FrontEndMessage:
     """``data`` as a valid message from the front end, or :class:`Refused` saying why."""
     if not isinstance(data, dict):
         raise Refused("a message is a JSON object")
@@ -222,24 +249,25 @@ def check(data: Any) -> dict[str, Any]:
     checker = _CHECKS.get(kind) if isinstance(kind, str) else None
     if checker is None:
         raise Refused(f"unknown message type {str(kind)[:40]!r}")
-    checker(data)
-    return data
+    return checker(data)
 
 
-def _hello(data: dict[str, Any]) -> None:
+def _hello(data: dict[str, Any]) -> HelloMessage:
     if data.get("protocol") != PROTOCOL:
         raise Refused(f"protocol {PROTOCOL} only")
     _text(data, "notebook", MAX_PATH_CHARS)
     if not data["notebook"].endswith(".ipynb") or "\x00" in data["notebook"]:
         raise Refused("notebook is the path of an .ipynb file")
+    return cast(HelloMessage, data)
 
 
-def _focus(data: dict[str, Any]) -> None:
+def _focus(data: dict[str, Any]) -> FocusMessage:
     if data.get("cell") is not None:
         cell_id(data, "cell")
+    return cast(FocusMessage, data)
 
 
-def _cells(data: dict[str, Any]) -> None:
+def _cells(data: dict[str, Any]) -> CellsMessage:
     """The answer to ``read``: the notebook's cells in order, each checked."""
     _request_id(data)
     cells = data.get("cells")
@@ -267,9 +295,10 @@ def _cells(data: dict[str, Any]) -> None:
         raise Refused(f"collaborators is a count from 0 to {MAX_PEOPLE}")
     if len(seen) != len(cells):
         raise Refused("cell ids are unique")
+    return cast(CellsMessage, data)
 
 
-def _edited(data: dict[str, Any]) -> None:
+def _edited(data: dict[str, Any]) -> EditedMessage:
     """The answer to ``edit``: the cell it made or changed, or why the front end did not
     (``rejected``: the person rejected the diff in ``ask`` mode)."""
     _request_id(data)
@@ -279,6 +308,7 @@ def _edited(data: dict[str, Any]) -> None:
         _text(data, "error", 500)
     else:
         cell_id(data, "cell")
+    return cast(EditedMessage, data)
 
 
 def _request_id(data: dict[str, Any]) -> int:
@@ -303,7 +333,13 @@ def cell_id(data: dict[str, Any], key: str) -> str:
     return value
 
 
-_CHECKS = {"hello": _hello, "focus": _focus, "cells": _cells, "edited": _edited}
+# Each checker returns the message it checked, typed.
+_CHECKS: dict[str, Callable[[dict[str, Any]], FrontEndMessage]] = {
+    "hello": _hello,
+    "focus": _focus,
+    "cells": _cells,
+    "edited": _edited,
+}
 
 
 # -- the kernel's channel ---------------------------------------------------------------
@@ -379,13 +415,15 @@ def running_cell() -> str | None:
 
 async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
     """The attached notebook's cells, in order, as its front end holds them now (checked:
-    ids, types, sources, execution counts, outputs as the extension summarises them)."""
+    ids, types, sources, execution counts, outputs as the extension summarises them; each
+    a :class:`~agent_kernel.kernel.protocol.NotebookCell`, given as a dict its readers index)."""
     if _CHANNEL is None:
         raise LookupError("no notebook front end with the agent-kernel extension is attached")
     answer = await _CHANNEL.request({"type": "read"}, timeout)
-    cells: list[dict[str, Any]] = answer["cells"]
+    if answer["type"] != "cells":  # LookupError: the answer holds no cells
+        raise LookupError(f"the front end answered a read with {answer['type']}")
     _CHANNEL.collaborators = answer.get("collaborators", 0)
-    return cells
+    return cast(list[dict[str, Any]], answer["cells"])
 
 
 def other_people() -> int:
@@ -416,12 +454,13 @@ async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
     if _CHANNEL is None:
         raise LookupError("no notebook front end with the agent-kernel extension is attached")
     answer = await _CHANNEL.request({"type": "edit", **change}, timeout)
+    if answer["type"] != "edited":  # LookupError: the answer names no edit's outcome
+        raise LookupError(f"the front end answered an edit with {answer['type']}")
     if answer.get("rejected"):
         raise Rejected(answer.get("error", "rejected"))
     if "error" in answer:
         raise RuntimeError(answer["error"])
-    cell: str = answer["cell"]
-    return cell
+    return answer["cell"]  # checked: an answer without an error names its cell
 
 
 async def settle(timeout: float = 5.0) -> None:

@@ -11,13 +11,15 @@ agent turn), or Clear on the cell's badge in JupyterLab.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel import cellmark
 from agent_kernel.paths import write_notebook_whole
 from agent_kernel.scheduler import ScheduleError
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
     from agent_kernel.authority import PersonEvent
 
 __all__ = ["clear_file", "marked_in", "read_notebook", "refusal"]
@@ -26,7 +28,7 @@ MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MOST_NAMED = 5  # marked cells a refusal names
 
 
-def read_notebook(path: str | Path) -> Any:
+def read_notebook(path: str | Path) -> NotebookNode:
     """The notebook at ``path`` (nbformat 4), or :class:`ScheduleError` saying why not."""
     import nbformat
 
@@ -34,7 +36,8 @@ def read_notebook(path: str | Path) -> Any:
     try:
         if file.stat().st_size > MAX_NOTEBOOK_BYTES:
             raise ScheduleError(f"{file} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB.")
-        return nbformat.read(file, as_version=4)
+        notebook: NotebookNode = nbformat.read(file, as_version=4)
+        return notebook
     except OSError as exc:
         raise ScheduleError(f"Cannot read {file}: {exc.strerror or exc}.") from None
     except ScheduleError:
@@ -43,12 +46,12 @@ def read_notebook(path: str | Path) -> Any:
         raise ScheduleError(f"{file} does not read as a notebook ({type(exc).__name__}).") from None
 
 
-def marked_in(notebook: Any) -> list[cellmark.MarkedCell]:
+def marked_in(notebook: NotebookNode) -> list[cellmark.MarkedCell]:
     """The cells of ``notebook`` that carry the untrusted mark."""
     return cellmark.marked_cells(list(notebook.cells))
 
 
-def refusal(path: str, notebook: Any) -> str:
+def refusal(path: str, notebook: NotebookNode) -> str:
     """Why a scheduled run may not execute ``notebook`` ("" when no cell is marked)."""
     marked = marked_in(notebook)
     if not marked:

@@ -13,11 +13,15 @@ import difflib
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.scheduler import ScheduleError
 
 if TYPE_CHECKING:
+    import duckdb
+    from nbformat import NotebookNode
+
+    from agent_kernel.scheduler.records import CellChangeJson, ComparisonJson
     from agent_kernel.scheduler.runs import Run
 
 __all__ = ["CellChange", "Comparison", "compare", "runs_compared"]
@@ -46,7 +50,7 @@ class Comparison:
 
     before: str
     after: str
-    parameters: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # name: (before, after)
+    parameters: dict[str, tuple[object, object]] = field(default_factory=dict)  # name: (before, after)
     changes: list[CellChange] = field(default_factory=list)
     first_error: CellChange | None = None  # the first cell that raised in the later run
     seconds: tuple[float | None, float | None] = (None, None)
@@ -74,7 +78,7 @@ class Comparison:
                 lines.extend("  " + line for line in change.diff.splitlines())
         return "\n".join(lines)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> ComparisonJson:
         return {
             "before": self.before,
             "after": self.after,
@@ -115,7 +119,7 @@ def compare(before: str | Path, after: str | Path, *, before_id: str = "before",
     return comparison
 
 
-def runs_compared(con: Any, run: Run, before: Run | None = None) -> Comparison:
+def runs_compared(con: duckdb.DuckDBPyConnection, run: Run, before: Run | None = None) -> Comparison:
     """``run`` compared with ``before`` (default: its job's last successful run before it,
     else the run before it), both by their output notebooks."""
     from agent_kernel.scheduler.runs import Runs
@@ -165,23 +169,24 @@ def _change(index: int, earlier: _Cell | None, cell: _Cell) -> CellChange | None
     return CellChange(index, _first_line(cell.source), kinds, diff, cell.error, (a, b))
 
 
-def _read(path: str | Path) -> Any:
+def _read(path: str | Path) -> NotebookNode:
     import nbformat
 
     try:
-        return nbformat.read(str(path), as_version=4)
+        notebook: NotebookNode = nbformat.read(str(path), as_version=4)
+        return notebook
     except FileNotFoundError:
         raise ScheduleError(f"No output notebook at {path}.") from None
     except (OSError, ValueError) as exc:
         raise ScheduleError(f"Cannot read the output notebook {path}: {exc}.") from None
 
 
-def _parameters(notebook: Any) -> dict[str, Any]:
+def _parameters(notebook: NotebookNode) -> dict[str, object]:
     """The run's parameters: the defaults of the cell tagged ``parameters`` (its literal
     assignments, read with ``ast``), then the values papermill injected."""
     import ast
 
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for cell in notebook.cells:
         if cell.cell_type == "code" and "parameters" in (cell.metadata.get("tags") or []):
             try:
@@ -201,12 +206,12 @@ def _parameters(notebook: Any) -> dict[str, Any]:
     return values
 
 
-def _duration(notebook: Any) -> float | None:
+def _duration(notebook: NotebookNode) -> float | None:
     value = (notebook.metadata.get("papermill") or {}).get("duration")
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _cells(notebook: Any) -> list[_Cell]:
+def _cells(notebook: NotebookNode) -> list[_Cell]:
     cells = []
     for cell in notebook.cells:
         if cell.cell_type != "code" or "injected-parameters" in (cell.metadata.get("tags") or []):
@@ -240,7 +245,7 @@ def _secs(value: float | None) -> str:
     return "?" if value is None else f"{value:.1f} s"
 
 
-def _change_json(change: CellChange) -> dict[str, Any]:
+def _change_json(change: CellChange) -> CellChangeJson:
     return {
         "cell": change.index, "source": change.source, "kinds": change.kinds, "diff": change.diff,
         "error": change.error, "seconds": {"before": change.seconds[0], "after": change.seconds[1]},

@@ -36,12 +36,14 @@ from agent_kernel.scheduler.checks import InvalidJob, check_job
 from agent_kernel.scheduler.clock import Clock, SystemClock, iso
 from agent_kernel.scheduler.executors import Executor, LocalExecutor
 from agent_kernel.scheduler.jobs import Job, Jobs
+from agent_kernel.scheduler.records import RunResult
 from agent_kernel.scheduler.rundir import RunDir
 from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, QUEUED, RUNNING, SKIPPED, Outcome, Run, Runs
 
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.scheduler.notify import Target
     from agent_kernel.store import Store
 
 log = logging.getLogger("agent_kernel.scheduler")
@@ -85,7 +87,7 @@ class Scheduler:
         self.is_leader = False
         self.leader: leader.Lease | None = None
         self._inflight: dict[str, RunDir] = {}
-        self._finished: queue.SimpleQueue[tuple[str, dict[str, Any]]] = queue.SimpleQueue()
+        self._finished: queue.SimpleQueue[tuple[str, RunResult]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._last_heartbeat = 0.0
         self._next_due: datetime | None = None
@@ -245,7 +247,7 @@ class Scheduler:
         With ``release_when_idle`` (``run_once``), the leader lease is given up in the same
         connection when nothing is left to run.
         """
-        ended: list[tuple[str, dict[str, Any]]] = []
+        ended: list[tuple[str, RunResult]] = []
         while True:
             try:
                 ended.append(self._finished.get_nowait())
@@ -413,7 +415,7 @@ class Scheduler:
             started.append(run)
         return started
 
-    def _done(self, run_id: str, result: dict[str, Any]) -> None:
+    def _done(self, run_id: str, result: RunResult) -> None:
         self._finished.put((run_id, result))
         self._wake.set()
 
@@ -466,7 +468,7 @@ class Scheduler:
 
         for job, run in ended:
             explaining = bool(job.options.get("explain")) and run.status in notify.FAILED_STATUSES
-            targets: list[Any] = []
+            targets: list[Target] = []
             if notify.wanted(job, run):
                 try:
                     targets = notify.Targets(self.home).for_job(job)
@@ -482,7 +484,7 @@ class Scheduler:
             self._deliveries.append(thread)
         self._deliveries = [t for t in self._deliveries if t.is_alive()]
 
-    def _after_run(self, job: Job, run: Run, targets: list[Any], explaining: bool) -> None:
+    def _after_run(self, job: Job, run: Run, targets: list[Target], explaining: bool) -> None:
         from agent_kernel.scheduler import notify
 
         explanation = self._explain(run) if explaining else None

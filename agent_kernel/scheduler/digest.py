@@ -12,11 +12,41 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.scheduler.clock import SystemClock, from_db, iso, to_db
 
+if TYPE_CHECKING:
+    import duckdb
+
+    from agent_kernel.store import Store
+
 MAX_ITEMS = 15
+
+
+class DigestRun(TypedDict):
+    """A scheduled run of the period."""
+
+    job: str  # its job's name (its id when the job is gone)
+    status: str
+    scheduled_for: datetime | None
+    error: str  # the error's first line, bounded ("" when none)
+
+
+class DigestJob(TypedDict):
+    """A job that fires in the coming period."""
+
+    name: str
+    kind: str
+    next_run: datetime | None
+
+
+class DigestSession(TypedDict):
+    """An agent session that had messages in the period."""
+
+    name: str
+    state: str
+    messages: int  # its messages in the period
 
 
 @dataclass
@@ -24,17 +54,17 @@ class Digest:
     since: datetime
     hours: float
     timezone: str
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    upcoming: list[dict[str, Any]] = field(default_factory=list)
-    sessions: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[DigestRun] = field(default_factory=list)
+    upcoming: list[DigestJob] = field(default_factory=list)
+    sessions: list[DigestSession] = field(default_factory=list)
 
     @property
-    def failures(self) -> list[dict[str, Any]]:
+    def failures(self) -> list[DigestRun]:
         return [r for r in self.runs if r["status"] in ("FAILED", "TIMED_OUT", "LOST")]
 
     @property
     def markdown(self) -> str:
-        def local(instant: datetime) -> str:
+        def local(instant: datetime | None) -> str:
             return (iso(instant, self.timezone) or "").replace("T", " ")[:16]
 
         lines = [f"### Since {local(self.since)}"]
@@ -181,14 +211,14 @@ def roll_up(due: list[RollUp], summarise: Any, *, db_path: str | Path | None = N
     return made
 
 
-def _store(db_path: str | Path | None) -> Any:
+def _store(db_path: str | Path | None) -> Store:
     from agent_kernel.paths import default_db_path
     from agent_kernel.store import Store
 
     return Store(db_path or default_db_path())
 
 
-def _digests(con: Any) -> dict[tuple[str, str], str]:
+def _digests(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
     rows = con.execute(
         "SELECT type, period_key, content FROM memories WHERE store = 'summaries' AND list_contains(tags, ?)",
         [DIGEST_TAG],

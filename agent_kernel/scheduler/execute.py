@@ -12,8 +12,9 @@ worker — so timeouts, cancellation and classification are the same everywhere:
 - the status comes from the runner's exit code and who stopped it, never from the
   output notebook's metadata (papermill leaves a timed-out notebook looking completed).
 
-Returns a plain dict (it crosses process boundaries): ``status``, ``error``,
-``error_cell``, ``exit_code``, ``cells_done``, ``cells_total``, ``executor_detail``.
+Returns a :class:`~agent_kernel.scheduler.records.RunResult`, a plain dict (it crosses
+process boundaries): ``status``, ``error``, ``error_cell``, ``exit_code``, ``cells_done``,
+``cells_total``, ``executor_detail``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,17 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.scheduler import runner
 from agent_kernel.scheduler.rundir import RunDir
 from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, SUCCEEDED, TIMED_OUT
 from agent_kernel.scheduler.spec import RunSpec
+
+if TYPE_CHECKING:
+    import psutil
+
+    from agent_kernel.scheduler.records import RunResult, RunSpecJson
 
 STOP_GRACE_S = 5.0
 _WATCH_S = 0.25  # how often the timeout, the cancel file and the heartbeat are checked
@@ -45,7 +51,7 @@ _EXIT_STATUS = {
 }
 
 
-def execute_run(spec_data: dict[str, Any]) -> dict[str, Any]:
+def execute_run(spec_data: RunSpecJson) -> RunResult:
     """Execute the run described by ``spec_data`` (a :class:`RunSpec` as a dict)."""
     spec = RunSpec.from_dict(spec_data)
     run_dir = spec.dir.create()
@@ -113,7 +119,7 @@ def stop(process: subprocess.Popen[bytes]) -> int:
     return code
 
 
-def _alive(process: Any) -> bool:
+def _alive(process: psutil.Process) -> bool:
     import psutil
 
     try:
@@ -122,10 +128,11 @@ def _alive(process: Any) -> bool:
         return False
 
 
-def _classify(code: int, stopped: tuple[str, str] | None, run_dir: RunDir) -> dict[str, Any]:
-    reported = run_dir.read_json(run_dir.result) or {}
-    progress = run_dir.read_json(run_dir.progress) or {}
-    result: dict[str, Any] = {
+def _classify(code: int, stopped: tuple[str, str] | None, run_dir: RunDir) -> RunResult:
+    reported = run_dir.runner_report() or {}
+    progress = run_dir.progress_report() or {}
+    result: RunResult = {
+        "status": FAILED,  # until the exit code says otherwise
         "exit_code": code,
         "cells_done": reported.get("cells_done", progress.get("cells_done")),
         "cells_total": reported.get("cells_total", progress.get("cells_total")),
@@ -138,7 +145,6 @@ def _classify(code: int, stopped: tuple[str, str] | None, run_dir: RunDir) -> di
     if status is None:
         tail = run_dir.log_tail(run_dir.runner_log, 600).strip()
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        result["status"] = FAILED
         result["error"] = f"The runner process {how}." + (f" Its last output:\n{tail}" if tail else "")
         return result
     result["status"] = status

@@ -1,21 +1,25 @@
 """Where runs execute: threads of the scheduler (local) or a Dask cluster.
 
 Both run :func:`~agent_kernel.scheduler.execute.execute_run` on the same plain-data
-spec and hand its result dict to a callback; the scheduler records it. Nothing an
-executor does touches the database.
+spec and hand its :class:`~agent_kernel.scheduler.records.RunResult` to a callback; the
+scheduler records it. Nothing an executor does touches the database.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agent_kernel.scheduler.execute import execute_run
+from agent_kernel.scheduler.records import RunResult
 from agent_kernel.scheduler.runs import FAILED, LOST
 from agent_kernel.scheduler.spec import RunSpec
 
-Done = Callable[[str, dict[str, Any]], None]
+if TYPE_CHECKING:
+    from distributed import Client, Future, LocalCluster
+
+Done = Callable[[str, RunResult], None]
 
 
 class Executor(Protocol):
@@ -37,6 +41,7 @@ class LocalExecutor:
 
     def submit(self, spec: RunSpec, done: Done) -> None:
         def work() -> None:
+            result: RunResult
             try:
                 result = execute_run(spec.to_dict())
             except Exception as exc:  # noqa: BLE001 - the run failed to start at all
@@ -64,10 +69,11 @@ class DaskExecutor:
 
     name = "dask"
 
-    def __init__(self, address: str | None = None, *, n_workers: int = 2, client: Any = None) -> None:
+    def __init__(self, address: str | None = None, *, n_workers: int = 2, client: Client | None = None) -> None:
         from distributed import Client
 
-        self._cluster = None
+        self._cluster: LocalCluster | None = None
+        self.client: Client
         if client is not None:
             self.client = client
         elif address:
@@ -81,11 +87,14 @@ class DaskExecutor:
                 n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             )
             self.client = Client(self._cluster)
-        self._futures: dict[str, Any] = {}
+        self._futures: dict[str, Future[RunResult]] = {}
 
     @property
     def address(self) -> str:
-        return str(self.client.scheduler.address)
+        scheduler = self.client.scheduler
+        if scheduler is None:  # a client that has not connected (never so once constructed)
+            raise RuntimeError("The Dask client is not connected to a scheduler.")
+        return str(scheduler.address)
 
     def submit(self, spec: RunSpec, done: Done) -> None:
         future = self.client.submit(
@@ -93,7 +102,7 @@ class DaskExecutor:
         )
         self._futures[spec.run_id] = future
 
-        def finished(fut: Any) -> None:
+        def finished(fut: Future[RunResult]) -> None:
             self._futures.pop(spec.run_id, None)
             done(spec.run_id, _dask_result(fut))
 
@@ -105,10 +114,9 @@ class DaskExecutor:
             self._cluster.close()
 
 
-def _dask_result(future: Any) -> dict[str, Any]:
+def _dask_result(future: Future[RunResult]) -> RunResult:
     if future.status == "finished":
-        result: dict[str, Any] = future.result()
-        return result
+        return future.result()
     if future.status == "cancelled":
         return {"status": LOST, "error": "The Dask future was cancelled (the cluster went away?)."}
     exc = future.exception()

@@ -12,9 +12,12 @@ outputs are data, not instructions: the request says so and wraps them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.scheduler import ScheduleError
+
+if TYPE_CHECKING:
+    from agent_kernel.store import Store
 
 __all__ = ["Explanation", "explain", "explain_failed_run", "request_body"]
 
@@ -76,7 +79,7 @@ def explain(comparison_text: str, *, model: str, client: Any = None) -> Explanat
     return Explanation(text, message.model or model, usage.input_tokens or 0, usage.output_tokens or 0, cost)
 
 
-def explain_failed_run(store: Any, run_id: str, *, model: str, client: Any = None) -> Explanation:
+def explain_failed_run(store: Store, run_id: str, *, model: str, client: Any = None) -> Explanation:
     """Explain run ``run_id`` (which failed) from its comparison with its job's last
     successful run (or, for a first run, from its error alone) and keep it on the run."""
     from agent_kernel.scheduler.compare import runs_compared

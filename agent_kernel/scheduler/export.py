@@ -43,6 +43,9 @@ from agent_kernel.scheduler import ScheduleError
 from agent_kernel.store.steps import TurnSteps, mark, session_steps
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
+    from agent_kernel.scheduler.jobs import Job
     from agent_kernel.store import Store
     from agent_kernel.store.sessions import Session
 
@@ -295,7 +298,7 @@ def consent_question(exported: Exported) -> str:
     )
 
 
-def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Any, Exported]:
+def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[NotebookNode, Exported]:
     """The notebook of ``turns`` (see the module docstring) and what it holds."""
     import nbformat
 
@@ -420,9 +423,8 @@ def verify(exported: Exported, *, cwd: str | Path | None = None, timeout_s: floa
         env=dict(NO_MODEL_ENV),
     )  # fmt: skip
     result = execute_run(spec.to_dict())
-    progress = spec.dir.read_json(spec.dir.result) or {}
-    seconds = progress.get("seconds")
-    if result.get("status") != SUCCEEDED:
+    seconds = (spec.dir.runner_report() or {}).get("seconds")
+    if result["status"] != SUCCEEDED:
         cell = f"cell {result['error_cell']}: " if result.get("error_cell") is not None else ""
         reason = cell + str(result.get("error") or result.get("status"))[:2000]
         return Verdict(False, reason, seconds, 0, 0, spec.output_path)
@@ -458,7 +460,7 @@ def schedule(
     name: str | None = None,
     timezone: str | None = None,
     cwd: str | Path | None = None,
-) -> Any:
+) -> Job:
     """Create the job that runs the exported notebook on ``cron`` (the person's job)."""
     from agent_kernel.scheduler.service import JobFields, SchedulerService
     from agent_kernel.store.provenance import Provenance

@@ -20,6 +20,7 @@ from agent_kernel.scheduler.clock import from_db
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.scheduler.records import JobVersionJson
     from agent_kernel.store.provenance import Provenance
 
 
@@ -55,7 +56,7 @@ class JobVersion:
     changed_by: str
     changed_at: datetime | None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JobVersionJson:
         return {
             "version": self.version,
             "changed": self.changed,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
 
 
-def kernel_manager_config() -> Any:
+def kernel_manager_config() -> Config:
     """A traitlets ``Config`` that encrypts the kernel's ZeroMQ sockets with CurveZMQ when it can.
 
     jupyter_client 8.10 provisions CurveZMQ keys only when asked to

@@ -34,6 +34,7 @@ from agent_kernel.scheduler.checks import NOTIFY_ON as ON
 
 if TYPE_CHECKING:
     from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.records import NotifySetting
     from agent_kernel.scheduler.runs import Run
 
 __all__ = ["ON", "Targets", "deliver", "message_of", "setting", "wanted"]
@@ -127,14 +128,14 @@ class Targets:
         os.replace(temporary, self.path)
 
 
-def setting(home: str | Path, given: list[str], on: str | None, current: dict[str, Any] | None) -> dict[str, Any]:
+def setting(home: str | Path, given: list[str], on: str | None, current: NotifySetting | None) -> NotifySetting:
     """A job's ``notify`` option from what a person typed: target names or URLs (a URL is
     kept in the targets file under a made-up name; only names reach the job) and when."""
     targets = Targets(home)
-    names = list((current or {}).get("targets") or [])
+    names = list((current.get("targets") if current else None) or [])
     if given:
         names = [targets.add(item).name if "://" in item else targets.get(item).name for item in given]
-    when = on or (current or {}).get("on") or "failure"
+    when = on or (current.get("on") if current else None) or "failure"
     if when not in ON:
         raise ScheduleError(f"--notify-on is one of {', '.join(ON)}, not {when!r}.")
     return {"targets": list(dict.fromkeys(names)), "on": when}

@@ -22,8 +22,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from agent_kernel.scheduler.records import ProgressReport, RunnerReport
 
 
 class RunDir:
@@ -54,7 +58,7 @@ class RunDir:
         self.path.mkdir(parents=True, exist_ok=True)
         return self
 
-    def write_json(self, target: Path, data: dict[str, Any]) -> None:
+    def write_json(self, target: Path, data: Mapping[str, object]) -> None:
         """Write ``data`` so that a reader never sees half a file."""
         partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         partial.write_text(json.dumps(data, default=str), encoding="utf-8")
@@ -66,6 +70,14 @@ class RunDir:
         except (OSError, ValueError):
             return None
         return data
+
+    def runner_report(self) -> RunnerReport | None:
+        """``result.json`` as the runner wrote it; None before it has."""
+        return cast("RunnerReport | None", self.read_json(self.result))
+
+    def progress_report(self) -> ProgressReport | None:
+        """``progress.json`` as the runner last wrote it; None before it has."""
+        return cast("ProgressReport | None", self.read_json(self.progress))
 
     def touch_heartbeat(self) -> None:
         self.heartbeat.touch()

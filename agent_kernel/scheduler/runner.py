@@ -21,7 +21,16 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import psutil
+    from nbformat import NotebookNode
+
+    from agent_kernel.scheduler.records import RunnerReport
+    from agent_kernel.scheduler.rundir import RunDir
+    from agent_kernel.scheduler.spec import RunSpec
 
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 10  # a cell raised
@@ -51,18 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
     progress = Progress(run_dir)
-    result: dict[str, Any]
+    result: RunnerReport
     try:
         result = _execute(spec, run_dir, progress)
     except Stopped:
         progress.interrupted()
         result = {"status": "STOPPED", "exit_code": EXIT_STOPPED, "error": "stopped by SIGTERM"}
-    result.update(progress.counts(), seconds=round(time.time() - started, 3))
+    result["cells_done"], result["cells_total"] = progress.done, progress.total
+    result["seconds"] = round(time.time() - started, 3)
     run_dir.write_json(run_dir.result, result)
-    return int(result["exit_code"])
+    return result["exit_code"]
 
 
-def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
+def _execute(spec: RunSpec, run_dir: RunDir, progress: Progress) -> RunnerReport:
     from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
 
     refuse_unused_slow_imports()
@@ -126,7 +136,7 @@ def _execute(spec: Any, run_dir: Any, progress: Progress) -> dict[str, Any]:
     return {"status": "SUCCEEDED", "exit_code": EXIT_SUCCEEDED}
 
 
-def _checked(spec: Any) -> str:
+def _checked(spec: RunSpec) -> str:
     """The kernel to run ``spec`` in, once the spec and the code papermill injects pass the checks."""
     from papermill.translators import PythonTranslator
 
@@ -170,11 +180,11 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise Stopped()
 
 
-def _watch_parent(parent: int, run_dir: Any) -> None:
+def _watch_parent(parent: int, run_dir: RunDir) -> None:
     """Kill the kernel and exit as soon as the scheduler that started us is gone."""
 
     def watch() -> None:
@@ -199,7 +209,7 @@ def kill_children(grace_s: float = 0.0) -> list[int]:
     return kill_processes(children, grace_s)
 
 
-def kill_processes(processes: list[Any], grace_s: float) -> list[int]:
+def kill_processes(processes: list[psutil.Process], grace_s: float) -> list[int]:
     """SIGTERM, wait up to ``grace_s``, SIGKILL what is left; return the pids."""
     import psutil
 
@@ -222,7 +232,7 @@ def kill_processes(processes: list[Any], grace_s: float) -> list[int]:
 class Progress:
     """Writes ``progress.json``: which code cell is running, how many are done."""
 
-    def __init__(self, run_dir: Any) -> None:
+    def __init__(self, run_dir: RunDir) -> None:
         self.run_dir = run_dir
         self.total = 0
         self.done = 0
@@ -230,17 +240,17 @@ class Progress:
         self._code_indexes: list[int] = []
         self._write(state="starting kernel")
 
-    def start(self, nb: Any) -> None:
+    def start(self, nb: NotebookNode) -> None:
         self._code_indexes = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
         self.total = len(self._code_indexes)
         self._write(state="running")
 
-    def cell_start(self, cell: Any, index: int) -> None:
+    def cell_start(self, cell: NotebookNode, index: int) -> None:
         self.current_index = index
         if cell.cell_type == "code":
             self._write(state="running", cell=self._ordinal(index), source=_head(cell.source))
 
-    def cell_complete(self, cell: Any, index: int) -> None:
+    def cell_complete(self, cell: NotebookNode, index: int) -> None:
         failed = cell.get("metadata", {}).get("papermill", {}).get("status") == "failed"
         if cell.cell_type == "code" and not failed:
             self.done = self._ordinal(index)
@@ -251,9 +261,6 @@ class Progress:
         if self.current_index is not None and self.current_index in self._code_indexes:
             self.done = self._ordinal(self.current_index) - 1
 
-    def counts(self) -> dict[str, int]:
-        return {"cells_done": self.done, "cells_total": self.total}
-
     def ordinal(self, index: int | None) -> int | None:
         """The 1-based number of the code cell at notebook ``index`` (its In [N] in a clean run)."""
         if index is None or index not in self._code_indexes:
@@ -263,7 +270,7 @@ class Progress:
     def _ordinal(self, index: int) -> int:
         return self.ordinal(index) or self.done
 
-    def _write(self, **fields: Any) -> None:
+    def _write(self, **fields: str | int) -> None:
         self.run_dir.write_json(
             self.run_dir.progress,
             {"cells_done": self.done, "cells_total": self.total, "updated": time.time(), **fields},

@@ -25,7 +25,7 @@ from agent_kernel.scheduler.clock import from_db, to_db
 if TYPE_CHECKING:
     import duckdb
 
-    from agent_kernel.scheduler.records import RunRecord
+    from agent_kernel.scheduler.records import RunRecord, RunResult
 
 QUEUED, RUNNING = "QUEUED", "RUNNING"
 SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LOST, SKIPPED = (
@@ -148,9 +148,16 @@ class Outcome:
     executor_detail: str | None = None
 
     @classmethod
-    def from_result(cls, result: dict[str, Any]) -> Outcome:
-        fields: dict[str, Any] = {k: result.get(k) for k in cls.__dataclass_fields__}
-        return cls(**fields)
+    def from_result(cls, result: RunResult) -> Outcome:
+        return cls(
+            status=result["status"],
+            error=result.get("error"),
+            error_cell=result.get("error_cell"),
+            exit_code=result.get("exit_code"),
+            cells_done=result.get("cells_done"),
+            cells_total=result.get("cells_total"),
+            executor_detail=result.get("executor_detail"),
+        )
 
 
 class Runs:

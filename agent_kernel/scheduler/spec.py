@@ -20,14 +20,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel import grants
 from agent_kernel.scheduler.rundir import RunDir
 
 if TYPE_CHECKING:
+    from nbformat import NotebookNode
+
     from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.records import RunSpecJson
     from agent_kernel.scheduler.runs import Run
 
 _SLUG = re.compile(r"[^A-Za-z0-9_.]+")
@@ -52,11 +56,13 @@ class RunSpec:
     lease_s: float = 60.0
     env: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RunSpecJson:
+        return cast("RunSpecJson", asdict(self))  # its fields, one for one
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        """The spec from plain data (a ``spec.json`` written by another version may hold
+        fields this one does not know: they are left out)."""
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     @property
@@ -128,7 +134,7 @@ def session_name(job: Job, run: Run) -> str:
     return f"{slug}-{local:%Y%m%d-%H%M}-{run.id[:4]}"
 
 
-def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
+def agent_notebook(job: Job, run: Run, prompt: str) -> NotebookNode:
     """The generated notebook of an agent job (see the module docstring)."""
     import nbformat
 
@@ -142,7 +148,7 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
             flags += f" --token-limit {int(job.token_limit)}"
     parameters = nbformat.v4.new_code_cell("# Parameters: papermill puts this job's parameters after this cell.")
     parameters.metadata["tags"] = ["parameters"]
-    nb = nbformat.v4.new_notebook()
+    nb: NotebookNode = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["agent_kernel"] = {"job_id": job.id, "run_id": run.id, "kind": job.kind}
     nb.cells = [
@@ -157,7 +163,7 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> Any:
     return nb
 
 
-def write_notebook(nb: Any, path: str) -> None:
+def write_notebook(nb: NotebookNode, path: str) -> None:
     import nbformat
 
     nbformat.write(nb, path)

@@ -16,9 +16,7 @@ others stand by. The server never holds the DuckDB file open between requests.
 
 from __future__ import annotations
 
-import shutil
-import threading
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,95 +26,9 @@ from traitlets import Bool, Float, Int, TraitError, Unicode, validate
 from agent_kernel.server.completion import handlers as completion_handlers
 from agent_kernel.server.handlers import handlers
 from agent_kernel.server.provenance import handlers as provenance_handlers
+from agent_kernel.server.state import ServerState
 
-
-class ServerState:
-    """What the handlers share: the store, the server's root, the scheduler thread."""
-
-    def __init__(self, store: Any, root_dir: str, log: Any, completion: Any = None) -> None:
-        from agent_kernel.scheduler.clock import SystemClock
-        from agent_kernel.scheduler.service import SchedulerService
-        from agent_kernel.store.writer import WriteBehind
-
-        self.store = store
-        self.completion = completion  # inline completion's settings and model client
-        self.usage_writes = WriteBehind(store)  # inline completions' usage rows, written in batches
-        self.root_dir = root_dir
-        self.log = log
-        self.clock = SystemClock()
-        self.jobs = SchedulerService(store, clock=self.clock, on_change=self.wake_scheduler)
-        self.scheduler: Any = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._drain = threading.Event()
-
-    @property
-    def small_model(self) -> str:
-        """The model that explains failed runs (``AgentKernel.small_model``'s default)."""
-        from agent_kernel.config import AgentKernel
-
-        return str(AgentKernel().small_model)
-
-    @property
-    def scheduler_in_server(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def now(self) -> datetime:
-        return self.clock.now()
-
-    def start_scheduler(self, *, max_concurrent: int, poll_s: float) -> None:
-        from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
-
-        settings = SchedulerSettings(max_concurrent=max_concurrent, poll_s=poll_s)
-        self.scheduler = Scheduler(self.store, settings=settings)
-        self._thread = threading.Thread(target=self._serve, name="agent-kernel-scheduler", daemon=True)
-        self._thread.start()
-        self.log.info("agent-kernel: scheduler %s running in the server on %s", self.scheduler.worker, self.store.path)
-
-    def _serve(self) -> None:
-        try:
-            self.scheduler.serve(self._stop, drain=self._drain)
-        except Exception:
-            self.log.exception("agent-kernel: the scheduler stopped")
-        finally:
-            self.scheduler.close()
-
-    def wake_scheduler(self) -> None:
-        if self.scheduler is not None:
-            self.scheduler.wake()
-
-    def stop_scheduler(self, timeout: float = 10.0) -> None:
-        """Stop firing; cancel runs still going (their records say so) and give up the lease."""
-        if self._thread is None:
-            return
-        self._stop.set()
-        self._drain.set()
-        self.scheduler.wake()
-        self._thread.join(timeout)
-        self._thread = None
-
-    def flush_usage(self) -> None:
-        """Write the usage rows still queued (when the server stops)."""
-        try:
-            self.usage_writes.flush(timeout=10.0)
-        except Exception:
-            self.log.warning("agent-kernel: inline completions' usage was not all saved", exc_info=True)
-
-    def output_in_root(self, run: Any, job: Any) -> str | None:
-        """The run's output notebook as a path JupyterLab can open (relative to the root)."""
-        from agent_kernel.server.views import relative_path
-
-        if not run.output_path or not Path(run.output_path).is_file():
-            return None
-        inside = relative_path(run.output_path, Path(self.root_dir))
-        if inside is not None:
-            return inside
-        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (job.name if job else run.job_id))
-        target = Path(self.root_dir) / "agent-kernel-runs" / f"{name}-{run.id}.ipynb"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if not target.exists():
-            shutil.copyfile(run.output_path, target)
-        return target.relative_to(self.root_dir).as_posix()
+__all__ = ["AgentKernelServer", "ServerState"]
 
 
 class AgentKernelServer(ExtensionApp):
@@ -185,7 +97,7 @@ class AgentKernelServer(ExtensionApp):
             await _in_thread(state.flush_usage)
 
 
-async def _in_thread(work: Any) -> None:
+async def _in_thread(work: Callable[[], None]) -> None:
     import asyncio
 
     await asyncio.get_running_loop().run_in_executor(None, work)

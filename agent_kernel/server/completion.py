@@ -42,7 +42,10 @@ from agent_kernel.server.handlers import _Handler
 from agent_kernel.server.job_request import BadRequest
 
 if TYPE_CHECKING:
+    import duckdb
+
     from agent_kernel.model.usage import CallUsage
+    from agent_kernel.server.shapes import CompletionLine, CompletionStatusJson
 
 # Limits of what a request may send (400 past them).
 MAX_BEFORE_CHARS = 50_000
@@ -256,7 +259,7 @@ class Completion:
             return "Inline completion is off: the Jupyter server has no ANTHROPIC_API_KEY in its environment."
         return None
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> CompletionStatusJson:
         reason = self.off_reason()
         return {"enabled": reason is None, "model": self.model, "reason": reason}
 
@@ -282,7 +285,8 @@ class CompletionHandler(_Handler):
         self.set_header("Cache-Control", "no-store")
         reason = self.completion.off_reason()
         if reason is not None:
-            self.finish(json.dumps({"off": reason}) + "\n")
+            off: CompletionLine = {"off": reason}
+            self.finish(json.dumps(off) + "\n")
             return
         self._no_delay()
         params = model_request(request, model=self.completion.model, max_tokens=self.completion.max_tokens)
@@ -335,8 +339,8 @@ class CompletionHandler(_Handler):
             self.log.warning("agent-kernel: an inline completion failed", exc_info=True)
             await self._line({"error": f"The completion failed: {type(exc).__name__}: {exc}"})
 
-    async def _line(self, data: dict[str, Any]) -> None:
-        if data.get("text") == "":
+    async def _line(self, data: CompletionLine) -> None:
+        if data == {"text": ""}:
             return
         self.write(json.dumps(data) + "\n")
         await self.flush()
@@ -354,7 +358,7 @@ class CompletionHandler(_Handler):
         chars = request_chars(params)
         stop = streamed.stop_reason
 
-        def write(con: Any) -> None:
+        def write(con: duckdb.DuckDBPyConnection) -> None:
             record_completion(con, usage, duration_ms=duration_ms, request_chars=chars, stop_reason=stop)
 
         self.agent.usage_writes.submit(write)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -35,9 +36,16 @@ from agent_kernel.server.job_request import (
     job_fields,
     job_grants,
     parse_body,
+    run_action,
     run_parameters,
 )
 from agent_kernel.store.provenance import Provenance
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from agent_kernel.server.shapes import Reply, SchedulerStatusJson
+    from agent_kernel.server.state import ServerState
 
 T = TypeVar("T")
 
@@ -49,9 +57,10 @@ class _Handler(APIHandler):
     auth_resource = AUTH_RESOURCE
 
     @property
-    def agent(self) -> Any:
-        """The extension's state (:class:`~agent_kernel.server.app.ServerState`)."""
-        return self.settings["agent_kernel_state"]
+    def agent(self) -> ServerState:
+        """The extension's state (:class:`~agent_kernel.server.state.ServerState`)."""
+        state: ServerState = self.settings["agent_kernel_state"]
+        return state
 
     @property
     def root(self) -> Path:
@@ -60,10 +69,9 @@ class _Handler(APIHandler):
     @property
     def jobs(self) -> SchedulerService:
         """The scheduler service of the server's store (it wakes the server's scheduler)."""
-        jobs: SchedulerService = self.agent.jobs
-        return jobs
+        return self.agent.jobs
 
-    async def store_call(self, work: Callable[[Any], T]) -> T:
+    async def store_call(self, work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
         """``work(con)`` under one short store connection, in a worker thread."""
 
         def run() -> T:
@@ -76,7 +84,8 @@ class _Handler(APIHandler):
         """``work()`` in a worker thread: the store's connection waits for the file lock."""
         return await asyncio.get_running_loop().run_in_executor(None, work)
 
-    def reply(self, data: Any, status: int = 200) -> None:
+    def reply(self, data: Reply, status: int = 200) -> None:
+        """Answer with ``data``, one of the API's declared shapes (:data:`~.shapes.Reply`)."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(views.dumps(data))
@@ -119,16 +128,18 @@ class _Handler(APIHandler):
             raise BadRequest(f"`{name}` must be between {low} and {high}.")
         return value
 
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+    def log_exception(
+        self, typ: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if isinstance(value, (BadRequest, ScheduleError, authority.TrustRefused)):
             return
         super().log_exception(typ, value, tb)
 
-    async def scheduler_status(self) -> dict[str, Any]:
+    async def scheduler_status(self) -> SchedulerStatusJson:
         from agent_kernel.scheduler import leader
 
         lease = await self.in_thread(self.jobs.scheduler)
-        status: dict[str, Any] = {"running": lease is not None, "in_server": self.agent.scheduler_in_server}
+        status: SchedulerStatusJson = {"running": lease is not None, "in_server": self.agent.scheduler_in_server}
         if lease is None:
             status["message"] = f"No scheduler is running: jobs fire only while one runs; {leader.HOW_TO_START}."
         else:
@@ -189,7 +200,7 @@ class JobsHandler(_Handler):
         state = await self.in_thread(
             lambda: self.jobs.create(fields, by=Provenance.person(), created_by=self.user, person=event, grants=grants)
         )
-        self.reply(views.job_json(state.job, None, self.root) | {"scheduler": await self.scheduler_status()}, 201)
+        self.reply({**views.job_json(state.job, None, self.root), "scheduler": await self.scheduler_status()}, 201)
 
 
 class JobHandler(_Handler):
@@ -250,7 +261,7 @@ class JobRunHandler(_Handler):
         parameters = run_parameters(self.body())
         queued = await self.in_thread(lambda: self.jobs.run_now(job_id, parameters=parameters))
         status = await self.scheduler_status()
-        self.reply(views.run_json(queued.run, queued.job, self.root) | {"scheduler": status}, 202)
+        self.reply({**views.run_json(queued.run, queued.job, self.root), "scheduler": status}, 202)
 
 
 class RunsHandler(_Handler):
@@ -277,10 +288,7 @@ class RunHandler(_Handler):
         ``agent-kernel-runs/`` when it lies elsewhere), for JupyterLab to open.
         ``{"action": "cancel"}``: cancel a queued run, or ask its scheduler to stop it.
         ``{"action": "explain"}``: why a failed run failed (one small-model call, kept on the run)."""
-        body = self.body()
-        action = body.get("action")
-        if set(body) != {"action"} or action not in ("open", "cancel", "explain"):
-            raise BadRequest('Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.')
+        action = run_action(self.body())["action"]
         found = await self.in_thread(lambda: self.jobs.run(run_id))
         if action == "explain":
             model = self.agent.small_model
@@ -302,7 +310,7 @@ class RunDiffHandler(_Handler):
         successful run before it)."""
         other = self.text_argument("other", 64)
         comparison = await self.in_thread(lambda: self.jobs.compare_runs(run_id, other))
-        self.reply(comparison.as_json() | {"text": comparison.text()})
+        self.reply({**comparison.as_json(), "text": comparison.text()})
 
 
 class RunOutputHandler(_Handler):

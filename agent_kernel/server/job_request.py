@@ -16,12 +16,15 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from agent_kernel.grants import StandingGrants, parse
 from agent_kernel.scheduler.checks import MAX_TOKEN_LIMIT
 from agent_kernel.scheduler.jobs import MAX_CATCHUP, MAX_RETRIES, MAX_RETRY_DELAY_S, MAX_RUN_SECONDS, Policy
 from agent_kernel.scheduler.service import JobFields
+
+if TYPE_CHECKING:
+    from agent_kernel.server.shapes import RunActionRequest
 
 FIELDS = {"name", "notebook", "cron", "at", "timezone", "parameters", "overlap", "grants"}
 TEXT_FIELDS = ("name", "cron", "at", "timezone", "overlap")
@@ -170,6 +173,14 @@ def job_grants(body: dict[str, Any]) -> StandingGrants | None:
         raise BadRequest(f'`grants`: {exc}; send {{"hosts": [names], "after_untrusted": [tool names]}}.') from None
 
 
+def run_action(body: dict[str, Any]) -> RunActionRequest:
+    """What a ``POST /runs/ID`` body asks for: ``{"action": "open" | "cancel" | "explain"}``."""
+    action = body.get("action")
+    if set(body) != {"action"} or action not in ("open", "cancel", "explain"):
+        raise BadRequest('Send {"action": "open"}, {"action": "cancel"} or {"action": "explain"}.')
+    return {"action": action}
+
+
 def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:
     """The values a ``POST /jobs/ID/run`` body asks the run to use over the job's
     parameters (None: the job's own); the scheduler service checks them as a job's."""
@@ -202,6 +213,33 @@ EDIT_FIELDS = {*EDIT_TEXT, *EDIT_NUMBERS, "notebook", "task", "parameters", "not
 MAX_TASK_CHARS = 20_000
 
 
+class JobChanges(TypedDict, total=False):
+    """What a ``PATCH /jobs/ID`` body changes once :func:`job_changes` has checked it: fields
+    the scheduler service's ``update`` takes, each of its type (``kernel`` comes with a new
+    ``notebook``: the kernel spec it names)."""
+
+    name: str
+    cron: str
+    at: str
+    timezone: str
+    overlap: str
+    catchup: str
+    model: str
+    retry_on: str
+    timeout_s: float
+    cell_timeout_s: float
+    retry_delay_s: float
+    max_retries: int
+    max_catchup: int
+    token_limit: int
+    task: str
+    parameters: dict[str, Any]
+    notebook: str
+    kernel: str
+    explain: bool
+    notify: dict[str, Any] | None
+
+
 def number(key: str, value: Any) -> int | float:
     """``value`` of the numeric field ``key`` when it has the field's type and range
     (:data:`EDIT_NUMBERS`), else :class:`BadRequest` naming both."""
@@ -224,7 +262,7 @@ def _shown(value: int | float) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
+def job_changes(body: dict[str, Any], root: Path) -> JobChanges:
     """The changes a ``PATCH /jobs/ID`` body asks for (``enabled`` aside), checked by type
     and size here; what they make of the job is checked by the scheduler service as a new
     job is."""
@@ -279,4 +317,5 @@ def job_changes(body: dict[str, Any], root: Path) -> dict[str, Any]:
         changes["notify"] = notify
     if "enabled" in body and not isinstance(body["enabled"], bool):
         raise BadRequest("`enabled` must be true or false.")
-    return changes
+    # Each key was checked above to hold its field's type (the numbers by EDIT_NUMBERS).
+    return cast("JobChanges", changes)

@@ -10,9 +10,12 @@ some other way.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.server.job_request import BadRequest
+
+if TYPE_CHECKING:
+    from agent_kernel.scheduler.runs import Run
 
 __all__ = ["MAX_OUTPUT_BYTES", "PAGE_POLICY", "output_page"]
 
@@ -21,7 +24,7 @@ MAX_OUTPUT_BYTES = 50 * 1024 * 1024  # larger notebooks are opened as a copy ins
 PAGE_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
 
 
-def output_page(run: Any) -> str:
+def output_page(run: Run) -> str:
     """The HTML page of ``run``'s output notebook; :class:`BadRequest` when there is none to show."""
     path = Path(run.output_path) if run.output_path else None
     if path is None or not path.is_file():

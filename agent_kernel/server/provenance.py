@@ -82,7 +82,7 @@ class TaintedClearHandler(_Handler):
         self.reply({"cleared": cleared, "kind": kind, "name": name})
 
 
-def _user_name(user: Any) -> str:
+def _user_name(user: object) -> str:
     """Who is logged in to the server, as the event's detail names them."""
     return str(getattr(user, "username", None) or user or "anonymous")[:NAME_CHARS]
 

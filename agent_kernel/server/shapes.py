@@ -3,6 +3,9 @@ request bodies it takes (the JupyterLab extension sends and reads the same shape
 
 Instants are ISO 8601 UTC strings; paths inside the server's root are also given relative
 to it (``notebook_path``, ``output_notebook``), None where they lie outside it.
+
+:data:`Reply` is every JSON object a route answers with: a handler's reply must be one of
+these shapes (``_Handler.reply`` takes nothing else).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from agent_kernel.grants import GrantsJson
-from agent_kernel.scheduler.records import RunRecord
+from agent_kernel.scheduler.records import ComparisonJson, JobVersionJson, NotifySetting, RunRecord
 from agent_kernel.store.provenance import RecordJson
 
 if TYPE_CHECKING:
@@ -96,7 +99,7 @@ class JobJson(TypedDict):
     created_at: str | None
     version: int  # counted up by each change (GET /jobs/ID/versions lists them)
     timeout_s: float
-    notify: dict[str, Any] | None  # {targets: [names], on}: never a URL
+    notify: NotifySetting | None  # {targets: [names], on}: never a URL
     explain: bool  # failed runs are explained by the small model
     grants: GrantsJson | None  # standing grants the person set: {hosts, after_untrusted}; None: none
     granted_by: str | None  # the person's event that set them ("server: PATCH ... by jupyterlab:USER")
@@ -111,10 +114,32 @@ class SchedulerStatusJson(TypedDict):
     holder: NotRequired[str]  # the scheduler that leads, when one runs
 
 
+class JobsJson(TypedDict):
+    """``GET /jobs``: every job, and whether a scheduler runs them."""
+
+    jobs: list[JobJson]
+    scheduler: SchedulerStatusJson
+
+
 class CreatedJobJson(JobJson):
     """``POST /jobs``: the job made, and whether anything will run it."""
 
     scheduler: SchedulerStatusJson
+
+
+class DeletedJobJson(TypedDict):
+    """``DELETE /jobs/ID``."""
+
+    deleted: bool
+    id: str
+
+
+class JobVersionsJson(TypedDict):
+    """``GET /jobs/ID/versions``: the job's versions, newest first."""
+
+    id: str
+    version: int  # its current version
+    versions: list[JobVersionJson]
 
 
 class RunJson(RunRecord):
@@ -124,10 +149,52 @@ class RunJson(RunRecord):
     output_notebook: str | None
 
 
+class QueuedRunJson(RunJson):
+    """``POST /jobs/ID/run``: the run queued, and whether a scheduler will start it."""
+
+    scheduler: SchedulerStatusJson
+
+
+class RunsJson(TypedDict):
+    runs: list[RunJson]
+
+
 class RunDetailJson(RunJson):
-    """``GET /runs/ID``: the run with the tails of its logs (``runner``, ``stdout``, ``stderr``)."""
+    """``GET /runs/ID``, ``POST /runs/ID`` ``{"action": "explain"}``: the run with the tails
+    of its logs (``runner``, ``stdout``, ``stderr``)."""
 
     log: dict[str, str]
+
+
+class CancelledRunJson(TypedDict):
+    """``POST /runs/ID`` ``{"action": "cancel"}``: the run's status after the request
+    (CANCELLED when it was queued; RUNNING while its scheduler stops it)."""
+
+    id: str
+    status: str
+
+
+class OpenedRunJson(TypedDict):
+    """``POST /runs/ID`` ``{"action": "open"}``: its output notebook inside the root, None
+    when it left none."""
+
+    id: str
+    path: str | None
+
+
+class RunDiffJson(ComparisonJson):
+    """``GET /runs/ID/diff?other=RUN``: the two runs compared, also as text."""
+
+    text: str
+
+
+class RunOutputJson(TypedDict):
+    """``GET /runs/ID/output``: the run's output notebook as a static HTML page."""
+
+    id: str
+    job_name: str
+    status: str
+    html: str
 
 
 class JobRequest(TypedDict, total=False):
@@ -177,9 +244,9 @@ class RunNowRequest(TypedDict, total=False):
 
 
 class RunActionRequest(TypedDict):
-    """``POST /runs/ID``: open its output notebook or cancel it."""
+    """``POST /runs/ID``: open its output notebook, cancel it, or explain why it failed."""
 
-    action: Literal["open", "cancel"]
+    action: Literal["open", "cancel", "explain"]
 
 
 # -- stats ----------------------------------------------------------------------------------
@@ -248,3 +315,68 @@ class ClearedJson(TypedDict):
     cleared: int
     kind: str | None
     name: str | None
+
+
+# -- inline completion ----------------------------------------------------------------------
+
+
+class CompletionStatusJson(TypedDict):
+    """``GET /completion``: whether inline completion is on, with which model, why not."""
+
+    enabled: bool
+    model: str
+    reason: str | None
+
+
+class CompletionTextLine(TypedDict):
+    """``POST /completion``, one line of its stream: the next piece of text to insert."""
+
+    text: str
+
+
+class CompletionDoneLine(TypedDict):
+    """The stream's last line when the model answered."""
+
+    done: Literal[True]
+    model: str
+    stop_reason: str | None
+
+
+class CompletionErrorLine(TypedDict):
+    """The stream's last line when the model call failed."""
+
+    error: str
+
+
+class CompletionOffLine(TypedDict):
+    """The stream's only line when completion is off."""
+
+    off: str
+
+
+CompletionLine = CompletionTextLine | CompletionDoneLine | CompletionErrorLine | CompletionOffLine
+
+
+# -- every reply ----------------------------------------------------------------------------
+
+Reply = (
+    ErrorJson
+    | SessionsJson
+    | SessionDetailJson
+    | JobsJson
+    | JobJson
+    | CreatedJobJson
+    | DeletedJobJson
+    | JobVersionsJson
+    | QueuedRunJson
+    | RunsJson
+    | RunDetailJson
+    | CancelledRunJson
+    | OpenedRunJson
+    | RunDiffJson
+    | RunOutputJson
+    | StatsJson
+    | TaintedJson
+    | ClearedJson
+    | CompletionStatusJson
+)

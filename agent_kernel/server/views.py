@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.scheduler.clock import iso
 
@@ -266,5 +266,5 @@ def _iso_naive(value: datetime | None) -> str | None:
     return iso(from_db(value)) if value is not None else None
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(value, default=str)

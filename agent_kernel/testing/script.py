@@ -245,6 +245,23 @@ def server_tool_counts(content: list[dict[str, Any]]) -> dict[str, int] | None:
     return {"web_search_requests": names.count("web_search"), "web_fetch_requests": names.count("web_fetch")}
 
 
+# How the system prompts of the agent's own summary requests start: a compaction's
+# (agent_kernel.turn.budget.SUMMARY_SYSTEM) and a session's for recall
+# (agent_kernel.turn.summaries.SESSION_SUMMARY_SYSTEM), as far as the agent itself compares
+# them. This package serves the agent without importing its turn; tests/test_docs_drift.py
+# holds the two alike.
+SUMMARY_SYSTEM_STARTS = (
+    "You summarise the earlier part of a conversation between a user and an AI agent ",
+    "You write the summary of a finished session between a user and an AI agent worki",
+)
+
+
+def is_summary_request(request: dict[str, Any]) -> bool:
+    """Whether a Messages request body is one of the agent's summary requests."""
+    system = request.get("system")
+    return isinstance(system, str) and system.startswith(SUMMARY_SYSTEM_STARTS)
+
+
 def summary_reply(request: dict[str, Any]) -> Reply:
     """The scripted answer to a conversation-summary request: the user's prompts it saw.
 

@@ -46,6 +46,7 @@ from agent_kernel.testing.script import (
     Reply,
     ScriptItem,
     estimate_tokens,
+    is_summary_request,
     server_tool_counts,
     signature_for,
     summary_reply,
@@ -171,10 +172,7 @@ class ScriptedModel:
         return len(self.script)
 
     def _next(self, body: dict[str, Any]) -> Reply | Failure:
-        from agent_kernel.turn.budget import is_summary_request
-        from agent_kernel.turn.summaries import is_session_summary_request
-
-        summary = is_summary_request(body) or is_session_summary_request(body)
+        summary = is_summary_request(body)
         with self._lock:
             self.requests.append(body)
             if summary:

@@ -16,9 +16,10 @@ import ast
 import keyword
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import agent_tools as stored
@@ -27,6 +28,9 @@ from agent_kernel.tools import USER_TOOLS, Registry, Tool, current_context
 from agent_kernel.tools.code import CODE_CHARS
 from agent_kernel.tools.data import with_connection
 from agent_kernel.untrusted import mark_untrusted
+
+if TYPE_CHECKING:
+    import duckdb
 
 GROUP = "tools"
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -40,6 +44,52 @@ Version = Annotated[int, Field(ge=1)]
 T = TypeVar("T")
 
 
+class ToolSaved(TypedDict):
+    """``create_tool``'s and ``update_tool``'s reply: the version saved."""
+
+    name: str
+    version: int
+
+
+class ToolDeleted(TypedDict):
+    deleted: bool
+
+
+class ToolEnabled(TypedDict):
+    name: str
+    enabled: bool
+
+
+class ToolEntry(TypedDict):
+    """One tool in ``list_tools``'s reply."""
+
+    name: str
+    description: str
+    enabled: bool
+    version: int
+
+
+class ToolList(TypedDict):
+    tools: list[ToolEntry]
+
+
+class _Versioned(Protocol):
+    """A stored version of a tool, a library or a component."""
+
+    @property
+    def version(self) -> int: ...
+
+
+_V = TypeVar("_V", bound=_Versioned)
+_V_co = TypeVar("_V_co", bound=_Versioned, covariant=True)
+
+
+class VersionStore(Protocol[_V_co]):
+    """Where the versions of the agent's tools, libraries or components are kept."""
+
+    def get(self, name: str, version: int | None = None) -> _V_co | None: ...
+
+
 async def create_tool(
     name: Name,
     description: Description,
@@ -47,7 +97,7 @@ async def create_tool(
     code: Code,
     isolated: bool = False,
     writes: bool | None = None,
-) -> dict[str, Any]:
+) -> ToolSaved:
     """Define a tool of your own, kept in the database and offered from your next call on.
 
     code is a Python function body of `args` (the validated input) and `state`
@@ -68,7 +118,7 @@ async def create_tool(
         name, 0, _text(description), _schema(parameter_schema), _code(code), isolated, writes
     )
 
-    def save(con: Any) -> int:
+    def save(con: duckdb.DuckDBPyConnection) -> int:
         tools = stored.AgentTools(con)
         if tools.exists(name):
             raise ToolInputError(f"A tool named {name!r} exists; change it with update_tool.")
@@ -89,7 +139,7 @@ async def update_tool(
     isolated: bool | None = None,
     writes: bool | None = None,
     from_version: Annotated[Version | None, Field(description="Roll back: start from this stored version.")] = None,
-) -> dict[str, Any]:
+) -> ToolSaved:
     """Change your tool (only the fields given); a new version. Roll back with from_version.
 
     Args:
@@ -103,7 +153,7 @@ async def update_tool(
     """
     context = current_context()
 
-    def save(con: Any) -> int:
+    def save(con: duckdb.DuckDBPyConnection) -> int:
         tools = stored.AgentTools(con)
         current, base = edit_base(tools, name, from_version, lambda: _unknown(con, name))
         changed = stored.ToolVersion(
@@ -125,7 +175,7 @@ async def update_tool(
     return {"name": name, "version": version}
 
 
-async def delete_tool(name: Name) -> dict[str, Any]:
+async def delete_tool(name: Name) -> ToolDeleted:
     """Delete your tool (its stored versions are kept).
 
     Args:
@@ -138,7 +188,7 @@ async def delete_tool(name: Name) -> dict[str, Any]:
     return {"deleted": deleted}
 
 
-async def enable_tool(name: Name) -> dict[str, Any]:
+async def enable_tool(name: Name) -> ToolEnabled:
     """Offer your tool again.
 
     Args:
@@ -147,7 +197,7 @@ async def enable_tool(name: Name) -> dict[str, Any]:
     return await _set_enabled(name, True)
 
 
-async def disable_tool(name: Name) -> dict[str, Any]:
+async def disable_tool(name: Name) -> ToolEnabled:
     """Stop offering your tool (kept; enable_tool brings it back).
 
     Args:
@@ -156,7 +206,7 @@ async def disable_tool(name: Name) -> dict[str, Any]:
     return await _set_enabled(name, False)
 
 
-async def list_tools(include_disabled: bool = False) -> dict[str, Any]:
+async def list_tools(include_disabled: bool = False) -> ToolList:
     """Your own tools: name, description, enabled, version.
 
     Args:
@@ -178,17 +228,17 @@ async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any
         version: An earlier version (default: the current one).
     """
 
-    def read(con: Any) -> stored.ToolVersion:
+    def read(con: duckdb.DuckDBPyConnection) -> stored.ToolVersion:
         found: stored.ToolVersion = kept_version(stored.AgentTools(con), name, version, lambda: _unknown(con, name))
         return found
 
     return (await with_connection(current_context().store, read)).as_dict()
 
 
-async def _set_enabled(name: str, enabled: bool) -> dict[str, Any]:
+async def _set_enabled(name: str, enabled: bool) -> ToolEnabled:
     context = current_context()
 
-    def change(con: Any) -> None:
+    def change(con: duckdb.DuckDBPyConnection) -> None:
         if not stored.AgentTools(con).set_enabled(name, enabled):
             raise ToolInputError(_unknown(con, name))
 
@@ -255,7 +305,7 @@ def _not_called(**_: Any) -> None:  # pragma: no cover - StoredTool.call runs th
     raise AssertionError("a stored tool runs through StoredTool.call")
 
 
-def sync(registry: Registry, con: Any) -> None:
+def sync(registry: Registry, con: duckdb.DuckDBPyConnection) -> None:
     """Put the enabled stored tools (current versions) in ``registry``, and drop the others.
 
     A ``@tool`` function or built-in tool of the same name wins over a stored one.
@@ -358,11 +408,11 @@ def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> 
         raise ToolInputError(f"Invalid input for {name}: {where}") from None
 
 
-def atomic(work: Callable[[Any], T]) -> Callable[[Any], T]:
+def atomic(work: Callable[[duckdb.DuckDBPyConnection], T]) -> Callable[[duckdb.DuckDBPyConnection], T]:
     """``work(con)`` in one transaction: a new version and its provenance row are kept
     together or not at all (a version without its row would count as clean)."""
 
-    def run(con: Any) -> T:
+    def run(con: duckdb.DuckDBPyConnection) -> T:
         con.execute("BEGIN")
         try:
             result = work(con)
@@ -375,7 +425,7 @@ def atomic(work: Callable[[Any], T]) -> Callable[[Any], T]:
     return run
 
 
-def kept_version(kept: Any, name: str, version: int | None, unknown: Callable[[], str]) -> Any:
+def kept_version(kept: VersionStore[_V], name: str, version: int | None, unknown: Callable[[], str]) -> _V:
     """Version ``version`` of ``name`` from ``kept`` (stored tools or libraries; the current
     one when ``version`` is None); a refusal naming what exists when there is none."""
     found = kept.get(name, version)
@@ -387,7 +437,7 @@ def kept_version(kept: Any, name: str, version: int | None, unknown: Callable[[]
     raise ToolInputError(f"{name} has no version {version}; it is at version {current.version}.")
 
 
-def edit_base(kept: Any, name: str, from_version: int | None, unknown: Callable[[], str]) -> tuple[Any, Any]:
+def edit_base(kept: VersionStore[_V], name: str, from_version: int | None, unknown: Callable[[], str]) -> tuple[_V, _V]:
     """The current version of ``name`` in ``kept`` and the one an edit starts from
     (``from_version``, else the current one); a refusal naming what exists when there is none."""
     current = kept.get(name)
@@ -397,7 +447,7 @@ def edit_base(kept: Any, name: str, from_version: int | None, unknown: Callable[
     return current, base
 
 
-def _unknown(con: Any, name: str) -> str:
+def _unknown(con: duckdb.DuckDBPyConnection, name: str) -> str:
     names = [t.name for t in stored.AgentTools(con).list(include_disabled=True)]
     known = ", ".join(names) if names else "none yet (create_tool makes one)"
     return f"No tool of yours is named {name!r}; yours are: {known}."

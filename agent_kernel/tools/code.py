@@ -29,18 +29,28 @@ import types
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.kernel.cells import users_frame
 from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from agent_kernel.kernel.namespace import describe, describe_namespace
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context, images
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agent_kernel.kernel.interrupts import TurnInterrupts
+    from agent_kernel.tools.context import ToolContext
+
+    # sys.exc_info() of the error IPython's input transformers raised, or nothing.
+    _ExcInfo = tuple[type[BaseException] | None, BaseException | None, types.TracebackType | None]
 
 STREAM_CHARS = 8_000
 RESULT_CHARS = 2_000
@@ -58,6 +68,39 @@ NAMES = 200  # the most variables one inspect_namespace call describes
 
 Seconds = Annotated[float, Field(gt=0, le=LONGEST_TIMEOUT_S, allow_inf_nan=False)]
 
+
+class CodeError(TypedDict):
+    """Why a run failed: the exception's type and message, and the code's own frames."""
+
+    type: str
+    message: str
+    traceback: str
+
+
+class RunOutcome(TypedDict):
+    """What one run produced, in the kernel or in an isolated process."""
+
+    success: bool
+    stdout: str
+    stderr: str
+    result: NotRequired[str]  # the final expression's value, shortened
+    error: NotRequired[CodeError]
+    images: NotRequired[str]  # what the result says about the images the code displayed
+
+
+class CodeReply(RunOutcome):
+    """``run_code``'s reply: the run's outcome, how long it took and the id it is traced under."""
+
+    duration_ms: float
+    execution_id: str
+
+
+class NamespaceReply(TypedDict):
+    """``inspect_namespace``'s reply: one entry per variable (see agent_kernel.kernel.namespace)."""
+
+    variables: list[dict[str, Any]]
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # Frames from these packages are plumbing, not the model's code.
 _PLUMBING = ("IPython", "ipykernel", "agent_kernel", "asyncio")
@@ -65,7 +108,7 @@ _PLUMBING = ("IPython", "ipykernel", "agent_kernel", "asyncio")
 
 async def run_code(
     code: Annotated[str, Field(max_length=CODE_CHARS)], timeout_s: Seconds = 60, isolated: bool = False
-) -> dict[str, Any]:
+) -> CodeReply:
     """Run Python code in the user's live Jupyter kernel and return what happened.
 
     Variables you define stay in the user's namespace; prints, plots and displays appear
@@ -88,17 +131,20 @@ async def run_code(
         outcome = await _run_isolated(code, timeout_s)
     else:
         outcome = await _run_in_kernel(code, timeout_s)
-    outcome["duration_ms"] = round((time.perf_counter() - started) * 1000, 1)
-    outcome["execution_id"] = execution_id
-    context.report.ran_code(outcome | {"code": code})
+    reply: CodeReply = {
+        **outcome,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        "execution_id": execution_id,
+    }
+    context.report.ran_code({**reply, "code": code})
     if context.interrupts.reason is not None:
         raise TurnInterrupted(context.interrupts.reason)
-    return outcome
+    return reply
 
 
 async def inspect_namespace(
     names: Annotated[list[Annotated[str, Field(max_length=NAME_CHARS)]] | None, Field(max_length=NAMES)] = None,
-) -> dict[str, Any]:
+) -> NamespaceReply:
     """Describe the user's kernel variables: type, summary, shape; DataFrame columns with dtypes and samples.
 
     Args:
@@ -151,7 +197,7 @@ def _live_lock() -> asyncio.Lock:
     return lock
 
 
-async def _run_in_kernel(code: str, timeout_s: float) -> dict[str, Any]:
+async def _run_in_kernel(code: str, timeout_s: float) -> RunOutcome:
     lock = _live_lock()
     if not lock.locked():
         async with lock:
@@ -166,7 +212,7 @@ async def _run_in_kernel(code: str, timeout_s: float) -> dict[str, Any]:
         return await _run_live(code, timeout_s)
 
 
-async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
+async def _run_live(code: str, timeout_s: float) -> RunOutcome:
     context = current_context()
     shell = context.shell
     interrupts = context.interrupts
@@ -184,7 +230,7 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
         images.watching(shell, _images_wanted(context)) as seen,
     ):
         value, error = await interrupts.run_code(_execute(shell, code, transformed, preprocessing_error), timeout_s)
-    outcome: dict[str, Any] = {
+    outcome: RunOutcome = {
         "success": error is None,
         "stdout": stdout.kept.bounded(STREAM_CHARS),
         "stderr": stderr.kept.bounded(STREAM_CHARS),
@@ -201,7 +247,7 @@ async def _run_live(code: str, timeout_s: float) -> dict[str, Any]:
     return outcome
 
 
-def _images_wanted(context: Any) -> int:
+def _images_wanted(context: ToolContext) -> int:
     """How many of the images this run displays may go back to the model."""
     settings = context.settings
     if not settings.image_feedback:
@@ -210,7 +256,7 @@ def _images_wanted(context: Any) -> int:
     return max(0, wanted)
 
 
-async def _attach_images(context: Any, seen: images.Seen) -> str:
+async def _attach_images(context: ToolContext, seen: images.Seen) -> str:
     """Attach the images ``seen`` to the call's result; the line the result says about them."""
     settings = context.settings
     made, problems = await images.blocks(seen) if seen.found else ([], [])
@@ -224,8 +270,8 @@ async def _attach_images(context: Any, seen: images.Seen) -> str:
 
 
 async def _execute(
-    shell: Any, code: str, transformed: str, preprocessing_error: Any
-) -> tuple[Any, BaseException | None]:
+    shell: InteractiveShell, code: str, transformed: str, preprocessing_error: _ExcInfo | None
+) -> tuple[object, BaseException | None]:
     """Run a nested cell; return its last value and its error.
 
     This frame is where a SIGINT-raised ``KeyboardInterrupt`` (or a cancellation) stops,
@@ -249,7 +295,7 @@ CODE_FRAMES.add(_execute.__code__)
 
 
 @contextmanager
-def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
+def _quiet_stops(shell: InteractiveShell, interrupts: TurnInterrupts) -> Iterator[None]:
     """Show a stopped run as one line instead of a CancelledError, CodeTimeout or (Stop, an
     interrupt) KeyboardInterrupt traceback.
 
@@ -276,7 +322,7 @@ def _quiet_stops(shell: Any, interrupts: Any) -> Iterator[None]:
         shell.custom_exceptions, shell.CustomTB = saved
 
 
-def _where(shell: Any, tb: Any) -> str:
+def _where(shell: InteractiveShell, tb: types.TracebackType | None) -> str:
     """ " at line N: SOURCE" of the code's own line the stop landed in ("" when none): the
     code's cell number would name a cell that is not on the screen."""
     cells = getattr(getattr(shell, "compile", None), "_filename_map", {})
@@ -295,7 +341,7 @@ class KernelExitRefused(RuntimeError):
 
 
 @contextmanager
-def _no_exit(shell: Any) -> Iterator[None]:
+def _no_exit(shell: Any) -> Iterator[None]:  # Any: it replaces the shell's methods for the run
     """Refuse ``exit()``, ``quit()`` and ``get_ipython().ask_exit()`` in the nested run.
 
     In ipykernel they stop the kernel's event loop a moment later, ending the user's
@@ -318,7 +364,7 @@ def _no_exit(shell: Any) -> Iterator[None]:
 
 
 @contextmanager
-def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:
+def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:  # Any: it replaces the shell's methods for the run
     """Show the nested run's tracebacks on the cell's stderr instead of as ``error`` outputs.
 
     The traceback keeps IPython's formatting (colours, the code's own frames) minus frames
@@ -352,7 +398,7 @@ def _tracebacks_on_stderr(shell: Any) -> Iterator[None]:
 
 
 @contextmanager
-def _bounded_result_display(shell: Any) -> Iterator[None]:
+def _bounded_result_display(shell: Any) -> Iterator[None]:  # Any: it replaces the shell's methods for the run
     """Show the final expression's value in the cell with at most :data:`CELL_OUTPUT_CHARS`
     of text: a long string or bytes value is formatted from its head only (formatting all
     of a gigabyte would copy it); a value with any longer form is shown as its cut plain
@@ -478,11 +524,11 @@ class _Ends:
             return whole
         return self.head() + f"\n[... {self.total - 2 * self.keep:,} characters omitted ...]\n" + self.tail()
 
-    def bounded(self, limit: int, *, keep_head: bool = True, clean: Any = None) -> str:
+    def bounded(self, limit: int, *, keep_head: bool = True, clean: Callable[[str], str] | None = None) -> str:
         """At most about ``limit`` characters for the model, as :func:`_bounded` makes them:
         the head and tail (or only the tail), redacted before the cut. ``clean`` is applied
         to each kept end first (ANSI escapes)."""
-        clean = clean or (lambda text: text)
+        clean = clean or _unchanged
         whole = self.whole()
         if whole is not None:
             return _bounded(clean(whole), limit, keep_head=keep_head)
@@ -514,7 +560,7 @@ class _CellBudget:
 class _Tee:
     """Writes to the cell's stream (within the call's budget) and keeps the ends for the model."""
 
-    def __init__(self, stream: Any, budget: _CellBudget) -> None:
+    def __init__(self, stream: TextIO, budget: _CellBudget) -> None:
         self._stream = stream
         self._budget = budget
         self.kept = _Ends()
@@ -595,7 +641,7 @@ def _tee_streams() -> Iterator[tuple[_Tee, _Tee]]:
         _RETIRED.extend((out, err))
 
 
-def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) -> dict[str, str]:
+def _describe_error(error: BaseException, *, timed_out: bool, timeout_s: float) -> CodeError:
     if timed_out and isinstance(error, (CodeTimeout, asyncio.CancelledError, KeyboardInterrupt)):
         return {
             "type": "TimeoutError",
@@ -631,6 +677,10 @@ def _short_repr(value: Any) -> str:
     except Exception as exc:  # noqa: BLE001
         text = f"<repr failed: {type(exc).__name__}: {exc}>"
     return _bounded(_strip_ansi(str(text)), RESULT_CHARS)
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 def _strip_ansi(text: str) -> str:
@@ -672,7 +722,7 @@ if last is not None:
 """
 
 
-async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
+async def _run_isolated(code: str, timeout_s: float) -> RunOutcome:
     import signal
 
     from agent_kernel.tools.isolation import isolation
@@ -705,7 +755,7 @@ async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
                 raise
         out_text = stdout.decode(errors="replace")
         err_text = stderr.decode(errors="replace")
-        outcome: dict[str, Any] = {
+        outcome: RunOutcome = {
             "success": process.returncode == 0 and not timed_out,
             "stdout": _bounded(out_text, STREAM_CHARS),
             "stderr": _bounded(err_text, STREAM_CHARS) if process.returncode == 0 else "",
@@ -723,7 +773,7 @@ async def _run_isolated(code: str, timeout_s: float) -> dict[str, Any]:
     return outcome
 
 
-def _isolated_error(stderr: str, returncode: int | None) -> dict[str, str]:
+def _isolated_error(stderr: str, returncode: int | None) -> CodeError:
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     last = lines[-1] if lines else f"exit status {returncode}"
     kind, _, message = last.partition(": ")

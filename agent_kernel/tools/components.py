@@ -11,7 +11,7 @@ provenance of the turn that wrote it, which the frame shows.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -23,6 +23,9 @@ from agent_kernel.store import provenance
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.tools.agent_tools import atomic, kept_version
 from agent_kernel.tools.data import with_connection
+
+if TYPE_CHECKING:
+    import duckdb
 
 GROUP = "ui"
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -80,7 +83,7 @@ async def create_ui_component(
     definition = _definition(name, description, html, css, js, state, messages, tools)
     context = current_context()
 
-    def save(con: Any) -> int:
+    def save(con: duckdb.DuckDBPyConnection) -> int:
         kept = stored.Components(con)
         if kept.exists(name):
             raise ToolInputError(f"A component named {name!r} exists; change it with update_ui_component.")
@@ -115,7 +118,7 @@ async def update_ui_component(
     """
     context = current_context()
 
-    def save(con: Any) -> int:
+    def save(con: duckdb.DuckDBPyConnection) -> int:
         kept = stored.Components(con)
         base = kept.get(name)
         if base is None:
@@ -167,7 +170,7 @@ async def read_ui_component(name: Name, version: Version | None = None) -> dict[
         version: An earlier version (default: the current one).
     """
 
-    def read(con: Any) -> dict[str, Any]:
+    def read(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         found: stored.ComponentVersion = kept_version(
             stored.Components(con), name, version, lambda: _unknown(con, name)
         )
@@ -270,7 +273,9 @@ async def component_widget(spec: dict[str, Any], *, waiting: bool = False) -> An
     return ComponentWidget(definition, state, origin, ctx, waiting=waiting, height=height)
 
 
-def _stored(con: Any, name: str, version: Any) -> tuple[stored.ComponentVersion, provenance.Record | None]:
+def _stored(
+    con: duckdb.DuckDBPyConnection, name: str, version: Any
+) -> tuple[stored.ComponentVersion, provenance.Record | None]:
     if version is not None and (
         not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION
     ):
@@ -349,7 +354,7 @@ def _check_name(name: Any, what: str) -> None:
         raise ToolInputError(f"{name!r} in {what} is not a name: use snake_case (a-z, 0-9, _; starting with a letter).")
 
 
-def _unknown(con: Any, name: str) -> str:
+def _unknown(con: duckdb.DuckDBPyConnection, name: str) -> str:
     names = [c.name for c in stored.Components(con).list()]
     known = ", ".join(names) if names else "none yet (create_ui_component makes one)"
     return f"No component of yours is named {name!r}; yours are: {known}."

@@ -19,16 +19,20 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.namespace import unwritable_reason
 from agent_kernel.secrets import redact
 from agent_kernel.sql import guard, sandbox
 from agent_kernel.sql import worker as sql_worker
-from agent_kernel.store.provenance import TAINTED_NOTE, Provenance
+from agent_kernel.store.provenance import TAINTED_NOTE, Provenance, Record
 from agent_kernel.tools import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
+    import duckdb
+    from IPython.core.interactiveshell import InteractiveShell
+
     from agent_kernel.store import Store
     from agent_kernel.store.state import State
 
@@ -39,6 +43,65 @@ INTO_PREVIEW_ROWS = 10
 STATE_VALUE_CHARS = 1_000_000
 SQL_CHARS = 100_000  # the most SQL one db_sql call takes (parsing and checking it grows with it)
 SQL_PARAMS = 1_000
+
+
+class SqlWrite(TypedDict):
+    """``db_sql``'s reply to statements that return no rows."""
+
+    changes: int
+    note: NotRequired[str]
+
+
+class IntoVariable(TypedDict):
+    """The kernel variable an ``into=`` query's whole result went to."""
+
+    variable: str
+    shape: list[int]
+    capped: NotRequired[bool]  # a size cap left rows out (the reply's note says which)
+
+
+class SqlRows(TypedDict):
+    """``db_sql``'s reply to a query: the rows that fit, as JSON values."""
+
+    columns: list[str]
+    rows: list[list[Any]]  # Any: each cell is whatever JSON value json_value made of it
+    row_count: int
+    truncated: bool
+    changes: NotRequired[int]
+    into: NotRequired[IntoVariable]
+    note: NotRequired[str]
+
+
+class TableEntry(TypedDict):
+    """One table or view in ``db_schema``'s reply."""
+
+    name: str
+    columns: list[dict[str, Any]]  # as agent_kernel.store.catalog describes them
+    row_count: int | None
+    writable: bool
+    view: NotRequired[bool]
+    comment: NotRequired[str]
+
+
+class SchemaReply(TypedDict):
+    tables: list[TableEntry]
+
+
+class StateValue(TypedDict):
+    value: Any  # Any: the JSON value stored with set_state, or None
+
+
+class StateWritten(TypedDict):
+    ok: bool
+
+
+class StateDeleted(TypedDict):
+    deleted: bool
+
+
+class StateKeys(TypedDict):
+    keys: list[str]
+
 
 # (module, class) of the DataFrame types DuckDB can scan in place.
 _FRAME_TYPES = {
@@ -56,7 +119,7 @@ async def db_sql(
     sql: Annotated[str, Field(max_length=SQL_CHARS)],
     params: Annotated[list[Any], Field(max_length=SQL_PARAMS)] | None = None,
     into: str | None = None,
-) -> dict[str, Any]:
+) -> SqlRows | SqlWrite:
     """Run DuckDB SQL on your database; kernel DataFrames are tables by their names.
 
     A query returns {columns, rows, row_count, truncated} (at most 1,000 rows: aggregate or
@@ -93,13 +156,13 @@ async def db_sql(
     if commented:
         await _record_comments(commented, context.provenance())
     if not result.returns_rows:
-        answer: dict[str, Any] = {"changes": result.changes}
+        written: SqlWrite = {"changes": result.changes}
         if commented and context.provenance().untrusted:
-            answer["note"] = TAINTED_NOTE
-        return answer
+            written["note"] = TAINTED_NOTE
+        return written
     shown = result.rows[:INTO_PREVIEW_ROWS] if into is not None else result.rows
     rows, cut = bounded_rows(shown, budget=settings.result_chars * 9 // 10)
-    answer = {
+    answer: SqlRows = {
         "columns": result.columns,
         "rows": rows,
         "row_count": len(rows),
@@ -109,9 +172,10 @@ async def db_sql(
         answer["changes"] = result.changes
     if into is not None:
         context.namespace[into] = result.frame
-        answer["into"] = {"variable": into, "shape": list(result.frame.shape)}
+        variable: IntoVariable = {"variable": into, "shape": list(result.frame.shape)}
+        answer["into"] = variable
         if result.note:
-            answer["into"]["capped"] = True
+            variable["capped"] = True
             answer["note"] = result.note
     elif result.note:
         answer["note"] = result.note
@@ -123,7 +187,7 @@ async def db_sql(
     return answer
 
 
-def _let_forks_go_per_cell(shell: Any) -> None:
+def _let_forks_go_per_cell(shell: InteractiveShell) -> None:
     """Have each cell (``run_code``'s code runs as one) let go of the fork db_sql keeps
     between calls: it holds the kernel's pages as they were when it was made, and while it
     lives the kernel's first write to each costs a copy."""
@@ -137,27 +201,27 @@ async def _record_comments(tables: list[str], writer: Provenance) -> None:
     table's other comments as they were, so a taint they have carries over."""
     from agent_kernel.store import provenance
 
-    def record(con: Any) -> None:
+    def record(con: duckdb.DuckDBPyConnection) -> None:
         for table in dict.fromkeys(t.lower() for t in tables):
             provenance.record(con, "table_comment", table, writer, inherit=True)
 
     await with_connection(current_context().store, record)
 
 
-async def db_schema() -> dict[str, Any]:
+async def db_schema() -> SchemaReply:
     """Your database's tables and views: columns, row counts, comments (ai_* are yours; others read-only)."""
     from agent_kernel.store import catalog, provenance
 
     context = current_context()
     read_untrusted: list[str] = []
 
-    def read(con: Any) -> list[dict[str, Any]]:
+    def read(con: duckdb.DuckDBPyConnection) -> list[TableEntry]:
         tables = catalog.describe(con)
         counts = catalog.row_counts(con, tables)
         tainted = provenance.tainted_names(con, "table_comment")
         described = []
         for table in tables:
-            entry: dict[str, Any] = {
+            entry: TableEntry = {
                 "name": table.qualified,
                 "columns": table.columns,
                 "row_count": counts.get(table.qualified),
@@ -179,7 +243,7 @@ async def db_schema() -> dict[str, Any]:
     return {"tables": tables}
 
 
-def _wrap_comments(entry: dict[str, Any], record: Any, table: str) -> None:
+def _wrap_comments(entry: TableEntry, record: Record, table: str) -> None:
     """A table entry's comments inside the untrusted envelope (they were written after untrusted content)."""
     from agent_kernel.store.provenance import shown
 
@@ -193,7 +257,7 @@ def _wrap_comments(entry: dict[str, Any], record: Any, table: str) -> None:
     ]
 
 
-async def get_state(key: str) -> dict[str, Any]:
+async def get_state(key: str) -> StateValue:
     """Read a value stored with set_state ({value: null} when absent).
 
     Args:
@@ -203,7 +267,7 @@ async def get_state(key: str) -> dict[str, Any]:
     return {"value": await _with_state(lambda state: state.get(key))}
 
 
-async def set_state(key: str, value: Any) -> dict[str, Any]:
+async def set_state(key: str, value: Any) -> StateWritten:
     """Store a JSON value under a key (replacing it), kept across sessions; prefix keys ("report/last_run").
 
     Args:
@@ -221,7 +285,7 @@ async def set_state(key: str, value: Any) -> dict[str, Any]:
     return {"ok": True}
 
 
-async def delete_state(key: str) -> dict[str, Any]:
+async def delete_state(key: str) -> StateDeleted:
     """Delete a state key; {deleted: false} when it did not exist.
 
     Args:
@@ -231,7 +295,7 @@ async def delete_state(key: str) -> dict[str, Any]:
     return {"deleted": await _with_state(lambda state: state.delete(key))}
 
 
-async def list_state_keys(prefix: str | None = None) -> dict[str, Any]:
+async def list_state_keys(prefix: str | None = None) -> StateKeys:
     """List your state keys.
 
     Args:
@@ -240,7 +304,7 @@ async def list_state_keys(prefix: str | None = None) -> dict[str, Any]:
     return {"keys": await _with_state(lambda state: state.keys(prefix))}
 
 
-def _sql_writes(tool_input: Any) -> bool:
+def _sql_writes(tool_input: Mapping[str, object]) -> bool:
     """Whether a db_sql call changes something: writing SQL, or into= (a kernel variable)."""
     return bool(tool_input.get("into")) or guard.writes(str(tool_input.get("sql", "")))
 
@@ -289,7 +353,7 @@ async def _off_loop(work: Callable[[], T], interrupt: Callable[[], None]) -> T:
         raise
 
 
-async def with_connection(store: Store, read: Callable[[Any], T]) -> T:
+async def with_connection(store: Store, read: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
     """``read(con)`` on a short-lived connection, in a worker thread (the event loop stays free)."""
 
     def work() -> T:

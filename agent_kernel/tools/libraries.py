@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -31,6 +31,9 @@ from agent_kernel.tools.agent_tools import (
 )
 from agent_kernel.tools.data import with_connection
 
+if TYPE_CHECKING:
+    import duckdb
+
 
 async def create_library(name: Name, description: Description, code: Code) -> dict[str, Any]:
     """Keep a Python module in your database: `import agent_libs.NAME` works in your tools, run_code and the user's cells.
@@ -44,7 +47,7 @@ async def create_library(name: Name, description: Description, code: Code) -> di
     context = current_context()
     text, source = _text(description), _source(code)
 
-    def save(con: Any) -> int:
+    def save(con: duckdb.DuckDBPyConnection) -> int:
         found = stored.Libraries(con)
         if found.get(name) is not None:
             raise ToolInputError(f"A library named {name!r} exists; change it with update_library.")
@@ -73,7 +76,7 @@ async def update_library(
     """
     context = current_context()
 
-    def save(con: Any) -> int:
+    def save(con: duckdb.DuckDBPyConnection) -> int:
         found = stored.Libraries(con)
         _, base = edit_base(found, name, from_version, lambda: _unknown(found, name))
         version = found.save(
@@ -115,7 +118,7 @@ async def read_library(name: Name, version: Version | None = None) -> dict[str, 
         version: An earlier version (default: the current one).
     """
 
-    def read(con: Any) -> stored.LibraryVersion:
+    def read(con: duckdb.DuckDBPyConnection) -> stored.LibraryVersion:
         found = stored.Libraries(con)
         kept: stored.LibraryVersion = kept_version(found, name, version, lambda: _unknown(found, name))
         return kept

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import memories as memory_store
 from agent_kernel.store import prompts, provenance
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.tools.data import with_connection
+
+if TYPE_CHECKING:
+    import duckdb
+
+T = TypeVar("T")
 
 Category = Literal[
     "fact", "preference", "life-goal", "project", "open-loop", "relationship", "health", "work", "personal-context"
@@ -26,6 +33,34 @@ Content = Annotated[str, Field(max_length=memory_store.MEMORY_CHARS)]
 Short = Annotated[str, Field(max_length=ID_CHARS)]
 Tags = Annotated[list[Annotated[str, Field(max_length=memory_store.TAG_CHARS)]], Field(max_length=memory_store.TAGS)]
 Instructions = Annotated[str, Field(max_length=prompts.INSTRUCTIONS_CHARS)]
+
+
+class MemoryReply(TypedDict):
+    """The ``memory`` tool's reply: the memories stored, forgotten or found."""
+
+    success: bool
+    memories: list[dict[str, Any]]  # as agent_kernel.store.memories.Memory.as_dict makes them
+    replaced: NotRequired[bool]  # a summary of the same type and period was replaced
+    note: NotRequired[str]  # written after untrusted content (provenance.TAINTED_NOTE)
+
+
+class PromptReply(TypedDict):
+    """``read_system_prompt``'s reply."""
+
+    prompt: str
+    version: int
+
+
+class PromptEdited(TypedDict):
+    """``edit_system_prompt``'s reply: the version the edit saved."""
+
+    version: int
+    note: NotRequired[str]
+
+
+# A memory stored (remember) or a summary stored and whether it replaced one (summarize).
+_Stored = TypeVar("_Stored", memory_store.Memory, tuple[memory_store.Memory, bool])
+_Written = TypeVar("_Written", MemoryReply, PromptEdited)
 
 
 async def memory(
@@ -47,7 +82,7 @@ async def memory(
     period_key_prefix: Short | None = None,
     limit: Annotated[int, Field(ge=1, le=100)] = 10,
     memory_id: Short | None = None,
-) -> dict[str, Any]:
+) -> MemoryReply:
     """Remember across sessions: user memories (shown in your system prompt; keep each short) and summaries.
 
     store: user_memory (default) takes category, tags, pursuingPriority; summaries take
@@ -92,7 +127,7 @@ async def memory(
                     tags=tags or [], session_id=context.session_id,
                 ), writer)
             )  # fmt: skip
-            answer: dict[str, Any] = {"success": True, "memories": [stored.as_dict()]}
+            answer: MemoryReply = {"success": True, "memories": [stored.as_dict()]}
             if replaced:
                 answer["replaced"] = True
             return _written(answer, writer)
@@ -104,7 +139,8 @@ async def memory(
                 pursuing_priority=pursuingPriority, session_id=context.session_id,
             ), writer)
         )  # fmt: skip
-        return _written({"success": True, "memories": [stored.as_dict()]}, writer)
+        remembered: MemoryReply = {"success": True, "memories": [stored.as_dict()]}
+        return _written(remembered, writer)
     if action == "forget":
         if not memory_id:
             raise ToolInputError("forget needs memory_id (recall or list shows the ids).")
@@ -132,11 +168,13 @@ async def memory(
     return {"success": True, "memories": entries}
 
 
-def _written(answer: dict[str, Any], writer: provenance.Provenance) -> dict[str, Any]:
-    return {**answer, "note": provenance.TAINTED_NOTE} if writer.untrusted else answer
+def _written(answer: _Written, writer: provenance.Provenance) -> _Written:
+    if writer.untrusted:
+        answer["note"] = provenance.TAINTED_NOTE
+    return answer
 
 
-def _kept(memories: memory_store.Memories, stored: Any, writer: provenance.Provenance) -> Any:
+def _kept(memories: memory_store.Memories, stored: _Stored, writer: provenance.Provenance) -> _Stored:
     """Record who wrote a stored memory (``stored``: a Memory, or (Memory, replaced)) and pass it on.
     A summary stored again replaces its text, so its provenance is the new writer's alone."""
     memory = stored[0] if isinstance(stored, tuple) else stored
@@ -161,11 +199,11 @@ def _as_read(
     return answer, sources
 
 
-async def read_system_prompt() -> dict[str, Any]:
+async def read_system_prompt() -> PromptReply:
     """Your stored instructions (the part of your system prompt you edit) and their version; read before find_replace or delete."""
     context = current_context()
 
-    def read(con: Any) -> tuple[prompts.PromptVersion, provenance.Record | None]:
+    def read(con: duckdb.DuckDBPyConnection) -> tuple[prompts.PromptVersion, provenance.Record | None]:
         stored = prompts.SystemPrompts(con)
         return stored.current(), stored.taint()
 
@@ -185,7 +223,7 @@ async def edit_system_prompt(
     find: Instructions | None = None,
     replace: Instructions | None = None,
     replace_all: bool = False,
-) -> dict[str, Any]:
+) -> PromptEdited:
     """Edit your stored instructions (in every later system prompt): lasting guidance from the user ("from now on ..."). Versioned.
 
     Args:
@@ -198,7 +236,7 @@ async def edit_system_prompt(
     context = current_context()
     writer = context.provenance()
 
-    def apply(con: Any) -> prompts.PromptVersion:
+    def apply(con: duckdb.DuckDBPyConnection) -> prompts.PromptVersion:
         stored = prompts.SystemPrompts(con)
         current = stored.current()
         text = prompts.edit(
@@ -211,10 +249,11 @@ async def edit_system_prompt(
 
     saved = await with_connection(context.store, apply)
     context.report.changed_prompt()
-    return _written({"version": saved.version}, writer)
+    edited: PromptEdited = {"version": saved.version}
+    return _written(edited, writer)
 
 
-def _memory_writes(tool_input: Any) -> bool:
+def _memory_writes(tool_input: Mapping[str, object]) -> bool:
     return tool_input.get("action") in ("store", "forget")
 
 
@@ -225,5 +264,5 @@ TOOLS = [
 ]
 
 
-async def _with_memories(action: Any) -> Any:
+async def _with_memories(action: Callable[[memory_store.Memories], T]) -> T:
     return await with_connection(current_context().store, lambda con: action(memory_store.Memories(con)))

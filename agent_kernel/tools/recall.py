@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -13,6 +13,9 @@ from agent_kernel.store.memories import parse_instant
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.tools.data import with_connection
 from agent_kernel.untrusted import mark_untrusted
+
+if TYPE_CHECKING:
+    import duckdb
 
 QUERY_CHARS = 500
 SHORT_CHARS = 300  # notebook paths, dates, session names and ids
@@ -47,7 +50,7 @@ async def search_sessions(
         skip_turn=context.turn,
     )
 
-    def read(con: Any) -> tuple[list[Any], dict[str, tuple[str, ...]]]:
+    def read(con: duckdb.DuckDBPyConnection) -> tuple[list[Any], dict[str, tuple[str, ...]]]:
         matches = recall.search(con, query, filters, limit)
         return matches, _read_untrusted(con, {m.session_id for m in matches})
 
@@ -73,7 +76,7 @@ async def session_timeline(
     if session is not None and session.strip():
         wanted = session.strip()
 
-        def read(con: Any) -> dict[str, Any] | None:
+        def read(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
             found = recall.find_session(con, wanted)
             if found is None:
                 return None
@@ -100,7 +103,7 @@ async def session_timeline(
             )
         return answer
 
-    def recent(con: Any) -> list[recall.SessionLine]:
+    def recent(con: duckdb.DuckDBPyConnection) -> list[recall.SessionLine]:
         listed = recall.timeline(con, limit)
         tainted = _read_untrusted(con, {item["id"] for item in listed})
         for item in listed:
@@ -112,7 +115,7 @@ async def session_timeline(
     return {"sessions": await with_connection(store, recent)}
 
 
-def _read_untrusted(con: Any, session_ids: set[str]) -> dict[str, tuple[str, ...]]:
+def _read_untrusted(con: duckdb.DuckDBPyConnection, session_ids: set[str]) -> dict[str, tuple[str, ...]]:
     """The sessions among ``session_ids`` that had read untrusted content, with what they read."""
     found = {sid: recall.untrusted_sources(con, sid) for sid in session_ids}
     return {sid: sources for sid, sources in found.items() if sources}

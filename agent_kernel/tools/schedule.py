@@ -16,11 +16,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.tools import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from agent_kernel.scheduler.service import SchedulerService
 
 PROMPT_CHARS = 20_000  # a task's prompt, a reminder's message, the pulse's instruction
@@ -37,6 +40,97 @@ Parameters = Annotated[dict[Short, Any], Field(max_length=PARAMETERS)]
 TokenLimit = Annotated[int, Field(ge=1, le=LARGEST_TOKEN_LIMIT)]
 
 
+class TaskCreated(TypedDict):
+    """``create_scheduled_task``'s reply: the new task, or why it waits for the person's review."""
+
+    id: str
+    name: str
+    next_run: NotRequired[str | None]
+    enabled: NotRequired[bool]  # False while it waits for review
+    note: NotRequired[str]  # why it waits
+    warning: NotRequired[str]  # no scheduler runs to fire it
+
+
+class _TaskNamed(TypedDict):
+    """The first keys of a task's entry: which task, and what it runs."""
+
+    id: str
+    name: str
+    task: NotRequired[str]
+    waits_for_review: NotRequired[bool]
+    notebook: NotRequired[str]
+
+
+class TaskEntry(_TaskNamed):
+    """One task in ``list_scheduled_tasks``'s reply."""
+
+    type: str  # once or cron
+    cron: str | None
+    timezone: str
+    next_run: str | None
+    last_run: str | None
+    last_status: str | None
+    enabled: bool
+    model: str | None
+
+
+class TaskList(TypedDict):
+    tasks: list[TaskEntry]
+
+
+class TaskUpdated(TypedDict):
+    """``update_scheduled_task``'s reply: the task's new version, when it fires next or why it waits."""
+
+    id: str
+    name: str
+    version: int
+    enabled: bool
+    note: NotRequired[str]
+    next_run: NotRequired[str | None]
+
+
+class TaskEnabled(TypedDict):
+    id: str
+    enabled: bool
+
+
+class Deleted(TypedDict):
+    deleted: bool
+
+
+class ReminderSet(TypedDict):
+    """``set_reminder``'s reply: the reminder and when it fires, or why it waits for review."""
+
+    id: str
+    at: str | None
+    enabled: NotRequired[bool]
+    note: NotRequired[str]
+    warning: NotRequired[str]
+
+
+class ReminderEntry(TypedDict):
+    """One reminder in ``list_reminders``'s reply."""
+
+    id: str
+    at: str | None
+    message: str
+    session: str | None
+    enabled: bool
+    status: str
+    waits_for_review: NotRequired[bool]
+
+
+class ReminderList(TypedDict):
+    reminders: list[ReminderEntry]
+
+
+class Notified(TypedDict):
+    """``notify``'s reply: the notification targets it went to."""
+
+    sent: bool
+    to: list[str]
+
+
 def create_scheduled_task(
     name: Short,
     task: Prompt | None = None,
@@ -48,7 +142,7 @@ def create_scheduled_task(
     model: Short | None = None,
     token_limit: TokenLimit | None = None,
     secrets: Annotated[list[Short], Field(max_length=50)] | None = None,
-) -> dict[str, Any]:
+) -> TaskCreated:
     """Schedule a job that runs later, once (`at`) or repeatedly (`cron`), unattended.
 
     Give either `task`, a prompt that each firing runs as a fresh agent session in a new
@@ -96,10 +190,14 @@ def create_scheduled_task(
     job = state.job
     if state.held:
         return {"id": job.id, "name": job.name, "enabled": False, "note": state.held}
-    return {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone), **_no_scheduler()}
+    created: TaskCreated = {"id": job.id, "name": job.name, "next_run": _iso(job.next_run_at, job.timezone)}
+    warning = _no_scheduler_warning()
+    if warning:
+        created["warning"] = warning
+    return created
 
 
-def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
+def list_scheduled_tasks(include_disabled: bool = False) -> TaskList:
     """List scheduled tasks with their next run and how their last run went.
 
     Args:
@@ -108,27 +206,28 @@ def list_scheduled_tasks(include_disabled: bool = False) -> dict[str, Any]:
     from agent_kernel.store import provenance
 
     ctx = current_context()
-    tasks = []
+    tasks: list[TaskEntry] = []
     for state in _service().jobs(include_disabled=include_disabled, kinds=("notebook", "task")):
         job, last = state.job, state.last
-        entry: dict[str, Any] = {"id": job.id, "name": job.name}
+        named: _TaskNamed = {"id": job.id, "name": job.name}
         if job.task:
-            entry["task"] = provenance.shown(job.task, state.taint, f"task of job {job.id}")
+            named["task"] = provenance.shown(job.task, state.taint, f"task of job {job.id}")
             if state.taint is not None:
                 ctx.note_untrusted([f"task of job {job.id}"])
-                entry["waits_for_review"] = True
+                named["waits_for_review"] = True
         if job.notebook:
-            entry["notebook"] = job.notebook
-        entry.update(
-            type=job.type,
-            cron=job.cron,
-            timezone=job.timezone,
-            next_run=_iso(job.next_run_at, job.timezone),
-            last_run=_iso(last.started_at or last.scheduled_for, job.timezone) if last else None,
-            last_status=last.status if last else None,
-            enabled=job.enabled,
-            model=job.model,
-        )
+            named["notebook"] = job.notebook
+        entry: TaskEntry = {
+            **named,
+            "type": job.type,
+            "cron": job.cron,
+            "timezone": job.timezone,
+            "next_run": _iso(job.next_run_at, job.timezone),
+            "last_run": _iso(last.started_at or last.scheduled_for, job.timezone) if last else None,
+            "last_status": last.status if last else None,
+            "enabled": job.enabled,
+            "model": job.model,
+        }
         tasks.append(entry)
     return {"tasks": tasks}
 
@@ -145,7 +244,7 @@ def update_scheduled_task(
     model: Short | None = None,
     token_limit: TokenLimit | None = None,
     timeout_s: Annotated[float, Field(gt=0, le=7 * 86_400)] | None = None,
-) -> dict[str, Any]:
+) -> TaskUpdated:
     """Change a scheduled task: only the fields given (`cron` replaces `at` and the other way
     round; `parameters` replaces all of them). Each change is a new version of the task.
 
@@ -175,7 +274,7 @@ def update_scheduled_task(
     with _errors():
         state = _service().update(id, changes, by=ctx.provenance(), kinds=("notebook", "task"))
     job = state.job
-    answer: dict[str, Any] = {"id": job.id, "name": job.name, "version": job.version, "enabled": job.enabled}
+    answer: TaskUpdated = {"id": job.id, "name": job.name, "version": job.version, "enabled": job.enabled}
     if state.held:
         answer["note"] = state.held
     else:
@@ -183,7 +282,7 @@ def update_scheduled_task(
     return answer
 
 
-def cancel_scheduled_task(id: Short) -> dict[str, Any]:
+def cancel_scheduled_task(id: Short) -> Deleted:
     """Delete a scheduled task: it stops firing, and a run in progress is cancelled.
 
     Args:
@@ -192,7 +291,7 @@ def cancel_scheduled_task(id: Short) -> dict[str, Any]:
     return {"deleted": _delete(id, kinds=TASK_KINDS, other="a reminder: use cancel_reminder")}
 
 
-def enable_scheduled_task(id: Short) -> dict[str, Any]:
+def enable_scheduled_task(id: Short) -> TaskEnabled:
     """Resume a paused task; it fires from its next slot on (missed slots are not run).
 
     Args:
@@ -201,7 +300,7 @@ def enable_scheduled_task(id: Short) -> dict[str, Any]:
     return _set_enabled(id, True)
 
 
-def disable_scheduled_task(id: Short) -> dict[str, Any]:
+def disable_scheduled_task(id: Short) -> TaskEnabled:
     """Pause a task without deleting it.
 
     Args:
@@ -210,7 +309,7 @@ def disable_scheduled_task(id: Short) -> dict[str, Any]:
     return _set_enabled(id, False)
 
 
-def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
+def set_reminder(at: Short, message: Prompt) -> ReminderSet:
     """Continue this conversation later: at `at`, `message` arrives in this session as a
     new turn (run unattended), so you can pick the work up again. One-shot; for
     recurring work create a scheduled task.
@@ -241,10 +340,14 @@ def set_reminder(at: Short, message: Prompt) -> dict[str, Any]:
     job = state.job
     if state.held:
         return {"id": job.id, "at": _iso(job.run_at, job.timezone), "enabled": False, "note": state.held}
-    return {"id": job.id, "at": _iso(job.run_at, job.timezone), **_no_scheduler()}
+    reminder: ReminderSet = {"id": job.id, "at": _iso(job.run_at, job.timezone)}
+    warning = _no_scheduler_warning()
+    if warning:
+        reminder["warning"] = warning
+    return reminder
 
 
-def list_reminders(include_fired: bool = False) -> dict[str, Any]:
+def list_reminders(include_fired: bool = False) -> ReminderList:
     """List the reminders set with set_reminder: when each fires, its message, its session.
 
     Args:
@@ -253,13 +356,13 @@ def list_reminders(include_fired: bool = False) -> dict[str, Any]:
     from agent_kernel.store import provenance
 
     ctx = current_context()
-    reminders = []
+    reminders: list[ReminderEntry] = []
     for state in _service().jobs(include_disabled=include_fired, kinds=("reminder",)):
         job, last = state.job, state.last
         if not include_fired and job.next_run_at is None:
             continue  # fired already: nothing more to come
         message = (job.task or "").removeprefix("(A reminder you set earlier in this session.) ")
-        entry: dict[str, Any] = {
+        entry: ReminderEntry = {
             "id": job.id,
             "at": _iso(job.run_at, job.timezone),
             "message": provenance.shown(message, state.taint, f"reminder {job.id}"),
@@ -281,7 +384,7 @@ NOTIFICATIONS_PER_HOUR = 10  # from the agent, all sessions together
 
 def notify(
     message: Annotated[str, Field(min_length=1, max_length=NOTIFY_CHARS)], title: Short | None = None
-) -> dict[str, Any]:
+) -> Notified:
     """Send the user a notification (their phone, e-mail or chat, as they set it up) when
     they need to know now: a long task finished, something needs their decision. Rarely.
 
@@ -322,7 +425,7 @@ def notify(
 _NOTIFIED: dict[tuple[str, int], int] = {}  # notifications sent per (session, turn)
 
 
-def cancel_reminder(id: Short) -> dict[str, Any]:
+def cancel_reminder(id: Short) -> Deleted:
     """Cancel a reminder set with set_reminder.
 
     Args:
@@ -421,16 +524,13 @@ def _service() -> SchedulerService:
     return SchedulerService(current_context().store)
 
 
-def _no_scheduler() -> dict[str, str]:
-    """``{"warning": ...}`` telling the model how to get the job fired when no scheduler runs."""
+def _no_scheduler_warning() -> str | None:
+    """How the model gets the job fired when no scheduler runs (None while one runs)."""
     from agent_kernel.scheduler import leader
 
     if _service().scheduler() is not None:
-        return {}
-    return {
-        "warning": "No scheduler is running, so this will not fire until one starts. Tell the user "
-        f"to {leader.HOW_TO_START}."
-    }
+        return None
+    return f"No scheduler is running, so this will not fire until one starts. Tell the user to {leader.HOW_TO_START}."
 
 
 def _timezone(name: str | None) -> str:
@@ -442,13 +542,13 @@ def _timezone(name: str | None) -> str:
     return chosen
 
 
-def _iso(instant: Any, timezone: str) -> str | None:
+def _iso(instant: datetime | None, timezone: str) -> str | None:
     from agent_kernel.scheduler.clock import iso
 
     return iso(instant, timezone)
 
 
-def _set_enabled(job_id: str, enabled: bool) -> dict[str, Any]:
+def _set_enabled(job_id: str, enabled: bool) -> TaskEnabled:
     from agent_kernel.scheduler import NotFoundError
 
     service = _service()

@@ -31,6 +31,8 @@ from agent_kernel.store import agent_tools as stored
 from agent_kernel.tools import current_context
 
 if TYPE_CHECKING:
+    import duckdb
+
     from agent_kernel.store.state import State
 
 T = TypeVar("T")
@@ -275,7 +277,7 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
     return outcome.get("value")
 
 
-def _libraries_for(con: Any, context: Any) -> tuple[dict[str, str], dict[str, str]]:
+def _libraries_for(con: duckdb.DuckDBPyConnection, context: Any) -> tuple[dict[str, str], dict[str, str]]:
     """The sources of the libraries this call may import, and why the others (tainted) may not."""
     from agent_kernel.kernel import libraries
     from agent_kernel.store import provenance

@@ -12,9 +12,10 @@ import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
 from agent_kernel.display.view import NO_FRONT_END
@@ -42,10 +43,43 @@ Option = Annotated[str, Field(max_length=LABEL_CHARS)]
 Message = Annotated[str, Field(max_length=MESSAGE_CHARS)]
 
 
+class Shown(TypedDict):
+    """The reply of a call that shows something and does not wait."""
+
+    ok: bool
+    images: NotRequired[str]  # how many charts went back to the model as images
+
+
+class FormAnswer(TypedDict):
+    """What the person did with a form (agent_kernel.display.form.FormWidget answers it)."""
+
+    action: Literal["submit", "dismiss"]
+    data: NotRequired[dict[str, Any]]  # the fields' values by name, as the form typed them
+
+
+class FormDefaults(TypedDict):
+    """A form's reply when nobody can fill it in: its defaults, and what to do about that."""
+
+    action: Literal["submit"]
+    data: dict[str, Any]  # the fields' defaults by name (agent_kernel.display.form.defaults)
+    defaults_only: bool
+    user_present: bool
+    note: str
+    required_without_default: NotRequired[list[str]]
+
+
+class Answer(TypedDict):
+    """``ask_user``'s reply: the person's answer, or None and what to do when nobody can answer."""
+
+    answer: str | None
+    user_present: NotRequired[bool]
+    note: NotRequired[str]
+
+
 async def render_blocks(
     blocks: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_BLOCKS)],
     title: Title | None = None,
-) -> dict[str, Any]:
+) -> Shown | FormAnswer | FormDefaults:
     """Show blocks in the user's cell: markdown, table, chart, form, code, image, alert, json.
 
     A DataFrame `variable` shows a table or chart without copying rows. With a form (at
@@ -117,14 +151,14 @@ async def render_blocks(
     outcome = await pending.wait()
     if isinstance(outcome, Nobody):
         return _no_user_form(pending.widget.fields, outcome.reason)
-    answer: dict[str, Any] = outcome
+    answer: FormAnswer = outcome
     return answer
 
 
 async def ask_user(
     question: Question,
     options: Annotated[list[Option], Field(max_length=MAX_OPTIONS)] | None = None,
-) -> dict[str, Any]:
+) -> Answer:
     """Ask the user and wait for the answer (when you cannot go on well without it).
 
     Args:
@@ -165,7 +199,7 @@ async def ask_user(
     return {"answer": options[int(outcome)]}
 
 
-async def send_message(text: Message) -> dict[str, Any]:
+async def send_message(text: Message) -> Shown:
     """Show a short progress note (markdown) in the cell during long work; does not wait."""
     ctx = current_context()
     if not ctx.transcript.live:
@@ -217,11 +251,11 @@ def _table(block: dict[str, Any], namespace: Mapping[str, Any], page_size: int, 
     return source.static(title, page_size)
 
 
-def _no_user_form(fields: list[dict[str, Any]], reason: str) -> dict[str, Any]:
+def _no_user_form(fields: list[dict[str, Any]], reason: str) -> FormDefaults:
     from agent_kernel.display.form import defaults
 
     values = defaults(fields)
-    result: dict[str, Any] = {
+    result: FormDefaults = {
         "action": "submit",
         "data": values,
         "defaults_only": True,
@@ -234,7 +268,7 @@ def _no_user_form(fields: list[dict[str, Any]], reason: str) -> dict[str, Any]:
     return result
 
 
-def _no_user_answer(reason: str) -> dict[str, Any]:
+def _no_user_answer(reason: str) -> Answer:
     return {"answer": None, "user_present": False, "note": NO_USER_QUESTION.format(reason=reason)}
 
 

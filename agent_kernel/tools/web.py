@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.tools import Tool, current_context
@@ -98,6 +99,17 @@ BODY_CHARS = 1_000_000
 _SECRET = re.compile(r"\{secret:([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
+class Fetched(TypedDict):
+    """``fetch_url``'s reply: the answer's status and type, and its text as untrusted content."""
+
+    status: int
+    content_type: str
+    truncated: bool
+    url: NotRequired[str]  # where redirects ended, when not the URL asked for
+    text: NotRequired[str]
+    hint: NotRequired[str]  # why there is no text, or how the text was left as it came
+
+
 async def fetch_url(
     url: Annotated[str, Field(max_length=8_000)],
     method: Method = "GET",
@@ -108,7 +120,7 @@ async def fetch_url(
     body: Annotated[str, Field(max_length=BODY_CHARS)] | None = None,
     json: Any = None,
     max_bytes: int | None = None,
-) -> dict[str, Any]:
+) -> Fetched:
     """Fetch a URL from the user's machine, for what only it can reach: any method, headers
     and a body (POST, PUT, PATCH and DELETE change things: they need approval).
 
@@ -168,7 +180,7 @@ async def fetch_url(
     except (FetchRefused, FetchError) as exc:
         raise ToolInputError(str(exc)) from None
     source = f"fetch_url {got.url}"
-    result: dict[str, Any] = {"status": got.status, "content_type": got.content_type, "truncated": got.truncated}
+    result: Fetched = {"status": got.status, "content_type": got.content_type, "truncated": got.truncated}
     if got.url != url:
         result["url"] = got.url
     if method != "HEAD":
@@ -190,7 +202,7 @@ def secret_names(*texts: str | None) -> list[str]:
     return list(found)
 
 
-def fetch_secrets(tool_input: Any) -> tuple[list[str], str] | None:
+def fetch_secrets(tool_input: object) -> tuple[list[str], str] | None:
     """The secrets a fetch_url call would send and its URL; None when it sends none (or its
     input is not a call's: the tool refuses that itself)."""
     import json as jsonlib
@@ -286,7 +298,7 @@ def bound_nowhere(names: list[str], target: Host, reason: str = "") -> str:
     )
 
 
-def _writes(tool_input: Any) -> bool:
+def _writes(tool_input: object) -> bool:
     """fetch_url changes something unless it only reads (GET, HEAD)."""
     method = tool_input.get("method", "GET") if isinstance(tool_input, dict) else "GET"
     return str(method).upper() not in ("GET", "HEAD")

@@ -6,45 +6,44 @@ Scripts and tests use it directly::
     agent = Agent()
     agent.run("load sales.csv and tell me the monthly totals")      # no running loop
     await agent.arun("now chart them")                               # inside a notebook
+
+What a turn starts from (its session, what it reads first, the tools it offers) is
+:mod:`agent_kernel.turn.start`; the loop is :mod:`agent_kernel.turn.loop`; how its cell
+ends (the footer, "Insert as cells") is :mod:`agent_kernel.turn.finish`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import time
 import uuid
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.config import TOOL_GROUPS, AgentKernel
-from agent_kernel.errors import ConfigError, SessionError, TurnInProgressError
+from IPython import get_ipython
+from IPython.core.interactiveshell import InteractiveShell
+
+from agent_kernel.config import AgentKernel
+from agent_kernel.errors import ConfigError, TurnInProgressError
+from agent_kernel.kernel import libraries
 from agent_kernel.paths import default_db_path
 from agent_kernel.secrets import Secrets
-from agent_kernel.turn.request import TurnRequest
+from agent_kernel.turn import warmup
+from agent_kernel.turn.request import TurnRequest, run_request
 
 if TYPE_CHECKING:
-    from IPython.core.interactiveshell import InteractiveShell
-
     from agent_kernel.display.transcript import Transcript
     from agent_kernel.kernel.interrupts import TurnInterrupts
     from agent_kernel.model.client import HttpClient, ModelClient
-    from agent_kernel.model.conversation import Repair
-    from agent_kernel.model.usage import InputEstimate
     from agent_kernel.store import Store
-    from agent_kernel.store.compactions import Compaction
-    from agent_kernel.store.sessions import Journal, Session, Sessions
-    from agent_kernel.store.usage import SessionUsage
+    from agent_kernel.store.sessions import Session
     from agent_kernel.tools import Registry, Tool
     from agent_kernel.turn.admin import Admin
     from agent_kernel.turn.approval import Approver
-    from agent_kernel.turn.assemble import TurnParts
-    from agent_kernel.turn.loaded import LoadedConversation
-    from agent_kernel.turn.loop import Turn, TurnLimits, TurnResult
+    from agent_kernel.turn.assemble import Assembler, TurnParts, TurnPlan
+    from agent_kernel.turn.loop import Turn, TurnResult
+    from agent_kernel.turn.start import Starts, TurnStart
     from agent_kernel.turn.subsessions import SubSessions
-    from agent_kernel.turn.summaries import RecallStart
 
 __all__ = ["Agent"]
 
@@ -85,17 +84,16 @@ class Agent:
                 raise TypeError(f"Agent() got an unknown setting {name!r}")
             setattr(self.config, name, value)
         self._shell = shell
-        self._session_name = session
-        self._session_id: str | None = None
         self._kernel_key = f"kernel-{uuid.uuid4().hex[:8]}"
         self._store: Store | None = None
         self._store_path: Path | None = None
         self._registry: Registry | None = None
         self._mcp: Any = None  # the MCP servers, started on the first turn that needs them
-        self._model_client: Any = None  # ModelClient.stream scrubs every request
+        self._model_client: ModelClient | None = None  # ModelClient.stream scrubs every request
         self._http_client = http_client
         self._writer: Any = None
-        self._start: _TurnStart | None = None  # what the last turn read and wrote, for the next
+        self._session_name = session
+        self._starts_made: Starts | None = None
         self._running = False
         self.approver: Approver | None = None
         self._always_allowed: dict[str, set[str]] = {}  # session id -> tools approved for good
@@ -103,16 +101,12 @@ class Agent:
         self.last_result: TurnResult | None = None
         self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
         self._admin: Admin | None = None
-        self._tools_synced: int | None = None  # store.changes when the agent's own tools were last read
 
     # -- parts, made on first use --------------------------------------------------------
 
     @property
     def shell(self) -> InteractiveShell:
         if self._shell is None:
-            from IPython import get_ipython
-            from IPython.core.interactiveshell import InteractiveShell
-
             self._shell = get_ipython() or InteractiveShell.instance()
         return self._shell
 
@@ -120,16 +114,15 @@ class Agent:
     def store(self) -> Store:
         path = Path(self.config.db_path).expanduser() if self.config.db_path else default_db_path()
         if self._store is None or path != self._store_path:
+            if self._writer is not None:
+                self._writer.flush()
             from agent_kernel.store import Store
             from agent_kernel.store.writer import WriteBehind
 
-            if self._writer is not None:
-                self._writer.flush()
             self._store, self._store_path = Store(path), path
             self._writer = WriteBehind(self._store)
-            self._start = None
-            from agent_kernel.kernel import libraries
-
+            if self._starts_made is not None:
+                self._starts_made.last = None
             libraries.install(lambda: self.store)
         return self._store
 
@@ -152,8 +145,7 @@ class Agent:
             from agent_kernel.model.client import ModelClient
 
             self._model_client = ModelClient(http_client=self._http_client)
-        client: ModelClient = self._model_client
-        return client
+        return self._model_client
 
     @property
     def notebook(self) -> str:
@@ -173,8 +165,24 @@ class Agent:
         if self._admin is None:
             from agent_kernel.turn.admin import Admin
 
-            self._admin = Admin(lambda: self.store, lambda: self.notebook, lambda: self._session_id)
+            self._admin = Admin(lambda: self.store, lambda: self.notebook, self._session_id)
         return self._admin
+
+    @property
+    def _starts(self) -> Starts:
+        """Where this agent's turns start (see :mod:`agent_kernel.turn.start`)."""
+        if self._starts_made is None:
+            from agent_kernel.turn.start import Starts
+
+            self._starts_made = Starts(
+                settings=lambda: self.config, store=lambda: self.store, registry=lambda: self.registry,
+                notebook=lambda: self.notebook, kernel_key=self._kernel_key, session_name=self._session_name,
+            )  # fmt: skip
+        return self._starts_made
+
+    def _session_id(self) -> str | None:
+        """The id of the session turns continue now (None before one was resolved)."""
+        return self._starts_made.session_id if self._starts_made is not None else None
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -187,10 +195,7 @@ class Agent:
         last used here, else the notebook's latest that is not archived, else a new one
         (or ``None`` when ``create`` is false).
         """
-        from agent_kernel.store.sessions import Sessions
-
-        with self.store.connect() as con:
-            return self._resolve(Sessions(con), new, name, create).session
+        return self._starts.session(new, name, create)
 
     def start_session(self, name: str | bool = True) -> tuple[Session, str | None]:
         """Start a fresh session now (``%agent --new [NAME]`` without a prompt).
@@ -198,72 +203,8 @@ class Agent:
         Returns it and the name an earlier session called ``name`` is kept under (``None``
         when there was none).
         """
-        try:
-            groups = {t.group for t in self._offered(self.config.approve.lower())}
-        except ConfigError:
-            groups = set()  # the turn will say what is wrong with tool_groups
-        start = self._read_start(name or True, None, self.config.instruction, groups)
-        # The next turn continues it as read here (no "new session" notice again).
-        self._start = replace(start, resolved=_Resolved(start.session))
+        start = self._starts.start_session(name)
         return start.session, start.resolved.kept_as
-
-    def _resolve(self, sessions: Sessions, new: str | bool | None, name: str | None, create: bool) -> _Resolved:
-        kept_as = None
-        if new:
-            if isinstance(new, str):
-                earlier = sessions.by_name(new)
-                if earlier is not None:
-                    kept_as = sessions.kept_name(new)
-                    sessions.rename(earlier.id, kept_as)
-                found = sessions.create(new, notebook=self.notebook)
-            else:
-                name = sessions.unused_name(self._default_name())
-                found = sessions.create(name, notebook=self.notebook)
-            resolved = _Resolved(found, created=True, kept_as=kept_as)
-        elif name is not None:
-            resolved = self._named(sessions, name, create)
-        else:
-            found = None
-            if self._session_id is not None:
-                found = sessions.get(self._session_id)
-                if found is not None and found.state == "completed":
-                    found = None  # archived since: the notebook moves on to a new session
-            elif self._session_name is not None:
-                return self._adopt(self._named(sessions, self._session_name, create))
-            if found is None:
-                found = sessions.latest_for_notebook(self.notebook)
-            if found is not None:
-                resolved = _Resolved(found)
-            elif not create:
-                return _Resolved(None)
-            else:
-                name = sessions.unused_name(self._default_name())
-                resolved = _Resolved(sessions.create(name, notebook=self.notebook), created=True)
-        return self._adopt(resolved)
-
-    def _named(self, sessions: Sessions, name: str, create: bool) -> _Resolved:
-        """The session called ``name``, started when there is none (so a notebook re-runs)."""
-        found = sessions.by_name(name)
-        if found is not None:
-            return _Resolved(found)
-        if not create:
-            raise SessionError(f"No session named {name!r}; %agent_sessions --all lists them.")
-        return _Resolved(sessions.create(name, notebook=self.notebook), created=True)
-
-    def _adopt(self, resolved: _Resolved) -> _Resolved:
-        if resolved.session is not None:
-            if self._session_id is not None and self._session_id != resolved.session.id:
-                from agent_kernel.tools.browser_driver import DRIVER
-
-                DRIVER.end_session(self._session_id)  # the session left behind closes its browser
-            self._session_id = resolved.session.id
-        return resolved
-
-    def _default_name(self) -> str:
-        notebook = self.notebook
-        if notebook == self._kernel_key:
-            return notebook
-        return Path(notebook).stem or "session"
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -272,7 +213,7 @@ class Agent:
 
         Takes the keyword arguments of :meth:`arun`.
         """
-        request = _request(prompt, **options)
+        request = run_request(prompt, **options)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -341,10 +282,9 @@ class Agent:
             raise TurnInProgressError("An agent turn is already running in this kernel; wait for it or press Stop.")
         self._running = True
         try:
-            from agent_kernel.kernel.streams import quick_flushes
-            from agent_kernel.turn import warmup
-
             await warmup.wait_for_step()  # its imports and the turn's must not interleave
+            from agent_kernel.kernel.streams import quick_flushes
+
             with quick_flushes():  # each display update flushes the streams: only when needed
                 result, footer = await self._turn(request, view, interrupts)
         finally:
@@ -373,39 +313,91 @@ class Agent:
     ) -> tuple[TurnResult, str | None]:
         """Run the turn; its result, and the footer of a failed turn whose cell fails (the
         cell shows it with the failure's line, last)."""
-        from agent_kernel.display.components import take_notes
-        from agent_kernel.kernel.cells import section_untrusted
-        from agent_kernel.kernel.cells import turn_section as notebook_cells
-        from agent_kernel.kernel.interrupts import TurnInterrupts
-        from agent_kernel.model import conversation
-        from agent_kernel.model.usage import InputEstimate
-        from agent_kernel.tools.context import UntrustedReads
-        from agent_kernel.turn.approval import make_check
-        from agent_kernel.turn.assemble import Assembler, TurnPlan, thinking_level
-        from agent_kernel.turn.prompt import assemble, turn_context
-
-        config = self.config
-        level = thinking_level(request.thinking, config.thinking)
-        mode = (request.approve or config.approve).lower()
-        mcp_failures = await self._connect_mcp()
+        from agent_kernel.display.approval import CardApprover
+        from agent_kernel.display.stop import prepare as prepare_stop
         from agent_kernel.kernel import channel
+        from agent_kernel.kernel.interrupts import TurnInterrupts
+        from agent_kernel.turn import finish
+        from agent_kernel.turn.approval import make_check
+        from agent_kernel.turn.assemble import Assembler, thinking_level
 
+        level = thinking_level(request.thinking, self.config.thinking)
+        mode = (request.approve or self.config.approve).lower()
+        mcp_failures = await self._connect_mcp()
         await channel.settle()  # a notebook front end answering the kernel's first hello
         try:
             offered = self._offered(mode)
         except ConfigError as exc:  # the turn stops here: say the servers that did not start too
             raise ConfigError(" ".join([str(exc), *mcp_failures])) from None
-        groups = {t.group for t in offered}
         builder = Assembler(self._parts())
         if not self._writer.idle:  # the last turn's saves are still going out
             await asyncio.to_thread(self._writer.flush)
-        start = self._unchanged_start(request.new, request.session, config.instruction, groups)
-        if start is None:
-            start = self._read_start(request.new, request.session, config.instruction, groups)
-        resolved = start.resolved
+        start = self._starts.begin(request, {t.group for t in offered})
+        plan, transcript = await self._plan(request, start, builder, view, offered, mode, level, mcp_failures)
+        with given if given is not None else TurnInterrupts() as interrupts:
+            transcript.show_stop(lambda: interrupts.request("stop"))
+            if self.approver is None and self.live:
+                self.approver = CardApprover()
+            plan.check = make_check(mode, self.approver if self.live else None, self._always_allowed)
+            turn = builder.turn(request, plan, transcript=transcript, interrupts=interrupts)
+            context = turn.context
+            context.sessions = children = self._subsessions(builder.parts, turn, start.session, interrupts)
+            try:
+                try:
+                    result = await turn.run()
+                finally:
+                    await children.close()  # children still running end with the turn
+            except BaseException:
+                self._starts.last = None
+                transcript.hide_stop()
+                raise
+        assert plan.budget is not None
+        self._starts.last = start.after(context.journal, turn.estimate, result, plan.budget.compactions)
+        # The turn's last writes are saved while the cell shows how it ended; the cell
+        # finishes only once they are.
+        saving = asyncio.ensure_future(asyncio.to_thread(self._writer.flush))
+        if self.live:  # the next turn's Stop button, made while this turn's saves go out
+            prepare_stop()
+        try:
+            footer = await finish.end_cell(
+                transcript, result, turn.limits, new=start.resolved.created, session_id=start.session.id,
+                number=plan.number, insert=self.insert_turn_cells,
+            )  # fmt: skip
+        finally:
+            await saving
+        return result, footer
+
+    async def _plan(
+        self,
+        request: TurnRequest,
+        start: TurnStart,
+        builder: Assembler,
+        view: Transcript | None,
+        offered: list[Tool],
+        mode: str,
+        level: str,
+        mcp_failures: list[str],
+    ) -> tuple[TurnPlan, Transcript]:
+        """What the turn runs with (its limits, system prompt, the prompt with the turn's
+        context, the history, the budget; the approval check is the caller's) and the
+        transcript it shows in. The session summaries due are made here."""
+        from agent_kernel.display.components import take_notes
+        from agent_kernel.kernel.cells import section_untrusted
+        from agent_kernel.kernel.cells import turn_section as notebook_cells
+        from agent_kernel.model import conversation
+        from agent_kernel.model.usage import InputEstimate
+        from agent_kernel.tools.context import UntrustedReads
+        from agent_kernel.turn.assemble import TurnPlan
+        from agent_kernel.turn.prompt import assemble, turn_context
+        from agent_kernel.turn.start import previous_section, write_summaries
+
+        config = self.config
         current = start.session
+        groups = {t.group for t in offered}
         limits = builder.limits(request, current, thinking=level)
-        summaries = await self._write_summaries(start.recall)
+        summaries = await write_summaries(
+            start.recall, store=self.store, model_client=self.model_client, small_model=config.small_model
+        )
         transcript = view if view is not None else builder.transcript(request)
         context_block = turn_context(
             start.conversation.known,
@@ -414,115 +406,48 @@ class Agent:
             groups=groups,
             notepad=start.notepad,
             notes=[*mcp_failures, *take_notes(current.id)],
-            previous_session=_previous_section(start.recall, summaries),
+            previous_session=previous_section(start.recall, summaries),
             cells=notebook_cells(self.shell) if groups else "",
         )
         for line in mcp_failures:
             transcript.notice(line, kind="error")
-        if resolved.kept_as:
+        if start.resolved.kept_as:
             transcript.notice(
-                f"New session {current.name!r}; the earlier one is kept as {resolved.kept_as!r} "
-                f"(%agent --session {resolved.kept_as} continues it).",
+                f"New session {current.name!r}; the earlier one is kept as {start.resolved.kept_as!r} "
+                f"(%agent --session {start.resolved.kept_as} continues it).",
                 kind="muted",
             )
         spent = start.usage
         budget = builder.budget(limits, current, list(start.compactions), self._budget_seen)
-        with given if given is not None else TurnInterrupts() as interrupts:
-            transcript.show_stop(lambda: interrupts.request("stop"))
-            if self.approver is None and self.live:
-                from agent_kernel.display.approval import CardApprover
-
-                self.approver = CardApprover()
-            plan = TurnPlan(
-                session_id=current.id,
-                session_name=current.name,
-                number=start.last_turn + 1,
-                tools=offered,
-                system=assemble(start.sections, groups=groups, secrets=self.secrets.names(), search=config.tool_search),
-                approve=mode,
-                limits=limits,
-                prompt_blocks=[context_block, *conversation.as_blocks(request.prompt), *request.attachments],
-                history=start.history(),
-                check=make_check(mode, self.approver if self.live else None, self._always_allowed),
-                refresh_tools=lambda: self._offered(mode),
-                reads=UntrustedReads(
-                    earlier=current.untrusted_sources, this_turn=section_untrusted(self.shell) if groups else []
-                ),
-                session_tokens=current.tokens_used,
-                session_cost=spent.cost,
-                estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
-                budget=budget,
-                side_calls=[(w.message, w.duration_ms) for w in summaries if w.message is not None],
-                ask_to_continue=self.live,
-            )
-            turn = builder.turn(request, plan, transcript=transcript, interrupts=interrupts)
-            context = turn.context
-            context.sessions = children = self._subsessions(builder.parts, turn, current, interrupts)
-            try:
-                try:
-                    result = await turn.run()
-                finally:
-                    await children.close()  # children still running end with the turn
-            except BaseException:
-                self._start = None
-                transcript.hide_stop()
-                raise
-        self._start = start.after(context.journal, turn.estimate, result, budget.compactions)
-        # The turn's last writes are saved while the cell shows how it ended; the cell
-        # finishes only once they are.
-        saving = asyncio.ensure_future(asyncio.to_thread(self._writer.flush))
-        if self.live:  # the next turn's Stop button, made while this turn's saves go out
-            from agent_kernel.display.stop import prepare
-
-            prepare()
-        try:
-            await transcript.settle(wait=not result.failed)  # a stopped turn ends at once
-            if result.state != "error" and result.model_calls:
-                footer = _footer(result, turn.limits, new=resolved.created)
-                if result.failed and transcript.failure_raised:
-                    return result, footer
-                usage = {
-                    "model": result.model, "tool_calls": result.tool_calls, "seconds": round(result.seconds, 3),
-                    "tokens": result.tokens, "session_tokens": result.session_tokens,
-                    "token_limit": turn.limits.token_limit, "cost": result.cost,
-                    "subsessions": result.subsessions, "subsession_tokens": result.subsession_tokens,
-                }  # fmt: skip
-                transcript.notice(footer, kind="muted", usage=usage)
-                self._offer_cells(transcript, current.id, plan.number)
-        finally:
-            await saving
-        return result, None
-
-    def _offer_cells(self, transcript: Transcript, session_id: str, number: int) -> None:
-        """Remember the cell the turn ran in; with a notebook front end attached, show
-        "Insert as cells" under its footer (see :mod:`agent_kernel.kernel.turn_cells`)."""
-        from agent_kernel.kernel import channel, turn_cells
-
-        turn_cells.remember(session_id, number, channel.running_cell())
-        if channel.attached() is None:
-            return
-
-        async def insert() -> str:
-            return await self.insert_turn_cells(session_id, number)
-
-        transcript.offer_cells(insert)
+        plan = TurnPlan(
+            session_id=current.id,
+            session_name=current.name,
+            number=start.last_turn + 1,
+            tools=offered,
+            system=assemble(start.sections, groups=groups, secrets=self.secrets.names(), search=config.tool_search),
+            approve=mode,
+            limits=limits,
+            prompt_blocks=[context_block, *conversation.as_blocks(request.prompt), *request.attachments],
+            history=start.history(),
+            refresh_tools=lambda: self._offered(mode),
+            reads=UntrustedReads(
+                earlier=current.untrusted_sources, this_turn=section_untrusted(self.shell) if groups else []
+            ),
+            session_tokens=current.tokens_used,
+            session_cost=spent.cost,
+            estimate=InputEstimate(spent.last_prompt_tokens, spent.last_request_chars or 0),
+            budget=budget,
+            side_calls=[(w.message, w.duration_ms) for w in summaries if w.message is not None],
+            ask_to_continue=self.live,
+        )
+        return plan, transcript
 
     async def insert_turn_cells(self, session_id: str, number: int) -> str:
         """Insert turn ``number`` of the session as cells into the attached notebook (what
         "Insert as cells" does); the line saying so, or ``ValueError`` saying why not."""
-        from agent_kernel.kernel import turn_cells
-        from agent_kernel.store.steps import turn_cells as cells_of
-        from agent_kernel.store.steps import turn_steps
+        from agent_kernel.turn import finish
 
-        if not self._writer.idle:
-            await asyncio.to_thread(self._writer.flush)
-        with self.store.connect() as con:
-            turn = turn_steps(con, session_id, number)
-        if turn is None:
-            raise turn_cells.CellsError("This turn is no longer stored (its session was deleted).")
-        placed = await turn_cells.insert(cells_of(turn), session_id=session_id, turn=number, prompt=turn.prompt)
-        code = len(placed.cells) - 1
-        return f"Inserted below this cell: the prompt and answer, {code} code cell{'s' if code != 1 else ''}."
+        return await finish.insert_turn_cells(self.store, self._writer, session_id, number)
 
     def _subsessions(self, parts: TurnParts, turn: Turn, session: Session, interrupts: TurnInterrupts) -> SubSessions:
         """What spawn_session and wait_for_sessions of this turn use (see subsessions.py)."""
@@ -536,97 +461,7 @@ class Agent:
             family, session_id=session.id, session_name=session.name, depth=0, interrupts=interrupts, turn=turn
         )
 
-    # -- what a turn reads first -----------------------------------------------------------
-
-    def _unchanged_start(
-        self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]
-    ) -> _TurnStart | None:
-        """The last turn's start, brought up to date by its writes, when it still holds:
-        the same session, notebook and prompt sections, and a file nobody else changed."""
-        start = self._start
-        if (
-            start is None
-            or new
-            or (name is not None and name != start.session.name)
-            or start.session.id != self._session_id
-            or start.notebook != self.notebook
-            or start.sections_key != (instruction, frozenset(groups))
-            or not self.store.unchanged_since(start.changes)
-            or ("skills" in groups and start.skills_folder != _skills_folder(self.config.skills_dir))
-            or self._idle_since(start)  # a summary may be due: see session_summary.py
-        ):
-            return None
-        return start
-
-    def _idle_since(self, start: _TurnStart) -> bool:
-        """Whether the session has been idle past summary_idle_minutes since ``start``'s turn."""
-        minutes = self.config.summary_idle_minutes
-        return bool(minutes) and time.monotonic() - start.ended > minutes * 60
-
-    async def _write_summaries(self, found: RecallStart) -> list[Any]:
-        """Make the session summaries due as this turn starts (see session_summary.py)."""
-        if not found.due:
-            return []
-        from agent_kernel.turn import summaries as session_summary
-
-        return await session_summary.write(
-            found.due, store=self.store, model_client=self.model_client, small_model=self.config.small_model
-        )
-
-    def _read_start(self, new: str | bool | None, name: str | None, instruction: str, groups: set[str]) -> _TurnStart:
-        """Resolve the session and read what a turn needs first, in one connection."""
-        from agent_kernel.store import compactions
-        from agent_kernel.store.notepad import Notepad
-        from agent_kernel.store.sessions import Sessions
-        from agent_kernel.store.usage import session_usage
-        from agent_kernel.turn import summaries as session_summary
-        from agent_kernel.turn.loaded import LoadedConversation
-        from agent_kernel.turn.prompt import stored_sections
-
-        store = self.store
-        synced = self._tools_synced
-        with store.connect() as con:
-            sessions = Sessions(con)
-            resolved = self._resolve(sessions, new, name, True)
-            current = resolved.session
-            assert current is not None
-            stored = sessions.messages(current.id)
-            last_turn = sessions.last_turn(current.id)
-            sessions.touch(current.id, notebook=self.notebook)
-            sections = stored_sections(con, instruction, groups, self.config.skills_dir)
-            notepad = Notepad(con, current.id).read_shown()[0] if "skills" in groups else ""
-            compacted = compactions.load(con, current.id)
-            spent = session_usage(con, current.id)
-            recall = session_summary.at_start(
-                con,
-                current,
-                first_turn=last_turn == 0,
-                notebook=self.notebook,
-                idle_minutes=self.config.summary_idle_minutes,
-            )
-            changes = store.changes  # this connection's own count: it is still open
-        if synced is not None and changes == synced + 1:
-            # This connection's write was the only change since the agent's tools were
-            # read (another process's, or another connection's, would have counted too),
-            # and it wrote no tool: they are still as read.
-            self._tools_synced = changes
-        return _TurnStart(
-            changes=changes,
-            resolved=resolved,
-            session=current,
-            conversation=LoadedConversation().extended({"role": m.role, "content": m.content} for m in stored),
-            last_turn=last_turn,
-            notebook=self.notebook,
-            sections_key=(instruction, frozenset(groups)),
-            sections=sections,
-            compactions=tuple(compacted),
-            usage=spent,
-            notepad=notepad,
-            recall=recall,
-            skills_folder=_skills_folder(self.config.skills_dir) if "skills" in groups else (),
-        )
-
-    # -- the system prompt ---------------------------------------------------------------
+    # -- the system prompt and the tools ---------------------------------------------------
 
     def system_prompt(self, *, approve: str | None = None) -> str:
         """The system prompt the next turn would send (``%agent_prompt --full`` shows it)."""
@@ -660,171 +495,5 @@ class Agent:
         return failures
 
     def _offered(self, mode: str) -> list[Tool]:
-        """The tools a turn in approval ``mode`` offers (none with tools_enabled = False).
-
-        Group names are checked here, not when they are set: a group of ``@tool``
-        functions may be named before the cell that defines them runs.
-        """
-        groups = list(self.config.tool_groups) if self.config.tools_enabled else []
-        registry = self.registry
-        known = set(TOOL_GROUPS) | {t.group for t in registry.tools.values()}
-        unknown = [g for g in groups if g not in known]
-        if unknown:
-            raise ConfigError(
-                f"Unknown tool group {', '.join(map(repr, unknown))} in AgentKernel.tool_groups: "
-                f"the groups are {', '.join(sorted(known))}. (tools_enabled = False switches "
-                "all tools off.)"
-            )
-        if "tools" in groups and not (  # the agent's own tools, as stored now
-            self._tools_synced is not None and self.store.unchanged_since(self._tools_synced)
-        ):
-            from agent_kernel.tools.agent_tools import sync
-
-            with self.store.connect(read_only=True) as con:
-                sync(registry, con)
-            self._tools_synced = self.store.changes
-        if self.config.tools_enabled and self.config.mcp_servers:
-            groups.append("mcp")  # the servers' tools, see tools/mcp.py
-        from agent_kernel.kernel import channel
-
-        return registry.offered(groups, read_only=mode == "read-only", notebook=channel.attached() is not None)
-
-
-@dataclass(frozen=True)
-class _Resolved:
-    """The session a turn uses, whether it was started for it, and where an earlier
-    session of its name went."""
-
-    session: Session | None
-    created: bool = False
-    kept_as: str | None = None
-
-
-@dataclass(frozen=True)
-class _TurnStart:
-    """What a turn reads from the store before it starts: its session, the stored
-    conversation, the prompt's stored sections. Kept for the next turn, which uses it
-    without opening the file while :meth:`Store.unchanged_since` says ``changes`` holds
-    (the turn's own writes, its messages and compactions, are mirrored into it)."""
-
-    changes: int
-    resolved: _Resolved
-    session: Session
-    conversation: LoadedConversation  # the stored messages, repaired (see loaded.py)
-    last_turn: int
-    notebook: str
-    sections_key: tuple[str, frozenset[str]]
-    sections: list[tuple[str, str]]
-    compactions: tuple[Compaction, ...]  # the session's stored context summaries
-    usage: SessionUsage  # its cost so far and the size of its last request
-    notepad: str  # the session's notepad ("" unless the skills group is on)
-    recall: RecallStart  # summaries due, the previous session (see session_summary.py)
-    ended: float = 0.0  # time.monotonic() when the turn that last used it ended (0: none did)
-    skills_folder: tuple[Any, ...] = ()  # the skills folder as read (see _skills_folder)
-
-    def history(self) -> Repair:
-        """The stored conversation, repaired, for a turn to continue (what its requests
-        may send is copied for it: the turn may change what it is given)."""
-        return self.conversation.for_turn(list(self.compactions))
-
-    def after(
-        self, journal: Journal, estimate: InputEstimate, result: TurnResult, made: list[Compaction]
-    ) -> _TurnStart:
-        """This start as the next turn finds it: the session with what ``journal`` recorded,
-        the compactions ``made`` during the turn (saved as mirrored writes), the cost and
-        last request size the turn's calls added."""
-        from agent_kernel.store.compactions import merged
-        from agent_kernel.store.usage import SessionUsage
-        from agent_kernel.turn.summaries import RecallStart
-
-        # As stored: the JSON the journal writes, decoded (nothing shared with the turn).
-        said = [{"role": role, "content": json.loads(json.dumps(content))} for role, content in journal.recorded]
-
-        session = journal.applied_to(self.session)
-        measured = estimate.tokens is not None
-        usage = SessionUsage(
-            cost=self.usage.cost + (result.cost or 0.0),
-            unpriced=self.usage.unpriced + result.unpriced_calls,
-            last_prompt_tokens=estimate.tokens if measured else self.usage.last_prompt_tokens,
-            last_request_chars=estimate.chars if measured else self.usage.last_request_chars,
-        )
-        return replace(
-            self,
-            resolved=_Resolved(session),
-            session=session,
-            conversation=self.conversation.extended(said) if said else self.conversation,
-            compactions=tuple(merged(self.compactions, made)),
-            last_turn=max(self.last_turn, journal.turn),
-            usage=usage,
-            # Made and shown; unless the turn stored nothing (a failed first request): its
-            # retry is the session's first turn still.
-            recall=RecallStart() if said else RecallStart(previous=self.recall.previous),
-            ended=time.monotonic(),
-        )
-
-
-def _previous_section(found: RecallStart, written: list[Any]) -> str:
-    """The turn context's summary of the previous session (made just now, else as stored)."""
-    from agent_kernel.turn.summaries import turn_section
-
-    if found.previous is None:
-        return ""
-    fresh = [w.summary for w in written if w.session_id == found.previous.id]
-    return turn_section(found.previous, fresh[-1] if fresh else found.previous.summary)
-
-
-def _footer(result: TurnResult, limits: TurnLimits, *, new: bool = False) -> str:
-    from agent_kernel.display.footer import TurnFigures, footer_line
-
-    return footer_line(
-        TurnFigures(
-            model=result.model or "model",
-            tool_calls=result.tool_calls,
-            seconds=result.seconds,
-            tokens=result.tokens,
-            input_tokens=result.input_tokens,
-            cache_read_tokens=result.cache_read_tokens,
-            cost=result.cost,
-            unpriced_calls=result.unpriced_calls,
-            session=result.session,
-            session_tokens=result.session_tokens,
-            token_limit=limits.token_limit,
-            session_cost=result.session_cost,
-            new_session=new,
-            web_searches=result.web_searches,
-            web_fetches=result.web_fetches,
-            subsessions=result.subsessions,
-            subsession_tokens=result.subsession_tokens,
-            subsession_cost=result.subsession_cost,
-            cost_limit=limits.cost_limit,
-        )
-    )
-
-
-def _request(prompt: str, **options: Any) -> TurnRequest:
-    """The request :meth:`Agent.run` makes of its keyword arguments (those of :meth:`Agent.arun`)."""
-    known = {"new", "session", "model", "token_limit", "approve", "check", "thinking"}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise TypeError(f"Agent.run() got an unexpected keyword argument {unknown[0]!r}")
-    return TurnRequest(prompt, **options)
-
-
-def _skills_folder(configured: str) -> tuple[Any, ...]:
-    """The skills folder's SKILL.md files as ``stat`` sees them: a skill added, changed or
-    removed there changes this, and the next turn reads its prompt sections afresh."""
-    from agent_kernel.store.skills import skills_folder
-
-    folder = skills_folder(configured)
-    try:
-        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_dir())
-    except OSError:
-        return ()
-    found: list[Any] = [str(folder)]
-    for name in names:
-        try:
-            stat = os.stat(folder / name / "SKILL.md")
-        except OSError:
-            continue
-        found.append((name, stat.st_mtime_ns, stat.st_size, stat.st_ino))
-    return tuple(found)
+        """The tools a turn in approval ``mode`` offers (see :meth:`Starts.offered`)."""
+        return self._starts.offered(mode)

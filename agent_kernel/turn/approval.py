@@ -55,6 +55,15 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agent_kernel.authority import PersonEvent, card_click
+from agent_kernel.display.approval import StoredCode
+from agent_kernel.display.presence import PRESENCE
+from agent_kernel.grants import standing
+from agent_kernel.store import provenance
+from agent_kernel.store.agent_tools import AgentTools
+from agent_kernel.tools.agent_tools import StoredTool
+from agent_kernel.tools.data import with_connection
+from agent_kernel.tools.isolation import isolation
+from agent_kernel.turn.secret_hosts import check_secret_hosts
 
 if TYPE_CHECKING:
     from agent_kernel.display.waiting import Nobody
@@ -105,8 +114,6 @@ class ApprovalCheck:
         """Whether someone may answer an approval in this turn (for the turn's header)."""
         if self.approver is None:
             return False
-        from agent_kernel.display.presence import PRESENCE
-
         return PRESENCE.nobody(context) is None
 
     def tainted_notice(self, context: Any) -> str | None:
@@ -116,14 +123,10 @@ class ApprovalCheck:
             return None
         if self.attended(context):
             return TAINTED_ASKS
-        from agent_kernel.grants import standing
-
         grants = standing()
         return f"{TAINTED_REFUSED} (standing grants: {grants.describe()})" if grants else TAINTED_REFUSED
 
     async def __call__(self, item: Tool, tool_input: Any, context: ToolContext) -> str | None:
-        from agent_kernel.turn.secret_hosts import check_secret_hosts
-
         mode, approver = self.mode, self.approver
         refusal = await check_secret_hosts(item, tool_input, context, approver)
         if refusal is not None:
@@ -202,16 +205,12 @@ def sandboxed_run(item: Tool, tool_input: Any) -> bool:
         return False
     if tool_input.get("isolated") is not True:
         return False
-    from agent_kernel.tools.isolation import isolation
-
     return isolation().sandboxed
 
 
 def granted(item: Tool, tool_input: Any, *, acts: bool, new_host: bool) -> bool:
     """Whether this run's standing grants allow the call with nobody present: the writing
     tool (when it asks for being one) and the host (when it is a new one) are both named."""
-    from agent_kernel.grants import standing
-
     grants = standing()
     if not grants:
         return False
@@ -234,9 +233,6 @@ def _event(answer: Any, tool: str) -> PersonEvent:
 
 async def _ask(approver: Approver, item: Tool, tool_input: Any, context: ToolContext, origin: str | None = None) -> Any:
     """The person's answer about one call; an agent-defined tool's card shows its code."""
-    from agent_kernel.display.approval import StoredCode
-    from agent_kernel.tools.agent_tools import StoredTool
-
     if not isinstance(item, StoredTool):
         return await approver(item.name, tool_input, context)
     shown = StoredCode(item.stored.version, item.stored.code, origin, item.claims_read_only and origin is None)
@@ -271,10 +267,6 @@ def _host(url: Any) -> tuple[str, int] | None:
 async def planted_origin(item: Tool, context: ToolContext) -> Record | None:
     """The provenance of ``item`` when it is an agent-defined tool another session wrote
     after reading untrusted content, not yet cleared by the person; else None."""
-    from agent_kernel.store import provenance
-    from agent_kernel.tools.agent_tools import StoredTool
-    from agent_kernel.tools.data import with_connection
-
     if not isinstance(item, StoredTool):
         return None
     found = await with_connection(context.store, lambda con: provenance.latest(con, "tool", [item.name]).get(item.name))
@@ -295,9 +287,6 @@ async def review_planted(
     item: Tool, tool_input: Any, context: ToolContext, origin: Record, approver: Approver | None
 ) -> str | None:
     """Ask the person to trust a planted tool before its first run here (None: it may run)."""
-    from agent_kernel.store import provenance
-    from agent_kernel.tools.data import with_connection
-
     label = origin.provenance().label()
     if approver is None:
         return planted_refusal(item.name, label)
@@ -314,9 +303,6 @@ async def review_planted(
 async def trust_read_only(item: Tool, context: ToolContext, by: PersonEvent) -> None:
     """The person trusted this version of a stored tool as read-only (``by``: their click):
     keep their grant."""
-    from agent_kernel.store.agent_tools import AgentTools
-    from agent_kernel.tools.data import with_connection
-
     version = item.stored.version  # type: ignore[attr-defined]
     await with_connection(context.store, lambda con: AgentTools(con).trust_read_only(item.name, version, by=by))
     context.report.changed_tools()  # offered as reading from the next call on
@@ -364,8 +350,6 @@ def untrusted_refusal(item: Tool, sources: list[str], reason: str = "", *, new_h
 
 def _without_kernel_code(charts: bool) -> str:
     """What a refused in-kernel run_code can do instead, on this machine."""
-    from agent_kernel.tools.isolation import isolation
-
     ways = "show a chart or table of what you read with render_blocks (no approval needed), " if charts else ""
     if isolation().sandboxed:
         ways += (

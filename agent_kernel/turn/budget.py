@@ -35,10 +35,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.errors import ModelError
 from agent_kernel.model import images
 from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.model.tool_search import prompt_tools
-from agent_kernel.store.compactions import Compaction
+from agent_kernel.store.compactions import Compaction, load, save
 
 if TYPE_CHECKING:
     from agent_kernel.config import AgentKernel
@@ -397,8 +398,6 @@ class ContextBudget:
     # -- compacting ----------------------------------------------------------------------
 
     def _load(self) -> list[Compaction]:
-        from agent_kernel.store.compactions import load
-
         with self.store.connect() as con:
             return load(con, self.session_id)
 
@@ -459,8 +458,6 @@ class ContextBudget:
         return render(messages, new)
 
     def _save(self, compaction: Compaction) -> None:
-        from agent_kernel.store.compactions import save
-
         with self.store.connect(mirrored=self.mirrored) as con:
             save(con, self.session_id, compaction)
 
@@ -473,8 +470,6 @@ class ContextBudget:
     ) -> tuple[str, str | None]:
         """A summary of ``earlier`` (the previous summary) and ``messages``; and the model
         that wrote it (``None``: the model call failed and the summary is the prompts)."""
-        from agent_kernel.errors import ModelError
-
         text = transcript_text(earlier, messages)
         params = {
             "model": self.small_model,

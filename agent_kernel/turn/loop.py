@@ -30,6 +30,7 @@ from agent_kernel.tools import definitions as tool_definitions
 from agent_kernel.tools import unresolved, web
 from agent_kernel.tools.report import ToolReport
 from agent_kernel.turn import prompt
+from agent_kernel.turn.outcome import failure
 
 if TYPE_CHECKING:
     from agent_kernel.tools import Outcome, Registry, Tool
@@ -93,8 +94,6 @@ class TurnResult:
     @property
     def failed(self) -> bool:
         """Whether the turn did not end normally (see :mod:`agent_kernel.turn.outcome`)."""
-        from agent_kernel.turn.outcome import failure
-
         return failure(self) is not None
 
     def count(self, usage: CallUsage, *, side: bool = False) -> None:
@@ -172,6 +171,8 @@ class Turn:
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
     _usage: usage_rows.UsageLog = field(init=False)
+    _prompt_saved: bool = False  # the turn's prompt is stored (with the first reply, or when stopped)
+    _contents: list[list[dict[str, Any]]] = field(default_factory=list)  # this turn's assistant messages
     _unpriced_noted: bool = False
     _tainted_said: bool = False  # the cell said this turn's session read untrusted content
     # What the tool calls reported (see tools/report.py), merged here as each call ends.
@@ -191,9 +192,46 @@ class Turn:
             return await self._run()
 
     async def _run(self) -> TurnResult:
-        ctx = self.context
-        view = ctx.transcript
         started = time.perf_counter()
+        result = self._begin()
+        try:
+            while True:
+                self.context.interrupts.check()
+                if result.model_calls >= self.limits.max_model_calls:
+                    result.state = "idle"
+                    self._fail(
+                        result,
+                        "call_limit",
+                        f"Stopped after {result.model_calls} model calls in one turn "
+                        "(AgentKernel.max_model_calls). Run %agent continue to go on.",
+                        "warning",
+                    )
+                    break
+                content = await self._call_model(result)
+                if content is None:  # a limit stopped the turn before the call
+                    break
+                if result.stop_reason == "pause_turn":
+                    continue
+                uses = conversation.tool_uses(content)
+                if not uses:
+                    self._answered(result, content)
+                    break
+                await self._run_tools(uses, result)
+                if self._ended is not None:  # a sub-session called report_result
+                    result.state, result.ending, result.text = "completed", "end_turn", self._ended
+                    break
+        except TurnInterrupted as stop:
+            self._interrupted(result, stop)
+        except ModelError as exc:
+            result.state = "error"
+            self._fail(result, "model_error", str(exc), "error")
+        finally:
+            self._finish(result, started)
+        return result
+
+    def _begin(self) -> TurnResult:
+        """The turn's result, its conversation with the prompt, and its logs, written as running."""
+        ctx = self.context
         result = TurnResult(
             session=ctx.session_name, state="running", session_tokens=self.session_tokens,
             session_cost=self.session_cost,
@@ -203,8 +241,8 @@ class Turn:
         # stored and sent only scrubbed.
         self.prompt_blocks = scrub(self.prompt_blocks)
         self._messages = self.history.extend([{"role": "user", "content": self.prompt_blocks}]).messages()
-        prompt_saved = False
-        turn_contents: list[list[dict[str, Any]]] = []  # this turn's assistant messages
+        self._prompt_saved = False
+        self._contents = []
         self._journal = ctx.journal
         self._audit = audit.AuditLog(ctx.session_id, ctx.turn, ctx.prompt)
         self._usage = usage_rows.UsageLog(ctx.session_id, ctx.turn)
@@ -224,107 +262,98 @@ class Turn:
         self._journal.state("running")
         self._write()
         ctx.component_calls = self._component_call
-        try:
-            while True:
-                ctx.interrupts.check()
-                if result.model_calls >= self.limits.max_model_calls:
-                    result.state = "idle"
-                    self._fail(
-                        result,
-                        "call_limit",
-                        f"Stopped after {result.model_calls} model calls in one turn "
-                        "(AgentKernel.max_model_calls). Run %agent continue to go on.",
-                        "warning",
-                    )
-                    break
-                params = self._params()
-                chars: int | None = None
-                if self.budget is not None:  # what is sent: compacted to fit the context budget
-                    params = await ctx.interrupts.phase(self.budget.fit(params, view))
-                    chars = self.budget.request_chars()
-                if chars is None:
-                    chars = request_chars(params)
-                if not await self._within_limits(result, self.estimate.next(chars)):
-                    break
-                called = time.perf_counter()
-                message = await ctx.interrupts.phase(
-                    # Cache marks go on in the model client, on the scrubbed request: the size
-                    # counts none, and the budget compares each request's messages with the
-                    # last one's, whose last message would carry the mark.
-                    self.model_client.stream(params, view, retries=self.limits.model_retries, cache_marks=True)
-                )
-                if self.budget is not None:
-                    self.budget.observe(message, view)
-                usage = CallUsage.of(message.model, message.usage, getattr(ctx.settings, "prices", None))
-                self.estimate.reported(usage.prompt_tokens, chars)
-                self._usage.call(
-                    usage, duration_ms=(time.perf_counter() - called) * 1000, request_chars=chars,
-                    stop_reason=message.stop_reason,
-                )  # fmt: skip
-                self._count(result, usage)
-                spent = usage.counted
-                # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
-                # tool input cannot fail the next request or insert).
-                content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
-                if not prompt_saved:
-                    self._save("user", self.prompt_blocks)
-                    prompt_saved = True
-                self._journal.usage(spent)
-                self._save("assistant", content)
-                _count_server_tools(message, result)
-                read = web.untrusted_sources(content)
-                if read:
-                    self._read_untrusted(read)
-                turn_contents.append(content)
-                if self._messages[-1]["role"] == "assistant":
-                    # The continuation of a paused turn (pause_turn): one assistant message.
-                    paused = self._messages[-1]["content"]
-                    self._messages[-1] = {"role": "assistant", "content": paused + content}
-                else:
-                    self._messages.append({"role": "assistant", "content": content})
-                result.stop_reason = message.stop_reason
-                uses = conversation.tool_uses(content)
-                if message.stop_reason == "pause_turn":
-                    continue
-                if not uses:
-                    result.text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
-                    result.state = "idle"
-                    result.ending = "end_turn"
-                    result.sources = web.cited_sources(turn_contents)
-                    view.sources(result.sources)
-                    if message.stop_reason == "max_tokens":
-                        view.notice(
-                            f"The answer was cut off at max_tokens ({self.limits.max_tokens:,}); "
-                            "raise %config AgentKernel.max_tokens or ask it to continue.",
-                            kind="warning",
-                        )
-                    break
-                await self._run_tools(uses, result)
-                if self._ended is not None:  # a sub-session called report_result
-                    result.state, result.ending, result.text = "completed", "end_turn", self._ended
-                    break
-        except TurnInterrupted as stop:
-            if not prompt_saved:
-                # Keep what the user asked, as a chat does when stopped; the next turn's
-                # prompt is merged after it. (A model *error* drops it instead: a prompt
-                # the API rejected would be rejected again with every later turn.)
-                self._save("user", self.prompt_blocks)
-            if result.state not in ("token_limit_reached", "cost_limit_reached"):
-                result.state = "idle"
-            if stop.reason == "stop":
-                self._fail(result, "stopped", "■ Stopped.", "warning")
-            else:
-                self._fail(result, "interrupted", "■ Interrupted.", "warning")
-        except ModelError as exc:
-            result.state = "error"
-            self._fail(result, "model_error", str(exc), "error")
-        finally:
-            ctx.component_calls = None
-            result.seconds = time.perf_counter() - started
-            self._journal.state(result.state, result.error)
-            self._write()
-            view.close()
         return result
+
+    async def _call_model(self, result: TurnResult) -> list[dict[str, Any]] | None:
+        """One model call: the request (fitted to the context budget), checked against the
+        limits, streamed; its usage counted and its reply stored and added to the
+        conversation. The reply's content, or None when a limit stopped the turn first."""
+        ctx = self.context
+        view = ctx.transcript
+        params = self._params()
+        chars: int | None = None
+        if self.budget is not None:  # what is sent: compacted to fit the context budget
+            params = await ctx.interrupts.phase(self.budget.fit(params, view))
+            chars = self.budget.request_chars()
+        if chars is None:
+            chars = request_chars(params)
+        if not await self._within_limits(result, self.estimate.next(chars)):
+            return None
+        called = time.perf_counter()
+        message = await ctx.interrupts.phase(
+            # Cache marks go on in the model client, on the scrubbed request: the size
+            # counts none, and the budget compares each request's messages with the
+            # last one's, whose last message would carry the mark.
+            self.model_client.stream(params, view, retries=self.limits.model_retries, cache_marks=True)
+        )
+        if self.budget is not None:
+            self.budget.observe(message, view)
+        usage = CallUsage.of(message.model, message.usage, getattr(ctx.settings, "prices", None))
+        self.estimate.reported(usage.prompt_tokens, chars)
+        self._usage.call(
+            usage, duration_ms=(time.perf_counter() - called) * 1000, request_chars=chars,
+            stop_reason=message.stop_reason,
+        )  # fmt: skip
+        self._count(result, usage)
+        # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
+        # tool input cannot fail the next request or insert).
+        content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
+        if not self._prompt_saved:
+            self._save("user", self.prompt_blocks)
+            self._prompt_saved = True
+        self._journal.usage(usage.counted)
+        self._save("assistant", content)
+        _count_server_tools(message, result)
+        read = web.untrusted_sources(content)
+        if read:
+            self._read_untrusted(read)
+        self._contents.append(content)
+        if self._messages[-1]["role"] == "assistant":
+            # The continuation of a paused turn (pause_turn): one assistant message.
+            paused = self._messages[-1]["content"]
+            self._messages[-1] = {"role": "assistant", "content": paused + content}
+        else:
+            self._messages.append({"role": "assistant", "content": content})
+        result.stop_reason = message.stop_reason
+        return content
+
+    def _answered(self, result: TurnResult, content: list[dict[str, Any]]) -> None:
+        """The model ended its turn with ``content``: its text is the answer (a warning says
+        when max_tokens cut it off)."""
+        view = self.context.transcript
+        result.text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        result.state = "idle"
+        result.ending = "end_turn"
+        result.sources = web.cited_sources(self._contents)
+        view.sources(result.sources)
+        if result.stop_reason == "max_tokens":
+            view.notice(
+                f"The answer was cut off at max_tokens ({self.limits.max_tokens:,}); "
+                "raise %config AgentKernel.max_tokens or ask it to continue.",
+                kind="warning",
+            )
+
+    def _interrupted(self, result: TurnResult, stop: TurnInterrupted) -> None:
+        """The Stop button or a kernel interrupt ended the turn."""
+        if not self._prompt_saved:
+            # Keep what the user asked, as a chat does when stopped; the next turn's
+            # prompt is merged after it. (A model *error* drops it instead: a prompt
+            # the API rejected would be rejected again with every later turn.)
+            self._save("user", self.prompt_blocks)
+        if result.state not in ("token_limit_reached", "cost_limit_reached"):
+            result.state = "idle"
+        if stop.reason == "stop":
+            self._fail(result, "stopped", "■ Stopped.", "warning")
+        else:
+            self._fail(result, "interrupted", "■ Interrupted.", "warning")
+
+    def _finish(self, result: TurnResult, started: float) -> None:
+        """However the turn ended: its time and state written, its transcript closed."""
+        self.context.component_calls = None
+        result.seconds = time.perf_counter() - started
+        self._journal.state(result.state, result.error)
+        self._write()
+        self.context.transcript.close()
 
     def _fail(self, result: TurnResult, ending: str, line: str, kind: str) -> None:
         """End the turn as failed (see outcome.py); ``line`` is what the user is told."""

@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.kernel import namespace
 from agent_kernel.model.conversation import CONTEXT_END, CONTEXT_START
+from agent_kernel.store import catalog, memories, prompts, provenance, skills
+from agent_kernel.store.notepad import turn_section
 
 if TYPE_CHECKING:
     import duckdb
@@ -126,8 +129,6 @@ def stored_sections(
     shown in one section of its own, each item inside the untrusted envelope with where
     it came from: the model reads it as data, never as instruction.
     """
-    from agent_kernel.store import catalog, memories, prompts, provenance, skills
-
     kept: list[str] = []
     stored = prompts.SystemPrompts(con)
     own, taint = stored.current(), stored.taint()
@@ -226,9 +227,6 @@ def turn_context(
     not start), and on a session's first turn the previous session's summary
     (``previous_session``, see :mod:`agent_kernel.turn.summaries`); ``cells``: the cells
     the user ran since the last turn (:func:`agent_kernel.kernel.cells.turn_section`)."""
-    from agent_kernel.kernel import namespace
-    from agent_kernel.store.notepad import turn_section
-
     lines = [f"Current date and time: {settings.now():%A %Y-%m-%d %H:%M %Z}".strip()]
     if groups:
         hidden = set(getattr(shell, "user_ns_hidden", {}))

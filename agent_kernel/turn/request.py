@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TurnRequest"]
+__all__ = ["TurnRequest", "run_request"]
 
 
 @dataclass(frozen=True)
@@ -36,3 +36,13 @@ class TurnRequest:
     # Content blocks sent after the prompt in the same user message (text and image blocks
     # the Agent panel attaches: a cell, an output, a file); scrubbed with the prompt.
     attachments: tuple[dict[str, Any], ...] = ()
+
+
+def run_request(prompt: str, **options: Any) -> TurnRequest:
+    """The request :meth:`Agent.run <agent_kernel.turn.agent.Agent.run>` makes of its keyword
+    arguments (those of ``Agent.arun``)."""
+    known = {"new", "session", "model", "token_limit", "approve", "check", "thinking"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise TypeError(f"Agent.run() got an unexpected keyword argument {unknown[0]!r}")
+    return TurnRequest(prompt, **options)

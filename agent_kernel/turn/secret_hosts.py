@@ -20,8 +20,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.authority import card_click
+from agent_kernel.display.secret_card import ask_to_send
+from agent_kernel.grants import standing
+from agent_kernel.secrets import Host, normal_host
+from agent_kernel.tools.browser import open_page_url, page_host
+from agent_kernel.tools.fetch import FetchRefused, parse_url
+from agent_kernel.tools.web import bound_elsewhere, bound_nowhere, fetch_secrets, secret_names
+
 if TYPE_CHECKING:
-    from agent_kernel.secrets import Host, Secrets
+    from agent_kernel.secrets import Secrets
     from agent_kernel.tools import Tool
     from agent_kernel.tools.context import ToolContext
 
@@ -32,9 +40,6 @@ async def check_secret_hosts(
     """None when every ``{secret:NAME}`` in the call goes to a host NAME is bound to (or
     the person allowed now); else why the call is refused. ``approver``: the turn's
     approver, or None when nobody can answer (the card is asked here, not through it)."""
-    from agent_kernel.grants import standing
-    from agent_kernel.tools.web import bound_elsewhere, bound_nowhere
-
     found = await _sends(item, tool_input, context)
     secrets = context.secrets
     if found is None or secrets is None:
@@ -60,10 +65,6 @@ async def _ask(
     names: list[str], target: Host, call: str, item: Tool, context: ToolContext, secrets: Secrets
 ) -> str | None:
     """Ask the person to send ``names`` to ``target``; their *Send* binds them to it."""
-    from agent_kernel.authority import card_click
-    from agent_kernel.display.secret_card import ask_to_send
-    from agent_kernel.tools.web import bound_nowhere
-
     answer = await ask_to_send(names, str(target), call, context.session_sources(), context)
     if answer == "run":
         event = card_click(item.name, f"send {' '.join(names)} to {target}")
@@ -81,12 +82,7 @@ async def _ask(
 async def _sends(item: Tool, tool_input: Any, context: ToolContext) -> tuple[list[str], Host, str] | None:
     """The secrets the call would send, the host it sends them to (and port) and the call in
     a line; None when it sends none, or its target cannot be read (the tool then refuses)."""
-    from agent_kernel.secrets import Host, normal_host
-
     if item.name == "fetch_url" and item.group == "web":
-        from agent_kernel.tools.fetch import FetchRefused, parse_url
-        from agent_kernel.tools.web import fetch_secrets
-
         found = fetch_secrets(tool_input)
         if found is None:
             return None
@@ -98,9 +94,6 @@ async def _sends(item: Tool, tool_input: Any, context: ToolContext) -> tuple[lis
         method = str(tool_input.get("method") or "GET").upper()
         return names, Host(normal_host(host), port), f"fetch_url {method} {url[:300]}"
     if item.name == "browser_type" and item.group == "browser":
-        from agent_kernel.tools.browser import open_page_url, page_host
-        from agent_kernel.tools.web import secret_names
-
         text = tool_input.get("text") if isinstance(tool_input, dict) else None
         names = secret_names(text) if isinstance(text, str) else []
         if not names:

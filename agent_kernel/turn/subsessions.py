@@ -30,10 +30,15 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.display.subsession import SubSessionView
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TurnInterrupts
+from agent_kernel.store.subsessions import FINISHED, ChildRow, insert_child, outcome, record_result
+from agent_kernel.tools import current_context
+from agent_kernel.tools.browser_driver import DRIVER
 from agent_kernel.turn.assemble import Assembler, Family
 from agent_kernel.turn.request import TurnRequest
+from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     from agent_kernel.display.subsession import SubSessionView
@@ -81,10 +86,6 @@ class SubSessions:
     # -- the tools' side ---------------------------------------------------------------------
 
     def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, Any]:
-        from agent_kernel.display.subsession import SubSessionView
-        from agent_kernel.store.subsessions import ChildRow, insert_child
-        from agent_kernel.tools import current_context
-
         settings = self.family.settings
         if self.depth + 1 > settings.subsession_max_depth:
             raise ToolInputError(
@@ -201,8 +202,6 @@ class SubSessions:
         return least
 
     async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
-        from agent_kernel.tools import current_context
-
         stored = await self._stored([i for i in ids if i not in self.children])
         waiting = [self.children[i].running for i in ids if i in self.children]
         pending = [t for t in waiting if t is not None and not t.done()]
@@ -237,8 +236,6 @@ class SubSessions:
         """Children of this session from earlier turns, as stored."""
         if not ids:
             return {}
-        from agent_kernel.store.subsessions import FINISHED, outcome
-
         await asyncio.to_thread(self.family.parts.writer.flush)
 
         def read() -> dict[str, dict[str, Any] | None]:
@@ -342,8 +339,6 @@ class SubSessions:
         return found
 
     def _record(self, child: _Child) -> None:
-        from agent_kernel.store.subsessions import record_result
-
         found = child.outcome
         assert found is not None
         self.family.parts.writer.submit(
@@ -356,9 +351,6 @@ def _handed_over(found: dict[str, Any], read: list[str], name: str) -> dict[str,
     """A child's outcome as its parent receives it: after the child read untrusted content
     (its own or inherited), its result is untrusted data, and what the child read that its
     parent had not is now read in the parent's turn too."""
-    from agent_kernel.tools import current_context
-    from agent_kernel.untrusted import mark_untrusted
-
     if read:
         parent = current_context()
         known = set(parent.session_sources())
@@ -380,6 +372,4 @@ def _last_text(recorded: list[tuple[str, list[dict[str, Any]]]]) -> str:
 
 def _end_browser(session_id: str) -> None:
     """A finished sub-session's browser closes (the browser group's driver, if it ran)."""
-    from agent_kernel.tools.browser_driver import DRIVER
-
     DRIVER.end_session(session_id)

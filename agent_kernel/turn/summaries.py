@@ -27,6 +27,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.errors import ModelError
+from agent_kernel.store import recall
+from agent_kernel.turn.budget import _prompts_only, transcript_text
+from agent_kernel.untrusted import mark_untrusted
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -81,8 +86,6 @@ def at_start(
     con: duckdb.DuckDBPyConnection, session: Session, *, first_turn: bool, notebook: str, idle_minutes: float
 ) -> RecallStart:
     """Which summaries are due as a turn of ``session`` starts (nothing when ``idle_minutes`` is 0)."""
-    from agent_kernel.store import recall
-
     if not idle_minutes:
         return RecallStart()
     idle_before = recall.idle_since(idle_minutes)
@@ -125,8 +128,6 @@ async def write(
     due: tuple[Pending, ...], *, store: Store, model_client: ModelClient, small_model: str
 ) -> list[Written]:
     """Make and store the summary of each session in ``due``, one after another."""
-    from agent_kernel.store import recall
-
     written = []
     for item in due:
         summary, model, message, ms = await _summarise(item, model_client, small_model)
@@ -141,9 +142,6 @@ async def write(
 
 
 async def _summarise(item: Pending, model_client: ModelClient, small_model: str) -> tuple[str, str | None, Any, float]:
-    from agent_kernel.errors import ModelError
-    from agent_kernel.turn.budget import _prompts_only, transcript_text
-
     text = transcript_text(item.earlier, item.messages)
     if len(text) > SUMMARY_INPUT_CHARS:
         half = SUMMARY_INPUT_CHARS // 2
@@ -173,7 +171,5 @@ def turn_section(previous: Previous, summary: str | None) -> str:
     when = f", last active {previous.last_active:%Y-%m-%d %H:%M} UTC" if previous.last_active else ""
     text = summary.strip()
     if previous.untrusted_sources:
-        from agent_kernel.untrusted import mark_untrusted
-
         text = mark_untrusted(text, f"summary of session {previous.name}, which read untrusted content")
     return f"Summary of your previous session {previous.name!r}{when}:\n{text}"

@@ -96,6 +96,8 @@ _MODULES = (
     "agent_kernel.tools",
     "agent_kernel.tools.context",
     "agent_kernel.tools.builtin",
+    "agent_kernel.turn.start",
+    "agent_kernel.turn.finish",
     "agent_kernel.turn.agent",
 )
 
@@ -352,7 +354,7 @@ class WarmUp:
 
 
 def _read_turn_start(con: Any, settings: AgentKernel) -> None:
-    """The reads a turn starts with (turn/agent.py ``_read_start``), on a read-only
+    """The reads a turn starts with (turn/start.py ``Starts.read``), on a read-only
     connection, for a session that does not exist (the queries, not the rows, cost)."""
     from agent_kernel.store import compactions
     from agent_kernel.store.schema import UTC_NOW

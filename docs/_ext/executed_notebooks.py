@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -26,7 +27,14 @@ logger = logging.getLogger(__name__)
 NOTEBOOKS = ("quickstart.ipynb", "daily_digest.ipynb")
 # Variables of the developer's environment that would make a run talk to Claude or use
 # their agent's data; the run sets its own.
-_ISOLATED = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "AGENT_KERNEL_DB", "AGENT_KERNEL_HOME", "AGENT_KERNEL_MODEL", "AGENT_KERNEL_SECRET_ENV")
+_ISOLATED = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "AGENT_KERNEL_DB",
+    "AGENT_KERNEL_HOME",
+    "AGENT_KERNEL_MODEL",
+    "AGENT_KERNEL_SECRET_ENV",
+)
 
 
 def fingerprint(notebook: Path, package: Path) -> str:
@@ -75,7 +83,12 @@ def drop_blank_outputs(path: Path) -> None:
 
 def _blank(output: Any) -> bool:
     data = output.get("data")
-    return output.get("output_type") == "display_data" and data is not None and set(data) == {"text/plain"} and not data["text/plain"].strip()
+    return (
+        output.get("output_type") == "display_data"
+        and data is not None
+        and set(data) == {"text/plain"}
+        and not data["text/plain"].strip()
+    )
 
 
 def execute_notebooks(app: Sphinx, config: Config) -> None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, ClassVar
 
 from docutils import nodes
 from docutils.statemachine import StringList
@@ -26,7 +27,15 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 logger = logging.getLogger(__name__)
 
-_TYPES = {"Int": "int", "Float": "float", "Unicode": "str", "Bool": "bool", "Dict": "dict", "CaselessStrEnum": "str", "Enum": "str"}
+_TYPES = {
+    "Int": "int",
+    "Float": "float",
+    "Unicode": "str",
+    "Bool": "bool",
+    "Dict": "dict",
+    "CaselessStrEnum": "str",
+    "Enum": "str",
+}
 # Environment variables that change defaults (AGENT_KERNEL_MODEL, ...): the reference shows
 # the defaults of a clean environment and the help says which variable changes them.
 _ENV_PREFIX = "AGENT_KERNEL_"
@@ -66,7 +75,10 @@ def defaults_of(cls: type, names: list[str]) -> dict[str, Any]:
             instance = cls()
         except Exception:  # noqa: BLE001 - an application class may refuse to be built here
             instance = None
-        return {name: getattr(instance, name) if instance is not None else cls.class_traits()[name].default() for name in names}
+        return {
+            name: getattr(instance, name) if instance is not None else cls.class_traits()[name].default()
+            for name in names
+        }
 
 
 def default_text(value: Any) -> str:
@@ -89,7 +101,7 @@ def choices_of(trait: Any) -> str:
 
 class TraitletsSettings(SphinxDirective):
     required_arguments = 1
-    option_spec = {"own": lambda _: True}
+    option_spec: ClassVar[dict[str, Callable[[str], Any]]] = {"own": lambda _: True}
 
     def run(self) -> list[nodes.Node]:
         path = self.arguments[0]
@@ -100,7 +112,9 @@ class TraitletsSettings(SphinxDirective):
         lines = [f".. py:class:: {class_name}", f"   :module: {module_name}", ""]
         for name, trait in settings:
             if not (trait.help or "").strip():
-                logger.warning("%s.%s has no help string: say what it does in the code", path, name, location=self.get_location())
+                logger.warning(
+                    "%s.%s has no help string: say what it does in the code", path, name, location=self.get_location()
+                )
             lines += [
                 f"   .. py:attribute:: {name}",
                 f"      :type: {type_of(trait)}",

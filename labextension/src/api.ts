@@ -81,26 +81,50 @@ const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isF
 
 function isMeter(v: any): v is IContextMeter {
   return (
-    v !== null && typeof v === 'object' && isName(v.session) && isName(v.model) &&
-    isCount(v.window) && v.window > 0 && (v.used === null || isCount(v.used)) && isCount(v.compact_at) &&
+    v !== null &&
+    typeof v === 'object' &&
+    isName(v.session) &&
+    isName(v.model) &&
+    isCount(v.window) &&
+    v.window > 0 &&
+    (v.used === null || isCount(v.used)) &&
+    isCount(v.compact_at) &&
     (v.compaction === 'client' || v.compaction === 'server') &&
-    Array.isArray(v.steps) && v.steps.length <= 10 && v.steps.every((s: unknown) => typeof s === 'string' && s.length <= 400) &&
-    isName(v.summary_model) && (v.cost === null || isCount(v.cost)) && isCount(v.unpriced_calls) &&
-    isCount(v.tokens) && isCount(v.token_limit)
+    Array.isArray(v.steps) &&
+    v.steps.length <= 10 &&
+    v.steps.every((s: unknown) => typeof s === 'string' && s.length <= 400) &&
+    isName(v.summary_model) &&
+    (v.cost === null || isCount(v.cost)) &&
+    isCount(v.unpriced_calls) &&
+    isCount(v.tokens) &&
+    isCount(v.token_limit)
   );
 }
 
 /** `value` as the kernel's panel state when it has that shape, else null. */
 export function panelState(value: unknown): IPanelState | null {
   const v = value as any;
-  if (!v || typeof v !== 'object' || !Array.isArray(v.models) || v.models.length > MAX_MODELS || !v.models.every(isName)) {
+  if (
+    !v ||
+    typeof v !== 'object' ||
+    !Array.isArray(v.models) ||
+    v.models.length > MAX_MODELS ||
+    !v.models.every(isName)
+  ) {
     return null;
   }
   const d = v.defaults;
   if (
-    !isName(v.default_model) || !isName(v.default_approve) || !isName(v.default_thinking) ||
-    !d || typeof d !== 'object' || !isNameOrNull(d.model) || !isNameOrNull(d.approve) ||
-    !isNameOrNull(d.thinking) || !isNameOrNull(d.session) || typeof d.new !== 'boolean' ||
+    !isName(v.default_model) ||
+    !isName(v.default_approve) ||
+    !isName(v.default_thinking) ||
+    !d ||
+    typeof d !== 'object' ||
+    !isNameOrNull(d.model) ||
+    !isNameOrNull(d.approve) ||
+    !isNameOrNull(d.thinking) ||
+    !isNameOrNull(d.session) ||
+    typeof d.new !== 'boolean' ||
     (d.model !== null && !v.models.includes(d.model)) ||
     (v.meter !== null && !isMeter(v.meter))
   ) {
@@ -269,10 +293,7 @@ export class APIError extends Error {
   }
 }
 
-export async function request<T>(
-  path: string,
-  init: RequestInit = {}
-): Promise<T> {
+export async function request<T>(path: string, init: RequestInit = {}): Promise<T> {
   const settings = ServerConnection.makeSettings();
   const url = URLExt.join(settings.baseUrl, 'agent-kernel', 'api', path);
   let response: Response;
@@ -291,19 +312,14 @@ export async function request<T>(
     }
   }
   if (!response.ok) {
-    throw new APIError(
-      (data && data.message) || response.statusText,
-      response.status
-    );
+    throw new APIError((data && data.message) || response.statusText, response.status);
   }
   return data as T;
 }
 
 export const api = {
   sessions: (notebook?: string) =>
-    request<{ sessions: ISession[] }>(
-      notebook ? `sessions?notebook=${encodeURIComponent(notebook)}` : 'sessions'
-    ),
+    request<{ sessions: ISession[] }>(notebook ? `sessions?notebook=${encodeURIComponent(notebook)}` : 'sessions'),
   session: (id: string) => request<ISessionDetail>(`sessions/${encodeURIComponent(id)}`),
   jobs: () => request<{ jobs: IJob[]; scheduler: ISchedulerStatus }>('jobs'),
   createJob: (job: INewJob) =>
@@ -316,8 +332,7 @@ export const api = {
       method: 'PATCH',
       body: JSON.stringify({ enabled })
     }),
-  deleteJob: (id: string) =>
-    request<{ deleted: boolean }>(`jobs/${id}`, { method: 'DELETE' }),
+  deleteJob: (id: string) => request<{ deleted: boolean }>(`jobs/${id}`, { method: 'DELETE' }),
   runNow: (id: string) =>
     request<IRun & { scheduler: ISchedulerStatus }>(`jobs/${id}/run`, {
       method: 'POST'
@@ -326,15 +341,13 @@ export const api = {
   job: (id: string) => request<IJob>(`jobs/${id}`),
   editJob: (id: string, change: IJobChange) =>
     request<IJob>(`jobs/${id}`, { method: 'PATCH', body: JSON.stringify(change) }),
-  versions: (id: string) =>
-    request<{ id: string; version: number; versions: IJobVersion[] }>(`jobs/${id}/versions`),
+  versions: (id: string) => request<{ id: string; version: number; versions: IJobVersion[] }>(`jobs/${id}/versions`),
   runNowWith: (id: string, parameters: Record<string, unknown>) =>
     request<IRun & { scheduler: ISchedulerStatus }>(`jobs/${id}/run`, {
       method: 'POST',
       body: JSON.stringify({ parameters })
     }),
-  jobRuns: (id: string, limit = 20) =>
-    request<{ runs: IRun[] }>(`runs?job=${encodeURIComponent(id)}&limit=${limit}`),
+  jobRuns: (id: string, limit = 20) => request<{ runs: IRun[] }>(`runs?job=${encodeURIComponent(id)}&limit=${limit}`),
   run: (id: string) => request<IRunDetail>(`runs/${id}`),
   explainRun: (id: string) =>
     request<IRunDetail>(`runs/${id}`, { method: 'POST', body: JSON.stringify({ action: 'explain' }) }),

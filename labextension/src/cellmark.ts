@@ -61,7 +61,7 @@ export function checkedMark(value: unknown): JSONObject | null {
   const checked: JSONObject = { session, turn };
   if (mark.untrusted === true) {
     checked.untrusted = true;
-    checked.sources = sources as string[];
+    checked.sources = sources;
   }
   if (mark.cleared !== undefined) {
     const cleared = mark.cleared as JSONObject | null;
@@ -124,7 +124,7 @@ export function attachCellMarks(notebooks: INotebookTracker): void {
       }
       refresh();
     };
-    panel.context.ready.then(() => {
+    void panel.context.ready.then(() => {
       panel.content.model?.cells.changed.connect(() => requestAnimationFrame(watch));
       watch();
     });
@@ -200,7 +200,7 @@ async function clearMark(panel: NotebookPanel, cell: Cell): Promise<void> {
   }
   const mark = checkedMark(cell.model.getMetadata('agent_kernel'));
   cell.model.setMetadata('agent_kernel', {
-    session: String(mark?.session ?? ''),
+    session: (mark?.session as string | undefined) ?? '',
     turn: Number(mark?.turn ?? 0),
     cleared: {
       by: 'panel: JupyterLab, Clear on the cell',

@@ -10,10 +10,10 @@
  * extension's first message is `hello`; it then reports the selected cell (`focus`) and
  * answers `read` requests with the cells and `edit` requests by inserting, replacing,
  * deleting or moving a cell (in `ask` mode only after the person accepts its diff). Any
- * other message from the kernel is ignored: only our own message types, each checked, are
- * acted on. The one thing that runs code: a cell this extension itself inserted or replaced with `run`
- * (auto mode, or accepted in ask mode) runs through JupyterLab's own execution once the
- * `%agent` cell has finished (the kernel is busy with the turn until then).
+ * other message from the kernel is ignored: only our own message types (protocol.ts), each
+ * checked, are acted on. The one thing that runs code: a cell this extension itself inserted
+ * or replaced with `run` (auto mode, or accepted in ask mode) runs through JupyterLab's own
+ * execution once the `%agent` cell has finished (the kernel is busy with the turn until then).
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { ISessionContext } from '@jupyterlab/apputils';
@@ -24,9 +24,20 @@ import type { JSONObject } from '@lumino/coreutils';
 
 import { checkedMark, otherPeople, reportedMark, untrustedSources } from './cellmark';
 import { askAbout, IProposal } from './diff';
+import {
+  CellType,
+  FrontEndMessage,
+  ICellOutput,
+  ICellsMessage,
+  IEditedMessage,
+  IEditRequest,
+  IHelloMessage,
+  INotebookCell,
+  kernelMessage,
+  PROTOCOL
+} from './protocol';
 
 export const TARGET = 'agent_kernel.notebook';
-const PROTOCOL = 1;
 const MAX_SOURCE_CHARS = 200_000;
 const MAX_OUTPUT_CHARS = 2_000;
 const MAX_OUTPUTS = 20;
@@ -111,24 +122,50 @@ class NotebookChannel {
         this.comm = null;
       }
     };
-    comm.open({ type: 'hello', protocol: PROTOCOL, notebook: this.panel.context.path });
+    const hello: IHelloMessage = { type: 'hello', protocol: PROTOCOL, notebook: this.panel.context.path };
+    comm.open(json(hello));
   }
 
   private receive(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
-    const data = msg.content.data as JSONObject;
+    const data = msg.content.data;
     if (JSON.stringify(data ?? null).length > MAX_MESSAGE_CHARS) {
       return; // an edit is at most MAX_EDIT_CHARS of source: nothing of ours is this large
     }
-    const type = typeof data?.type === 'string' ? data.type : '';
-    if (type === 'welcome') {
-      this.comm = comm;
-      this.focus(this.panel.content.activeCell);
-    } else if (type === 'read' && comm === this.comm && isRequestId(data.id)) {
-      comm.send({ type: 'cells', id: data.id, ...this.answer() });
-    } else if (type === 'edit' && comm === this.comm && isRequestId(data.id)) {
-      void this.edit(data).then(answer => comm.send({ type: 'edited', id: data.id as number, ...answer }));
-    } else if (type === 'withdraw' && comm === this.comm && isRequestId(data.id)) {
-      this.asking.get(data.id)?.();
+    const message = kernelMessage(data);
+    if (!message) {
+      return;
+    }
+    switch (message.type) {
+      case 'welcome':
+        this.comm = comm;
+        this.focus(this.panel.content.activeCell);
+        break;
+      case 'read': {
+        const id = message.id;
+        if (comm === this.comm && isRequestId(id)) {
+          send(comm, { type: 'cells', id, ...this.answer() });
+        }
+        break;
+      }
+      case 'edit': {
+        const id = message.id;
+        if (comm === this.comm && isRequestId(id)) {
+          void this.edit(message).then(answer => send(comm, { type: 'edited', id, ...answer }));
+        }
+        break;
+      }
+      case 'withdraw': {
+        const id = message.id;
+        if (comm === this.comm && isRequestId(id)) {
+          this.asking.get(id)?.();
+        }
+        break;
+      }
+      case 'kernel': // the announcement's data: answered on a comm of our own (connect)
+      case 'refused': // the kernel counts it; nothing here depends on it
+        break;
+      default:
+        unexpected(message);
     }
   }
 
@@ -137,23 +174,23 @@ class NotebookChannel {
    * it too); in ask mode only once the person accepts its diff. The source is text: only
    * an inserted cell with `run` is ever run, after the turn.
    */
-  private async edit(data: JSONObject): Promise<JSONObject> {
+  private async edit(data: IEditRequest): Promise<EditOutcome> {
     const model = this.panel.content.model;
     const problem = checkEdit(data);
     if (problem || !model) {
       return { error: problem || 'the notebook is not loaded' };
     }
     const ids = Array.from({ length: model.cells.length }, (_, i) => model.cells.get(i).id);
-    for (const key of ['cell', 'after']) {
-      if (data[key] !== undefined && !ids.includes(data[key] as string)) {
-        return { error: `no cell ${data[key] as string} in this notebook` };
+    for (const id of [data.cell, data.after]) {
+      if (id !== undefined && !ids.includes(id)) {
+        return { error: `no cell ${id} in this notebook` };
       }
     }
     if (data.ask === true) {
       const proposal = this.proposal(data, ids);
-      const host = this.panel.content.widgets[ids.indexOf((data.cell ?? data.after) as string)].node;
+      const host = this.panel.content.widgets[ids.indexOf((data.cell ?? data.after)!)].node;
       const { answer, withdraw } = askAbout(host, proposal);
-      const id = data.id as number;
+      const id = data.id;
       const gone = new Promise<null>(resolve =>
         this.asking.set(id, () => {
           withdraw();
@@ -168,7 +205,7 @@ class NotebookChannel {
       if (!accepted) {
         return { error: 'the person rejected the edit', rejected: true };
       }
-      if (data.cell !== undefined && this.index(data.cell as string) === null) {
+      if (data.cell !== undefined && this.index(data.cell) === null) {
         return { error: 'the cell went away while the diff was shown' };
       }
     }
@@ -176,18 +213,18 @@ class NotebookChannel {
   }
 
   /** What the diff shows for `data`. */
-  private proposal(data: JSONObject, ids: string[]): IProposal {
-    const number = (id: unknown) => ids.indexOf(id as string) + 1;
-    const current = data.cell !== undefined ? this.source(data.cell as string) : '';
-    const proposed = data.op === 'delete' ? '' : data.op === 'move' ? current : (data.source as string);
+  private proposal(data: IEditRequest, ids: string[]): IProposal {
+    const number = (id: string | undefined) => ids.indexOf(id!) + 1;
+    const current = data.cell !== undefined ? this.source(data.cell) : '';
+    const proposed = data.op === 'delete' ? '' : data.op === 'move' ? current : data.source!;
     const titles: Record<string, string> = {
-      insert: `The agent proposes a new ${String(data.cell_type)} cell below cell ${number(data.after)}`,
+      insert: `The agent proposes a new ${data.cell_type!} cell below cell ${number(data.after)}`,
       replace: `The agent proposes to change cell ${number(data.cell)}`,
       delete: `The agent proposes to delete cell ${number(data.cell)}`,
       move: `The agent proposes to move cell ${number(data.cell)} below cell ${number(data.after)}`
     };
     const note = data.run === true ? 'Accept also runs it once the %agent cell has finished.' : undefined;
-    return { title: titles[data.op as string], current, proposed, note };
+    return { title: titles[data.op], current, proposed, note };
   }
 
   /** Where the cell with `id` is in the shared document now (null: not there). */
@@ -203,28 +240,28 @@ class NotebookChannel {
   }
 
   /** Apply a checked edit to the shared document. */
-  private apply(data: JSONObject): JSONObject {
+  private apply(data: IEditRequest): EditOutcome {
     const model = this.panel.content.model!;
     const shared = model.sharedModel;
     const mark = markOf(data.metadata);
     const undos = this.turnUndos(mark);
-    const cell = data.cell as string | undefined;
+    const cell = data.cell;
     const at = (id: string) => this.index(id);
     let changed = cell ?? '';
     if (data.op === 'insert') {
-      const index = at(data.after as string);
+      const index = at(data.after!);
       if (index === null) {
         return { error: 'the cell to insert after went away' };
       }
       const inserted = shared.insertCell(index + 1, {
-        cell_type: data.cell_type as 'code' | 'markdown',
-        source: data.source as string,
+        cell_type: data.cell_type!,
+        source: data.source!,
         metadata: { agent_kernel: mark }
       });
       changed = inserted.getId();
       undos.push(() => this.deleteById(changed));
       if (data.run === true) {
-        this.queued.push({ cell: changed, after: String(data.turn_cell ?? '') });
+        this.queued.push({ cell: changed, after: data.turn_cell ?? '' });
       }
       return { cell: changed };
     }
@@ -239,7 +276,7 @@ class NotebookChannel {
       }
       const old = target.getSource();
       target.setMetadata('agent_kernel', mergedMark(target.getMetadata('agent_kernel'), mark));
-      target.setSource(data.source as string); // the cell's own transaction: its editor's undo reverts it
+      target.setSource(data.source!); // the cell's own transaction: its editor's undo reverts it
       undos.push(() => {
         const i = at(changed);
         if (i !== null) {
@@ -247,14 +284,14 @@ class NotebookChannel {
         }
       });
       if (data.run === true) {
-        this.queued.push({ cell: changed, after: String(data.turn_cell ?? '') });
+        this.queued.push({ cell: changed, after: data.turn_cell ?? '' });
       }
     } else if (data.op === 'delete') {
       const json = target.toJSON();
       shared.deleteCell(index);
-      undos.push(() => shared.insertCell(Math.min(index, shared.cells.length), json as never));
+      undos.push(() => shared.insertCell(Math.min(index, shared.cells.length), json));
     } else {
-      const after = at(data.after as string)!;
+      const after = at(data.after!)!;
       const to = after < index ? after + 1 : after;
       shared.transact(() => {
         shared.moveCell(index, to);
@@ -278,7 +315,7 @@ class NotebookChannel {
   }
 
   private turnUndos(mark: JSONObject): Undo[] {
-    const key = `${String(mark.session)}/${String(mark.turn)}`;
+    const key = `${mark.session as string}/${mark.turn as number}`;
     if (!this.turns.has(key)) {
       this.turns.set(key, []);
     }
@@ -330,25 +367,27 @@ class NotebookChannel {
   }
 
   private focus(cell: Cell | null): void {
-    this.comm?.send({ type: 'focus', cell: cell?.model.id ?? null });
+    if (this.comm) {
+      send(this.comm, { type: 'focus', cell: cell?.model.id ?? null });
+    }
   }
 
   /** The notebook's cells (and how many other people share it), as the kernel accepts them. */
-  private answer(): JSONObject {
+  private answer(): Pick<ICellsMessage, 'cells' | 'collaborators'> {
     return { cells: this.cells(), collaborators: otherPeople(this.panel) };
   }
 
   /** The notebook's cells as the kernel's channel accepts them, bounded in size. */
-  private cells(): JSONObject[] {
+  private cells(): INotebookCell[] {
     const model = this.panel.content.model;
-    const cells: JSONObject[] = [];
+    const cells: INotebookCell[] = [];
     let size = 0;
     for (let i = 0; model && i < model.cells.length && i < MAX_CELLS; i++) {
       const cell = model.cells.get(i);
       const shared = cell.sharedModel.toJSON() as JSONObject;
-      const summary: JSONObject = {
+      const summary: INotebookCell = {
         id: cell.id,
-        cell_type: cell.type,
+        cell_type: cell.type as CellType,
         source: cell.sharedModel.getSource().slice(0, MAX_SOURCE_CHARS),
         execution_count: (shared.execution_count as number | null | undefined) ?? null,
         outputs: outputsOf(shared)
@@ -389,9 +428,30 @@ function mergedMark(old: unknown, mark: JSONObject): JSONObject {
   return { ...mark, untrusted: true, sources: before };
 }
 
-/** Why the kernel's `edit` request cannot be applied, or '' when it is well formed. */
-function checkEdit(data: JSONObject): string {
-  const { op, cell, after, cell_type: cellType, source } = data;
+/** What an `edit` request comes to: the `edited` answer without its type and id. */
+type EditOutcome = Omit<IEditedMessage, 'type' | 'id'>;
+
+/** Send one of our messages on `comm`. */
+function send(comm: Kernel.IComm, message: FrontEndMessage): void {
+  comm.send(json(message));
+}
+
+/** A message as the comm's JSON (every field of ours is JSON). */
+function json(message: FrontEndMessage): JSONObject {
+  return message as unknown as JSONObject;
+}
+
+/** A kernel message type this switch does not know: the compiler says so, at run time it is ignored. */
+function unexpected(message: never): void {
+  void message;
+}
+
+/**
+ * Why the kernel's `edit` request cannot be applied, or '' when it is well formed. The request
+ * came from the kernel: each field is checked here, whatever its declared type.
+ */
+function checkEdit(data: IEditRequest): string {
+  const { op, cell, after, cell_type: cellType, source } = data as unknown as JSONObject;
   if (!['insert', 'replace', 'delete', 'move'].includes(op as string)) {
     return 'op is insert, replace, delete or move';
   }
@@ -407,7 +467,10 @@ function checkEdit(data: JSONObject): string {
   if ((op === 'insert' || op === 'move') && (typeof after !== 'string' || !CELL_ID.test(after))) {
     return 'after is a cell id';
   }
-  if (data.run !== undefined && (typeof data.run !== 'boolean' || (data.run && !((op === 'insert' && cellType === 'code') || op === 'replace')))) {
+  if (
+    data.run !== undefined &&
+    (typeof data.run !== 'boolean' || (data.run && !((op === 'insert' && cellType === 'code') || op === 'replace')))
+  ) {
     return 'only an inserted or replaced code cell can run';
   }
   if (data.turn_cell !== undefined && (typeof data.turn_cell !== 'string' || !CELL_ID.test(data.turn_cell))) {
@@ -427,13 +490,13 @@ function isRequestId(value: unknown): value is number {
 }
 
 /** Each output as its kind, its text (truncated) and which images it holds. */
-function outputsOf(cell: JSONObject): JSONObject[] {
+function outputsOf(cell: JSONObject): ICellOutput[] {
   const outputs = Array.isArray(cell.outputs) ? (cell.outputs as JSONObject[]) : [];
   return outputs.slice(0, MAX_OUTPUTS).map(output => {
     const data = (output.data ?? {}) as JSONObject;
-    const text = output.text ?? data['text/plain'] ?? output.evalue ?? '';
+    const text = (output.text ?? data['text/plain'] ?? output.evalue ?? '') as string | string[]; // nbformat's shapes
     return {
-      output_type: String(output.output_type ?? ''),
+      output_type: (output.output_type as string | undefined) ?? '',
       text: (Array.isArray(text) ? text.join('') : String(text)).slice(0, MAX_OUTPUT_CHARS),
       images: Object.keys(data).filter(mime => mime.startsWith('image/'))
     };

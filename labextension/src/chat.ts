@@ -87,29 +87,31 @@ export function turnCode(payload: unknown): string {
   if (!/^[A-Za-z0-9+/=]*$/.test(encoded)) {
     throw new Error('the payload did not encode to base64');
   }
-  return (
-    "await __import__('agent_kernel.magics.chat', fromlist=['run_chat_turn'])" +
-    `.run_chat_turn('${encoded}')`
-  );
+  return "await __import__('agent_kernel.magics.chat', fromlist=['run_chat_turn'])" + `.run_chat_turn('${encoded}')`;
 }
 
 const CHAT_MODULE = "__import__('agent_kernel.magics.chat', fromlist=['panel_state'])";
 
 /** The meter's line: tokens of the model's window, cost, and where compaction starts. */
 export function meterText(m: IContextMeter): string {
-  const used = m.used === null ? 'no request yet' : `${m.used.toLocaleString()} of ${m.window.toLocaleString()} tokens (${Math.round((100 * m.used) / m.window)}%)`;
+  const used =
+    m.used === null
+      ? 'no request yet'
+      : `${m.used.toLocaleString()} of ${m.window.toLocaleString()} tokens (${Math.round((100 * m.used) / m.window)}%)`;
   return `${used} · ${m.cost === null ? 'no price' : money(m.cost)} · compacts at ${m.compact_at.toLocaleString()}`;
 }
 
 /** What the meter's tooltip explains: whose window, what the cost is, what compaction does. */
 export function meterTitle(m: IContextMeter): string {
-  const compaction = m.compaction === 'server'
-    ? `Past ${m.compact_at.toLocaleString()} tokens the API compacts the conversation (AgentKernel.compaction = server).`
-    : `Past ${m.compact_at.toLocaleString()} tokens (AgentKernel.compact_at of the window) the conversation is compacted: first ${m.steps.join('; then ')} (${m.summary_model}).`;
+  const compaction =
+    m.compaction === 'server'
+      ? `Past ${m.compact_at.toLocaleString()} tokens the API compacts the conversation (AgentKernel.compaction = server).`
+      : `Past ${m.compact_at.toLocaleString()} tokens (AgentKernel.compact_at of the window) the conversation is compacted: first ${m.steps.join('; then ')} (${m.summary_model}).`;
   return (
     `Session ${m.session} on ${m.model}: its last request used ${m.used === null ? 'nothing yet' : m.used.toLocaleString() + ' tokens'} of the ${m.window.toLocaleString()}-token context window.\n` +
     `Cost so far: ${m.cost === null ? 'no priced call' : money(m.cost)}${m.unpriced_calls ? ` + ${m.unpriced_calls} unpriced calls` : ''}; ` +
-    `${m.tokens.toLocaleString()} of the session's ${m.token_limit.toLocaleString()}-token limit.\n` + compaction
+    `${m.tokens.toLocaleString()} of the session's ${m.token_limit.toLocaleString()}-token limit.\n` +
+    compaction
   );
 }
 
@@ -124,13 +126,19 @@ export class ChatView extends Panel {
     super();
     this.addClass('ak-chat');
     this.head.node.append(
-      el('div', { className: 'ak-chat-title' },
-        el('h3', {}, 'Chat'), this.notebookSelect),
+      el('div', { className: 'ak-chat-title' }, el('h3', {}, 'Chat'), this.notebookSelect),
       this.historyNode
     );
     this.addWidget(this.head);
     this.addWidget(this.turns);
-    this.foot.node.append(this.statusNode, this.settingsNode, this.approveNote, this.secrets.node, this.chipsNode, this.composer());
+    this.foot.node.append(
+      this.statusNode,
+      this.settingsNode,
+      this.approveNote,
+      this.secrets.node,
+      this.chipsNode,
+      this.composer()
+    );
     this.addWidget(this.foot);
     this.drawSettings();
     notebooks?.currentChanged.connect(() => {
@@ -208,11 +216,16 @@ export class ChatView extends Panel {
     const panel = this.notebook;
     const kernel = panel?.sessionContext.session?.kernel ?? null;
     if (!panel || !kernel) {
-      this.say(panel ? 'This notebook has no kernel: start one (Kernel menu) to chat.' : 'Open a notebook to chat with its agent.', 'error');
+      this.say(
+        panel
+          ? 'This notebook has no kernel: start one (Kernel menu) to chat.'
+          : 'Open a notebook to chat with its agent.',
+        'error'
+      );
       this.aboutKernel = true;
       return;
     }
-    await this.pushing;  // the row's last change reached the kernel first
+    await this.pushing; // the row's last change reached the kernel first
     const payload: Record<string, unknown> = { prompt };
     if (this.attachments.length) {
       payload.attachments = this.attachments;
@@ -226,7 +239,9 @@ export class ChatView extends Panel {
     turn.addClass('ak-chat-turn');
     const asked = new Widget({ node: el('div', { className: 'ak-chat-prompt' }, prompt) });
     for (const item of this.attachments) {
-      asked.node.append(el('span', { className: 'ak-chip ak-chip-sent', title: item.label }, `${item.kind}: ${item.label}`));
+      asked.node.append(
+        el('span', { className: 'ak-chip ak-chip-sent', title: item.label }, `${item.kind}: ${item.label}`)
+      );
     }
     turn.addWidget(asked);
     turn.addWidget(output);
@@ -236,7 +251,7 @@ export class ChatView extends Panel {
     this.newSession = false;
     this.drawChips();
     const waits = () => this.say('The kernel is busy: your prompt waits its turn.', 'waiting');
-    const runs = () => this.say('Running in the notebook\'s kernel: Escape stops.', 'running');
+    const runs = () => this.say("Running in the notebook's kernel: Escape stops.", 'running');
     if (kernel.status !== 'idle') {
       waits();
     } else {
@@ -278,7 +293,7 @@ export class ChatView extends Panel {
         this.kernel = null;
       }
       delete this.node.dataset.running;
-      panelTurnEnded(panel);  // cells the turn's edits queued to run (a fix, accepted)
+      panelTurnEnded(panel); // cells the turn's edits queued to run (a fix, accepted)
       void this.loadSessions(false);
       void this.refreshState();
       this.turnEnded?.();
@@ -311,9 +326,30 @@ export class ChatView extends Panel {
         void this.stop();
       }
     });
-    const sendButton = el('button', { className: 'jp-Button jp-mod-styled jp-mod-accept ak-chat-send', title: 'Send (Enter)', onclick: () => void this.send() }, 'Send');
-    const stopButton = el('button', { className: 'jp-Button jp-mod-styled jp-mod-warn ak-chat-stop', title: 'Stop the turn (Escape)', onclick: () => void this.stop() }, 'Stop');
-    return el('div', { className: 'ak-chat-composer' }, this.input, el('div', { className: 'ak-chat-buttons' }, sendButton, stopButton));
+    const sendButton = el(
+      'button',
+      {
+        className: 'jp-Button jp-mod-styled jp-mod-accept ak-chat-send',
+        title: 'Send (Enter)',
+        onclick: () => void this.send()
+      },
+      'Send'
+    );
+    const stopButton = el(
+      'button',
+      {
+        className: 'jp-Button jp-mod-styled jp-mod-warn ak-chat-stop',
+        title: 'Stop the turn (Escape)',
+        onclick: () => void this.stop()
+      },
+      'Stop'
+    );
+    return el(
+      'div',
+      { className: 'ak-chat-composer' },
+      this.input,
+      el('div', { className: 'ak-chat-buttons' }, sendButton, stopButton)
+    );
   }
 
   private say(text: string, state: 'idle' | 'waiting' | 'running' | 'error'): void {
@@ -333,7 +369,7 @@ export class ChatView extends Panel {
       this.say('This notebook has no kernel: start one to chat.', 'idle');
       this.aboutKernel = true;
     } else if (this.aboutKernel) {
-      this.say('', 'idle');  // only a line about the missing kernel is cleared
+      this.say('', 'idle'); // only a line about the missing kernel is cleared
       this.aboutKernel = false;
     }
   }
@@ -431,9 +467,33 @@ export class ChatView extends Panel {
       void this.loadHistory();
       void this.pushDefaults();
     });
-    const rename = el('button', { className: 'ak-button ak-chat-rename', title: 'Rename this session (as %agent_sessions --rename)', onclick: () => void this.renameSession() }, 'Rename…');
-    const archive = el('button', { className: 'ak-button ak-chat-archive', title: 'Archive this session (as %agent_sessions --archive; --session NAME reopens it)', onclick: () => void this.sessionAction({ action: 'archive' }) }, 'Archive');
-    this.settingsNode.append(this.modelSelect, this.approveSelect, this.thinkSelect, this.sessionSelect, rename, archive, this.meterNode);
+    const rename = el(
+      'button',
+      {
+        className: 'ak-button ak-chat-rename',
+        title: 'Rename this session (as %agent_sessions --rename)',
+        onclick: () => void this.renameSession()
+      },
+      'Rename…'
+    );
+    const archive = el(
+      'button',
+      {
+        className: 'ak-button ak-chat-archive',
+        title: 'Archive this session (as %agent_sessions --archive; --session NAME reopens it)',
+        onclick: () => void this.sessionAction({ action: 'archive' })
+      },
+      'Archive'
+    );
+    this.settingsNode.append(
+      this.modelSelect,
+      this.approveSelect,
+      this.thinkSelect,
+      this.sessionSelect,
+      rename,
+      archive,
+      this.meterNode
+    );
     this.explainApprove();
   }
 
@@ -473,7 +533,7 @@ export class ChatView extends Panel {
     if (!kernel) {
       return;
     }
-    const session = this.newSession ? null : this.current()?.name ?? (this.sessionChoice || null);
+    const session = this.newSession ? null : (this.current()?.name ?? (this.sessionChoice || null));
     const expression = `${CHAT_MODULE}.panel_state(${session ? `'${encodePayload({ name: session })}'` : ''})`;
     try {
       const state = panelState(await kernelCall(kernel, '', expression));
@@ -493,18 +553,18 @@ export class ChatView extends Panel {
       return Promise.resolve();
     }
     const code = `${CHAT_MODULE}.set_panel_defaults('${encodePayload(this.settings())}')`;
-    const session = this.newSession ? null : this.current()?.name ?? null;
+    const session = this.newSession ? null : (this.current()?.name ?? null);
     const expression = `${CHAT_MODULE}.panel_state(${session ? `'${encodePayload({ name: session })}'` : ''})`;
     const push = (async () => {
       try {
         const state = panelState(await kernelCall(kernel, code, expression));
         if (state) {
           this.showState(state);
-          this.say('Settings apply to the next turn from the panel or a cell (a cell\'s flags win).', 'idle');
+          this.say("Settings apply to the next turn from the panel or a cell (a cell's flags win).", 'idle');
         }
       } catch (error) {
         this.say(`Not applied: ${(error as Error).message}`, 'error');
-        await this.refreshState();  // the row shows what the kernel kept
+        await this.refreshState(); // the row shows what the kernel kept
       }
     })();
     this.pushing = push;
@@ -537,10 +597,13 @@ export class ChatView extends Panel {
     const reply = await kernel.requestExecute({ code, silent: true, store_history: false }).done;
     const content = reply.content as { status: string; evalue?: string };
     if (content.status !== 'ok') {
-      this.say(`${action.action === 'rename' ? 'Rename' : 'Archive'} failed: ${content.evalue ?? 'see the kernel log'}`, 'error');
+      this.say(
+        `${action.action === 'rename' ? 'Rename' : 'Archive'} failed: ${content.evalue ?? 'see the kernel log'}`,
+        'error'
+      );
       return;
     }
-    this.sessionChoice = action.action === 'rename' ? action.new_name ?? '' : '';
+    this.sessionChoice = action.action === 'rename' ? (action.new_name ?? '') : '';
     this.say(action.action === 'rename' ? `Renamed to ${action.new_name}.` : `Archived ${session.name}.`, 'idle');
     await this.loadSessions();
     await this.refreshState();
@@ -566,7 +629,7 @@ export class ChatView extends Panel {
       await this.loadHistory();
     }
     if (this.state?.meter && this.state.meter.session !== this.current()?.name) {
-      void this.refreshState();  // the meter follows the session shown
+      void this.refreshState(); // the meter follows the session shown
     }
   }
 
@@ -584,8 +647,9 @@ export class ChatView extends Panel {
   private drawSessions(): void {
     const current = this.current();
     this.sessionSelect.replaceChildren(
-      ...this.sessions.filter(s => !s.parent_id).map(s =>
-        el('option', { value: s.name, selected: s === current }, `Session: ${s.name}`)),
+      ...this.sessions
+        .filter(s => !s.parent_id)
+        .map(s => el('option', { value: s.name, selected: s === current }, `Session: ${s.name}`)),
       el('option', { value: '\u0000new', selected: this.newSession || !this.sessions.length }, 'New session')
     );
     this.sessionSelect.title = 'The session the next turn continues (as %agent --session NAME), or a new one (--new)';
@@ -602,7 +666,7 @@ export class ChatView extends Panel {
     }
     if (!meter || meter.session !== session.name) {
       this.meterNode.textContent = `${money(session.cost)} so far`;
-      this.meterNode.title = 'The context meter shows once the notebook\'s kernel has loaded agent_kernel.';
+      this.meterNode.title = "The context meter shows once the notebook's kernel has loaded agent_kernel.";
       return;
     }
     this.meterNode.textContent = meterText(meter);
@@ -635,7 +699,7 @@ export class ChatView extends Panel {
         .map((b: any) => b.text as string);
       const entry = turns.get(m.turn) ?? { prompt: '', answer: [] };
       if (m.role === 'user' && !entry.prompt && texts.length > 1) {
-        entry.prompt = texts[1];  // the first block is the turn's context
+        entry.prompt = texts[1]; // the first block is the turn's context
       } else if (m.role === 'assistant') {
         entry.answer.push(...texts);
       }
@@ -643,9 +707,13 @@ export class ChatView extends Panel {
     }
     this.historyNode.replaceChildren(
       ...[...turns.entries()].map(([n, t]) =>
-        el('details', { className: 'ak-chat-earlier', 'data-turn': String(n) },
+        el(
+          'details',
+          { className: 'ak-chat-earlier', 'data-turn': String(n) },
           el('summary', {}, `Turn ${n}: ${t.prompt.slice(0, 120)}`),
-          el('div', { className: 'ak-chat-answer' }, t.answer.join('\n\n').slice(0, 4000))))
+          el('div', { className: 'ak-chat-answer' }, t.answer.join('\n\n').slice(0, 4000))
+        )
+      )
     );
   }
 
@@ -654,16 +722,32 @@ export class ChatView extends Panel {
   private drawChips(): void {
     this.chipsNode.replaceChildren(
       ...this.attachments.map((item, i) =>
-        el('span', { className: 'ak-chip', 'data-kind': item.kind, title: item.text ? item.text.slice(0, 400) : item.label },
-          item.image ? el('img', { className: 'ak-chip-image', src: `data:${item.media_type ?? 'image/png'};base64,${item.image}`, alt: '' }) : null,
+        el(
+          'span',
+          { className: 'ak-chip', 'data-kind': item.kind, title: item.text ? item.text.slice(0, 400) : item.label },
+          item.image
+            ? el('img', {
+                className: 'ak-chip-image',
+                src: `data:${item.media_type ?? 'image/png'};base64,${item.image}`,
+                alt: ''
+              })
+            : null,
           `${item.kind}: ${item.label}`,
-          el('button', {
-            className: 'ak-chip-remove', title: 'Remove', 'aria-label': `Remove ${item.label}`,
-            onclick: () => {
-              this.attachments.splice(i, 1);
-              this.drawChips();
-            }
-          }, '×')))
+          el(
+            'button',
+            {
+              className: 'ak-chip-remove',
+              title: 'Remove',
+              'aria-label': `Remove ${item.label}`,
+              onclick: () => {
+                this.attachments.splice(i, 1);
+                this.drawChips();
+              }
+            },
+            '×'
+          )
+        )
+      )
     );
   }
 
@@ -692,22 +776,31 @@ export class ChatView extends Panel {
   private chipsNode = el('div', { className: 'ak-chat-chips' });
   private meterNode = el('span', { className: 'ak-chat-meter ak-muted' });
   private input = el('textarea', {
-    className: 'ak-chat-input jp-mod-styled', rows: 3, maxLength: LIMITS.promptChars,
+    className: 'ak-chat-input jp-mod-styled',
+    rows: 3,
+    maxLength: LIMITS.promptChars,
     placeholder: 'Ask the agent (Enter sends, Shift+Enter new line, Escape stops)',
     'aria-label': 'Prompt for the agent'
   });
   private modelSelect = el('select', {
     className: 'ak-chat-model jp-mod-styled',
-    title: 'The model of the next turns from the panel or a cell (as %agent --model M): one of the configured models ' +
-      '(AgentKernel.model, small_model, medium_model, large_model); default: the session\'s or AgentKernel.model'
+    title:
+      'The model of the next turns from the panel or a cell (as %agent --model M): one of the configured models ' +
+      "(AgentKernel.model, small_model, medium_model, large_model); default: the session's or AgentKernel.model"
   });
   private state: IPanelState | null = null;
   private pushing: Promise<void> = Promise.resolve();
   private restarted = false;
   private approveSelect = el('select', { className: 'ak-chat-approve jp-mod-styled' });
-  private thinkSelect = el('select', { className: 'ak-chat-think jp-mod-styled', title: 'Thinking of the next turns from the panel or a cell (as %agent --think LEVEL)' });
+  private thinkSelect = el('select', {
+    className: 'ak-chat-think jp-mod-styled',
+    title: 'Thinking of the next turns from the panel or a cell (as %agent --think LEVEL)'
+  });
   private sessionSelect = el('select', { className: 'ak-chat-session jp-mod-styled' });
-  private notebookSelect = el('select', { className: 'ak-chat-notebook jp-mod-styled', onchange: () => this.onPickNotebook() });
+  private notebookSelect = el('select', {
+    className: 'ak-chat-notebook jp-mod-styled',
+    onchange: () => this.onPickNotebook()
+  });
 }
 
 function chain<T>(first: ((msg: T) => void | PromiseLike<void>) | undefined, then: (msg: T) => void) {
@@ -724,18 +817,22 @@ export async function fileAttachment(contents: Contents.IManager, path: string):
   const model = await contents.get(path, { content: true });
   if (model.type === 'notebook') {
     const cells = (model.content?.cells ?? []) as { cell_type: string; source: string | string[] }[];
-    const text = cells.map(c => `# [${c.cell_type}]\n${Array.isArray(c.source) ? c.source.join('') : c.source}`).join('\n\n');
+    const text = cells
+      .map(c => `# [${c.cell_type}]\n${Array.isArray(c.source) ? c.source.join('') : c.source}`)
+      .join('\n\n');
     return { kind: 'file', label: path, text };
   }
   if (model.type !== 'file') {
     throw new Error(`${path} is a ${model.type}, not a file`);
   }
   if (model.format === 'base64') {
-    const mime = (model.mimetype ?? '') as string;
+    const mime = model.mimetype ?? '';
     if (mime === 'image/png' || mime === 'image/jpeg') {
       return { kind: 'file', label: path, image: String(model.content).replace(/\s/g, ''), media_type: mime };
     }
-    throw new Error(`${path} is binary (${mime || 'unknown type'}): only text files and PNG or JPEG images can be attached`);
+    throw new Error(
+      `${path} is binary (${mime || 'unknown type'}): only text files and PNG or JPEG images can be attached`
+    );
   }
   return { kind: 'file', label: path, text: String(model.content ?? '') };
 }

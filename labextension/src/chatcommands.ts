@@ -26,7 +26,7 @@ export const EXPLAIN_ERROR = 'agent-kernel:explain-error';
 export const ASK_CELL = 'agent-kernel:ask-about-cell';
 
 export const FIX_PROMPT =
-  'Fix the error in the attached cell: say what went wrong, then propose the corrected source with replace_cell on that cell\'s id, with run=true.';
+  "Fix the error in the attached cell: say what went wrong, then propose the corrected source with replace_cell on that cell's id, with run=true.";
 export const EXPLAIN_PROMPT = 'Explain the attached error: what went wrong and why, in plain words.';
 export const ASK_PROMPT = 'About the attached cell: ';
 
@@ -69,19 +69,21 @@ export function registerChat(
     return `${panel.context.path} cell ${index + 1} (id ${cell.model.id})`;
   };
   const cellItem = (panel: NotebookPanel, cell: Cell): IAttachment => ({
-    kind: 'cell', label: cellLabel(panel, cell), text: cell.model.sharedModel.getSource()
+    kind: 'cell',
+    label: cellLabel(panel, cell),
+    text: cell.model.sharedModel.getSource()
   });
 
   app.commands.addCommand(OPEN_CHAT, {
     label: 'Chat with the agent',
-    caption: 'Open the Agent panel\'s chat for the current notebook',
+    caption: "Open the Agent panel's chat for the current notebook",
     execute: () => open(notebooks?.currentWidget ?? null)
   });
   app.commands.addKeyBinding({ command: OPEN_CHAT, keys: ['Accel Shift Y'], selector: 'body' });
 
   app.commands.addCommand(ADD_CELL, {
     label: 'Add cell to chat',
-    caption: 'Attach this cell\'s source to the next prompt in the Agent panel',
+    caption: "Attach this cell's source to the next prompt in the Agent panel",
     isEnabled: () => Boolean(notebooks?.activeCell),
     execute: () => {
       const panel = notebooks?.currentWidget;
@@ -125,7 +127,7 @@ export function registerChat(
 
   app.commands.addCommand(ADD_FILE, {
     label: 'Add to chat',
-    caption: 'Attach this file (text, a notebook\'s cells, or a PNG/JPEG image) to the next prompt',
+    caption: "Attach this file (text, a notebook's cells, or a PNG/JPEG image) to the next prompt",
     execute: async () => {
       const item = browser?.selectedItems().next();
       if (!item || item.done) {
@@ -151,7 +153,12 @@ export function registerChat(
         }
         const traceback = errorText(cell);
         attach(
-          [cellItem(panel, cell), ...(traceback ? [{ kind: 'error' as const, label: `error in ${cellLabel(panel, cell)}`, text: traceback }] : [])],
+          [
+            cellItem(panel, cell),
+            ...(traceback
+              ? [{ kind: 'error' as const, label: `error in ${cellLabel(panel, cell)}`, text: traceback }]
+              : [])
+          ],
           prompt
         );
       }
@@ -211,9 +218,19 @@ function outputItem(output: IOutputModel, label: string): IAttachment | null {
   }
   if (output.type === 'error') {
     const error = output.toJSON() as { ename?: string; evalue?: string; traceback?: string[] };
-    return { kind: 'error', label, text: plainText((error.traceback ?? [`${error.ename}: ${error.evalue}`]).join('\n')) };
+    return {
+      kind: 'error',
+      label,
+      text: plainText((error.traceback ?? [`${error.ename}: ${error.evalue}`]).join('\n'))
+    };
   }
-  for (const mime of ['text/plain', 'application/vnd.jupyter.stdout', 'application/vnd.jupyter.stderr', 'text/markdown', 'text/html']) {
+  for (const mime of [
+    'text/plain',
+    'application/vnd.jupyter.stdout',
+    'application/vnd.jupyter.stderr',
+    'text/markdown',
+    'text/html'
+  ]) {
     const value = data[mime];
     if (typeof value === 'string' && value) {
       return { kind: 'output', label, text: plainText(value) };
@@ -277,11 +294,28 @@ function watchErrors(app: JupyterFrontEnd, panel: NotebookPanel): void {
         }
         const args = { notebook: panel.id, cell: cell.model.id };
         child.node.append(
-          el('div', { className: 'ak-error-actions' },
-            el('button', { className: 'jp-Button jp-mod-styled jp-mod-accept ak-fix-button', title: 'Open the Agent panel with this cell and its traceback attached, to fix it',
-              onclick: () => void app.commands.execute(FIX_ERROR, args) }, 'Fix with agent'),
-            el('button', { className: 'jp-Button jp-mod-styled ak-explain-button', title: 'Open the Agent panel with this error attached, to explain it',
-              onclick: () => void app.commands.execute(EXPLAIN_ERROR, args) }, 'Explain'))
+          el(
+            'div',
+            { className: 'ak-error-actions' },
+            el(
+              'button',
+              {
+                className: 'jp-Button jp-mod-styled jp-mod-accept ak-fix-button',
+                title: 'Open the Agent panel with this cell and its traceback attached, to fix it',
+                onclick: () => void app.commands.execute(FIX_ERROR, args)
+              },
+              'Fix with agent'
+            ),
+            el(
+              'button',
+              {
+                className: 'jp-Button jp-mod-styled ak-explain-button',
+                title: 'Open the Agent panel with this error attached, to explain it',
+                onclick: () => void app.commands.execute(EXPLAIN_ERROR, args)
+              },
+              'Explain'
+            )
+          )
         );
       });
     }

@@ -109,9 +109,7 @@ export class AgentInlineCompletionProvider implements IInlineCompletionProvider 
     return { items: [{ insertText: first, isIncomplete: true, token }] };
   }
 
-  async *stream(
-    token: string
-  ): AsyncGenerator<{ response: IInlineCompletionItem }, undefined, unknown> {
+  async *stream(token: string): AsyncGenerator<{ response: IInlineCompletionItem }, undefined, unknown> {
     const streaming = this._streams.get(token);
     if (!streaming) {
       return;

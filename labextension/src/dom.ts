@@ -33,17 +33,21 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 
 /** A button that runs `action`, shows its failure in a dialog titled `label`, then runs `after`. */
 export function actionButton(label: string, action: () => Promise<unknown>, after: () => unknown): HTMLButtonElement {
-  return el('button', {
-    className: 'ak-button',
-    onclick: async () => {
-      try {
-        await action();
-      } catch (error) {
-        await showErrorMessage(label, (error as Error).message);
+  return el(
+    'button',
+    {
+      className: 'ak-button',
+      onclick: async () => {
+        try {
+          await action();
+        } catch (error) {
+          await showErrorMessage(label, (error as Error).message);
+        }
+        await after();
       }
-      await after();
-    }
-  }, label);
+    },
+    label
+  );
 }
 
 /** "3 min ago", "in 2 h": an ISO instant relative to now. */
@@ -54,13 +58,7 @@ export function relative(iso: string | null): string {
   const seconds = (Date.parse(iso) - Date.now()) / 1000;
   const abs = Math.abs(seconds);
   const [value, unit] =
-    abs < 60
-      ? [abs, 's']
-      : abs < 3600
-        ? [abs / 60, 'min']
-        : abs < 86400
-          ? [abs / 3600, 'h']
-          : [abs / 86400, 'd'];
+    abs < 60 ? [abs, 's'] : abs < 3600 ? [abs / 60, 'min'] : abs < 86400 ? [abs / 3600, 'h'] : [abs / 86400, 'd'];
   const text = `${Math.round(value)} ${unit}`;
   return seconds < 0 ? `${text} ago` : `in ${text}`;
 }
@@ -82,8 +80,25 @@ export function money(cost: number | null): string {
 
 // Elements a browser loads a resource for as soon as they are in the page.
 const LOADING_TAGS = new Set([
-  'IMG', 'IMAGE', 'PICTURE', 'SOURCE', 'VIDEO', 'AUDIO', 'TRACK', 'IFRAME', 'FRAME', 'OBJECT',
-  'EMBED', 'LINK', 'INPUT', 'SCRIPT', 'STYLE', 'META', 'BASE', 'SVG', 'USE'
+  'IMG',
+  'IMAGE',
+  'PICTURE',
+  'SOURCE',
+  'VIDEO',
+  'AUDIO',
+  'TRACK',
+  'IFRAME',
+  'FRAME',
+  'OBJECT',
+  'EMBED',
+  'LINK',
+  'INPUT',
+  'SCRIPT',
+  'STYLE',
+  'META',
+  'BASE',
+  'SVG',
+  'USE'
 ]);
 const LOADING_ATTRIBUTES = ['src', 'srcset', 'poster', 'background', 'ping', 'lowsrc', 'dynsrc', 'data', 'xlink:href'];
 
@@ -120,15 +135,35 @@ export function htmlWithoutFetches(html: string): DocumentFragment {
 function resourceLink(node: Element): Node[] {
   const url = node.getAttribute('src') ?? node.getAttribute('href') ?? node.getAttribute('data') ?? '';
   const tag = node.tagName.toLowerCase();
-  if (!/^(https?:)?\/\//i.test(url.trim()) || !['img', 'image', 'video', 'audio', 'source', 'iframe', 'object', 'embed'].includes(tag)) {
+  if (
+    !/^(https?:)?\/\//i.test(url.trim()) ||
+    !['img', 'image', 'video', 'audio', 'source', 'iframe', 'object', 'embed'].includes(tag)
+  ) {
     return [];
   }
   const alt = node.getAttribute('alt') ?? '';
-  const shown = url.trim().replace(/^[a-z][a-z0-9+.-]*:(?=\/\/)/i, '').replace(/^\/+/, '').split(/[?#]/)[0].slice(0, 80);
+  const shown = url
+    .trim()
+    .replace(/^[a-z][a-z0-9+.-]*:(?=\/\/)/i, '')
+    .replace(/^\/+/, '')
+    .split(/[?#]/)[0]
+    .slice(0, 80);
   const kind = tag === 'img' || tag === 'image' ? 'image' : tag;
   const label = alt ? `🖼 ${kind}: ${alt} (${shown})` : `🖼 ${kind}: ${shown}`;
   if (node.parentElement?.closest('a')) {
     return [el('span', { className: 'agent-kernel-image-link' }, label)]; // links do not nest
   }
-  return [el('a', { className: 'agent-kernel-image-link', href: url.trim(), title: url.trim(), target: '_blank', rel: 'noopener noreferrer' }, label)];
+  return [
+    el(
+      'a',
+      {
+        className: 'agent-kernel-image-link',
+        href: url.trim(),
+        title: url.trim(),
+        target: '_blank',
+        rel: 'noopener noreferrer'
+      },
+      label
+    )
+  ];
 }

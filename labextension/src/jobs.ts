@@ -10,7 +10,14 @@
  * Also here: the toast when a run fails (FailureWatcher), once per run.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { Dialog, MainAreaWidget, Notification, showDialog, showErrorMessage, ToolbarButton } from '@jupyterlab/apputils';
+import {
+  Dialog,
+  MainAreaWidget,
+  Notification,
+  showDialog,
+  showErrorMessage,
+  ToolbarButton
+} from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
 import { api, IGrants, IJob, IJobVersion, IRun, IRunDetail, IRunOutput } from './api';
@@ -98,10 +105,14 @@ export class JobsManager {
       return;
     }
     this.drawnKey = key;
-    const chooser = el('select', {
-      className: 'ak-select', name: 'job', title: 'The job to show',
-      onchange: (event: Event) => void this.show((event.target as HTMLSelectElement).value || null)
-    },
+    const chooser = el(
+      'select',
+      {
+        className: 'ak-select',
+        name: 'job',
+        title: 'The job to show',
+        onchange: (event: Event) => void this.show((event.target as HTMLSelectElement).value || null)
+      },
       el('option', { value: '', selected: !job }, this.jobs.length ? 'Choose a job…' : 'No jobs'),
       ...this.jobs.map(j => el('option', { value: j.id, selected: j.id === job?.id }, j.name))
     );
@@ -113,7 +124,9 @@ export class JobsManager {
     } else {
       this.node.replaceChildren(
         head,
-        el('div', { className: 'ak-job-detail', 'data-job-id': job.id },
+        el(
+          'div',
+          { className: 'ak-job-detail', 'data-job-id': job.id },
           this.summary(job),
           this.actions(job),
           this.parameters(job),
@@ -127,10 +140,11 @@ export class JobsManager {
   private summary(job: IJob): HTMLElement {
     const fact = (label: string, value: string, title?: string) =>
       el('tr', { title }, el('th', { scope: 'row' }, label), el('td', {}, value));
-    const notify = job.notify && job.notify.targets?.length
-      ? `${job.notify.targets.join(', ')} (on ${job.notify.on})`
-      : 'nobody';
-    return el('table', { className: 'ak-figures ak-job-facts' },
+    const notify =
+      job.notify && job.notify.targets?.length ? `${job.notify.targets.join(', ')} (on ${job.notify.on})` : 'nobody';
+    return el(
+      'table',
+      { className: 'ak-figures ak-job-facts' },
       fact('Name', job.name),
       fact('Schedule', job.schedule, job.cron ?? job.at ?? ''),
       fact('State', job.enabled ? `active · next ${local(job.next_run)}` : 'paused', relative(job.next_run)),
@@ -147,7 +161,9 @@ export class JobsManager {
   }
 
   private actions(job: IJob): HTMLElement {
-    return el('div', { className: 'ak-actions ak-job-actions' },
+    return el(
+      'div',
+      { className: 'ak-actions ak-job-actions' },
       this.button(job.enabled ? 'Pause' : 'Resume', () => api.setEnabled(job.id, !job.enabled)),
       this.button('Run now', () => api.runNow(job.id)),
       job.kind === 'notebook' ? this.button('Run with…', () => this.runWith(job)) : null,
@@ -159,26 +175,43 @@ export class JobsManager {
 
   private parameters(job: IJob): HTMLElement {
     const entries = Object.entries(job.parameters ?? {});
-    return el('div', { className: 'ak-job-parameters' },
+    return el(
+      'div',
+      { className: 'ak-job-parameters' },
       el('h4', {}, 'Parameters'),
       entries.length
-        ? el('table', { className: 'ak-figures' },
-            ...entries.map(([name, value]) => el('tr', {}, el('th', { scope: 'row' }, name), el('td', {}, pythonLiteral(value)))))
+        ? el(
+            'table',
+            { className: 'ak-figures' },
+            ...entries.map(([name, value]) =>
+              el('tr', {}, el('th', { scope: 'row' }, name), el('td', {}, pythonLiteral(value)))
+            )
+          )
         : el('p', { className: 'ak-muted' }, 'None: the notebook runs with its own values.')
     );
   }
 
   private history(versions: IJobVersion[]): HTMLElement {
-    return el('div', { className: 'ak-job-versions' },
+    return el(
+      'div',
+      { className: 'ak-job-versions' },
       el('h4', {}, 'Versions'),
-      el('ul', { className: 'ak-list' },
-        ...versions.map(v => el('li', { className: 'ak-version', 'data-version': String(v.version), title: relative(v.changed_at) },
-          el('div', { className: 'ak-row' },
-            el('strong', {}, `v${v.version}`),
-            el('span', {}, v.changed.length ? `changed ${v.changed.join(', ')}` : 'created'),
-            el('span', { className: 'ak-muted' }, `by ${v.changed_by} · ${local(v.changed_at)}`)
+      el(
+        'ul',
+        { className: 'ak-list' },
+        ...versions.map(v =>
+          el(
+            'li',
+            { className: 'ak-version', 'data-version': String(v.version), title: relative(v.changed_at) },
+            el(
+              'div',
+              { className: 'ak-row' },
+              el('strong', {}, `v${v.version}`),
+              el('span', {}, v.changed.length ? `changed ${v.changed.join(', ')}` : 'created'),
+              el('span', { className: 'ak-muted' }, `by ${v.changed_by} · ${local(v.changed_at)}`)
+            )
           )
-        ))
+        )
       )
     );
   }
@@ -187,24 +220,45 @@ export class JobsManager {
     const rows = runs.map(run => {
       const open = detail && detail.id === run.id ? detail : null;
       const finished = !ACTIVE.has(run.status) && run.status !== 'SKIPPED';
-      return el('li', { className: 'ak-run ak-job-run', 'data-run': run.id },
-        el('div', { className: 'ak-row' },
+      return el(
+        'li',
+        { className: 'ak-run ak-job-run', 'data-run': run.id },
+        el(
+          'div',
+          { className: 'ak-row' },
           el('span', { className: `ak-status ak-status-${run.status.toLowerCase()}` }, run.status),
-          el('span', { title: relative(run.started_at ?? run.scheduled_for) }, local(run.started_at ?? run.scheduled_for)),
+          el(
+            'span',
+            { title: relative(run.started_at ?? run.scheduled_for) },
+            local(run.started_at ?? run.scheduled_for)
+          ),
           el('span', { className: 'ak-muted' }, duration(run.seconds)),
-          run.job_version ? el('span', { className: 'ak-muted', title: 'The version of the job it ran' }, `v${run.job_version}`) : null,
+          run.job_version
+            ? el('span', { className: 'ak-muted', title: 'The version of the job it ran' }, `v${run.job_version}`)
+            : null,
           run.cause && run.cause !== 'schedule' ? el('span', { className: 'ak-muted' }, run.cause) : null
         ),
         run.parameters && Object.keys(run.parameters).length
-          ? el('div', { className: 'ak-row ak-muted' },
-              'with ' + Object.entries(run.parameters).map(([k, v]) => `${k} = ${pythonLiteral(v)}`).join(', '))
+          ? el(
+              'div',
+              { className: 'ak-row ak-muted' },
+              'with ' +
+                Object.entries(run.parameters)
+                  .map(([k, v]) => `${k} = ${pythonLiteral(v)}`)
+                  .join(', ')
+            )
           : null,
         run.error ? el('div', { className: 'ak-row ak-error', title: run.error }, run.error.split('\n')[0]) : null,
         run.explanation ? el('div', { className: 'ak-explanation' }, run.explanation) : null,
         run.notify_error ? el('div', { className: 'ak-row ak-warning' }, `Not notified: ${run.notify_error}`) : null,
-        el('div', { className: 'ak-actions' },
+        el(
+          'div',
+          { className: 'ak-actions' },
           finished || run.status === 'RUNNING'
-            ? this.button(open ? 'Hide logs' : 'Logs', async () => { this.openRun = open ? null : run.id; })
+            ? this.button(open ? 'Hide logs' : 'Logs', () => {
+                this.openRun = open ? null : run.id;
+                return Promise.resolve();
+              })
             : null,
           finished && run.output_path ? this.button('Output', () => openRunOutput(this.app, run)) : null,
           finished && run.output_path ? this.button('Open a copy', () => openCopy(this.app, run)) : null,
@@ -215,7 +269,9 @@ export class JobsManager {
         open ? logs(open) : null
       );
     });
-    return el('div', { className: 'ak-job-runs' },
+    return el(
+      'div',
+      { className: 'ak-job-runs' },
       el('h4', {}, 'Runs'),
       rows.length ? el('ul', { className: 'ak-list' }, ...rows) : el('p', { className: 'ak-muted' }, 'No runs yet.')
     );
@@ -225,7 +281,7 @@ export class JobsManager {
   private async runWith(job: IJob): Promise<void> {
     const notebookOnly = await notebookDefaults(this.app.serviceManager.contents, job);
     let form = new ParametersForm(job.parameters ?? {}, notebookOnly);
-    for (let refused = ''; ; ) {
+    for (let refused = ''; ;) {
       if (refused) {
         const next = new ParametersForm(job.parameters ?? {}, notebookOnly);
         carryOver(form.node, next.node);
@@ -268,8 +324,8 @@ export class JobsManager {
 }
 
 const GRANTS_HELP =
-  'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no writing '
-  + 'action and reaches no new host, unless its owner allowed it here in advance (Edit…).';
+  'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no writing ' +
+  'action and reaches no new host, unless its owner allowed it here in advance (Edit…).';
 
 /** What a job's runs may do after untrusted content, in one line (its standing grants). */
 export function grantsLine(grants: IGrants | null | undefined): string {
@@ -283,11 +339,22 @@ export function grantsLine(grants: IGrants | null | undefined): string {
 
 function logs(run: IRunDetail): HTMLElement {
   const parts = (['runner', 'stdout', 'stderr'] as const).filter(name => run.log[name]);
-  return el('div', { className: 'ak-run-logs' },
+  return el(
+    'div',
+    { className: 'ak-run-logs' },
     parts.length
-      ? el('div', {}, ...parts.map(name => el('details', { className: `ak-log ak-log-${name}`, open: true },
-          el('summary', {}, { runner: 'Runner', stdout: 'Kernel stdout', stderr: 'Kernel stderr' }[name]),
-          el('pre', {}, run.log[name] ?? ''))))
+      ? el(
+          'div',
+          {},
+          ...parts.map(name =>
+            el(
+              'details',
+              { className: `ak-log ak-log-${name}`, open: true },
+              el('summary', {}, { runner: 'Runner', stdout: 'Kernel stdout', stderr: 'Kernel stderr' }[name]),
+              el('pre', {}, run.log[name] ?? '')
+            )
+          )
+        )
       : el('p', { className: 'ak-muted' }, 'No logs on disk for this run.')
   );
 }
@@ -295,12 +362,16 @@ function logs(run: IRunDetail): HTMLElement {
 /** The form of "Run with…": the job's parameters as Python literals, to change. */
 class ParametersForm extends Widget {
   /** `notebookOnly`: the notebook's parameters the job does not set, with their defaults. */
-  constructor(parameters: Record<string, unknown>, private notebookOnly: Map<string, string>) {
+  constructor(
+    parameters: Record<string, unknown>,
+    private notebookOnly: Map<string, string>
+  ) {
     super();
     this.addClass('ak-schedule-form');
     const shown = [...Object.entries(parameters).map(([name, value]) => [name, pythonLiteral(value)]), ...notebookOnly];
     this.rows = shown.map(([name, value]) => ({
-      name, input: el('input', { className: 'jp-mod-styled', name: `parameter-${name}`, value })
+      name,
+      input: el('input', { className: 'jp-mod-styled', name: `parameter-${name}`, value })
     }));
     this.node.append(
       el('p', { className: 'ak-muted' }, 'This run only: the job keeps its parameters. Values are Python literals.'),
@@ -357,11 +428,15 @@ export async function openRunOutput(app: JupyterFrontEnd, run: IRun): Promise<vo
   widget.title.label = `${page.job_name} (run output, read-only)`;
   widget.title.caption = `The output notebook of run ${run.id} (${page.status}), as the run left it`;
   widget.title.closable = true;
-  widget.toolbar.addItem('openCopy', new ToolbarButton({
-    label: 'Open a copy to edit',
-    tooltip: 'Copy the output notebook into this project and open it with a kernel',
-    onClick: () => void openCopy(app, run).catch(error => showErrorMessage('Open a copy to edit', (error as Error).message))
-  }));
+  widget.toolbar.addItem(
+    'openCopy',
+    new ToolbarButton({
+      label: 'Open a copy to edit',
+      tooltip: 'Copy the output notebook into this project and open it with a kernel',
+      onClick: () =>
+        void openCopy(app, run).catch(error => showErrorMessage('Open a copy to edit', (error as Error).message))
+    })
+  );
   outputs.set(run.id, widget);
   app.shell.add(widget, 'main');
   app.shell.activateById(widget.id);

@@ -16,9 +16,17 @@ export function encodePayload(value: unknown): string {
 }
 
 /** Run `code` silently in `kernel` and read `expression`'s JSON value; a refusal throws its message. */
-export async function kernelCall(kernel: Kernel.IKernelConnection, code: string, expression?: string): Promise<unknown> {
+export async function kernelCall(
+  kernel: Kernel.IKernelConnection,
+  code: string,
+  expression?: string
+): Promise<unknown> {
   const reply = await kernel.requestExecute({
-    code, silent: true, store_history: false, allow_stdin: false, stop_on_error: false,
+    code,
+    silent: true,
+    store_history: false,
+    allow_stdin: false,
+    stop_on_error: false,
     user_expressions: expression ? { state: expression } : {}
   }).done;
   const content = reply.content as { status: string; evalue?: string; user_expressions?: Record<string, any> };

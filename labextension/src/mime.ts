@@ -35,7 +35,13 @@ export interface ITurnPart {
 }
 
 const ICONS: Record<string, string> = {
-  receiving: '…', running: '⏳', waiting: '⏸', ok: '✓', error: '✗', interrupted: '■', skipped: '–'
+  receiving: '…',
+  running: '⏳',
+  waiting: '⏸',
+  ok: '✓',
+  error: '✗',
+  interrupted: '■',
+  skipped: '–'
 };
 
 export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
@@ -44,6 +50,7 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
     this.addClass('ak-turn');
   }
 
+  // eslint-disable-next-line @typescript-eslint/require-await -- IRenderer.renderModel returns a promise; this one renders at once
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const part = model.data[MIME_TYPE] as unknown as ITurnPart;
     this.node.replaceChildren();
@@ -56,8 +63,14 @@ export class TurnRenderer extends Widget implements IRenderMime.IRenderer {
       this.node.append(renderTool(part.tool));
     } else if (part.part === 'notice') {
       const level = ['error', 'warning', 'muted', 'info'].includes(part.level ?? '') ? part.level : 'info';
-      const title = part.usage ? Object.entries(part.usage).map(([k, v]) => `${k}: ${v}`).join('\n') : undefined;
-      this.node.append(el('div', { className: `ak-turn-notice ak-turn-${level} agent-kernel-${level}`, title }, part.text ?? ''));
+      const title = part.usage
+        ? Object.entries(part.usage)
+            .map(([k, v]) => `${k}: ${String(v)}`)
+            .join('\n')
+        : undefined;
+      this.node.append(
+        el('div', { className: `ak-turn-notice ak-turn-${level} agent-kernel-${level}`, title }, part.text ?? '')
+      );
     }
   }
 
@@ -86,12 +99,18 @@ function renderTool(tool: NonNullable<ITurnPart['tool']>): HTMLElement {
     ' ',
     el('code', {}, tool.name),
     ' ',
-    el('span', { className: 'ak-turn-summary' }, `${tool.summary ?? ''}${timing}${tool.detail ? ` · ${tool.detail}` : ''}`)
+    el(
+      'span',
+      { className: 'ak-turn-summary' },
+      `${tool.summary ?? ''}${timing}${tool.detail ? ` · ${tool.detail}` : ''}`
+    )
   ];
   if (!tool.input) {
     return el('div', { className: `ak-turn-tool ak-turn-tool-${status} agent-kernel-tool` }, ...head);
   }
-  return el('details', { className: `ak-turn-tool ak-turn-tool-${status} agent-kernel-tool` },
+  return el(
+    'details',
+    { className: `ak-turn-tool ak-turn-tool-${status} agent-kernel-tool` },
     el('summary', {}, ...head),
     el('pre', { className: 'ak-turn-input' }, tool.input)
   );

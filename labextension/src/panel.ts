@@ -8,7 +8,6 @@
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
-import type { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IJob, IRun, ISession, IStats, ISchedulerStatus, ITainted } from './api';
@@ -35,7 +34,9 @@ export class AgentPanel extends Panel {
     dashboard.addClass('ak-dashboard');
     this.addWidget(dashboard);
     dashboard.node.append(
-      el('header', { className: 'ak-panel-head' },
+      el(
+        'header',
+        { className: 'ak-panel-head' },
         el('h2', {}, 'Agent'),
         el('button', { className: 'ak-button', title: 'Refresh', onclick: () => void this.refresh() }, '⟳')
       ),
@@ -85,12 +86,12 @@ export class AgentPanel extends Panel {
     }
   }
 
-  protected onAfterShow(msg: Message): void {
+  protected onAfterShow(): void {
     void this.refresh();
     this.startPolling();
   }
 
-  protected onAfterHide(msg: Message): void {
+  protected onAfterHide(): void {
     this.stopPolling();
   }
 
@@ -119,14 +120,16 @@ export class AgentPanel extends Panel {
   // -- sessions ----------------------------------------------------------------------------
 
   private drawSessions(sessions: ISession[], notebook: string | undefined): void {
-    const toggle = el('select', {
-      className: 'ak-select',
-      title: 'Which sessions to show',
-      onchange: (event: Event) => {
-        this.allSessions = (event.target as HTMLSelectElement).value === 'all';
-        void this.refresh();
-      }
-    },
+    const toggle = el(
+      'select',
+      {
+        className: 'ak-select',
+        title: 'Which sessions to show',
+        onchange: (event: Event) => {
+          this.allSessions = (event.target as HTMLSelectElement).value === 'all';
+          void this.refresh();
+        }
+      },
       el('option', { value: 'notebook', selected: !this.allSessions }, 'This notebook'),
       el('option', { value: 'all', selected: this.allSessions }, 'All notebooks')
     );
@@ -142,13 +145,27 @@ export class AgentPanel extends Panel {
         const children = el('ul', { className: 'ak-tree' });
         add(session.id, children);
         into.append(
-          el('li', { className: 'ak-session', 'data-session': session.name },
-            el('div', { className: 'ak-row' },
-              el('span', { className: `ak-state ak-state-${session.state}`, title: session.last_error ?? session.state }, session.state),
+          el(
+            'li',
+            { className: 'ak-session', 'data-session': session.name },
+            el(
+              'div',
+              { className: 'ak-row' },
+              el(
+                'span',
+                { className: `ak-state ak-state-${session.state}`, title: session.last_error ?? session.state },
+                session.state
+              ),
               el('strong', { title: session.notebook ?? '' }, session.name),
               el('span', { className: 'ak-muted' }, relative(session.updated_at))
             ),
-            el('div', { className: 'ak-row ak-muted', title: 'Tokens as the session\'s token limit counts them (a token read from the prompt cache counts a tenth), and its cost' },
+            el(
+              'div',
+              {
+                className: 'ak-row ak-muted',
+                title:
+                  "Tokens as the session's token limit counts them (a token read from the prompt cache counts a tenth), and its cost"
+              },
               `${session.tokens.toLocaleString()} tokens · ${money(session.cost)}` +
                 (this.allSessions && session.notebook_path ? ` · ${session.notebook_path}` : '')
             ),
@@ -160,11 +177,14 @@ export class AgentPanel extends Panel {
     add(null, list);
     const empty = sessions.length
       ? null
-      : el('p', { className: 'ak-muted' },
-          notebook && !this.allSessions ? 'No agent session in this notebook yet: run an %agent cell.' : 'No agent sessions yet.');
-    this.sessionsNode.replaceChildren(
-      el('h3', {}, 'Sessions ', toggle), list, empty ?? ''
-    );
+      : el(
+          'p',
+          { className: 'ak-muted' },
+          notebook && !this.allSessions
+            ? 'No agent session in this notebook yet: run an %agent cell.'
+            : 'No agent sessions yet.'
+        );
+    this.sessionsNode.replaceChildren(el('h3', {}, 'Sessions ', toggle), list, empty ?? '');
   }
 
   // -- kept after untrusted content -------------------------------------------------------
@@ -174,24 +194,44 @@ export class AgentPanel extends Panel {
   private drawTainted(items: ITainted[], total: number): void {
     const rows = items.map(item => {
       const from = item.session ?? (item.session_id ? item.session_id.slice(0, 8) : 'unknown session');
-      const sources = item.sources.length ? `after ${item.sources.slice(0, 2).join(', ')}${item.sources.length > 2 ? ` and ${item.sources.length - 2} more` : ''}` : '';
-      return el('li', { className: 'ak-tainted', 'data-kind': item.kind, 'data-name': item.name },
-        el('div', { className: 'ak-row' },
+      const sources = item.sources.length
+        ? `after ${item.sources.slice(0, 2).join(', ')}${item.sources.length > 2 ? ` and ${item.sources.length - 2} more` : ''}`
+        : '';
+      return el(
+        'li',
+        { className: 'ak-tainted', 'data-kind': item.kind, 'data-name': item.name },
+        el(
+          'div',
+          { className: 'ak-row' },
           el('span', { className: 'ak-status ak-status-tainted' }, item.kind),
           el('strong', { title: item.name }, item.name),
           el('span', { className: 'ak-muted', title: local(item.created_at) }, relative(item.created_at))
         ),
-        el('div', { className: 'ak-row ak-muted', title: item.sources.join('\n') },
-          `${from}${item.turn !== null ? `, turn ${item.turn}` : ''}${sources ? ` · ${sources}` : ''}`),
-        el('div', { className: 'ak-actions' },
-          this.button('Clear', () => api.clearTainted(item.kind, item.name)))
+        el(
+          'div',
+          { className: 'ak-row ak-muted', title: item.sources.join('\n') },
+          `${from}${item.turn !== null ? `, turn ${item.turn}` : ''}${sources ? ` · ${sources}` : ''}`
+        ),
+        el(
+          'div',
+          { className: 'ak-actions' },
+          this.button('Clear', () => api.clearTainted(item.kind, item.name))
+        )
       );
     });
     const more = total > items.length ? el('p', { className: 'ak-muted' }, `and ${total - items.length} more`) : '';
     this.taintedNode.replaceChildren(
-      el('h3', { title: 'Written by a turn that had read web pages, fetched files or MCP results: later turns see it as data, and its code asks before it runs. Clear an item once you have reviewed it.' },
-        'Kept after untrusted content'),
-      rows.length ? el('ul', { className: 'ak-list' }, ...rows) : el('p', { className: 'ak-muted' }, 'Nothing: everything kept was written before any untrusted content.'),
+      el(
+        'h3',
+        {
+          title:
+            'Written by a turn that had read web pages, fetched files or MCP results: later turns see it as data, and its code asks before it runs. Clear an item once you have reviewed it.'
+        },
+        'Kept after untrusted content'
+      ),
+      rows.length
+        ? el('ul', { className: 'ak-list' }, ...rows)
+        : el('p', { className: 'ak-muted' }, 'Nothing: everything kept was written before any untrusted content.'),
       more
     );
   }
@@ -200,15 +240,27 @@ export class AgentPanel extends Panel {
 
   private drawJobs(jobs: IJob[], scheduler: ISchedulerStatus): void {
     const rows = jobs.map(job =>
-      el('li', { className: 'ak-job', 'data-job': job.name },
-        el('div', { className: 'ak-row' },
+      el(
+        'li',
+        { className: 'ak-job', 'data-job': job.name },
+        el(
+          'div',
+          { className: 'ak-row' },
           el('strong', { title: job.notebook ?? job.task ?? '' }, job.name),
-          el('span', { className: `ak-status ak-status-${(job.last_status ?? 'none').toLowerCase()}` }, job.last_status ?? 'not run yet')
+          el(
+            'span',
+            { className: `ak-status ak-status-${(job.last_status ?? 'none').toLowerCase()}` },
+            job.last_status ?? 'not run yet'
+          )
         ),
-        el('div', { className: 'ak-row ak-muted' },
-          `${job.schedule} · ` + (job.enabled ? `next ${relative(job.next_run)}` : 'disabled'),
+        el(
+          'div',
+          { className: 'ak-row ak-muted' },
+          `${job.schedule} · ` + (job.enabled ? `next ${relative(job.next_run)}` : 'disabled')
         ),
-        el('div', { className: 'ak-actions' },
+        el(
+          'div',
+          { className: 'ak-actions' },
           this.button(job.enabled ? 'Disable' : 'Enable', () => api.setEnabled(job.id, !job.enabled)),
           this.button('Run now', () => api.runNow(job.id)),
           this.button('Delete', async () => {
@@ -230,7 +282,8 @@ export class AgentPanel extends Panel {
     this.jobsNode.replaceChildren(
       el('h3', {}, 'Scheduled jobs'),
       banner ?? '',
-      rows.length ? el('ul', { className: 'ak-list' }, ...rows)
+      rows.length
+        ? el('ul', { className: 'ak-list' }, ...rows)
         : el('p', { className: 'ak-muted' }, 'No jobs: use “Schedule this notebook…” or ask the agent.')
     );
   }
@@ -239,16 +292,31 @@ export class AgentPanel extends Panel {
 
   private drawRuns(runs: IRun[]): void {
     const rows = runs.map(run =>
-      el('li', { className: 'ak-run', 'data-run': run.id },
-        el('div', { className: 'ak-row' },
-          el('span', { className: `ak-status ak-status-${run.status.toLowerCase()}`, title: run.error ?? '' }, run.status),
+      el(
+        'li',
+        { className: 'ak-run', 'data-run': run.id },
+        el(
+          'div',
+          { className: 'ak-row' },
+          el(
+            'span',
+            { className: `ak-status ak-status-${run.status.toLowerCase()}`, title: run.error ?? '' },
+            run.status
+          ),
           el('strong', {}, run.job_name ?? run.job_id),
-          el('span', { className: 'ak-muted', title: local(run.started_at ?? run.scheduled_for) },
-            `${relative(run.started_at ?? run.scheduled_for)} ${duration(run.seconds)}`)
+          el(
+            'span',
+            { className: 'ak-muted', title: local(run.started_at ?? run.scheduled_for) },
+            `${relative(run.started_at ?? run.scheduled_for)} ${duration(run.seconds)}`
+          )
         ),
         run.error ? el('div', { className: 'ak-row ak-error', title: run.error }, run.error.split('\n')[0]) : null,
         run.output_path && !['QUEUED', 'SKIPPED'].includes(run.status)
-          ? el('div', { className: 'ak-actions' }, this.button('Open output', () => openRunOutput(this.app, run)))
+          ? el(
+              'div',
+              { className: 'ak-actions' },
+              this.button('Open output', () => openRunOutput(this.app, run))
+            )
           : null
       )
     );
@@ -269,20 +337,43 @@ export class AgentPanel extends Panel {
     const days = stats.per_day.slice(-7);
     this.statsNode.replaceChildren(
       el('h3', {}, `Last ${stats.days} days`),
-      el('table', { className: 'ak-figures' },
+      el(
+        'table',
+        { className: 'ak-figures' },
         figure('Code runs', count(stats.code_runs) + (stats.failed ? ` (${count(stats.failed)} failed)` : '')),
         categories.length
-          ? figure('Failures by kind', categories.map(([name, n]) => `${plural(n, `${name} error`)}`).join(', '),
-              'What the failed code runs ended with: syntax, import, type, reference, timeout, network or runtime errors')
+          ? figure(
+              'Failures by kind',
+              categories.map(([name, n]) => `${plural(n, `${name} error`)}`).join(', '),
+              'What the failed code runs ended with: syntax, import, type, reference, timeout, network or runtime errors'
+            )
           : null,
-        figure('Tool calls', count(stats.tool_calls) + (stats.tool_errors ? ` (${count(stats.tool_errors)} failed)` : '')),
-        figure('Tokens', count(stats.tokens),
-          'As the sessions\' token limits count them: a token read from the prompt cache counts a tenth')
+        figure(
+          'Tool calls',
+          count(stats.tool_calls) + (stats.tool_errors ? ` (${count(stats.tool_errors)} failed)` : '')
+        ),
+        figure(
+          'Tokens',
+          count(stats.tokens),
+          "As the sessions' token limits count them: a token read from the prompt cache counts a tenth"
+        )
       ),
       days.length
-        ? el('table', { className: 'ak-days' },
+        ? el(
+            'table',
+            { className: 'ak-days' },
             el('tr', {}, el('th', {}, 'Day'), el('th', {}, 'Code runs'), el('th', {}, 'Failed'), el('th', {}, 'Cost')),
-            ...days.map(d => el('tr', {}, el('td', {}, d.day), el('td', {}, count(d.code_runs)), el('td', {}, count(d.failures)), el('td', {}, money(d.cost)))))
+            ...days.map(d =>
+              el(
+                'tr',
+                {},
+                el('td', {}, d.day),
+                el('td', {}, count(d.code_runs)),
+                el('td', {}, count(d.failures)),
+                el('td', {}, money(d.cost))
+              )
+            )
+          )
         : ''
     );
   }

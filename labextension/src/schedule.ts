@@ -28,9 +28,7 @@ export interface IParameter {
 /** `name = value` lines of the cell tagged `parameters` (values as written). */
 export function notebookParameters(content: any): IParameter[] {
   const cells: any[] = (content && content.cells) || [];
-  const cell = cells.find(
-    c => c.cell_type === 'code' && (c.metadata?.tags ?? []).includes('parameters')
-  );
+  const cell = cells.find(c => c.cell_type === 'code' && (c.metadata?.tags ?? []).includes('parameters'));
   if (!cell) {
     return [];
   }
@@ -57,7 +55,12 @@ export function pythonValue(text: string): unknown {
     return quoted[1].replace(/\\'/g, "'");
   }
   try {
-    return JSON.parse(trimmed.replace(/\bTrue\b/g, 'true').replace(/\bFalse\b/g, 'false').replace(/\bNone\b/g, 'null'));
+    return JSON.parse(
+      trimmed
+        .replace(/\bTrue\b/g, 'true')
+        .replace(/\bFalse\b/g, 'false')
+        .replace(/\bNone\b/g, 'null')
+    );
   } catch {
     return trimmed;
   }
@@ -82,7 +85,13 @@ function wallTime(iso: string, timeZone: string): string {
   let parts: Intl.DateTimeFormatPart[];
   try {
     parts = new Intl.DateTimeFormat('en-CA', {
-      timeZone, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit'
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit'
     }).formatToParts(new Date(iso));
   } catch {
     return iso.slice(0, 16);
@@ -99,12 +108,20 @@ function timezones(): string[] {
 class ScheduleForm extends Widget {
   /** `job`: the job to edit (the form starts from it and shows its other settings too);
    * `notebookOnly`: parameters of the notebook the job does not set, with their defaults. */
-  constructor(path: string, parameters: IParameter[], job?: IJob, private notebookOnly = new Map<string, string>()) {
+  constructor(
+    path: string,
+    parameters: IParameter[],
+    job?: IJob,
+    private notebookOnly = new Map<string, string>()
+  ) {
     super();
     this.addClass('ak-schedule-form');
     this.path = path;
-    const stem = path.split('/').pop()!.replace(/\.ipynb$/, '');
-    const cron = job ? job.cron ?? PRESETS[1][1] : PRESETS[1][1];
+    const stem = path
+      .split('/')
+      .pop()!
+      .replace(/\.ipynb$/, '');
+    const cron = job ? (job.cron ?? PRESETS[1][1]) : PRESETS[1][1];
     this.name = el('input', { className: 'jp-mod-styled', value: job?.name ?? stem, name: 'name' });
     this.cron = el('input', { className: 'jp-mod-styled', value: cron, name: 'cron' });
     this.at = el('input', { className: 'jp-mod-styled', type: 'datetime-local', name: 'at' });
@@ -114,24 +131,37 @@ class ScheduleForm extends Widget {
       ? wallTime(job.at, job.timezone)
       : new Date(soon.getTime() - soon.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
     this.timezone = el('input', {
-      className: 'jp-mod-styled', name: 'timezone', list: 'ak-timezones',
+      className: 'jp-mod-styled',
+      name: 'timezone',
+      list: 'ak-timezones',
       value: job?.timezone ?? (Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC')
     });
-    this.overlap = el('select', { className: 'jp-mod-styled', name: 'overlap' },
+    this.overlap = el(
+      'select',
+      { className: 'jp-mod-styled', name: 'overlap' },
       el('option', { value: 'forbid' }, 'Skip a run while the previous one is still going'),
       el('option', { value: 'queue' }, 'Queue it until the previous one ends'),
       el('option', { value: 'allow' }, 'Run at once, alongside the previous one')
     );
-    const preset = el('select', {
-      className: 'jp-mod-styled', name: 'preset',
-      onchange: (event: Event) => {
-        const value = (event.target as HTMLSelectElement).value;
-        if (value) {
-          this.cron.value = value;
+    const preset = el(
+      'select',
+      {
+        className: 'jp-mod-styled',
+        name: 'preset',
+        onchange: (event: Event) => {
+          const value = (event.target as HTMLSelectElement).value;
+          if (value) {
+            this.cron.value = value;
+          }
         }
-      }
-    }, ...PRESETS.map(([label, value]) => el('option', { value, selected: value === cron }, label)),
-      el('option', { value: '', selected: !PRESETS.some(([, value]) => value === cron) }, 'Custom (edit the cron expression)'));
+      },
+      ...PRESETS.map(([label, value]) => el('option', { value, selected: value === cron }, label)),
+      el(
+        'option',
+        { value: '', selected: !PRESETS.some(([, value]) => value === cron) },
+        'Custom (edit the cron expression)'
+      )
+    );
     this.overlap.value = job?.overlap ?? 'forbid';
     this.once = el('input', { type: 'radio', name: 'when', value: 'once', checked: !!job?.at });
     this.recurring = el('input', { type: 'radio', name: 'when', value: 'cron', checked: !job?.at });
@@ -144,11 +174,15 @@ class ScheduleForm extends Widget {
     const cronRow = el('div', { className: 'ak-field' }, el('label', {}, 'Repeat'), preset, this.cron);
     const atRow = el('div', { className: 'ak-field' }, el('label', {}, 'At'), this.at);
     this.grantTools = el('input', {
-      className: 'jp-mod-styled', name: 'grant-tools', placeholder: 'tool names, comma-separated (e.g. run_code)',
+      className: 'jp-mod-styled',
+      name: 'grant-tools',
+      placeholder: 'tool names, comma-separated (e.g. run_code)',
       value: (job?.grants?.after_untrusted ?? []).join(', ')
     });
     this.grantHosts = el('input', {
-      className: 'jp-mod-styled', name: 'grant-hosts', placeholder: 'host names, comma-separated (e.g. api.example.com)',
+      className: 'jp-mod-styled',
+      name: 'grant-hosts',
+      placeholder: 'host names, comma-separated (e.g. api.example.com)',
       value: (job?.grants?.hosts ?? []).join(', ')
     });
     this.parameterRows = parameters.map(p => {
@@ -158,24 +192,38 @@ class ScheduleForm extends Widget {
     this.node.append(
       el('p', { className: 'ak-muted' }, `Runs ${path} with papermill, in its own kernel.`),
       el('div', { className: 'ak-field' }, el('label', {}, 'Name'), this.name),
-      el('div', { className: 'ak-field ak-when' },
+      el(
+        'div',
+        { className: 'ak-field ak-when' },
         el('label', {}, this.recurring, ' On a schedule'),
-        el('label', {}, this.once, ' Once')),
+        el('label', {}, this.once, ' Once')
+      ),
       cronRow,
       atRow,
-      el('div', { className: 'ak-field' }, el('label', {}, 'Timezone'), this.timezone,
-        el('datalist', { id: 'ak-timezones' }, ...timezones().map(tz => el('option', { value: tz })))),
+      el(
+        'div',
+        { className: 'ak-field' },
+        el('label', {}, 'Timezone'),
+        this.timezone,
+        el('datalist', { id: 'ak-timezones' }, ...timezones().map(tz => el('option', { value: tz })))
+      ),
       el('div', { className: 'ak-field' }, el('label', {}, 'Overlap'), this.overlap),
       el('h4', {}, 'Parameters'),
       this.parameterRows.length
-        ? el('div', { className: 'ak-parameters' },
-            ...this.parameterRows.map(row => el('div', { className: 'ak-field' }, el('label', {}, row.name), row.input)))
+        ? el(
+            'div',
+            { className: 'ak-parameters' },
+            ...this.parameterRows.map(row => el('div', { className: 'ak-field' }, el('label', {}, row.name), row.input))
+          )
         : el('p', { className: 'ak-muted' }, 'No cell tagged “parameters” in this notebook: it runs as it is.'),
       job ? this.settings(job) : '',
       el('h4', {}, 'After untrusted content'),
-      el('p', { className: 'ak-muted' },
-        'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no '
-        + 'writing action and reaches no new host. Allow some in advance:'),
+      el(
+        'p',
+        { className: 'ak-muted' },
+        'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no ' +
+          'writing action and reaches no new host. Allow some in advance:'
+      ),
       el('div', { className: 'ak-field' }, el('label', {}, 'May run'), this.grantTools),
       el('div', { className: 'ak-field' }, el('label', {}, 'May reach'), this.grantHosts),
       this.error
@@ -186,24 +234,39 @@ class ScheduleForm extends Widget {
   /** What only an existing job shows: its time limit, notifications and explanations. */
   private settings(job: IJob): HTMLElement {
     this.timeout = el('input', {
-      className: 'jp-mod-styled', name: 'timeout_s', type: 'number', min: '1', step: 'any',
+      className: 'jp-mod-styled',
+      name: 'timeout_s',
+      type: 'number',
+      min: '1',
+      step: 'any',
       value: String(job.timeout_s ?? 3600)
     });
     this.notifyTargets = el('input', {
-      className: 'jp-mod-styled', name: 'notify-targets', placeholder: 'names of notification targets, comma-separated',
+      className: 'jp-mod-styled',
+      name: 'notify-targets',
+      placeholder: 'names of notification targets, comma-separated',
       value: (job.notify?.targets ?? []).join(', ')
     });
-    this.notifyOn = el('select', { className: 'jp-mod-styled', name: 'notify-on' },
+    this.notifyOn = el(
+      'select',
+      { className: 'jp-mod-styled', name: 'notify-on' },
       el('option', { value: 'failure' }, 'when a run fails'),
       el('option', { value: 'success' }, 'when a run succeeds'),
-      el('option', { value: 'always' }, 'after every run'));
+      el('option', { value: 'always' }, 'after every run')
+    );
     this.notifyOn.value = job.notify?.on ?? 'failure';
     this.explain = el('input', { type: 'checkbox', name: 'explain', checked: !!job.explain });
-    return el('div', { className: 'ak-job-settings' },
+    return el(
+      'div',
+      { className: 'ak-job-settings' },
       el('h4', {}, 'Runs'),
       el('div', { className: 'ak-field' }, el('label', {}, 'Time limit (s)'), this.timeout),
       el('div', { className: 'ak-field' }, el('label', {}, 'Notify'), this.notifyTargets, this.notifyOn),
-      el('div', { className: 'ak-field ak-when' }, el('label', {}, this.explain, ' Explain a failed run (a small-model call)'))
+      el(
+        'div',
+        { className: 'ak-field ak-when' },
+        el('label', {}, this.explain, ' Explain a failed run (a small-model call)')
+      )
     );
   }
 
@@ -217,7 +280,10 @@ class ScheduleForm extends Widget {
     if (value.cron !== undefined && (value.cron !== job.cron || job.at)) {
       change.cron = value.cron;
     }
-    if (value.at !== undefined && (!job.at || value.at !== wallTime(job.at, job.timezone) || value.timezone !== job.timezone)) {
+    if (
+      value.at !== undefined &&
+      (!job.at || value.at !== wallTime(job.at, job.timezone) || value.timezone !== job.timezone)
+    ) {
       change.at = value.at;
     }
     if (value.timezone !== job.timezone) {
@@ -237,7 +303,10 @@ class ScheduleForm extends Widget {
       }
     }
     if (this.notifyTargets && this.notifyOn) {
-      const targets = this.notifyTargets.value.split(',').map(t => t.trim()).filter(Boolean);
+      const targets = this.notifyTargets.value
+        .split(',')
+        .map(t => t.trim())
+        .filter(Boolean);
       const notify = targets.length ? { targets, on: this.notifyOn.value } : null;
       const before = job.notify?.targets?.length ? { targets: job.notify.targets, on: job.notify.on } : null;
       if (JSON.stringify(notify) !== JSON.stringify(before)) {
@@ -248,7 +317,10 @@ class ScheduleForm extends Widget {
       change.explain = this.explain.checked;
     }
     const grants = this.grants();
-    const before = { hosts: [...(job.grants?.hosts ?? [])].sort(), after_untrusted: [...(job.grants?.after_untrusted ?? [])].sort() };
+    const before = {
+      hosts: [...(job.grants?.hosts ?? [])].sort(),
+      after_untrusted: [...(job.grants?.after_untrusted ?? [])].sort()
+    };
     if (JSON.stringify(grants ?? { hosts: [], after_untrusted: [] }) !== JSON.stringify(before)) {
       change.grants = grants;
     }
@@ -282,7 +354,12 @@ class ScheduleForm extends Widget {
 
   /** The standing grants the form names (null: none), sorted as the server keeps them. */
   private grants(): IGrants | null {
-    const names = (input: HTMLInputElement) => input.value.split(',').map(n => n.trim()).filter(Boolean).sort();
+    const names = (input: HTMLInputElement) =>
+      input.value
+        .split(',')
+        .map(n => n.trim())
+        .filter(Boolean)
+        .sort();
     const grants = { hosts: names(this.grantHosts), after_untrusted: names(this.grantTools) };
     return grants.hosts.length || grants.after_untrusted.length ? grants : null;
   }
@@ -333,7 +410,7 @@ export async function editJob(job: IJob, onSaved: () => void, contents?: Content
   ];
   const path = job.notebook_path ?? job.notebook ?? job.name;
   let form = new ScheduleForm(path, parameters, job, notebookOnly);
-  for (let refused = ''; ; ) {
+  for (let refused = ''; ;) {
     if (refused) {
       const next = new ScheduleForm(path, parameters, job, notebookOnly);
       carryOver(form.node, next.node);
@@ -407,7 +484,9 @@ export function withoutUnchangedDefaults(
  * (a dialog disposes its body when it closes; its inputs keep their values).
  */
 export function carryOver(from: HTMLElement, to: HTMLElement): void {
-  for (const old of Array.from(from.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input[name], select[name]'))) {
+  for (const old of Array.from(
+    from.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input[name], select[name]')
+  )) {
     const name = CSS.escape(old.name);
     if (old instanceof HTMLInputElement && (old.type === 'radio' || old.type === 'checkbox')) {
       const twin = to.querySelector<HTMLInputElement>(`input[name="${name}"][value="${CSS.escape(old.value)}"]`);
@@ -446,8 +525,10 @@ export async function scheduleNotebook(
     return;
   }
   if (!model.content?.metadata?.kernelspec?.name) {
-    await showErrorMessage('Schedule this notebook',
-      'This notebook has no kernel: open it, choose a kernel and save it, then schedule it.');
+    await showErrorMessage(
+      'Schedule this notebook',
+      'This notebook has no kernel: open it, choose a kernel and save it, then schedule it.'
+    );
     return;
   }
   let form = new ScheduleForm(path, notebookParameters(model.content));
@@ -471,9 +552,13 @@ export async function scheduleNotebook(
     } catch (error) {
       await showErrorMessage('Schedule this notebook', (error as Error).message);
       const kept = answer.value;
-      form = new ScheduleForm(path, Object.entries(kept.parameters ?? {}).map(([name, value]) => ({
-        name, value: typeof value === 'string' ? `'${value}'` : JSON.stringify(value)
-      })));
+      form = new ScheduleForm(
+        path,
+        Object.entries(kept.parameters ?? {}).map(([name, value]) => ({
+          name,
+          value: typeof value === 'string' ? `'${value}'` : JSON.stringify(value)
+        }))
+      );
       form.restore(kept);
     }
   }

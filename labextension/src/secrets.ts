@@ -29,10 +29,12 @@ export interface ISecretRow {
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // A DNS name or an IPv4 address, or an IPv6 address in brackets, then maybe a port.
-const HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+const HOST =
+  /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
 const isHostList = (v: unknown): v is string[] =>
-  Array.isArray(v) && v.length <= SECRET_LIMITS.hosts &&
+  Array.isArray(v) &&
+  v.length <= SECRET_LIMITS.hosts &&
   v.every(h => typeof h === 'string' && h.length > 0 && h.length <= SECRET_LIMITS.hostChars);
 
 /** The kernel's answer as rows, or null when it is not the shape the kernel sends. */
@@ -40,13 +42,23 @@ export function secretRows(value: unknown): ISecretRow[] | null {
   if (!Array.isArray(value) || value.length > SECRET_LIMITS.rows) {
     return null;
   }
-  for (const row of value as any[]) {
+  for (const row of value) {
     if (
-      !row || typeof row !== 'object' || typeof row.name !== 'string' || !NAME.test(row.name) ||
-      row.name.length > SECRET_LIMITS.nameChars || (row.source !== 'typed' && row.source !== 'environment') ||
-      typeof row.set !== 'boolean' || !isHostList(row.hosts) || !isHostList(row.configured) ||
-      !isHostList(row.allowed) || !row.decided_by || typeof row.decided_by !== 'object' ||
-      Object.entries(row.decided_by).some(([k, v]) => k.length > SECRET_LIMITS.hostChars || typeof v !== 'string' || v.length > 400)
+      !row ||
+      typeof row !== 'object' ||
+      typeof row.name !== 'string' ||
+      !NAME.test(row.name) ||
+      row.name.length > SECRET_LIMITS.nameChars ||
+      (row.source !== 'typed' && row.source !== 'environment') ||
+      typeof row.set !== 'boolean' ||
+      !isHostList(row.hosts) ||
+      !isHostList(row.configured) ||
+      !isHostList(row.allowed) ||
+      !row.decided_by ||
+      typeof row.decided_by !== 'object' ||
+      Object.entries(row.decided_by).some(
+        ([k, v]) => k.length > SECRET_LIMITS.hostChars || typeof v !== 'string' || v.length > 400
+      )
     ) {
       return null;
     }
@@ -93,7 +105,7 @@ export class SecretsRow {
   ) {
     this.node.addEventListener('toggle', () => {
       if (this.node.open) {
-        void this.refresh();  // a secret typed in a cell since
+        void this.refresh(); // a secret typed in a cell since
       }
     });
   }
@@ -108,7 +120,7 @@ export class SecretsRow {
     try {
       this.draw(secretRows(await kernelCall(kernel, '', `${MODULE}.secrets_state()`)));
     } catch {
-      this.draw(null);  // a kernel without agent_kernel installed
+      this.draw(null); // a kernel without agent_kernel installed
     }
   }
 
@@ -116,11 +128,20 @@ export class SecretsRow {
     this.node.hidden = rows === null;
     const open = this.node.open;
     this.node.replaceChildren(
-      el('summary', { title: 'Where each secret of this kernel may go: {secret:NAME} in fetch_url and the browser\'s typing' },
-        `Secrets (${rows?.length ?? 0})`),
+      el(
+        'summary',
+        { title: "Where each secret of this kernel may go: {secret:NAME} in fetch_url and the browser's typing" },
+        `Secrets (${rows?.length ?? 0})`
+      ),
       ...(rows?.length
         ? rows.map(row => this.line(row))
-        : [el('div', { className: 'ak-muted' }, 'No secret in this kernel: %agent_secret NAME --host HOST asks for one and binds it.')])
+        : [
+            el(
+              'div',
+              { className: 'ak-muted' },
+              'No secret in this kernel: %agent_secret NAME --host HOST asks for one and binds it.'
+            )
+          ])
     );
     this.node.open = open;
   }
@@ -128,26 +149,46 @@ export class SecretsRow {
   private line(row: ISecretRow): HTMLElement {
     const own = row.hosts.filter(h => !row.configured.includes(h));
     const input = el('input', {
-      className: 'ak-chat-secret-hosts jp-mod-styled', type: 'text', value: own.join(' '),
-      placeholder: 'api.example.com', 'aria-label': `Hosts ${row.name} may go to`,
+      className: 'ak-chat-secret-hosts jp-mod-styled',
+      type: 'text',
+      value: own.join(' '),
+      placeholder: 'api.example.com',
+      'aria-label': `Hosts ${row.name} may go to`,
       maxLength: SECRET_LIMITS.hosts * (SECRET_LIMITS.hostChars + 1)
     });
     const configured = row.configured.length
-      ? el('span', { className: 'ak-muted', title: 'Set in AgentKernel.secret_hosts; change it there.' },
-          ` also ${row.configured.join(', ')} (AgentKernel.secret_hosts)`)
+      ? el(
+          'span',
+          { className: 'ak-muted', title: 'Set in AgentKernel.secret_hosts; change it there.' },
+          ` also ${row.configured.join(', ')} (AgentKernel.secret_hosts)`
+        )
       : null;
-    const decided = Object.entries(row.decided_by).map(([h, by]) => `${h}: ${by}`).join('\n');
-    return el('div', { className: 'ak-chat-secret', 'data-name': row.name },
+    const decided = Object.entries(row.decided_by)
+      .map(([h, by]) => `${h}: ${by}`)
+      .join('\n');
+    return el(
+      'div',
+      { className: 'ak-chat-secret', 'data-name': row.name },
       el('code', {}, row.name),
-      el('span', { className: 'ak-muted ak-chat-secret-where', title: decided || (row.source === 'typed' ? 'typed with %agent_secret' : 'named in AgentKernel.secret_env') },
-        ` ${whereItGoes(row)}`),
+      el(
+        'span',
+        {
+          className: 'ak-muted ak-chat-secret-where',
+          title: decided || (row.source === 'typed' ? 'typed with %agent_secret' : 'named in AgentKernel.secret_env')
+        },
+        ` ${whereItGoes(row)}`
+      ),
       configured,
       input,
-      el('button', {
-        className: 'ak-button ak-chat-secret-bind',
-        title: 'Bind to these hosts only (empty: bound to none, each host asks you once)',
-        onclick: () => void this.bind(row.name, input.value)
-      }, 'Bind')
+      el(
+        'button',
+        {
+          className: 'ak-button ak-chat-secret-bind',
+          title: 'Bind to these hosts only (empty: bound to none, each host asks you once)',
+          onclick: () => void this.bind(row.name, input.value)
+        },
+        'Bind'
+      )
     );
   }
 
@@ -159,14 +200,22 @@ export class SecretsRow {
     }
     const kernel = this.kernel();
     if (!kernel || this.busy()) {
-      this.say(kernel ? 'Wait for the turn to end: a binding is yours, not a turn\'s.' : 'This notebook has no kernel.', 'error');
+      this.say(
+        kernel ? "Wait for the turn to end: a binding is yours, not a turn's." : 'This notebook has no kernel.',
+        'error'
+      );
       return;
     }
     const code = `${MODULE}.bind_secret_from_panel('${encodePayload({ name, hosts })}')`;
     try {
       const rows = secretRows(await kernelCall(kernel, code, `${MODULE}.secrets_state()`));
       this.draw(rows);
-      this.say(hosts.length ? `{secret:${name}} goes to ${hosts.join(', ')} only.` : `{secret:${name}} is bound to no host: each host asks you once.`, 'idle');
+      this.say(
+        hosts.length
+          ? `{secret:${name}} goes to ${hosts.join(', ')} only.`
+          : `{secret:${name}} is bound to no host: each host asks you once.`,
+        'idle'
+      );
     } catch (error) {
       this.say(`Not bound: ${(error as Error).message}`, 'error');
       await this.refresh();

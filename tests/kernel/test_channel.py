@@ -130,6 +130,19 @@ def test_check_accepts_the_extension_messages():
     assert channel.check(cells) == cells
 
 
+def test_check_knows_exactly_the_front_ends_message_types():
+    """Every message protocol.py says the front end sends has its checker, and nothing else is accepted."""
+    from typing import get_args, get_type_hints
+
+    from agent_kernel.kernel import protocol
+
+    declared = {get_args(get_type_hints(shape)["type"])[0] for shape in get_args(protocol.FrontEndMessage)}
+    assert set(channel._CHECKS) == declared
+    for kernel_type in ("welcome", "read", "edit", "withdraw", "refused", "kernel"):
+        with pytest.raises(channel.Refused, match="unknown message type"):
+            channel.check({"type": kernel_type})
+
+
 def test_the_cell_mark_is_checked_and_anything_odd_reads_as_untrusted():
     from agent_kernel import cellmark
 

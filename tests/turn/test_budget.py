@@ -264,7 +264,7 @@ def test_the_turns_after_a_compaction_go_on_from_memory_as_a_fresh_read_would(sh
         session_id = Sessions(con).by_name(cells[-1].result.session).id
         stored = [{"role": m.role, "content": m.content} for m in Sessions(con).messages(session_id)]
         rows = compactions.load(con, session_id)
-    start = agent._start
+    start = agent._starts.last
     assert len(rows) >= 2 and list(start.compactions) == rows
     assert start.conversation.count == len(stored)
     assert start.conversation.repaired.messages() == repair(stored)

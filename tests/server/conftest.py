@@ -1,3 +1,5 @@
+"""The server tests' HTTP client for their module's JupyterLab server."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,3 +1,5 @@
+"""The SQL tests' store: a DuckDB file with the project's tables and one session, ``kept``."""
+
 from __future__ import annotations
 
 from pathlib import Path

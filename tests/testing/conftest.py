@@ -1,3 +1,5 @@
+"""The scripted server's tests talk to it through the official SDK's client."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

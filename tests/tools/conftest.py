@@ -1,3 +1,6 @@
+"""Fixtures of the tools' tests: a web site, a loopback server that no tool may reach, and an
+in-process agent offered the module's tool groups."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator

@@ -1,4 +1,4 @@
-"""Helpers for scheduler tests: small notebooks, jobs, and reading runs back."""
+"""Helpers for scheduler tests: jobs, a scheduler, the CLI as a process, and reading runs back."""
 
 from __future__ import annotations
 

@@ -95,7 +95,8 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format $(STYLED)
 
 # The JupyterLab extension's lint and format check (eslint, prettier; `jlpm lint` in labextension/
-# applies them). Its dev dependencies are installed first when package.json is newer than them.
+# applies them) and tsc's check of the widgets' scripts (agent_kernel/display/js). Its dev
+# dependencies are installed first when package.json is newer than them.
 lint-ts: nodejs $(STAMP)
 	cd labextension && export PATH="$(abspath $(VENV))/bin:$$PATH" && \
 		{ [ node_modules/.yarn-state.yml -nt package.json ] || jlpm install > /dev/null; } && \

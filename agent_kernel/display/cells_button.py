@@ -12,44 +12,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from agent_kernel.display.presence import ACK_JS, AckWidget
 
+_JS = Path(__file__).with_name("js")
 STATIC_HTML = (
     '<div style="color:#57606a;font-size:0.85em">'
     "Insert as cells: <code>%agent_cells</code> with the turn's number, in a running kernel.</div>"
 )
 MAX_ANSWER_CHARS = 500
 
-_ESM = (
-    ACK_JS
-    + """
-function render({ model, el }) {
-  const button = document.createElement("button");
-  button.className = "agent-kernel-insert-cells";
-  button.textContent = "Insert as cells";
-  button.title = "Put this turn's prompt, answer and code below its cell, to re-run without the model";
-  const said = document.createElement("span");
-  said.className = "agent-kernel-insert-cells-said";
-  button.addEventListener("click", () => {
-    if (button.disabled) return;
-    button.disabled = true;
-    said.textContent = "Inserting\\u2026";
-    model.send({ type: "insert" });
-  });
-  model.on("msg:custom", (message) => {
-    if (!message || (message.type !== "done" && message.type !== "failed")) return;
-    said.textContent = String(message.text || "").slice(0, 500);
-    if (message.type === "failed") button.disabled = false;
-  });
-  el.appendChild(button);
-  el.appendChild(said);
-  acknowledge(model);
-}
-export default { render };
-"""
-)
+_ESM = ACK_JS + (_JS / "insert_cells.js").read_text(encoding="utf-8")
 
 _CSS = """
 .agent-kernel-insert-cells {

@@ -11,48 +11,20 @@ stopped by its comm message had ended, and stop whatever the cell did next.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import traitlets
 
 from agent_kernel.display.presence import ACK_JS, AckWidget
 
+_JS = Path(__file__).with_name("js")
+
 # How long the button waits for the turn's answer before it interrupts the kernel.
 INTERRUPT_AFTER_MS = 1000
 
-_ESM = (
-    ACK_JS
-    + f"const INTERRUPT_AFTER_MS = {INTERRUPT_AFTER_MS};\n"
-    + """
-function render({ model, el }) {
-  const button = document.createElement("button");
-  button.className = "agent-kernel-stop";
-  button.textContent = "\u25a0 Stop";
-  button.title = "Stop this agent turn";
-  button.addEventListener("click", () => {
-    if (button.disabled) return;
-    button.disabled = true;
-    button.textContent = "Stopping\u2026";
-    model.set("clicked", true);
-    model.save_changes();
-    let answered = false;
-    model.on("msg:custom", (message) => {
-      if (message && message.type === "stopped") answered = true;
-    });
-    model.send({ type: "stop" });
-    setTimeout(() => {
-      const kernel = model.widget_manager && model.widget_manager.kernel;
-      if (!answered && kernel && typeof kernel.interrupt === "function") {
-        kernel.interrupt().catch(() => {});
-      }
-    }, INTERRUPT_AFTER_MS);
-  });
-  el.appendChild(button);
-  acknowledge(model);
-}
-export default { render };
-"""
-)
+# The button's script, after the delay it waits for.
+_ESM = ACK_JS + f"const INTERRUPT_AFTER_MS = {INTERRUPT_AFTER_MS};\n" + (_JS / "stop.js").read_text(encoding="utf-8")
 
 _CSS = """
 .agent-kernel-stop {

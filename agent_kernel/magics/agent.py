@@ -26,6 +26,7 @@ from agent_kernel.turn.request import TurnRequest
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from agent_kernel.display.text_tables import Markdown, Table
     from agent_kernel.turn.agent import Agent
     from agent_kernel.turn.loop import TurnResult
 
@@ -423,7 +424,7 @@ class AgentMagics(Magics):
     @argument("--delete", metavar="NAME", help="Delete NAME, its messages and its audit rows.")
     @argument("--yes", action="store_true", help="Delete without asking (papermill, scripts).")
     @line_magic
-    def agent_sessions(self, line: str = "") -> Any:
+    def agent_sessions(self, line: str = "") -> Table | None:
         """List the agent's sessions (name, notebook, state, tokens, cost, last use), or manage one.
 
         Without --all only this notebook's sessions are listed; the current one is marked *;
@@ -442,14 +443,16 @@ class AgentMagics(Magics):
         if args.yes and actions != ["delete"]:
             raise UsageError("--yes goes with --delete NAME.")
         if args.rename is not None:
-            return self._rename_session(*(unquote(name) for name in args.rename))
-        if args.archive is not None:
-            return self._archive_session(unquote(args.archive))
-        if args.delete is not None:
-            return self._delete_session(unquote(args.delete), confirmed=args.yes)
-        return self._list_sessions(args.all)
+            self._rename_session(*(unquote(name) for name in args.rename))
+        elif args.archive is not None:
+            self._archive_session(unquote(args.archive))
+        elif args.delete is not None:
+            self._delete_session(unquote(args.delete), confirmed=args.yes)
+        else:
+            return self._list_sessions(args.all)
+        return None
 
-    def _list_sessions(self, show_all: bool) -> Any:
+    def _list_sessions(self, show_all: bool) -> Table:
         from agent_kernel.display.footer import usd
         from agent_kernel.display.text_tables import Table
 
@@ -591,7 +594,7 @@ class AgentMagics(Magics):
     @argument("n", nargs="?", type=int, metavar="N", help="The last N messages (default: all).")
     @argument("--session", metavar="NAME", help="Show the session NAME instead of the current one.")
     @line_magic
-    def agent_history(self, line: str = "") -> Any:
+    def agent_history(self, line: str = "") -> Markdown:
         """Show the current session's transcript (the last N messages, all by default)."""
         from agent_kernel.display.history import render_history
         from agent_kernel.display.text_tables import Markdown

@@ -7,10 +7,11 @@ the kernel then handles the channel's messages while the cell waits.
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
@@ -21,6 +22,7 @@ from agent_kernel.magics.companion import CompanionMagics
 
 if TYPE_CHECKING:
     from agent_kernel.kernel.turn_cells import Placed
+    from agent_kernel.store.sessions import Session
     from agent_kernel.store.steps import TurnSteps
     from agent_kernel.turn.agent import Agent
 
@@ -85,7 +87,7 @@ class CellMagics(CompanionMagics):
             )
         print(_placed_line(turn, placed))
 
-    def _write_file(self, args: Any) -> None:
+    def _write_file(self, args: argparse.Namespace) -> None:
         from agent_kernel.kernel import turn_cells
         from agent_kernel.store.steps import turn_cells as cells_of
 
@@ -100,7 +102,7 @@ class CellMagics(CompanionMagics):
             )
         print(_placed_line(turn, placed))
 
-    def _turn(self, args: Any) -> TurnSteps:
+    def _turn(self, args: argparse.Namespace) -> TurnSteps:
         """The turn ``args`` name, or ``UsageError`` saying which there are."""
         from agent_kernel.store.sessions import Sessions
         from agent_kernel.store.steps import turn_steps
@@ -198,7 +200,7 @@ class CellMagics(CompanionMagics):
             )
 
 
-def _named(agent: Agent, name: str) -> Any:
+def _named(agent: Agent, name: str) -> Session:
     from agent_kernel.store.sessions import Sessions
 
     with agent.store.connect() as con:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -80,7 +81,7 @@ def encode(payload: dict[str, Any]) -> str:
     return base64.b64encode(json.dumps(payload).encode("utf-8")).decode("ascii")
 
 
-def chat_turn(encoded: Any) -> ChatTurn:
+def chat_turn(encoded: object) -> ChatTurn:
     """Decode and check the panel's payload; every problem is a ``UsageError`` saying which."""
     if not isinstance(encoded, str):
         raise UsageError("The panel's message must be base64 text.")
@@ -111,7 +112,7 @@ def chat_turn(encoded: Any) -> ChatTurn:
     return ChatTurn(TurnRequest(prompt.strip(), attachments=blocks, **call))
 
 
-def _settings(payload: dict[str, Any]) -> dict[str, Any]:
+def _settings(payload: Mapping[str, object]) -> dict[str, Any]:
     """The settings row's choices as ``%agent`` flag fields (absent or null: the default)."""
     call: dict[str, Any] = {}
     for field in _SETTINGS:
@@ -129,7 +130,7 @@ def _settings(payload: dict[str, Any]) -> dict[str, Any]:
     return call
 
 
-def attachment_blocks(item: Any) -> list[dict[str, Any]]:
+def attachment_blocks(item: object) -> list[dict[str, Any]]:
     """One attachment as content blocks: a label and its text, or a label and an image."""
     if not isinstance(item, dict):
         raise UsageError("Each attachment must be a JSON object.")
@@ -152,10 +153,10 @@ def attachment_blocks(item: Any) -> list[dict[str, Any]]:
     return [{"type": "text", "text": heading}, _image(image, item.get("media_type", "image/png"))]
 
 
-def _image(data: Any, media_type: Any) -> dict[str, Any]:
+def _image(data: object, media_type: object) -> dict[str, Any]:
     from agent_kernel.model.images import MEDIA_TYPES, ImageError, image_block
 
-    if media_type not in MEDIA_TYPES:
+    if not isinstance(media_type, str) or media_type not in MEDIA_TYPES:
         raise UsageError(f"An attached image is one of {', '.join(MEDIA_TYPES)}, not {media_type!r}.")
     if not isinstance(data, str) or len(data) > MAX_IMAGE_BYTES * 4 // 3 + 4:
         raise UsageError(f"An attached image is base64 of at most {MAX_IMAGE_BYTES:,} bytes.")
@@ -182,7 +183,7 @@ async def run_chat_turn(encoded: str) -> None:
 SESSION_ACTIONS = ("rename", "archive")
 
 
-def session_action(encoded: Any) -> tuple[str, str, str | None]:
+def session_action(encoded: object) -> tuple[str, str, str | None]:
     """The panel's session action, checked: (action, session name, new name or None)."""
     if not isinstance(encoded, str) or len(encoded) > 4 * MAX_NAME_CHARS * 3:
         raise UsageError("The panel's session action must be short base64 text.")
@@ -272,10 +273,10 @@ class JsonValue:
     """A value the front end reads as ``application/json`` (an ``execute_request``'s
     ``user_expressions`` are formatted by the display formatter)."""
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: object) -> None:
         self.value = value
 
-    def _repr_json_(self) -> Any:
+    def _repr_json_(self) -> object:
         return self.value
 
     def __repr__(self) -> str:
@@ -288,7 +289,7 @@ def configured_models(settings: AgentKernel) -> list[str]:
     return list(dict.fromkeys(m for m in named if m))
 
 
-def decode_payload(encoded: Any, what: str, limit: int) -> dict[str, Any]:
+def decode_payload(encoded: object, what: str, limit: int) -> dict[str, object]:
     if not isinstance(encoded, str) or len(encoded) > limit:
         raise UsageError(f"The panel's {what} must be base64 text of at most {limit:,} characters.")
     try:
@@ -300,7 +301,7 @@ def decode_payload(encoded: Any, what: str, limit: int) -> dict[str, Any]:
     return payload
 
 
-def panel_defaults(encoded: Any, settings: AgentKernel) -> dict[str, Any]:
+def panel_defaults(encoded: object, settings: AgentKernel) -> dict[str, Any]:
     """The row's choices, checked as the ``%agent`` flags are; a model must be a configured one."""
     payload = decode_payload(encoded, "settings", 8 * MAX_NAME_CHARS * 4)
     unknown = sorted(set(payload) - set(_SETTINGS))
@@ -355,9 +356,11 @@ def panel_state(encoded_session: str | None = None) -> JsonValue:
 
     name = None
     if encoded_session is not None:
-        name = decode_payload(encoded_session, "session", 4 * MAX_NAME_CHARS * 3).get("name")
-        if name is not None and (not isinstance(name, str) or len(name) > MAX_NAME_CHARS):
-            raise UsageError(f"A session name is text of at most {MAX_NAME_CHARS} characters.")
+        found = decode_payload(encoded_session, "session", 4 * MAX_NAME_CHARS * 3).get("name")
+        if found is not None:
+            if not isinstance(found, str) or len(found) > MAX_NAME_CHARS:
+                raise UsageError(f"A session name is text of at most {MAX_NAME_CHARS} characters.")
+            name = found
     active = magics._ACTIVE
     settings = active.settings if active is not None else AgentKernel()
     chosen: dict[str, Any] = {**(active.panel_defaults if active else {}), **(active.panel_next if active else {})}

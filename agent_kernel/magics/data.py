@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, line_magic, magics_class
@@ -11,6 +11,11 @@ from IPython.core.magic_arguments import argument, magic_arguments
 
 from agent_kernel.magics.args import parse_args, usage_errors
 from agent_kernel.magics.companion import CompanionMagics
+
+if TYPE_CHECKING:
+    from agent_kernel.display.text_tables import Markdown, Table, Tables
+    from agent_kernel.store.prompts import PromptVersion
+    from agent_kernel.store.usage import DayUsage
 
 __all__ = ["DataMagics"]
 
@@ -25,7 +30,7 @@ class DataMagics(CompanionMagics):
     @magic_arguments()
     @argument("days", nargs="?", type=int, default=7, metavar="DAYS", help="Days back (default 7).")
     @line_magic
-    def agent_stats(self, line: str = "") -> Any:
+    def agent_stats(self, line: str = "") -> Tables:
         """Code the agent ran in the last DAYS days: runs, successes, failures, mean duration,
         the most common error categories, and its tool calls; then its model calls per day
         and model: input tokens (and the share read from the prompt cache), output tokens,
@@ -57,7 +62,7 @@ class DataMagics(CompanionMagics):
     @magic_arguments()
     @argument("n", nargs="?", type=int, default=5, metavar="N", help="Failures shown (default 5).")
     @line_magic
-    def agent_failures(self, line: str = "") -> Any:
+    def agent_failures(self, line: str = "") -> Table:
         """The code and the error of the agent's last N failed code runs, newest first."""
         from agent_kernel.display.text_tables import Table
 
@@ -84,7 +89,7 @@ class DataMagics(CompanionMagics):
     @argument("--full", action="store_true", help="Show the whole system prompt the next turn sends.")
     @argument("--clear", action="store_true", help="Blank the stored instructions (as a new version).")
     @line_cell_magic
-    def agent_prompt(self, line: str = "", cell: str | None = None) -> Any:
+    def agent_prompt(self, line: str = "", cell: str | None = None) -> Markdown | Table | None:
         """Show the agent's stored instructions with their version, or change them.
 
         The stored instructions are the part of the system prompt the agent edits itself
@@ -125,7 +130,7 @@ class DataMagics(CompanionMagics):
         return _show_version(current, tainted=tainted)
 
 
-def _show_version(current: Any, *, tainted: bool = False) -> Any:
+def _show_version(current: PromptVersion, *, tainted: bool = False) -> Markdown:
     from agent_kernel.display.text_tables import Markdown
 
     if current.version == 0:
@@ -145,7 +150,7 @@ def _show_version(current: Any, *, tainted: bool = False) -> Any:
     return Markdown(f"{head}\n\n{body}\n\n{foot}")
 
 
-def _history_table(versions: list[Any]) -> Any:
+def _history_table(versions: list[PromptVersion]) -> Table:
     from agent_kernel.display.text_tables import Table
 
     rows = [
@@ -168,7 +173,7 @@ def _history_table(versions: list[Any]) -> Any:
     )
 
 
-def _markdown_block(title: str, text: str) -> Any:
+def _markdown_block(title: str, text: str) -> Markdown:
     from agent_kernel.display.text_tables import Markdown
 
     return Markdown(f"**{title}**\n\n{_fenced(text)}")
@@ -180,7 +185,7 @@ def _fenced(text: str) -> str:
     return f"{fence}text\n{text}\n{fence}"
 
 
-def _usage_table(days: list[Any], period: str) -> Any:
+def _usage_table(days: list[DayUsage], period: str) -> Table:
     from agent_kernel.display.footer import usd
     from agent_kernel.display.text_tables import Table
 

@@ -12,7 +12,7 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -21,8 +21,13 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from agent_kernel.magics.args import parse_args, usage_errors
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from IPython.core.interactiveshell import InteractiveShell
 
+    from agent_kernel.display.text_tables import Table
+    from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.runs import Run
     from agent_kernel.store import Store
 
 __all__ = ["JobMagics", "JobsView"]
@@ -39,7 +44,7 @@ class JobMagics(Magics):
     @magic_arguments()
     @argument("--all", action="store_true", help="Also list disabled jobs.")
     @line_magic
-    def agent_jobs(self, line: str = "") -> Any:
+    def agent_jobs(self, line: str = "") -> JobsView | Table | None:
         """Scheduled jobs: schedule, next run, last run, status and the last output notebook.
 
         Jobs are created by the agent's schedule tools (create_scheduled_task,
@@ -60,7 +65,10 @@ class JobMagics(Magics):
         action, _, rest = line.strip().partition(" ")
         if action in ("edit", "history"):
             with usage_errors():
-                return self._edit(rest) if action == "edit" else self._history(rest)
+                if action == "edit":
+                    self._edit(rest)
+                    return None
+                return self._history(rest)
         args = parse_args(self.agent_jobs, line)
         service = SchedulerService(self._store())
         try:
@@ -96,7 +104,7 @@ class JobMagics(Magics):
         shown = f"next run {iso(job.next_run_at, job.timezone)}" if job.enabled else "disabled"
         print(f"Job {job.id} ({job.name}) is now version {job.version}: {job.schedule.describe()}; {shown}.")
 
-    def _history(self, line: str) -> Any:
+    def _history(self, line: str) -> Table:
         from agent_kernel.display.text_tables import Table
         from agent_kernel.scheduler.service import SchedulerService
 
@@ -141,12 +149,12 @@ def _empty_note(*, disabled: int) -> str:
     )
 
 
-def _row(job: Any, last: Any) -> dict[str, str]:
+def _row(job: Job, last: Run | None) -> dict[str, str]:
     from agent_kernel.scheduler.cron import zone
 
     tz = zone(job.timezone)
 
-    def local(instant: Any) -> str:
+    def local(instant: datetime | None) -> str:
         return instant.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z") if instant else ""
 
     return {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
@@ -14,6 +14,8 @@ from agent_kernel.magics.companion import CompanionMagics
 
 if TYPE_CHECKING:
     from agent_kernel.authority import PersonEvent
+    from agent_kernel.display.text_tables import Table
+    from agent_kernel.store.provenance import Record
     from agent_kernel.tools import Tool
 
 __all__ = ["ToolMagics"]
@@ -31,7 +33,7 @@ class ToolMagics(CompanionMagics):
         help=f"List what a turn in this approval mode sees ({', '.join(APPROVE_MODES)}; default the setting).",
     )
     @line_magic
-    def agent_tools(self, line: str = "") -> Any:
+    def agent_tools(self, line: str = "") -> Table:
         """Every tool the model can call in the next turn, its group, whether it changes
         things, and where it comes from: built in, a @tool function, defined by the agent,
         or an MCP server (configured servers start with the next turn)."""
@@ -52,7 +54,7 @@ class ToolMagics(CompanionMagics):
 
     @magic_arguments()
     @line_magic
-    def agent_skills(self, line: str = "") -> Any:
+    def agent_skills(self, line: str = "") -> Table:
         """Every skill: name, description, whether it is enabled (listed in the system
         prompt), and where it comes from (stored, or a SKILL.md in AgentKernel.skills_dir)."""
         from agent_kernel.display.text_tables import Table
@@ -70,7 +72,7 @@ class ToolMagics(CompanionMagics):
     @argument("--clear", nargs=2, metavar=("KIND", "NAME"), help="Clear one item's taint after you reviewed it.")
     @argument("--clear-all", action="store_true", help="Clear every taint (you reviewed everything listed).")
     @line_magic
-    def agent_tainted(self, line: str = "") -> Any:
+    def agent_tainted(self, line: str = "") -> Table | None:
         """What the agent kept after it had read untrusted content (a web page, a fetched
         file, an MCP result): tools, libraries, skills, memories, notepads, stored
         instructions, table comments, jobs. Such text reaches the model only as data
@@ -127,7 +129,7 @@ def _persons_event(line: str) -> PersonEvent:
         raise UsageError(f"%agent_tainted {line.strip()} was refused: {exc}") from None
 
 
-def _tainted_row(record: Any) -> list[str]:
+def _tainted_row(record: Record) -> list[str]:
     shown = "; ".join(s[:80] for s in record.sources[:2])
     more = f" (+{len(record.sources) - 2})" if len(record.sources) > 2 else ""
     return [

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from agent_kernel.model.shapes import ContentBlock, Role
+from agent_kernel.model.shapes import ContentBlock, Role, ToolUseBlock
 
 # What the turn hands over and gets back: still a plain dict (the turn builds its messages
 # by hand); :class:`~agent_kernel.model.shapes.MessageParam` is the shape it has.
@@ -25,8 +25,9 @@ OVERSIZED_INPUT = "oversized_input_bytes"
 INTERRUPTED_RESULT = "The tool call was interrupted before it finished; it produced no result."
 
 
-def tool_uses(content: list[ContentBlock]) -> list[ContentBlock]:
-    return [block for block in content if block.get("type") == "tool_use"]
+def tool_uses(content: list[ContentBlock]) -> list[ToolUseBlock]:
+    """The ``tool_use`` blocks of ``content`` (as the API sends them: an id, a name, an input)."""
+    return [cast("ToolUseBlock", block) for block in content if block.get("type") == "tool_use"]
 
 
 def tool_result(tool_use_id: str, payload: str, *, is_error: bool = False) -> dict[str, Any]:

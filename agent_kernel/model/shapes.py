@@ -3,8 +3,10 @@
 The SDK's own param types (``anthropic.types.MessageParam``, ``ContentBlockParam``,
 ``ToolResultBlockParam``) describe the same JSON, as a union of one TypedDict per block
 type. The package reads blocks by their ``"type"`` key and passes them on unchanged, so a
-block here is a plain mapping; a message and a tool result, whose keys are fixed, are
-TypedDicts. At run time these are ordinary dicts (nothing here is checked).
+block that is only passed on is a plain mapping (:data:`ContentBlock`); where the package
+reads a block's keys it names its type (:data:`Block`, one TypedDict per type, with an open
+:class:`OtherBlock` for the types it does not read). A message and a tool result, whose keys
+are fixed, are TypedDicts. At run time these are ordinary dicts (nothing here is checked).
 """
 
 from __future__ import annotations
@@ -35,3 +37,89 @@ class ToolResultBlock(TypedDict):
     tool_use_id: str
     content: str | list[ContentBlock]
     is_error: NotRequired[bool]
+
+
+# -- the content blocks, one TypedDict per type ---------------------------------------------
+# What the loop reads of a block, by its "type". A block of a type not named here (the API
+# adds some) is an OtherBlock: the package passes it on unchanged.
+
+
+class TextBlock(TypedDict):
+    """Text the model wrote, or the person's prompt; ``citations`` when it cites a page."""
+
+    type: Literal["text"]
+    text: str
+    citations: NotRequired[list[dict[str, Any]]]
+    cache_control: NotRequired[dict[str, Any]]
+
+
+class ToolUseBlock(TypedDict):
+    """A call of one of our tools."""
+
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+    caller: NotRequired[dict[str, Any]]
+
+
+class ImageBlock(TypedDict):
+    """An image the person attached, or a tool returned (base64 or a URL source)."""
+
+    type: Literal["image"]
+    source: dict[str, Any]
+    cache_control: NotRequired[dict[str, Any]]
+
+
+class ThinkingBlock(TypedDict):
+    """Claude's thinking, sent back unchanged with its signature."""
+
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(TypedDict):
+    """Thinking the API returns encrypted, sent back unchanged."""
+
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+class ServerToolUseBlock(TypedDict):
+    """A call of a tool the API runs itself (web search, web fetch, tool search)."""
+
+    type: Literal["server_tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class WebResultBlock(TypedDict):
+    """What a server tool found: ``web_search_tool_result``, ``web_fetch_tool_result``,
+    ``tool_search_tool_result``; ``content`` is its results, or an error object."""
+
+    type: Literal["web_search_tool_result", "web_fetch_tool_result", "tool_search_tool_result"]
+    tool_use_id: str
+    content: Any
+
+
+class OtherBlock(TypedDict):
+    """A block of a type the package does not read (passed on as it came)."""
+
+    type: str
+
+
+Block = (
+    TextBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ImageBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ServerToolUseBlock
+    | WebResultBlock
+    | OtherBlock
+)
+"""One content block, typed by its ``"type"`` key (``ContentBlock`` is the same JSON as a
+plain mapping, which code that passes blocks on unchanged takes)."""

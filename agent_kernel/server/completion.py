@@ -110,7 +110,7 @@ class CompletionRequest:
         return cls(before, after, above, language.strip() or "python")
 
 
-def _text(value: Any, what: str, limit: int) -> str:
+def _text(value: object, what: str, limit: int) -> str:
     if not isinstance(value, str):
         raise BadRequest(f"{what} must be a string, not {type(value).__name__}.")
     if len(value) > limit:

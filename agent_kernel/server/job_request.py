@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 from agent_kernel.grants import StandingGrants, parse
 from agent_kernel.scheduler.checks import MAX_TOKEN_LIMIT
@@ -60,14 +60,14 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _no_constant(name: str) -> Any:
+def _no_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _check_values(body: Any) -> None:
+def _check_values(body: object) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH`, numbers that are not finite and strings
     that are not valid Unicode (walked without recursion, so no depth can overflow it)."""
-    pending: list[tuple[Any, int]] = [(body, 1)]
+    pending: list[tuple[object, int]] = [(body, 1)]
     while pending:
         value, depth = pending.pop()
         if isinstance(value, (dict, list)):
@@ -95,7 +95,7 @@ def check_text(value: str, what: str, limit: int) -> str:
     return value
 
 
-def notebook_in_root(path: Any, root: Path) -> Path:
+def notebook_in_root(path: object, root: Path) -> Path:
     """The notebook's absolute path; it must be an .ipynb file inside ``root``."""
     if not isinstance(path, str) or not path.strip():
         raise BadRequest("Give `notebook`: the notebook's path relative to the Jupyter root.")
@@ -240,7 +240,7 @@ class JobChanges(TypedDict, total=False):
     notify: dict[str, Any] | None
 
 
-def number(key: str, value: Any) -> int | float:
+def number(key: str, value: object) -> int | float:
     """``value`` of the numeric field ``key`` when it has the field's type and range
     (:data:`EDIT_NUMBERS`), else :class:`BadRequest` naming both."""
     kind, low, high = EDIT_NUMBERS[key]

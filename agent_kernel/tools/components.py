@@ -11,9 +11,10 @@ provenance of the turn that wrote it, which the frame shows.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.display.blocks import SOURCE_CHARS
 from agent_kernel.display.view import NO_FRONT_END
@@ -26,6 +27,49 @@ from agent_kernel.tools.data import with_connection
 
 if TYPE_CHECKING:
     import duckdb
+
+
+class ComponentSaved(TypedDict):
+    """``create_ui_component``'s and ``update_ui_component``'s reply: the version saved."""
+
+    name: str
+    version: int
+
+
+class ComponentDeleted(TypedDict):
+    deleted: bool
+
+
+class ComponentEntry(TypedDict):
+    """One component in ``list_ui_components``'s reply."""
+
+    name: str
+    description: str
+    version: int
+    messages: list[str]
+    tools: list[str]
+
+
+class ComponentList(TypedDict):
+    components: list[ComponentEntry]
+
+
+class ComponentAnswer(TypedDict):
+    """What the person did with a component (agent_kernel.display.components answers it)."""
+
+    action: Literal["submit", "dismiss"]
+    state: NotRequired[dict[str, Any]]  # submit: the state its script set
+    reason: NotRequired[str]  # dismiss: why, when the component was removed
+
+
+class NobodyAnswered(TypedDict):
+    """``render_and_wait``'s reply when nobody can answer: the state it was shown with."""
+
+    action: Literal["none"]
+    user_present: bool
+    state: dict[str, Any]
+    note: str
+
 
 GROUP = "ui"
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -61,7 +105,7 @@ async def create_ui_component(
     state: dict[str, Any] | None = None,
     messages: Names | None = None,
     tools: Names | None = None,
-) -> dict[str, Any]:
+) -> ComponentSaved:
     """Build an interactive component (HTML/CSS/JS), kept and versioned; show it with
     render_blocks ({"type": "component", "name": ...}) or render_and_wait.
 
@@ -103,7 +147,7 @@ async def update_ui_component(
     state: dict[str, Any] | None = None,
     messages: Names | None = None,
     tools: Names | None = None,
-) -> dict[str, Any]:
+) -> ComponentSaved:
     """Change your component (only the fields given): a new version; earlier ones stay readable.
 
     Args:
@@ -140,7 +184,7 @@ async def update_ui_component(
     return {"name": name, "version": await with_connection(context.store, atomic(save))}
 
 
-async def delete_ui_component(name: Name) -> dict[str, Any]:
+async def delete_ui_component(name: Name) -> ComponentDeleted:
     """Delete your component (its stored versions stay readable with read_ui_component).
 
     Args:
@@ -150,7 +194,7 @@ async def delete_ui_component(name: Name) -> dict[str, Any]:
     return {"deleted": deleted}
 
 
-async def list_ui_components() -> dict[str, Any]:
+async def list_ui_components() -> ComponentList:
     """Your components: name, description, current version, declared messages and tools."""
     found = await with_connection(current_context().store, lambda con: stored.Components(con).list())
     return {
@@ -193,7 +237,7 @@ async def render_and_wait(
     messages: Names | None = None,
     tools: Names | None = None,
     height: Height = HEIGHT,
-) -> dict[str, Any]:
+) -> ComponentAnswer | NobodyAnswered:
     """Show a component and wait until the person presses Submit (or Dismiss).
 
     Returns {"action": "submit", "state": {...}} (the state its script set) or
@@ -227,11 +271,11 @@ async def render_and_wait(
     outcome = await Pending(widget, ctx).wait()
     if isinstance(outcome, Nobody):
         return _nobody(widget.state, outcome.reason)
-    answer: dict[str, Any] = outcome
+    answer: ComponentAnswer = outcome
     return answer
 
 
-def _nobody(state: dict[str, Any], reason: str) -> dict[str, Any]:
+def _nobody(state: dict[str, Any], reason: str) -> NobodyAnswered:
     return {"action": "none", "user_present": False, "state": state, "note": NO_USER.format(reason=reason)}
 
 

@@ -12,6 +12,7 @@ import keyword
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel import libraries
@@ -35,7 +36,28 @@ if TYPE_CHECKING:
     import duckdb
 
 
-async def create_library(name: Name, description: Description, code: Code) -> dict[str, Any]:
+class LibrarySaved(TypedDict):
+    """``create_library``'s and ``update_library``'s reply: the version saved."""
+
+    name: str
+    version: int
+
+
+class LibraryDeleted(TypedDict):
+    deleted: bool
+
+
+class LibraryEntry(TypedDict):
+    name: str
+    description: str
+    version: int
+
+
+class LibraryList(TypedDict):
+    libraries: list[LibraryEntry]
+
+
+async def create_library(name: Name, description: Description, code: Code) -> LibrarySaved:
     """Keep a Python module in your database: `import agent_libs.NAME` works in your tools, run_code and the user's cells.
 
     Args:
@@ -65,7 +87,7 @@ async def update_library(
     description: Description | None = None,
     code: Code | None = None,
     from_version: Annotated[Version | None, Field(description="Roll back: start from this stored version.")] = None,
-) -> dict[str, Any]:
+) -> LibrarySaved:
     """Change your library (only the fields given); a new version, seen by the next import. Roll back with from_version.
 
     Args:
@@ -93,7 +115,7 @@ async def update_library(
     return {"name": name, "version": version}
 
 
-async def delete_library(name: Name) -> dict[str, Any]:
+async def delete_library(name: Name) -> LibraryDeleted:
     """Delete your library (its stored versions are kept).
 
     Args:
@@ -104,7 +126,7 @@ async def delete_library(name: Name) -> dict[str, Any]:
     return {"deleted": deleted}
 
 
-async def list_libraries() -> dict[str, Any]:
+async def list_libraries() -> LibraryList:
     """Your libraries: name, description, version."""
     found = await with_connection(current_context().store, lambda con: stored.Libraries(con).list())
     return {"libraries": [{"name": lib.name, "description": lib.description, "version": lib.version} for lib in found]}

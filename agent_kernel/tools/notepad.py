@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.store.notepad import NOTEPAD_CHARS, Notepad
 from agent_kernel.store.provenance import TAINTED_NOTE, Provenance
@@ -12,9 +14,19 @@ from agent_kernel.tools import Tool, current_context
 from agent_kernel.tools.data import with_connection
 
 Text = Annotated[str, Field(max_length=NOTEPAD_CHARS)]
+T = TypeVar("T")
 
 
-async def read_notepad() -> dict[str, Any]:
+class NotepadText(TypedDict):
+    content: str
+
+
+class NotepadWritten(TypedDict):
+    ok: bool
+    note: NotRequired[str]  # written after untrusted content (TAINTED_NOTE)
+
+
+async def read_notepad() -> NotepadText:
     """Read this session's notepad (your working notes: plan, findings, open items)."""
     content, tainted = await _with_notepad(lambda n: n.read_shown())
     if tainted:
@@ -22,7 +34,7 @@ async def read_notepad() -> dict[str, Any]:
     return {"content": content}
 
 
-async def write_notepad(content: Text) -> dict[str, Any]:
+async def write_notepad(content: Text) -> NotepadWritten:
     """Replace this session's notepad; it is shown to you at the start of every later turn of the session.
 
     Args:
@@ -38,7 +50,7 @@ async def update_notepad(
     content: Text | None = None,
     find: Text | None = None,
     replace: Text | None = None,
-) -> dict[str, Any]:
+) -> NotepadWritten:
     """Edit the notepad in place.
 
     Args:
@@ -52,11 +64,11 @@ async def update_notepad(
     return _written(writer)
 
 
-def _written(writer: Provenance) -> dict[str, Any]:
+def _written(writer: Provenance) -> NotepadWritten:
     return {"ok": True, "note": TAINTED_NOTE} if writer.untrusted else {"ok": True}
 
 
-async def _with_notepad(action: Any) -> Any:
+async def _with_notepad(action: Callable[[Notepad], T]) -> T:
     context = current_context()
     return await with_connection(context.store, lambda con: action(Notepad(con, context.session_id)))
 

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import recall
@@ -17,6 +18,34 @@ from agent_kernel.untrusted import mark_untrusted
 if TYPE_CHECKING:
     import duckdb
 
+
+class SearchReply(TypedDict):
+    """``search_sessions``'s reply: the matches, best first."""
+
+    matches: list[dict[str, Any]]  # as agent_kernel.store.recall.Match.as_dict makes them
+    note: NotRequired[str]  # nothing matched: what to try instead
+
+
+class SessionShown(TypedDict):
+    id: str
+    name: str
+    summary: str | None
+
+
+class SessionTurns(TypedDict):
+    """``session_timeline``'s reply for one session: its turns in order."""
+
+    session: SessionShown
+    turns: list[recall.TurnLine]
+    earlier_turns_left_out: NotRequired[int]
+
+
+class RecentSessions(TypedDict):
+    """``session_timeline``'s reply without a session: the recent sessions."""
+
+    sessions: list[recall.SessionLine]
+
+
 QUERY_CHARS = 500
 SHORT_CHARS = 300  # notebook paths, dates, session names and ids
 
@@ -27,7 +56,7 @@ async def search_sessions(
     from_: Annotated[str | None, Field(alias="from")] = None,
     to: str | None = None,
     limit: Annotated[int, Field(ge=1, le=50)] = 10,
-) -> dict[str, Any]:
+) -> SearchReply:
     """Search past sessions' messages and summaries, best first. from/to: ISO date (to inclusive) or time. message_id: SESSION_ID:SEQ in table messages."""
     # Lengths are checked here, not in the schema: its size is paid on every request.
     _check_length("query", query, QUERY_CHARS)
@@ -50,12 +79,12 @@ async def search_sessions(
         skip_turn=context.turn,
     )
 
-    def read(con: duckdb.DuckDBPyConnection) -> tuple[list[Any], dict[str, tuple[str, ...]]]:
+    def read(con: duckdb.DuckDBPyConnection) -> tuple[list[recall.Match], dict[str, tuple[str, ...]]]:
         matches = recall.search(con, query, filters, limit)
         return matches, _read_untrusted(con, {m.session_id for m in matches})
 
     found, tainted = await with_connection(context.store, read)
-    answer: dict[str, Any] = {"matches": []}
+    answer: SearchReply = {"matches": []}
     for match in found:
         item = match.as_dict()
         if match.session_id in tainted:
@@ -69,14 +98,14 @@ async def search_sessions(
 async def session_timeline(
     limit: Annotated[int, Field(ge=5, le=20)] = 5,
     session: Annotated[str | None, Field(description="name or id: list its turns instead")] = None,
-) -> dict[str, Any]:
+) -> SessionTurns | RecentSessions:
     """Recent sessions (state, turns, tool calls, cost, summary), or one session's turns in order."""
     _check_length("session", session, SHORT_CHARS)
     store = current_context().store
     if session is not None and session.strip():
         wanted = session.strip()
 
-        def read(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+        def read(con: duckdb.DuckDBPyConnection) -> SessionTurns | None:
             found = recall.find_session(con, wanted)
             if found is None:
                 return None
@@ -88,7 +117,7 @@ async def session_timeline(
                 summary = _as_data(summary, found[1], read_before) if summary else summary
                 for entry in listed:
                     entry["answer"] = _as_data(entry["answer"], found[1], read_before) if entry["answer"] else ""
-            answer: dict[str, Any] = {
+            answer: SessionTurns = {
                 "session": {"id": found[0], "name": found[1], "summary": summary},
                 "turns": listed,
             }

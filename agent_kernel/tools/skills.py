@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import provenance
@@ -16,11 +18,39 @@ Name = Annotated[str, Field(max_length=64)]
 Description = Annotated[str, Field(max_length=skill_store.DESCRIPTION_CHARS)]
 Content = Annotated[str, Field(max_length=skill_store.CONTENT_CHARS)]
 Tags = Annotated[list[Annotated[str, Field(max_length=skill_store.TAG_CHARS)]], Field(max_length=skill_store.TAGS)]
+T = TypeVar("T")
 
 
-async def create_skill(
-    name: Name, description: Description, content: Content, tags: Tags | None = None
-) -> dict[str, Any]:
+class SkillSaved(TypedDict):
+    """``create_skill``'s and ``update_skill``'s reply: the version saved."""
+
+    name: str
+    version: int
+    note: NotRequired[str]  # written after untrusted content (provenance.TAINTED_NOTE)
+
+
+class SkillDeleted(TypedDict):
+    deleted: bool
+
+
+class SkillList(TypedDict):
+    skills: list[dict[str, Any]]  # as agent_kernel.store.skills.Skill.summary makes them
+
+
+class SkillText(TypedDict):
+    """``read_skill``'s reply: the whole skill."""
+
+    name: str
+    description: str
+    content: str
+
+
+class SkillEnabled(TypedDict):
+    name: str
+    enabled: bool
+
+
+async def create_skill(name: Name, description: Description, content: Content, tags: Tags | None = None) -> SkillSaved:
     """Save a skill: a named Markdown document (a procedure, standard, domain knowledge) you read with read_skill when a task needs it. Your system prompt lists each enabled skill's name and description.
 
     Args:
@@ -37,12 +67,13 @@ async def create_skill(
         return version
 
     version = await _changing(create)
-    return _written({"name": name.strip(), "version": version}, writer)
+    saved: SkillSaved = {"name": name.strip(), "version": version}
+    return _written(saved, writer)
 
 
 async def update_skill(
     name: Name, description: Description | None = None, content: Content | None = None, tags: Tags | None = None
-) -> dict[str, Any]:
+) -> SkillSaved:
     """Change a skill's description, content or tags (only those given).
 
     Args:
@@ -61,10 +92,11 @@ async def update_skill(
         return version
 
     version = await _changing(update)
-    return _written({"name": name, "version": version}, writer)
+    saved: SkillSaved = {"name": name, "version": version}
+    return _written(saved, writer)
 
 
-async def delete_skill(name: Name) -> dict[str, Any]:
+async def delete_skill(name: Name) -> SkillDeleted:
     """Delete a skill you stored.
 
     Args:
@@ -73,7 +105,7 @@ async def delete_skill(name: Name) -> dict[str, Any]:
     return {"deleted": await _changing(lambda s: s.delete(name))}
 
 
-async def list_skills() -> dict[str, Any]:
+async def list_skills() -> SkillList:
     """Every skill (enabled or not): name, description, tags, where it comes from."""
     found, tainted = await _with_skills(lambda s: (s.all(), skill_store.tainted(s.con)))
     listed = []
@@ -87,7 +119,7 @@ async def list_skills() -> dict[str, Any]:
     return {"skills": listed}
 
 
-async def read_skill(name: Name) -> dict[str, Any]:
+async def read_skill(name: Name) -> SkillText:
     """Read a skill's whole content.
 
     Args:
@@ -108,7 +140,7 @@ async def read_skill(name: Name) -> dict[str, Any]:
     }
 
 
-async def enable_skill(name: Name) -> dict[str, Any]:
+async def enable_skill(name: Name) -> SkillEnabled:
     """List a skill in your system prompt again.
 
     Args:
@@ -118,7 +150,7 @@ async def enable_skill(name: Name) -> dict[str, Any]:
     return {"name": name, "enabled": True}
 
 
-async def disable_skill(name: Name) -> dict[str, Any]:
+async def disable_skill(name: Name) -> SkillEnabled:
     """Stop listing a skill in your system prompt, without deleting it.
 
     Args:
@@ -128,17 +160,19 @@ async def disable_skill(name: Name) -> dict[str, Any]:
     return {"name": name, "enabled": False}
 
 
-def _written(answer: dict[str, Any], writer: provenance.Provenance) -> dict[str, Any]:
-    return {**answer, "note": provenance.TAINTED_NOTE} if writer.untrusted else answer
+def _written(answer: SkillSaved, writer: provenance.Provenance) -> SkillSaved:
+    if writer.untrusted:
+        answer["note"] = provenance.TAINTED_NOTE
+    return answer
 
 
-async def _with_skills(action: Any) -> Any:
+async def _with_skills(action: Callable[[skill_store.Skills], T]) -> T:
     context = current_context()
     folder = skill_store.skills_folder(context.settings.skills_dir)
     return await with_connection(context.store, lambda con: action(skill_store.Skills(con, folder)))
 
 
-async def _changing(action: Any) -> Any:
+async def _changing(action: Callable[[skill_store.Skills], T]) -> T:
     result = await _with_skills(action)
     current_context().report.changed_prompt()  # the prompt's skill list changes
     return result

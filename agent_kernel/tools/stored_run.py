@@ -33,7 +33,9 @@ from agent_kernel.tools import current_context
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.store import Store
     from agent_kernel.store.state import State
+    from agent_kernel.tools.context import ToolContext
 
 T = TypeVar("T")
 
@@ -67,7 +69,7 @@ async def run_stored_tool(definition: stored.ToolVersion, args: dict[str, Any]) 
 class KernelState:
     """``state`` in the kernel: the state tools' store, read and written directly."""
 
-    def __init__(self, store: Any, tool: str, writes: bool) -> None:
+    def __init__(self, store: Store, tool: str, writes: bool) -> None:
         self._store, self._tool, self._writes = store, tool, writes
 
     def get(self, key: str) -> Any:
@@ -277,7 +279,7 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
     return outcome.get("value")
 
 
-def _libraries_for(con: duckdb.DuckDBPyConnection, context: Any) -> tuple[dict[str, str], dict[str, str]]:
+def _libraries_for(con: duckdb.DuckDBPyConnection, context: ToolContext) -> tuple[dict[str, str], dict[str, str]]:
     """The sources of the libraries this call may import, and why the others (tainted) may not."""
     from agent_kernel.kernel import libraries
     from agent_kernel.store import provenance
@@ -292,7 +294,7 @@ def _libraries_for(con: duckdb.DuckDBPyConnection, context: Any) -> tuple[dict[s
     return found, refused
 
 
-async def _converse(process: Any, state: KernelState) -> dict[str, Any]:
+async def _converse(process: asyncio.subprocess.Process, state: KernelState) -> dict[str, Any]:
     """Answer the subprocess's state requests until it sends its outcome."""
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     while True:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.errors import ModelError
 from agent_kernel.model import images
 from agent_kernel.model.conversation import is_turn_context
+from agent_kernel.model.shapes import TextBlock
 from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.store.compactions import Compaction, load, save
 
@@ -126,7 +127,7 @@ def render(messages: list[Message], state: Compaction) -> list[Message]:
     return [{"role": "user", "content": [opening]}, *sent]
 
 
-def _summary_block(state: Compaction) -> dict[str, Any]:
+def _summary_block(state: Compaction) -> TextBlock:
     return {
         "type": "text",
         "text": (

@@ -20,6 +20,7 @@ from agent_kernel.errors import ModelError
 from agent_kernel.kernel.interrupts import TurnInterrupted
 from agent_kernel.model import calls, conversation
 from agent_kernel.model.client import ModelClient
+from agent_kernel.model.shapes import ContentBlock, ToolUseBlock
 from agent_kernel.model.thinking import thinking_params
 from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 from agent_kernel.secrets import scrub
@@ -147,7 +148,7 @@ class Turn:
     limits: TurnLimits
     system: str
     history: conversation.Repair  # the conversation before this turn, as repaired so far
-    prompt_blocks: list[dict[str, Any]]
+    prompt_blocks: list[ContentBlock]
     session_tokens: int
     check: Check | None = None
     # Asked at the token limit: the raised limit to go on with, or None to stop (Continue).
@@ -172,7 +173,7 @@ class Turn:
     _audit: audit.AuditLog = field(init=False)
     _usage: usage_rows.UsageLog = field(init=False)
     _prompt_saved: bool = False  # the turn's prompt is stored (with the first reply, or when stopped)
-    _contents: list[list[dict[str, Any]]] = field(default_factory=list)  # this turn's assistant messages
+    _contents: list[list[ContentBlock]] = field(default_factory=list)  # this turn's assistant messages
     _unpriced_noted: bool = False
     _tainted_said: bool = False  # the cell said this turn's session read untrusted content
     # What the tool calls reported (see tools/report.py), merged here as each call ends.
@@ -264,7 +265,7 @@ class Turn:
         ctx.component_calls = self._component_call
         return result
 
-    async def _call_model(self, result: TurnResult) -> list[dict[str, Any]] | None:
+    async def _call_model(self, result: TurnResult) -> list[ContentBlock] | None:
         """One model call: the request (fitted to the context budget), checked against the
         limits, streamed; its usage counted and its reply stored and added to the
         conversation. The reply's content, or None when a limit stopped the turn first."""
@@ -317,7 +318,7 @@ class Turn:
         result.stop_reason = message.stop_reason
         return content
 
-    def _answered(self, result: TurnResult, content: list[dict[str, Any]]) -> None:
+    def _answered(self, result: TurnResult, content: list[ContentBlock]) -> None:
         """The model ended its turn with ``content``: its text is the answer (a warning says
         when max_tokens cut it off)."""
         view = self.context.transcript
@@ -447,9 +448,9 @@ class Turn:
 
     # -- tools ---------------------------------------------------------------------------
 
-    async def _run_tools(self, uses: list[dict[str, Any]], result: TurnResult) -> None:
+    async def _run_tools(self, uses: list[ToolUseBlock], result: TurnResult) -> None:
         ctx = self.context
-        blocks: list[dict[str, Any]] = []
+        blocks: list[ContentBlock] = []
         running: ToolReport | None = None  # the report of the call under way
         try:
             for use in uses:
@@ -461,7 +462,9 @@ class Turn:
                 running = ToolReport()
                 result.tool_calls += 1  # a call the user stopped ran too
                 try:
-                    outcome = await ctx.interrupts.phase(self._dispatch(use, running))
+                    outcome = await ctx.interrupts.phase(
+                        self._dispatch(use["name"], use.get("input"), use["id"], running)
+                    )
                 finally:
                     self._merge(running)
                 blocks.append(outcome.block(use["id"]))
@@ -547,17 +550,19 @@ class Turn:
                 secrets=ctx.secrets.names() if ctx.secrets is not None else (),
             )
 
-    async def _dispatch(self, use: dict[str, Any], report: ToolReport) -> Outcome:
+    async def _dispatch(self, name: str, tool_input: Any, tool_use_id: str | None, report: ToolReport) -> Outcome:
+        """Run one call through the registry: the offered tools, the result cap, the approval
+        check (``tool_use_id``: the model's call, None for a UI component's)."""
         token = calls.set_turn_caller(self._caller)
         try:
             return await self.registry.dispatch(
-                use["name"],
-                use.get("input"),
+                name,
+                tool_input,
                 self.context,
                 offered=[t.name for t in self.tools],
                 result_chars=self.limits.result_chars,
                 check=self.check,
-                tool_use_id=use["id"],
+                tool_use_id=tool_use_id,
                 report=report,
             )
         finally:
@@ -577,7 +582,7 @@ class Turn:
                 "only in a turn run with --approve ask, where the user approves each call.", True,
             )  # fmt: skip
         report = ToolReport()
-        outcome = await self._dispatch({"name": name, "input": tool_input, "id": None}, report)
+        outcome = await self._dispatch(name, tool_input, None, report)
         if report.untrusted:
             self._read_untrusted(report.untrusted)
         return outcome.content, outcome.is_error
@@ -677,7 +682,7 @@ class Turn:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
         return params
 
-    def _save(self, role: str, content: list[dict[str, Any]]) -> None:
+    def _save(self, role: str, content: list[ContentBlock]) -> None:
         self._journal.message(role, content)
         self._write()
 

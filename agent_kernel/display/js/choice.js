@@ -1,5 +1,7 @@
+// @ts-check
 // A card that asks one thing: buttons to choose from, or a text box with a Send button.
 // Used for ask_user, approvals of writing tools and Continue at the token limit.
+/** @param {RenderProps} props */
 function render({ model, el }) {
   const card = document.createElement("div");
   card.className = "ak-card ak-choice";

@@ -1,3 +1,4 @@
+// @ts-check
 // A component the agent wrote, two frames deep: this script makes our frame (sandbox
 // "allow-scripts" only: an opaque origin with no cookies, storage, parent DOM, popups,
 // forms or top navigation) from the document the kernel built, whose own script makes
@@ -24,6 +25,7 @@ function relayed(data) {
   return { msg };
 }
 
+/** @param {RenderProps} props */
 function render({ model, el }) {
   const card = document.createElement("div");
   card.className = "ak-card ak-component";

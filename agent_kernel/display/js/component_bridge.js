@@ -1,3 +1,4 @@
+// @ts-check
 // The first script of a component's document, and the only one its policy lets run: in
 // this document and in any frame the component makes (they inherit the policy), nothing
 // of the component runs before the loop below has taken the peer-connection interfaces
@@ -78,7 +79,7 @@
   }).observe(document.documentElement, { subtree: true, childList: true, attributes: true });
 
   // Scripts in the markup, then the component's script, each as a classic script would run.
-  var scripts = document.querySelectorAll("script:not([data-ak-bridge])");
+  var scripts = /** @type {NodeListOf<HTMLScriptElement>} */ (document.querySelectorAll("script:not([data-ak-bridge])"));
   for (var k = 0; k < scripts.length; k++) {
     if (!scripts[k].src && /^(|text\/javascript|application\/javascript|module)$/i.test(scripts[k].type)) {
       try { run(scripts[k].text); } catch (e) { console.error(e); }

@@ -1,3 +1,4 @@
+// @ts-check
 // Our frame around a component's frame. The component's document (a JSON literal the
 // kernel fills in below) loads as srcdoc, which this document's frame-src 'none'
 // allows while refusing every other document the inner frame tries to load: a
@@ -43,7 +44,7 @@
       delete msg.ak;
       up.postMessage({ ak: 1, msg: msg }, "*");
     } else if (event.source === up && data && data.ak === 1 && typeof data.kind === "string") {
-      inner.contentWindow.postMessage(data, "*");
+      /** @type {Window} */ (inner.contentWindow).postMessage(data, "*");
     }
   });
   inner.srcdoc = __AK_DOCUMENT__;

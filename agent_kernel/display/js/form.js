@@ -1,5 +1,7 @@
+// @ts-check
 // The form block: fields, required marks, defaults; submit sends the raw values to the
 // kernel, which types them and answers with {type: "errors"} when one does not fit.
+/** @param {RenderProps} props */
 function render({ model, el }) {
   const form = document.createElement("form");
   form.className = "ak-card ak-form";
@@ -47,7 +49,7 @@ function render({ model, el }) {
     label.htmlFor = input.id;
     if (field.required) input.required = true;
     if (field.default !== undefined && field.default !== null) {
-      if (field.type === "checkbox") input.checked = Boolean(field.default);
+      if (field.type === "checkbox") /** @type {HTMLInputElement} */ (input).checked = Boolean(field.default);
       else input.value = String(field.default);
     }
     const error = document.createElement("div");
@@ -82,7 +84,10 @@ function render({ model, el }) {
     for (const [name, node] of Object.entries(errors)) node.textContent = found[name] || "";
   }
   function setEnabled(enabled) {
-    for (const node of form.querySelectorAll("input, select, textarea, button")) node.disabled = !enabled;
+    const controls = /** @type {NodeListOf<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement | HTMLButtonElement>} */ (
+      form.querySelectorAll("input, select, textarea, button")
+    );
+    for (const node of controls) node.disabled = !enabled;
   }
   form.addEventListener("submit", (event) => {
     event.preventDefault();

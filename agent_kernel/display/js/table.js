@@ -1,6 +1,8 @@
+// @ts-check
 // A paged, sortable table. The kernel holds the rows and sends one page at a time, so a
 // DataFrame of any size costs the page only what one page costs. Clicks ask the kernel
 // for a view ({type: "view", page, sort_key, sort_desc}); it answers with new state.
+/** @param {RenderProps} props */
 function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "ak-card ak-table-card";

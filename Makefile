@@ -64,7 +64,7 @@ $(STAMP): pyproject.toml labextension/package.json
 	# otherwise compile its imports again.
 	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e '.[test,docs]'
 	# jupyter-collaboration beside the venv, not in it (in it, every JupyterLab server the
-	# tests start would share its notebooks in real time): tests/test_browser_collaboration.py
+	# tests start would share its notebooks in real time): tests/browser/test_collaboration.py
 	# appends this folder to its one server's import path. About 2 s with uv's cache.
 	rm -rf $(VENV)/collaboration
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --target $(VENV)/collaboration 'jupyter-collaboration>=4.4'
@@ -124,7 +124,7 @@ docs-check: nodejs $(STAMP)
 	$(VENV)/bin/sphinx-build -q -E -n -W --keep-going -b html docs docs/_build/html
 
 screenshots: nodejs $(STAMP) chromium
-	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/test_browser.py tests/test_browser_labextension.py
+	AGENT_KERNEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/browser/test_jupyterlab.py tests/browser/test_labextension.py
 
 # Every benchmark runs to its end, whatever the others did; each writes its figures to
 # $(BENCH_RESULTS)/NAME.json, and benchmarks/summary.py prints them as one table (exit

@@ -103,7 +103,7 @@ def chart(runs: int) -> list[Row]:
 
 def unattended(runs: int) -> list[Row]:
     from agent_kernel.testing import ScriptedModel, call, say
-    from tests.kernel import Kernel
+    from tests.support.kernel import Kernel
 
     with tempfile.TemporaryDirectory() as tmp, ScriptedModel() as model:
         env = dict(model.env(), AGENT_KERNEL_DB=str(Path(tmp, "bench.duckdb")), AGENT_KERNEL_HOME=tmp)

@@ -65,7 +65,7 @@ def measure(runs: int) -> tuple[list[float], list[float]]:
     from playwright.sync_api import sync_playwright
 
     from agent_kernel.testing import ScriptedModel, reply, text
-    from tests.jupyterlab import CHROMIUM, CHROMIUM_ARGS, JupyterLab
+    from tests.support.jupyterlab import CHROMIUM, CHROMIUM_ARGS, JupyterLab
 
     cell_ms: list[float] = []
     panel_ms: list[float] = []

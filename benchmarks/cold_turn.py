@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import Row, options, write
 
-from tests.kernel import Kernel
+from tests.support.kernel import Kernel
 
 SERVER = """
 import sys

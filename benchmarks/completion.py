@@ -108,7 +108,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100, help="completions measured each way (default 100)")
     parser.add_argument("--warm", type=int, default=5, help="completions each way before measuring (default 5)")
     args = options(parser, {"n": 5, "warm": 1})
-    from tests.jupyterlab import JupyterLab
+    from tests.support.jupyterlab import JupyterLab
 
     model = subprocess.Popen([sys.executable, "-c", MODEL], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

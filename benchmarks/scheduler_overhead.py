@@ -46,7 +46,7 @@ from agent_kernel.scheduler.clock import ManualClock
 from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
 from agent_kernel.scheduler.jobs import Jobs, new_job
 from agent_kernel.store import Store
-from tests.scheduling import write_notebook
+from tests.support.notebooks import write_notebook
 
 BIN = Path(sys.executable).parent
 NOTEBOOK_CELLS = (

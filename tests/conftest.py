@@ -6,11 +6,10 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .kernel import Kernel
+from .support.kernel import Kernel
 
 RAM_DISK = Path("/dev/shm")
 RAM_DISK_FREE = 4 * 1024**3  # the suite's files take far less; smaller RAM disks (containers') are left alone
@@ -27,7 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     # Kernels that papermill, the scheduler and subprocesses start run their first cell right
     # after %load_ext: a background warm-up would only compete with it. Live kernels
-    # (tests/kernel.py, JupyterLab's) and tests/test_turn_warmup.py keep it on.
+    # (tests/support/kernel.py, JupyterLab's) and tests/turn/test_warmup.py keep it on.
     os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
     # As in the scheduler's processes: nbformat here without jsonschema's IRI grammar.
     from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
@@ -66,15 +65,17 @@ def agent_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    """A DuckDB file with the project's tables and one session, ``kept``."""
+def store(agent_db: Path):
+    """The test's agent database (also what kernels and subprocesses of the test use)."""
     from agent_kernel.store import Store
-    from agent_kernel.store.sessions import Sessions
 
-    store = Store(tmp_path / "agent.duckdb")
-    with store.connect() as con:
-        Sessions(con).create("kept", notebook=None)
-    return store
+    return Store(agent_db)
+
+
+@pytest.fixture
+def home(agent_db: Path) -> Path:
+    """AGENT_KERNEL_HOME of the test: run directories go under it."""
+    return Path(os.environ["AGENT_KERNEL_HOME"])
 
 
 @pytest.fixture
@@ -91,93 +92,8 @@ def kernel(scripted_model, agent_db: Path, tmp_path: Path) -> Iterator[Kernel]:
 @pytest.fixture
 def shell_agent(scripted_model, agent_db: Path):
     """Whole turns in this process: an Agent on IPython's shell, requests to ``scripted_model``
-    through its in-process transport (see tests/inprocess.py)."""
-    from .inprocess import shell_agent
+    through its in-process transport (see tests/support/inprocess.py)."""
+    from .support.inprocess import shell_agent
 
     with shell_agent(scripted_model.http_client) as agent:
         yield agent
-
-
-# -- browser tests: one JupyterLab server and one Chromium for the browser tests' module -----
-# Module scope, not session: Playwright's sync API keeps an event loop running in the main
-# thread while it is open, and later in-process tests run their own loops there.
-
-
-@pytest.fixture(scope="module")
-def lab_model() -> Iterator[Any]:
-    """The scripted model the JupyterLab server's kernels talk to (shared by browser tests)."""
-    from agent_kernel.testing import ScriptedModel
-
-    with ScriptedModel() as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from .jupyterlab import JupyterLab, chromium_missing
-
-    missing = chromium_missing()
-    if missing:
-        pytest.fail(missing)
-    base = tmp_path_factory.mktemp("jupyterlab")
-    root = base / "notebooks"
-    root.mkdir()
-    env = dict(
-        lab_model.env(),
-        AGENT_KERNEL_DB=str(base / "agent.duckdb"),
-        AGENT_KERNEL_HOME=str(base / "agent-home"),
-    )
-    # agent-kernel's server extension (the API, the scheduler) whether or not it is enabled
-    # in this environment; the JupyterLab extension is the one installed here.
-    config = {
-        "ServerApp": {"jpserver_extensions": {"agent_kernel": True}},
-        "AgentKernelServer": {"scheduler_poll_s": 0.5},
-    }
-    lab = JupyterLab(root, env, config=config)
-    try:
-        yield lab
-    finally:
-        lab.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    from .jupyterlab import CHROMIUM, CHROMIUM_ARGS
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.when == "call":
-        item.stash[_FAILED] = report.failed
-    return report
-
-
-_FAILED = pytest.StashKey[bool]()
-
-
-@pytest.fixture
-def lab_page(request: pytest.FixtureRequest, jupyterlab: Any, lab_model: Any, chromium: Any) -> Iterator[Any]:
-    """A fresh browser page; a failing test leaves a screenshot of it in tests/artifacts, and
-    none leaves scripted replies for the next."""
-    context = chromium.new_context(viewport={"width": 1200, "height": 1500})
-    page = context.new_page()
-    try:
-        yield page
-    finally:
-        if request.node.stash.get(_FAILED, False):
-            folder = Path(__file__).parent / "artifacts" / "browser"
-            folder.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(folder / f"FAILED-{request.node.name}.png"), full_page=True)
-        context.close()
-        jupyterlab.shutdown_kernels()
-        lab_model.clear()

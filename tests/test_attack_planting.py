@@ -20,11 +20,10 @@ import pytest
 
 from agent_kernel.store import Store, provenance
 from agent_kernel.testing import call, say
-
-from .calls import offered
-from .capabilities import needs_widget_replies
-from .frontend import FrontEnd
-from .websites import Server, Site
+from tests.support.calls import offered
+from tests.support.capabilities import needs_widget_replies
+from tests.support.frontend import FrontEnd
+from tests.support.websites import Server, Site
 
 pytestmark = pytest.mark.kernel
 

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 
 from agent_kernel.cli import main
-
-from .scheduling import UTC, add_job, agent_kernel_cli, runs_of, store_fixture, write_notebook  # noqa: F401 - fixtures
+from tests.support.notebooks import write_notebook
+from tests.support.scheduling import UTC, add_job, agent_kernel_cli, runs_of
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:

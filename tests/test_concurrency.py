@@ -10,8 +10,7 @@ import time
 
 from agent_kernel.store import Store
 from agent_kernel.testing import reply, say, tool_use
-
-from .kernel import Execution, Kernel
+from tests.support.kernel import Execution, Kernel
 
 SECONDS = 10.0  # long enough for 3 calls each on a machine the other test workers keep busy
 

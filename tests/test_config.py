@@ -7,8 +7,7 @@ from traitlets import TraitError
 
 from agent_kernel.config import AgentKernel
 from agent_kernel.testing import say
-
-from .capabilities import needs_sql_guard
+from tests.support.capabilities import needs_sql_guard
 
 
 @needs_sql_guard

@@ -4,7 +4,7 @@ The wheel is built from the sdist (``uv build``), so the sdist holds everything 
 needs: the JupyterLab extension (the one ``make install`` built; the build packages it
 rather than running jlpm again), its ``install.json`` and the quickstart. One venv holds
 the wheel alone, without the test extras, and a script calls every tool once through
-``Agent.run()`` (tests/install_check.py): a runtime import that is not a declared
+``Agent.run()`` (tests/support/install_check.py): a runtime import that is not a declared
 dependency fails there. Another holds ``[lab]`` and the reference MCP server
 ``mcp-server-time`` (which needs the current MCP SDK, as the package does): JupyterLab
 lists the extension, ``agent-kernel demo`` runs the shipped quickstart, and the server's
@@ -26,9 +26,10 @@ import nbformat
 import pytest
 
 from agent_kernel import __version__
+from tests.support.paths import INSTALL_CHECK
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECK = Path(__file__).with_name("install_check.py")
+CHECK = INSTALL_CHECK
 UV = Path(sys.executable).with_name("uv")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # Imported by no part of the package at run time: must not be in a plain install.

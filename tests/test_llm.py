@@ -212,19 +212,17 @@ def test_a_notebook_run_by_papermill_keeps_the_progress_bar_as_it_ended(scripted
     import nbformat
     import papermill
 
+    from tests.support.notebooks import write_notebook
+
     scripted_model.responder = echo
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
-        nbformat.v4.new_code_cell(
-            "import pandas as pd\nfrom agent_kernel import llm\n"
-            "reviews = pd.DataFrame({'text': [f'review {i}' for i in range(20)]})\n"
-            "reviews['answer'] = llm.generate_many(reviews['text'], concurrency=4).map(lambda r: r.text)\n"
-            "print(reviews['answer'].iloc[19])"
-        ),
-    ]
-    nbformat.write(nb, tmp_path / "in.ipynb")
+    write_notebook(
+        tmp_path / "in.ipynb",
+        "%load_ext agent_kernel",
+        "import pandas as pd\nfrom agent_kernel import llm\n"
+        "reviews = pd.DataFrame({'text': [f'review {i}' for i in range(20)]})\n"
+        "reviews['answer'] = llm.generate_many(reviews['text'], concurrency=4).map(lambda r: r.text)\n"
+        "print(reviews['answer'].iloc[19])",
+    )
     papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="python3",
                                progress_bar=False, cwd=str(tmp_path))  # fmt: skip
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[1].outputs

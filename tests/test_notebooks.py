@@ -10,20 +10,11 @@ import papermill
 from agent_kernel.demo import run_demo
 from agent_kernel.store import Store
 from agent_kernel.testing import call, reply, say, tool_use
-
-from .calls import texts_of
-from .test_tools_subsessions import route, wait_for_spawned
+from tests.support.calls import texts_of
+from tests.support.notebooks import outputs_text, write_notebook
+from tests.support.subsessions import route, wait_for_spawned
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-
-
-def outputs_text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append(output.get("text", ""))
-        data = output.get("data", {})
-        parts.append(data.get("text/markdown") or data.get("text/plain", ""))
-    return "\n".join(parts)
 
 
 def test_quickstart_runs_headless_on_the_scripted_model(agent_db, tmp_path, monkeypatch):
@@ -47,15 +38,13 @@ def test_agent_cell_defines_a_variable_for_the_next_cell(scripted_model, agent_d
         call("run_code", code="import math\nradius = 2\narea = round(math.pi * radius ** 2, 3)\nprint(area)"),
         say("The area is in `area`."),
     )
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
-        nbformat.v4.new_code_cell("%agent compute the area of a circle of radius 2 into `area`"),
-        nbformat.v4.new_code_cell("doubled = area * 2\nprint(doubled)"),
-    ]
     source, output = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
-    nbformat.write(nb, source)
+    write_notebook(
+        source,
+        "%load_ext agent_kernel",
+        "%agent compute the area of a circle of radius 2 into `area`",
+        "doubled = area * 2\nprint(doubled)",
+    )
     papermill.execute_notebook(str(source), str(output), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
     done = nbformat.read(output, as_version=4)
     assert "12.566" in outputs_text(done.cells[1])
@@ -66,11 +55,7 @@ def test_agent_cell_defines_a_variable_for_the_next_cell(scripted_model, agent_d
 
 def _run_three_times(cells, tmp_path, stem):
     """Execute the same notebook three times with papermill; the executed copies."""
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    source = tmp_path / f"{stem}.ipynb"
-    nbformat.write(nb, source)
+    source = write_notebook(tmp_path / f"{stem}.ipynb", *cells)
     done = []
     for run in (1, 2, 3):
         output = tmp_path / f"{stem}-run{run}.ipynb"

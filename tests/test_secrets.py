@@ -8,8 +8,8 @@ import pytest
 
 from agent_kernel.secrets import Secrets
 from agent_kernel.testing import call, say
-
-from . import leaks
+from tests.support import leaks
+from tests.support.notebooks import write_notebook
 
 
 def test_redaction_longest_first_and_short_values_left_alone(monkeypatch):
@@ -73,7 +73,7 @@ def test_secret_without_a_front_end_is_a_usage_error(kernel):
     assert result.stderr.startswith("UsageError: This front end cannot ask for input")
 
 
-# -- the leak corpus (tests/leaks.py): live with %agent_secret, unattended with secret_env ----
+# -- the leak corpus (tests/support/leaks.py): live with %agent_secret, unattended with secret_env ----
 
 
 def _check_corpus(scripted_model, db_path) -> None:
@@ -142,8 +142,7 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
         *[f"%agent {prompt}" for prompt in leaks.PROMPTS],
     ]
     source, output = tmp_path / "leaks.ipynb", tmp_path / "leaks-out.ipynb"
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    nbformat.write(notebook, source)
+    write_notebook(source, *cells, kernelspec=False)
     scripted_model.add(*leaks.script())
     # Attempts that raise are errors of the agent's own steps: the turns end normally, so
     # the notebook succeeds (they show on the cells' stderr, not as error outputs).
@@ -161,11 +160,11 @@ def test_leak_corpus_through_papermill_with_secret_env(scripted_model, agent_db,
     assert "[secret AWS_SECRET_ACCESS_KEY]" in json.dumps(scripted_model.requests[-1]["messages"][-1])
 
 
-# -- credentials nobody declared (tests/leaks.py UNDECLARED) ------------------------------
+# -- credentials nobody declared (tests/support/leaks.py UNDECLARED) ------------------------------
 
 
 def test_undeclared_credentials_reach_no_request_and_no_byte_of_the_store(scripted_model, agent_db, tmp_path):
-    from .kernel import Kernel
+    from tests.support.kernel import Kernel
 
     kernel = Kernel(dict(leaks.UNDECLARED), cwd=str(tmp_path))
     try:

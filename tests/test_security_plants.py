@@ -21,8 +21,8 @@ import pytest
 from agent_kernel.grants import ENV
 from agent_kernel.store import Store, provenance
 from agent_kernel.testing import call, say
-
-from .websites import Server
+from tests.support.notebooks import write_notebook
+from tests.support.websites import Server
 
 pytestmark = pytest.mark.kernel
 
@@ -44,17 +44,13 @@ class HostilePage(Server):
 
 
 def _notebook(path: Path, agent_cell: str, *, extra: list[str] = ()) -> Path:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("%load_ext agent_kernel"),
-        nbformat.v4.new_code_cell(
-            f"%config AgentKernel.tool_groups = {GROUPS!r}\n%config AgentKernel.fetch_allow = ['127.0.0.1']"
-        ),
-        nbformat.v4.new_code_cell(agent_cell),
-    ]
-    nb.cells.extend(nbformat.v4.new_code_cell(source) for source in extra)
-    nbformat.write(nb, path)
+    write_notebook(
+        path,
+        "%load_ext agent_kernel",
+        f"%config AgentKernel.tool_groups = {GROUPS!r}\n%config AgentKernel.fetch_allow = ['127.0.0.1']",
+        agent_cell,
+        *extra,
+    )
     return path
 
 

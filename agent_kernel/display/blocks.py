@@ -9,7 +9,7 @@ nbconvert, nbviewer, papermill output, a notebook reopened after its kernel stop
 a form is replaced by its static record once answered.
 
 What one turn of typical blocks adds to a saved notebook stays under
-:data:`TURN_NOTEBOOK_BYTES` (checked by tests/test_browser_reopen.py): a table costs its
+:data:`TURN_NOTEBOOK_BYTES` (checked by tests/browser/test_reopen.py): a table costs its
 first page whatever its length, a chart its spec and picture.
 
 :func:`check_blocks` validates what the model sent and says exactly what to fix.

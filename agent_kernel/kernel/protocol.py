@@ -1,7 +1,7 @@
 """The messages on the notebook channel (:mod:`agent_kernel.kernel.channel`), one TypedDict each.
 
 The extension's ``labextension/src/protocol.ts`` declares the same messages as TypeScript
-interfaces; ``tests/test_protocol_agreement.py`` fails when the two disagree on a message's
+interfaces; ``tests/kernel/test_protocol.py`` fails when the two disagree on a message's
 ``type``, its keys or which keys may be left out. Every message is a JSON object whose
 ``type`` says which it is. :data:`FrontEndMessage` is what the front end sends (the
 channel checks each one before it reads it: a key left out here is one the check accepts

@@ -3,8 +3,8 @@
 Both directives work in MyST and reStructuredText pages alike (they build the nodes
 themselves). ``.. module-layout:: agent_kernel`` lists every module of the package, grouped
 by package, each with the first sentence of its docstring; ``.. test-layout:: tests``
-lists the test folder's helpers, then its test modules grouped by the package they test
-(``test_<package>_<module>.py``). The files are read with :mod:`ast`, never imported, so
+lists the test folder's helpers (support/), then its test modules folder by folder, as they
+mirror the package (``<package>/test_<module>.py``). The files are read with :mod:`ast`, never imported, so
 the list cannot miss a module and nothing runs while the site is built.
 
 A module without a docstring is a warning, which ``make test`` (``-W``) turns into a
@@ -160,29 +160,50 @@ class ModuleLayout(_Layout):
 
 
 class TestLayout(_Layout):
-    """``.. test-layout:: FOLDER``: the helpers, then ``test_<package>_*.py`` by package."""
+    """``.. test-layout:: FOLDER``: its conftest.py, the helpers in support/, then a folder per
+    package of agent_kernel (``<package>/test_<module>.py``, its own conftest.py first), then
+    the test modules of the top-level modules and those across packages."""
 
     def listing(self, folder: Path, given: dict[str, str]) -> nodes.Node:
-        packages = sorted(p.name for p in (ROOT / "agent_kernel").iterdir() if is_package(p)) + ["browser"]
-        helpers = nodes.bullet_list()
-        groups: dict[str, nodes.bullet_list] = {}
-        for path in sorted(folder.glob("*.py")):
-            if path.name == "__init__.py" and not path.read_text(encoding="utf-8").strip():
-                continue  # only marks the folder as a package
-            item = entry(path.name, self.described(path, given))
-            if not path.name.startswith("test_"):
-                helpers += item
-                continue
-            word = path.stem.split("_")[1]
-            groups.setdefault(word if word in packages else "", nodes.bullet_list()).append(item)
         listing = nodes.bullet_list()
-        listing += entry("helpers", "imported by the tests, none of them a test", helpers)
-        for word in sorted(k for k in groups if k):
-            what = "JupyterLab and Chromium, driven by Playwright" if word == "browser" else f"agent_kernel/{word}/"
-            listing += entry(f"test_{word}*.py", what, groups[word])
-        if "" in groups:
-            listing += entry("test_*.py", "across packages, and the package's top-level modules", groups[""])
+        for path in self.modules(folder):
+            if not path.name.startswith("test_"):
+                listing += entry(path.name, self.described(path, given))
+        support = folder / "support"
+        if support.is_dir():
+            helpers = nodes.bullet_list()
+            for path in self.modules(support):
+                helpers += entry(path.name, self.described(path, given))
+            listing += entry("support/", "helpers, imported by the tests, none of them a test", helpers)
+        for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in ("support", "__pycache__")):
+            modules = self.modules(sub)
+            if not modules:
+                continue
+            what = (
+                "JupyterLab and Chromium, driven by Playwright"
+                if sub.name == "browser"
+                else f"agent_kernel/{sub.name}/"
+            )
+            inner = nodes.bullet_list()
+            for path in modules:
+                inner += entry(path.name, self.described(path, given))
+            listing += entry(f"{sub.name}/", what, inner)
+        across = nodes.bullet_list()
+        for path in self.modules(folder):
+            if path.name.startswith("test_"):
+                across += entry(path.name, self.described(path, given))
+        listing += entry("test_*.py", "across packages, and the package's top-level modules", across)
         return listing
+
+    @staticmethod
+    def modules(folder: Path) -> list[Path]:
+        """The folder's Python files, conftest.py first; an empty ``__init__.py`` only marks a package."""
+        paths = [
+            p
+            for p in folder.glob("*.py")
+            if not (p.name == "__init__.py" and not p.read_text(encoding="utf-8").strip())
+        ]
+        return sorted(paths, key=lambda p: (p.name != "conftest.py", p.name))
 
 
 def outdated(app: Sphinx, env: BuildEnvironment, added: set[str], changed: set[str], removed: set[str]) -> list[str]:

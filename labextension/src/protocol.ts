@@ -1,7 +1,7 @@
 /**
  * The messages on the notebook channel (channel.ts), one interface each. The kernel's
  * agent_kernel/kernel/protocol.py declares the same messages as TypedDicts (the names without
- * the leading I); tests/test_protocol_agreement.py fails when the two disagree on a message's
+ * the leading I); tests/kernel/test_protocol.py fails when the two disagree on a message's
  * `type`, its keys or which keys may be left out (`?` here, NotRequired there).
  *
  * The kernel checks every message the front end sends; the front end checks each field of a

@@ -1,0 +1,107 @@
+"""The notebook channel under real-time collaboration: a JupyterLab server with
+jupyter-collaboration and two Chromium contexts (two people) on one notebook. The agent's
+edits go through the shared document, so the person who did not run the turn sees the
+inserted cell and its output too.
+
+jupyter-collaboration is not in the venv (it would make every test server collaborative):
+``make install`` puts it in ``.venv/collaboration`` and only this module's server uses it.
+Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import nbformat
+import pytest
+
+from agent_kernel.testing import call, say
+from tests.support.browser import KERNEL_READY, cell, save_screenshot, wait_idle
+from tests.support.jupyterlab import COLLABORATION, JupyterLab, lab_server
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
+
+SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
+COLLABORATIVE = "() => window.jupyterapp.shell.currentWidget.context.model.collaborative === true"
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(lab_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterLab]:
+    """A JupyterLab server with real-time collaboration on (this module's lab_page uses it)."""
+    if not (COLLABORATION / "jupyter_collaboration").is_dir():
+        pytest.fail(f"jupyter-collaboration is not installed in {COLLABORATION}: run `make install`.")
+    config = {
+        "ServerApp": {
+            "jpserver_extensions": {"agent_kernel": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
+        }
+    }
+    base = tmp_path_factory.mktemp("jupyterlab-rtc")
+    with lab_server(base, lab_model.env(), config=config, extra_site=COLLABORATION) as lab:
+        yield lab
+
+
+@pytest.fixture
+def second_page(jupyterlab: JupyterLab, chromium: Any) -> Iterator[Any]:
+    """A second person's browser: a context of its own (its own storage and workspace)."""
+    context = chromium.new_context(viewport={"width": 1200, "height": 1200})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def open_beside(page: Any, lab: JupyterLab, name: str) -> None:
+    """Open the notebook ``name`` that another context has open, in a workspace of its own."""
+    page.goto(f"{lab.url}/lab/workspaces/{name}-second/tree/{name}.ipynb?reset&token={lab.token}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+
+
+def open_together(first: Any, second: Any, lab: JupyterLab, name: str, cells: list[tuple[str, str]]) -> None:
+    """Write the notebook ``name`` (cells given as (id, source)), open it in both pages
+    and run it all in the first."""
+    url = lab.notebook(name, [source for _, source in cells])
+    path = lab.root / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for notebook_cell, (cell_id, _) in zip(nb.cells, cells):
+        notebook_cell.id = cell_id
+    nbformat.write(nb, path)
+    first.goto(url)
+    first.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    first.wait_for_function(KERNEL_READY, timeout=60_000)
+    open_beside(second, lab, name)
+    assert first.evaluate(COLLABORATIVE) and second.evaluate(COLLABORATIVE)
+    first.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def test_the_second_person_sees_the_cell_the_agent_inserted_and_ran(lab_page, second_page, jupyterlab, lab_model):
+    lab_model.add(
+        call("insert_cell", source="print(6 * 7)", run=True), say("Inserted a cell; it runs after this turn.")
+    )
+    cells = [("load", "%load_ext agent_kernel"), ("turn", "%agent add a cell")]
+    open_together(lab_page, second_page, jupyterlab, "shared", cells)
+    cell(lab_page, 1).get_by_text("Inserted a cell").wait_for(timeout=60_000)
+    for page in (lab_page, second_page):
+        cell(page, 2).locator(".jp-OutputArea").get_by_text("42").wait_for(timeout=30_000)
+        assert page.evaluate(SOURCES) == ["%load_ext agent_kernel", "%agent add a cell", "print(6 * 7)"]
+    wait_idle(lab_page)
+    assert lab_page.locator(".jp-Notebook .jp-Cell").count() == 3  # applied once, not once per person
+    assert second_page.locator(".jp-Notebook .jp-Cell").count() == 3
+    save_screenshot(second_page.locator(".jp-Notebook"), "collaboration-second-person.png")
+
+
+def test_an_edit_the_turns_sender_accepts_reaches_the_other_person(lab_page, second_page, jupyterlab, lab_model):
+    lab_model.add(call("replace_cell", cell="plot", source="kind = 'barh'"), say("Changed it to horizontal bars."))
+    cells = [
+        ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'")
+    ]  # fmt: skip
+    open_together(lab_page, second_page, jupyterlab, "shared-ask", cells)
+    diff = lab_page.locator(".ak-edit-diff")  # the diff shows to the person who ran the turn
+    diff.wait_for(timeout=60_000)
+    assert second_page.locator(".ak-edit-diff").count() == 0
+    assert second_page.evaluate(SOURCES)[2] == "kind = 'line'"
+    diff.get_by_role("button", name="Accept").click()
+    cell(lab_page, 1).get_by_text("Changed it to horizontal bars.").wait_for(timeout=60_000)
+    second_page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'barh'\"", timeout=30_000)
+    assert lab_page.evaluate(SOURCES)[2] == "kind = 'barh'" and len(second_page.evaluate(SOURCES)) == 3

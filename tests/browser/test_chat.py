@@ -55,7 +55,8 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     go = jupyterlab.root / "chat-turn.go"
     page.evaluate(RUN_LAST_CELL, BUSY_UNTIL % go.name)
     page.wait_for_function(
-        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'"
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.status === 'busy'",
+        timeout=60_000,
     )
     send(chat, "define from_panel and show the revenue table")
     chat.locator(".ak-chat-status").filter(has_text="busy: your prompt waits its turn").wait_for(timeout=10_000)

@@ -340,8 +340,8 @@ def pwned(page) -> list:
 
 def cell_requests(frames: list[str]) -> list[str]:
     """The execute requests among websocket frames, but the Agent panel's own silent reads of
-    its settings row (no code, one fixed expression)."""
-    return [f for f in frames if '"execute_request"' in f and "panel_state(" not in f]
+    its settings row and its secrets row (no code, one fixed expression each)."""
+    return [f for f in frames if '"execute_request"' in f and "panel_state(" not in f and "secrets_state(" not in f]
 
 
 def test_model_written_script_runs_nowhere_live_or_after_trust(lab_page, jupyterlab, lab_model):

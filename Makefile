@@ -86,7 +86,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 # Lint and format check (ruff, [tool.ruff] in pyproject.toml); `make format` applies both.
-STYLED = agent_kernel tests benchmarks docs/_ext
+STYLED = agent_kernel tests benchmarks docs/_ext notebooks
 style: $(STAMP)
 	$(VENV)/bin/ruff check $(STYLED)
 	$(VENV)/bin/ruff format --check $(STYLED)

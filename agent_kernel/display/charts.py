@@ -35,6 +35,7 @@ VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 MAX_POINTS = 5_000
 TEXT_CHARS = LABEL_CHARS  # a title, an axis label, an x value or a series name
+FEW_VALUES = 30  # distinct numbers on x that a bar chart draws as bands (any whole numbers are)
 
 
 def chart_spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,14 +100,23 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
         }
         spec["data"]["values"] = [dict(p, order=i) for i, p in enumerate(points)]
         return spec
-    numeric_x = all(isinstance(x, numbers.Number) and not isinstance(x, bool) for x in xs)
+    numeric_x = all(_numeric(x) for x in xs if x is not None) and any(x is not None for x in xs)
+    whole_x = numeric_x and all(isinstance(x, int) for x in xs if x is not None)
+    # Bars over a few numbers, or over whole numbers (years, months, ids), stand on a band
+    # per value: on a continuous axis they are hairlines between ticks at 0.5, 1.5, ...
+    banded = kind == "bar" and numeric_x and (whole_x or len(set(xs)) <= FEW_VALUES)
     x_encoding: dict[str, Any] = {
         "field": "x",
-        "type": "quantitative" if numeric_x else "ordinal",
+        "type": "quantitative" if numeric_x and not banded else "ordinal",
         "title": block.get("xLabel") or x_title,
         "axis": {"labelOverlap": "parity"},
     }
-    if not numeric_x:
+    if banded:
+        x_encoding["axis"]["labelAngle"] = 0  # numbers read level, ascending
+    elif numeric_x:
+        if whole_x:  # no ticks between whole numbers, and years without a thousands comma
+            x_encoding["axis"].update(tickMinStep=1, format="d")
+    else:
         x_encoding["sort"] = None  # keep the order the data came in
     encoding: dict[str, Any] = {
         "x": x_encoding,

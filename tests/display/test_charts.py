@@ -40,6 +40,43 @@ def test_rows_and_dataframes_with_x_and_y():
     assert area["encoding"]["y"]["title"] == "revenue"
 
 
+@pytest.mark.parametrize(
+    "xs",
+    [
+        [1, 2, 3, 4, 5, 6, 7, 8],  # months as numbers: ticks would fall at 0.5 ... 7.5
+        [2019, 2020, 2021, 2022],  # years
+        [1007, 2, 350, 41],  # ids
+        [0.5, 1.5, 2.5],  # a few numbers
+    ],
+)
+def test_bars_over_whole_or_few_numbers_stand_on_bands(xs):
+    rows = [{"x": x, "n": i + 1} for i, x in enumerate(xs)]
+    spec = chart_spec({"chartType": "bar", "data": rows, "x": "x", "y": "n"}, {})
+    x = spec["encoding"]["x"]
+    assert x["type"] == "ordinal" and "sort" not in x  # one band per value, in ascending order
+    assert x["axis"]["labelAngle"] == 0
+    assert [v["x"] for v in spec["data"]["values"]] == xs  # the values stay numbers (tooltips, sort)
+
+
+def test_bars_over_many_fractional_numbers_keep_a_continuous_axis():
+    rows = [{"x": i / 7, "n": i} for i in range(40)]
+    spec = chart_spec({"chartType": "bar", "data": rows, "x": "x", "y": "n"}, {})
+    assert spec["encoding"]["x"]["type"] == "quantitative"
+
+
+def test_grouped_bars_over_years_are_offset_within_each_band():
+    data = {"labels": [2023, 2024], "datasets": [{"label": "a", "data": [1, 2]}, {"label": "b", "data": [3, 4]}]}
+    spec = chart_spec({"chartType": "bar", "data": data}, {})
+    assert spec["encoding"]["x"]["type"] == "ordinal" and spec["encoding"]["xOffset"]["field"] == "series"
+    assert chart_png(spec).startswith(b"\x89PNG")
+
+
+def test_a_line_over_whole_numbers_has_no_ticks_between_them():
+    rows = [{"year": 2020 + i, "v": i} for i in range(5)]
+    x = chart_spec({"chartType": "line", "data": rows, "x": "year"}, {})["encoding"]["x"]
+    assert x["type"] == "quantitative" and x["axis"]["tickMinStep"] == 1 and x["axis"]["format"] == "d"
+
+
 def test_pie_uses_the_first_series():
     spec = chart_spec({"chartType": "pie", "data": DATASETS}, {})
     assert spec["mark"]["type"] == "arc" and spec["transform"] == [{"filter": {"field": "series", "equal": "North"}}]

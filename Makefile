@@ -51,24 +51,26 @@ tmux:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends tmux > /dev/null; }
 
 # The package build also builds the JupyterLab extension and installs it (and the server
-# extension's switch) into the venv's share/jupyter and etc/jupyter.
+# extension's switch) into the venv's share/jupyter and etc/jupyter. The comments stand here,
+# outside the recipe, where make does not echo them. In the order of the recipe's steps:
+# - installing again (after a `git pull`): the link `develop` made below would let the
+#   install write install.json into the built extension, which the build then packs twice;
+# - uv installs what pip would, from PyPI, in about two thirds of pip's time. Compiled
+#   bytecode as pip leaves it: where PYTHONDONTWRITEBYTECODE is set, every kernel would
+#   otherwise compile its imports again;
+# - jupyter-collaboration beside the venv, not in it (in it, every JupyterLab server the
+#   tests start would share its notebooks in real time): tests/browser/test_collaboration.py
+#   appends this folder to its one server's import path. About 2 s with uv's cache;
+# - JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in
+#   labextension/ updates it.
 $(STAMP): pyproject.toml labextension/package.json
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip uv
-	# Installing again (after a `git pull`): the link `develop` made below would let the
-	# install write install.json into the built extension, which the build then packs twice.
 	rm -f agent_kernel/labextension/install.json
 	[ ! -L $(VENV)/share/jupyter/labextensions/agent-kernel ] || rm $(VENV)/share/jupyter/labextensions/agent-kernel
-	# uv installs what pip would, from PyPI, in about two thirds of pip's time. Compiled
-	# bytecode as pip leaves it: where PYTHONDONTWRITEBYTECODE is set, every kernel would
-	# otherwise compile its imports again.
 	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) -e '.[test,docs]'
-	# jupyter-collaboration beside the venv, not in it (in it, every JupyterLab server the
-	# tests start would share its notebooks in real time): tests/browser/test_collaboration.py
-	# appends this folder to its one server's import path. About 2 s with uv's cache.
 	rm -rf $(VENV)/collaboration
 	$(VENV)/bin/uv pip install --quiet --python $(PY) --target $(VENV)/collaboration 'jupyter-collaboration>=4.4'
-	# JupyterLab loads the extension from agent_kernel/labextension: `jlpm build:prod` in labextension/ updates it.
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/jupyter-builder develop --overwrite . > /dev/null
 	touch $@
 

@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 QUICKSTART = "quickstart.ipynb"
-LAB_EXTRA = "pip install 'agent-kernel[lab]'"
+LAB_REQUIREMENTS = ["jupyterlab>=4.4"]  # the `lab` extra's, when the installed metadata cannot say
 
 
 def quickstart_notebook() -> Path:
@@ -75,8 +75,27 @@ def how_to_open(output: Path) -> str:
     """The command that opens ``output`` in this environment's JupyterLab, or what to install."""
     shown = _shown_path(output)
     if importlib.util.find_spec("jupyterlab") is None:
-        return f"To open it in JupyterLab, install it ({LAB_EXTRA}), then run: jupyter lab {shown}"
+        return f"To open it in JupyterLab, install it ({lab_install_command()}), then run: jupyter lab {shown}"
     return f"Open it in JupyterLab: {_jupyter_command()} lab {shown}"
+
+
+def lab_install_command() -> str:
+    """The command that installs the ``lab`` extra's packages into this environment.
+
+    They are named, not the extra: agent-kernel is not on the package index, so
+    ``pip install 'agent-kernel[lab]'`` finds nothing, and the wheel or checkout it was
+    installed from may be gone. The packages come from the installed metadata, so the hint
+    follows the extra.
+    """
+    from importlib import metadata
+
+    try:
+        requires = metadata.requires("agent-kernel") or []
+    except metadata.PackageNotFoundError:
+        requires = []
+    marker = ("extra == 'lab'", 'extra == "lab"')
+    lab = [r.split(";", 1)[0].strip() for r in requires if r.split(";", 1)[-1].strip() in marker]
+    return "pip install " + " ".join(f"'{r}'" for r in lab or LAB_REQUIREMENTS)
 
 
 def _jupyter_command() -> str:

@@ -85,6 +85,9 @@ class AgentKernelServer(ExtensionApp):
         self.handlers.extend(handlers() + provenance_handlers() + completion_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        from agent_kernel.server.moves import listen
+
+        listen(serverapp.event_logger, self.state, serverapp.root_dir)  # sessions follow renames
         if self.scheduler:
             self.state.start_scheduler(max_concurrent=self.max_concurrent_runs, poll_s=self.scheduler_poll_s)
         else:

@@ -466,6 +466,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON COLUMN jobs.granted_by IS 'The person''s event that set the grants (cli, server: what made it).';
         """,
     ),
+    # -- a notebook renamed or moved: its sessions follow it, and an old path still resolves ----
+    (
+        210,
+        """
+        CREATE TABLE IF NOT EXISTS notebook_moves (
+            old_path    VARCHAR NOT NULL,
+            new_path    VARCHAR NOT NULL,
+            moved_by    VARCHAR NOT NULL,
+            moved_at    TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        COMMENT ON TABLE notebook_moves IS 'Project table (read-only): notebooks renamed or moved (absolute paths), so sessions filed under the old path follow the notebook; moved_by says what saw it (server, kernel).';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.

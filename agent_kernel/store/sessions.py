@@ -215,6 +215,53 @@ class Sessions:
             raise
         return counts
 
+    # -- a notebook renamed or moved ------------------------------------------------------
+
+    def move_notebook(self, old: str, new: str, *, by: str) -> int:
+        """Re-file the sessions of the notebook at ``old`` under ``new`` (a folder's: every
+        notebook below it, under the same place below ``new``) and record the move, so a
+        kernel that still knows the notebook by ``old`` finds where it went (:meth:`moved_to`).
+        ``by`` says what saw the move (``server``, ``kernel``). How many sessions moved."""
+        if old == new:
+            return 0
+        prefix = old.rstrip("/") + "/"
+        rows = self.con.execute(
+            "SELECT id, notebook FROM sessions WHERE notebook = ? OR starts_with(notebook, ?)", [old, prefix]
+        ).fetchall()
+        self.con.execute("BEGIN")
+        try:
+            for session_id, path in rows:
+                self.con.execute("UPDATE sessions SET notebook = ? WHERE id = ?", [new + path[len(old) :], session_id])
+            self.con.execute(
+                "INSERT INTO notebook_moves (old_path, new_path, moved_by) VALUES (?, ?, ?)", [old, new, by]
+            )
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        return len(rows)
+
+    def moved_to(self, path: str) -> str | None:
+        """Where the notebook that was at ``path`` is now, following every recorded move
+        (the file's own, or a folder's above it); None when it never moved."""
+        current, since = path, datetime(1970, 1, 1)
+        for _ in range(100):  # each step is a later move: a chain ends
+            row = self.con.execute(
+                "SELECT old_path, new_path, moved_at FROM notebook_moves"
+                " WHERE (old_path = ? OR starts_with(?, old_path || '/')) AND moved_at > ?"
+                " ORDER BY moved_at, length(old_path) DESC LIMIT 1",
+                [current, current, since],
+            ).fetchone()
+            if row is None:
+                break
+            current, since = row[1] + current[len(row[0]) :], row[2]
+        return None if current == path else current
+
+    def forget_moves_from(self, path: str) -> None:
+        """A new notebook was made at ``path``: a kernel started for it is that notebook's,
+        not the one that once moved away from there."""
+        self.con.execute("DELETE FROM notebook_moves WHERE old_path = ?", [path])
+
     def touch(self, session_id: str, *, notebook: str | None = None) -> None:
         """Mark the session as the one used last (by ``notebook``, when given)."""
         touch(self.con, session_id, notebook=notebook)

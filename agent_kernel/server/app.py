@@ -25,6 +25,7 @@ from traitlets import Bool, Float, Int, TraitError, Unicode, validate
 
 from agent_kernel.server.completion import handlers as completion_handlers
 from agent_kernel.server.handlers import handlers
+from agent_kernel.server.offline import handlers as offline_handlers
 from agent_kernel.server.provenance import handlers as provenance_handlers
 from agent_kernel.server.state import ServerState
 
@@ -82,7 +83,7 @@ class AgentKernelServer(ExtensionApp):
         self.settings.update({"agent_kernel_state": self.state})
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handlers() + provenance_handlers() + completion_handlers())
+        self.handlers.extend(handlers() + provenance_handlers() + completion_handlers() + offline_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         from agent_kernel.server.moves import listen

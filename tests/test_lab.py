@@ -1,0 +1,172 @@
+"""``agent-kernel lab [--offline]``: its command line, the server it starts on 127.0.0.1 only
+(run as a person runs it, the installed console script in a subprocess), Ctrl-C stopping
+JupyterLab and the scripted model, and the guided notebook it opens."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import psutil
+import pytest
+from nbclient import NotebookClient
+
+from agent_kernel.cli import main
+from agent_kernel.lab import TOUR, LabError, LabSettings, jupyter_command, lab_environment, tour_notebook
+from agent_kernel.testing import ScriptedModel
+from agent_kernel.testing.demo import OFFLINE_MODEL, demo_responder
+from tests.support.jupyterlab import free_port
+from tests.support.notebooks import outputs_text
+
+AGENT_KERNEL = Path(sys.executable).parent / "agent-kernel"
+TOKEN = "lab-test-token"
+ROOT_OPTION = ["--", "--ServerApp.allow_root=True"] if os.geteuid() == 0 else []
+
+
+def test_the_command_line_serves_on_loopback_and_opens_the_tour_offline(tmp_path):
+    command = jupyter_command(LabSettings(tmp_path, offline=True, port=9123, open_browser=False))
+    assert command[:3] == [sys.executable, "-m", "jupyterlab"]
+    assert "--ServerApp.ip=127.0.0.1" in command and "--no-browser" in command
+    assert "--ServerApp.port=9123" in command and "--ServerApp.port_retries=0" in command
+    assert f"--LabApp.default_url=/lab/tree/{TOUR}" in command and "--LabApp.news_url=None" in command
+    plain = jupyter_command(LabSettings(tmp_path))
+    assert "--no-browser" not in plain and not any(o.startswith("--ServerApp.port") for o in plain)
+    assert not any("default_url" in o or "news_url" in o for o in plain)
+
+
+@pytest.mark.parametrize("option", ["--ip=0.0.0.0", "--ServerApp.ip=0.0.0.0", "--ServerApp.sock=/tmp/x.sock"])
+def test_options_that_leave_loopback_are_refused(tmp_path, option, capsys):
+    with pytest.raises(LabError, match="127.0.0.1 only"):
+        jupyter_command(LabSettings(tmp_path, jupyter_options=(option,)))
+    assert main(["lab", "--offline", str(tmp_path), "--", option]) == 2
+    assert "serves on 127.0.0.1 only" in capsys.readouterr().err
+    assert not (tmp_path / TOUR).exists()
+
+
+def test_a_port_out_of_range_is_refused(tmp_path, capsys):
+    assert main(["lab", "--port", "70000", str(tmp_path)]) == 2
+    assert "--port is from 1 to 65535, not 70000." in capsys.readouterr().err
+
+
+def test_the_environment_points_at_the_scripted_model_only_offline():
+    base = {"ANTHROPIC_API_KEY": "sk-real", "AGENT_KERNEL_OFFLINE": "stale", "PATH": "/bin"}
+    model = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:5", "ANTHROPIC_API_KEY": "scripted-test-key"}
+    offline = lab_environment(base, model, OFFLINE_MODEL)
+    assert offline["ANTHROPIC_API_KEY"] == "scripted-test-key" and offline["AGENT_KERNEL_OFFLINE"] == OFFLINE_MODEL
+    plain = lab_environment(base, None, "")
+    assert plain == {"ANTHROPIC_API_KEY": "sk-real", "PATH": "/bin"}
+
+
+def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], int, Path]:
+    port = free_port()
+    work = tmp_path / "work"
+    home = tmp_path / "jupyter"
+    env = dict(
+        os.environ,
+        JUPYTER_TOKEN=TOKEN,
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"),
+        AGENT_KERNEL_HOME=str(tmp_path / "agent-home"),
+        AGENT_KERNEL_OFFLINE="set-by-someone-else",
+    )
+    with (tmp_path / "lab.log").open("w") as log:
+        process = subprocess.Popen(
+            [str(AGENT_KERNEL), "lab", *args, "--no-browser", "--port", str(port), str(work), *ROOT_OPTION],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert process.poll() is None, (tmp_path / "lab.log").read_text()
+        try:
+            _get(port, "/api/status")
+            return process, port, work
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.25)
+    process.kill()
+    raise AssertionError(f"JupyterLab did not start: {(tmp_path / 'lab.log').read_text()}")
+
+
+def _get(port: int, path: str) -> Any:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _listening(pid: int) -> list[tuple[str, int]]:
+    """The addresses the process and its children listen on."""
+    tree = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    return [
+        (c.laddr.ip, c.laddr.port)
+        for p in tree
+        for c in p.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    ]
+
+
+def _refused(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_offline_lab_listens_on_loopback_only_and_ctrl_c_stops_lab_and_model(tmp_path):
+    process, port, work = _start(tmp_path, "--offline")
+    try:
+        assert _get(port, "/agent-kernel/api/offline") == {"offline": True, "model": OFFLINE_MODEL}
+        assert (work / TOUR).read_text() == tour_notebook().read_text()
+        listening = _listening(process.pid)
+        assert (("127.0.0.1", port)) in listening and len(listening) >= 2  # JupyterLab and the scripted model
+        assert all(ip == "127.0.0.1" for ip, _ in listening), listening
+        children = psutil.Process(process.pid).children(recursive=True)
+    finally:
+        process.send_signal(signal.SIGINT)  # Ctrl-C: the terminal signals this process only
+    assert process.wait(timeout=90) == 0
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+    assert all(_refused(p) for _, p in listening)
+    log = (tmp_path / "lab.log").read_text()
+    assert f"offline scripted model ({OFFLINE_MODEL}, not Claude) answers at http://127.0.0.1:" in log
+    assert "JupyterLab stopped; the offline scripted model stopped with it." in log
+
+
+def test_plain_lab_is_not_offline_and_keeps_the_directorys_notebooks(tmp_path):
+    (tmp_path / "work").mkdir()
+    process, port, work = _start(tmp_path)
+    try:
+        assert _get(port, "/agent-kernel/api/offline") == {"offline": False, "model": None}
+        assert not (work / TOUR).exists()
+    finally:
+        process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=90) == 0
+
+
+def test_the_tour_runs_headless_on_the_offline_model(agent_db, tmp_path, monkeypatch):
+    """Run all, as nbclient runs it: the cell tagged raises-exception fails, as the tour says it does."""
+    notebook = nbformat.read(tour_notebook(), as_version=4)
+    with ScriptedModel(responder=demo_responder) as model:
+        for name, value in model.env().items():
+            monkeypatch.setenv(name, value)
+        NotebookClient(notebook, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    cells = [c for c in notebook.cells if c.cell_type == "code"]
+    agent = next(c for c in cells if c.source.startswith("%agent load"))
+    shown = outputs_text(agent)
+    assert "Here are the monthly revenue totals" in shown and "2025-12" in shown
+    assert f"{OFFLINE_MODEL} (offline scripted model, not Claude)" in shown
+    assert "North" in outputs_text(next(c for c in cells if c.source.startswith("sales.groupby")))
+    broken = next(c for c in cells if "len(price)" in c.source)
+    assert [o.get("ename") for o in broken.outputs if o.output_type == "error"] == ["NameError"]

@@ -3,7 +3,8 @@ a person uses them.
 
 jupyter console prints each output once, as it arrives, and ignores display updates; a
 terminal IPython has no front end at all. Either way the answer must come whole, as it
-streams, with no fragments of a first display and no transcript repeated at the end.
+streams, with no fragments of a first display and no transcript repeated at the end; a
+chart prints as text, with the path of its image.
 """
 
 from __future__ import annotations
@@ -130,3 +131,22 @@ def test_a_console_prints_the_answer_once_as_it_streams(console, scripted_model)
     assert len(footer) == 1 and lines[-1] == footer[0], turn  # the footer, once, last
     for noise in ("StopButton", "waiting for the model", "object at 0x", "Traceback"):
         assert noise not in turn, turn
+
+
+def test_a_chart_in_a_terminal_prints_as_text_with_its_image_saved(console, scripted_model, tmp_path):
+    rows = [{"month": m, "orders": n} for m, n in [(1, 40), (2, 75), (3, 0), (4, 120)]]
+    chart = {"type": "chart", "chartType": "bar", "title": "Orders by month", "data": rows, "x": "month"}
+    scripted_model.add(reply(tool_use("render_blocks", {"blocks": [chart]})), say("Charted."))
+    console.type("%load_ext agent_kernel")
+    console.wait_for(lambda shown: "In [2]:" in shown)
+    console.type("%agent chart the orders")
+    shown = console.wait_for(lambda shown: "In [3]:" in shown, timeout=120)
+    turn = shown.split("%agent chart the orders", 1)[1].split("In [3]:", 1)[0]
+    lines = [line.rstrip() for line in turn.splitlines() if line.strip()]
+    assert "Orders by month (bar chart: 4 x values)" in lines and "x: month · y: orders" in lines, turn
+    bars = [line for line in lines if line[:3] in ("1  ", "2  ", "3  ", "4  ")]
+    assert bars == ["1  " + "█" * 11 + " 40", "2  " + "█" * 20 + " 75", "3   0", "4  " + "█" * 32 + " 120"], turn
+    [image] = [line.removeprefix("Image: ") for line in lines if line.startswith("Image: ")]
+    assert Path(image).parent.parent == tmp_path / "home" / "charts", image
+    assert Path(image).read_bytes().startswith(b"\x89PNG")
+    assert "Charted." in lines and "(1 points)" not in turn, turn

@@ -151,13 +151,92 @@ def chart_png(spec: dict[str, Any]) -> bytes:
 
 
 def chart_bundle(spec: dict[str, Any], png: bytes) -> Bundle:
-    title = spec.get("title") or "Chart"
-    count = len(spec["data"]["values"])
     return {
         VEGA_LITE_MIME: spec,
         "image/png": base64.b64encode(png).decode("ascii"),
-        "text/plain": f"{title} ({count} points)",
+        "text/plain": chart_text(spec),
     }
+
+
+# -- the chart as text, for a terminal ----------------------------------------------------
+
+TEXT_ROWS = 12  # x values listed in full; more are shown as the first and last few
+BAR_CHARS = 32  # the longest bar of a text bar chart
+LABEL_WIDTH = 20  # an x value's column
+
+
+def chart_text(spec: dict[str, Any], image: str | None = None) -> str:
+    """The chart as a terminal shows it: its title and kind, its axes, its values as text
+    bars (one series) or columns (several), and where its ``image`` was saved.
+
+    Every text in ``spec`` was cleaned by :func:`chart_spec` (no control characters, so no
+    terminal escapes), so it prints as it is.
+    """
+    values = spec["data"]["values"]
+    encoding = spec["encoding"]
+    kind = {"arc": "pie"}.get(spec["mark"]["type"], spec["mark"]["type"])
+    if kind == "pie":
+        x_title, y_title = encoding["color"].get("title"), encoding["tooltip"][2].get("title")
+        first = spec["transform"][0]["filter"]["equal"]
+        values = [v for v in values if v["series"] == first]
+    else:
+        x_title, y_title = encoding["x"].get("title"), encoding["y"].get("title")
+    names = list(dict.fromkeys(v["series"] for v in values))
+    xs = list(dict.fromkeys(_label(v["x"]) for v in values))
+    table: dict[str, dict[str, Any]] = {x: {} for x in xs}
+    for v in values:
+        table[_label(v["x"])][v["series"]] = v["value"]
+    title = spec.get("title") or "Chart"
+    series = f", {len(names)} series" if len(names) > 1 else ""
+    lines = [f"{title} ({kind} chart: {len(xs)} x values{series})"]
+    axes = [f"{axis}: {name}" for axis, name in (("x", x_title), ("y", y_title)) if name]
+    lines += [" · ".join(axes)] if axes else []
+    shown = xs if len(xs) <= TEXT_ROWS else [*xs[: TEXT_ROWS // 2], None, *xs[-(TEXT_ROWS // 2 - 1) :]]
+    width = min(LABEL_WIDTH, max(len(x) for x in xs) if xs else 1)
+    if len(names) == 1:
+        numbers = [n for n in (table[x].get(names[0]) for x in xs) if n is not None]
+        top = max((abs(n) for n in numbers), default=0) or 1
+        for x in shown:
+            if x is None:
+                lines.append(f"{'…':>{width}}  ({len(xs) - len(shown) + 1} more)")
+                continue
+            n = table[x].get(names[0])
+            mark = "▒" if n is not None and n < 0 else "█"  # below zero: a lighter bar
+            bar = "" if n is None else mark * max(1 if n else 0, round(abs(n) / top * BAR_CHARS))
+            lines.append(f"{_fit(x, width)}  {bar} {_figure(n)}".rstrip())
+    else:
+        columns = [_fit(name, 12).rstrip() for name in names]
+        cell = max(10, *map(len, columns))
+        lines.append(" " * width + "".join(f"  {c:>{cell}}" for c in columns))
+        for x in shown:
+            if x is None:
+                lines.append(f"{'…':>{width}}  ({len(xs) - len(shown) + 1} more)")
+                continue
+            lines.append(_fit(x, width) + "".join(f"  {_figure(table[x].get(n)):>{cell}}" for n in names))
+    if len(xs) > TEXT_ROWS:
+        for name in names:
+            numbers = [(n, x) for x in xs if (n := table[x].get(name)) is not None]
+            if numbers:
+                low, high = min(numbers, key=lambda p: p[0]), max(numbers, key=lambda p: p[0])
+                prefix = f"{name}: " if len(names) > 1 else ""
+                lines.append(f"{prefix}min {_figure(low[0])} at {low[1]}, max {_figure(high[0])} at {high[1]}")
+    if image:
+        lines.append(f"Image: {image}")
+    return "\n".join(lines)
+
+
+def _label(x: Any) -> str:
+    return "" if x is None else str(x)
+
+
+def _fit(text: str, width: int) -> str:
+    return text.ljust(width) if len(text) <= width else text[: width - 1] + "…"
+
+
+def _figure(n: float | None) -> str:
+    if n is None:
+        return "–"
+    return f"{n:,}" if isinstance(n, int) else f"{n:,.4g}"
 
 
 # -- the data, whatever shape it came in ------------------------------------------------------

@@ -234,6 +234,13 @@ class Transcript:
             self._segments.append(self._display(_text_bundle(self._text)))
         self._text, self._shown_text, self._text_handle = "", "", None
 
+    @property
+    def prints(self) -> bool:
+        """The client prints what the turn shows as text (a terminal: ``jupyter console``, a
+        script) rather than rendering it: a chart is then its text rendering and a saved image."""
+        self._refresh_mode()
+        return self._plain
+
     def _refresh_mode(self) -> None:
         """A client printed to so far that has rendered the Stop button applies updates."""
         if self._plain and self.live and self._stop_widget is not None and self._stop_widget.rendered:

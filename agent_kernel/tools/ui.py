@@ -12,7 +12,7 @@ import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -21,6 +21,9 @@ from agent_kernel.display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
 from agent_kernel.display.view import NO_FRONT_END
 from agent_kernel.errors import ToolInputError
 from agent_kernel.tools import Tool, current_context
+
+if TYPE_CHECKING:
+    from agent_kernel.tools.context import ToolContext
 
 NO_USER_FORM = (
     "No user is present to fill in the form ({reason}). `data` holds the form's defaults, "
@@ -102,7 +105,10 @@ async def render_blocks(
     form_block = next((b for b in checked if b["type"] == "form"), None)
     if not ctx.transcript.live:
         for block in checked:
-            print(block.get("content") or block.get("title") or f"[{block['type']}]")
+            if block["type"] == "chart":
+                print(await _chart_as_text(block, ctx), flush=True)
+            else:
+                print(block.get("content") or block.get("title") or f"[{block['type']}]")
         return _no_user_form(form_block["fields"], NO_FRONT_END) if form_block else {"ok": True}
     widgets = PRESENCE.widgets_unseen(ctx) is None
     cwd = Path(os.getcwd())
@@ -117,6 +123,9 @@ async def render_blocks(
         elif kind == "chart":
             from agent_kernel.display.charts import chart_bundle, chart_png, chart_spec
 
+            if getattr(ctx.transcript, "prints", False):  # a terminal: the chart as text
+                outputs.append({"text/plain": await _chart_as_text(block, ctx)})
+                continue
             spec = chart_spec(block, ctx.namespace)
             png = await asyncio.to_thread(chart_png, spec)
             outputs.append(chart_bundle(spec, png))
@@ -225,6 +234,29 @@ async def _component(block: dict[str, Any], widgets: bool) -> Any:
         return widget
     widget.close()
     return widget.static(None)
+
+
+async def _chart_as_text(block: dict[str, Any], ctx: ToolContext) -> str:
+    """A chart as a terminal shows it: its text rendering, and the path of its PNG, saved
+    under the agent's home (``charts/<session>/``) for the person to open."""
+    import re
+    import time
+
+    from agent_kernel.display.charts import chart_png, chart_spec, chart_text
+    from agent_kernel.paths import agent_home
+
+    spec = chart_spec(block, ctx.namespace)
+    png = await asyncio.to_thread(chart_png, spec)
+    folder = agent_home() / "charts" / (re.sub(r"[^\w.-]+", "-", ctx.session_name).strip(".-") or "session")
+    slug = re.sub(r"[^\w-]+", "-", str(spec.get("title") or "chart")).strip("-")[:40].lower() or "chart"
+    stem = f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    path, count = folder / f"{stem}.png", 1
+    while path.exists():  # two charts in one second keep both
+        count += 1
+        path = folder / f"{stem}-{count}.png"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(png)
+    return chart_text(spec, image=str(path))
 
 
 def _show(output: Any) -> None:

@@ -9,7 +9,7 @@ import zlib
 import pandas as pd
 import pytest
 
-from agent_kernel.display.charts import MAX_POINTS, chart_bundle, chart_png, chart_spec
+from agent_kernel.display.charts import MAX_POINTS, TEXT_ROWS, chart_bundle, chart_png, chart_spec, chart_text
 from agent_kernel.errors import ToolInputError
 
 DATASETS = {
@@ -186,3 +186,26 @@ def test_a_renderer_crash_is_an_error_and_the_next_chart_still_draws():
         slow.close()
     finally:
         worker.close()
+
+
+def test_a_chart_as_text_has_its_title_axes_and_values_in_columns():
+    spec = chart_spec({"chartType": "bar", "data": DATASETS, "title": "Sales", "xLabel": "month"}, {})
+    assert chart_text(spec, image="/home/me/charts/sales.png").splitlines() == [
+        "Sales (bar chart: 2 x values, 2 series)",
+        "x: month",
+        "          North       South",
+        "Jan           1           3",
+        "Feb           2           –",
+        "Image: /home/me/charts/sales.png",
+    ]
+    png = chart_png(spec)
+    assert chart_bundle(spec, png)["text/plain"] == chart_text(spec)  # what nbconvert's text export shows
+
+
+def test_a_long_series_as_text_shows_its_ends_and_its_extremes():
+    rows = [{"day": day, "temp": day % 10 - 3} for day in range(40)]
+    lines = chart_text(chart_spec({"chartType": "line", "data": rows, "x": "day", "title": "Temp"}, {})).splitlines()
+    assert lines[:2] == ["Temp (line chart: 40 x values)", "x: day · y: temp"]
+    assert len(lines) == 2 + TEXT_ROWS + 1 and lines[8] == " …  (29 more)"
+    assert lines[2] == "0   " + "▒" * 16 + " -3" and lines[-2] == "39  " + "█" * 32 + " 6"  # below zero: lighter
+    assert lines[-1] == "min -3 at 0, max 6 at 9"

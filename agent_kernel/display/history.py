@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from agent_kernel.model.conversation import is_turn_context
 from agent_kernel.model.shapes import ContentBlock
@@ -47,25 +47,24 @@ def _render(message: StoredMessage) -> list[str]:
     for block in message.content:
         if message.role == "user" and is_turn_context(block):
             continue  # what the notebook added for the model, not the user's words
-        kind = block.get("type")
-        if kind == "text" and block.get("text", "").strip():
+        if block["type"] == "text" and block.get("text", "").strip():
             who = "You" if message.role == "user" else "Agent"
             out.append(f"**{who}** ({stamp}, turn {message.turn}): {block['text']}")
-        elif kind == "tool_use":
+        elif block["type"] == "tool_use":
             out.append(f"`{block['name']}` {_code(block.get('input'))}")
-        elif kind == "tool_result":
+        elif block["type"] == "tool_result":
             mark = "error" if block.get("is_error") else "result"
             out.append(f"> {mark}: {_preview(block.get('content'))}")
     return out
 
 
-def _code(value: Any) -> str:
+def _code(value: object) -> str:
     if isinstance(value, dict) and isinstance(value.get("code"), str):
         return f"\n```python\n{value['code']}\n```"
     return f"`{_clip(json.dumps(value, ensure_ascii=False, default=str), RESULT_PREVIEW)}`"
 
 
-def _preview(content: Any) -> str:
+def _preview(content: object) -> str:
     if isinstance(content, list):
         content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
     return _clip(str(content).replace("\n", " "), RESULT_PREVIEW)

@@ -8,7 +8,7 @@ that, so the repair happens here, on every load, rather than being trusted to ev
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -30,11 +30,11 @@ def tool_uses(content: list[ContentBlock]) -> list[ToolUseBlock]:
     return [cast("ToolUseBlock", block) for block in content if block.get("type") == "tool_use"]
 
 
-def tool_result(tool_use_id: str, payload: str, *, is_error: bool = False) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": payload}
+def tool_result(tool_use_id: str, payload: str, *, is_error: bool = False) -> ContentBlock:
+    """The ``tool_result`` answering ``tool_use_id`` with ``payload``; ``is_error`` only when set."""
     if is_error:
-        block["is_error"] = True
-    return block
+        return {"type": "tool_result", "tool_use_id": tool_use_id, "content": payload, "is_error": True}
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": payload}
 
 
 def as_blocks(content: str | list[ContentBlock]) -> list[ContentBlock]:
@@ -86,7 +86,7 @@ class Repair:
                 answered = [b for b in blocks if b.get("type") == "tool_result"]
                 others = [b for b in blocks if b.get("type") != "tool_result" and not _empty_text(b)]
                 results = [b for b in answered if b.get("tool_use_id") in pending]
-                answered_ids = {b["tool_use_id"] for b in results}
+                answered_ids = {str(b.get("tool_use_id")) for b in results}
                 results += [_interrupted(i) for i in pending if i not in answered_ids]
                 pending = []
                 _append(fixed, "user", results + others)
@@ -129,7 +129,7 @@ def _user(blocks: list[ContentBlock]) -> Message:
     return {"role": "user", "content": blocks}
 
 
-def _interrupted(tool_use_id: str) -> dict[str, Any]:
+def _interrupted(tool_use_id: str) -> ContentBlock:
     return tool_result(tool_use_id, INTERRUPTED_RESULT, is_error=True)
 
 
@@ -143,8 +143,11 @@ CONTEXT_START = "<turn-context>\n"
 CONTEXT_END = "\n</turn-context>"
 
 
-def is_turn_context(block: ContentBlock) -> bool:
-    """Whether ``block`` is a turn-context block (:func:`agent_kernel.turn.prompt.turn_context`) (not words the user wrote)."""
+def is_turn_context(block: Mapping[str, object]) -> bool:
+    """Whether ``block`` is a turn-context block (:func:`agent_kernel.turn.prompt.turn_context`) (not words the user wrote).
+
+    It takes any mapping: the store's readers pass blocks decoded from JSON.
+    """
     return block.get("type") == "text" and str(block.get("text", "")).startswith(CONTEXT_START)
 
 

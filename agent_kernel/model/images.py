@@ -18,7 +18,10 @@ import binascii
 import functools
 import io
 import json
+from collections.abc import Mapping
 from typing import Any
+
+from agent_kernel.model.shapes import ContentBlock
 
 LONG_SIDE_PX = 1_568
 MOST_PIXELS = 1_150_000
@@ -37,7 +40,7 @@ def fitted(width: int, height: int) -> tuple[int, int]:
     return max(1, int(width * scale)), max(1, int(height * scale))
 
 
-def image_block(data: bytes, media_type: str = "image/png") -> dict[str, Any]:
+def image_block(data: bytes, media_type: str = "image/png") -> ContentBlock:
     """An API image block of ``data``, downscaled to fit (a PNG stays PNG, a JPEG JPEG)."""
     from PIL import Image, UnidentifiedImageError
 
@@ -60,7 +63,7 @@ def image_block(data: bytes, media_type: str = "image/png") -> dict[str, Any]:
     }
 
 
-def is_image(block: Any) -> bool:
+def is_image(block: object) -> bool:
     return isinstance(block, dict) and block.get("type") == "image"
 
 
@@ -74,7 +77,7 @@ def _size_of(data: str) -> tuple[int, int]:
         return LONG_SIDE_PX, LONG_SIDE_PX * 3 // 4  # counted as a large image
 
 
-def size(block: dict[str, Any]) -> tuple[int, int]:
+def size(block: Mapping[str, object]) -> tuple[int, int]:
     """The pixel size of a base64 image block (a large one assumed when unreadable)."""
     source = block.get("source") or {}
     data = source.get("data") if isinstance(source, dict) else None
@@ -83,13 +86,13 @@ def size(block: dict[str, Any]) -> tuple[int, int]:
     return _size_of(data)
 
 
-def tokens(block: dict[str, Any]) -> int:
+def tokens(block: Mapping[str, object]) -> int:
     """About the input tokens ``block`` costs (as the API counts an image it did not resize)."""
     width, height = fitted(*size(block))
     return -(-width * height // TOKEN_PIXELS)
 
 
-def placeholder(block: dict[str, Any], what: str = "an image") -> dict[str, Any]:
+def placeholder(block: Mapping[str, object], what: str = "an image") -> ContentBlock:
     """A one-line text block standing for an image left out of a request."""
     width, height = size(block)
     return {
@@ -98,7 +101,7 @@ def placeholder(block: dict[str, Any], what: str = "an image") -> dict[str, Any]
     }
 
 
-def sent_chars(value: Any) -> int:
+def sent_chars(value: object) -> int:
     """Characters of ``value``'s JSON with every image counted as its tokens' characters."""
     text = json.dumps(value, default=str)
     if _IMAGE_TYPE not in text:  # no image block anywhere: no walk through it in Python
@@ -110,13 +113,13 @@ def sent_chars(value: Any) -> int:
 _IMAGE_TYPE = json.dumps({"type": "image"})[1:-1]
 
 
-def blocks_in(value: Any) -> list[dict[str, Any]]:
+def blocks_in(value: object) -> list[dict[str, Any]]:
     """The image blocks anywhere in ``value`` (messages, their content, tool results)."""
     found: list[dict[str, Any]] = []
     stack = [value]
     while stack:
         item = stack.pop()
-        if is_image(item):
+        if isinstance(item, dict) and is_image(item):
             found.append(item)
         elif isinstance(item, dict):
             stack.extend(v for v in item.values() if isinstance(v, (dict, list)))

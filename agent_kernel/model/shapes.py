@@ -20,7 +20,12 @@ Role = Literal["user", "assistant"]
 
 ContentBlock = dict[str, Any]
 """One content block as the API sends and takes it (``text``, ``tool_use``, ``tool_result``,
-``thinking``, ``image``, ``server_tool_use``, ...): its ``"type"`` says which."""
+``thinking``, ``image``, ``server_tool_use``, ...): its ``"type"`` says which.
+
+The model, display, turn and tools code that reads blocks reads them by ``block["type"]``
+and builds them as literals, so it type-checks with this alias set to :data:`Block` too:
+the model client still fills a block in place from stream deltas, which keeps it a plain
+mapping here."""
 
 
 class MessageParam(TypedDict):
@@ -104,10 +109,32 @@ class WebResultBlock(TypedDict):
     content: Any
 
 
-class OtherBlock(TypedDict):
-    """A block of a type the package does not read (passed on as it came)."""
+class CompactionBlock(TypedDict):
+    """The API's own summary of the earlier conversation (``compaction = "server"``)."""
 
-    type: str
+    type: Literal["compaction"]
+    content: NotRequired[str | None]
+    encrypted_content: NotRequired[str]
+
+
+class OtherBlock(TypedDict):
+    """A block of a type the package does not read (passed on as it came).
+
+    Its ``type`` names the API's other block types, so that a test of ``block["type"]``
+    narrows a :data:`Block` to one shape; nothing checks it at run time, and a block of a
+    type added later passes through the same way.
+    """
+
+    type: Literal[
+        "document",
+        "search_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "container_upload",
+        "mcp_tool_use",
+        "mcp_tool_result",
+    ]
 
 
 Block = (
@@ -119,6 +146,7 @@ Block = (
     | RedactedThinkingBlock
     | ServerToolUseBlock
     | WebResultBlock
+    | CompactionBlock
     | OtherBlock
 )
 """One content block, typed by its ``"type"`` key (``ContentBlock`` is the same JSON as a

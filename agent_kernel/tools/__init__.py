@@ -38,6 +38,7 @@ from agent_kernel.tools.context import _CALL, ToolCall
 from agent_kernel.tools.report import ToolReport
 
 if TYPE_CHECKING:
+    from agent_kernel.model.shapes import ContentBlock
     from agent_kernel.tools.context import ToolContext
 
 __all__ = [
@@ -222,13 +223,13 @@ class Outcome:
     duration_ms: float | None = 0.0  # None: the tool never ran (approval refused it)
     report: ToolReport = field(default_factory=ToolReport)
 
-    def block(self, tool_use_id: str) -> dict[str, Any]:
+    def block(self, tool_use_id: str) -> ContentBlock:
         from agent_kernel.model.conversation import tool_result
 
-        block = tool_result(tool_use_id, self.content, is_error=self.is_error)
         if self.report.images and not self.is_error:
-            block["content"] = [{"type": "text", "text": self.content}, *self.report.images]
-        return block
+            images: list[ContentBlock] = [{"type": "text", "text": self.content}, *self.report.images]
+            return {"type": "tool_result", "tool_use_id": tool_use_id, "content": images}
+        return tool_result(tool_use_id, self.content, is_error=self.is_error)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agent_kernel.model.shapes import ContentBlock
     from agent_kernel.tools.context import ToolContext
 
 VEGA_LITE = "application/vnd.vegalite.v"
@@ -102,11 +103,11 @@ def watching(shell: Any, keep: int) -> Iterator[Seen]:
                 del formatter.format
 
 
-async def blocks(seen: Seen) -> tuple[list[dict[str, Any]], list[str]]:
+async def blocks(seen: Seen) -> tuple[list[ContentBlock], list[str]]:
     """The image blocks of what was ``seen`` and a line per image that could not be sent."""
     from agent_kernel.model.images import ImageError, image_block
 
-    made: list[dict[str, Any]] = []
+    made: list[ContentBlock] = []
     problems: list[str] = []
     for kind, data in seen.found:
         try:

@@ -10,7 +10,10 @@ the tool list, keep the untrusted sources, stop the session).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_kernel.model.shapes import ContentBlock
 
 __all__ = ["ToolReport"]
 
@@ -24,9 +27,9 @@ class ToolReport:
     tools_changed: bool = False  # an agent-defined tool was created, changed, switched or trusted
     untrusted: list[str] = field(default_factory=list)  # where untrusted content entered, one line each
     ended: str | None = None  # report_result: the session ended itself with this result
-    images: list[dict[str, Any]] = field(default_factory=list)  # image blocks sent with the result
+    images: list[ContentBlock] = field(default_factory=list)  # image blocks sent with the result
 
-    def attach_image(self, block: dict[str, Any]) -> None:
+    def attach_image(self, block: ContentBlock) -> None:
         """An image block (see :mod:`agent_kernel.model.images`) the model gets with the result."""
         self.images.append(block)
 

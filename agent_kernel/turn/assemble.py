@@ -18,6 +18,7 @@ from agent_kernel.display.limit import offer_continue, offer_cost_continue
 from agent_kernel.display.transcript import Transcript
 from agent_kernel.errors import ConfigError
 from agent_kernel.model import conversation
+from agent_kernel.model.shapes import ContentBlock
 from agent_kernel.model.thinking import LEVELS, OFF
 from agent_kernel.model.usage import InputEstimate
 from agent_kernel.tools.context import ToolContext, UntrustedReads
@@ -89,7 +90,7 @@ class TurnPlan:
     system: str
     approve: str  # the approval mode
     limits: TurnLimits
-    prompt_blocks: list[dict[str, Any]]
+    prompt_blocks: list[ContentBlock]
     history: conversation.Repair = field(default_factory=conversation.Repair)
     check: Check | None = None
     refresh_tools: Callable[[], list[Tool]] | None = None

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.errors import ModelError
 from agent_kernel.model import images
 from agent_kernel.model.conversation import is_turn_context
-from agent_kernel.model.shapes import TextBlock
+from agent_kernel.model.shapes import TextBlock, ToolResultBlock
 from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.store.compactions import Compaction, load, save
 
@@ -165,22 +165,22 @@ def _sent(message: Message, trim: bool, unimage: bool = False) -> Message:
 _EXECUTION_ID = re.compile(r'"execution_id":\s*"([0-9a-f]+)"')
 
 
-def without_images(block: dict[str, Any]) -> dict[str, Any]:
+def without_images(block: ToolResultBlock) -> ToolResultBlock:
     """``block`` (a tool_result) with each image replaced by a one-line placeholder."""
     content = block.get("content")
     if isinstance(content, list) and any(images.is_image(b) for b in content):
         placeholder = "an image the tool returned"
-        return dict(block, content=[images.placeholder(b, placeholder) if images.is_image(b) else b for b in content])
+        return {**block, "content": [images.placeholder(b, placeholder) if images.is_image(b) else b for b in content]}
     return block
 
 
-def trim_result(block: dict[str, Any]) -> dict[str, Any]:
+def trim_result(block: ToolResultBlock) -> ToolResultBlock:
     """``block`` (a tool_result) without images, a long text content cut to its head and tail."""
     block = without_images(block)
     content = block.get("content")
     if isinstance(content, list):
         if all(b.get("type") == "text" for b in content):
-            content = "\n".join(b.get("text", "") for b in content)
+            content = "\n".join(str(b.get("text", "")) for b in content)
         else:
             return block  # images and documents are left alone
     if not isinstance(content, str) or len(content) <= TRIM_OVER_CHARS:
@@ -191,7 +191,7 @@ def trim_result(block: dict[str, Any]) -> dict[str, Any]:
         where = f"code_executions.id = {found.group(1)!r} (stdout, stderr), or " + where
     cut = len(content) - TRIM_HEAD_CHARS - TRIM_TAIL_CHARS
     middle = f"\n[... {cut:,} characters trimmed to save context; the full result is stored: {where} ...]\n"
-    short = dict(block, content=content[:TRIM_HEAD_CHARS] + middle + content[-TRIM_TAIL_CHARS:])
+    short: ToolResultBlock = {**block, "content": content[:TRIM_HEAD_CHARS] + middle + content[-TRIM_TAIL_CHARS:]}
     return short
 
 

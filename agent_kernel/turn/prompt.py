@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.kernel import namespace
 from agent_kernel.model.conversation import CONTEXT_END, CONTEXT_START
+from agent_kernel.model.shapes import ContentBlock
 from agent_kernel.store import catalog, memories, prompts, provenance, skills
 from agent_kernel.store.notepad import turn_section
 
@@ -218,7 +219,7 @@ def turn_context(
     notes: Iterable[str] = (),
     previous_session: str = "",
     cells: str = "",
-) -> dict[str, Any]:
+) -> ContentBlock:
     """The text block that leads a new user message: the time, the kernel's variables
     that changed since the list the conversation already holds (``known``: that list, as
     :func:`agent_kernel.kernel.namespace.known_variables` reads it from the conversation's earlier

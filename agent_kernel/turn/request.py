@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agent_kernel.model.shapes import ContentBlock
+
 __all__ = ["TurnRequest", "run_request"]
 
 
@@ -35,7 +37,7 @@ class TurnRequest:
     output: str | None = None
     # Content blocks sent after the prompt in the same user message (text and image blocks
     # the Agent panel attaches: a cell, an output, a file); scrubbed with the prompt.
-    attachments: tuple[dict[str, Any], ...] = ()
+    attachments: tuple[ContentBlock, ...] = ()
 
 
 def run_request(prompt: str, **options: Any) -> TurnRequest:

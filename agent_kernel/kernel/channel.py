@@ -3,10 +3,14 @@
 Either end may open the comm (:data:`TARGET`): the extension when a notebook's kernel is
 ready, the kernel when agent_kernel loads (the extension registers the target too, and
 answers on a comm of its own: several front ends, collaborators on one notebook, share a
-kernel, and each is attached on its own comm). The front end's first message is ``hello`` with the notebook's path; then it reports the
-selected cell (``focus``) as it changes. The kernel thereby knows whether a front end that can show
-and apply notebook edits is attached, and which notebook it is. Without one (papermill, the
-scheduler, ``jupyter console``, editors without the extension) nothing is attached, the
+kernel, and each is attached on its own comm). The front end's first message is ``hello``
+with the notebook's path (and the server's root, so the kernel knows the notebook's absolute
+path); then it reports the selected cell (``focus``) as it changes, and the notebook's new
+path when it is renamed, moved or saved as a copy (``moved``). The kernel tells every front
+end when a turn ended (``turn_ended``), so a chat shows turns run from cells as they happen.
+The kernel thereby knows whether a front end that can show and apply notebook edits is
+attached, and which notebook it is. Without one (papermill, the scheduler, ``jupyter
+console``, editors without the extension) nothing is attached, the
 notebook tools are not offered and nothing ever waits for an answer.
 
 Every message is untrusted (a hostile notebook can open comms too): it is checked for its
@@ -20,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import re
 import threading
 import time
@@ -38,7 +43,9 @@ from agent_kernel.kernel.protocol import (
     KernelAnnouncement,
     KernelMessage,
     KernelRequest,
+    MovedMessage,
     RefusedMessage,
+    TurnEndedMessage,
     WelcomeMessage,
     WithdrawMessage,
 )
@@ -69,6 +76,15 @@ class Attachment:
     notebook: str  # the notebook's path relative to the server root
     selected_cell: str | None = None
     client: str = ""  # the front end's kernel client session (every message's header.session)
+    root: str = ""  # the server's root directory ("" when the front end did not say)
+
+    @property
+    def path(self) -> str | None:
+        """The notebook's absolute path, as Jupyter Server names it to a kernel it starts
+        (``JPY_SESSION_NAME``); None when the front end did not say the server's root."""
+        if not self.root:
+            return None
+        return os.path.join(os.path.expanduser(self.root), *[p for p in self.notebook.split("/") if p])
 
 
 @dataclass
@@ -151,7 +167,9 @@ class Channel:
             self._refuse(comm, refusal)
             return False
         with self._lock:
-            self.attachments[str(comm.comm_id)] = Attachment(str(comm.comm_id), hello["notebook"], client=client)
+            self.attachments[str(comm.comm_id)] = Attachment(
+                str(comm.comm_id), hello["notebook"], client=client, root=hello.get("root", "")
+            )
         welcome: WelcomeMessage = {"type": "welcome", "protocol": PROTOCOL}
         _send(comm, welcome)
         return True
@@ -172,6 +190,8 @@ class Channel:
                 attachment.selected_cell = data.get("cell")
             elif data["type"] == "cells" or data["type"] == "edited":
                 self._answer(comm_id, data)
+            elif data["type"] == "moved":
+                attachment.notebook = data["notebook"]  # the next turn files its session here
             else:  # hello: only a comm's first message
                 raise Refused(f"{data['type']} is not expected now")
         except Refused as refusal:
@@ -200,6 +220,15 @@ class Channel:
         finally:
             with self._lock:
                 self._pending.pop(request_id, None)
+
+    def turn_ended(self, session_id: str) -> None:
+        """Tell every attached front end that a turn of ``session_id`` ended (and is stored)."""
+        with self._lock:
+            comms = [self._comms.get(comm_id) for comm_id in self.attachments]
+        message: TurnEndedMessage = {"type": "turn_ended", "session": session_id}
+        for comm in comms:
+            if comm is not None:
+                _send(comm, message)
 
     def _answer(self, comm_id: str, data: FrontEndAnswer) -> None:
         """Resolve the request ``data`` answers; an answer nobody asked this comm for is refused."""
@@ -255,10 +284,26 @@ def check(data: Any) -> FrontEndMessage:
 def _hello(data: dict[str, Any]) -> HelloMessage:
     if data.get("protocol") != PROTOCOL:
         raise Refused(f"protocol {PROTOCOL} only")
-    _text(data, "notebook", MAX_PATH_CHARS)
-    if not data["notebook"].endswith(".ipynb") or "\x00" in data["notebook"]:
-        raise Refused("notebook is the path of an .ipynb file")
+    _notebook_path(data, "notebook")
+    if "root" in data:
+        root = _text(data, "root", MAX_PATH_CHARS)
+        if "\x00" in root or not os.path.isabs(os.path.expanduser(root)):
+            raise Refused("root is the server's root directory, an absolute path")
     return cast(HelloMessage, data)
+
+
+def _moved(data: dict[str, Any]) -> MovedMessage:
+    """The notebook's path changed: ``notebook`` now, ``old`` before."""
+    _notebook_path(data, "notebook")
+    _notebook_path(data, "old")
+    return cast(MovedMessage, data)
+
+
+def _notebook_path(data: dict[str, Any], key: str) -> str:
+    value = _text(data, key, MAX_PATH_CHARS)
+    if not value.endswith(".ipynb") or "\x00" in value:
+        raise Refused(f"{key} is the path of an .ipynb file")
+    return value
 
 
 def _focus(data: dict[str, Any]) -> FocusMessage:
@@ -339,6 +384,7 @@ _CHECKS: dict[str, Callable[[dict[str, Any]], FrontEndMessage]] = {
     "focus": _focus,
     "cells": _cells,
     "edited": _edited,
+    "moved": _moved,
 }
 
 
@@ -405,6 +451,12 @@ def _running_request() -> dict[str, Any]:
 def attached() -> Attachment | None:
     """The notebook front end attached to this kernel, if the channel is installed and one is."""
     return _CHANNEL.attached if _CHANNEL is not None else None
+
+
+def turn_ended(session_id: str) -> None:
+    """See :meth:`Channel.turn_ended` (nothing to do when the channel is not installed)."""
+    if _CHANNEL is not None:
+        _CHANNEL.turn_ended(session_id)
 
 
 def running_cell() -> str | None:

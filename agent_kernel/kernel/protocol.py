@@ -36,6 +36,15 @@ class HelloMessage(TypedDict):
     type: Literal["hello"]
     protocol: int
     notebook: str  # the notebook's path relative to the server root
+    root: NotRequired[str]  # the server's root directory: the notebook's absolute path is root/notebook
+
+
+class MovedMessage(TypedDict):
+    """The notebook's path changed (renamed, moved, or saved as a copy the view now shows)."""
+
+    type: Literal["moved"]
+    notebook: str  # the path now, relative to the server root
+    old: str  # the path before
 
 
 class FocusMessage(TypedDict):
@@ -86,7 +95,7 @@ class EditedMessage(TypedDict):
     rejected: NotRequired[bool]
 
 
-FrontEndMessage = HelloMessage | FocusMessage | CellsMessage | EditedMessage
+FrontEndMessage = HelloMessage | FocusMessage | CellsMessage | EditedMessage | MovedMessage
 """Every message the front end sends."""
 
 FrontEndAnswer = CellsMessage | EditedMessage
@@ -118,7 +127,12 @@ class ReadRequest(TypedDict):
 
 
 class EditRequest(TypedDict):
-    """Ask for one edit of the notebook (answered with ``edited``)."""
+    """Ask for one edit of the notebook (answered with ``edited``).
+
+    ``base`` is the :func:`source_version` of the cell's source as the model read it: the
+    front end applies a ``replace`` or ``delete`` only while the cell still reads so, and
+    otherwise answers with the error :data:`CELL_CHANGED` (what the person or a
+    collaborator typed since is never overwritten unseen)."""
 
     type: Literal["edit"]
     id: int
@@ -131,6 +145,7 @@ class EditRequest(TypedDict):
     ask: NotRequired[bool]  # show a diff and wait for the person
     run: NotRequired[bool]  # run the cell once the turn has finished
     turn_cell: NotRequired[str]  # the running cell to wait for
+    base: NotRequired[str]  # replace, delete: source_version() of the source the model read
 
 
 class WithdrawMessage(TypedDict):
@@ -140,6 +155,14 @@ class WithdrawMessage(TypedDict):
     id: int
 
 
+class TurnEndedMessage(TypedDict):
+    """A turn of the session ``session`` (its id) ended and what it said is stored: a chat
+    showing that session reloads its history, whether the turn ran in a cell or the chat."""
+
+    type: Literal["turn_ended"]
+    session: str
+
+
 class RefusedMessage(TypedDict):
     """The front end's last message was refused, and why."""
 
@@ -147,8 +170,42 @@ class RefusedMessage(TypedDict):
     reason: str
 
 
-KernelMessage = KernelAnnouncement | WelcomeMessage | ReadRequest | EditRequest | WithdrawMessage | RefusedMessage
+KernelMessage = (
+    KernelAnnouncement
+    | WelcomeMessage
+    | ReadRequest
+    | EditRequest
+    | WithdrawMessage
+    | RefusedMessage
+    | TurnEndedMessage
+)
 """Every message the kernel sends."""
 
 KernelRequest = ReadRequest | EditRequest
 """The kernel's requests, each answered by the front end with the same ``id``."""
+
+
+# -- what an edit was made against ------------------------------------------------------
+
+CELL_CHANGED = "the cell changed since it was read"
+"""The ``edited`` error when an edit's ``base`` no longer matches the cell's source."""
+
+
+def source_version(source: str) -> str:
+    """A short version of a cell's source, the same as ``sourceVersion`` in protocol.ts:
+    cyrb53 (a 53-bit hash of two 32-bit lanes) over the source's UTF-16 code units, which is
+    what a JavaScript string is made of, in hex, and the source's length in those units.
+
+    Not a cryptographic hash: it tells whether the person's cell still reads as the model
+    read it, in a message of fixed size however long the cell is."""
+    data = source.encode("utf-16-le")
+    units = [data[i] | (data[i + 1] << 8) for i in range(0, len(data), 2)]
+    h1, h2 = 0xDEADBEEF, 0x41C6CE57
+    for unit in units:
+        h1 = ((h1 ^ unit) * 2654435761) & 0xFFFFFFFF
+        h2 = ((h2 ^ unit) * 1597334677) & 0xFFFFFFFF
+    h1 = ((h1 ^ (h1 >> 16)) * 2246822507) & 0xFFFFFFFF
+    h1 ^= ((h2 ^ (h2 >> 13)) * 3266489909) & 0xFFFFFFFF
+    h2 = ((h2 ^ (h2 >> 16)) * 2246822507) & 0xFFFFFFFF
+    h2 ^= ((h1 ^ (h1 >> 13)) * 3266489909) & 0xFFFFFFFF
+    return f"{(h2 & 0x1FFFFF) * 4294967296 + h1:x}:{len(units)}"

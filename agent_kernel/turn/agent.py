@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,6 +102,8 @@ class Agent:
         self.last_result: TurnResult | None = None
         self._budget_seen: dict[str, Any] = {}  # session id -> its last request's reported size
         self._admin: Admin | None = None
+        self._moves_seen: dict[str, tuple[str, float]] = {}  # a missing path -> where it went, when asked
+        self._announcing: asyncio.Task[None] | None = None  # telling front ends the last turn ended
 
     # -- parts, made on first use --------------------------------------------------------
 
@@ -149,9 +152,32 @@ class Agent:
 
     @property
     def notebook(self) -> str:
-        """What identifies this notebook: the path the server gave the kernel, else the kernel."""
+        """What identifies this notebook: its absolute path as the attached front end says it
+        (it follows renames and moves), else the path the server started the kernel for, or
+        where that notebook was moved since; else the kernel."""
+        from agent_kernel.kernel import channel
+
+        attached = channel.attached()
+        if attached is not None and attached.path:
+            return attached.path
         path = os.environ.get("JPY_SESSION_NAME") or self.shell.user_ns.get("__session__")
-        return str(path) if path else self._kernel_key
+        return self._followed(str(path)) if path else self._kernel_key
+
+    def _followed(self, path: str) -> str:
+        """``path``, or where its notebook went when no file is there any more (the moves
+        the server and kernels recorded): a kernel restarted after a rename keeps the old
+        name in its environment, and so does a reminder set in a notebook renamed since."""
+        if not os.path.isabs(path) or os.path.exists(path):
+            return path
+        known, asked = self._moves_seen.get(path, (path, 0.0))
+        if os.path.exists(known) or time.monotonic() - asked < 5.0:
+            return known
+        from agent_kernel.store.sessions import Sessions
+
+        with self.store.connect() as con:
+            found = Sessions(con).moved_to(path) or path
+        self._moves_seen[path] = (found, time.monotonic())
+        return found
 
     @property
     def live(self) -> bool:
@@ -290,6 +316,7 @@ class Agent:
         finally:
             self._running = False
         self.last_result = result
+        self._announce_turn()
         if request.check:
             from agent_kernel.turn.outcome import raise_if_failed
 
@@ -297,6 +324,24 @@ class Agent:
         if request.output:
             self.shell.user_ns[request.output] = result.value()
         return result
+
+    def _announce_turn(self) -> None:
+        """Tell the attached notebook front ends that a turn of the session ended, once what
+        it said is stored: a chat showing the session reloads its history, so it shows turns
+        run from ``%agent`` cells as they happen. The cell does not wait for it."""
+        from agent_kernel.kernel import channel
+
+        session_id = self._session_id()
+        if session_id is None or channel.attached() is None:
+            return
+        writer = self._writer
+
+        async def announce() -> None:
+            if writer is not None and not writer.idle:
+                await asyncio.to_thread(writer.flush)
+            channel.turn_ended(session_id)
+
+        self._announcing = asyncio.get_running_loop().create_task(announce())
 
     def _parts(self) -> TurnParts:
         """What this agent's turns (and their sub-sessions) use."""

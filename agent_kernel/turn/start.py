@@ -183,10 +183,12 @@ class Starts:
                 found = sessions.get(self.session_id)
                 if found is not None and found.state == "completed":
                     found = None  # archived since: the notebook moves on to a new session
+                elif found is not None:
+                    found = self._followed(sessions, found, notebook)
             elif self._session_name is not None:
                 return self._adopt(self._named(sessions, self._session_name, create))
             if found is None:
-                found = sessions.latest_for_notebook(notebook)
+                found = sessions.latest_for_notebook(notebook) or self._refiled(sessions, notebook)
             if found is not None:
                 resolved = Resolved(found)
             elif not create:
@@ -195,6 +197,36 @@ class Starts:
                 name = sessions.unused_name(self._default_name())
                 resolved = Resolved(sessions.create(name, notebook=notebook), created=True)
         return self._adopt(resolved)
+
+    @staticmethod
+    def _followed(sessions: Sessions, found: Session, notebook: str) -> Session | None:
+        """The session turns continued, ``found``, now that the notebook is at ``notebook``.
+
+        Filed under another path that still holds a file: this notebook is a copy of that
+        one (Save As), and starts a session of its own while the original keeps its
+        session. Filed under a path where no file is any more: the notebook was renamed or
+        moved and nothing re-filed its sessions yet (the server does when its extension
+        runs): they follow it now."""
+        before = found.notebook
+        if before is None or before == notebook or not (_notebook_file(before) and _notebook_file(notebook)):
+            return found
+        if os.path.exists(before):
+            return None
+        sessions.move_notebook(before, notebook, by="kernel")
+        return sessions.get(found.id)
+
+    @staticmethod
+    def _refiled(sessions: Sessions, notebook: str) -> Session | None:
+        """The latest session filed under the path the server started this kernel for, when
+        the notebook has moved from there since (a kernel restarted after a rename keeps its
+        first environment): its sessions are re-filed under ``notebook``, once."""
+        started = os.environ.get("JPY_SESSION_NAME", "")
+        if not (_notebook_file(started) and _notebook_file(notebook)) or started == notebook:
+            return None
+        if os.path.exists(started) or sessions.latest_for_notebook(started) is None:
+            return None
+        sessions.move_notebook(started, notebook, by="kernel")
+        return sessions.latest_for_notebook(notebook)
 
     def _named(self, sessions: Sessions, name: str, create: bool) -> Resolved:
         """The session called ``name``, started when there is none (so a notebook re-runs)."""
@@ -329,6 +361,11 @@ class Starts:
         if settings.tools_enabled and settings.mcp_servers:
             groups.append("mcp")  # the servers' tools, see tools/mcp.py
         return registry.offered(groups, read_only=mode == "read-only", notebook=channel.attached() is not None)
+
+
+def _notebook_file(path: str) -> bool:
+    """Whether ``path`` names a notebook file (not a kernel's own key, not a relative name)."""
+    return os.path.isabs(path) and path.endswith(".ipynb")
 
 
 def skills_folder_state(configured: str) -> tuple[Any, ...]:

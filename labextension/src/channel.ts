@@ -7,7 +7,9 @@
  * This extension opens it when the kernel connects (if the kernel has not loaded
  * agent_kernel yet it closes the comm) and again when the kernel announces that it loaded
  * agent_kernel: every front end on the kernel gets its own comm. The
- * extension's first message is `hello`; it then reports the selected cell (`focus`) and
+ * extension's first message is `hello` (with the server's root); it then reports the notebook's
+ * new path when it is renamed, moved or saved as a copy (`moved`, see follow.ts), hears when a
+ * turn ended (`turn_ended`: the chat reloads), reports the selected cell (`focus`) and
  * answers `read` requests with the cells and `edit` requests by inserting, replacing,
  * deleting or moving a cell (in `ask` mode only after the person accepts its diff). Any
  * other message from the kernel is ignored: only our own message types (protocol.ts), each
@@ -24,7 +26,10 @@ import type { JSONObject } from '@lumino/coreutils';
 
 import { checkedMark, otherPeople, reportedMark, untrustedSources } from './cellmark';
 import { askAbout, IProposal } from './diff';
+import { followTurnCells } from './turncell';
+import { serverRoot, sessionsChanged } from './follow';
 import {
+  CELL_CHANGED,
   CellType,
   FrontEndMessage,
   ICellOutput,
@@ -32,9 +37,11 @@ import {
   IEditedMessage,
   IEditRequest,
   IHelloMessage,
+  IMovedMessage,
   INotebookCell,
   kernelMessage,
-  PROTOCOL
+  PROTOCOL,
+  sourceVersion
 } from './protocol';
 
 export const TARGET = 'agent_kernel.notebook';
@@ -47,6 +54,7 @@ const MAX_MESSAGE_CHARS = 64 * 1024; // what the kernel sends at most (an edit, 
 const MAX_ANSWER_CHARS = 1_900_000; // under the kernel's 2 MB limit for a cells message
 
 const CELL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const SOURCE_VERSION = /^[0-9a-f]{1,14}:[0-9]{1,7}$/; // sourceVersion(): hash and length
 export const UNDO_TURN = 'agent-kernel:undo-turn-edits';
 const CHANNELS = new WeakMap<NotebookPanel, NotebookChannel>();
 
@@ -96,6 +104,25 @@ class NotebookChannel {
     void session.ready.then(() => this.connect(session));
     panel.content.activeCellChanged.connect((_, cell) => this.focus(cell));
     panel.disposed.connect(() => this.comm?.close());
+    followTurnCells(panel);
+    let path = panel.context.path;
+    panel.context.pathChanged.connect((_, now) => {
+      const old = path;
+      path = now;
+      this.moved(old, now);
+    });
+  }
+
+  /** The notebook was renamed, moved or saved as a copy: the kernel files its turns there. */
+  private moved(old: string, now: string): void {
+    if (old === now) {
+      return;
+    }
+    if (this.comm && now.endsWith('.ipynb') && old.endsWith('.ipynb')) {
+      const moved: IMovedMessage = { type: 'moved', notebook: now, old };
+      send(this.comm, moved);
+    }
+    sessionsChanged(this.panel, 'moved');
   }
 
   private connect(session: ISessionContext): void {
@@ -123,6 +150,10 @@ class NotebookChannel {
       }
     };
     const hello: IHelloMessage = { type: 'hello', protocol: PROTOCOL, notebook: this.panel.context.path };
+    const root = serverRoot();
+    if (root) {
+      hello.root = root;
+    }
     comm.open(json(hello));
   }
 
@@ -161,6 +192,11 @@ class NotebookChannel {
         }
         break;
       }
+      case 'turn_ended':
+        if (comm === this.comm) {
+          sessionsChanged(this.panel, 'turn_ended'); // the chat shows turns run from cells too
+        }
+        break;
       case 'kernel': // the announcement's data: answered on a comm of our own (connect)
       case 'refused': // the kernel counts it; nothing here depends on it
         break;
@@ -173,6 +209,11 @@ class NotebookChannel {
    * Apply an edit the kernel asks for, through the shared document (so collaborators see
    * it too); in ask mode only once the person accepts its diff. The source is text: only
    * an inserted cell with `run` is ever run, after the turn.
+   *
+   * Nothing the person types is overwritten unseen: a replace or delete made against a
+   * source the cell no longer holds (`base`) is refused with CELL_CHANGED (the kernel gives
+   * the model the cell as it reads now), and a diff's Accept applies only to the text its
+   * card showed (diff.ts asks again when the cell changed while it waited).
    */
   private async edit(data: IEditRequest): Promise<EditOutcome> {
     const model = this.panel.content.model;
@@ -184,6 +225,11 @@ class NotebookChannel {
     for (const id of [data.cell, data.after]) {
       if (id !== undefined && !ids.includes(id)) {
         return { error: `no cell ${id} in this notebook` };
+      }
+    }
+    if (data.base !== undefined && (data.op === 'replace' || data.op === 'delete')) {
+      if (sourceVersion(this.source(data.cell!)) !== data.base) {
+        return { error: CELL_CHANGED };
       }
     }
     if (data.ask === true) {
@@ -224,7 +270,10 @@ class NotebookChannel {
       move: `The agent proposes to move cell ${number(data.cell)} below cell ${number(data.after)}`
     };
     const note = data.run === true ? 'Accept also runs it once the %agent cell has finished.' : undefined;
-    return { title: titles[data.op], current, proposed, note };
+    const cell = data.cell;
+    const guarded = cell !== undefined && (data.op === 'replace' || data.op === 'delete');
+    const currentNow = guarded ? () => this.source(cell) : undefined;
+    return { title: titles[data.op], current, proposed, note, currentNow };
   }
 
   /** Where the cell with `id` is in the shared document now (null: not there). */
@@ -478,6 +527,9 @@ function checkEdit(data: IEditRequest): string {
   }
   if (data.ask !== undefined && typeof data.ask !== 'boolean') {
     return 'ask is true or false';
+  }
+  if (data.base !== undefined && (typeof data.base !== 'string' || !SOURCE_VERSION.test(data.base))) {
+    return 'base is the version of a source';
   }
   if (data.metadata !== undefined && checkedMark((data.metadata as JSONObject | null)?.agent_kernel) === null) {
     return 'metadata.agent_kernel is {session, turn, untrusted?, sources?} within its sizes';

@@ -1,6 +1,6 @@
 /**
- * The chat at the top of the Agent panel: a prompt box that runs an agent turn in the
- * current notebook's kernel, as an `%agent` cell would, with the turn's output shown here.
+ * The Agent chat (its own sidebar, chatpanel.ts): a prompt box that runs an agent turn in
+ * the current notebook's kernel, as an `%agent` cell would, with the turn's output shown here.
  *
  * How a turn runs: the panel sends the notebook's kernel an execute_request whose code is
  * one call, `await ...run_chat_turn('<base64>')`. The prompt, the settings row's choices
@@ -13,7 +13,8 @@
  * that kernel's widget manager, so they work here as in a cell. Nothing goes into the
  * notebook's cells; the turn is stored in the notebook's current session like any other.
  *
- * The settings row (model, approval, thinking, session) is the notebook's defaults in its
+ * The settings row (model, approval, thinking, session: one toolbar under the title, each
+ * choice short on screen and in full in its title and accessible name) is the notebook's defaults in its
  * kernel: each change is sent at once (`set_panel_defaults`, checked there as the `%agent`
  * flags are), so the next turn from the panel or from a cell takes it, and a cell's own
  * flags win. The row and the context meter show what the kernel answers (`panel_state`,
@@ -23,11 +24,14 @@ import { InputDialog } from '@jupyterlab/apputils';
 import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
+import { editIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IContextMeter, IPanelState, ISession, panelState } from './api';
 import { panelTurnEnded } from './channel';
 import { el, money } from './dom';
+import { onSessionsChanged, SessionsChange } from './follow';
+import { archiveIcon, readableName, shorten } from './names';
 import { encodePayload, kernelCall } from './kernelcall';
 import { SecretsRow } from './secrets';
 
@@ -127,18 +131,22 @@ export class ChatView extends Panel {
     this.addClass('ak-chat');
     this.head.node.append(
       el('div', { className: 'ak-chat-title' }, el('h3', {}, 'Chat'), this.notebookSelect),
-      this.historyNode
-    );
-    this.addWidget(this.head);
-    this.addWidget(this.turns);
-    this.foot.node.append(
-      this.statusNode,
       this.settingsNode,
-      this.approveNote,
-      this.secrets.node,
-      this.chipsNode,
-      this.composer()
+      this.meterNode
     );
+    this.head.addClass('ak-chat-head');
+    this.addWidget(this.head);
+    this.log.addClass('ak-chat-log');
+    this.log.node.append(this.historyNode);
+    this.log.addWidget(this.turns);
+    // The turns as a log: a screen reader reads each answer as it streams in, politely.
+    this.turns.addClass('ak-chat-turns');
+    this.turns.node.setAttribute('role', 'log');
+    this.turns.node.setAttribute('aria-live', 'polite');
+    this.turns.node.setAttribute('aria-label', 'Chat turns');
+    this.addWidget(this.log);
+    this.foot.addClass('ak-chat-foot');
+    this.foot.node.append(this.statusNode, this.approveNote, this.secrets.node, this.chipsNode, this.composer());
     this.addWidget(this.foot);
     this.drawSettings();
     notebooks?.currentChanged.connect(() => {
@@ -147,6 +155,7 @@ export class ChatView extends Panel {
       }
     });
     this.follow(notebooks?.currentWidget ?? null);
+    onSessionsChanged((panel, change) => this.sessionsChanged(panel, change));
   }
 
   /** Called when a panel turn ends (the dashboard below refreshes its sessions). */
@@ -197,10 +206,32 @@ export class ChatView extends Panel {
     }
     this.target = panel;
     this.sessionChoice = '';
+    this.sentTurns = 0;
     this.drawNotebooks();
     void this.loadSessions();
     void this.refreshState();
     this.updateStatus();
+  }
+
+  /**
+   * The followed notebook was renamed or moved (its sessions are found under its new path),
+   * or a turn of its session ended: from a cell, its history reloads; from this chat (its
+   * turn is shown already), only the switch and the meter.
+   */
+  private sessionsChanged(panel: NotebookPanel, change: SessionsChange): void {
+    if (panel !== this.target) {
+      return;
+    }
+    let history = true;
+    if (change === 'moved') {
+      this.drawNotebooks();
+      this.updateStatus();
+    } else if (this.sentTurns > 0) {
+      this.sentTurns -= 1;
+      history = false;
+    }
+    void this.loadSessions(history);
+    void this.refreshState();
   }
 
   /** Send the prompt box's text and the attachments as one turn in the notebook's kernel. */
@@ -246,6 +277,7 @@ export class ChatView extends Panel {
     turn.addWidget(asked);
     turn.addWidget(output);
     this.turns.addWidget(turn);
+    turn.node.scrollIntoView({ block: 'nearest' });
     this.input.value = '';
     this.attachments = [];
     this.newSession = false;
@@ -257,6 +289,7 @@ export class ChatView extends Panel {
     } else {
       runs();
     }
+    this.sentTurns += 1; // its turn_ended reloads no history: the turn is shown here
     const future = kernel.requestExecute(
       { code: turnCode(payload), silent: false, store_history: false, allow_stdin: true, stop_on_error: false },
       false,
@@ -380,10 +413,19 @@ export class ChatView extends Panel {
     const open: NotebookPanel[] = [];
     this.notebooks?.forEach(nb => void open.push(nb));
     this.notebookSelect.replaceChildren(
-      el('option', { value: '', selected: !this.pinned }, 'Follow the active notebook'),
-      ...open.map(nb => el('option', { value: nb.id, selected: this.pinned && nb === this.target }, nb.context.path))
+      el('option', { value: '', selected: !this.pinned, title: 'Follow the active notebook' }, 'Active notebook'),
+      ...open.map(nb =>
+        el(
+          'option',
+          { value: nb.id, selected: this.pinned && nb === this.target, title: nb.context.path },
+          shorten(nb.context.localPath.split('/').pop() ?? nb.context.path)
+        )
+      )
     );
-    this.notebookSelect.title = this.target ? `Prompts go to ${this.target.context.path}'s kernel` : 'No notebook';
+    this.notebookSelect.title = this.target
+      ? `Prompts go to ${this.target.context.path}'s kernel${this.pinned ? '' : ' (the chat follows the active notebook)'}`
+      : 'No notebook';
+    this.notebookSelect.setAttribute('aria-label', `Notebook: ${this.notebookSelect.title}`);
     if (this.target && this.lastStatusTarget !== this.target) {
       this.lastStatusTarget = this.target;
       const target = this.target;
@@ -444,10 +486,12 @@ export class ChatView extends Panel {
 
   private drawSettings(): void {
     this.approveSelect.replaceChildren(
-      el('option', { value: '' }, 'Approval: default'),
-      ...Object.keys(APPROVE).map(mode => el('option', { value: mode }, `Approval: ${mode}`))
+      el('option', { value: '' }, 'Approve: default'),
+      ...Object.keys(APPROVE).map(mode => el('option', { value: mode, title: APPROVE[mode] }, `Approve: ${mode}`))
     );
-    this.approveSelect.title = Object.values(APPROVE).join('\n');
+    this.approveSelect.title =
+      'Approval of the next turns (as %agent --approve MODE):\n' + Object.values(APPROVE).join('\n');
+    this.approveSelect.setAttribute('aria-label', 'Approval of the next turns');
     this.approveSelect.addEventListener('change', () => {
       this.explainApprove();
       void this.pushDefaults();
@@ -456,9 +500,10 @@ export class ChatView extends Panel {
     this.thinkSelect.addEventListener('change', () => void this.pushDefaults());
     this.drawModels();
     this.thinkSelect.replaceChildren(
-      el('option', { value: '' }, 'Thinking: default'),
-      ...THINKING.map(level => el('option', { value: level }, `Thinking: ${level}`))
+      el('option', { value: '' }, 'Think: default'),
+      ...THINKING.map(level => el('option', { value: level }, `Think: ${level}`))
     );
+    this.thinkSelect.setAttribute('aria-label', 'Thinking of the next turns');
     this.sessionSelect.addEventListener('change', () => {
       const value = this.sessionSelect.value;
       this.newSession = value === '\u0000new';
@@ -472,27 +517,26 @@ export class ChatView extends Panel {
       {
         className: 'ak-button ak-chat-rename',
         title: 'Rename this session (as %agent_sessions --rename)',
+        'aria-label': 'Rename this session',
         onclick: () => void this.renameSession()
       },
-      'Rename…'
+      editIcon.element({ tag: 'span', className: 'ak-icon' })
     );
     const archive = el(
       'button',
       {
         className: 'ak-button ak-chat-archive',
         title: 'Archive this session (as %agent_sessions --archive; --session NAME reopens it)',
+        'aria-label': 'Archive this session',
         onclick: () => void this.sessionAction({ action: 'archive' })
       },
-      'Archive'
+      archiveIcon.element({ tag: 'span', className: 'ak-icon' })
     );
     this.settingsNode.append(
       this.modelSelect,
       this.approveSelect,
       this.thinkSelect,
-      this.sessionSelect,
-      rename,
-      archive,
-      this.meterNode
+      el('span', { className: 'ak-chat-session-group' }, this.sessionSelect, rename, archive)
     );
     this.explainApprove();
   }
@@ -510,8 +554,12 @@ export class ChatView extends Panel {
     const state = this.state;
     const chosen = state?.defaults.model ?? '';
     this.modelSelect.replaceChildren(
-      el('option', { value: '', selected: !chosen }, `Model: default${state ? ` (${state.default_model})` : ''}`),
-      ...(state?.models ?? []).map(m => el('option', { value: m, selected: m === chosen }, `Model: ${m}`))
+      el(
+        'option',
+        { value: '', selected: !chosen, title: `The default model${state ? ` (${state.default_model})` : ''}` },
+        state ? shorten(`${state.default_model} (default)`) : 'Default model'
+      ),
+      ...(state?.models ?? []).map(m => el('option', { value: m, selected: m === chosen, title: m }, shorten(m)))
     );
   }
 
@@ -521,7 +569,7 @@ export class ChatView extends Panel {
     this.drawModels();
     this.approveSelect.value = state.defaults.approve ?? '';
     this.thinkSelect.value = state.defaults.thinking ?? '';
-    this.thinkSelect.options[0].textContent = `Thinking: default (${state.default_thinking})`;
+    this.thinkSelect.options[0].textContent = `Think: ${state.default_thinking} (default)`;
     this.explainApprove();
     this.drawMeter();
   }
@@ -649,9 +697,16 @@ export class ChatView extends Panel {
     this.sessionSelect.replaceChildren(
       ...this.sessions
         .filter(s => !s.parent_id)
-        .map(s => el('option', { value: s.name, selected: s === current }, `Session: ${s.name}`)),
+        .map(s =>
+          el(
+            'option',
+            { value: s.name, selected: s === current, title: `Session ${s.name}` },
+            shorten(readableName(s.name, s.created_at))
+          )
+        ),
       el('option', { value: '\u0000new', selected: this.newSession || !this.sessions.length }, 'New session')
     );
+    this.sessionSelect.setAttribute('aria-label', 'Session the next turn continues');
     this.sessionSelect.title = 'The session the next turn continues (as %agent --session NAME), or a new one (--new)';
     this.drawMeter();
   }
@@ -762,11 +817,17 @@ export class ChatView extends Panel {
   private sessionChoice = '';
   private newSession = false;
   private head = new Widget();
+  private log = new Panel();
   private turns = new Panel();
   private foot = new Widget();
   private historyNode = el('div', { className: 'ak-chat-history' });
+  private sentTurns = 0; // turns sent from this chat whose turn_ended has not come yet
   private statusNode = el('div', { className: 'ak-chat-status', role: 'status' });
-  private settingsNode = el('div', { className: 'ak-chat-settings' });
+  private settingsNode = el('div', {
+    className: 'ak-chat-settings',
+    role: 'toolbar',
+    'aria-label': 'Settings of the next turns'
+  });
   private secrets = new SecretsRow(
     () => this.notebook?.sessionContext.session?.kernel ?? null,
     (text, state) => this.say(text, state),
@@ -784,6 +845,7 @@ export class ChatView extends Panel {
   });
   private modelSelect = el('select', {
     className: 'ak-chat-model jp-mod-styled',
+    'aria-label': 'Model of the next turns',
     title:
       'The model of the next turns from the panel or a cell (as %agent --model M): one of the configured models ' +
       "(AgentKernel.model, small_model, medium_model, large_model); default: the session's or AgentKernel.model"

@@ -1,6 +1,7 @@
 /**
- * The Agent panel (left sidebar): sessions, items kept after untrusted content, scheduled
- * jobs, recent runs, stats.
+ * The Agent dashboard (left sidebar): sessions, items kept after untrusted content,
+ * scheduled jobs with the jobs manager, recent runs, stats. The chat has a sidebar of its
+ * own (chatpanel.ts), so the lists here keep the width they need.
  *
  * It refreshes every POLL_MS while it is visible and the browser tab is shown, and
  * at once after an action; hidden, it asks nothing of the server.
@@ -11,25 +12,27 @@ import { INotebookTracker } from '@jupyterlab/notebook';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IJob, IRun, ISession, IStats, ISchedulerStatus, ITainted } from './api';
-import { ChatView } from './chat';
 import { actionButton, duration, el, local, money, relative } from './dom';
 import { JobsManager, openRunOutput } from './jobs';
+import { readableName } from './names';
+import { onSessionsChanged } from './follow';
 
 export const POLL_MS = 10_000;
 
-/** The chat on top (chat.ts), the dashboard below it. */
-export class AgentPanel extends Panel {
+/** The sidebar's id: FailureWatcher's "Show" and the show-dashboard command bring it forward. */
+export const DASHBOARD_ID = 'agent-kernel-dashboard';
+
+/** Sessions, kept-after-untrusted items, jobs, runs and stats, refreshed while shown. */
+export class AgentDashboard extends Panel {
   constructor(
     private app: JupyterFrontEnd,
     private notebooks: INotebookTracker | null
   ) {
     super();
-    this.id = 'agent-kernel-panel';
+    this.id = DASHBOARD_ID;
     this.addClass('ak-panel');
-    this.title.caption = 'Agent: chat, sessions, jobs, runs';
-    this.chat = new ChatView(notebooks);
-    this.chat.turnEnded = () => void this.refresh();
-    this.addWidget(this.chat);
+    this.addClass('ak-dashboard-panel');
+    this.title.caption = 'Agent dashboard: sessions, jobs, runs, stats';
     const dashboard = new Widget();
     dashboard.addClass('ak-dashboard');
     this.addWidget(dashboard);
@@ -37,8 +40,17 @@ export class AgentPanel extends Panel {
       el(
         'header',
         { className: 'ak-panel-head' },
-        el('h2', {}, 'Agent'),
-        el('button', { className: 'ak-button', title: 'Refresh', onclick: () => void this.refresh() }, '⟳')
+        el('h2', {}, 'Agent dashboard'),
+        el(
+          'button',
+          {
+            className: 'ak-button',
+            title: 'Refresh',
+            'aria-label': 'Refresh the dashboard',
+            onclick: () => void this.refresh()
+          },
+          '⟳'
+        )
       ),
       this.errorNode,
       this.sessionsNode,
@@ -52,6 +64,12 @@ export class AgentPanel extends Panel {
     this.jobsManager.follow(this.jobsNode);
     notebooks?.currentChanged.connect(() => {
       if (this.isVisible) {
+        void this.refresh();
+      }
+    });
+    // The current notebook renamed (its sessions under the new path) or a turn of it ended.
+    onSessionsChanged(panel => {
+      if (this.isVisible && panel === notebooks?.currentWidget) {
         void this.refresh();
       }
     });
@@ -156,7 +174,11 @@ export class AgentPanel extends Panel {
                 { className: `ak-state ak-state-${session.state}`, title: session.last_error ?? session.state },
                 session.state
               ),
-              el('strong', { title: session.notebook ?? '' }, session.name),
+              el(
+                'strong',
+                { title: `${session.name}${session.notebook ? ` · ${session.notebook}` : ''}` },
+                readableName(session.name, session.created_at)
+              ),
               el('span', { className: 'ak-muted' }, relative(session.updated_at))
             ),
             el(
@@ -383,7 +405,6 @@ export class AgentPanel extends Panel {
   }
 
   readonly jobsManager = new JobsManager(this.app, () => void this.refresh());
-  readonly chat: ChatView;
   private allSessions = false;
   private timer: number | null = null;
   private errorNode = el('p', { className: 'ak-error' });

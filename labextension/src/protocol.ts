@@ -22,6 +22,14 @@ export interface IHelloMessage {
   type: 'hello';
   protocol: number;
   notebook: string;
+  root?: string; // the server's root directory: the notebook's absolute path is root/notebook
+}
+
+/** The notebook's path changed (renamed, moved, or saved as a copy this view now shows). */
+export interface IMovedMessage {
+  type: 'moved';
+  notebook: string;
+  old: string;
 }
 
 /** The selected cell changed (null or missing: no cell is selected). */
@@ -65,7 +73,7 @@ export interface IEditedMessage {
   rejected?: boolean;
 }
 
-export type FrontEndMessage = IHelloMessage | IFocusMessage | ICellsMessage | IEditedMessage;
+export type FrontEndMessage = IHelloMessage | IFocusMessage | ICellsMessage | IEditedMessage | IMovedMessage;
 
 // -- the kernel's messages
 
@@ -87,7 +95,11 @@ export interface IReadRequest {
   id: number;
 }
 
-/** Asks for one edit of the notebook (answered with `edited`). */
+/**
+ * Asks for one edit of the notebook (answered with `edited`). With `base` (the sourceVersion
+ * of the cell's source as the model read it) a replace or delete applies only while the cell
+ * still reads so; else the answer's error is CELL_CHANGED.
+ */
 export interface IEditRequest {
   type: 'edit';
   id: number;
@@ -100,12 +112,19 @@ export interface IEditRequest {
   ask?: boolean;
   run?: boolean;
   turn_cell?: string;
+  base?: string; // replace, delete: sourceVersion() of the source the model read
 }
 
 /** The request `id` is no longer awaited: take down its diff. */
 export interface IWithdrawMessage {
   type: 'withdraw';
   id: number;
+}
+
+/** A turn of the session `session` (its id) ended and is stored: a chat showing it reloads. */
+export interface ITurnEndedMessage {
+  type: 'turn_ended';
+  session: string;
 }
 
 /** The kernel refused our last message, and why. */
@@ -115,7 +134,13 @@ export interface IRefusedMessage {
 }
 
 export type KernelMessage =
-  IKernelAnnouncement | IWelcomeMessage | IReadRequest | IEditRequest | IWithdrawMessage | IRefusedMessage;
+  | IKernelAnnouncement
+  | IWelcomeMessage
+  | IReadRequest
+  | IEditRequest
+  | IWithdrawMessage
+  | IRefusedMessage
+  | ITurnEndedMessage;
 
 const KERNEL_TYPES: ReadonlySet<string> = new Set<KernelMessage['type']>([
   'kernel',
@@ -123,7 +148,8 @@ const KERNEL_TYPES: ReadonlySet<string> = new Set<KernelMessage['type']>([
   'read',
   'edit',
   'withdraw',
-  'refused'
+  'refused',
+  'turn_ended'
 ]);
 
 /**
@@ -133,4 +159,27 @@ const KERNEL_TYPES: ReadonlySet<string> = new Set<KernelMessage['type']>([
 export function kernelMessage(data: unknown): KernelMessage | null {
   const type = (data as JSONObject | null)?.type;
   return typeof type === 'string' && KERNEL_TYPES.has(type) ? (data as KernelMessage) : null;
+}
+
+/** The `edited` error when an edit's `base` no longer matches the cell's source. */
+export const CELL_CHANGED = 'the cell changed since it was read';
+
+/**
+ * A short version of a cell's source, the same as source_version in protocol.py: cyrb53 over
+ * the string's UTF-16 code units, in hex, and its length. Not cryptographic: it tells whether
+ * a cell still reads as the model read it, in a message of fixed size.
+ */
+export function sourceVersion(source: string): string {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < source.length; i++) {
+    const unit = source.charCodeAt(i);
+    h1 = Math.imul(h1 ^ unit, 2654435761);
+    h2 = Math.imul(h2 ^ unit, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
+  h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
+  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return `${(4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16)}:${source.length}`;
 }

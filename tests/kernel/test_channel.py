@@ -96,6 +96,12 @@ def test_the_running_cell_is_the_one_the_request_names(kernel):
         {"type": "hello", "protocol": 1, "notebook": "a\x00.ipynb"},
         {"type": "hello", "protocol": 1, "notebook": "a" * 2000 + ".ipynb"},
         {"type": "hello", "protocol": 1, "notebook": {"path": "a.ipynb"}},
+        {"type": "hello", "protocol": 1, "notebook": "a.ipynb", "root": "relative/root"},
+        {"type": "hello", "protocol": 1, "notebook": "a.ipynb", "root": "/srv\x00"},
+        {"type": "hello", "protocol": 1, "notebook": "a.ipynb", "root": ""},
+        {"type": "moved", "notebook": "b.ipynb"},
+        {"type": "moved", "notebook": "b.py", "old": "a.ipynb"},
+        {"type": "moved", "notebook": "b.ipynb", "old": 7},
         {"type": "focus", "cell": float("nan")},
         {"type": "focus", "cell": "ok", "x": object()},
         {"type": "edited", "id": 1, "cell": "ok", "rejected": "yes"},
@@ -128,6 +134,21 @@ def test_check_accepts_the_extension_messages():
         {"id": "a", "cell_type": "code", "source": "x = 1", "agent_kernel": marked},
     ]}  # fmt: skip
     assert channel.check(cells) == cells
+
+
+def test_a_renamed_notebook_is_followed_by_its_absolute_path(kernel, tmp_path):
+    front = NotebookChannel(kernel)
+    front.open({**HELLO, "root": str(tmp_path)})
+    sync(kernel, front)
+    assert inspect(kernel, "c.attached().path") == str(tmp_path / "work" / "analysis.ipynb")
+    front.send({"type": "moved", "notebook": "done/final.ipynb", "old": "work/analysis.ipynb"})
+    sync(kernel, front)
+    assert inspect(kernel, "c.attached().path") == str(tmp_path / "done" / "final.ipynb")
+    assert front.types() == ["welcome"]
+    older = NotebookChannel(kernel)  # an extension that does not say the root
+    older.open(HELLO)
+    sync(kernel, older)
+    assert inspect(kernel, "c.attached().path") is None
 
 
 def test_check_knows_exactly_the_front_ends_message_types():

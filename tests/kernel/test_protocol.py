@@ -185,6 +185,8 @@ def test_every_message_says_its_type():
         "edit",
         "withdraw",
         "refused",
+        "moved",
+        "turn_ended",
     }
 
 
@@ -197,6 +199,17 @@ def test_the_channel_constants_agree():
     assert ts_constant(channel_ts, "MAX_MESSAGE_CHARS") == channel.MAX_MESSAGE_BYTES
     # The front end leaves sources out past this size: its answer stays under the kernel's limit.
     assert ts_constant(channel_ts, "MAX_ANSWER_CHARS") < channel.MAX_CELLS_BYTES
+
+
+def test_an_edit_is_made_against_the_same_source_version_on_both_sides():
+    """protocol.ts's sourceVersion gave these values in node (UTF-16 code units: an emoji
+    counts two, as in the browser); the browser tests apply an unchanged cell's edit, which
+    needs the two to agree on every source."""
+    assert ts_constant(PROTOCOL_TS, "CELL_CHANGED") == protocol.CELL_CHANGED
+    assert protocol.source_version("") == "bdcb81aee8d83:0"
+    assert protocol.source_version("kind = 'line'") == "689745d429e13:13"
+    assert protocol.source_version("é😀x") == "afabd67a77f3f:4"
+    assert protocol.source_version("x" * 1000) == "1a7942aee5273b:1000"
 
 
 # -- the chat's and the secrets row's mirrored limits and choices ------------------------------

@@ -14,8 +14,9 @@ then the turn's successful ``run_code`` steps) go below the turn's ``%agent`` ce
   every cell, so a run there must name a file of its own with ``--to``. The file is
   written whole (a temporary file renamed over it) and never while a front end is
   attached: an open editor keeps its own copy and would save over the change. The
-  front end's ``hello`` path is not used for the file for the same reason: while it is
-  known the front end is attached and takes the cells itself.
+  front end's path (which follows renames) names the file only to refuse a ``--to`` that
+  names the open notebook: while it is known the front end is attached and takes the
+  cells itself.
 
 Where "below the ``%agent`` cell" is: the cell the turn ran in when this kernel ran it
 (remembered by :func:`remember`); else the last ``%agent``/``%%agent`` cell whose text
@@ -178,7 +179,11 @@ def interactive_client() -> bool:
 
 
 def session_notebook(namespace: dict[str, Any]) -> Path | None:
-    """The notebook file Jupyter Server (or VS Code) started this kernel for, if it exists."""
+    """The notebook file this kernel runs for, if it exists: the attached front end's (it
+    follows renames and moves), else the one Jupyter Server (or VS Code) started it for."""
+    attached = channel.attached()
+    if attached is not None and attached.path and os.path.isfile(attached.path):
+        return Path(attached.path)
     named = os.environ.get("JPY_SESSION_NAME") or namespace.get("__session__")
     if not isinstance(named, str) or not named.endswith(".ipynb"):
         return None

@@ -88,6 +88,9 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
     """
     run_dir.create()
     env = {"AGENT_KERNEL_RUN_ID": run.id, "AGENT_KERNEL_JOB_ID": job.id}
+    # A run is no open notebook's, whatever the scheduler's own environment says (one started
+    # from a notebook's terminal has that notebook's name): its session is its own.
+    env["JPY_SESSION_NAME"] = ""
     # Always set, so a run never inherits grants from the scheduler's own environment.
     env[grants.ENV] = json.dumps(job.standing_grants.as_json(), separators=(",", ":"))
     if job.options.get("secrets"):
@@ -102,7 +105,8 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
         input_path = str(run_dir.input)
         write_notebook(agent_notebook(job, run, prompt if prompt is not None else job.task or ""), input_path)
         if job.kind == "reminder" and job.origin_notebook:
-            # The turn continues the session of that notebook; keep the session its own.
+            # The turn continues the session of that notebook (where it is now, should it
+            # have been renamed since: the kernel follows the recorded moves).
             env["JPY_SESSION_NAME"] = job.origin_notebook
     spec = RunSpec(
         run_id=run.id,

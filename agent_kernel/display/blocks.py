@@ -21,13 +21,26 @@ import base64
 import html
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.display import safe
 from agent_kernel.errors import ToolInputError
 
 Bundle = dict[str, Any]
+
+
+class ImageSpec(TypedDict):
+    """An ``image`` block as :func:`check_blocks` passed it (the checks take the model's
+    JSON objects as they came, of unknown values)."""
+
+    type: Literal["image"]
+    url: str
+    alt: NotRequired[str | None]
+
 
 BLOCK_TYPES = ("markdown", "table", "chart", "form", "code", "image", "alert", "json", "component")
 ALERT_VARIANTS = ("info", "warning", "danger", "success")
@@ -153,7 +166,7 @@ BLOCK_SCHEMA: dict[str, Any] = {
 }
 
 
-def check_blocks(blocks: Any) -> list[dict[str, Any]]:
+def check_blocks(blocks: object) -> list[dict[str, object]]:
     """``blocks`` as validated dicts; a :class:`ToolInputError` names the first problem."""
     if not isinstance(blocks, list) or not blocks:
         raise ToolInputError("render_blocks needs `blocks`: a non-empty list of block objects.")
@@ -181,13 +194,13 @@ def too_long(where: str, value: str, limit: int) -> ToolInputError:
     return ToolInputError(f"{where} is {len(value):,} characters; the limit is {limit:,}. Shorten it.")
 
 
-def check_text(value: Any, where: str, limit: int) -> None:
+def check_text(value: object, where: str, limit: int) -> None:
     """Refuse a string over ``limit`` characters (other types are left to the type checks)."""
     if isinstance(value, str) and len(value) > limit:
         raise too_long(where, value, limit)
 
 
-def check_list(value: Any, where: str, limit: int, item_chars: int | None = None) -> None:
+def check_list(value: object, where: str, limit: int, item_chars: int | None = None) -> None:
     if isinstance(value, list):
         if len(value) > limit:
             raise ToolInputError(f"{where} has {len(value):,} items; the limit is {limit:,}.")
@@ -196,7 +209,7 @@ def check_list(value: Any, where: str, limit: int, item_chars: int | None = None
                 check_text(item, f"{where}[{index}]", item_chars)
 
 
-def check_data(value: Any, where: str) -> None:
+def check_data(value: object, where: str) -> None:
     """Bound any JSON value: list and object sizes, string lengths, depth and total size."""
     stack = [(value, where, 0)]
     nodes = 0
@@ -220,7 +233,7 @@ def check_data(value: Any, where: str) -> None:
                 stack.append((v, f"{at}.{key}"[: len(at) + 60], depth + 1))
 
 
-def check_sizes(block: dict[str, Any], where: str) -> None:
+def check_sizes(block: Mapping[str, object], where: str) -> None:
     """Every string and list of one block within its limit, before anything is built from it."""
     for name, value in block.items():
         at = f"{where}.{name}"
@@ -249,7 +262,7 @@ def check_sizes(block: dict[str, Any], where: str) -> None:
             check_data(value, at)
 
 
-def _check_field_sizes(field: dict[str, Any], where: str) -> None:
+def _check_field_sizes(field: Mapping[str, object], where: str) -> None:
     check_text(field.get("name"), f"{where}.name", NAME_CHARS)
     check_text(field.get("label"), f"{where}.label", LABEL_CHARS)
     check_text(field.get("type"), f"{where}.type", 40)
@@ -257,33 +270,33 @@ def _check_field_sizes(field: dict[str, Any], where: str) -> None:
     check_list(field.get("options"), f"{where}.options", MAX_OPTIONS, LABEL_CHARS)
 
 
-def _text(block: dict[str, Any], where: str, name: str = "content") -> None:
+def _text(block: Mapping[str, object], where: str, name: str = "content") -> None:
     if not isinstance(block.get(name), str):
         raise ToolInputError(f"{where} needs `{name}`: a string.")
 
 
-def _check_code(block: dict[str, Any], where: str) -> None:
+def _check_code(block: Mapping[str, object], where: str) -> None:
     _text(block, where)
     if not isinstance(block.get("language", ""), str):
         raise ToolInputError(f"{where}.language must be a string such as 'python'.")
 
 
-def _check_alert(block: dict[str, Any], where: str) -> None:
+def _check_alert(block: Mapping[str, object], where: str) -> None:
     _text(block, where)
     if block.get("variant", "info") not in ALERT_VARIANTS:
         raise ToolInputError(f"{where}.variant must be one of {', '.join(ALERT_VARIANTS)}.")
 
 
-def _check_image(block: dict[str, Any], where: str) -> None:
+def _check_image(block: Mapping[str, object], where: str) -> None:
     _text(block, where, "url")
 
 
-def _check_json(block: dict[str, Any], where: str) -> None:
+def _check_json(block: Mapping[str, object], where: str) -> None:
     if "data" not in block:
         raise ToolInputError(f"{where} needs `data`: any JSON value.")
 
 
-def _check_table(block: dict[str, Any], where: str) -> None:
+def _check_table(block: Mapping[str, object], where: str) -> None:
     has_data, has_variable = "data" in block, "variable" in block
     if has_data == has_variable:
         raise ToolInputError(f"{where} is a table. {_ROWS_OR_VARIABLE}")
@@ -298,7 +311,7 @@ def _check_table(block: dict[str, Any], where: str) -> None:
         raise ToolInputError(f"{where}.columns must be a list of {{key, label}} objects.")
 
 
-def _check_chart(block: dict[str, Any], where: str) -> None:
+def _check_chart(block: Mapping[str, object], where: str) -> None:
     if block.get("chartType") not in CHART_TYPES:
         raise ToolInputError(f"{where}.chartType must be one of {', '.join(CHART_TYPES)}.")
     if ("data" in block) == ("variable" in block):
@@ -308,13 +321,13 @@ def _check_chart(block: dict[str, Any], where: str) -> None:
         )
 
 
-def _check_form(block: dict[str, Any], where: str) -> None:
+def _check_form(block: Mapping[str, object], where: str) -> None:
     check_fields(block.get("fields"), where)
     if not isinstance(block.get("submitLabel", "Submit"), str):
         raise ToolInputError(f"{where}.submitLabel must be a string.")
 
 
-def check_fields(fields: Any, where: str) -> None:
+def check_fields(fields: object, where: str) -> None:
     """Raise :class:`ToolInputError` for a field list the form cannot show."""
     if not isinstance(fields, list) or not fields:
         raise ToolInputError(f"{where} needs `fields`: a non-empty list of {{name, label, type}} objects.")
@@ -343,7 +356,7 @@ def check_fields(fields: Any, where: str) -> None:
                 raise ToolInputError(f"{at}.default: {exc}") from None
 
 
-def _check_component(block: dict[str, Any], where: str) -> None:
+def _check_component(block: Mapping[str, object], where: str) -> None:
     # The definition itself is checked where it is resolved (agent_kernel.tools.components).
     if not isinstance(block.get("name"), str) and not isinstance(block.get("html"), str):
         raise ToolInputError(f"{where}: a component needs `name` (a stored component) or `html` (an inline one).")
@@ -423,7 +436,7 @@ def json_bundle(block: dict[str, Any]) -> Bundle:
     return {"application/json": data, "text/html": markup, "text/plain": shown}
 
 
-def image_bundle(block: dict[str, Any], cwd: Path) -> Bundle:
+def image_bundle(block: ImageSpec, cwd: Path) -> Bundle:
     """An image from a file in ``cwd`` or a data: URL (embedded), or a link to an http(s) image."""
     url, alt = block["url"].strip(), safe.clean_text(block.get("alt") or "")
     if safe.clean_text(url) != url:

@@ -109,6 +109,9 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
     ]
     for registered in magics._REGISTERED:
         shell.register_magics(registered)
+    from agent_kernel.magics import key
+
+    key.register(shell)
     from agent_kernel.kernel import libraries
 
     libraries.install(lambda: instance.kernel_agent.store)  # opened at the first agent_libs import

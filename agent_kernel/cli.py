@@ -3,6 +3,7 @@
 ::
 
     agent-kernel demo [--out DIR]
+    agent-kernel lab [--offline] [--port N] [--no-browser] [DIR] [-- JUPYTER-OPTION ...]
     agent-kernel scheduler [--once] [--executor local|dask] [--address ADDR] ...
     agent-kernel jobs list [--all] [--json]
     agent-kernel jobs add NOTEBOOK | --task PROMPT  (--at TIME | --cron EXPR) [options]
@@ -13,6 +14,7 @@
     agent-kernel runs [--job ID] [--status S] [--limit N] [--json] [--cancel RUN]
     agent-kernel export SESSION OUT.ipynb [--schedule CRON] [--no-verify] [--yes] [options]
     agent-kernel cells list|clear NOTEBOOK [--cell ID]
+    agent-kernel key set|status|forget
 
 The database is ``AGENT_KERNEL_DB`` (or ``--db``); run directories live under
 ``AGENT_KERNEL_HOME``. Jobs are named by id, a unique id prefix, or their name.
@@ -628,6 +630,9 @@ def _parser() -> argparse.ArgumentParser:
         "--out", default="agent-kernel-demo", help="where the executed notebook goes (default agent-kernel-demo/)"
     )
     demo.set_defaults(handler=_demo)
+    from agent_kernel import lab
+
+    lab.add_parser(commands)
 
     daemon = commands.add_parser("scheduler", help="run the scheduler daemon")
     daemon.add_argument("--once", action="store_true", help="process what is due, wait for those runs, exit")
@@ -765,6 +770,9 @@ def _parser() -> argparse.ArgumentParser:
     clearing.add_argument("notebook", help="the notebook (.ipynb)")
     clearing.add_argument("--cell", action="append", metavar="ID", help="only this cell (repeatable)")
     clearing.set_defaults(handler=_cell_marks, action="clear")
+    from agent_kernel import cli_key
+
+    cli_key.add_parser(commands)
     return parser
 
 

@@ -318,6 +318,13 @@ class AgentMagics(Magics):
                 print(f"Started session {session.name!r}; the next %agent continues it.{kept}")
                 return None
             raise UsageError("Give the agent a prompt: %agent PROMPT, or a %%agent cell with a body.")
+        from agent_kernel.errors import MissingKeyError
+        from agent_kernel.model.client import api_key
+
+        try:  # before any session is touched: a turn that cannot reach the model leaves none behind
+            api_key()
+        except MissingKeyError as exc:
+            raise UsageError(str(exc)) from None
         view = Transcript(
             live=getattr(shell, "kernel", None) is not None,
             updates_per_second=self.settings.updates_per_second,
@@ -377,8 +384,10 @@ class AgentMagics(Magics):
         {name} in the prompt is replaced by that variable's value; {{ and }} are braces.
         Settings: %config AgentKernel (model, token_limit, approve, tool_groups, ...).
 
-        API key: the model is called with ANTHROPIC_API_KEY from the kernel's environment:
-        set it before starting Jupyter (or %env ANTHROPIC_API_KEY=... in this kernel).
+        API key: ANTHROPIC_API_KEY from the environment Jupyter started with, else the key
+        stored outside your notebooks by %agent_key (asks, not echoed), the key field in the
+        Agent panel's settings or `agent-kernel key set` in a terminal. Never type the key
+        into a cell: it would be saved with the notebook.
 
         Safety: with approve "auto" (the default) the agent's code runs in this kernel
         without asking; %agent --approve ask ... makes writing tools wait for Run/Skip.
@@ -388,6 +397,7 @@ class AgentMagics(Magics):
           %agent_history    the current session's transcript
           %agent_prompt     the agent's stored instructions
           %agent_secret     a secret for the agent's code, never echoed
+          %agent_key        store the Anthropic API key outside every notebook
           %agent_tools      the tools the model can call; %agent_skills its skills
           %agent_cells      a turn as cells below its %agent cell, to re-run without the model
           %agent_export     the session as a notebook (papermill parameters, schedulable)

@@ -114,6 +114,8 @@ class ModelClient:
             import anthropic
 
             options: dict[str, Any] = {"max_retries": self.max_retries}
+            if key:  # the stored key is in this process's environment too; said here, not assumed
+                options["api_key"] = key
             if self.http_client is not None:
                 made = self.http_client
                 options["http_client"] = made() if callable(made) else made
@@ -452,14 +454,28 @@ def _partial_input(text: str) -> Any:
         return None
 
 
+# The ways to give a key that keep it out of every notebook (a key typed into a cell is
+# saved with the notebook, its outputs and the scheduler's copies of it).
+KEY_WAYS = (
+    "store one outside your notebooks with %agent_key (asks for it, not echoed), the key field in "
+    "the Agent panel's settings, or `agent-kernel key set` in a terminal"
+)
+NO_KEY = f"No Anthropic API key: set ANTHROPIC_API_KEY before starting Jupyter, or {KEY_WAYS}."
+
+
 def api_key() -> str | None:
-    """The key the SDK will use; raise :class:`MissingKeyError` when there is none."""
-    key = os.environ.get("ANTHROPIC_API_KEY")
+    """The key the SDK will use (:func:`agent_kernel.model.keys.find_key`: the environment's,
+    else the stored one); raise :class:`MissingKeyError` when there is none."""
+    from agent_kernel.model.keys import UnusableKey, find_key
+
+    try:
+        key = find_key()
+    except UnusableKey as exc:
+        if os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            return None
+        raise MissingKeyError(f"No usable Anthropic API key. {exc}") from None
     if not key and not os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-        raise MissingKeyError(
-            "No Anthropic API key: set ANTHROPIC_API_KEY in the kernel's environment "
-            "(for example %env ANTHROPIC_API_KEY=sk-ant-...) and run the cell again."
-        )
+        raise MissingKeyError(f"{NO_KEY} Then run the cell again.")
     return key
 
 
@@ -480,7 +496,9 @@ def describe_api_error(exc: Exception, model: str | None = None) -> str:
         base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
         return f"Could not reach the model at {base}: {message}. Check the network or ANTHROPIC_BASE_URL."
     if isinstance(exc, anthropic.AuthenticationError):
-        hint = "Check ANTHROPIC_API_KEY (it may be mistyped or revoked)."
+        hint = (
+            "Check the key (ANTHROPIC_API_KEY, or the stored one: %agent_key --status); it may be mistyped or revoked."
+        )
     elif isinstance(exc, anthropic.PermissionDeniedError):
         hint = "The key is not allowed to do this; check its workspace and model access."
     elif isinstance(exc, anthropic.NotFoundError):

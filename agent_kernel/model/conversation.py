@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel.model.shapes import ContentBlock, Role, ToolUseBlock
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 # What the turn hands over and gets back: still a plain dict (the turn builds its messages
 # by hand); :class:`~agent_kernel.model.shapes.MessageParam` is the shape it has.
@@ -28,6 +31,14 @@ INTERRUPTED_RESULT = "The tool call was interrupted before it finished; it produ
 def tool_uses(content: list[ContentBlock]) -> list[ToolUseBlock]:
     """The ``tool_use`` blocks of ``content`` (as the API sends them: an id, a name, an input)."""
     return [cast("ToolUseBlock", block) for block in content if block.get("type") == "tool_use"]
+
+
+def from_api(blocks: Iterable[BaseModel]) -> list[ContentBlock]:
+    """A reply's content blocks (the SDK's models) as the JSON the conversation stores and
+    sends back. What the API sends is one of the shapes of :data:`ContentBlock` by its
+    contract; nothing here checks it."""
+    dumped: list[object] = [block.model_dump(mode="json", exclude_none=True) for block in blocks]
+    return [cast("ContentBlock", block) for block in dumped]
 
 
 def tool_result(tool_use_id: str, payload: str, *, is_error: bool = False) -> ContentBlock:

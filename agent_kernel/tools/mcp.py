@@ -96,7 +96,9 @@ class McpTool(Tool):
 
         return {"name": self.name, "description": self.description, "input_schema": compact(self.input_schema)}
 
-    async def call(self, tool_input: object) -> Any:
+    async def call(self, tool_input: object) -> str:
+        """The server's reply as text in the untrusted envelope (see :meth:`received`); an
+        error result or a refusal is a ToolInputError the model reads."""
         try:
             value = await super().call(tool_input)
         except ServerRefused as exc:

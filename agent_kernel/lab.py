@@ -4,7 +4,8 @@ Plain ``agent-kernel lab`` starts JupyterLab on 127.0.0.1 in ``DIR``. With ``--o
 first starts the offline scripted model (:func:`agent_kernel.testing.demo.demo_responder`,
 an Anthropic-compatible server on 127.0.0.1) and gives JupyterLab the environment that
 points everything at it: the kernels' ``%agent`` turns and chat, the server's inline
-completion and its explanations of failed runs. ``AGENT_KERNEL_OFFLINE`` names the model, so
+completion and its explanations of failed runs; the model they ask for is the scripted
+model's id (``AGENT_KERNEL_MODEL``, the server's ``completion_model``), so each names it. ``AGENT_KERNEL_OFFLINE`` names the model, so
 the server's ``/agent-kernel/api/offline`` tells the page (its status bar says so). The
 guided notebook ``offline_tour.ipynb`` is copied into ``DIR`` when absent and opened.
 
@@ -79,7 +80,13 @@ def jupyter_command(settings: LabSettings) -> list[str]:
         command.append("--no-browser")
     command.append(f"--ServerApp.root_dir={settings.directory}")
     if settings.offline:
-        command += [*OFFLINE_LAB_OPTIONS, f"--LabApp.default_url=/lab/tree/{TOUR}"]
+        from agent_kernel.testing.demo import OFFLINE_MODEL
+
+        command += [
+            *OFFLINE_LAB_OPTIONS,
+            f"--LabApp.default_url=/lab/tree/{TOUR}",
+            f"--AgentKernelServer.completion_model={OFFLINE_MODEL}",
+        ]
     return command + list(settings.jupyter_options)
 
 
@@ -89,6 +96,7 @@ def lab_environment(base: dict[str, str], model_env: dict[str, str] | None, mode
     if model_env is not None:
         env.update(model_env)
         env["AGENT_KERNEL_OFFLINE"] = model_id
+        env["AGENT_KERNEL_MODEL"] = model_id  # the chat's model choice and the turns name it
     else:
         env.pop("AGENT_KERNEL_OFFLINE", None)
     return env

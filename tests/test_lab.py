@@ -39,6 +39,7 @@ def test_the_command_line_serves_on_loopback_and_opens_the_tour_offline(tmp_path
     assert "--ServerApp.ip=127.0.0.1" in command and "--no-browser" in command
     assert "--ServerApp.port=9123" in command and "--ServerApp.port_retries=0" in command
     assert f"--LabApp.default_url=/lab/tree/{TOUR}" in command and "--LabApp.news_url=None" in command
+    assert f"--AgentKernelServer.completion_model={OFFLINE_MODEL}" in command
     plain = jupyter_command(LabSettings(tmp_path))
     assert "--no-browser" not in plain and not any(o.startswith("--ServerApp.port") for o in plain)
     assert not any("default_url" in o or "news_url" in o for o in plain)
@@ -63,6 +64,7 @@ def test_the_environment_points_at_the_scripted_model_only_offline():
     model = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:5", "ANTHROPIC_API_KEY": "scripted-test-key"}
     offline = lab_environment(base, model, OFFLINE_MODEL)
     assert offline["ANTHROPIC_API_KEY"] == "scripted-test-key" and offline["AGENT_KERNEL_OFFLINE"] == OFFLINE_MODEL
+    assert offline["AGENT_KERNEL_MODEL"] == OFFLINE_MODEL
     plain = lab_environment(base, None, "")
     assert plain == {"ANTHROPIC_API_KEY": "sk-real", "PATH": "/bin"}
 
@@ -159,7 +161,7 @@ def test_the_tour_runs_headless_on_the_offline_model(agent_db, tmp_path, monkeyp
     """Run all, as nbclient runs it: the cell tagged raises-exception fails, as the tour says it does."""
     notebook = nbformat.read(tour_notebook(), as_version=4)
     with ScriptedModel(responder=demo_responder) as model:
-        for name, value in model.env().items():
+        for name, value in lab_environment({}, model.env(), OFFLINE_MODEL).items():
             monkeypatch.setenv(name, value)
         NotebookClient(notebook, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     cells = [c for c in notebook.cells if c.cell_type == "code"]

@@ -1,0 +1,204 @@
+"""``agent-kernel lab --offline`` as a newcomer tries it: the command started in a subprocess
+(this venv's console script), its JupyterLab driven in Chromium. The guided notebook opens,
+the status bar says the offline scripted model answers, an ``%agent`` cell runs code and
+names the model, "Fix with agent" repairs the tour's misspelt name, the chat answers, and
+inline completion suggests; Ctrl-C then stops everything."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+from agent_kernel.lab import TOUR
+from agent_kernel.testing.demo import OFFLINE_MODEL
+from tests.support.browser import KERNEL_READY, cell, wait_idle
+from tests.support.jupyterlab import free_port
+from tests.support.paths import ARTIFACTS
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+AGENT_KERNEL = Path(sys.executable).parent / "agent-kernel"
+TOKEN = "offline-lab-token"
+# Jupyter options passed through after `--`: the page exposes `window.jupyterapp` to the test.
+JUPYTER_OPTIONS = ["--", "--LabApp.expose_app_in_browser=True"] + (
+    ["--ServerApp.allow_root=True"] if os.geteuid() == 0 else []
+)
+
+
+@pytest.fixture(scope="module")
+def offline_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """``agent-kernel lab --offline --no-browser``: its URL and its directory; Ctrl-C at the end."""
+    base = tmp_path_factory.mktemp("offline-lab")
+    port, home, work = free_port(), base / "jupyter", base / "work"
+    settings = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    env = dict(
+        os.environ,
+        JUPYTER_TOKEN=TOKEN,
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_DATA_DIR=str(home / "data"),
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        IPYTHONDIR=str(home / "ipython"),
+        AGENT_KERNEL_DB=str(base / "agent.duckdb"),
+        AGENT_KERNEL_HOME=str(base / "agent-home"),
+        AGENT_KERNEL_WARM_UP="1",
+    )
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.pop("ANTHROPIC_BASE_URL", None)
+    log_path = base / "lab.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [str(AGENT_KERNEL), "lab", "--offline", "--no-browser", "--port", str(port), str(work), *JUPYTER_OPTIONS],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, log_path.read_text()
+            try:
+                request = urllib.request.Request(f"{url}/api/status", headers={"Authorization": f"token {TOKEN}"})
+                urllib.request.urlopen(request, timeout=10).read()
+                break
+            except (urllib.error.URLError, ConnectionError):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"JupyterLab did not start: {log_path.read_text()}") from None
+                time.sleep(0.25)
+        yield url, work
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0, log_path.read_text()
+    assert "JupyterLab stopped; the offline scripted model stopped with it." in log_path.read_text()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    """A page at 1280x1000; a failing test leaves its screenshot in tests/artifacts."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+FIND_CELL = (
+    "text => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
+    ".findIndex(c => c.getSource().includes(text))"
+)
+
+
+def _source(page: Any, index: int) -> str:
+    return str(
+        page.evaluate(
+            "i => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells[i].getSource()", index
+        )
+    )
+
+
+def test_the_offline_tour_in_jupyterlab(offline_lab, page):
+    try:
+        _tour(page, *offline_lab)
+    except BaseException:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "FAILED-offline-lab.png"), full_page=True)
+        raise
+
+
+def _tour(page: Any, url: str, work: Path) -> None:
+    assert (work / TOUR).is_file()
+    page.goto(f"{url}/?token={TOKEN}")  # the server's default page is the tour
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+    assert page.evaluate("() => window.jupyterapp.shell.currentWidget.context.path") == TOUR
+
+    status = page.locator(".ak-offline-status")
+    status.wait_for(timeout=60_000)
+    assert status.inner_text() == "Agent: offline scripted model"
+    assert OFFLINE_MODEL in (status.get_attribute("title") or "")
+
+    # Run all: the %agent cell loads the CSV; it stops at the tour's failing cell.
+    page.wait_for_function(KERNEL_READY, timeout=120_000)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    agent = cells.filter(has_text="%agent load sales.csv")
+    agent.get_by_text("Here are the monthly revenue totals").wait_for(timeout=180_000)
+    footer = agent.locator(".jp-OutputArea").inner_text()
+    assert f"{OFFLINE_MODEL} (offline scripted model, not Claude)" in footer and "2025-12" in footer
+    failing = cell(page, page.evaluate(FIND_CELL, "len(price)"))
+    failing.get_by_text("NameError").first.wait_for(timeout=120_000)
+    wait_idle(page, timeout=120_000)
+
+    # Fix with agent: the chat opens with the cell and its traceback; Enter sends them.
+    failing.get_by_role("button", name="Fix with agent").click()
+    chat = page.locator(".ak-chat").first
+    chat.locator(".ak-chip[data-kind='error']").wait_for(timeout=30_000)
+    page.wait_for_function(  # the chat's model choice names the offline model
+        "m => [...document.querySelectorAll('.ak-chat select')].some(s => s.selectedOptions[0]?.text.includes(m))",
+        arg=OFFLINE_MODEL,
+        timeout=60_000,
+    )
+    chat.locator(".ak-chat-input").press("Enter")
+    diff = page.locator(".ak-edit-diff")
+    replaced = chat.get_by_text("I replaced the source of cell")
+    deadline = time.monotonic() + 120
+    while replaced.count() == 0:  # ask mode shows the diff to accept; auto mode applies it
+        assert time.monotonic() < deadline, chat.inner_text()
+        if diff.count():
+            assert "len(prices)" in diff.locator(".ak-edit-new").inner_text()
+            diff.get_by_role("button", name="Accept").click()
+        try:
+            replaced.wait_for(timeout=1000)
+        except PlaywrightTimeoutError:
+            pass
+    failing.locator(".jp-OutputArea-output", has_text="3.25").wait_for(timeout=120_000)  # it ran, fixed
+    assert "len(prices)" in _source(page, page.evaluate(FIND_CELL, "average ="))
+    page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=60_000)
+
+    # The chat answers a question, offline and saying so.
+    box = chat.locator(".ak-chat-input")
+    box.click()
+    box.fill("What can you do here?")
+    box.press("Enter")
+    chat.get_by_text("You asked: “What can you do here?”").wait_for(timeout=120_000)
+    assert "offline scripted demo model, not Claude" in chat.inner_text()
+    page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=60_000)
+
+    # Inline completion in a new cell.
+    count = page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.cells.length")
+    page.evaluate(
+        """n => {
+          const nb = window.jupyterapp.shell.currentWidget.content;
+          nb.model.sharedModel.insertCell(n, {cell_type: 'code', source: ''});
+          nb.activeCellIndex = n;
+        }""",
+        count,
+    )
+    editor = cell(page, count).locator(".cm-content")
+    editor.wait_for(timeout=30_000)
+    editor.click()
+    page.keyboard.type("import pan", delay=60)
+    page.wait_for_function("() => document.querySelector('.jp-GhostText')?.textContent === 'das as pd'", timeout=60_000)
+    page.keyboard.press("Tab")
+    page.wait_for_function("() => !document.querySelector('.jp-GhostText')", timeout=10_000)
+    assert _source(page, count) == "import pandas as pd"

@@ -24,7 +24,7 @@ import { InputDialog } from '@jupyterlab/apputils';
 import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
-import { editIcon } from '@jupyterlab/ui-components';
+import { caretDownEmptyIcon, editIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IContextMeter, IPanelState, ISession, panelState } from './api';
@@ -96,13 +96,14 @@ export function turnCode(payload: unknown): string {
 
 const CHAT_MODULE = "__import__('agent_kernel.magics.chat', fromlist=['panel_state'])";
 
-/** The meter's line: tokens of the model's window, cost, and where compaction starts. */
+/** The meter's line, each figure labelled: the context (the last request's tokens of the
+ * model's window), the session's cost so far, and where compaction starts. */
 export function meterText(m: IContextMeter): string {
   const used =
     m.used === null
       ? 'no request yet'
       : `${m.used.toLocaleString()} of ${m.window.toLocaleString()} tokens (${Math.round((100 * m.used) / m.window)}%)`;
-  return `${used} · ${m.cost === null ? 'no price' : money(m.cost)} · compacts at ${m.compact_at.toLocaleString()}`;
+  return `context: ${used} · session: ${m.cost === null ? 'no price' : money(m.cost)} · compacts at ${m.compact_at.toLocaleString()}`;
 }
 
 /** What the meter's tooltip explains: whose window, what the cost is, what compaction does. */
@@ -112,9 +113,9 @@ export function meterTitle(m: IContextMeter): string {
       ? `Past ${m.compact_at.toLocaleString()} tokens the API compacts the conversation (AgentKernel.compaction = server).`
       : `Past ${m.compact_at.toLocaleString()} tokens (AgentKernel.compact_at of the window) the conversation is compacted: first ${m.steps.join('; then ')} (${m.summary_model}).`;
   return (
-    `Session ${m.session} on ${m.model}: its last request used ${m.used === null ? 'nothing yet' : m.used.toLocaleString() + ' tokens'} of the ${m.window.toLocaleString()}-token context window.\n` +
-    `Cost so far: ${m.cost === null ? 'no priced call' : money(m.cost)}${m.unpriced_calls ? ` + ${m.unpriced_calls} unpriced calls` : ''}; ` +
-    `${m.tokens.toLocaleString()} of the session's ${m.token_limit.toLocaleString()}-token limit.\n` +
+    `Context: the last request of session ${m.session} on ${m.model} was ${m.used === null ? 'not sent yet' : m.used.toLocaleString() + ' tokens'} of the ${m.window.toLocaleString()}-token context window.\n` +
+    `Session so far: ${m.cost === null ? 'no priced call' : money(m.cost)}${m.unpriced_calls ? ` + ${m.unpriced_calls} unpriced calls` : ''}; ` +
+    `${m.tokens.toLocaleString()} of its ${m.token_limit.toLocaleString()}-token limit (every call since it started, cache reads at a tenth: the session figure of a turn's footer, whose "this turn" counts every token the turn sent and received).\n` +
     compaction
   );
 }
@@ -130,7 +131,7 @@ export class ChatView extends Panel {
     super();
     this.addClass('ak-chat');
     this.head.node.append(
-      el('div', { className: 'ak-chat-title' }, el('h3', {}, 'Chat'), this.notebookSelect),
+      el('div', { className: 'ak-chat-title' }, el('h3', {}, 'Chat'), withCaret(this.notebookSelect)),
       this.settingsNode,
       this.meterNode
     );
@@ -533,10 +534,10 @@ export class ChatView extends Panel {
       archiveIcon.element({ tag: 'span', className: 'ak-icon' })
     );
     this.settingsNode.append(
-      this.modelSelect,
-      this.approveSelect,
-      this.thinkSelect,
-      el('span', { className: 'ak-chat-session-group' }, this.sessionSelect, rename, archive)
+      withCaret(this.modelSelect),
+      withCaret(this.thinkSelect),
+      withCaret(this.approveSelect),
+      el('span', { className: 'ak-chat-session-group' }, withCaret(this.sessionSelect), rename, archive)
     );
     this.explainApprove();
   }
@@ -863,6 +864,16 @@ export class ChatView extends Panel {
     className: 'ak-chat-notebook jp-mod-styled',
     onchange: () => this.onPickNotebook()
   });
+}
+
+/** `select` with JupyterLab's caret beside it, as its HTMLSelect draws one. */
+function withCaret(select: HTMLSelectElement): HTMLElement {
+  return el(
+    'span',
+    { className: 'ak-select-wrap' },
+    select,
+    caretDownEmptyIcon.element({ tag: 'span', className: 'ak-select-caret' })
+  );
 }
 
 function chain<T>(first: ((msg: T) => void | PromiseLike<void>) | undefined, then: (msg: T) => void) {

@@ -1,5 +1,5 @@
 /**
- * The ways into the Agent panel's chat: a command (palette and shortcut) that opens it,
+ * The ways into the Agent chat: a command (palette and shortcut) that opens it,
  * "Add to chat" on a cell, a selection, an output and a file, "Fix with agent" and
  * "Explain" on an error output, and "Ask the agent about this cell" on the cell toolbar.
  * Each opens the panel with the context attached as chips; nothing is sent until the
@@ -38,7 +38,7 @@ const askIcon = new LabIcon({
     '</g></svg>'
 });
 
-/** The chat's commands, menus and error buttons; `show` brings the Agent panel forward. */
+/** The chat's commands, menus and error buttons; `show` brings the Agent chat forward. */
 export function registerChat(
   app: JupyterFrontEnd,
   chat: ChatView,
@@ -76,14 +76,14 @@ export function registerChat(
 
   app.commands.addCommand(OPEN_CHAT, {
     label: 'Chat with the agent',
-    caption: "Open the Agent panel's chat for the current notebook",
+    caption: 'Open the Agent chat for the current notebook',
     execute: () => open(notebooks?.currentWidget ?? null)
   });
   app.commands.addKeyBinding({ command: OPEN_CHAT, keys: ['Accel Shift Y'], selector: 'body' });
 
   app.commands.addCommand(ADD_CELL, {
     label: 'Add cell to chat',
-    caption: "Attach this cell's source to the next prompt in the Agent panel",
+    caption: "Attach this cell's source to the next prompt in the Agent chat",
     isEnabled: () => Boolean(notebooks?.activeCell),
     execute: () => {
       const panel = notebooks?.currentWidget;
@@ -144,7 +144,7 @@ export function registerChat(
   const errorCommand = (id: string, label: string, prompt: string) =>
     app.commands.addCommand(id, {
       label,
-      caption: `${label}: opens the Agent panel with the failing cell and its traceback attached`,
+      caption: `${label}: opens the Agent chat with the failing cell and its traceback attached`,
       execute: args => {
         const panel = (notebooks?.find(nb => nb.id === args.notebook) ?? notebooks?.currentWidget) || null;
         const cell = panel?.content.widgets.find(c => c.model.id === args.cell) ?? notebooks?.activeCell ?? null;
@@ -168,7 +168,7 @@ export function registerChat(
 
   app.commands.addCommand(ASK_CELL, {
     label: 'Ask the agent about this cell',
-    caption: 'Ask the agent about this cell: opens the Agent panel with it attached',
+    caption: 'Ask the agent about this cell: opens the Agent chat with it attached',
     icon: askIcon,
     execute: () => {
       const panel = notebooks?.currentWidget;
@@ -301,7 +301,7 @@ function watchErrors(app: JupyterFrontEnd, panel: NotebookPanel): void {
               'button',
               {
                 className: 'jp-Button jp-mod-styled jp-mod-accept ak-fix-button',
-                title: 'Open the Agent panel with this cell and its traceback attached, to fix it',
+                title: 'Open the Agent chat with this cell and its traceback attached, to fix it',
                 onclick: () => void app.commands.execute(FIX_ERROR, args)
               },
               'Fix with agent'
@@ -310,7 +310,7 @@ function watchErrors(app: JupyterFrontEnd, panel: NotebookPanel): void {
               'button',
               {
                 className: 'jp-Button jp-mod-styled ak-explain-button',
-                title: 'Open the Agent panel with this error attached, to explain it',
+                title: 'Open the Agent chat with this error attached, to explain it',
                 onclick: () => void app.commands.execute(EXPLAIN_ERROR, args)
               },
               'Explain'

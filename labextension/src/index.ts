@@ -1,6 +1,7 @@
 /**
- * agent-kernel in JupyterLab (and Notebook 7): the Agent panel in the left sidebar and
- * "Schedule this notebook…" in the notebook toolbar and the file browser's menu.
+ * agent-kernel in JupyterLab (and Notebook 7): the chat in the right sidebar, the Agent
+ * dashboard in the left one, and "Schedule this notebook…" in the notebook toolbar and the
+ * file browser's menu.
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, ToolbarButton } from '@jupyterlab/apputils';
@@ -12,18 +13,29 @@ import { attachCellMarks } from './cellmark';
 import { attachNotebooks } from './channel';
 import { completionPlugin } from './completion';
 import { FailureWatcher } from './jobs';
+import { offlinePlugin } from './offline';
 import { registerChat } from './chatcommands';
-import { AgentPanel } from './panel';
+import { ChatPanel } from './chatpanel';
+import { AgentDashboard } from './panel';
 import { scheduleNotebook } from './schedule';
 
 const SCHEDULE = 'agent-kernel:schedule-notebook';
 const SHOW_PANEL = 'agent-kernel:show-panel';
+const SHOW_DASHBOARD = 'agent-kernel:show-dashboard';
 
 const agentIcon = new LabIcon({
   name: 'agent-kernel:agent',
   svgstr:
     '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
     '<path d="M12 2a2 2 0 0 1 2 2v1h3a3 3 0 0 1 3 3v9a3 3 0 0 1-3 3H7a3 3 0 0 1-3-3V8a3 3 0 0 1 3-3h3V4a2 2 0 0 1 2-2zm-3 8.5a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm6 0a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zM8 16v1.5h8V16H8z"/>' +
+    '</g></svg>'
+});
+
+const dashboardIcon = new LabIcon({
+  name: 'agent-kernel:dashboard',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24"><g class="jp-icon3" fill="#616161">' +
+    '<path d="M4 3h7v8H4V3zm9 0h7v5h-7V3zM4 13h7v8H4v-8zm9-3h7v11h-7V10z"/>' +
     '</g></svg>'
 });
 
@@ -37,7 +49,7 @@ const clockIcon = new LabIcon({
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'agent-kernel:plugin',
-  description: 'The Agent panel and "Schedule this notebook…".',
+  description: 'The Agent chat, the Agent dashboard and "Schedule this notebook…".',
   autoStart: true,
   requires: [],
   optional: [INotebookTracker, IDefaultFileBrowser, ICommandPalette],
@@ -51,17 +63,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
       attachNotebooks(notebooks, app);
       attachCellMarks(notebooks);
     }
-    const panel = new AgentPanel(app, notebooks);
-    panel.title.icon = agentIcon;
-    // Notebook 7's left sidebar holds the table of contents and the debugger; the chat sits
-    // beside the notebook on the right there, as other chat panels do.
-    app.shell.add(panel, app.name === 'Jupyter Notebook' ? 'right' : 'left', { rank: 650 });
+    // The chat sits beside the notebook on the right, as other chat panels do (in JupyterLab
+    // and in Notebook 7); the dashboard's lists and tables go to the left sidebar.
+    const chatPanel = new ChatPanel(notebooks);
+    chatPanel.title.icon = agentIcon;
+    app.shell.add(chatPanel, 'right', { rank: 650 });
+    const panel = new AgentDashboard(app, notebooks);
+    panel.title.icon = dashboardIcon;
+    app.shell.add(panel, 'left', { rank: 650 });
+    chatPanel.chat.turnEnded = () => void panel.refresh();
     new FailureWatcher(run => {
       app.shell.activateById(panel.id);
       void panel.jobsManager.show(run.job_id);
     }).start();
 
-    registerChat(app, panel.chat, () => app.shell.activateById(panel.id), notebooks, browser, palette);
+    registerChat(app, chatPanel.chat, () => app.shell.activateById(chatPanel.id), notebooks, browser, palette);
 
     const refresh = () => void panel.refresh();
 
@@ -89,7 +105,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
 
     app.commands.addCommand(SHOW_PANEL, {
-      label: 'Show the Agent panel',
+      label: 'Show the Agent chat',
+      execute: () => app.shell.activateById(chatPanel.id)
+    });
+
+    app.commands.addCommand(SHOW_DASHBOARD, {
+      label: 'Show the Agent dashboard',
+      caption: 'Sessions, scheduled jobs and their runs, items kept after untrusted content, stats',
       execute: () => app.shell.activateById(panel.id)
     });
 
@@ -117,7 +139,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     palette?.addItem({ command: SCHEDULE, category: 'Agent' });
     palette?.addItem({ command: SHOW_PANEL, category: 'Agent' });
+    palette?.addItem({ command: SHOW_DASHBOARD, category: 'Agent' });
   }
 };
 
-export default [plugin, completionPlugin];
+export default [plugin, completionPlugin, offlinePlugin];

@@ -1,6 +1,6 @@
-"""The Agent panel's chat in a real JupyterLab 4 with Chromium: a prompt typed in the panel
-runs a turn in the notebook's kernel, its transcript (tool cards, blocks, approval cards,
-Stop) renders in the panel, and cells, outputs and errors reach it with one click.
+"""The Agent chat (its own sidebar) in a real JupyterLab 4 with Chromium: a prompt typed in
+the chat runs a turn in the notebook's kernel, its transcript (tool cards, blocks, approval
+cards, Stop) renders in the chat, and cells, outputs and errors reach it with one click.
 
 Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
 """
@@ -25,6 +25,7 @@ from tests.support.browser import (
     wait_idle,
 )
 from tests.support.calls import tool_results
+from tests.support.dashboard import open_dashboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -70,8 +71,8 @@ def test_a_panel_prompt_runs_in_the_notebooks_kernel_and_lands_in_its_session(la
     assert "defined 42" in output.inner_text()
     page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=30_000)
     assert page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.cells.length") == 2
-    # The dashboard below the chat lists the session the panel's turn started.
-    page.locator("#agent-kernel-panel .ak-session[data-session='chat-turn']").wait_for(timeout=30_000)
+    # The dashboard beside the chat lists the session the panel's turn started.
+    open_dashboard(page).locator(".ak-session[data-session='chat-turn']").wait_for(timeout=30_000)
     # The next cell uses what the panel's turn defined; the panel used no execution count.
     after = run_cell(page, "print('next', from_panel + 1)", 2)
     after.get_by_text("next 43").wait_for(timeout=30_000)
@@ -268,13 +269,13 @@ def test_the_panel_renames_the_notebooks_session(lab_page, jupyterlab, lab_model
     send(chat, "start a session")
     chat.get_by_text("Started.").wait_for(timeout=60_000)
     page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=30_000)
-    chat.locator(".ak-chat-session option", has_text="Session: chat-rename").wait_for(state="attached", timeout=30_000)
+    chat.locator(".ak-chat-session option[value='chat-rename']").wait_for(state="attached", timeout=30_000)
     chat.locator(".ak-chat-rename").click()
     dialog = page.locator(".jp-Dialog")
     dialog.locator("input").fill("sales notes")
     dialog.get_by_role("button", name="Ok").click()
     chat.locator(".ak-chat-status").filter(has_text="Renamed to sales notes.").wait_for(timeout=30_000)
-    chat.locator(".ak-chat-session option", has_text="Session: sales notes").wait_for(state="attached", timeout=30_000)
+    chat.locator(".ak-chat-session option[value='sales notes']").wait_for(state="attached", timeout=30_000)
     assert chat.locator(".ak-chat-session").input_value() == "sales notes"
     assert chat.locator(".ak-chat-earlier").first.inner_text().startswith("Turn 1: start a session")
 

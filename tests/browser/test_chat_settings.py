@@ -1,4 +1,4 @@
-"""The Agent panel's settings row in a real JupyterLab 4 with Chromium: its choices are the
+"""The Agent chat's settings row in a real JupyterLab 4 with Chromium: its choices are the
 notebook's defaults in the kernel for the next turn from the panel or a cell, the models
 are the configured ones, a choice the kernel refuses is a line in the panel, the context
 meter shows the model's window, the cost and where compaction starts, and the row reads
@@ -110,8 +110,8 @@ def test_the_rows_choices_are_the_notebooks_defaults_for_a_cell_too(lab_page, ju
     # The models are the configured ones, named by the kernel.
     model = chat.locator(".ak-chat-model")
     options = model.locator("option").all_inner_texts()
-    assert "Model: claude-haiku-4-5" in options and "Model: claude-opus-5-5" in options
-    assert options[0].startswith("Model: default (")
+    assert "claude-haiku-4-5" in options and "claude-opus-5-5" in options
+    assert options[0].endswith(" (default)")
     model.select_option("claude-haiku-4-5")
     chat.locator(".ak-chat-think").select_option("low")
     status = chat.locator(".ak-chat-status")

@@ -1,4 +1,4 @@
-"""The jobs manager of the Agent panel in a real JupyterLab 4 with Chromium: a job edited
+"""The jobs manager of the Agent dashboard in a real JupyterLab 4 with Chromium: a job edited
 in the "Schedule this notebook" dialog, a job's detail with a run's logs and output, a run
 now with other parameters, a failed run explained and compared, and the failure toast.
 
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from agent_kernel.testing import say
-from tests.support.browser import open_panel, refresh_until, save_screenshot
+from tests.support.browser import refresh_until, save_screenshot
+from tests.support.dashboard import open_dashboard
 from tests.support.notebooks import write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
@@ -88,7 +89,7 @@ def test_a_job_is_edited_in_the_schedule_dialog_and_a_refused_change_shows_in_it
     page, lab = lab_page, jupyterlab
     job = make_job(lab, "report", "print(f'hello {who}')")
     open_lab(page, lab, "edit")
-    panel = open_panel(page)
+    panel = open_dashboard(page)
     detail = show_job(page, panel, "report")
     assert "At 09:00" in detail.locator(".ak-job-facts").inner_text()
     assert detail.locator(".ak-job-parameters tr").all_inner_texts() == ["who\t'server'"]
@@ -146,7 +147,7 @@ def test_a_jobs_standing_grants_show_in_its_detail_and_are_set_in_the_schedule_d
     )
     plain = make_job(lab, "plain", "print('hi')")
     open_lab(page, lab, "grants")
-    panel = open_panel(page)
+    panel = open_dashboard(page)
     detail = show_job(page, panel, "granted")
     unattended = detail.locator(".ak-job-facts tr", has_text="Unattended runs")
     assert unattended.locator("td").inner_text() == "After untrusted content may: run_code; hosts: api.example.com"
@@ -188,7 +189,7 @@ def test_a_jobs_detail_shows_a_run_now_with_other_parameters_its_logs_and_output
     )
     job = make_job(lab, "daily", source)
     open_lab(page, lab, "detail")
-    panel = open_panel(page)
+    panel = open_dashboard(page)
     detail = show_job(page, panel, "daily")
 
     # Run now with another value: this run uses it, the job keeps its own.
@@ -269,7 +270,7 @@ def test_a_failed_run_toasts_once_and_is_explained_and_compared_in_the_panel(lab
     toast = page.locator(TOAST, has_text="Scheduled run of “nightly” failed")
     toast.wait_for(timeout=30_000)
     toast.get_by_role("button", name="Show").click()
-    panel = page.locator("#agent-kernel-panel")
+    panel = page.locator("#agent-kernel-dashboard")
     panel.wait_for(state="visible", timeout=30_000)
     detail = panel.locator(".ak-jobs-manager .ak-job-detail")
     failed = detail.locator(f".ak-job-run[data-run='{bad2['id']}']")

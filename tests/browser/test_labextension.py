@@ -1,4 +1,4 @@
-"""The JupyterLab extension in a real JupyterLab 4 with Chromium: the Agent panel, the
+"""The JupyterLab extension in a real JupyterLab 4 with Chromium: the Agent dashboard, the
 "Schedule this notebook…" dialog, and the turn renderer after a notebook is reopened.
 
 The extension is the one installed in this environment (`make install`); the server
@@ -17,12 +17,12 @@ from agent_kernel.testing import reply, say, tool_use
 from tests.support.browser import (
     KERNEL_READY,
     cell,
-    open_panel,
     refresh_until,
     run_notebook,
     save_screenshot,
     wait_idle,
 )
+from tests.support.dashboard import open_dashboard
 from tests.support.notebooks import write_notebook
 from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
@@ -53,7 +53,7 @@ def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(l
     cell(page, 1).get_by_text("Scheduled the nightly summary.").wait_for(timeout=60_000)
     wait_idle(page)
 
-    panel = open_panel(page)
+    panel = open_dashboard(page)
     session = panel.locator(".ak-session").first
     refresh_until(page, panel, panel.locator(".ak-session"))
     assert "idle" in session.inner_text() and "tokens" in session.inner_text()
@@ -106,7 +106,7 @@ def test_schedule_this_notebook_creates_a_job_the_server_runs_and_its_output_ope
     dialog.get_by_role("button", name="Schedule").click()
     page.get_by_text("Scheduled “report”").wait_for(timeout=30_000)
 
-    panel = open_panel(page)
+    panel = open_dashboard(page)
     job = panel.locator(".ak-job[data-job='report']")
     refresh_until(page, panel, job)
     assert "Monday through Friday (Europe/Paris)" in job.inner_text()

@@ -106,7 +106,7 @@ class MessageError(ValueError):
     """A message from the frame that does not fit the component's declaration."""
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     """The JSON type name of ``value``."""
     if value is None:
         return "null"
@@ -121,14 +121,14 @@ def json_type(value: Any) -> str:
     return "object"
 
 
-def json_size(value: Any) -> int:
+def json_size(value: object) -> int:
     try:
         return len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
     except (TypeError, ValueError):
         raise MessageError("is not plain JSON") from None
 
 
-def checked_state(declared: dict[str, Any], state: Any) -> dict[str, Any]:
+def checked_state(declared: dict[str, Any], state: object) -> dict[str, Any]:
     """``state`` when it fits ``declared`` (the component's initial state): only its keys,
     each value of the same JSON type (a key declared null takes any type); else an error."""
     if not isinstance(state, dict):
@@ -159,7 +159,7 @@ def script_hash(script: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
 
 
-def script_literal(value: Any) -> str:
+def script_literal(value: object) -> str:
     """``value`` as a JavaScript literal that is safe inside ``<script>``: ASCII only (so
     the text the browser hashes is this text), without ``<`` or ``>``, and without a
     carriage return (which the HTML parser would change)."""
@@ -209,7 +209,7 @@ def frame_document(definition: ComponentVersion, state: dict[str, Any]) -> str:
 _NOTES: dict[str, list[str]] = {}
 
 
-def keep_note(session_id: str, component: str, name: str, data: Any) -> None:
+def keep_note(session_id: str, component: str, name: str, data: object) -> None:
     shown = redact(json.dumps(data, ensure_ascii=False))
     line = f"[A message from the UI component {component!r} (sent by its page, not typed by the user)] {name}: {shown}"
     notes = _NOTES.setdefault(session_id, [])
@@ -257,7 +257,7 @@ class ComponentWidget(WaitingWidget):
         # card, its output) lands in the turn's cell, not in the comm message's.
         self._turn_context = contextvars.copy_context()
 
-    def _dispatch_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+    def _dispatch_message(self, _widget: object, content: object, _buffers: object) -> None:
         if isinstance(content, dict) and self.status in ("waiting", "live"):
             self._call_soon(self.on_message, content)
 
@@ -274,7 +274,7 @@ class ComponentWidget(WaitingWidget):
         elif kind == "dismiss" and self.status == "waiting":
             self.answer({"action": "dismiss"})
 
-    def receive(self, msg: Any) -> None:
+    def receive(self, msg: object) -> None:
         """One message the frame sent: checked against the declaration, then acted on."""
         call_id = msg.get("id") if isinstance(msg, dict) else None
         call_id = call_id if isinstance(call_id, int) and not isinstance(call_id, bool) else None
@@ -296,7 +296,7 @@ class ComponentWidget(WaitingWidget):
             else:
                 self.reply({"kind": "error", "message": f"Refused: {exc}."})
 
-    def _message(self, name: Any, data: Any) -> None:
+    def _message(self, name: object, data: object) -> None:
         if name not in self.definition.messages:
             raise MessageError(
                 f"message {name!r} is not declared (declared: {', '.join(self.definition.messages) or 'none'})"
@@ -305,10 +305,10 @@ class ComponentWidget(WaitingWidget):
             raise MessageError(f"the message's data is over {MESSAGE_BYTES:,} bytes as JSON")
         if self.host is None:
             raise MessageError("no session is listening")
-        keep_note(self.host.session_id, self.definition.name, name, data)
+        keep_note(self.host.session_id, self.definition.name, str(name), data)
         self.reply({"kind": "sent", "name": name})
 
-    def _call(self, call_id: int | None, tool: Any, tool_input: Any) -> None:
+    def _call(self, call_id: int | None, tool: object, tool_input: object) -> None:
         if call_id is None:
             raise MessageError("a call needs a numeric id")
         if tool not in self.definition.tools:
@@ -329,7 +329,7 @@ class ComponentWidget(WaitingWidget):
             raise MessageError("the turn that showed this component has ended; its tools run only while that turn runs")
         self._calls.append(now)
         # A task copies the context it is made in.
-        task = self._turn_context.copy().run(asyncio.ensure_future, self._run(run, call_id, tool, tool_input))
+        task = self._turn_context.copy().run(asyncio.ensure_future, self._run(run, call_id, str(tool), tool_input))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

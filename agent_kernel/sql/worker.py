@@ -55,12 +55,14 @@ import time
 import warnings
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.sql.sandbox import timeout_message
 
 if TYPE_CHECKING:
+    import psutil
+
     from agent_kernel.sql.guard import Statement
     from agent_kernel.sql.pages import Layout
     from agent_kernel.sql.sandbox import ForkReady, Limits, SqlResult, SqlRun
@@ -151,7 +153,7 @@ class _Watched:
     """
 
     pid: int
-    answers: Any  # the pipe the answers come on (a binary file)
+    answers: IO[bytes]  # the pipe the answers come on
 
     def alive(self) -> bool:
         raise NotImplementedError
@@ -163,7 +165,7 @@ class _Watched:
         """The resident size over which the process is killed."""
         return limits.worker_memory_bytes()
 
-    def watched_process(self) -> Any:
+    def watched_process(self) -> psutil.Process | None:
         """The process as ``psutil`` sees it (to read its memory), or None when it is gone."""
         import psutil
 
@@ -267,7 +269,9 @@ class _Worker(_Watched):
             stderr=subprocess.DEVNULL,
             bufsize=0,
         )
+        assert self.process.stdin is not None and self.process.stdout is not None  # both piped
         self.pid = self.process.pid
+        self.requests: IO[bytes] = self.process.stdin
         self.answers = self.process.stdout
         self._sending: threading.Thread | None = None
 
@@ -290,7 +294,7 @@ class _Worker(_Watched):
 
     def _send(self, payload: bytes) -> None:
         try:
-            _write(self.process.stdin, payload)
+            _write(self.requests, payload)
         except (OSError, ValueError):  # it left (killed at a stop): the watch reports that
             pass
 
@@ -389,7 +393,7 @@ class _Forked(_Watched):
         self.requests = os.fdopen(requests_write, "wb", buffering=0)
         self.last_used = time.monotonic()
         try:
-            self._process: Any = psutil.Process(pid)
+            self._process: psutil.Process | None = psutil.Process(pid)
             self._start_rss = self._process.memory_info().rss
         except psutil.Error:  # gone already (its answer is in the pipe): about the kernel's size
             self._process = None
@@ -468,7 +472,7 @@ class _Forked(_Watched):
         except psutil.Error:
             return True
 
-    def watched_process(self) -> Any:
+    def watched_process(self) -> psutil.Process | None:
         return self._process
 
     def memory_cap(self, limits: Limits) -> int:
@@ -754,8 +758,8 @@ def _fork_with_signals_blocked() -> int:
 
 
 def _answer_calls(
-    requests: Any,
-    answers: Any,
+    requests: IO[bytes],
+    answers: IO[bytes],
     store: Store,
     ready: ForkReady,
     frames: Mapping[str, Any],
@@ -895,7 +899,7 @@ def _start_successor() -> None:
         _successors.remove(threading.current_thread())
 
 
-def _write(pipe: Any, payload: bytes) -> None:
+def _write(pipe: IO[bytes], payload: bytes) -> None:
     pipe.write(_HEADER.pack(len(payload)))
     view = memoryview(payload)
     while view:
@@ -903,14 +907,14 @@ def _write(pipe: Any, payload: bytes) -> None:
         view = view[written:]
 
 
-def _read(pipe: Any) -> bytes | None:
+def _read(pipe: IO[bytes]) -> bytes | None:
     header = _read_exactly(pipe, _HEADER.size)
     if header is None:
         return None
     return _read_exactly(pipe, _HEADER.unpack(header)[0])
 
 
-def _read_exactly(pipe: Any, size: int) -> bytes | None:
+def _read_exactly(pipe: IO[bytes], size: int) -> bytes | None:
     data = bytearray()
     while len(data) < size:
         chunk = pipe.read(min(size - len(data), 1 << 24))

@@ -28,6 +28,8 @@ from agent_kernel.store.turn_taint import session_taint
 if TYPE_CHECKING:
     import duckdb
 
+    from agent_kernel.model.shapes import ContentBlock
+
 __all__ = [
     "Step",
     "TurnSteps",
@@ -104,7 +106,7 @@ def _read(con: duckdb.DuckDBPyConnection, session_id: str, numbers: list[int]) -
         if code.strip():
             steps[int(turn)].append(Step(code, stdout or ""))
     taint = session_taint(con, session_id)
-    said: dict[int, list[tuple[str, list[dict[str, Any]]]]] = {n: [] for n in numbers}
+    said: dict[int, list[tuple[str, list[ContentBlock]]]] = {n: [] for n in numbers}
     for turn, role, content in messages:
         said[int(turn)].append((str(role), json.loads(content)))
     return [
@@ -114,7 +116,7 @@ def _read(con: duckdb.DuckDBPyConnection, session_id: str, numbers: list[int]) -
     ]
 
 
-def _texts(content: list[dict[str, Any]], *, user: bool) -> list[str]:
+def _texts(content: list[ContentBlock], *, user: bool) -> list[str]:
     return [
         str(block.get("text", ""))
         for block in content
@@ -125,7 +127,7 @@ def _texts(content: list[dict[str, Any]], *, user: bool) -> list[str]:
     ]
 
 
-def _prompt(said: list[tuple[str, list[dict[str, Any]]]]) -> str:
+def _prompt(said: list[tuple[str, list[ContentBlock]]]) -> str:
     """The person's words: the text of the turn's first user message, without the turn context."""
     for role, content in said:
         if role == "user":
@@ -133,7 +135,7 @@ def _prompt(said: list[tuple[str, list[dict[str, Any]]]]) -> str:
     return ""
 
 
-def _answer(said: list[tuple[str, list[dict[str, Any]]]]) -> str:
+def _answer(said: list[tuple[str, list[ContentBlock]]]) -> str:
     """What the model ended the turn with: the text of its last message that has any."""
     for role, content in reversed(said):
         if role == "assistant":

@@ -29,7 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LabError", "LabSettings", "add_parser", "jupyter_command", "lab", "lab_environment", "tour_notebook"]
+__all__ = [
+    "LabError",
+    "LabSettings",
+    "add_parser",
+    "copy_tour",
+    "jupyter_command",
+    "lab",
+    "lab_environment",
+    "tour_notebook",
+]
 
 TOUR = "offline_tour.ipynb"
 LOOPBACK = "127.0.0.1"
@@ -66,8 +75,9 @@ def tour_notebook() -> Path:
     raise FileNotFoundError(f"{TOUR} is not in this installation of agent-kernel ({package}).")
 
 
-def jupyter_command(settings: LabSettings) -> list[str]:
-    """The command line that starts JupyterLab for ``settings`` (or :class:`LabError`)."""
+def jupyter_command(settings: LabSettings, *, open_tour: bool = True) -> list[str]:
+    """The command line that starts JupyterLab for ``settings`` (or :class:`LabError`);
+    offline, it opens the tour unless ``open_tour`` is false."""
     for option in settings.jupyter_options:
         if option.split("=", 1)[0] in _ADDRESS_OPTIONS:
             raise LabError(f"`agent-kernel lab` serves on {LOOPBACK} only; leave out {option.split('=', 1)[0]}.")
@@ -82,12 +92,23 @@ def jupyter_command(settings: LabSettings) -> list[str]:
     if settings.offline:
         from agent_kernel.testing.demo import OFFLINE_MODEL
 
-        command += [
-            *OFFLINE_LAB_OPTIONS,
-            f"--LabApp.default_url=/lab/tree/{TOUR}",
-            f"--AgentKernelServer.completion_model={OFFLINE_MODEL}",
-        ]
+        command += [*OFFLINE_LAB_OPTIONS, f"--AgentKernelServer.completion_model={OFFLINE_MODEL}"]
+        if open_tour:
+            command.append(f"--LabApp.default_url=/lab/tree/{TOUR}")
     return command + list(settings.jupyter_options)
+
+
+def copy_tour(directory: Path) -> bool:
+    """Copy the tour into ``directory`` unless a file of its name is there; whether it is there now."""
+    target = directory / TOUR
+    if target.exists():
+        return True
+    try:
+        shutil.copyfile(tour_notebook(), target)
+    except FileNotFoundError as exc:
+        print(f"agent-kernel: {exc} JupyterLab starts without it.", file=sys.stderr, flush=True)
+        return False
+    return True
 
 
 def lab_environment(base: dict[str, str], model_env: dict[str, str] | None, model_id: str) -> dict[str, str]:
@@ -111,6 +132,8 @@ def lab(settings: LabSettings) -> int:
         return 1
     command = jupyter_command(settings)
     settings.directory.mkdir(parents=True, exist_ok=True)
+    if settings.offline and not copy_tour(settings.directory):
+        command = jupyter_command(settings, open_tour=False)
     stop = threading.Event()
     handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     model: Any = None
@@ -119,14 +142,11 @@ def lab(settings: LabSettings) -> int:
             from agent_kernel.testing import ScriptedModel
             from agent_kernel.testing.demo import OFFLINE_MODEL, demo_responder
 
-            tour = settings.directory / TOUR
-            if not tour.exists():
-                shutil.copyfile(tour_notebook(), tour)
             model = ScriptedModel(responder=demo_responder, host=LOOPBACK).start()
             env = lab_environment(dict(os.environ), model.env(), OFFLINE_MODEL)
             print(
                 f"agent-kernel: the offline scripted model ({OFFLINE_MODEL}, not Claude) answers at {model.url}; "
-                f"JupyterLab opens {TOUR} in {settings.directory}. Ctrl-C stops both.",
+                f"JupyterLab starts in {settings.directory}. Ctrl-C stops both.",
                 flush=True,
             )
         else:

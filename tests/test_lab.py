@@ -22,7 +22,7 @@ import pytest
 from nbclient import NotebookClient
 
 from agent_kernel.cli import main
-from agent_kernel.lab import TOUR, LabError, LabSettings, jupyter_command, lab_environment, tour_notebook
+from agent_kernel.lab import TOUR, LabError, LabSettings, copy_tour, jupyter_command, lab_environment, tour_notebook
 from agent_kernel.testing import ScriptedModel
 from agent_kernel.testing.demo import OFFLINE_MODEL, demo_responder
 from tests.support.jupyterlab import free_port
@@ -43,6 +43,14 @@ def test_the_command_line_serves_on_loopback_and_opens_the_tour_offline(tmp_path
     plain = jupyter_command(LabSettings(tmp_path))
     assert "--no-browser" not in plain and not any(o.startswith("--ServerApp.port") for o in plain)
     assert not any("default_url" in o or "news_url" in o for o in plain)
+
+
+def test_the_tour_is_copied_once_and_a_persons_copy_is_kept(tmp_path):
+    assert copy_tour(tmp_path) and (tmp_path / TOUR).read_bytes() == tour_notebook().read_bytes()
+    (tmp_path / TOUR).write_text("my edits")
+    assert copy_tour(tmp_path) and (tmp_path / TOUR).read_text() == "my edits"
+    command = jupyter_command(LabSettings(tmp_path, offline=True), open_tour=False)
+    assert "--LabApp.news_url=None" in command and not any("default_url" in o for o in command)
 
 
 @pytest.mark.parametrize("option", ["--ip=0.0.0.0", "--ServerApp.ip=0.0.0.0", "--ServerApp.sock=/tmp/x.sock"])

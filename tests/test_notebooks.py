@@ -49,6 +49,9 @@ def test_agent_cell_defines_a_variable_for_the_next_cell(scripted_model, agent_d
     done = nbformat.read(output, as_version=4)
     assert "12.566" in outputs_text(done.cells[1])
     assert "The area is in `area`." in outputs_text(done.cells[1])
+    # Every output the turn left shows something: no blanked status line or Stop button.
+    empty = [o for o in done.cells[1].outputs if not any(o.get("data", {}).values()) and not o.get("text")]
+    assert not empty, done.cells[1].outputs
     assert outputs_text(done.cells[2]).strip() == "25.132"
     assert len(scripted_model.requests) == 2
 

@@ -9,6 +9,8 @@ transcript as it ended. Updates while text streams are throttled to
 The Stop button and the status line ("waiting for the model…", then the tokens and cost
 so far) are shown first, before the turn reads its session or imports the SDK, so the
 cell answers at once; the status line is blanked when the turn ends (the footer follows).
+An unattended run (papermill, nbclient: no stdin) shows neither, so its saved notebook has
+no empty outputs.
 
 Outside IPython (a script calling ``Agent.run``) the same calls print plain text. So do
 clients that draw no widgets and ignore display updates (``jupyter console``): they
@@ -108,7 +110,13 @@ class Transcript:
             return
         if not self.live or self._stop_widget is not None:
             return
-        from agent_kernel.display.presence import BUSY_CELL
+        from agent_kernel.display.presence import BUSY_CELL, stdin_allowed
+
+        if not stdin_allowed():
+            # An unattended run (papermill, nbclient, the scheduler): nobody watches the
+            # line or clicks the button, and the two blanked outputs would stay in the
+            # saved notebook.
+            return
         from agent_kernel.display.stop import stop_button
 
         self._holds_cell = BUSY_CELL.hold()

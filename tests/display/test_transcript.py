@@ -82,6 +82,9 @@ def test_an_unattended_runner_gets_no_repeats(kernel, scripted_model):
     assert execution.final_texts().count(ANSWER) == 1
     fresh = [m["content"]["data"].get("text/plain", "") for m in execution.of_type("display_data")]
     assert ANSWER not in fresh and not any(s.startswith("✓ run_code") for s in fresh)
+    # No status line or Stop button (nobody watches or clicks): no output left blank.
+    shown = execution.of_type("display_data") + execution.of_type("update_display_data")
+    assert shown and all(any(m["content"]["data"].values()) for m in shown)
 
 
 def test_each_output_also_carries_its_part_of_the_turn_for_the_jupyterlab_renderer():

@@ -1,7 +1,8 @@
 """Inline completion for JupyterLab's editor: ``/agent-kernel/api/completion``.
 
-``GET`` says whether completion is on (``AgentKernelServer.completion`` and a key in the
-server's environment) and with which model. ``POST`` takes the text of the cell up to the
+``GET`` says whether completion is on (``AgentKernelServer.completion`` and a key: the
+server's ``ANTHROPIC_API_KEY`` or the stored one, :mod:`agent_kernel.model.keys`) and with
+which model; without a key a ``POST`` answers 400 with the sentence saying how to store one. ``POST`` takes the text of the cell up to the
 cursor and after it, and the sources of the cells above, and streams the text to insert
 at the cursor as it arrives: newline-delimited JSON, ``{"text": ...}`` for each piece,
 then ``{"done": true, ...}``, or ``{"error": ...}`` when the model call failed, or one
@@ -38,7 +39,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from agent_kernel.server.handlers import _Handler
+from agent_kernel.server.handlers import _Handler, no_key
 from agent_kernel.server.job_request import BadRequest
 
 if TYPE_CHECKING:
@@ -255,8 +256,8 @@ class Completion:
             return "Inline completion is turned off (AgentKernelServer.completion = False)."
         try:
             api_key()
-        except MissingKeyError:
-            return "Inline completion is off: the Jupyter server has no ANTHROPIC_API_KEY in its environment."
+        except MissingKeyError as exc:
+            return f"Inline completion is off. {no_key(exc)}"
         return None
 
     def status(self) -> CompletionStatusJson:
@@ -284,6 +285,9 @@ class CompletionHandler(_Handler):
         self.set_header("Content-Type", "application/x-ndjson")
         self.set_header("Cache-Control", "no-store")
         reason = self.completion.off_reason()
+        if reason is not None and self.completion.enabled:  # no key: the request cannot be answered
+            self.refuse(400, reason)
+            return
         if reason is not None:
             off: CompletionLine = {"off": reason}
             self.finish(json.dumps(off) + "\n")

@@ -44,7 +44,7 @@ from agent_kernel.store.provenance import Provenance
 if TYPE_CHECKING:
     import duckdb
 
-    from agent_kernel.server.shapes import Reply, SchedulerStatusJson
+    from agent_kernel.server.shapes import KeyStatusJson, Reply, SchedulerStatusJson
     from agent_kernel.server.state import ServerState
 
 T = TypeVar("T")
@@ -291,6 +291,16 @@ class RunHandler(_Handler):
         action = run_action(self.body())["action"]
         found = await self.in_thread(lambda: self.jobs.run(run_id))
         if action == "explain":
+            from agent_kernel.errors import MissingKeyError
+            from agent_kernel.model.client import api_key
+            from agent_kernel.scheduler.notify import FAILED_STATUSES
+
+            try:
+                if found.run.status in FAILED_STATUSES:  # (a run that did not fail is refused as such)
+                    await self.in_thread(api_key)  # the stored key, put in this process's environment
+            except MissingKeyError as exc:
+                self.refuse(400, f"Explain needs the model. {no_key(exc)}")
+                return
             model = self.agent.small_model
             explained = await self.in_thread(lambda: self.jobs.explain_run(found.run.id, model=model))
             self.reply(views.run_detail(explained.run, explained.job, self.root))
@@ -336,6 +346,61 @@ class StatsHandler(_Handler):
         self.reply(await self.store_call(lambda con: views.stats_json(con, days, now)))
 
 
+class KeyHandler(_Handler):
+    """The server's Anthropic API key, stored outside every notebook (the panel's key field).
+
+    ``GET`` says where the key comes from; ``PUT {"key": ...}`` stores it (the person's
+    act, refused inside an agent turn); ``DELETE`` forgets it. No reply holds the key."""
+
+    @web.authenticated
+    @authorized(action="read")
+    async def get(self) -> None:
+        self.reply(await self.in_thread(key_status_json))
+
+    @web.authenticated
+    @authorized(action="write")
+    async def put(self) -> None:
+        from agent_kernel.model import keys
+
+        body = self.body()
+        if set(body) != {"key"} or not isinstance(body["key"], str):
+            raise BadRequest('A key is sent as {"key": "sk-ant-..."}, a string and nothing else.')
+        self.person("store the Anthropic API key")
+        try:
+            await self.in_thread(lambda: keys.store_key(body["key"]))
+        except keys.UnusableKey as exc:
+            raise BadRequest(str(exc)) from None
+        self.reply(await self.in_thread(key_status_json))
+
+    @web.authenticated
+    @authorized(action="write")
+    async def delete(self) -> None:
+        from agent_kernel.model import keys
+
+        self.person("forget the Anthropic API key")
+        await self.in_thread(keys.forget_key)
+        self.reply(await self.in_thread(key_status_json))
+
+
+def key_status_json() -> KeyStatusJson:
+    """Where the key comes from, for the panel (never the key)."""
+    from agent_kernel.model import keys
+
+    status = keys.key_status()
+    return {"has_key": status.has_key, "source": status.source, "where": status.where, "message": status.line()}
+
+
+def no_key(exc: Exception) -> str:
+    """Why the server has no key, and the ways to store one (none of them a cell)."""
+    if "No usable" in str(exc):  # a stored key that may not be read says why
+        return str(exc)
+    return (
+        "The Jupyter server has no Anthropic API key. Store one with the key field in the Agent panel's "
+        "settings, %agent_key in a notebook (not echoed) or `agent-kernel key set` in a terminal, or set "
+        "ANTHROPIC_API_KEY before starting Jupyter."
+    )
+
+
 ID = r"([A-Za-z0-9_-]{1,64})"
 
 
@@ -352,4 +417,5 @@ def handlers(base: str = "/agent-kernel/api") -> list[tuple[str, type]]:
         (f"{base}/runs/{ID}/output", RunOutputHandler),
         (f"{base}/runs/{ID}/diff", RunDiffHandler),
         (f"{base}/stats", StatsHandler),
+        (f"{base}/key", KeyHandler),
     ]

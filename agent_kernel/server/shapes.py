@@ -357,6 +357,24 @@ class CompletionOffLine(TypedDict):
 CompletionLine = CompletionTextLine | CompletionDoneLine | CompletionErrorLine | CompletionOffLine
 
 
+# -- the Anthropic API key ------------------------------------------------------------------
+
+
+class KeyStatusJson(TypedDict):
+    """``GET``, ``PUT`` and ``DELETE /key``: where the server's key comes from, never the key."""
+
+    has_key: bool
+    source: Literal["environment", "keyring", "file", "none"]
+    where: str  # the keyring's backend, the key file's path, the variable's name ('' for none)
+    message: str  # one sentence for the panel
+
+
+class KeyRequest(TypedDict):
+    """``PUT /key``: the key to store (kept outside every notebook, never answered back)."""
+
+    key: str
+
+
 # -- every reply ----------------------------------------------------------------------------
 
 Reply = (
@@ -379,4 +397,5 @@ Reply = (
     | TaintedJson
     | ClearedJson
     | CompletionStatusJson
+    | KeyStatusJson
 )

@@ -1,6 +1,7 @@
 """Inline completion served by the server extension in a real Jupyter server, the model
 answered by the scripted model over HTTP (``ANTHROPIC_BASE_URL``), usage in a real DuckDB
-file: streaming, bad input, no key, redaction, cancellation and the usage row."""
+file: streaming, bad input, no key (and the key stored through the API), redaction,
+cancellation and the usage row."""
 
 from __future__ import annotations
 
@@ -200,21 +201,99 @@ def test_closing_the_request_cancels_the_model_stream_and_counts_what_it_used(se
     assert time.monotonic() - started < 5  # the stream would have run 10 s more
 
 
+KEY = "sk-ant-api03-" + "p" * 30 + "-stored-from-the-panel"
+
+
 @pytest.fixture(scope="module")
-def keyless(tmp_path_factory: pytest.TempPathFactory):
-    env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
-    with lab_server(tmp_path_factory.mktemp("keyless"), env, config=CONFIG) as lab:
-        yield lab
+def keyless_model():
+    with ScriptedModel() as scripted:
+        yield scripted
 
 
-def test_without_a_key_completion_is_off_and_no_request_is_made(keyless):
-    client = Client(keyless)
+@pytest.fixture(scope="module")
+def keyless(tmp_path_factory: pytest.TempPathFactory, keyless_model: ScriptedModel):
+    """A server with no key in its environment (the key is stored through its API)."""
+    base = tmp_path_factory.mktemp("keyless")
+    env = {
+        "ANTHROPIC_API_KEY": "",
+        "ANTHROPIC_AUTH_TOKEN": "",
+        "ANTHROPIC_BASE_URL": keyless_model.env()["ANTHROPIC_BASE_URL"],
+    }
+    with lab_server(base, env, config=CONFIG) as lab:
+        yield lab, Store(base / "agent.duckdb"), base / "agent-home"
+
+
+def sent_key(headers: dict[str, str]) -> str | None:
+    """The key a request carried (``x-api-key``, or ``Authorization: Bearer`` as SDK 2 sends it)."""
+    lower = {name.lower(): value for name, value in headers.items()}
+    return lower.get("x-api-key") or lower.get("authorization", "").removeprefix("Bearer ") or None
+
+
+def failed_run(store: Store) -> str:
+    """A job's run that failed (what Explain is offered for)."""
+    from datetime import datetime, timezone
+
+    from agent_kernel.scheduler.runs import Outcome, Runs
+    from tests.support.scheduling import add_job
+
+    now = datetime.now(timezone.utc)
+    job = add_job(store, name="etl", task="Load the data.", cron="0 0 1 1 *", now=now)
+    with store.connect() as con:
+        runs = Runs(con)
+        run = runs.insert(job.id, now, cause="manual")
+        assert run is not None
+        runs.finish(run.id, Outcome("FAILED", error="KeyError: 'region'"), now)
+    return run.id
+
+
+def test_without_a_key_completion_and_explain_say_how_to_store_one_then_the_stored_key_is_used(keyless, keyless_model):
+    lab, store, home = keyless
+    client = Client(lab)
     status, reply = client.call("GET", ROUTE)
-    assert status == 200 and reply["enabled"] is False and "ANTHROPIC_API_KEY" in reply["reason"]
-    status, lines = complete(client, {"before": "x = "})
-    assert status == 200 and len(lines) == 1 and "ANTHROPIC_API_KEY" in lines[0]["off"]
+    assert status == 200 and reply["enabled"] is False
+    for way in ("Agent panel", "%agent_key", "agent-kernel key set", "ANTHROPIC_API_KEY"):
+        assert way in reply["reason"]
+    status, refused = complete(client, {"before": "x = "})
+    assert status == 400 and refused["message"] == reply["reason"]
     status, reply = client.call("POST", ROUTE, {"before": 1})
     assert status == 400  # input is checked all the same
+    run_id = failed_run(store)
+    status, refused = client.call("POST", f"/agent-kernel/api/runs/{run_id}", {"action": "explain"})
+    assert status == 400 and refused["message"].startswith("Explain needs the model. The Jupyter server has no")
+    assert keyless_model.requests == []
+
+    for method in ("GET", "PUT", "DELETE"):
+        status, _ = client.call(method, "/agent-kernel/api/key", {"key": KEY} if method == "PUT" else None, token=False)
+        assert status == 403
+    status, reply = client.call("GET", "/agent-kernel/api/key")
+    assert status == 200 and reply == {"has_key": False, "source": "none", "where": "", "message": reply["message"]}
+    for body, why in (
+        ({"key": 1}, 'A key is sent as {"key": "sk-ant-..."}'),
+        ({"key": KEY, "also": 1}, 'A key is sent as {"key": "sk-ant-..."}'),
+        ({"key": "two words"}, "spaces"),
+        ({"key": " "}, "No key was given"),
+    ):
+        status, refused = client.call("PUT", "/agent-kernel/api/key", body)
+        assert status == 400 and why in refused["message"], (body, refused)
+    status, reply = client.call("PUT", "/agent-kernel/api/key", {"key": KEY})
+    path = home / "anthropic-api-key"
+    assert status == 200 and reply["has_key"] is True and reply["source"] == "file" and reply["where"] == str(path)
+    assert KEY not in json.dumps(reply) and path.stat().st_mode & 0o777 == 0o600
+
+    status, reply = client.call("GET", ROUTE)
+    assert reply["enabled"] is True
+    keyless_model.add(say("42"))
+    status, lines = complete(client, {"before": "x = "})
+    assert status == 200 and text_of(lines) == "42"
+    keyless_model.add(say("The region column is missing from the input."))
+    status, explained = client.call("POST", f"/agent-kernel/api/runs/{run_id}", {"action": "explain"})
+    assert status == 200 and "region column" in explained["explanation"], explained
+    assert len(keyless_model.headers) == 2 and all(sent_key(h) == KEY for h in keyless_model.headers)
+
+    status, reply = client.call("DELETE", "/agent-kernel/api/key")
+    assert status == 200 and reply["has_key"] is False and not path.exists()
+    status, refused = complete(client, {"before": "x = "})
+    assert status == 400 and "agent-kernel key set" in refused["message"]
 
 
 def test_the_setting_turns_completion_off(monkeypatch):

@@ -47,6 +47,7 @@ EXPLAIN_STARTS = "Explain the attached error"
 
 CURSOR = "<CURSOR>"
 _ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning))\s*:?\s*(.*)$", re.M)
+_ERROR_ANYWHERE = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit))\s*:\s*(.*)$", re.M)
 _ATTACHED = re.compile(r"^Attached by the person \((\w+)(?::\s*(.*))?\):\n", re.S)
 _CELL_ID = re.compile(r"\(id ([\w-]+)\)\s*$")
 
@@ -272,7 +273,7 @@ def complete(prompt: str) -> str:
 
 def explain_run(prompt: str) -> str:
     """An explanation of a failed scheduled run from the comparison's text."""
-    errors = _ERROR_LINE.findall(prompt)
+    errors = _ERROR_LINE.findall(prompt) or _ERROR_ANYWHERE.findall(prompt)
     cell = re.search(r"\bcell (\d+)", prompt)
     where = f" in cell {cell.group(1)}" if cell else ""
     if not errors:

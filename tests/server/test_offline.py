@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -12,9 +13,11 @@ from agent_kernel.server.offline import is_loopback, offline_status
 from agent_kernel.testing import ScriptedModel
 from agent_kernel.testing.demo import OFFLINE_MODEL, demo_responder
 from tests.support.jupyterlab import lab_server
+from tests.support.notebooks import write_notebook
 
 ROUTE = "/agent-kernel/api/offline"
-CONFIG = {"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}, "AgentKernelServer": {"scheduler": False}}
+CONFIG = {"ServerApp": {"jpserver_extensions": {"agent_kernel": True}}, "AgentKernelServer": {"scheduler_poll_s": 0.5}}
+API = "/agent-kernel/api"
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +31,17 @@ def server(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel):
     base = tmp_path_factory.mktemp("offline")
     with lab_server(base, {**model.env(), "AGENT_KERNEL_OFFLINE": OFFLINE_MODEL}, config=CONFIG) as lab:
         yield lab, None
+
+
+def _finished(client, run_id: str) -> dict:
+    deadline = time.monotonic() + 180
+    while True:
+        status, run = client.call("GET", f"{API}/runs/{run_id}")
+        assert status == 200
+        if run["status"] not in ("QUEUED", "RUNNING"):
+            return run
+        assert time.monotonic() < deadline, run
+        time.sleep(0.5)
 
 
 def test_the_server_says_the_offline_scripted_model_answers(client):
@@ -69,3 +83,16 @@ def test_is_loopback_reads_the_urls_host():
     assert not is_loopback("ftp://127.0.0.1/")
     assert not is_loopback("http://127.0.0.1.example.com/")
     assert not is_loopback("not a url")
+
+
+def test_explain_on_a_failed_scheduled_run_is_answered_offline(client, server):
+    lab, _ = server
+    write_notebook(lab.root / "boom.ipynb", "totals = {'North': 1}", "totals['revenue']")
+    status, job = client.call("POST", f"{API}/jobs", {"notebook": "boom.ipynb", "cron": "0 3 1 1 *"})
+    assert status == 201, job
+    status, queued = client.call("POST", f"{API}/jobs/{job['id']}/run")
+    assert status == 202
+    assert _finished(client, queued["id"])["status"] == "FAILED"
+    status, run = client.call("POST", f"{API}/runs/{queued['id']}", {"action": "explain"})
+    assert status == 200, run
+    assert "KeyError" in run["explanation"] and "offline scripted demo model" in run["explanation"]

@@ -71,6 +71,14 @@ def test_a_failed_runs_explanation_names_the_cell_and_the_error(offline, client)
     assert made.model == OFFLINE_MODEL and made.output_tokens > 0
 
 
+def test_a_first_runs_explanation_reads_the_error_in_its_sentence(offline, client):
+    comparison = (
+        "(Run 1 is its job's first run: there is nothing to compare it with.) The run ended FAILED: KeyError: 'x'"
+    )
+    made = explain.explain(comparison, model="claude-haiku-4-5", client=client)
+    assert made.text.startswith("The run stopped with KeyError: 'x'. A KeyError means a dict or DataFrame")
+
+
 def _chat_request(prompt: str, *attachments: dict[str, Any]) -> dict[str, Any]:
     """A user message as a chat turn sends it: the prompt, then the attachments' blocks."""
     blocks = [{"type": "text", "text": prompt}]

@@ -1,12 +1,15 @@
 """The line under a finished turn: model, tools, time, tokens, cache share and cost.
 
-    claude-sonnet-5-5 · 2 tool calls · 4.1 s · 31,204 tokens, 88% of input from cache · $0.0123
+    claude-sonnet-5-5 · 2 tool calls · 4.1 s · this turn: 31,204 tokens, 88% of input from cache · $0.0123
     (session 'sales': 2% of its token limit · 195,310 of 10,000,000 tokens, $0.0412)
 
-The session's tokens are those its token limit counts (cache reads at a tenth, as they are
-billed; see :attr:`agent_kernel.model.usage.CallUsage.counted`), so they grow more slowly
-than the turns' own figures. How close the session is to stopping is the larger share of
-its token limit and its cost limit.
+Each figure says what it counts. "this turn" is every token the turn's calls sent and
+received, cache reads included (what the API reports). The session's part is its limits:
+its tokens are those its token limit counts, every call's since it started (cache reads at
+a tenth, as they are billed; see :attr:`agent_kernel.model.usage.CallUsage.counted`), so
+they grow more slowly than the turns' own figures, and its cost is the sum of its turns'.
+How close the session is to stopping is the larger share of its token limit and its cost
+limit. (The chat's context meter counts a third thing: the size of the last request.)
 
 A turn that started sub-sessions counts their calls as its own (they count against the
 session's limits) and says how much of it they were:
@@ -66,7 +69,7 @@ def footer_line(f: TurnFigures) -> str:
     for count, what in ((f.web_searches, "web search"), (f.web_fetches, "web fetch")):
         if count:
             calls += f" · {count} {what}{'es' if count != 1 else ''}"
-    tokens = f"{f.tokens:,} tokens"
+    tokens = f"this turn: {f.tokens:,} tokens"
     if f.subsessions:
         plural = "s" if f.subsessions != 1 else ""
         tokens += f" incl. {f.subsessions} sub-session{plural}: {f.subsession_tokens:,} tokens"

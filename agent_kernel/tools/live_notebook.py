@@ -9,10 +9,18 @@ The editing tools (insert, replace, delete, move; each by cell id) are writing t
 tool waits for Accept or Reject. A cell inserted with ``run`` is run by the front end once
 the ``%agent`` cell has finished: the turn holds the kernel until then, so the cell could
 not run earlier without interleaving with the agent's own code.
+
+An edit carries what it was made against: the version of the cell's source as the model
+last read it (``read_notebook``, or its own insert or replace). The front end applies a
+replace or delete only while the cell still reads so; when the person or a collaborator
+typed in it meanwhile, the tool refuses and gives the model the cell as it reads now, so
+nothing they typed is overwritten unseen. A cell the model never read carries no version
+(an ask-mode diff still shows its current text, and Accept applies only to what it showed).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -24,6 +32,7 @@ from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel import cells as cells_run
 from agent_kernel.kernel import channel
 from agent_kernel.kernel.printed import AGENT_MAGICS
+from agent_kernel.kernel.protocol import CELL_CHANGED, source_version
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.untrusted import mark_untrusted
@@ -33,6 +42,7 @@ EDIT_TIMEOUT = 10.0
 ASK_TIMEOUT = 300.0  # how long an ask-mode diff waits for Accept or Reject
 MAX_EDITS_PER_TURN = 20
 MAX_SOURCE = 20_000
+MAX_READ_CHARS = 4_000_000  # the sources kept of what the model read (oldest forgotten first)
 RESULT_CHARS = 18_000  # one read, under the dispatcher's cap: no envelope is ever cut
 SOURCE_CHARS = 4_000  # a cell's source in a read (its head)
 OUTPUT_CHARS = 2_000  # each output's text
@@ -70,6 +80,8 @@ async def read_notebook(from_cell: CellId | None = None) -> str:
                 f"[{len(cells) - position} more cells; read_notebook(from_cell={cells[position]['id']!r}) reads on]"
             )
             break
+        if not cells[position].get("truncated"):
+            _READ.remember(cells[position]["id"], cells[position]["source"])
         parts.append(text)
         read += sources
         used += len(text)
@@ -180,6 +192,7 @@ class CellEdit(TypedDict):
     source: NotRequired[str]
     run: NotRequired[bool]
     turn_cell: NotRequired[str]  # run it once this running %agent cell has finished
+    base: NotRequired[str]  # replace, delete: the version of the source the model read (protocol.source_version)
 
 
 class CellInserted(TypedDict):
@@ -227,6 +240,7 @@ async def insert_cell(
     if run and running is not None:
         change["turn_cell"] = running  # the notebook runs it once this cell has finished
     cell = await _apply(change)
+    _READ.remember(cell, source)
     edits.inserted.append(cell)
     if run:
         return {"inserted": cell, "after": anchor, "run": RUN_NOTE}
@@ -248,12 +262,15 @@ async def replace_cell(
     if run and running is not None:
         change["turn_cell"] = running
     replaced = await _apply(change)
+    _READ.remember(replaced, source)
     return {"replaced": replaced, "run": RUN_NOTE} if run else {"replaced": replaced}
 
 
 async def delete_cell(cell: CellId) -> CellDeleted:
     """Delete a cell from the open notebook."""
-    return {"deleted": await _apply({"op": "delete", "cell": _not_running(cell)})}
+    deleted = await _apply({"op": "delete", "cell": _not_running(cell)})
+    _READ.forget(deleted)
+    return {"deleted": deleted}
 
 
 async def move_cell(cell: CellId, after: CellId) -> CellMoved:
@@ -303,6 +320,9 @@ async def _apply(change: CellEdit) -> str:
     ask = context.approve == "ask"
     mark = {cellmark.KEY: cellmark.mark(context.session_id, context.turn, context.session_sources())}
     timeout = ASK_TIMEOUT if ask else EDIT_TIMEOUT
+    read = _READ.get(change.get("cell", "")) if change["op"] in ("replace", "delete") else None
+    if read is not None:
+        change["base"] = source_version(read)
     try:
         return await channel.edit({**change, "metadata": mark, "ask": ask}, timeout)
     except LookupError:
@@ -316,7 +336,63 @@ async def _apply(change: CellEdit) -> str:
             "ask what they want, or propose something different."
         ) from None
     except RuntimeError as refusal:
+        if str(refusal) == CELL_CHANGED:
+            raise await _changed(change["op"], change.get("cell", "")) from None
         raise ToolInputError(f"The notebook refused the edit: {refusal}") from None
+
+
+async def _changed(op: str, cell_id: str) -> ToolInputError:
+    """The refusal of an edit made against a source the cell no longer holds, with the cell
+    as it reads now (which the model has then read: its next edit is made against it)."""
+    context = current_context()
+    head = (
+        f"Cell {cell_id} changed since you read it (the person or a collaborator typed in it, or another edit landed); "
+        "nothing was applied, so what they wrote is kept."
+    )
+    try:
+        cells = await channel.read_cells(READ_TIMEOUT)
+    except (LookupError, TimeoutError):
+        return ToolInputError(f"{head} read_notebook shows it as it reads now.")
+    now = next((cell for cell in cells if cell["id"] == cell_id), None)
+    if now is None:
+        return ToolInputError(f"{head} It is no longer in the notebook.")
+    _READ.remember(cell_id, now["source"])
+    attachment = channel.attached()
+    shared = (attachment.notebook if attachment else "the notebook") if channel.other_people() else None
+    text, sources = _cell_text(now, {}, context.shell, shared)
+    if sources:
+        context.note_untrusted(sources)
+    again = f"call {op}_cell again with an edit of this source" if op != "delete" else "call delete_cell again"
+    return ToolInputError(
+        f"{head} It reads now:\n{text}\nIf your edit still fits, {again}; else ask the person what they want."
+    )
+
+
+class ReadSources:
+    """What the model read of each cell, by (session, cell id): its next edit of the cell is
+    made against it. Bounded in characters, the oldest forgotten first."""
+
+    def __init__(self, limit: int = MAX_READ_CHARS) -> None:
+        self.limit = limit
+        self.chars = 0
+        self._sources: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    def get(self, cell_id: str) -> str | None:
+        return self._sources.get((current_context().session_id, cell_id))
+
+    def remember(self, cell_id: str, source: str) -> None:
+        self.forget(cell_id)
+        self._sources[(current_context().session_id, cell_id)] = source
+        self.chars += len(source)
+        while self.chars > self.limit and len(self._sources) > 1:
+            self.chars -= len(self._sources.popitem(last=False)[1])
+
+    def forget(self, cell_id: str) -> None:
+        old = self._sources.pop((current_context().session_id, cell_id), None)
+        self.chars -= len(old) if old is not None else 0
+
+
+_READ = ReadSources()
 
 
 # The running turn's edits, by (session, turn).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_kernel.kernel.protocol import CELL_CHANGED, source_version
 from agent_kernel.store import Store
 from agent_kernel.testing import call, say
 from tests.support.calls import offered, tool_results
@@ -438,3 +439,50 @@ def test_cells_inserted_after_untrusted_content_carry_the_mark(kernel, scripted_
     scripted_model.add(call("insert_cell", source="later = 1"), say("Done."))
     kernel.ok("%agent --session web one more", on_message=front.hook)
     assert front.edits[-1]["metadata"]["agent_kernel"]["untrusted"] is True
+
+
+def edit_requests(front: NotebookChannel) -> list[dict[str, Any]]:
+    return [m for m in front.received if m.get("type") == "edit"]
+
+
+def test_an_edit_carries_the_source_the_model_read_and_a_changed_cell_is_refused_with_its_text(kernel, scripted_model):
+    front = NotebookChannel(kernel)
+    front.cells = [*CELLS[:2], {**CELLS[2], "source": "df.plot()\n# the person's own line"}]
+    front.refuse_edits = CELL_CHANGED  # the person typed in the cell after the read: the front end refuses
+    front.open(HELLO)
+    scripted_model.add(
+        call("read_notebook"),
+        call("replace_cell", cell="plot", source="df.plot.bar()"),
+        call("delete_cell", cell="load"),
+        say("The cell changed; I left it."),
+    )
+    kernel.ok("%agent make it a bar chart", on_message=front.hook)
+    replace, delete = edit_requests(front)
+    assert replace["base"] == source_version("df.plot()\n# the person's own line")
+    assert delete["base"] == source_version("df = load()\ndf.shape")
+    refused = result(scripted_model.requests[2])
+    text = text_of(refused)
+    assert refused["is_error"] and text.startswith("Cell plot changed since you read it")
+    assert "nothing was applied, so what they wrote is kept" in text
+    assert "--- cell plot code [ ]\ndf.plot()\n# the person's own line" in text  # its source now
+    assert "call replace_cell again with an edit of this source" in text
+    assert "call delete_cell again" in text_of(result(scripted_model.requests[3]))
+
+
+def test_an_edit_of_a_cell_never_read_carries_no_version_and_one_after_its_own_edit_carries_that(
+    kernel, scripted_model
+):
+    front = NotebookChannel(kernel)
+    front.cells = CELLS
+    front.open(HELLO)
+    scripted_model.add(
+        call("replace_cell", cell="plot", source="df.plot.bar()"),
+        call("replace_cell", cell="plot", source="df.plot.barh()"),
+        call("move_cell", cell="plot", after="intro"),
+        say("Done."),
+    )
+    kernel.ok("%agent make it a bar chart", on_message=front.hook)
+    first, second, move = front.edits
+    assert "base" not in first  # not read: an ask-mode card still guards it (see tests/browser)
+    assert second["base"] == source_version("df.plot.bar()")
+    assert "base" not in move  # a move changes no text

@@ -49,13 +49,35 @@ class ToolResultBlock(TypedDict):
 # adds some) is an OtherBlock: the package passes it on unchanged.
 
 
+class CacheControl(TypedDict):
+    """A cache breakpoint on a block (see :mod:`agent_kernel.model.caching`)."""
+
+    type: Literal["ephemeral"]
+    ttl: NotRequired[Literal["5m", "1h"]]
+
+
+class Base64Source(TypedDict):
+    """An image's bytes, base64-encoded."""
+
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class UrlSource(TypedDict):
+    """An image the API fetches from a URL."""
+
+    type: Literal["url"]
+    url: str
+
+
 class TextBlock(TypedDict):
     """Text the model wrote, or the person's prompt; ``citations`` when it cites a page."""
 
     type: Literal["text"]
     text: str
     citations: NotRequired[list[dict[str, Any]]]
-    cache_control: NotRequired[dict[str, Any]]
+    cache_control: NotRequired[CacheControl]
 
 
 class ToolUseBlock(TypedDict):
@@ -72,8 +94,8 @@ class ImageBlock(TypedDict):
     """An image the person attached, or a tool returned (base64 or a URL source)."""
 
     type: Literal["image"]
-    source: dict[str, Any]
-    cache_control: NotRequired[dict[str, Any]]
+    source: Base64Source | UrlSource
+    cache_control: NotRequired[CacheControl]
 
 
 class ThinkingBlock(TypedDict):

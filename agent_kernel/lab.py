@@ -10,8 +10,9 @@ the server's ``/agent-kernel/api/offline`` tells the page (its status bar says s
 guided notebook ``offline_tour.ipynb`` is copied into ``DIR`` when absent and opened.
 
 JupyterLab runs as a child in a session of its own, so Ctrl-C reaches this process only:
-it stops JupyterLab (which shuts its kernels down), then the scripted model. When
-JupyterLab ends by itself (File, Shut Down), the scripted model ends with it. Nothing binds
+it stops JupyterLab (which shuts its kernels down), then the scripted model; so do SIGTERM
+and a closed terminal (SIGHUP), and on Linux JupyterLab gets SIGTERM if this process is
+killed. When JupyterLab ends by itself (File, Shut Down), the scripted model ends with it. Nothing binds
 beyond the loopback interface: the server's address is fixed, and Jupyter options given
 after ``--`` may not change it.
 """
@@ -135,7 +136,8 @@ def lab(settings: LabSettings) -> int:
     if settings.offline and not copy_tour(settings.directory):
         command = jupyter_command(settings, open_tour=False)
     stop = threading.Event()
-    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stopping = [signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])]
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in stopping}
     model: Any = None
     try:
         if settings.offline:
@@ -151,7 +153,9 @@ def lab(settings: LabSettings) -> int:
             )
         else:
             env = lab_environment(dict(os.environ), None, "")
-        process = subprocess.Popen(command, cwd=settings.directory, env=env, start_new_session=True)
+        process = subprocess.Popen(
+            command, cwd=settings.directory, env=env, start_new_session=True, preexec_fn=_die_with_parent
+        )
         while process.poll() is None and not stop.wait(0.2):
             pass
         code = _stop(process)
@@ -163,6 +167,18 @@ def lab(settings: LabSettings) -> int:
             model.stop()
         for sig, previous in handlers.items():
             signal.signal(sig, previous)
+
+
+def _die_with_parent() -> None:
+    """In JupyterLab's process before it starts (Linux): SIGTERM when this process dies, also
+    killed, so no JupyterLab outlives the scripted model it was pointed at."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
 
 
 def _stop(process: subprocess.Popen[bytes]) -> int:

@@ -180,3 +180,20 @@ def test_the_tour_runs_headless_on_the_offline_model(agent_db, tmp_path, monkeyp
     assert "North" in outputs_text(next(c for c in cells if c.source.startswith("sales.groupby")))
     broken = next(c for c in cells if "len(price)" in c.source)
     assert [o.get("ename") for o in broken.outputs if o.output_type == "error"] == ["NameError"]
+
+
+def test_jupyterlab_does_not_outlive_the_command(tmp_path):
+    """Killed (nothing to clean up with), the command takes JupyterLab with it."""
+    process, port, _ = _start(tmp_path, "--offline")
+    lab = psutil.Process(process.pid).children()
+    assert [p.cmdline()[1:3] for p in lab] == [["-m", "jupyterlab"]]
+    process.kill()
+    process.wait(timeout=30)
+    gone, alive = psutil.wait_procs(lab, timeout=60)
+    assert not alive and _refused(port)
+
+
+def test_a_closed_terminal_stops_it_as_ctrl_c_does(tmp_path):
+    process, port, _ = _start(tmp_path)
+    process.send_signal(signal.SIGHUP)
+    assert process.wait(timeout=90) == 0 and _refused(port)

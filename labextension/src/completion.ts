@@ -20,6 +20,10 @@ import {
 import { URLExt } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
+import { IStatusBar } from '@jupyterlab/statusbar';
+import { Widget } from '@lumino/widgets';
+
+import { KEY_CHANGED } from './keyfield';
 
 const ROUTE = 'agent-kernel/api/completion';
 // What is sent of the cells above at most (the server keeps the nearest that fit its budget).
@@ -30,10 +34,34 @@ const MAX_AFTER_CHARS = 5_000;
 // How long a "completion is off" answer is believed before asking the server again.
 const STATUS_MS = 60_000;
 
-interface IStatus {
+export interface IStatus {
   enabled: boolean;
   model: string;
   reason: string | null;
+}
+
+/** `value` as GET /completion's answer (CompletionStatusJson), or null when it is not one. */
+export function completionStatus(value: unknown): IStatus | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return null;
+  }
+  const { enabled, model, reason } = value as Record<string, unknown>;
+  if (
+    typeof enabled !== 'boolean' ||
+    typeof model !== 'string' ||
+    model.length > 200 ||
+    !(reason === null || (typeof reason === 'string' && reason.length <= 2000))
+  ) {
+    return null;
+  }
+  return { enabled, model, reason };
+}
+
+/** The status bar's line while completion is off for want of a key ('' otherwise). */
+export function keyStatusLine(status: IStatus | null): string {
+  return status && !status.enabled && status.reason && /API key/.test(status.reason)
+    ? 'Completion off: no API key'
+    : '';
 }
 
 interface ILine {
@@ -60,6 +88,13 @@ export class AgentInlineCompletionProvider implements IInlineCompletionProvider 
   private _status: { at: number; value: Promise<IStatus | null> } | null = null;
   private _tokens = 0;
 
+  constructor(private onStatus: (status: IStatus | null) => void = () => undefined) {
+    document.addEventListener(KEY_CHANGED, () => {
+      this._status = null; // a key stored or forgotten in the panel: ask the server again
+      void this.status();
+    });
+  }
+
   async fetch(
     request: CompletionHandler.IRequest,
     context: IInlineCompletionContext
@@ -81,7 +116,11 @@ export class AgentInlineCompletionProvider implements IInlineCompletionProvider 
     let lines: AsyncGenerator<ILine>;
     try {
       lines = await post(body, running.signal);
-    } catch {
+    } catch (error) {
+      if (error instanceof Refused) {
+        this._status = null; // no key any more (forgotten elsewhere): the status bar says so
+        void this.status();
+      }
       return { items: [] }; // aborted by the next keystroke, or the server is gone
     }
     let first = '';
@@ -133,10 +172,12 @@ export class AgentInlineCompletionProvider implements IInlineCompletionProvider 
   }
 
   /** Whether the server completes (null when it cannot be asked), asked at most once a minute. */
-  private status(): Promise<IStatus | null> {
+  status(): Promise<IStatus | null> {
     const now = Date.now();
     if (!this._status || now - this._status.at > STATUS_MS) {
-      this._status = { at: now, value: getStatus() };
+      const value = getStatus();
+      this._status = { at: now, value };
+      void value.then(this.onStatus);
     }
     return this._status.value;
   }
@@ -150,7 +191,7 @@ async function getStatus(): Promise<IStatus | null> {
       { method: 'GET' },
       settings
     );
-    return response.ok ? ((await response.json()) as IStatus) : null;
+    return response.ok ? completionStatus(await response.json()) : null;
   } catch {
     return null;
   }
@@ -163,12 +204,18 @@ async function post(body: unknown, signal: AbortSignal): Promise<AsyncGenerator<
     { method: 'POST', body: JSON.stringify(body), signal },
     settings
   );
+  if (response.status === 400) {
+    throw new Refused(await response.text());
+  }
   if (!response.ok || !response.body) {
     const reply = await response.text();
     throw new Error(`inline completion: ${response.status} ${reply.slice(0, 200)}`);
   }
   return readLines(response.body.getReader());
 }
+
+/** A request the server refused (400: its input, or no key), with the server's sentence. */
+class Refused extends Error {}
 
 /** The JSON lines of a streamed response, each as soon as it is whole. */
 async function* readLines(reader: ReadableStreamDefaultReader<Uint8Array>): AsyncGenerator<ILine> {
@@ -249,7 +296,22 @@ export const completionPlugin: JupyterFrontEndPlugin<void> = {
   description: 'Inline completion from the small model, through the server extension.',
   autoStart: true,
   requires: [ICompletionProviderManager],
-  activate: (app: JupyterFrontEnd, manager: ICompletionProviderManager) => {
-    manager.registerInlineProvider(new AgentInlineCompletionProvider());
+  optional: [IStatusBar],
+  activate: (app: JupyterFrontEnd, manager: ICompletionProviderManager, statusBar: IStatusBar | null) => {
+    const item = new Widget();
+    item.addClass('ak-completion-status');
+    item.node.setAttribute('role', 'status');
+    const show = (status: IStatus | null): void => {
+      item.node.textContent = keyStatusLine(status);
+      item.node.title = keyStatusLine(status) ? (status?.reason ?? '') : '';
+      item.setHidden(!item.node.textContent);
+    };
+    show(null);
+    const provider = new AgentInlineCompletionProvider(show);
+    manager.registerInlineProvider(provider);
+    if (statusBar) {
+      statusBar.registerStatusItem('agent-kernel:completion-status', { item, align: 'left', rank: 900 });
+      void provider.status(); // say it at once, not at the first keystroke
+    }
   }
 };

@@ -202,3 +202,29 @@ def _tour(page: Any, url: str, work: Path) -> None:
     page.keyboard.press("Tab")
     page.wait_for_function("() => !document.querySelector('.jp-GhostText')", timeout=10_000)
     assert _source(page, count) == "import pandas as pd"
+
+
+@pytest.mark.parametrize(
+    ("answer", "warned"),
+    [({"offline": True, "model": "<img src=x onerror=alert(1)>"}, True), ({"offline": False, "model": None}, False)],
+)
+def test_the_page_shows_the_item_only_for_a_valid_offline_answer(offline_lab, page, answer, warned):
+    url, _ = offline_lab
+    warnings: list[str] = []
+    page.on("console", lambda message: warnings.append(message.text) if message.type == "warning" else None)
+    served: list[str] = []
+
+    def serve(route: Any) -> None:
+        served.append(route.request.url)
+        route.fulfill(json=answer)
+
+    page.route("**/agent-kernel/api/offline*", serve)
+    page.goto(f"{url}/lab?token={TOKEN}")
+    page.locator(".jp-StatusBar-Left").wait_for(timeout=90_000)
+    deadline = time.monotonic() + 60
+    while not served:
+        assert time.monotonic() < deadline, "the page never asked for the offline status"
+        page.wait_for_timeout(250)
+    page.wait_for_timeout(1500)  # the answer read, the item would be there by now
+    assert page.locator(".ak-offline-status").count() == 0
+    assert any("offline status of an unknown shape" in w for w in warnings) is warned

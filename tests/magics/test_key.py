@@ -109,3 +109,25 @@ def test_code_in_a_turn_cannot_store_or_forget_the_key(kernel, scripted_model, h
 def test_help_is_the_docstring(keyless_kernel):
     helped = keyless_kernel.ok("print(get_ipython().find_line_magic('agent_key').__doc__)")
     assert "outside every notebook" in helped.stdout and "agent-kernel key set" in helped.stdout
+
+
+def test_papermill_runs_use_the_key_stored_from_a_terminal_and_their_outputs_hold_it_nowhere(
+    scripted_model, agent_db, home, tmp_path, monkeypatch
+):
+    """As the scheduler runs a notebook: papermill, no stdin, no key in the environment."""
+    import subprocess
+    import sys
+
+    import papermill
+
+    from tests.support.notebooks import write_notebook
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    command = [sys.executable, "-m", "agent_kernel.cli", "key", "set"]
+    subprocess.run(command, input=KEY, text=True, check=True, capture_output=True, timeout=120)
+    notebook = write_notebook(tmp_path / "report.ipynb", "%load_ext agent_kernel", "%agent summarise the report")
+    scripted_model.add(say("The report is fine."))
+    out = tmp_path / "report-out.ipynb"
+    papermill.execute_notebook(str(notebook), str(out), kernel_name="python3", progress_bar=False, cwd=str(tmp_path))
+    assert "The report is fine." in out.read_text() and KEY not in out.read_text()
+    assert scripted_model.headers and all(sent_key(h) == KEY for h in scripted_model.headers)

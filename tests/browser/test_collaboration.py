@@ -10,6 +10,7 @@ Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -105,3 +106,31 @@ def test_an_edit_the_turns_sender_accepts_reaches_the_other_person(lab_page, sec
     cell(lab_page, 1).get_by_text("Changed it to horizontal bars.").wait_for(timeout=60_000)
     second_page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'barh'\"", timeout=30_000)
     assert lab_page.evaluate(SOURCES)[2] == "kind = 'barh'" and len(second_page.evaluate(SOURCES)) == 3
+
+
+def test_the_other_person_sees_the_turns_output_as_its_sender_does(lab_page, second_page, jupyterlab, lab_model):
+    lab_model.add(
+        call("run_code", code="x = 6 * 7"),
+        call("run_code", code="print(x)"),
+        call("run_code", code="y = x + 1"),
+        say("x is **42**."),
+    )
+    cells = [("load", "%load_ext agent_kernel"), ("turn", "%agent compute x")]
+    open_together(lab_page, second_page, jupyterlab, "shared-view", cells)
+    cell(lab_page, 1).get_by_text("x is").first.wait_for(timeout=60_000)
+    wait_idle(lab_page)
+    sender = cell(lab_page, 1).locator(".jp-OutputArea")
+    other = cell(second_page, 1).locator(".jp-OutputArea")
+    sender.get_by_role("button", name="Insert as cells").wait_for(timeout=30_000)
+    # Outputs another person wrote are untrusted in this browser: the button's widget shows
+    # its static line, which says how to do the same.
+    button_line = "Insert as cells: %agent_cells with the turn's number, in a running kernel."
+    expected = sender.inner_text().replace("Insert as cells", button_line)
+    deadline = time.monotonic() + 30
+    while other.inner_text() != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+    seen = other.inner_text()
+    assert seen == expected
+    assert "⏳" not in seen and "waiting for the model" not in seen and seen.count("✓") == 3
+    assert seen.index("x = 6 * 7") < seen.index("print(x)") < seen.index("y = x + 1") < seen.index("x is 42")
+    save_screenshot(cell(second_page, 1), "collaboration-turn-output.png")

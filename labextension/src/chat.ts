@@ -33,6 +33,7 @@ import { el, money } from './dom';
 import { onSessionsChanged, SessionsChange } from './follow';
 import { archiveIcon, readableName, shorten } from './names';
 import { encodePayload, kernelCall } from './kernelcall';
+import { KeyField } from './keyfield';
 import { SecretsRow } from './secrets';
 
 /** Limits the kernel checks too (agent_kernel/magics/chat.py): refused here first. */
@@ -148,6 +149,7 @@ export class ChatView extends Panel {
     this.addWidget(this.log);
     this.foot.addClass('ak-chat-foot');
     this.foot.node.append(this.statusNode, this.approveNote, this.secrets.node, this.chipsNode, this.composer());
+    this.foot.node.prepend(new KeyField().node); // the API key, stored outside every notebook (keyfield.ts)
     this.addWidget(this.foot);
     this.drawSettings();
     notebooks?.currentChanged.connect(() => {

@@ -50,6 +50,139 @@ export function actionButton(label: string, action: () => Promise<unknown>, afte
   );
 }
 
+let lastId = 0;
+
+/** A label that names `control` for assistive technology (tied by `for`, the control given an id). */
+export function labelFor(text: string, control: HTMLElement, className?: string): HTMLLabelElement {
+  if (!control.id) {
+    control.id = `ak-control-${++lastId}`;
+  }
+  return el('label', { for: control.id, className }, text);
+}
+
+/**
+ * Say `text` through one polite live region of the page: a screen reader reads it once
+ * it is done with what it reads now. Cleared first, so the same sentence twice is said twice.
+ */
+export function announce(text: string): void {
+  let region = document.getElementById('ak-announcer');
+  if (!region) {
+    region = el('div', { id: 'ak-announcer', className: 'ak-visually-hidden', role: 'status', 'aria-live': 'polite' });
+    document.body.append(region);
+  }
+  const node = region;
+  node.textContent = '';
+  window.setTimeout(() => (node.textContent = text), 100);
+}
+
+/**
+ * Whether something that now waits for the person may take the keyboard focus: not while
+ * they type in another field (a cell's editor, a dialog's input), except the chat's prompt
+ * box, whose prompt is what asked.
+ */
+export function mayTakeFocus(): boolean {
+  const active = document.activeElement as HTMLElement | null;
+  if (!active || active === document.body || active.closest('.ak-chat-input')) {
+    return true;
+  }
+  const typing =
+    active instanceof HTMLInputElement ||
+    active instanceof HTMLTextAreaElement ||
+    active instanceof HTMLSelectElement ||
+    active.isContentEditable;
+  return !typing;
+}
+
+const FOCUSABLE = 'button, input, select, textarea, summary, a[href], [tabindex]';
+
+/** The element's identity within `root` across a redraw: its keyed rows and its own label. */
+function focusPlace(node: Element, root: Element): { rows: string; own: string; index: number } {
+  const rows: string[] = [];
+  let scope: Element = root;
+  for (let at: Element | null = node.parentElement; at && at !== root; at = at.parentElement) {
+    const keys = Array.from(at.attributes)
+      .filter(a => a.name.startsWith('data-') && a.name !== 'data-state')
+      .map(a => `${a.name}=${a.value}`);
+    if (keys.length) {
+      rows.unshift(`${at.tagName}[${keys.join(',')}]`);
+      if (scope === root) {
+        scope = at;
+      }
+    }
+  }
+  const own = [
+    node.tagName,
+    node.getAttribute('name') ?? '',
+    node.getAttribute('aria-label') ?? '',
+    node.textContent ?? ''
+  ]
+    .join('|')
+    .slice(0, 200);
+  const index = Array.from(scope.querySelectorAll(FOCUSABLE)).indexOf(node);
+  return { rows: rows.join(' '), own, index };
+}
+
+const keptRoots = new WeakSet<HTMLElement>();
+
+/**
+ * Keep the keyboard focus inside `root` when a redraw (a poll, an action's refresh) replaces
+ * the focused control: focus moves to the control in the same row with the same label,
+ * else the one at the same place in that row, else to what is left around it (`root` at
+ * the most), never to the page.
+ */
+export function keepFocus(root: HTMLElement): void {
+  if (keptRoots.has(root)) {
+    return;
+  }
+  keptRoots.add(root);
+  let last: HTMLElement | null = null;
+  let place: ReturnType<typeof focusPlace> | null = null;
+  let ancestors: HTMLElement[] = [];
+  root.addEventListener('focusin', event => {
+    const target = event.target as HTMLElement;
+    if (target !== root) {
+      last = target;
+      place = focusPlace(target, root);
+      ancestors = [];
+      for (let at = target.parentElement; at && at !== root; at = at.parentElement) {
+        ancestors.push(at);
+      }
+    }
+  });
+  root.addEventListener('focusout', () => {
+    const left = last;
+    window.setTimeout(() => {
+      // Still in the page but no longer focused: the person moved on (a removed one was redrawn).
+      if (left && left === last && left.isConnected && !root.contains(document.activeElement)) {
+        last = place = null;
+      }
+    }, 0);
+  });
+  new MutationObserver(() => {
+    const active = document.activeElement;
+    if (!last || !place || last.isConnected || (active && active !== document.body)) {
+      return;
+    }
+    const wanted = place;
+    const candidates = Array.from(root.querySelectorAll<HTMLElement>(FOCUSABLE));
+    const places = candidates.map(node => ({ node, at: focusPlace(node, root) }));
+    const same =
+      places.find(p => p.at.rows === wanted.rows && p.at.own === wanted.own) ??
+      places.find(p => p.at.rows === wanted.rows && p.at.index === wanted.index) ??
+      places.find(p => p.at.rows === '' && p.at.own === wanted.own);
+    if (same) {
+      same.node.focus({ preventScroll: true });
+      return;
+    }
+    // Gone for good (an answered card): the nearest part of the page around it that is left.
+    const around = ancestors.find(node => node.isConnected && root.contains(node)) ?? root;
+    if (!around.hasAttribute('tabindex')) {
+      around.tabIndex = -1;
+    }
+    around.focus({ preventScroll: true });
+  }).observe(root, { childList: true, subtree: true });
+}
+
 /** "3 min ago", "in 2 h": an ISO instant relative to now. */
 export function relative(iso: string | null): string {
   if (!iso) {

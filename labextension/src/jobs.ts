@@ -1,5 +1,5 @@
 /**
- * The jobs manager of the Agent panel: one job's detail (its schedule in words,
+ * The jobs manager of the Agent dashboard: one job's detail (its schedule in words,
  * parameters, notifications, version history), its runs (status, duration, error,
  * explanation; logs, output notebook, diff against the last successful run) and what can
  * be done with it (pause or resume, run now, run now with other parameters, edit).
@@ -21,7 +21,8 @@ import {
 import { Widget } from '@lumino/widgets';
 
 import { api, IGrants, IJob, IJobVersion, IRun, IRunDetail, IRunOutput } from './api';
-import { actionButton, duration, el, local, relative } from './dom';
+import { actionButton, duration, el, keepFocus, labelFor, local, relative } from './dom';
+import { readableActor } from './names';
 import { carryOver, editJob, notebookDefaults, pythonLiteral, pythonValue, withoutUnchangedDefaults } from './schedule';
 
 const FAILED = new Set(['FAILED', 'TIMED_OUT', 'LOST']);
@@ -34,10 +35,15 @@ export class JobsManager {
   constructor(
     private app: JupyterFrontEnd,
     private onChanged: () => void
-  ) {}
+  ) {
+    keepFocus(this.node);
+  }
 
   /** Clicking a job in `list` (its rows carry data-job = the job's name) shows it here. */
   follow(list: HTMLElement): void {
+    // The poll redraws the list and the lists beside it (their container, the dashboard).
+    keepFocus(list.parentElement ?? list);
+    keepFocus(list);
     list.addEventListener('click', event => {
       const target = event.target as HTMLElement;
       if (target.closest('button')) {
@@ -111,6 +117,7 @@ export class JobsManager {
         className: 'ak-select',
         name: 'job',
         title: 'The job to show',
+        'aria-label': 'The job to show',
         onchange: (event: Event) => void this.show((event.target as HTMLSelectElement).value || null)
       },
       el('option', { value: '', selected: !job }, this.jobs.length ? 'Choose a job…' : 'No jobs'),
@@ -156,7 +163,9 @@ export class JobsManager {
       fact('Explains failures', job.explain ? 'yes' : 'no, on demand'),
       fact('Unattended runs', grantsLine(job.grants), job.granted_by ? `Set by ${job.granted_by}` : GRANTS_HELP),
       job.version !== undefined ? fact('Version', String(job.version)) : null,
-      job.created_by ? fact('Created by', job.created_by, local(job.created_at ?? null)) : null
+      job.created_by
+        ? fact('Created by', readableActor(job.created_by), `${job.created_by} · ${local(job.created_at ?? null)}`)
+        : null
     );
   }
 
@@ -208,7 +217,11 @@ export class JobsManager {
               { className: 'ak-row' },
               el('strong', {}, `v${v.version}`),
               el('span', {}, v.changed.length ? `changed ${v.changed.join(', ')}` : 'created'),
-              el('span', { className: 'ak-muted' }, `by ${v.changed_by} · ${local(v.changed_at)}`)
+              el(
+                'span',
+                { className: 'ak-muted', title: v.changed_by },
+                `by ${readableActor(v.changed_by)} · ${local(v.changed_at)}`
+              )
             )
           )
         )
@@ -375,7 +388,7 @@ class ParametersForm extends Widget {
     }));
     this.node.append(
       el('p', { className: 'ak-muted' }, 'This run only: the job keeps its parameters. Values are Python literals.'),
-      ...this.rows.map(row => el('div', { className: 'ak-field' }, el('label', {}, row.name), row.input)),
+      ...this.rows.map(row => el('div', { className: 'ak-field' }, labelFor(row.name, row.input), row.input)),
       this.rows.length ? '' : el('p', { className: 'ak-muted' }, 'The job has no parameters.'),
       this.error
     );

@@ -10,7 +10,7 @@ import { Contents } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
 import { api, IGrants, IJob, IJobChange, INewJob } from './api';
-import { el } from './dom';
+import { el, labelFor } from './dom';
 
 const PRESETS: [string, string][] = [
   ['Every hour', '0 * * * *'],
@@ -171,8 +171,9 @@ class ScheduleForm extends Widget {
     };
     this.once.addEventListener('change', sync);
     this.recurring.addEventListener('change', sync);
-    const cronRow = el('div', { className: 'ak-field' }, el('label', {}, 'Repeat'), preset, this.cron);
-    const atRow = el('div', { className: 'ak-field' }, el('label', {}, 'At'), this.at);
+    this.cron.setAttribute('aria-label', 'Cron expression (minute hour day month weekday)');
+    const cronRow = el('div', { className: 'ak-field' }, labelFor('Repeat', preset), preset, this.cron);
+    const atRow = el('div', { className: 'ak-field' }, labelFor('At', this.at), this.at);
     this.grantTools = el('input', {
       className: 'jp-mod-styled',
       name: 'grant-tools',
@@ -191,10 +192,10 @@ class ScheduleForm extends Widget {
     });
     this.node.append(
       el('p', { className: 'ak-muted' }, `Runs ${path} with papermill, in its own kernel.`),
-      el('div', { className: 'ak-field' }, el('label', {}, 'Name'), this.name),
+      el('div', { className: 'ak-field' }, labelFor('Name', this.name), this.name),
       el(
         'div',
-        { className: 'ak-field ak-when' },
+        { className: 'ak-field ak-when', role: 'radiogroup', 'aria-label': 'When it runs' },
         el('label', {}, this.recurring, ' On a schedule'),
         el('label', {}, this.once, ' Once')
       ),
@@ -203,17 +204,19 @@ class ScheduleForm extends Widget {
       el(
         'div',
         { className: 'ak-field' },
-        el('label', {}, 'Timezone'),
+        labelFor('Timezone', this.timezone),
         this.timezone,
         el('datalist', { id: 'ak-timezones' }, ...timezones().map(tz => el('option', { value: tz })))
       ),
-      el('div', { className: 'ak-field' }, el('label', {}, 'Overlap'), this.overlap),
+      el('div', { className: 'ak-field' }, labelFor('Overlap', this.overlap), this.overlap),
       el('h4', {}, 'Parameters'),
       this.parameterRows.length
         ? el(
             'div',
             { className: 'ak-parameters' },
-            ...this.parameterRows.map(row => el('div', { className: 'ak-field' }, el('label', {}, row.name), row.input))
+            ...this.parameterRows.map(row =>
+              el('div', { className: 'ak-field' }, labelFor(row.name, row.input), row.input)
+            )
           )
         : el('p', { className: 'ak-muted' }, 'No cell tagged “parameters” in this notebook: it runs as it is.'),
       job ? this.settings(job) : '',
@@ -224,8 +227,8 @@ class ScheduleForm extends Widget {
         'With nobody to approve, a run that read untrusted content (a web page, a tainted cell) runs no ' +
           'writing action and reaches no new host. Allow some in advance:'
       ),
-      el('div', { className: 'ak-field' }, el('label', {}, 'May run'), this.grantTools),
-      el('div', { className: 'ak-field' }, el('label', {}, 'May reach'), this.grantHosts),
+      el('div', { className: 'ak-field' }, labelFor('May run', this.grantTools), this.grantTools),
+      el('div', { className: 'ak-field' }, labelFor('May reach', this.grantHosts), this.grantHosts),
       this.error
     );
     sync();
@@ -255,13 +258,14 @@ class ScheduleForm extends Widget {
       el('option', { value: 'always' }, 'after every run')
     );
     this.notifyOn.value = job.notify?.on ?? 'failure';
+    this.notifyOn.setAttribute('aria-label', 'When to notify');
     this.explain = el('input', { type: 'checkbox', name: 'explain', checked: !!job.explain });
     return el(
       'div',
       { className: 'ak-job-settings' },
       el('h4', {}, 'Runs'),
-      el('div', { className: 'ak-field' }, el('label', {}, 'Time limit (s)'), this.timeout),
-      el('div', { className: 'ak-field' }, el('label', {}, 'Notify'), this.notifyTargets, this.notifyOn),
+      el('div', { className: 'ak-field' }, labelFor('Time limit (s)', this.timeout), this.timeout),
+      el('div', { className: 'ak-field' }, labelFor('Notify', this.notifyTargets), this.notifyTargets, this.notifyOn),
       el(
         'div',
         { className: 'ak-field ak-when' },

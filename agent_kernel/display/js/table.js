@@ -20,6 +20,7 @@ function render({ model, el }) {
   const first = button("«", "First page");
   const prev = button("‹", "Previous page");
   const where = document.createElement("span");
+  where.setAttribute("role", "status"); // the rows shown, said after a page or a sort
   const next = button("›", "Next page");
   const last = button("»", "Last page");
   pager.append(first, prev, where, next, last);
@@ -69,25 +70,49 @@ function render({ model, el }) {
     const numeric = new Set(model.get("numeric"));
     const sortKey = model.get("sort_key");
     const desc = model.get("sort_desc");
+    // A redraw keeps the keyboard on the header it was on.
+    const active = document.activeElement;
+    const focused = active instanceof HTMLElement && thead.contains(active) ? active.dataset.key : undefined;
     thead.replaceChildren();
     const head = document.createElement("tr");
     for (const column of columns) {
       const th = document.createElement("th");
-      const arrow = column.key === sortKey ? (desc ? " ▼" : " ▲") : "";
-      th.textContent = column.label + arrow;
-      th.title = "Sort by " + column.label;
+      th.scope = "col";
       th.dataset.key = column.key;
       if (numeric.has(column.key)) th.className = "ak-num";
-      th.addEventListener("click", () => {
+      const sorted = column.key === sortKey;
+      th.setAttribute("aria-sort", sorted ? (desc ? "descending" : "ascending") : "none");
+      // A button: Tab reaches it, Enter and Space sort, a screen reader names what it does.
+      const sort = document.createElement("button");
+      sort.type = "button";
+      sort.className = "ak-sort";
+      sort.dataset.key = column.key;
+      sort.title = "Sort by " + column.label;
+      sort.style.cssText =
+        "font: inherit; color: inherit; background: none; border: 0; padding: 0; margin: 0;" +
+        " cursor: pointer; text-align: inherit; width: 100%; white-space: nowrap;";
+      sort.textContent = column.label;
+      if (sorted) {
+        const arrow = document.createElement("span");
+        arrow.setAttribute("aria-hidden", "true");
+        arrow.textContent = desc ? " ▼" : " ▲";
+        sort.appendChild(arrow);
+      }
+      sort.addEventListener("click", () => {
         // Ascending, then descending, then the original order.
         const view = wanted();
         if (view.sort_key !== column.key) ask({ sort_key: column.key, sort_desc: false, page: 0 });
         else if (!view.sort_desc) ask({ sort_desc: true, page: 0 });
         else ask({ sort_key: "", sort_desc: false, page: 0 });
       });
+      th.appendChild(sort);
       head.appendChild(th);
     }
     thead.appendChild(head);
+    if (focused !== undefined) {
+      const again = /** @type {HTMLElement | null} */ (thead.querySelector(`button[data-key="${CSS.escape(focused)}"]`));
+      if (again) again.focus({ preventScroll: true });
+    }
     tbody.replaceChildren();
     for (const row of model.get("rows")) {
       const tr = document.createElement("tr");

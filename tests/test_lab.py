@@ -178,6 +178,9 @@ def test_the_tour_runs_headless_on_the_offline_model(agent_db, tmp_path, monkeyp
     assert "Here are the monthly revenue totals" in shown and "2025-12" in shown
     assert f"{OFFLINE_MODEL} (offline scripted model, not Claude)" in shown
     assert "North" in outputs_text(next(c for c in cells if c.source.startswith("sales.groupby")))
+    chart = next(c for c in cells if c.source.startswith("%agent now chart"))
+    assert any("application/vnd.vegalite.v5+json" in o.get("data", {}) for o in chart.outputs), chart.outputs
+    assert "The chart above shows the monthly revenue totals" in outputs_text(chart)
     broken = next(c for c in cells if "len(price)" in c.source)
     assert [o.get("ename") for o in broken.outputs if o.output_type == "error"] == ["NameError"]
 

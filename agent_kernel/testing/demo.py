@@ -4,7 +4,8 @@ It reads a request like a (very small) agent would and answers from rules, never
 knowledge, and every answer that a person reads says it came from this offline model:
 
 - an ``%agent`` turn or a chat prompt naming a ``.csv`` file gets a ``run_code`` call that
-  loads it and prints monthly totals, then a summary of what the code printed;
+  loads it and prints monthly totals, then a summary of what the code printed; asked for a
+  chart afterwards, it draws those totals as bars with ``render_blocks``;
 - "Fix with agent" (the panel's fix prompt with a cell and its traceback attached) gets a
   ``replace_cell`` call when the error is a misspelt name that the cell spells right
   elsewhere, else an explanation of the error;
@@ -32,7 +33,7 @@ from agent_kernel.testing.script import Reply, text, tool_use
 OFFLINE_MODEL = "scripted-offline"
 
 OFFLINE_NOTE = (
-    "This is the offline scripted demo model, not Claude: it loads a CSV and totals it by month, "
+    "This is the offline scripted demo model, not Claude: it loads a CSV and totals it by month, charts the totals, "
     "fixes a misspelt name, explains an error and completes a few common lines. "
     "Set ANTHROPIC_API_KEY to work with Claude."
 )
@@ -90,6 +91,8 @@ def demo_responder(request: dict[str, Any]) -> Reply:
     if prompt.lstrip().startswith(EXPLAIN_STARTS):
         return _answer(_explain_error(attached))
     csv = re.search(r"([\w./-]+\.csv)\b", prompt)
+    if csv is None and re.search(r"\b(chart|plot|graph|visuali[sz]e)", prompt, re.I):
+        return _chart(request)
     if csv is None:
         asked = " ".join(prompt.split())[:200]
         return _answer(f"You asked: “{asked}”.\n\n{OFFLINE_NOTE}" if asked else OFFLINE_NOTE)
@@ -153,6 +156,41 @@ def _load_csv(prompt: str, path: str) -> Reply:
     return _call("run_code", code=code)
 
 
+_TOTAL_LINE = re.compile(r"^\s*(\d{4}-\d{2})\s+(-?\d+(?:\.\d+)?)\s*$", re.M)
+
+
+def _chart(request: dict[str, Any]) -> Reply:
+    """A bar chart of the monthly totals an earlier ``run_code`` of the session printed."""
+    for message in reversed(request["messages"]):
+        for block in _blocks(message):
+            if block.get("type") != "tool_result":
+                continue
+            content = block.get("content")
+            if isinstance(content, list):
+                content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+            try:
+                stdout = json.loads(content).get("stdout", "") if isinstance(content, str) else ""
+            except (ValueError, AttributeError):
+                continue
+            totals = _TOTAL_LINE.findall(str(stdout))
+            if totals:
+                chart = {
+                    "type": "chart",
+                    "chartType": "bar",
+                    "title": "Monthly revenue",
+                    "xLabel": "month",
+                    "yLabel": "revenue",
+                    "data": {
+                        "labels": [month for month, _ in totals],
+                        "datasets": [{"label": "revenue", "data": [float(value) for _, value in totals]}],
+                    },
+                }
+                return _call("render_blocks", title="Monthly revenue", blocks=[chart])
+    return _answer(
+        f"There are no monthly totals in this session to chart yet: ask me to load a CSV first.\n\n{OFFLINE_NOTE}"
+    )
+
+
 def _after_tool(result: dict[str, Any], tool: str) -> Reply:
     content = result.get("content")
     if isinstance(content, list):
@@ -165,6 +203,11 @@ def _after_tool(result: dict[str, Any], tool: str) -> Reply:
         outcome = {}
     if result.get("is_error"):
         return _answer(f"The {tool or 'tool'} call did not work: {str(content)[:300]}\n\n_{OFFLINE_NOTE}_")
+    if tool == "render_blocks":
+        return _answer(
+            "The chart above shows the monthly revenue totals from the earlier turn; hover a bar for its value.\n\n"
+            f"_{OFFLINE_NOTE}_"
+        )
     if tool == "replace_cell":
         cell = outcome.get("replaced", "the cell")
         return _answer(

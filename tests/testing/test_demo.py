@@ -153,6 +153,29 @@ def test_a_csv_prompt_runs_code_and_other_prompts_get_the_offline_note(offline, 
     assert other.content[0].text == f"You asked: “What can you do here?”.\n\n{OFFLINE_NOTE}"
 
 
+def test_a_chart_prompt_draws_the_sessions_monthly_totals(offline, client):
+    nothing = client.messages.create(
+        model="claude-sonnet-4-5", max_tokens=1024, messages=[_chat_request("now chart the monthly totals")]
+    )
+    assert nothing.content[0].text.startswith("There are no monthly totals in this session to chart yet")
+    printed = json.dumps({"success": True, "stdout": "date\n2025-01    9771.82\n2025-02    8876.5\n"})
+    history = [
+        {"role": "user", "content": "load sales.csv"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_code",
+                                            "input": {"code": "..."}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": printed}]},
+        {"role": "assistant", "content": "Here are the monthly revenue totals."},
+        _chat_request("now chart the monthly totals"),
+    ]  # fmt: skip
+    drawn = client.messages.create(model="claude-sonnet-4-5", max_tokens=1024, messages=history)
+    chart = drawn.content[0].input["blocks"][0]
+    assert drawn.content[0].name == "render_blocks" and chart["chartType"] == "bar"
+    assert chart["data"] == {
+        "labels": ["2025-01", "2025-02"],
+        "datasets": [{"label": "revenue", "data": [9771.82, 8876.5]}],
+    }
+
+
 def test_fix_source_needs_a_near_name_in_the_cell():
     assert fix_source("total = sum(values)\nprint(totl)", "NameError", "name 'totl' is not defined") == (
         "total = sum(values)\nprint(total)"

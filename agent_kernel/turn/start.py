@@ -136,6 +136,7 @@ class Starts:
         self._kernel_key = kernel_key
         self._session_name = session_name  # Agent(session=...): the session to continue
         self.session_id: str | None = None  # the session turns continue now
+        self._path: str | None = None  # the notebook's path when the current session was resolved
         self.last: TurnStart | None = None  # what the last turn read and wrote, for the next
         self.tools_synced: int | None = None  # store.changes when the agent's own tools were last read
 
@@ -183,8 +184,8 @@ class Starts:
                 found = sessions.get(self.session_id)
                 if found is not None and found.state == "completed":
                     found = None  # archived since: the notebook moves on to a new session
-                elif found is not None:
-                    found = self._followed(sessions, found, notebook)
+                elif found is not None and self._path not in (None, notebook) and found.notebook == self._path:
+                    found = self._followed(sessions, found, notebook)  # the notebook moved or was copied
             elif self._session_name is not None:
                 return self._adopt(self._named(sessions, self._session_name, create))
             if found is None:
@@ -200,13 +201,13 @@ class Starts:
 
     @staticmethod
     def _followed(sessions: Sessions, found: Session, notebook: str) -> Session | None:
-        """The session turns continued, ``found``, now that the notebook is at ``notebook``.
+        """The session turns continued, ``found``, filed under the path the notebook had
+        then, now that the notebook is at ``notebook``.
 
-        Filed under another path that still holds a file: this notebook is a copy of that
-        one (Save As), and starts a session of its own while the original keeps its
-        session. Filed under a path where no file is any more: the notebook was renamed or
-        moved and nothing re-filed its sessions yet (the server does when its extension
-        runs): they follow it now."""
+        That path still holds a file: this notebook is a copy of that one (Save As), and
+        starts a session of its own while the original keeps its session. No file is there
+        any more: the notebook was renamed or moved and nothing re-filed its sessions yet
+        (the server does when its extension runs): they follow it now."""
         before = found.notebook
         if before is None or before == notebook or not (_notebook_file(before) and _notebook_file(notebook)):
             return found
@@ -238,6 +239,7 @@ class Starts:
         return Resolved(sessions.create(name, notebook=self._notebook()), created=True)
 
     def _adopt(self, resolved: Resolved) -> Resolved:
+        self._path = self._notebook()
         if resolved.session is not None:
             if self.session_id is not None and self.session_id != resolved.session.id:
                 DRIVER.end_session(self.session_id)  # the session left behind closes its browser

@@ -131,3 +131,26 @@ def test_save_as_starts_a_session_of_its_own_and_the_original_keeps_its(scripted
     finally:
         reopened.shutdown()
     assert prompts(scripted_model.requests[2]) == ["first", "back in the original"]
+
+
+def test_a_session_two_notebooks_continue_by_name_stays_the_one_each_continues(scripted_model, store, tmp_path):
+    """Filed under whichever notebook used it last; neither notebook moved, so neither
+    takes it for a copy."""
+    root = tmp_path / "root"
+    root.mkdir()
+    for name in ("a", "b"):
+        (root / f"{name}.ipynb").write_text("{}")
+    for answer in ("one", "two", "three"):
+        scripted_model.add(say(answer))
+    a = Kernel({"JPY_SESSION_NAME": str(root / "a.ipynb")}, cwd=str(root))
+    b = Kernel({"JPY_SESSION_NAME": str(root / "b.ipynb")}, cwd=str(root))
+    try:
+        for kernel in (a, b):
+            kernel.ok("%load_ext agent_kernel")
+        b.ok("%agent --session shared from b")
+        a.ok("%agent --session shared from a")
+        b.ok("%agent again from b")
+    finally:
+        a.shutdown()
+        b.shutdown()
+    assert prompts(scripted_model.requests[2]) == ["from b", "from a", "again from b"]

@@ -145,6 +145,9 @@ def _tour(page: Any, url: str, work: Path) -> None:
     agent.get_by_text("Here are the monthly revenue totals").wait_for(timeout=180_000)
     footer = agent.locator(".jp-OutputArea").inner_text()
     assert f"{OFFLINE_MODEL} (offline scripted model, not Claude)" in footer and "2025-12" in footer
+    charted = cells.filter(has_text="%agent now chart")
+    charted.get_by_text("The chart above shows the monthly revenue totals").wait_for(timeout=180_000)
+    charted.locator(".jp-OutputArea-output").locator("svg, canvas").first.wait_for(timeout=60_000)
     failing = cell(page, page.evaluate(FIND_CELL, "len(price)"))
     failing.get_by_text("NameError").first.wait_for(timeout=120_000)
     wait_idle(page, timeout=120_000)

@@ -191,7 +191,7 @@ def find_key() -> str | None:
         return value
     stored = _stored()
     found = stored[0] if stored else None
-    if found != value:
+    if found != (value or None):
         _export(found)
     return found
 

@@ -1,8 +1,8 @@
 """``agent-kernel lab --offline`` as a newcomer tries it: the command started in a subprocess
 (this venv's console script), its JupyterLab driven in Chromium. The guided notebook opens,
-the status bar says the offline scripted model answers, an ``%agent`` cell runs code and
-names the model, "Fix with agent" repairs the tour's misspelt name, the chat answers, and
-inline completion suggests; Ctrl-C then stops everything."""
+the status bar says the offline scripted model answers, ``%agent`` cells run code, chart and
+name the model, "Explain" and "Fix with agent" answer the tour's misspelt name (Fix repairs
+it), the chat answers, and inline completion suggests; Ctrl-C then stops everything."""
 
 from __future__ import annotations
 
@@ -152,10 +152,17 @@ def _tour(page: Any, url: str, work: Path) -> None:
     failing.get_by_text("NameError").first.wait_for(timeout=120_000)
     wait_idle(page, timeout=120_000)
 
-    # Fix with agent: the chat opens with the cell and its traceback; Enter sends them.
-    failing.get_by_role("button", name="Fix with agent").click()
+    # Explain: the chat opens with the error attached; Enter sends it; the answer says what it means.
+    failing.get_by_role("button", name="Explain").click()
     chat = page.locator(".ak-chat").first
     chat.locator(".ak-chip[data-kind='error']").wait_for(timeout=30_000)
+    chat.locator(".ak-chat-input").press("Enter")
+    chat.get_by_text("nothing in the kernel defines").wait_for(timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('.ak-chat[data-running]')", timeout=60_000)
+
+    # Fix with agent: the chat opens with the cell and its traceback; Enter sends them.
+    failing.get_by_role("button", name="Fix with agent").click()
+    chat.locator(".ak-chip[data-kind='cell']").wait_for(timeout=30_000)
     page.wait_for_function(  # the chat's model choice names the offline model
         "m => [...document.querySelectorAll('.ak-chat select')].some(s => s.selectedOptions[0]?.text.includes(m))",
         arg=OFFLINE_MODEL,

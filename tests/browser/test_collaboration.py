@@ -16,9 +16,11 @@ from typing import Any
 
 import nbformat
 import pytest
+from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
 from tests.support.browser import KERNEL_READY, cell, save_screenshot, wait_idle
+from tests.support.held_replies import for_the_turn, type_at_end
 from tests.support.jupyterlab import COLLABORATION, JupyterLab, lab_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
@@ -134,3 +136,24 @@ def test_the_other_person_sees_the_turns_output_as_its_sender_does(lab_page, sec
     assert "⏳" not in seen and "waiting for the model" not in seen and seen.count("✓") == 3
     assert seen.index("x = 6 * 7") < seen.index("print(x)") < seen.index("y = x + 1") < seen.index("x is 42")
     save_screenshot(cell(second_page, 1), "collaboration-turn-output.png")
+
+
+def test_the_other_persons_typing_while_a_diff_waits_is_kept(lab_page, second_page, jupyterlab, lab_model):
+    lab_model.add(
+        *for_the_turn(lab_model, call("replace_cell", cell="plot", source="kind = 'barh'"), say("Left it as it is."))
+    )
+    cells = [
+        ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'")
+    ]  # fmt: skip
+    open_together(lab_page, second_page, jupyterlab, "shared-typing", cells)
+    diff = lab_page.locator(".ak-edit-diff")
+    diff.wait_for(timeout=60_000)
+    type_at_end(second_page, cell(second_page, 2), "\n# theirs")
+    lab_page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'line'\\n# theirs\"", timeout=30_000)
+    diff.get_by_role("button", name="Accept").click()
+    expect(diff.locator(".ak-edit-diff-changed")).to_contain_text("This cell changed while the proposal waited")
+    expect(diff.locator(".ak-edit-old pre")).to_have_text("kind = 'line'\n# theirs")
+    diff.get_by_role("button", name="Reject").click()
+    cell(lab_page, 1).get_by_text("Left it as it is.").wait_for(timeout=60_000)
+    for page in (lab_page, second_page):
+        assert page.evaluate(SOURCES)[2] == "kind = 'line'\n# theirs"

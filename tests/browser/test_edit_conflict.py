@@ -7,12 +7,10 @@ Run it with the extension built from this checkout first on ``JUPYTER_PATH``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
 import threading
-import time
 from typing import Any
 
 import nbformat
@@ -22,6 +20,7 @@ from playwright.sync_api import expect
 from agent_kernel.testing import call, say
 from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import tool_results
+from tests.support.held_replies import for_the_turn, held, turn_requests, type_at_end, wait_requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -42,57 +41,6 @@ def open_with_ids(page: Any, lab: Any, name: str, cells: list[tuple[str, str]]) 
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
-def type_at_end(page: Any, index: int, text: str) -> None:
-    """Type ``text`` at the end of cell ``index``'s source, as a person does (click, keys)."""
-    cell(page, index).locator(".cm-content").click()
-    page.keyboard.press("Control+End")
-    page.keyboard.type(text)
-
-
-def wait_requests(model: Any, start: int, count: int, timeout: float = 120) -> None:
-    """Until the scripted model has had ``count`` requests of the turn since ``start``."""
-    deadline = time.monotonic() + timeout
-    while len(turn_requests(model, start)) < count:
-        assert time.monotonic() < deadline, f"the model had {len(turn_requests(model, start))} of {count} requests"
-        time.sleep(0.1)
-
-
-def completion(body: dict[str, Any]) -> bool:
-    """Whether a request to the model is an inline completion's (not the turn's)."""
-    return "<current_cell" in json.dumps(body["messages"][-1])
-
-
-def turn_requests(model: Any, start: int) -> list[dict[str, Any]]:
-    """The turn's requests to the model since ``start`` (inline completions left out)."""
-    return [body for body in model.requests[start:] if not completion(body)]
-
-
-def for_the_turn(model: Any, *replies: Any) -> list[Any]:
-    """``replies`` for the turn's requests only: the inline completions the person's typing
-    asks for get an empty answer and leave the turn's reply in its place."""
-
-    def keeping(reply: Any) -> Any:
-        def answer(body: dict[str, Any]) -> Any:
-            if completion(body):
-                model.script.appendleft(answer)
-                return say("")
-            return reply(body) if callable(reply) else reply
-
-        return answer
-
-    return [keeping(reply) for reply in replies]
-
-
-def held(event: threading.Event, reply: Any) -> Any:
-    """A scripted reply that waits for ``event`` first (the model is still thinking)."""
-
-    def answer(_body: dict[str, Any]) -> Any:
-        event.wait(240)
-        return reply
-
-    return answer
-
-
 def test_typing_while_a_diff_waits_makes_accept_ask_again_and_the_typing_survives(lab_page, jupyterlab, lab_model):
     page = lab_page
     start = len(lab_model.requests)
@@ -106,7 +54,7 @@ def test_typing_while_a_diff_waits_makes_accept_ask_again_and_the_typing_survive
     ])  # fmt: skip
     diff = page.locator(".ak-edit-diff")
     diff.wait_for(timeout=90_000)
-    type_at_end(page, 2, "\n# my own line")
+    type_at_end(page, cell(page, 2), "\n# my own line")
     page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'line'\\n# my own line\"", timeout=30_000)
     diff.get_by_role("button", name="Accept").click()
     # Accept did not apply: the card shows what the cell holds now and asks again.
@@ -132,7 +80,7 @@ def test_accept_after_asking_again_applies_the_proposal_the_person_saw(lab_page,
     ])  # fmt: skip
     diff = page.locator(".ak-edit-diff")
     diff.wait_for(timeout=90_000)
-    type_at_end(page, 2, "  # keep?")
+    type_at_end(page, cell(page, 2), "  # keep?")
     page.wait_for_function(f"() => ({SOURCES})()[2].endsWith('# keep?')", timeout=30_000)
     diff.get_by_role("button", name="Accept").click()
     expect(diff.locator(".ak-edit-old pre")).to_have_text("kind = 'line'  # keep?")
@@ -162,7 +110,7 @@ def test_an_auto_edit_after_the_person_typed_is_refused_with_the_cell_as_it_read
         ])  # fmt: skip
         wait_requests(lab_model, start, 3)  # the model has read and edited the cell, and is thinking
         page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'bar'\"", timeout=30_000)
-        type_at_end(page, 2, "\n# my own line")
+        type_at_end(page, cell(page, 2), "\n# my own line")
         page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'bar'\\n# my own line\"", timeout=30_000)
     finally:
         typed.set()

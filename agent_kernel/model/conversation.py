@@ -117,7 +117,7 @@ def _append(fixed: list[Message], role: Role, blocks: list[ContentBlock]) -> Non
     if not blocks:
         return
     if fixed and fixed[-1]["role"] == role:
-        previous = fixed[-1]["content"]
+        previous = as_blocks(fixed[-1]["content"])
         if role == "user":
             # Tool results must come first in a user message.
             results = [b for b in previous + blocks if b.get("type") == "tool_result"]
@@ -168,5 +168,5 @@ def context_texts(messages: Iterable[Message]) -> list[str]:
     for message in messages:
         content = message.get("content")
         if message.get("role") == "user" and isinstance(content, list):
-            found.extend(b["text"] for b in content if is_turn_context(b))
+            found.extend(str(b.get("text", "")) for b in content if is_turn_context(b))
     return found

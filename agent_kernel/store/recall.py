@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from agent_kernel.model.conversation import CONTEXT_START, is_turn_context
+from agent_kernel.model.conversation import CONTEXT_START, Message, is_turn_context
 from agent_kernel.store.bm25 import STOPWORDS, ranked, terms
 from agent_kernel.store.schema import UTC_NOW
 
@@ -62,7 +62,7 @@ class Pending:
     session_id: str
     name: str
     earlier: str | None
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     covers: int  # the summary made from these covers the messages with seq < covers
 
 
@@ -164,7 +164,7 @@ def pending(con: duckdb.DuckDBPyConnection, session_id: str) -> Pending | None:
     ).fetchall()
     if not rows:
         return None
-    messages = [{"role": role, "content": json.loads(content)} for _, role, content in rows]
+    messages: list[Message] = [{"role": role, "content": json.loads(content)} for _, role, content in rows]
     if not any(_said(m["content"]) for m in messages):
         return None  # only tool traffic since: nothing a summary would add
     return Pending(session_id, name_row[0], stored.summary if stored else None, messages, rows[-1][0] + 1)

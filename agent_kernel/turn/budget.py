@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import ModelError
 from agent_kernel.model import images
-from agent_kernel.model.conversation import is_turn_context
-from agent_kernel.model.shapes import TextBlock, ToolResultBlock
+from agent_kernel.model.conversation import Message, is_turn_context
+from agent_kernel.model.shapes import ContentBlock, TextBlock, ToolResultBlock
 from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.store.compactions import Compaction, load, save
 
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextBudget", "context_window_for", "is_summary_request", "render"]
 
-Message = dict[str, Any]
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 # Models whose window is not the default (name prefixes; the first match wins).
@@ -144,17 +143,16 @@ def _sent(message: Message, trim: bool, unimage: bool = False) -> Message:
     if isinstance(content, str):
         return message
     changed = False
-    blocks = []
+    blocks: list[ContentBlock] = []
     for block in content:
-        kind = block.get("type")
-        if kind == "compaction":
+        if block["type"] == "compaction":
             block = {"type": "text", "text": f"(Summary of the earlier conversation) {block.get('content') or ''}"}
             changed = True
-        elif trim and kind == "tool_result":
+        elif trim and block["type"] == "tool_result":
             short = trim_result(block)
             changed = changed or short is not block
             block = short
-        elif unimage and kind == "tool_result":
+        elif unimage and block["type"] == "tool_result":
             plain = without_images(block)
             changed = changed or plain is not block
             block = plain
@@ -524,20 +522,19 @@ def transcript_text(earlier: str | None, messages: list[Message]) -> str:
             lines.append(f"[{role}] {content}")
             continue
         for block in content:
-            kind = block.get("type")
-            if kind == "text" and str(block.get("text", "")).strip() and not is_turn_context(block):
+            if block["type"] == "text" and str(block.get("text", "")).strip() and not is_turn_context(block):
                 lines.append(f"[{role}] {block['text']}")
-            elif kind == "tool_use":
+            elif block["type"] == "tool_use":
                 names[block.get("id", "")] = block.get("name", "tool")
                 lines.append(
                     f"[{role} calls {block.get('name')}] {_piece(json.dumps(block.get('input'), default=str))}"
                 )
-            elif kind == "tool_result":
+            elif block["type"] == "tool_result":
                 short = trim_result(block).get("content")
                 body = short if isinstance(short, str) else json.dumps(short, default=str)
                 error = " (error)" if block.get("is_error") else ""
                 lines.append(f"[result of {names.get(block.get('tool_use_id', ''), 'tool')}{error}] {_piece(body)}")
-            elif kind == "compaction" and block.get("content"):
+            elif block["type"] == "compaction" and block.get("content"):
                 lines.append(f"[earlier summary] {block['content']}")
     text = "\n".join(lines)
     if len(text) > SUMMARY_INPUT_CHARS:

@@ -147,7 +147,7 @@ def form_bundle(title: str, fields: list[dict[str, Any]], submit_label: str, out
         shown = _shown(values.get(field["name"]))
         star = " *" if field.get("required") else ""
         rows.append(
-            f"<tr><th style='text-align:left;padding-right:1em'>{html.escape(label)}{star}</th>"
+            f"<tr><th scope='row' style='text-align:left;padding-right:1em'>{html.escape(label)}{star}</th>"
             f"<td style='text-align:left'>{html.escape(shown)}</td></tr>"
         )
         lines.append(f"  {label}{star}: {shown}")

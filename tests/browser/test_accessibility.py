@@ -37,7 +37,7 @@ FORM = {
 }
 
 
-def api(lab, method: str, path: str, body: Any = None) -> Any:
+def api(lab: Any, method: str, path: str, body: Any = None) -> Any:
     request = urllib.request.Request(
         lab.url + API + path, method=method, data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": f"token {lab.token}", "Content-Type": "application/json"},
@@ -47,16 +47,18 @@ def api(lab, method: str, path: str, body: Any = None) -> Any:
     return json.loads(text) if text else None
 
 
-def no_serious_violations(page, surface: str, *include: str) -> None:
+def no_serious_violations(page: Any, surface: str, *include: str) -> None:
     found = serious(axe_violations(page, *include))
     assert not found, f"{surface}: " + "\n".join(map(str, found))
 
 
-def command(page, name: str, args: dict[str, Any] | None = None) -> None:
+def command(page: Any, name: str, args: dict[str, Any] | None = None) -> None:
     page.evaluate("([name, args]) => { window.jupyterapp.commands.execute(name, args); }", [name, args or {}])
 
 
-def test_every_surface_the_extension_draws_has_no_serious_or_critical_violation(lab_page, jupyterlab, lab_model):
+def test_every_surface_the_extension_draws_has_no_serious_or_critical_violation(
+    lab_page: Any, jupyterlab: Any, lab_model: Any
+) -> None:
     page = lab_page
     write_notebook(jupyterlab.root / "report.ipynb", "print(who)", parameters="who = 'nobody'")
     job = api(jupyterlab, "POST", "/jobs", {"notebook": "report.ipynb", "name": "report", "cron": "0 9 * * *",
@@ -140,7 +142,7 @@ def test_every_surface_the_extension_draws_has_no_serious_or_critical_violation(
     page.locator(".jp-Dialog").get_by_role("button", name="Cancel").click()
 
 
-def tab_until(page, selector: str, *, back: bool = False, limit: int = 60) -> list[str]:
+def tab_until(page: Any, selector: str, *, back: bool = False, limit: int = 60) -> list[str]:
     """Press Tab (Shift+Tab) until the focus is on an element matching ``selector``; each
     step's focus must show (an outline or box-shadow) whenever it is on the extension's own
     controls. The focused elements passed, for the failure message."""
@@ -159,12 +161,12 @@ def tab_until(page, selector: str, *, back: bool = False, limit: int = 60) -> li
     raise AssertionError(f"{selector} not reached by {'Shift+' if back else ''}Tab: {passed[-12:]}")
 
 
-def assert_focus_shown(page, where: str) -> None:
+def assert_focus_shown(page: Any, where: str) -> None:
     focus = focus_shown(page)
     assert focus["shown"], f"{where}: focus not visible on {focus['what']} ({focus})"
 
 
-def test_a_keyboard_only_walk_with_the_focus_always_visible(lab_page, jupyterlab, lab_model):
+def test_a_keyboard_only_walk_with_the_focus_always_visible(lab_page: Any, jupyterlab: Any, lab_model: Any) -> None:
     page = lab_page
     run_notebook(page, jupyterlab, "keyboard", ["%load_ext agent_kernel", "y = 1"])
     wait_idle(page)

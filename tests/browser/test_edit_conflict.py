@@ -124,6 +124,37 @@ def test_an_auto_edit_after_the_person_typed_is_refused_with_the_cell_as_it_read
     wait_idle(page)
 
 
+def test_an_ask_edit_made_against_text_the_person_changed_since_is_refused_before_any_card(
+    lab_page, jupyterlab, lab_model
+):
+    page = lab_page
+    start = len(lab_model.requests)
+    typed = threading.Event()
+    lab_model.add(
+        *for_the_turn(
+            lab_model,
+            call("read_notebook"),
+            held(typed, call("replace_cell", cell="plot", source="kind = 'barh'")),
+            say("You changed it; tell me if bars still fit."),
+        )
+    )
+    try:
+        open_with_ids(page, jupyterlab, "typing-ask-read", [
+            ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'"),
+        ])  # fmt: skip
+        wait_requests(lab_model, start, 2)  # the model has read the cell and is thinking
+        type_at_end(page, cell(page, 2), "\n# my own line")
+        page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'line'\\n# my own line\"", timeout=30_000)
+    finally:
+        typed.set()
+    cell(page, 1).get_by_text("You changed it; tell me if bars still fit.").wait_for(timeout=90_000)
+    assert page.locator(".ak-edit-diff").count() == 0  # no card proposed over text the model never saw
+    assert page.evaluate(SOURCES)[2] == "kind = 'line'\n# my own line"
+    refused = tool_results(turn_requests(lab_model, start)[2])[0]
+    assert refused["is_error"] and "Cell plot changed since you read it" in str(refused["content"])
+    wait_idle(page)
+
+
 def test_a_turn_whose_kernel_died_says_so_in_its_cell(lab_page, jupyterlab, lab_model):
     page = lab_page
     start = len(lab_model.requests)

@@ -24,14 +24,14 @@ import { InputDialog } from '@jupyterlab/apputils';
 import { Contents, Kernel, KernelMessage } from '@jupyterlab/services';
 import { NotebookPanel, INotebookTracker } from '@jupyterlab/notebook';
 import { OutputArea, OutputAreaModel } from '@jupyterlab/outputarea';
-import { caretDownEmptyIcon, editIcon } from '@jupyterlab/ui-components';
+import { caretDownEmptyIcon, editIcon, LabIcon } from '@jupyterlab/ui-components';
 import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IContextMeter, IPanelState, ISession, panelState } from './api';
 import { panelTurnEnded } from './channel';
 import { el, money } from './dom';
 import { onSessionsChanged, SessionsChange } from './follow';
-import { archiveIcon, readableName, shorten } from './names';
+import { approveIcon, archiveIcon, modelIcon, readableName, sessionIcon, shorten, thinkIcon } from './names';
 import { encodePayload, kernelCall } from './kernelcall';
 import { KeyField } from './keyfield';
 import { SecretsRow } from './secrets';
@@ -536,10 +536,18 @@ export class ChatView extends Panel {
       archiveIcon.element({ tag: 'span', className: 'ak-icon' })
     );
     this.settingsNode.append(
-      withCaret(this.modelSelect),
-      withCaret(this.thinkSelect),
-      withCaret(this.approveSelect),
-      el('span', { className: 'ak-chat-session-group' }, withCaret(this.sessionSelect), rename, archive)
+      compactSelect(this.modelSelect, modelIcon, text => text.replace(/^claude-/, '').replace(/ \(default\)$/, '')),
+      compactSelect(this.thinkSelect, thinkIcon, text => text.replace(/^Think: /, '').replace(/ \(default\)$/, '')),
+      compactSelect(this.approveSelect, approveIcon, text =>
+        text.replace(/^Approve: /, '').replace(/ \(default\)$/, '')
+      ),
+      el(
+        'span',
+        { className: 'ak-chat-session-group' },
+        compactSelect(this.sessionSelect, sessionIcon, text => shorten(text, 16)),
+        rename,
+        archive
+      )
     );
     this.explainApprove();
   }
@@ -573,6 +581,7 @@ export class ChatView extends Panel {
     this.approveSelect.value = state.defaults.approve ?? '';
     this.thinkSelect.value = state.defaults.thinking ?? '';
     this.thinkSelect.options[0].textContent = `Think: ${state.default_thinking} (default)`;
+    this.approveSelect.options[0].textContent = `Approve: ${state.default_approve} (default)`;
     this.explainApprove();
     this.drawMeter();
   }
@@ -866,6 +875,42 @@ export class ChatView extends Panel {
     className: 'ak-chat-notebook jp-mod-styled',
     onchange: () => this.onPickNotebook()
   });
+}
+
+const VALUE = Object.getOwnPropertyDescriptor(HTMLSelectElement.prototype, 'value')!;
+
+/**
+ * A compact select for the settings row: an icon, the chosen option's short text and a
+ * caret, with the native select laid over them, transparent. The select keeps its
+ * keyboard, its list of full texts and its accessible name; the face is redrawn whenever
+ * the choice or the options change, also when the code sets the value.
+ */
+function compactSelect(select: HTMLSelectElement, icon: LabIcon, short: (text: string) => string): HTMLElement {
+  const face = el('span', { className: 'ak-select-face', 'aria-hidden': 'true' });
+  const wrap = el(
+    'span',
+    { className: 'ak-select-wrap ak-select-compact' },
+    icon.element({ tag: 'span', className: 'ak-select-icon' }),
+    face,
+    caretDownEmptyIcon.element({ tag: 'span', className: 'ak-select-caret' }),
+    select
+  );
+  const draw = () => {
+    const option = select.selectedOptions[0];
+    face.textContent = option ? short(option.textContent ?? '') : '';
+  };
+  select.addEventListener('change', draw);
+  new MutationObserver(draw).observe(select, { childList: true, subtree: true, characterData: true });
+  Object.defineProperty(select, 'value', {
+    configurable: true,
+    get: () => VALUE.get!.call(select),
+    set: (value: string) => {
+      VALUE.set!.call(select, value);
+      draw();
+    }
+  });
+  draw();
+  return wrap;
 }
 
 /** `select` with JupyterLab's caret beside it, as its HTMLSelect draws one. */

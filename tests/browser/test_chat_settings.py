@@ -105,7 +105,7 @@ def test_the_rows_choices_are_the_notebooks_defaults_for_a_cell_too(lab_page, ju
     meter.filter(has_text="of 200,000 tokens").wait_for(timeout=30_000)
     assert "compacts at 140,000" in meter.inner_text()
     title = meter.get_attribute("title") or ""
-    assert "context window" in title and "Cost so far" in title
+    assert "context window" in title and "Session so far" in title
     assert title.index("images") < title.index("shortened") < title.index("summarised")
     # The models are the configured ones, named by the kernel.
     model = chat.locator(".ak-chat-model")

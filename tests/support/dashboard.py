@@ -16,8 +16,8 @@ def open_dashboard(page):
     return dashboard
 
 
-# Every visible control under the root (selects, buttons, inputs, chips): its visible label
-# (a select's chosen option, a button's text) measured in the control's own font, plus its
+# Every visible control under the root (selects, buttons, inputs, chips, the faces of the
+# compact selects): its visible label (a select's chosen option, a button's text, a face's text) measured in the control's own font, plus its
 # padding and a native select's arrow, against the control's width; content wider than the
 # box (scrollWidth); a control's box past the root's edges; text cut with an ellipsis.
 MEASURE = """(root) => {
@@ -30,18 +30,22 @@ MEASURE = """(root) => {
     return ctx.measureText(text).width;
   };
   const controls = [], problems = [];
-  for (const node of panel.querySelectorAll('select, button, input, textarea, .ak-chip')) {
+  for (const node of panel.querySelectorAll('select, button, input, textarea, .ak-chip, .ak-select-face')) {
     const box = node.getBoundingClientRect();
     if (!node.checkVisibility() || box.width === 0) continue;
     const cs = getComputedStyle(node);
+    // A select laid transparent over its face (an icon, the short text of its choice): the
+    // face is measured, the select only against the panel's edges.
+    const overlaid = node.tagName === 'SELECT' && cs.opacity === '0';
     const px = v => parseFloat(v) || 0;
     const chrome = px(cs.paddingLeft) + px(cs.paddingRight) + px(cs.borderLeftWidth) + px(cs.borderRightWidth);
     let label = '';
-    if (node.tagName === 'SELECT') label = node.selectedOptions[0]?.textContent ?? '';
-    else if (node.tagName === 'BUTTON') label = node.textContent.trim();
+    if (node.tagName === 'SELECT' && !overlaid) label = node.selectedOptions[0]?.textContent ?? '';
+    else if (node.tagName === 'BUTTON' || node.classList.contains('ak-select-face')) label = node.textContent.trim();
     const arrow = node.tagName === 'SELECT' && cs.appearance !== 'none' ? 16 : 0;
     const needed = label ? textWidth(node, label) + chrome + arrow : 0;
-    const name = node.getAttribute('aria-label') || label || node.title || node.className;
+    const owner = node.classList.contains('ak-select-face') ? node.parentElement.querySelector('select') : node;
+    const name = (owner.getAttribute('aria-label') || label || node.title || node.className) + (owner === node ? '' : ' (shown)');
     controls.push({ name, tag: node.tagName, label, width: box.width, needed });
     if (needed > box.width + 1) problems.push(`${name}: ${Math.round(box.width)} px wide, its label "${label}" needs ${Math.round(needed)}`);
     if (node.tagName !== 'TEXTAREA' && node.tagName !== 'INPUT' && node.scrollWidth > node.clientWidth + 1)

@@ -29,7 +29,7 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import { api, IContextMeter, IPanelState, ISession, panelState } from './api';
 import { panelTurnEnded } from './channel';
-import { el, money } from './dom';
+import { el, keepFocus, money } from './dom';
 import { onSessionsChanged, SessionsChange } from './follow';
 import { approveIcon, archiveIcon, modelIcon, readableName, sessionIcon, shorten, thinkIcon } from './names';
 import { encodePayload, kernelCall } from './kernelcall';
@@ -146,6 +146,7 @@ export class ChatView extends Panel {
     this.turns.node.setAttribute('role', 'log');
     this.turns.node.setAttribute('aria-live', 'polite');
     this.turns.node.setAttribute('aria-label', 'Chat turns');
+    keepFocus(this.turns.node); // an answered card is redrawn as a line of the transcript
     this.addWidget(this.log);
     this.foot.addClass('ak-chat-foot');
     this.foot.node.append(this.statusNode, this.approveNote, this.secrets.node, this.chipsNode, this.composer());

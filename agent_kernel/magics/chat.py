@@ -33,6 +33,7 @@ from agent_kernel.turn.request import TurnRequest
 
 if TYPE_CHECKING:
     from agent_kernel.config import AgentKernel
+    from agent_kernel.model.shapes import ContentBlock
 
 __all__ = [
     "ATTACHMENT_KINDS",
@@ -130,7 +131,7 @@ def _settings(payload: Mapping[str, object]) -> dict[str, Any]:
     return call
 
 
-def attachment_blocks(item: object) -> list[dict[str, Any]]:
+def attachment_blocks(item: object) -> list[ContentBlock]:
     """One attachment as content blocks: a label and its text, or a label and an image."""
     if not isinstance(item, dict):
         raise UsageError("Each attachment must be a JSON object.")
@@ -153,7 +154,7 @@ def attachment_blocks(item: object) -> list[dict[str, Any]]:
     return [{"type": "text", "text": heading}, _image(image, item.get("media_type", "image/png"))]
 
 
-def _image(data: object, media_type: object) -> dict[str, Any]:
+def _image(data: object, media_type: object) -> ContentBlock:
     from agent_kernel.model.images import MEDIA_TYPES, ImageError, image_block
 
     if not isinstance(media_type, str) or media_type not in MEDIA_TYPES:

@@ -390,7 +390,7 @@ class _InputBuffer:
 
 
 def _apply_delta(
-    block: ContentBlock,
+    block: dict[str, Any],
     event: Any,
     buffers: dict[int, _InputBuffer],
     view: StreamView,

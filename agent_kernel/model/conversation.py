@@ -10,16 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-from agent_kernel.model.shapes import ContentBlock, Role, ToolUseBlock
+from agent_kernel.model.shapes import ContentBlock, MessageParam, Role, ToolUseBlock
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-# What the turn hands over and gets back: still a plain dict (the turn builds its messages
-# by hand); :class:`~agent_kernel.model.shapes.MessageParam` is the shape it has.
-Message = dict[str, Any]
+# What the turn hands over and gets back: a role and its text or content blocks.
+Message = MessageParam
 
 # A streamed tool input longer than this is not kept: the stored and re-sent conversation
 # holds {OVERSIZED_INPUT: its size} instead, and the tool call is refused for its size.

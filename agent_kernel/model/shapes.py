@@ -2,11 +2,11 @@
 
 The SDK's own param types (``anthropic.types.MessageParam``, ``ContentBlockParam``,
 ``ToolResultBlockParam``) describe the same JSON, as a union of one TypedDict per block
-type. The package reads blocks by their ``"type"`` key and passes them on unchanged, so a
-block that is only passed on is a plain mapping (:data:`ContentBlock`); where the package
-reads a block's keys it names its type (:data:`Block`, one TypedDict per type, with an open
-:class:`OtherBlock` for the types it does not read). A message and a tool result, whose keys
-are fixed, are TypedDicts. At run time these are ordinary dicts (nothing here is checked).
+type. The package does the same with its own: a content block (:data:`ContentBlock`) is
+one TypedDict per type it reads, and :class:`OtherBlock` for the types it passes on
+unchanged; code narrows a block by testing ``block["type"]``. A message and a tool result,
+whose keys are fixed, are TypedDicts. At run time these are ordinary dicts (nothing here
+is checked); the model client fills a block from stream deltas as a plain dict.
 """
 
 from __future__ import annotations
@@ -17,15 +17,6 @@ if TYPE_CHECKING:
     from typing_extensions import NotRequired
 
 Role = Literal["user", "assistant"]
-
-ContentBlock = dict[str, Any]
-"""One content block as the API sends and takes it (``text``, ``tool_use``, ``tool_result``,
-``thinking``, ``image``, ``server_tool_use``, ...): its ``"type"`` says which.
-
-The model, display, turn and tools code that reads blocks reads them by ``block["type"]``
-and builds them as literals, so it type-checks with this alias set to :data:`Block` too:
-the model client still fills a block in place from stream deltas, which keeps it a plain
-mapping here."""
 
 
 class MessageParam(TypedDict):
@@ -171,5 +162,8 @@ Block = (
     | CompactionBlock
     | OtherBlock
 )
-"""One content block, typed by its ``"type"`` key (``ContentBlock`` is the same JSON as a
-plain mapping, which code that passes blocks on unchanged takes)."""
+"""One content block, typed by its ``"type"`` key."""
+
+ContentBlock = Block
+"""One content block as the API sends and takes it (``text``, ``tool_use``, ``tool_result``,
+``thinking``, ``image``, ``server_tool_use``, ...): its ``"type"`` says which shape it has."""

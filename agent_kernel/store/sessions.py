@@ -279,21 +279,21 @@ class Journal:
         self.session_id = session_id
         self.turn = turn
         self._lock = threading.Lock()
-        self._messages: list[tuple[str, list[ContentBlock]]] = []
+        self._messages: list[tuple[Role, list[ContentBlock]]] = []
         self._tokens = 0
         self._state: tuple[str, str | None] | None = None
         self._token_limit: int | None = None
         self._cost_limit: float | None = None
         self._untrusted: list[str] | None = None
         # Everything recorded this turn, written or not: what the session has after it.
-        self.recorded: list[tuple[str, list[ContentBlock]]] = []
+        self.recorded: list[tuple[Role, list[ContentBlock]]] = []
         self.recorded_tokens = 0
         self.recorded_state: tuple[str, str | None] | None = None
         self.recorded_token_limit: int | None = None
         self.recorded_cost_limit: float | None = None
         self.recorded_untrusted: list[str] | None = None
 
-    def message(self, role: str, content: list[ContentBlock]) -> None:
+    def message(self, role: Role, content: list[ContentBlock]) -> None:
         with self._lock:
             self._messages.append((role, content))
             self.recorded.append((role, content))

@@ -14,7 +14,7 @@ text reaches the model inside an ``<untrusted_content>`` envelope the system pro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -304,7 +304,7 @@ def _writes(tool_input: object) -> bool:
     return str(method).upper() not in ("GET", "HEAD")
 
 
-def untrusted_sources(content: list[dict[str, Any]]) -> list[str]:
+def untrusted_sources(content: Sequence[Mapping[str, Any]]) -> list[str]:
     """What web content an assistant message's server-tool results brought in (one line each)."""
     asked = {b.get("id"): b.get("input") or {} for b in content if b.get("type") == "server_tool_use"}
     sources = []
@@ -318,7 +318,7 @@ def untrusted_sources(content: list[dict[str, Any]]) -> list[str]:
     return sources
 
 
-def cited_sources(contents: list[list[dict[str, Any]]]) -> list[dict[str, str]]:
+def cited_sources(contents: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, str]]:
     """The pages the text blocks of ``contents`` cite, once each: ``{url, title}``.
 
     A web search citation names its URL; a fetched document's citation names the

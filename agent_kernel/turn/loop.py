@@ -20,7 +20,7 @@ from agent_kernel.errors import ModelError
 from agent_kernel.kernel.interrupts import TurnInterrupted
 from agent_kernel.model import calls, conversation
 from agent_kernel.model.client import ModelClient
-from agent_kernel.model.shapes import ContentBlock, ToolUseBlock
+from agent_kernel.model.shapes import ContentBlock, Role, ToolUseBlock
 from agent_kernel.model.thinking import thinking_params
 from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 from agent_kernel.secrets import scrub
@@ -168,7 +168,7 @@ class Turn:
     # here counts in its figures (and its parent's), and its limits bound this turn's calls.
     parent: Turn | None = None
     result: TurnResult | None = field(default=None, init=False)  # while and after it runs
-    _messages: list[dict[str, Any]] = field(default_factory=list)
+    _messages: list[conversation.Message] = field(default_factory=list)
     _journal: session_rows.Journal = field(init=False)
     _audit: audit.AuditLog = field(init=False)
     _usage: usage_rows.UsageLog = field(init=False)
@@ -298,7 +298,7 @@ class Turn:
         self._count(result, usage)
         # Already scrubbed by the model client (a lone surrogate or absurd nesting in a
         # tool input cannot fail the next request or insert).
-        content = [b.model_dump(mode="json", exclude_none=True) for b in message.content]
+        content = conversation.from_api(message.content)
         if not self._prompt_saved:
             self._save("user", self.prompt_blocks)
             self._prompt_saved = True
@@ -311,7 +311,7 @@ class Turn:
         self._contents.append(content)
         if self._messages[-1]["role"] == "assistant":
             # The continuation of a paused turn (pause_turn): one assistant message.
-            paused = self._messages[-1]["content"]
+            paused = conversation.as_blocks(self._messages[-1]["content"])
             self._messages[-1] = {"role": "assistant", "content": paused + content}
         else:
             self._messages.append({"role": "assistant", "content": content})
@@ -322,7 +322,7 @@ class Turn:
         """The model ended its turn with ``content``: its text is the answer (a warning says
         when max_tokens cut it off)."""
         view = self.context.transcript
-        result.text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        result.text = "".join(b.get("text", "") for b in content if b["type"] == "text")
         result.state = "idle"
         result.ending = "end_turn"
         result.sources = web.cited_sources(self._contents)
@@ -483,7 +483,7 @@ class Turn:
                     duration_ms=outcome.duration_ms,
                 )
         except TurnInterrupted:
-            answered = {b["tool_use_id"] for b in blocks}
+            answered = {str(b.get("tool_use_id")) for b in blocks}
             for use in uses:
                 if use["id"] not in answered:
                     stopped = "The user stopped the turn before this call finished."
@@ -682,7 +682,7 @@ class Turn:
             params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
         return params
 
-    def _save(self, role: str, content: list[ContentBlock]) -> None:
+    def _save(self, role: Role, content: list[ContentBlock]) -> None:
         self._journal.message(role, content)
         self._write()
 

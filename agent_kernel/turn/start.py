@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.config import TOOL_GROUPS, AgentKernel
 from agent_kernel.errors import ConfigError, SessionError
 from agent_kernel.kernel import channel
-from agent_kernel.model.conversation import Repair
+from agent_kernel.model.conversation import Message, Repair
 from agent_kernel.model.usage import InputEstimate
 from agent_kernel.store import Store, compactions
 from agent_kernel.store.compactions import Compaction, merged
@@ -86,7 +86,9 @@ class TurnStart:
         the compactions ``made`` during the turn (saved as mirrored writes), the cost and
         last request size the turn's calls added."""
         # As stored: the JSON the journal writes, decoded (nothing shared with the turn).
-        said = [{"role": role, "content": json.loads(json.dumps(content))} for role, content in journal.recorded]
+        said: list[Message] = [
+            {"role": role, "content": json.loads(json.dumps(content))} for role, content in journal.recorded
+        ]
 
         session = journal.applied_to(self.session)
         measured = estimate.tokens is not None

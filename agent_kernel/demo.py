@@ -1,9 +1,9 @@
 """``agent-kernel demo`` (and ``python -m agent_kernel.demo [NOTEBOOK]``): run a notebook
 headless, by default the quickstart shipped inside the package, as ``make demo`` does.
 
-With ``ANTHROPIC_API_KEY`` set the notebook talks to Claude. Without it, an offline
-scripted model (:mod:`agent_kernel.testing.demo`) answers on 127.0.0.1, and the output
-says so. The executed notebook is written under ``--out``, and the last lines say how to
+With a key (``ANTHROPIC_API_KEY``, or one stored by ``agent-kernel key set``) the notebook
+talks to Claude. Without one, an offline scripted model (:mod:`agent_kernel.testing.demo`)
+answers on 127.0.0.1, and the output says so. The executed notebook is written under ``--out``, and the last lines say how to
 open it in JupyterLab (or how to install JupyterLab first).
 """
 
@@ -16,6 +16,8 @@ import shutil
 import sys
 from contextlib import ExitStack
 from pathlib import Path
+
+from agent_kernel.extras import install_command
 
 QUICKSTART = "quickstart.ipynb"
 LAB_REQUIREMENTS = ["jupyterlab>=4.4"]  # the `lab` extra's, when the installed metadata cannot say
@@ -39,7 +41,7 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
     from agent_kernel.scheduler.kernels import kernel_manager_config
 
     if scripted is None:
-        scripted = not os.environ.get("ANTHROPIC_API_KEY")
+        scripted = not has_key()
     output.parent.mkdir(parents=True, exist_ok=True)
     workdir = workdir or output.parent
     workdir.mkdir(parents=True, exist_ok=True)
@@ -66,6 +68,17 @@ def run_demo(notebook: Path, output: Path, *, workdir: Path | None = None, scrip
     return output
 
 
+def has_key() -> bool:
+    """Whether a key is set or stored (``agent-kernel key set``): the stored one is then in
+    this process's environment, so the notebook's kernel inherits it."""
+    from agent_kernel.model.keys import UnusableKey, find_key
+
+    try:
+        return bool(find_key())
+    except UnusableKey:
+        return False
+
+
 def _restore_environ(saved: dict[str, str]) -> None:
     os.environ.clear()
     os.environ.update(saved)
@@ -80,22 +93,9 @@ def how_to_open(output: Path) -> str:
 
 
 def lab_install_command() -> str:
-    """The command that installs the ``lab`` extra's packages into this environment.
-
-    They are named, not the extra: agent-kernel is not on the package index, so
-    ``pip install 'agent-kernel[lab]'`` finds nothing, and the wheel or checkout it was
-    installed from may be gone. The packages come from the installed metadata, so the hint
-    follows the extra.
-    """
-    from importlib import metadata
-
-    try:
-        requires = metadata.requires("agent-kernel") or []
-    except metadata.PackageNotFoundError:
-        requires = []
-    marker = ("extra == 'lab'", 'extra == "lab"')
-    lab = [r.split(";", 1)[0].strip() for r in requires if r.split(";", 1)[-1].strip() in marker]
-    return "pip install " + " ".join(f"'{r}'" for r in lab or LAB_REQUIREMENTS)
+    """The command that installs the ``lab`` extra's packages into this environment
+    (named, not the extra: see :mod:`agent_kernel.extras`)."""
+    return install_command("lab", LAB_REQUIREMENTS)
 
 
 def _jupyter_command() -> str:
@@ -120,13 +120,13 @@ def _shown_path(path: Path) -> str:
 def demo(notebook: Path | None, out: Path) -> int:
     """Run ``notebook`` (the quickstart when None) into ``out`` and say how it went and how to open it."""
     notebook = notebook or quickstart_notebook()
-    scripted = not os.environ.get("ANTHROPIC_API_KEY")
-    who = "the offline scripted model (no ANTHROPIC_API_KEY set)" if scripted else "Claude"
+    scripted = not has_key()
+    who = "the offline scripted model (no API key set or stored)" if scripted else "Claude"
     print(f"Running {notebook.name} headless with papermill, talking to {who}...", flush=True)
     output = run_demo(notebook, out / notebook.name, scripted=scripted)
     print(f"Executed notebook: {output.resolve()}")
     if scripted:
-        print("The answers in it came from the scripted model, not Claude: set ANTHROPIC_API_KEY for the real thing.")
+        print("The answers in it came from the scripted model, not Claude: agent-kernel key set for the real thing.")
     print(how_to_open(output))
     return 0
 

@@ -146,22 +146,22 @@ def test_the_wheel_alone_runs_every_tool_with_db_sql_into(wheel, tmp_path):
     assert called["double_it"]["text"] == "42"
     assert "Traceback" not in result["transcript"] and "ModuleNotFoundError" not in result["transcript"]
 
-    # Without JupyterLab the demo's last line says which extra brings it.
+    # Without JupyterLab the demo's last line names the packages of the lab extra (installed metadata).
     opening = (
         "from pathlib import Path; from agent_kernel.demo import how_to_open; print(how_to_open(Path('out/q.ipynb')))"
     )
     said = run(bin_dir / "python", "-c", opening, cwd=tmp_path, stdout=True).strip()
     assert (
         said
-        == "To open it in JupyterLab, install it (pip install 'agent-kernel[lab]'), then run: jupyter lab out/q.ipynb"
+        == "To open it in JupyterLab, install it (pip install 'jupyterlab>=4.4'), then run: jupyter lab out/q.ipynb"
     )
-    # Without distributed the Dask executor is one line naming its extra, and exit status 2.
+    # Without distributed the Dask executor is one line naming the dask extra's package, and exit status 2.
     dask = subprocess.run(
         [bin_dir / "agent-kernel", "--db", tmp_path / "jobs.duckdb", "scheduler", "--once", "--executor", "dask"],
         capture_output=True, text=True, check=False, timeout=60, cwd=tmp_path, env=clean_env(AGENT_KERNEL_HOME=str(tmp_path)),
     )  # fmt: skip
     assert (dask.returncode, dask.stdout, dask.stderr) == (
-        2, "", "agent-kernel: The Dask executor needs distributed: pip install 'agent-kernel[dask]'.\n"
+        2, "", "agent-kernel: The Dask executor needs distributed: pip install 'distributed>=2024.1'.\n"
     )  # fmt: skip
 
 

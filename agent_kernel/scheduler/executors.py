@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from agent_kernel.extras import install_command
 from agent_kernel.scheduler.execute import execute_run
 from agent_kernel.scheduler.records import RunResult
 from agent_kernel.scheduler.runs import FAILED, LOST
@@ -135,7 +136,9 @@ def make_executor(kind: str = "local", *, address: str | None = None, n_workers:
         except ImportError:
             from agent_kernel.scheduler import ScheduleError
 
-            raise ScheduleError("The Dask executor needs distributed: pip install 'agent-kernel[dask]'.") from None
+            raise ScheduleError(
+                f"The Dask executor needs distributed: {install_command('dask', ['distributed>=2024.1'])}."
+            ) from None
     from agent_kernel.scheduler import ScheduleError
 
     raise ScheduleError(f"Unknown executor {kind!r}: use local or dask.")

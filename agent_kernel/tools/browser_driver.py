@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent_kernel.extras import install_command
 from agent_kernel.tools.browser_proxy import Proxy
 
 __all__ = ["DRIVER", "BrowserMissing", "Driver", "Session", "chromium_path"]
@@ -152,7 +153,7 @@ class Driver:
                 from playwright.sync_api import sync_playwright
             except ImportError:
                 raise BrowserMissing(
-                    "The browser tools need Playwright: pip install 'agent-kernel[browser]'."
+                    f"The browser tools need Playwright: {install_command('browser', ['playwright>=1.45'])}."
                 ) from None
             self._playwright = sync_playwright().start()
         proxy = Proxy(allow, page_bytes=page_bytes)

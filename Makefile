@@ -1,4 +1,4 @@
-# make demo         run notebooks/quickstart.ipynb headless (scripted model unless ANTHROPIC_API_KEY is set), say how to open it
+# make demo         run notebooks/quickstart.ipynb headless (scripted model unless a key is set or stored), say how to open it
 # make dist         build the wheel and the sdist into dist/ (with the built JupyterLab extension)
 # make test         run the whole test suite (the browser tests drive JupyterLab in Debian's Chromium)
 # make docs         build the documentation site into docs/_build/html (Sphinx, MyST, PyData theme)

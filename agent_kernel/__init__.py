@@ -154,6 +154,9 @@ def unload_ipython_extension(shell: InteractiveShell) -> None:
                 shell.magics_manager.magics[kind].pop(name, None)
     magics._REGISTERED.clear()
     magics._ACTIVE = None
+    from agent_kernel.magics import key
+
+    key.unregister(shell)
     from agent_kernel.model import calls
 
     calls.set_kernel_default(None)

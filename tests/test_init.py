@@ -84,6 +84,7 @@ def test_config_help_and_lsmagic_in_kernel(kernel):
 def test_unload_removes_the_rewrite_and_magics(kernel):
     kernel.ok("%unload_ext agent_kernel")
     assert kernel.value("get_ipython().find_magic('agent_sessions') is None") is True
+    assert kernel.value("get_ipython().find_magic('agent_key') is None") is True
     assert (
         kernel.value(
             "any(getattr(f, '__name__', '') == 'rewrite_agent_cells' for f in get_ipython().input_transformers_cleanup)"
@@ -92,6 +93,7 @@ def test_unload_removes_the_rewrite_and_magics(kernel):
     )
     kernel.ok("%load_ext agent_kernel")
     assert kernel.value("get_ipython().find_magic('agent_sessions') is not None") is True
+    assert kernel.value("get_ipython().find_magic('agent_key') is not None") is True
 
 
 def test_bad_settings_are_refused_with_a_clear_message():

@@ -19,7 +19,7 @@ __all__ = ["agent_key", "register"]
 USAGE = "Usage: %agent_key (asks for the key, not echoed), %agent_key --status, %agent_key --forget"
 NO_STDIN = (
     "This front end cannot ask for input (papermill, or a run with no terminal): store the key from a "
-    "terminal with `agent-kernel key set` (or the key field in the Agent panel's settings) instead."
+    "terminal with `agent-kernel key set` (or the key field at the bottom of the Agent chat) instead."
 )
 
 
@@ -41,7 +41,7 @@ def agent_key(line: str = "") -> None:
 
     Never type the key into a cell (%env ANTHROPIC_API_KEY=...): it would be saved with the
     notebook. The same key can be stored from a terminal with `agent-kernel key set`, or in
-    JupyterLab with the key field of the Agent panel's settings.
+    JupyterLab with the key field at the bottom of the Agent chat.
     """
     from agent_kernel.model import keys
 
@@ -94,3 +94,8 @@ def _ask() -> str:
 def register(shell: Any) -> None:
     """Register ``%agent_key`` with ``shell``."""
     shell.register_magic_function(agent_key, magic_kind="line", magic_name="agent_key")
+
+
+def unregister(shell: Any) -> None:
+    """Remove ``%agent_key`` (``%unload_ext`` / ``%reload_ext``)."""
+    shell.magics_manager.magics["line"].pop("agent_key", None)

@@ -61,9 +61,16 @@ def explain(comparison_text: str, *, model: str, client: Any = None) -> Explanat
     from the environment)."""
     import anthropic
 
+    from agent_kernel.errors import MissingKeyError
+    from agent_kernel.model.client import api_key
     from agent_kernel.model.prices import call_cost, price_for
 
-    client = client or anthropic.Anthropic(max_retries=2, timeout=60.0)
+    if client is None:
+        try:
+            api_key()  # the environment's key, else the stored one (put in this process's environment)
+        except MissingKeyError as exc:
+            raise ScheduleError(f"The explanation needs the model. {exc}") from None
+        client = anthropic.Anthropic(max_retries=2, timeout=60.0)
     try:
         message = client.messages.create(**request_body(comparison_text, model))
     except anthropic.APIError as exc:

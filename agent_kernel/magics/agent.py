@@ -278,7 +278,7 @@ class AgentMagics(Magics):
         super().__init__(shell=shell)
         self.settings = settings
         self._agent: Agent | None = None
-        # The Agent panel's settings row (magics/chat.py): defaults for every later turn
+        # The Agent chat's settings row (magics/chat.py): defaults for every later turn
         # (model, approve, thinking), and the session of the next turn only (session, new).
         self.panel_defaults: dict[str, Any] = {}
         self.panel_next: dict[str, Any] = {}
@@ -302,7 +302,7 @@ class AgentMagics(Magics):
         return await self.run_request(parse_agent_call(line, body))
 
     async def run_request(self, request: TurnRequest) -> TurnResult | None:
-        """Interpolate and run one parsed turn (an ``%agent`` cell's, or the Agent panel's)."""
+        """Interpolate and run one parsed turn (an ``%agent`` cell's, or the Agent chat's)."""
         from agent_kernel.display.transcript import Transcript
         from agent_kernel.errors import AgentKernelError, TurnFailedError
         from agent_kernel.kernel.interrupts import TurnInterrupts
@@ -346,7 +346,7 @@ class AgentMagics(Magics):
                 view.hide_stop()
 
     def with_panel_choices(self, request: TurnRequest) -> tuple[TurnRequest, str]:
-        """``request`` with the Agent panel's choices where it made none, and the line that
+        """``request`` with the Agent chat's choices where it made none, and the line that
         says which were taken from the panel ('' for none). The next-turn session choice is
         used up by this turn, whichever way it came (a cell's --session or --new wins)."""
         taken = {f: v for f, v in self.panel_defaults.items() if getattr(request, f) is None}
@@ -358,7 +358,7 @@ class AgentMagics(Magics):
         shown = ", ".join(
             f"{'--think' if f == 'thinking' else '--' + f}" + ("" if v is True else f" {v}") for f, v in taken.items()
         )
-        line = f"From the Agent panel's settings: {shown} (a flag on the cell overrides them)."
+        line = f"From the Agent chat's settings: {shown} (a flag on the cell overrides them)."
         return replace(request, **taken), line
 
     @no_var_expand
@@ -385,8 +385,8 @@ class AgentMagics(Magics):
         Settings: %config AgentKernel (model, token_limit, approve, tool_groups, ...).
 
         API key: ANTHROPIC_API_KEY from the environment Jupyter started with, else the key
-        stored outside your notebooks by %agent_key (asks, not echoed), the key field in the
-        Agent panel's settings or `agent-kernel key set` in a terminal. Never type the key
+        stored outside your notebooks by %agent_key (asks, not echoed), the key field at the
+        bottom of the Agent chat or `agent-kernel key set` in a terminal. Never type the key
         into a cell: it would be saved with the notebook.
 
         Safety: with approve "auto" (the default) the agent's code runs in this kernel
@@ -406,9 +406,11 @@ class AgentMagics(Magics):
           %agent_failures   the code and error of the last failed runs
           %agent_tainted    what was kept after reading untrusted content
 
-        In JupyterLab, the Agent panel (the left sidebar) shows sessions, scheduled jobs,
-        recent runs and their outputs; "Schedule this notebook…" (the clock in a
-        notebook's toolbar) runs a notebook later or on a schedule.
+        In JupyterLab, the Agent chat (the right sidebar) runs turns in the notebook's
+        kernel and shows its session as it goes; the Agent dashboard (the left sidebar)
+        shows sessions, scheduled jobs, recent runs and their outputs;
+        "Schedule this notebook…" (the clock in a notebook's toolbar) runs a notebook
+        later or on a schedule.
         """
         import asyncio  # a kernel has it loaded; a plain IPython shell pays for it here, not at load
 

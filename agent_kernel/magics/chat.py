@@ -1,4 +1,4 @@
-"""Turns from the Agent panel's chat, run in the notebook's kernel as an ``%agent`` cell's are.
+"""Turns from the Agent chat, run in the notebook's kernel as an ``%agent`` cell's are.
 
 The panel sends an ``execute_request`` whose code is one call,
 ``await ...run_chat_turn('<base64>')``: the prompt, the settings row's choices and the
@@ -331,7 +331,7 @@ def active_magics() -> magics.AgentMagics:
 
         shell = get_ipython()
         if shell is None or shell.extension_manager is None:
-            raise UsageError("The Agent panel needs an IPython kernel.")
+            raise UsageError("The Agent chat needs an IPython kernel.")
         shell.extension_manager.load_extension("agent_kernel")
     if magics._ACTIVE is None:
         raise UsageError("agent_kernel could not be loaded in this kernel.")

@@ -457,8 +457,8 @@ def _partial_input(text: str) -> Any:
 # The ways to give a key that keep it out of every notebook (a key typed into a cell is
 # saved with the notebook, its outputs and the scheduler's copies of it).
 KEY_WAYS = (
-    "store one outside your notebooks with %agent_key (asks for it, not echoed), the key field in "
-    "the Agent panel's settings, or `agent-kernel key set` in a terminal"
+    "store one outside your notebooks with %agent_key (asks for it, not echoed), the key field at "
+    "the bottom of the Agent chat, or `agent-kernel key set` in a terminal"
 )
 NO_KEY = f"No Anthropic API key: set ANTHROPIC_API_KEY before starting Jupyter, or {KEY_WAYS}."
 

@@ -121,7 +121,7 @@ def test_the_rows_choices_are_the_notebooks_defaults_for_a_cell_too(lab_page, ju
     out = run_cell(page, "%agent answer from a cell", 1)
     cell(page, 1).get_by_text("From the cell.").wait_for(timeout=60_000)
     text = cell(page, 1).inner_text()
-    assert "From the Agent panel's settings: --model claude-haiku-4-5, --think low" in text, text
+    assert "From the Agent chat's settings: --model claude-haiku-4-5, --think low" in text, text
     assert lab_model.requests[-1]["model"] == "claude-haiku-4-5"
     assert out.count() >= 1
     wait_idle(page)
@@ -129,7 +129,7 @@ def test_the_rows_choices_are_the_notebooks_defaults_for_a_cell_too(lab_page, ju
     run_cell(page, "%agent --model claude-from-a-flag the flag wins", 2)
     cell(page, 2).get_by_text("Flag wins.").wait_for(timeout=60_000)
     assert lab_model.requests[-1]["model"] == "claude-from-a-flag"
-    assert "From the Agent panel's settings: --think low (a flag" in cell(page, 2).inner_text()
+    assert "From the Agent chat's settings: --think low (a flag" in cell(page, 2).inner_text()
     wait_idle(page)
     # A choice the kernel refuses (a model no longer configured) is a line in the panel.
     run_cell(page, "%config AgentKernel.large_model = 'claude-larger'\nprint('reconfigured')", 3)

@@ -17,7 +17,8 @@ from agent_kernel.store import Store, provenance
 from agent_kernel.store.provenance import Provenance
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.testing import reply, say, tool_use
-from tests.support.browser import cell, open_panel, refresh_until, run_notebook, wait_idle
+from tests.support.browser import cell, refresh_until, run_notebook, wait_idle
+from tests.support.dashboard import open_dashboard
 from tests.support.notebooks import write_notebook
 from tests.support.websites import Server
 
@@ -174,7 +175,7 @@ def test_the_panel_lists_what_was_kept_after_untrusted_content_and_clears_it(lab
         provenance.record(con, "tool", "collect_env", after_page, version=1)
         provenance.record(con, "memory", hostile, after_page)
     page.goto(f"{jupyterlab.url}/lab/workspaces/egress-panel?reset&token={jupyterlab.token}")
-    panel = open_panel(page)
+    panel = open_dashboard(page)
     tool = panel.locator(".ak-tainted[data-kind='tool'][data-name='collect_env']")
     refresh_until(page, panel, tool)
     assert panel.locator(".ak-tainted-items h3").inner_text() == "Kept after untrusted content"

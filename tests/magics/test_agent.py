@@ -40,7 +40,11 @@ def test_the_agent_help_names_the_api_key_the_other_magics_and_the_panel(shell):
     assert len(ours) >= 10
     for name in ours:
         assert f"%{name} " in doc, name
-    assert "Agent panel (the left sidebar)" in doc and "Schedule this notebook…" in doc
+    assert (
+        "Agent chat (the right sidebar)" in doc
+        and "Agent dashboard (the left sidebar)" in doc
+        and "Schedule this notebook…" in doc
+    )
     assert "--approve ask" in doc and 'approve "auto" (the default)' in doc
 
 

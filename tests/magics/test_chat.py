@@ -1,4 +1,4 @@
-"""The Agent panel's turns in the kernel: the payload's checks, and a panel turn in a kernel."""
+"""The Agent chat's turns in the kernel: the payload's checks, and a panel turn in a kernel."""
 
 from __future__ import annotations
 
@@ -259,7 +259,7 @@ def test_the_rows_choices_apply_to_the_next_cell_turn_and_a_flag_wins(kernel, sc
     cell = kernel.ok("%agent from a cell")
     assert scripted_model.requests[1]["model"] == small
     shown = "".join(cell.texts()) + "".join(cell.texts("text/markdown")) + cell.stdout + str(cell.messages)
-    assert "From the Agent panel's settings: --model " + small in shown and "--approve read-only" in shown
+    assert "From the Agent chat's settings: --model " + small in shown and "--approve read-only" in shown
     assert "--new" in shown  # the next turn only: this cell started a new session
     tools = {t["name"] for t in scripted_model.requests[1].get("tools", [])}
     assert "run_code" not in tools  # read-only: writing tools are not offered

@@ -31,7 +31,7 @@ def test_without_a_key_the_message_offers_the_three_ways_never_a_cell(keyless):
         api_key()
     message = str(raised.value)
     assert message.startswith("No Anthropic API key: set ANTHROPIC_API_KEY")
-    for way in ("%agent_key", "Agent panel's settings", "agent-kernel key set"):
+    for way in ("%agent_key", "the bottom of the Agent chat", "agent-kernel key set"):
         assert way in message
     assert "%env" not in message
     assert keys.key_status() == keys.KeyStatus("none", "")

@@ -69,7 +69,7 @@ def save_screenshot(locator, name: str, *, readme: bool = False) -> Path:
     return path
 
 
-PANEL_TAB = ".jp-SideBar [data-id='agent-kernel-panel']"
+CHAT_TAB = ".jp-SideBar [data-id='agent-kernel-panel']"  # the Agent chat keeps the panel's id
 
 
 RUN_LAST_CELL = """(code) => {
@@ -81,7 +81,7 @@ RUN_LAST_CELL = """(code) => {
 
 
 def open_chat(page):
-    page.locator(PANEL_TAB).click()
+    page.locator(CHAT_TAB).click()
     chat = page.locator("#agent-kernel-panel .ak-chat")
     chat.wait_for(state="visible", timeout=30_000)
     return chat
@@ -131,15 +131,8 @@ def notebook_7_chat(chromium, lab_model, tmp_path, source: str) -> Iterator[tupl
         time.sleep(0.25)
 
 
-def open_panel(page):
-    page.locator(PANEL_TAB).click()
-    panel = page.locator("#agent-kernel-panel")
-    panel.wait_for(state="visible", timeout=30_000)
-    return panel
-
-
 def refresh_until(page, panel, locator, timeout: float = 120) -> None:
-    """Click the panel's refresh button until ``locator`` shows (the panel also polls, slowly)."""
+    """Click the dashboard's refresh button until ``locator`` shows (it also polls, slowly)."""
     deadline = time.monotonic() + timeout
     while locator.count() == 0:
         if time.monotonic() > deadline:

@@ -195,11 +195,17 @@ def test_a_growing_conversation_scrubs_only_the_parts_added_since_the_last_reque
     """Each round trip sends the last request's messages again and two more: those two are
     scrubbed, the rest reused while it holds, also after a conversation in between."""
     import agent_kernel.redaction as redaction
+    import agent_kernel.secrets  # noqa: F401  (bound to the real scrub before it is watched)
     from agent_kernel.model.client import ScrubbedParts
 
     scrubbed = []
     real = redaction.scrub
-    monkeypatch.setattr(redaction, "scrub", lambda value, strings: scrubbed.append(value) or real(value, strings))
+
+    def watched(value, strings, **options):
+        scrubbed.append(value)
+        return real(value, strings, **options)
+
+    monkeypatch.setattr(redaction, "scrub", watched)
     parts = ScrubbedParts()
     tools = [{"name": f"t{n}", "description": "d", "input_schema": {"type": "object"}} for n in range(5)]
     messages: list = [{"role": "user", "content": "start"}]

@@ -61,7 +61,7 @@ def is_loopback(url: str) -> bool:
 class OfflineHandler(_Handler):
     @web.authenticated
     # jupyter_server's `authorized(action=...)` returns an unsolved type variable.
-    @authorized(action="read")  # type: ignore[untyped-decorator]
+    @authorized(action="read")
     async def get(self) -> None:
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(offline_status(os.environ)))

@@ -129,6 +129,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           className: 'ak-schedule-button',
           tooltip: 'Schedule this notebook…',
           onClick: () => {
+            // A ToolbarButton toggles `pressed` on each click: this one opens a dialog, it is no toggle.
+            button.pressed = false;
             void app.commands.execute(SCHEDULE, { path: nb.context.path });
           }
         });

@@ -188,7 +188,7 @@ export class AgentDashboard extends Panel {
                 title:
                   "Tokens as the session's token limit counts them (a token read from the prompt cache counts a tenth), and its cost"
               },
-              `${session.tokens.toLocaleString()} tokens · ${money(session.cost)}` +
+              `${session.tokens.toLocaleString()} tokens toward its limit · ${money(session.cost)}` +
                 (this.allSessions && session.notebook_path ? ` · ${session.notebook_path}` : '')
             ),
             children.childElementCount ? children : null

@@ -135,11 +135,13 @@ def test_every_surface_the_extension_draws_has_no_serious_or_critical_violation(
     # "Schedule this notebook…": its dialog.
     command(page, "docmanager:save")
     page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
-    command(page, "agent-kernel:schedule-notebook")
+    button = page.locator("button.ak-schedule-button, .ak-schedule-button button").first
+    button.click()  # the toolbar's clock opens the dialog; it is a button, not a toggle
     page.locator(".jp-Dialog .ak-schedule-form").wait_for(timeout=30_000)
     no_serious_violations(page, "the schedule dialog", ".jp-Dialog")
     save_screenshot(page.locator(".jp-Dialog-content"), "a11y-schedule-dialog.png")
     page.locator(".jp-Dialog").get_by_role("button", name="Cancel").click()
+    assert button.get_attribute("aria-pressed") != "true"
 
 
 def tab_until(page: Any, selector: str, *, back: bool = False, limit: int = 60) -> list[str]:

@@ -44,6 +44,7 @@ from agent_kernel.kernel.protocol import (
     KernelMessage,
     KernelRequest,
     MovedMessage,
+    NotebookCell,
     RefusedMessage,
     TurnEndedMessage,
     WelcomeMessage,
@@ -465,17 +466,16 @@ def running_cell() -> str | None:
     return value if isinstance(value, str) and _CELL_ID.match(value) else None
 
 
-async def read_cells(timeout: float = 10.0) -> list[dict[str, Any]]:
+async def read_cells(timeout: float = 10.0) -> list[NotebookCell]:
     """The attached notebook's cells, in order, as its front end holds them now (checked:
-    ids, types, sources, execution counts, outputs as the extension summarises them; each
-    a :class:`~agent_kernel.kernel.protocol.NotebookCell`, given as a dict its readers index)."""
+    ids, types, sources, execution counts, outputs as the extension summarises them)."""
     if _CHANNEL is None:
         raise LookupError("no notebook front end with the agent-kernel extension is attached")
     answer = await _CHANNEL.request({"type": "read"}, timeout)
     if answer["type"] != "cells":  # LookupError: the answer holds no cells
         raise LookupError(f"the front end answered a read with {answer['type']}")
     _CHANNEL.collaborators = answer.get("collaborators", 0)
-    return cast(list[dict[str, Any]], answer["cells"])
+    return answer["cells"]
 
 
 def other_people() -> int:

@@ -30,7 +30,7 @@ import json
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,7 +93,7 @@ def agent_cell(session_id: str, turn: int) -> str | None:
     return _TURN_CELLS.get((session_id, turn))
 
 
-def anchor_in(cells: Sequence[dict[str, Any]], *, session_id: str, turn: int, prompt: str) -> str | None:
+def anchor_in(cells: Sequence[Mapping[str, Any]], *, session_id: str, turn: int, prompt: str) -> str | None:
     """The id of the cell to insert below, among the notebook's ``cells`` (see the module)."""
     ids = [str(c.get("id")) for c in cells]
     remembered = agent_cell(session_id, turn)

@@ -32,7 +32,7 @@ from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel import cells as cells_run
 from agent_kernel.kernel import channel
 from agent_kernel.kernel.printed import AGENT_MAGICS
-from agent_kernel.kernel.protocol import CELL_CHANGED, source_version
+from agent_kernel.kernel.protocol import CELL_CHANGED, NotebookCell, source_version
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.untrusted import mark_untrusted
@@ -90,7 +90,7 @@ async def read_notebook(from_cell: CellId | None = None) -> str:
     return "\n\n".join(parts)
 
 
-async def _cells_now() -> list[dict[str, Any]]:
+async def _cells_now() -> list[NotebookCell]:
     try:
         return await channel.read_cells(READ_TIMEOUT)
     except LookupError:
@@ -99,7 +99,7 @@ async def _cells_now() -> list[dict[str, Any]]:
         raise ToolInputError(f"The notebook did not answer within {READ_TIMEOUT:.0f} s; try again later.") from None
 
 
-def _start(cells: list[dict[str, Any]], from_cell: str | None) -> int:
+def _start(cells: list[NotebookCell], from_cell: str | None) -> int:
     if from_cell is None:
         return 0
     for position, cell in enumerate(cells):
@@ -109,7 +109,7 @@ def _start(cells: list[dict[str, Any]], from_cell: str | None) -> int:
 
 
 def _cell_text(
-    cell: dict[str, Any], marks: dict[str | None, str], shell: Any, shared: str | None
+    cell: NotebookCell, marks: dict[str | None, str], shell: Any, shared: str | None
 ) -> tuple[str, list[str]]:
     """One cell as the model reads it, and the untrusted sources reading it brought in.
 
@@ -124,7 +124,7 @@ def _cell_text(
     lines = [f"--- cell {cell['id']} {cell['cell_type']} {state}{mark}".rstrip()]
     sources: list[str] = []
     source = _cut(cell["source"], SOURCE_CHARS)
-    written_after = cellmark.untrusted({cellmark.KEY: cell[cellmark.KEY]}) if cellmark.KEY in cell else None
+    written_after = cellmark.untrusted({cellmark.KEY: cell["agent_kernel"]}) if "agent_kernel" in cell else None
     if written_after is not None:
         label = f"notebook cell {cell['id']}, written by an agent turn after untrusted content"
         read = f" ({'; '.join(written_after)})" if written_after else ""
@@ -146,7 +146,7 @@ def _cell_text(
     return "\n".join(lines), sources
 
 
-def _outputs_text(cell: dict[str, Any]) -> str:
+def _outputs_text(cell: NotebookCell) -> str:
     if cell["source"].lstrip().startswith(AGENT_MAGICS):
         return (
             "(the output of the agent's own magic: left out; session_timeline and search_sessions read past turns)"
@@ -165,7 +165,7 @@ def _outputs_text(cell: dict[str, Any]) -> str:
     return redact("\n".join(lines))
 
 
-def _outputs_untrusted(cell: dict[str, Any], shell: Any) -> str:
+def _outputs_untrusted(cell: NotebookCell, shell: Any) -> str:
     """Why a cell's outputs are untrusted content ("" when this kernel ran the cell as it
     reads now and neither it nor an earlier cell reached the network)."""
     if cell["source"].lstrip().startswith(AGENT_MAGICS):

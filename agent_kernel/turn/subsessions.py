@@ -42,6 +42,7 @@ from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     from agent_kernel.display.subsession import SubSessionView
+    from agent_kernel.model.shapes import ContentBlock, Role
     from agent_kernel.turn.loop import Turn, TurnResult
 
 __all__ = ["Family", "SubSessions"]
@@ -360,7 +361,7 @@ def _handed_over(found: dict[str, Any], read: list[str], name: str) -> dict[str,
     return found
 
 
-def _last_text(recorded: list[tuple[str, list[dict[str, Any]]]]) -> str:
+def _last_text(recorded: list[tuple[Role, list[ContentBlock]]]) -> str:
     """The text of the last assistant message that had any (a partial result)."""
     for role, content in reversed(recorded):
         if role == "assistant":

@@ -117,7 +117,7 @@ def _text(source: Any) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def check_sizes(cells: Sequence[dict[str, Any]]) -> None:
+def check_sizes(cells: Sequence[Mapping[str, Any]]) -> None:
     """:class:`CellsError` when a cell is larger than the extension inserts."""
     if len(cells) > MAX_CELLS:
         raise CellsError(f"A turn becomes at most {MAX_CELLS} cells; this one has {len(cells)}.")
@@ -134,7 +134,7 @@ def check_sizes(cells: Sequence[dict[str, Any]]) -> None:
 
 
 async def insert(
-    cells: Sequence[dict[str, Any]], *, session_id: str, turn: int, prompt: str, timeout: float = EDIT_TIMEOUT
+    cells: Sequence[Mapping[str, Any]], *, session_id: str, turn: int, prompt: str, timeout: float = EDIT_TIMEOUT
 ) -> Placed:
     """Insert ``cells`` below the turn's cell in the attached notebook, in order."""
     check_sizes(cells)
@@ -232,7 +232,7 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def write_into(path: Path, cells: Sequence[dict[str, Any]], *, session_id: str, turn: int, prompt: str) -> Placed:
+def write_into(path: Path, cells: Sequence[Mapping[str, Any]], *, session_id: str, turn: int, prompt: str) -> Placed:
     """Insert ``cells`` into the notebook file ``path`` below the turn's cell (a new
     notebook when the file does not exist), writing it whole."""
     import nbformat
@@ -256,7 +256,7 @@ def write_into(path: Path, cells: Sequence[dict[str, Any]], *, session_id: str, 
     return Placed(str(path), [str(c["id"]) for c in made], after)
 
 
-def _node(cell: dict[str, Any]) -> Any:
+def _node(cell: Mapping[str, Any]) -> Any:
     import nbformat
 
     if cell["cell_type"] == "markdown":

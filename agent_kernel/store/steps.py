@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from agent_kernel.cellmark import KEY
 from agent_kernel.cellmark import mark as cell_mark
@@ -27,11 +27,13 @@ from agent_kernel.store.turn_taint import session_taint
 
 if TYPE_CHECKING:
     import duckdb
+    from typing_extensions import NotRequired
 
     from agent_kernel.model.shapes import ContentBlock
 
 __all__ = [
     "Step",
+    "TurnCell",
     "TurnSteps",
     "answer_cell",
     "code_cell",
@@ -148,13 +150,23 @@ def _answer(said: list[tuple[str, list[ContentBlock]]]) -> str:
 # -- cells --------------------------------------------------------------------------------
 
 
+class TurnCell(TypedDict):
+    """A notebook cell made from a turn, in nbformat's keys (a code cell is not run)."""
+
+    cell_type: Literal["markdown", "code"]
+    metadata: dict[str, Any]  # the cell's mark (see :func:`mark`)
+    source: str
+    execution_count: NotRequired[None]
+    outputs: NotRequired[list[object]]
+
+
 def mark(turn: TurnSteps) -> dict[str, Any]:
     """The metadata of a cell made from ``turn`` (with the taint when it ran after untrusted
     content, see :mod:`agent_kernel.cellmark`)."""
     return {KEY: cell_mark(turn.session_id, turn.turn, turn.untrusted)}
 
 
-def answer_cell(turn: TurnSteps) -> dict[str, Any]:
+def answer_cell(turn: TurnSteps) -> TurnCell:
     """A markdown cell with the prompt (quoted) and the answer, as text: the notebook's
     markdown renderer (and its sanitiser) shows it like any markdown the person writes."""
     quoted = "\n".join("> " + line if line else ">" for line in redact(turn.prompt or "(no prompt)").splitlines())
@@ -163,7 +175,7 @@ def answer_cell(turn: TurnSteps) -> dict[str, Any]:
     return {"cell_type": "markdown", "metadata": mark(turn), "source": source}
 
 
-def code_cell(turn: TurnSteps, step: Step) -> dict[str, Any]:
+def code_cell(turn: TurnSteps, step: Step) -> TurnCell:
     """A code cell, not run, with the step's code."""
     return {
         "cell_type": "code", "metadata": mark(turn), "source": redact(step.code),
@@ -171,6 +183,6 @@ def code_cell(turn: TurnSteps, step: Step) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def turn_cells(turn: TurnSteps) -> list[dict[str, Any]]:
+def turn_cells(turn: TurnSteps) -> list[TurnCell]:
     """The turn as cells: the prompt and answer in markdown, then each successful step."""
     return [answer_cell(turn), *(code_cell(turn, step) for step in turn.steps)]

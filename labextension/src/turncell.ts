@@ -6,6 +6,9 @@
  * that ran the cell, replaces them in the shared document with "The kernel stopped during
  * this turn." (collaborators and the saved notebook see it too).
  *
+ * When the turn's cell finishes, the displays the turn blanked as it settled (the status line,
+ * the Stop button) are dropped, so the saved notebook holds only what the turn showed.
+ *
  * Under real-time collaboration the other people's views apply the turn's display updates
  * out of order (JupyterLab appends every output another client replaced), so they would keep
  * stale tool rows and status lines. When the turn's cell finishes, the front end that ran it
@@ -37,9 +40,7 @@ export function followTurnCells(panel: NotebookPanel): void {
   const executed = (_: unknown, { notebook, cell }: { notebook: Notebook; cell: Cell }) => {
     if (notebook === panel.content) {
       running.delete(cell.model.id);
-      if (panel.context.model.collaborative) {
-        republish(panel, cell.model.id);
-      }
+      settle(panel, cell.model.id, panel.context.model.collaborative === true);
     }
   };
   const status = (_: ISessionContext, state: Kernel.Status) => {
@@ -71,12 +72,28 @@ function isLiveStatus(output: nbformat.IOutput): boolean {
   return part?.part === 'notice' && part.level === 'muted' && data['text/plain'] === undefined;
 }
 
-/** Write the turn cell's outputs again, whole (see the module's comment). */
-function republish(panel: NotebookPanel, id: string): void {
+/** Whether `output` is a display the turn blanked when it settled (its status line, its
+ * Stop button): nothing to show, so nothing to keep in the saved notebook. */
+export function isBlanked(output: nbformat.IOutput): boolean {
+  if (output.output_type !== 'display_data' && output.output_type !== 'update_display_data') {
+    return false;
+  }
+  const data = (output.data ?? {}) as JSONObject;
+  const keys = Object.keys(data);
+  return keys.length === 0 || (keys.length === 1 && data['text/plain'] === '');
+}
+
+/** A turn's cell once it ran: the blanked displays dropped, and under collaboration its
+ * outputs written again, whole (see the module's comment). Cells without a turn are left alone. */
+function settle(panel: NotebookPanel, id: string, collaborative: boolean): void {
   const cell = sharedCell(panel, id);
   const outputs = cell?.getOutputs() ?? [];
-  if (cell && outputs.some(output => ((output.data ?? {}) as JSONObject)[MIME_TYPE] !== undefined)) {
-    cell.setOutputs(outputs);
+  if (!cell || !outputs.some(output => ((output.data ?? {}) as JSONObject)[MIME_TYPE] !== undefined)) {
+    return;
+  }
+  const kept = outputs.filter(output => !isBlanked(output));
+  if (collaborative || kept.length !== outputs.length) {
+    cell.setOutputs(kept);
   }
 }
 

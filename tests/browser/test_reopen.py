@@ -165,6 +165,8 @@ def test_a_saved_notebook_reopens_whole_after_its_kernel_is_gone(lab_page, jupyt
     assert len(pictures) == 2 and all(len(p) < 30_000 for p in pictures), [len(p) for p in pictures]
     # Every widget view left in the file carries a static rendering beside it.
     assert all("text/html" in d for d in outputs if WIDGET_VIEW in d)
+    # The displays the turn blanked as it settled (status line, Stop) are not kept.
+    assert all(d and d != {"text/plain": ""} for d in outputs), outputs[:3]
 
     # Reopened with a new kernel that never saw the widgets.
     page.goto(f"{jupyterlab.url}/lab/workspaces/whole2/tree/whole.ipynb?reset&token={jupyterlab.token}")

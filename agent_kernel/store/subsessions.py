@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
+    from typing_extensions import NotRequired
 
     from agent_kernel.store.sessions import Session
 
-__all__ = ["FINISHED", "ChildRow", "insert_child", "outcome", "record_result", "tree_order"]
+__all__ = ["FINISHED", "ChildOutcome", "ChildRow", "insert_child", "outcome", "record_result", "tree_order"]
 
 # The states a parent's wait_for_sessions stops waiting at.
 FINISHED = ("completed", "error", "token_limit_reached")
@@ -61,6 +62,15 @@ def record_result(session_id: str, state: str, result: str | None, error: str | 
         )
 
     return write
+
+
+class ChildOutcome(TypedDict):
+    """How a sub-session ended, as its parent's ``wait_for_sessions`` hands it over."""
+
+    id: str
+    status: str  # completed, error or token_limit_reached
+    result: NotRequired[str]  # what it reported (partial: its last text)
+    error: NotRequired[str]
 
 
 def outcome(con: duckdb.DuckDBPyConnection, session_id: str) -> dict[str, Any] | None:

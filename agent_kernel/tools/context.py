@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from agent_kernel.model.client import ModelClient
     from agent_kernel.secrets import Secrets
     from agent_kernel.store import Store
+    from agent_kernel.store.subsessions import ChildOutcome
     from agent_kernel.store.writer import WriteBehind
 
 __all__ = ["SubSessionHost", "ToolCall", "ToolContext", "UntrustedReads", "current_call"]
@@ -37,7 +38,7 @@ class SubSessionHost(Protocol):
         Raises :class:`~agent_kernel.errors.ToolInputError` when a limit refuses it.
         """
 
-    async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
+    async def wait(self, ids: list[str]) -> list[ChildOutcome]:
         """Each child's ``{id, status, result?, error?}`` once all of them have finished."""
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel.display.subsession import SubSessionView
 from agent_kernel.errors import ToolInputError
@@ -43,6 +43,7 @@ from agent_kernel.untrusted import mark_untrusted
 if TYPE_CHECKING:
     from agent_kernel.display.subsession import SubSessionView
     from agent_kernel.model.shapes import ContentBlock, Role
+    from agent_kernel.store.subsessions import ChildOutcome
     from agent_kernel.turn.loop import Turn, TurnResult
 
 __all__ = ["Family", "SubSessions"]
@@ -57,7 +58,7 @@ class _Child:
     interrupts: TurnInterrupts = field(default_factory=TurnInterrupts)
     running: asyncio.Task[None] | None = None
     timed_out: bool = False
-    outcome: dict[str, Any] | None = None  # {id, status, result?, error?} once finished
+    outcome: ChildOutcome | None = None  # once finished
     # Untrusted sources its parent had read when it started it (earlier turns', this turn's).
     inherited: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     read: list[str] = field(default_factory=list)  # every untrusted source it read, once finished
@@ -202,7 +203,7 @@ class SubSessions:
             least = left if least is None else min(least, left)
         return least
 
-    async def wait(self, ids: list[str]) -> list[dict[str, Any]]:
+    async def wait(self, ids: list[str]) -> list[ChildOutcome]:
         stored = await self._stored([i for i in ids if i not in self.children])
         waiting = [self.children[i].running for i in ids if i in self.children]
         pending = [t for t in waiting if t is not None and not t.done()]
@@ -226,10 +227,11 @@ class SubSessions:
             child = self.children.get(child_id)
             if child is not None:
                 assert child.outcome is not None
-                found, read, name = dict(child.outcome), child.read, child.name
+                found, read, name = child.outcome.copy(), child.read, child.name
             else:
-                found = stored[child_id]
-                read, name = found.pop("untrusted_sources"), found.pop("name")
+                row = stored[child_id]
+                read, name = row.pop("untrusted_sources"), row.pop("name")
+                found = cast("ChildOutcome", row)  # the rest of the stored row: id, status, result?, error?
             results.append(_handed_over(found, read, name))
         return results
 
@@ -316,7 +318,7 @@ class SubSessions:
         child.timed_out = True
         child.interrupts.request("timeout")
 
-    def _outcome(self, child: _Child, result: TurnResult | None, failure: str | None, context: Any) -> dict[str, Any]:
+    def _outcome(self, child: _Child, result: TurnResult | None, failure: str | None, context: Any) -> ChildOutcome:
         found: dict[str, Any] = {"id": child.id}
         reason = child.interrupts.reason
         if child.timed_out:
@@ -337,7 +339,7 @@ class SubSessions:
             found |= {"status": "completed", "result": result.text}
         else:
             found |= {"status": "error", "error": result.error or f"ended in state {result.state}"}
-        return found
+        return cast("ChildOutcome", found)
 
     def _record(self, child: _Child) -> None:
         found = child.outcome
@@ -348,7 +350,7 @@ class SubSessions:
         child.view.finished(found["status"], result=found.get("result"), error=found.get("error"))
 
 
-def _handed_over(found: dict[str, Any], read: list[str], name: str) -> dict[str, Any]:
+def _handed_over(found: ChildOutcome, read: list[str], name: str) -> ChildOutcome:
     """A child's outcome as its parent receives it: after the child read untrusted content
     (its own or inherited), its result is untrusted data, and what the child read that its
     parent had not is now read in the parent's turn too."""

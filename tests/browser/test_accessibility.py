@@ -19,7 +19,7 @@ from tests.support.axe import axe_violations, focus_shown, serious
 from tests.support.browser import run_notebook, save_screenshot, send, wait_idle
 from tests.support.notebooks import write_notebook
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
 API = "/agent-kernel/api"
 CHAT = "#agent-kernel-panel"

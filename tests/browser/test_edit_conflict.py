@@ -22,7 +22,7 @@ from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screens
 from tests.support.calls import tool_results
 from tests.support.held_replies import for_the_turn, held, turn_requests, type_at_end, wait_requests
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
 SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
 

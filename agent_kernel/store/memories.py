@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store.bm25 import ranked
 from agent_kernel.store.bm25 import terms as _terms
@@ -59,6 +61,21 @@ TAG_CHARS = 100
 _COLUMNS = "id, store, type, content, tags, pursuing_priority, period_key, chat_id, created_at"
 
 
+class MemoryEntry(TypedDict):
+    """One memory as the ``memory`` tool returns it (the optional keys when set)."""
+
+    id: str
+    store: str
+    type: str
+    content: str
+    tags: list[str]
+    created_at: str  # ISO 8601, UTC, seconds
+    pursuingPriority: NotRequired[int]  # camelCase: the tool takes it so
+    period_key: NotRequired[str]
+    chat_id: NotRequired[str]
+    relevance: NotRequired[float]
+
+
 @dataclass
 class Memory:
     """One stored memory or summary."""
@@ -74,9 +91,9 @@ class Memory:
     created_at: datetime
     relevance: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MemoryEntry:
         """The shape the ``memory`` tool returns."""
-        found: dict[str, Any] = {
+        found: MemoryEntry = {
             "id": self.id,
             "store": self.store,
             "type": self.type,
@@ -84,14 +101,14 @@ class Memory:
             "tags": self.tags,
             "created_at": self.created_at.isoformat(timespec="seconds") + "Z",
         }
-        for key, value in (
-            ("pursuingPriority", self.pursuing_priority),
-            ("period_key", self.period_key),
-            ("chat_id", self.chat_id),
-            ("relevance", self.relevance),
-        ):
-            if value is not None:
-                found[key] = value
+        if self.pursuing_priority is not None:
+            found["pursuingPriority"] = self.pursuing_priority
+        if self.period_key is not None:
+            found["period_key"] = self.period_key
+        if self.chat_id is not None:
+            found["chat_id"] = self.chat_id
+        if self.relevance is not None:
+            found["relevance"] = self.relevance
         return found
 
     def line(self) -> str:

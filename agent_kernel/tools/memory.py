@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -39,7 +39,7 @@ class MemoryReply(TypedDict):
     """The ``memory`` tool's reply: the memories stored, forgotten or found."""
 
     success: bool
-    memories: list[dict[str, Any]]  # as agent_kernel.store.memories.Memory.as_dict makes them
+    memories: list[memory_store.MemoryEntry]
     replaced: NotRequired[bool]  # a summary of the same type and period was replaced
     note: NotRequired[str]  # written after untrusted content (provenance.TAINTED_NOTE)
 
@@ -184,7 +184,7 @@ def _kept(memories: memory_store.Memories, stored: _Stored, writer: provenance.P
 
 def _as_read(
     memories: memory_store.Memories, found: list[memory_store.Memory]
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[list[memory_store.MemoryEntry], list[str]]:
     """The memories as the tool returns them, a tainted one's content inside the untrusted
     envelope; and the untrusted sources the turn reads with them (one per tainted memory)."""
     records = provenance.latest(memories.con, "memory", [m.id for m in found])

@@ -11,16 +11,24 @@ import sys
 
 import pytest
 
+from tests.support.keyring_backend import BACKEND, PATH_ENV
+from tests.support.paths import REPO
+
 KEY = "sk-ant-api03-" + "c" * 30 + "-from-the-terminal"
 
 
 @pytest.fixture
 def env(tmp_path):
-    """The command's environment: no key, its own store."""
+    """The command's environment: no key, its own store, no usable keyring (keyring's ``fail``
+    backend, whatever this machine has)."""
     clean = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
     clean.pop("AGENT_KERNEL_KEY_STORED", None)
     clean.pop("AGENT_KERNEL_IN_TURN", None)
-    return {**clean, "AGENT_KERNEL_HOME": str(tmp_path / "home")}
+    return {
+        **clean,
+        "AGENT_KERNEL_HOME": str(tmp_path / "home"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+    }
 
 
 def key(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -64,3 +72,18 @@ def test_a_command_an_agent_turn_started_is_refused(env, tmp_path):
 def test_key_alone_shows_its_actions(env):
     shown = key(env)
     assert shown.returncode == 2 and "set" in shown.stdout and "forget" in shown.stdout
+
+
+def test_with_a_keyring_the_key_goes_there_and_a_fresh_process_finds_it(env, tmp_path):
+    pythonpath = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    store = tmp_path / "keyring.json"  # what tests/support/keyring_backend.py keeps passwords in
+    with_keyring = {**env, "PYTHON_KEYRING_BACKEND": BACKEND, PATH_ENV: str(store), "PYTHONPATH": pythonpath}
+    stored = key(with_keyring, "set", stdin=KEY + "\n")
+    assert stored.returncode == 0, stored.stderr
+    assert f"Key stored in the OS keyring ({BACKEND})" in stored.stdout and KEY not in stored.stdout + stored.stderr
+    assert KEY in store.read_text() and not (tmp_path / "home" / "anthropic-api-key").exists()
+    status = key(with_keyring, "status")
+    assert status.returncode == 0 and f"OS keyring ({BACKEND})" in status.stdout and KEY not in status.stdout
+    forgot = key(with_keyring, "forget")
+    assert forgot.returncode == 0 and f"from the OS keyring ({BACKEND})" in forgot.stdout
+    assert KEY not in store.read_text() and key(with_keyring, "status").returncode == 1

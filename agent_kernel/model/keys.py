@@ -100,9 +100,10 @@ def _keyring() -> Any:
         return None
     try:
         backend = keyring.get_keyring()
+        # A backend that is not viable here says so by raising from its priority.
+        if isinstance(backend, fail.Keyring) or backend.priority <= 0:
+            return None
     except Exception:  # noqa: BLE001
-        return None
-    if isinstance(backend, fail.Keyring) or getattr(backend, "priority", 0) <= 0:
         return None
     return keyring
 
@@ -112,7 +113,9 @@ def _backend_name(keyring: Any) -> str:
     return f"{type(backend).__module__}.{type(backend).__name__}"
 
 
-_keyring_read: tuple[float, str | None] | None = None  # when the keyring was last read, and what it held
+# When the keyring was last read, which backend answered (a process may switch backends with
+# keyring.set_keyring) and what it held.
+_keyring_read: tuple[float, object, str | None] | None = None
 
 
 def _from_keyring() -> str | None:
@@ -121,13 +124,14 @@ def _from_keyring() -> str | None:
     if keyring is None:
         return None
     now = time.monotonic()
-    if _keyring_read is not None and now - _keyring_read[0] < KEYRING_SECONDS:
-        return _keyring_read[1]
+    backend = keyring.get_keyring()
+    if _keyring_read is not None and now - _keyring_read[0] < KEYRING_SECONDS and _keyring_read[1] is backend:
+        return _keyring_read[2]
     try:
         value = keyring.get_password(KEYRING_SERVICE, KEYRING_USER) or None
     except Exception:  # noqa: BLE001 - a locked or broken keyring holds no key for us
         value = None
-    _keyring_read = (now, value)
+    _keyring_read = (now, backend, value)
     return value
 
 
@@ -233,10 +237,15 @@ def store_key(value: str) -> KeyStatus:
     if keyring is not None:
         try:
             keyring.set_password(KEYRING_SERVICE, KEYRING_USER, value)
-            _keyring_read = (time.monotonic(), value)
+            _keyring_read = (time.monotonic(), keyring.get_keyring(), value)
             stored = KeyStatus("keyring", _backend_name(keyring))
         except Exception:  # noqa: BLE001 - a keyring that refuses: the file serves
             stored = None
+            _keyring_read = None
+            try:  # an older key left there would be found before the file's
+                keyring.delete_password(KEYRING_SERVICE, KEYRING_USER)
+            except Exception:  # noqa: BLE001 - none was there
+                pass
     if stored is None:
         _write_file(value)
         stored = KeyStatus("file", str(key_file()))

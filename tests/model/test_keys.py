@@ -1,29 +1,49 @@
-"""The Anthropic API key: the environment's, else the one stored outside every notebook in a
-file only its owner can read (no keyring library is installed here, so the file is the store)."""
+"""The Anthropic API key: the environment's, else the one stored outside every notebook: in the
+OS keyring when keyring has a usable backend (here tests/support/keyring_backend.py's, chosen
+with keyring.set_keyring), else in a file only its owner can read."""
 
 from __future__ import annotations
 
 import os
 import stat
 
+import keyring
 import pytest
+from keyring.backends import fail
 
 from agent_kernel.errors import MissingKeyError
 from agent_kernel.model import keys
 from agent_kernel.model.client import api_key
+from tests.support.keyring_backend import BACKEND, PATH_ENV, FileKeyring, RefusingKeyring
 
 KEY = "sk-ant-api03-" + "k" * 40
 
 
 @pytest.fixture
 def keyless(tmp_path, monkeypatch):
-    """No key in the environment, and a store of this test's own (AGENT_KERNEL_HOME)."""
+    """No key in the environment, and a store of this test's own (AGENT_KERNEL_HOME); no
+    usable keyring (keyring's ``fail`` backend), whatever this machine has."""
     monkeypatch.setenv("AGENT_KERNEL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(PATH_ENV, str(tmp_path / "keyring.json"))
     for name in (keys.KEY_ENV, keys.STORED_MARK_ENV, "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
+    before = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
     yield tmp_path / "home"
+    keyring.set_keyring(before)
     for name in (keys.KEY_ENV, keys.STORED_MARK_ENV):
         os.environ.pop(name, None)
+
+
+@pytest.fixture
+def in_keyring(keyless, tmp_path):
+    """The test keyring in use; the JSON file that holds its passwords."""
+    keyring.set_keyring(FileKeyring())
+    return tmp_path / "keyring.json"
+
+
+def in_the_keyring(path) -> str | None:
+    return FileKeyring().get_password(keys.KEYRING_SERVICE, keys.KEYRING_USER) if path.exists() else None
 
 
 def test_without_a_key_the_message_offers_the_three_ways_never_a_cell(keyless):
@@ -106,3 +126,54 @@ def test_what_cannot_be_a_key_is_not_stored(keyless, value, why):
     with pytest.raises(keys.UnusableKey, match=why):
         keys.store_key(value)
     assert not (keyless / keys.FILE_NAME).exists()
+
+
+def test_a_key_stored_where_a_keyring_is_usable_goes_there_and_into_no_file(keyless, in_keyring):
+    stored = keys.store_key(f" {KEY}\n")
+    assert stored == keys.KeyStatus("keyring", BACKEND)
+    assert in_the_keyring(in_keyring) == KEY
+    assert not (keyless / keys.FILE_NAME).exists()
+    assert api_key() == KEY == os.environ[keys.KEY_ENV] and os.environ[keys.STORED_MARK_ENV] == "1"
+    status = keys.key_status()
+    assert status == keys.KeyStatus("keyring", BACKEND)
+    assert status.line() == f"Key stored in the OS keyring ({BACKEND})." and KEY not in status.line()
+
+
+def test_a_key_another_process_put_in_the_keyring_is_found_and_exported(keyless, in_keyring):
+    FileKeyring().set_password(keys.KEYRING_SERVICE, keys.KEYRING_USER, KEY)  # another process's backend
+    assert keys.find_key() == KEY
+    assert os.environ[keys.KEY_ENV] == KEY and os.environ[keys.STORED_MARK_ENV] == "1"
+    assert keys.key_status().source == "keyring"
+
+
+def test_forget_removes_the_key_from_the_keyring(keyless, in_keyring):
+    keys.store_key(KEY)
+    assert keys.forget_key() == [f"the OS keyring ({BACKEND})"]
+    assert in_the_keyring(in_keyring) is None
+    assert keys.KEY_ENV not in os.environ and keys.STORED_MARK_ENV not in os.environ
+    assert keys.find_key() is None and keys.key_status() == keys.KeyStatus("none", "")
+    assert keys.forget_key() == []
+
+
+def test_storing_in_the_keyring_removes_a_key_file_so_one_key_is_stored(keyless):
+    keys.store_key("sk-ant-api03-" + "o" * 40)  # no usable keyring yet: the file
+    assert (keyless / keys.FILE_NAME).exists()
+    keyring.set_keyring(FileKeyring())
+    assert keys.store_key(KEY).source == "keyring"
+    assert not (keyless / keys.FILE_NAME).exists() and api_key() == KEY
+
+
+def test_a_keyring_that_fails_leaves_the_key_to_the_file(keyless):
+    keyring.set_keyring(fail.Keyring())
+    assert keys.store_key(KEY) == keys.KeyStatus("file", str(keyless / keys.FILE_NAME))
+    assert (keyless / keys.FILE_NAME).read_text() == KEY + "\n"
+    assert keys.find_key() == KEY and keys.key_status().source == "file"
+    assert keys.forget_key() == [str(keyless / keys.FILE_NAME)]
+
+
+def test_a_keyring_that_refuses_the_new_key_gives_up_the_old_one_to_the_file(keyless, in_keyring):
+    keys.store_key("sk-ant-api03-" + "o" * 40)
+    keyring.set_keyring(RefusingKeyring())
+    assert keys.store_key(KEY).source == "file"
+    assert in_the_keyring(in_keyring) is None  # the old key would have been found first
+    assert keys.find_key() == KEY and keys.key_status().source == "file"

@@ -177,3 +177,16 @@ def test_a_keyring_that_refuses_the_new_key_gives_up_the_old_one_to_the_file(key
     assert keys.store_key(KEY).source == "file"
     assert in_the_keyring(in_keyring) is None  # the old key would have been found first
     assert keys.find_key() == KEY and keys.key_status().source == "file"
+
+
+def test_a_keyring_backend_not_viable_here_leaves_the_key_to_the_file(keyless, in_keyring, monkeypatch):
+    monkeypatch.delenv(PATH_ENV)  # the test keyring's priority now raises, as keyring's backends do
+    assert keys.key_status() == keys.KeyStatus("none", "")
+    assert keys.store_key(KEY).source == "file" and keys.find_key() == KEY
+
+
+def test_a_process_that_switches_keyring_backends_reads_the_new_one_at_once(keyless, in_keyring, monkeypatch):
+    keys.store_key(KEY)
+    monkeypatch.setenv(PATH_ENV, str(in_keyring.with_name("another-keyring.json")))
+    keyring.set_keyring(FileKeyring())  # an empty keyring, within the seconds a keyring read is believed
+    assert keys.find_key() is None and keys.KEY_ENV not in os.environ

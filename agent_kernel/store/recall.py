@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from typing_extensions import NotRequired
 
 __all__ = [
-    "Match", "Pending", "SearchFilters", "SessionLine", "SessionSummary", "TurnLine", "find_session",
+    "Match", "MatchEntry", "Pending", "SearchFilters", "SessionLine", "SessionSummary", "TurnLine", "find_session",
     "last_activity", "pending", "previous_session", "save_summary", "search", "summary_of", "timeline", "turns",
 ]  # fmt: skip
 
@@ -94,6 +94,18 @@ class SearchFilters:
         return " AND ".join(clauses), params
 
 
+class MatchEntry(TypedDict):
+    """One match as ``search_sessions`` returns it."""
+
+    session: str
+    turn: int | None
+    at: str | None  # ISO 8601
+    snippet: str
+    message_id: str | None
+    role: str
+    relevance: float
+
+
 @dataclass(frozen=True)
 class Match:
     """One search hit: a message or a session's summary."""
@@ -112,7 +124,7 @@ class Match:
         """``SESSION_ID:SEQ``: the row of table ``messages`` (None for a summary)."""
         return None if self.seq is None else f"{self.session_id}:{self.seq}"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MatchEntry:
         return {
             "session": self.session,
             "turn": self.turn,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import provenance
@@ -24,7 +24,7 @@ from agent_kernel.store.provenance import Record
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Skill", "Skills", "folder_skills", "prompt_section"]
+__all__ = ["Skill", "SkillSummary", "Skills", "folder_skills", "prompt_section"]
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"  # the Agent Skills naming rule, plus underscores
 DESCRIPTION_CHARS = 1_024  # Agent Skills' limit on a description
@@ -34,6 +34,16 @@ TAGS = 20
 SECTION_CHARS = 4_000  # the most the skill list takes of the system prompt
 SKILL_FILE = "SKILL.md"
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+class SkillSummary(TypedDict):
+    """One skill as ``list_skills`` returns it."""
+
+    name: str
+    description: str
+    tags: list[str]
+    enabled: bool
+    source: str  # "stored" or its SKILL.md path
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,7 @@ class Skill:
     source: str = "stored"
     version: int | None = None
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> SkillSummary:
         return {
             "name": self.name,
             "description": self.description,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class SearchReply(TypedDict):
     """``search_sessions``'s reply: the matches, best first."""
 
-    matches: list[dict[str, Any]]  # as agent_kernel.store.recall.Match.as_dict makes them
+    matches: list[recall.MatchEntry]
     note: NotRequired[str]  # nothing matched: what to try instead
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -34,7 +34,7 @@ class SkillDeleted(TypedDict):
 
 
 class SkillList(TypedDict):
-    skills: list[dict[str, Any]]  # as agent_kernel.store.skills.Skill.summary makes them
+    skills: list[skill_store.SkillSummary]
 
 
 class SkillText(TypedDict):

@@ -14,9 +14,9 @@ they count in usage and cost like the answer's.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Literal, TypedDict
 
-__all__ = ["LEVELS", "OFF", "thinking_params", "uses_adaptive"]
+__all__ = ["LEVELS", "OFF", "ThinkingParams", "thinking_params", "uses_adaptive"]
 
 OFF = ("", "off", "none")
 LEVELS = ("adaptive", "low", "medium", "high", "max")
@@ -37,7 +37,29 @@ def uses_adaptive(model: str) -> bool:
     return (major, minor) >= (4, 6)
 
 
-def thinking_params(model: str, level: str, max_tokens: int) -> dict[str, Any]:
+class AdaptiveThinking(TypedDict):
+    type: Literal["adaptive"]
+    display: Literal["summarized"]
+
+
+class BudgetThinking(TypedDict):
+    type: Literal["enabled"]
+    budget_tokens: int
+
+
+class Effort(TypedDict):
+    effort: str
+
+
+class ThinkingParams(TypedDict, total=False):
+    """The request parameters thinking adds (none of them when it is off)."""
+
+    thinking: AdaptiveThinking | BudgetThinking
+    output_config: Effort
+    max_tokens: int
+
+
+def thinking_params(model: str, level: str, max_tokens: int) -> ThinkingParams:
     """The request parameters that turn thinking on at ``level`` (nothing when it is off)."""
     level = level.strip().lower()
     if level in OFF:
@@ -45,7 +67,7 @@ def thinking_params(model: str, level: str, max_tokens: int) -> dict[str, Any]:
     if level not in LEVELS:
         raise ValueError(f"thinking must be off or one of {', '.join(LEVELS)}, not {level!r}")
     if uses_adaptive(model):
-        params: dict[str, Any] = {"thinking": {"type": "adaptive", "display": "summarized"}}
+        params: ThinkingParams = {"thinking": {"type": "adaptive", "display": "summarized"}}
         if level != "adaptive":
             params["output_config"] = {"effort": level}
         return params

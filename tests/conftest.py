@@ -28,6 +28,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # after %load_ext: a background warm-up would only compete with it. Live kernels
     # (tests/support/kernel.py, JupyterLab's) and tests/turn/test_warmup.py keep it on.
     os.environ.setdefault("AGENT_KERNEL_WARM_UP", "0")
+    # A key a test stores goes to its own file, never the person's OS keyring: every process the
+    # tests start sees keyring's refusing backend (tests of the keyring path choose their own).
+    os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     # As in the scheduler's processes: nbformat here without jsonschema's IRI grammar.
     from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
 

@@ -62,6 +62,7 @@ CELL_TYPES = ("code", "markdown", "raw")
 MAX_COMMS = 16  # front ends attached at once (each open notebook view of this kernel)
 MAX_MARK_BYTES = 4 * 1024  # a cell's agent_kernel mark as the front end reports it
 MAX_PEOPLE = 10_000
+_DOCUMENT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # nbformat 4.5 cell ids
 
 
@@ -78,6 +79,7 @@ class Attachment:
     selected_cell: str | None = None
     client: str = ""  # the front end's kernel client session (every message's header.session)
     root: str = ""  # the server's root directory ("" when the front end did not say)
+    document: str = ""  # the notebook's id from its metadata ("" until a save gave it one)
 
     @property
     def path(self) -> str | None:
@@ -96,6 +98,7 @@ class Channel:
     refused: int = 0
     announced: str | None = None  # the comm the kernel opened, until a turn settled it
     announced_at: float = 0.0  # when (time.monotonic())
+    on_document: Callable[[Attachment], None] | None = None  # told when a front end names its notebook's id
     collaborators: int = 0  # other people in the shared document, as the last read said
     _comms: dict[str, Any] = field(default_factory=dict)
     _pending: dict[int, tuple[str, asyncio.Future[FrontEndAnswer]]] = field(default_factory=dict)
@@ -168,12 +171,25 @@ class Channel:
             self._refuse(comm, refusal)
             return False
         with self._lock:
-            self.attachments[str(comm.comm_id)] = Attachment(
-                str(comm.comm_id), hello["notebook"], client=client, root=hello.get("root", "")
+            attachment = Attachment(
+                str(comm.comm_id),
+                hello["notebook"],
+                client=client,
+                root=hello.get("root", ""),
+                document=hello.get("document", ""),
             )
+            self.attachments[str(comm.comm_id)] = attachment
         welcome: WelcomeMessage = {"type": "welcome", "protocol": PROTOCOL}
         _send(comm, welcome)
+        self._document_named(attachment)
         return True
+
+    def _document_named(self, attachment: Attachment) -> None:
+        """Tell :attr:`on_document` where the notebook with this id is now, so sessions follow
+        it even when it is next moved while no kernel runs."""
+        listener = self.on_document
+        if listener is not None and attachment.document and attachment.path:
+            listener(attachment)
 
     def receive(self, message: dict[str, Any]) -> None:
         """A message on an open channel (the first on an announced one must be hello)."""
@@ -193,6 +209,8 @@ class Channel:
                 self._answer(comm_id, data)
             elif data["type"] == "moved":
                 attachment.notebook = data["notebook"]  # the next turn files its session here
+                attachment.document = data.get("document", attachment.document)
+                self._document_named(attachment)
             else:  # hello: only a comm's first message
                 raise Refused(f"{data['type']} is not expected now")
         except Refused as refusal:
@@ -286,6 +304,7 @@ def _hello(data: dict[str, Any]) -> HelloMessage:
     if data.get("protocol") != PROTOCOL:
         raise Refused(f"protocol {PROTOCOL} only")
     _notebook_path(data, "notebook")
+    _document(data)
     if "root" in data:
         root = _text(data, "root", MAX_PATH_CHARS)
         if "\x00" in root or not os.path.isabs(os.path.expanduser(root)):
@@ -297,7 +316,14 @@ def _moved(data: dict[str, Any]) -> MovedMessage:
     """The notebook's path changed: ``notebook`` now, ``old`` before."""
     _notebook_path(data, "notebook")
     _notebook_path(data, "old")
+    _document(data)
     return cast(MovedMessage, data)
+
+
+def _document(data: dict[str, Any]) -> None:
+    """An optional ``document``: the notebook's id, a uuid the front end wrote on a save."""
+    if "document" in data and not (isinstance(data["document"], str) and _DOCUMENT_ID.match(data["document"])):
+        raise Refused("document is the notebook's id, a uuid")
 
 
 def _notebook_path(data: dict[str, Any], key: str) -> str:
@@ -392,6 +418,7 @@ _CHECKS: dict[str, Callable[[dict[str, Any]], FrontEndMessage]] = {
 # -- the kernel's channel ---------------------------------------------------------------
 
 _CHANNEL: Channel | None = None
+_ON_DOCUMENT: Callable[[Attachment], None] | None = None
 
 
 def install() -> Channel:
@@ -400,7 +427,7 @@ def install() -> Channel:
     if _CHANNEL is None:
         from comm import get_comm_manager
 
-        channel = Channel()
+        channel = Channel(on_document=_ON_DOCUMENT)
         get_comm_manager().register_target(TARGET, channel.open)
         _CHANNEL = channel
         if _from_notebook_view():
@@ -452,6 +479,15 @@ def _running_request() -> dict[str, Any]:
 def attached() -> Attachment | None:
     """The notebook front end attached to this kernel, if the channel is installed and one is."""
     return _CHANNEL.attached if _CHANNEL is not None else None
+
+
+def on_document(listener: Callable[[Attachment], None]) -> None:
+    """Call ``listener`` whenever a front end names its notebook's id (its hello, a move, the
+    save that gave it the id): the agent records where that notebook is."""
+    global _ON_DOCUMENT
+    _ON_DOCUMENT = listener
+    if _CHANNEL is not None:
+        _CHANNEL.on_document = listener
 
 
 def turn_ended(session_id: str) -> None:

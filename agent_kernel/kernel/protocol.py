@@ -37,6 +37,7 @@ class HelloMessage(TypedDict):
     protocol: int
     notebook: str  # the notebook's path relative to the server root
     root: NotRequired[str]  # the server's root directory: the notebook's absolute path is root/notebook
+    document: NotRequired[str]  # the notebook's id (a uuid in metadata.agent_kernel.document), once saved
 
 
 class MovedMessage(TypedDict):
@@ -44,7 +45,8 @@ class MovedMessage(TypedDict):
 
     type: Literal["moved"]
     notebook: str  # the path now, relative to the server root
-    old: str  # the path before
+    old: str  # the path before (the same when a save just gave the notebook its id)
+    document: NotRequired[str]  # the notebook's id, when it has one
 
 
 class FocusMessage(TypedDict):

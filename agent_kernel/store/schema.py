@@ -479,6 +479,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         COMMENT ON TABLE notebook_moves IS 'Project table (read-only): notebooks renamed or moved (absolute paths), so sessions filed under the old path follow the notebook; moved_by says what saw it (server, kernel).';
         """,
     ),
+    # -- a notebook's id (metadata.agent_kernel.document): sessions follow a file moved on disk ----
+    (
+        215,
+        """
+        CREATE TABLE IF NOT EXISTS notebook_documents (
+            document    VARCHAR PRIMARY KEY,
+            path        VARCHAR NOT NULL,
+            seen_at     TIMESTAMP NOT NULL DEFAULT (now() AT TIME ZONE 'UTC')
+        );
+        COMMENT ON TABLE notebook_documents IS 'Project table (read-only): where each notebook with an id (metadata.agent_kernel.document) was last seen (absolute path), so its sessions follow it when it is moved outside Jupyter.';
+        """,
+    ),
 ]
 
 # Tables the model may read but never write. Later migrations add theirs.
@@ -487,6 +499,7 @@ PROTECTED_TABLES: set[str] = {
     "sessions",
     "messages",
     "schema_migrations",
+    "notebook_documents",
     # state, memory, the stored system prompt, the audit trail
     "agent_state",
     "memories",

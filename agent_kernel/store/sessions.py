@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import threading
 import uuid
 from dataclasses import dataclass, replace
@@ -235,11 +236,35 @@ class Sessions:
             self.con.execute(
                 "INSERT INTO notebook_moves (old_path, new_path, moved_by) VALUES (?, ?, ?)", [old, new, by]
             )
+            self.con.execute(
+                "UPDATE notebook_documents SET path = ? || substr(path, ?) WHERE path = ? OR starts_with(path, ?)",
+                [new, len(old) + 1, old, prefix],
+            )
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
             raise
         return len(rows)
+
+    def follow_document(self, document: str, path: str) -> int:
+        """The notebook with the id ``document`` is at ``path`` now: record it, and when it was
+        last seen at a path where no file is any more (moved on disk while no kernel ran, or
+        renamed before anything recorded the move), re-file its sessions from there under
+        ``path``. A recorded path that still holds a file means this notebook is a copy (Save
+        As, ``cp``): the original keeps its sessions and its record, the copy starts fresh.
+        How many sessions moved."""
+        row = self.con.execute("SELECT path FROM notebook_documents WHERE document = ?", [document]).fetchone()
+        if row is None:
+            self.con.execute("INSERT INTO notebook_documents (document, path) VALUES (?, ?)", [document, path])
+            return 0
+        seen = str(row[0])
+        if seen == path or os.path.exists(seen):
+            return 0
+        moved = self.move_notebook(seen, path, by="document")
+        self.con.execute(
+            f"UPDATE notebook_documents SET path = ?, seen_at = {UTC_NOW} WHERE document = ?", [path, document]
+        )
+        return moved
 
     def moved_to(self, path: str) -> str | None:
         """Where the notebook that was at ``path`` is now, following every recorded move

@@ -34,6 +34,7 @@ from agent_kernel.turn.request import TurnRequest, run_request
 
 if TYPE_CHECKING:
     from agent_kernel.display.transcript import Transcript
+    from agent_kernel.kernel.channel import Attachment
     from agent_kernel.kernel.interrupts import TurnInterrupts
     from agent_kernel.model.client import HttpClient, ModelClient
     from agent_kernel.store import Store
@@ -203,8 +204,31 @@ class Agent:
             self._starts_made = Starts(
                 settings=lambda: self.config, store=lambda: self.store, registry=lambda: self.registry,
                 notebook=lambda: self.notebook, kernel_key=self._kernel_key, session_name=self._session_name,
+                document=lambda: self.document,
             )  # fmt: skip
+            from agent_kernel.kernel import channel
+
+            channel.on_document(self._document_seen)
         return self._starts_made
+
+    @property
+    def document(self) -> str | None:
+        """The notebook's id (``metadata.agent_kernel.document``) as the attached front end
+        says it; None before a save gave the notebook one, or with no front end attached."""
+        from agent_kernel.kernel import channel
+
+        attached = channel.attached()
+        return (attached.document or None) if attached is not None else None
+
+    def _document_seen(self, attachment: Attachment) -> None:
+        """A front end named its notebook's id: record where that notebook is, so its sessions
+        follow it when it is next moved outside Jupyter (and follow it now if it was)."""
+        from agent_kernel.store.sessions import Sessions
+
+        if attachment.path is None:
+            return
+        with self.store.connect() as con:
+            Sessions(con).follow_document(attachment.document, attachment.path)
 
     def _session_id(self) -> str | None:
         """The id of the session turns continue now (None before one was resolved)."""

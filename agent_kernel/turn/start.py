@@ -130,11 +130,13 @@ class Starts:
         notebook: Callable[[], str],
         kernel_key: str,
         session_name: str | None = None,
+        document: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._settings = settings
         self._store = store
         self._registry = registry
         self._notebook = notebook
+        self._document = document  # the notebook's id as its front end says it, once saved
         self._kernel_key = kernel_key
         self._session_name = session_name  # Agent(session=...): the session to continue
         self.session_id: str | None = None  # the session turns continue now
@@ -166,6 +168,9 @@ class Starts:
         notebook's latest, else a new one (``Resolved(None)`` when ``create`` is false);
         it becomes the current session."""
         notebook = self._notebook()
+        document = self._document()
+        if document and _notebook_file(notebook):
+            sessions.follow_document(document, notebook)  # moved on disk since: its sessions follow
         kept_as = None
         if new:
             if isinstance(new, str):

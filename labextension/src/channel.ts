@@ -27,7 +27,7 @@ import type { JSONObject } from '@lumino/coreutils';
 import { checkedMark, otherPeople, reportedMark, untrustedSources } from './cellmark';
 import { askAbout, IProposal } from './diff';
 import { followTurnCells } from './turncell';
-import { serverRoot, sessionsChanged } from './follow';
+import { nameOnSave, notebookDocument, serverRoot, sessionsChanged } from './follow';
 import {
   CELL_CHANGED,
   CellType,
@@ -111,6 +111,12 @@ class NotebookChannel {
       path = now;
       this.moved(old, now);
     });
+    nameOnSave(panel, document => {
+      if (this.comm && path.endsWith('.ipynb')) {
+        const named: IMovedMessage = { type: 'moved', notebook: path, old: path, document };
+        send(this.comm, named);
+      }
+    });
   }
 
   /** The notebook was renamed, moved or saved as a copy: the kernel files its turns there. */
@@ -120,6 +126,10 @@ class NotebookChannel {
     }
     if (this.comm && now.endsWith('.ipynb') && old.endsWith('.ipynb')) {
       const moved: IMovedMessage = { type: 'moved', notebook: now, old };
+      const document = notebookDocument(this.panel);
+      if (document) {
+        moved.document = document;
+      }
       send(this.comm, moved);
     }
     sessionsChanged(this.panel, 'moved');
@@ -153,6 +163,10 @@ class NotebookChannel {
     const root = serverRoot();
     if (root) {
       hello.root = root;
+    }
+    const document = notebookDocument(this.panel);
+    if (document) {
+      hello.document = document;
     }
     comm.open(json(hello));
   }

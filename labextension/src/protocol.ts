@@ -23,13 +23,15 @@ export interface IHelloMessage {
   protocol: number;
   notebook: string;
   root?: string; // the server's root directory: the notebook's absolute path is root/notebook
+  document?: string; // the notebook's id (a uuid in metadata.agent_kernel.document), once saved
 }
 
 /** The notebook's path changed (renamed, moved, or saved as a copy this view now shows). */
 export interface IMovedMessage {
   type: 'moved';
   notebook: string;
-  old: string;
+  old: string; // the same as notebook when a save just gave the notebook its id
+  document?: string; // the notebook's id, when it has one
 }
 
 /** The selected cell changed (null or missing: no cell is selected). */

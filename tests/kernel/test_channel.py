@@ -102,6 +102,8 @@ def test_the_running_cell_is_the_one_the_request_names(kernel):
         {"type": "moved", "notebook": "b.ipynb"},
         {"type": "moved", "notebook": "b.py", "old": "a.ipynb"},
         {"type": "moved", "notebook": "b.ipynb", "old": 7},
+        {"type": "hello", "protocol": 1, "notebook": "a.ipynb", "document": "not-a-uuid"},
+        {"type": "moved", "notebook": "b.ipynb", "old": "a.ipynb", "document": 7},
         {"type": "focus", "cell": float("nan")},
         {"type": "focus", "cell": "ok", "x": object()},
         {"type": "edited", "id": 1, "cell": "ok", "rejected": "yes"},

@@ -54,3 +54,24 @@ def test_renamed_back_and_a_new_notebook_at_an_old_path(store):
         assert sessions.moved_to("/r/a.ipynb") == "/r/c.ipynb"
         sessions.forget_moves_from("/r/a.ipynb")  # a new Untitled-like file was made there
         assert sessions.moved_to("/r/a.ipynb") is None
+
+
+def test_a_notebook_id_finds_its_sessions_after_a_move_on_disk_and_a_copy_starts_fresh(store, tmp_path):
+    first, moved = tmp_path / "a.ipynb", tmp_path / "work" / "a.ipynb"
+    first.write_text("{}")
+    with store.connect() as con:
+        sessions = Sessions(con)
+        kept = sessions.create("a", notebook=str(first))
+        assert sessions.follow_document("0f8b1c2d-0000-4000-8000-000000000001", str(first)) == 0
+        copy = tmp_path / "copy.ipynb"  # cp: the original is still where the id was seen
+        assert sessions.follow_document("0f8b1c2d-0000-4000-8000-000000000001", str(copy)) == 0
+        assert sessions.latest_for_notebook(str(copy)) is None
+        moved.parent.mkdir()
+        first.rename(moved)  # mv while no kernel ran: nothing recorded the move
+        assert sessions.follow_document("0f8b1c2d-0000-4000-8000-000000000001", str(moved)) == 1
+        assert sessions.get(kept.id).notebook == str(moved)
+        assert sessions.moved_to(str(first)) == str(moved)
+        # a move Jupyter saw carries the record along: the id is known at the new path
+        sessions.move_notebook(str(tmp_path / "work"), str(tmp_path / "done"), by="server")
+        row = con.execute("SELECT path FROM notebook_documents").fetchone()
+        assert row == (str(tmp_path / "done" / "a.ipynb"),)

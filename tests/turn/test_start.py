@@ -154,3 +154,51 @@ def test_a_session_two_notebooks_continue_by_name_stays_the_one_each_continues(s
         a.shutdown()
         b.shutdown()
     assert prompts(scripted_model.requests[2]) == ["from b", "from a", "again from b"]
+
+
+def test_a_notebook_moved_on_disk_while_no_kernel_ran_finds_its_session_by_its_id(scripted_model, store, tmp_path):
+    """The id the first save wrote (sent after that save) is recorded at once; after ``mv``
+    the notebook's hello names it from the new folder, and its sessions follow it there. A
+    copy with the same id (``cp``) starts a session of its own."""
+    document = "6c1e2f3a-4b5c-4d6e-8f70-8192a3b4c5d6"
+    root = tmp_path / "root"
+    root.mkdir()
+    first = root / "analysis.ipynb"
+    first.write_text("{}")
+    for answer in ("one", "two", "three"):
+        scripted_model.add(say(answer))
+    kernel = Kernel({"JPY_SESSION_NAME": str(first)}, cwd=str(root))
+    try:
+        kernel.ok("%load_ext agent_kernel")
+        front = attach(kernel, "analysis.ipynb", root)  # opened before any save: no id yet
+        kernel.ok("%agent first", on_message=front.hook)
+        front.send({"type": "moved", "notebook": "analysis.ipynb", "old": "analysis.ipynb", "document": document})
+        kernel.ok("pass", on_message=front.hook)
+    finally:
+        kernel.shutdown()
+    (root / "elsewhere").mkdir()
+    moved = root / "elsewhere" / "analysis.ipynb"
+    first.rename(moved)
+    reopened = Kernel({"JPY_SESSION_NAME": str(moved)}, cwd=str(root))
+    try:
+        reopened.ok("%load_ext agent_kernel")
+        front = NotebookChannel(reopened)
+        front.cells = []
+        front.open({**hello("elsewhere/analysis.ipynb", root), "document": document})
+        reopened.ok("%agent second", on_message=front.hook)
+    finally:
+        reopened.shutdown()
+    assert prompts(scripted_model.requests[1]) == ["first", "second"]
+    assert filed(store) == {"analysis": str(moved)}
+    shutil.copy(moved, root / "copy.ipynb")
+    copied = Kernel({"JPY_SESSION_NAME": str(root / "copy.ipynb")}, cwd=str(root))
+    try:
+        copied.ok("%load_ext agent_kernel")
+        front = NotebookChannel(copied)
+        front.cells = []
+        front.open({**hello("copy.ipynb", root), "document": document})
+        copied.ok("%agent in the copy", on_message=front.hook)
+    finally:
+        copied.shutdown()
+    assert prompts(scripted_model.requests[2]) == ["in the copy"]
+    assert filed(store)["analysis"] == str(moved)

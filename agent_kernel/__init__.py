@@ -119,6 +119,8 @@ def load_ipython_extension(shell: InteractiveShell) -> None:
         from agent_kernel.kernel import channel
 
         channel.install()  # the notebook front end's comm target
+        # A save that gives the notebook its id is recorded before any turn runs here.
+        channel.on_document(lambda attachment: instance.kernel_agent.document_seen(attachment))
     from agent_kernel.model import calls
 
     calls.set_kernel_default(lambda: calls.Caller(instance.kernel_agent.model_client, instance.kernel_agent.config))

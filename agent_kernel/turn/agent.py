@@ -208,7 +208,7 @@ class Agent:
             )  # fmt: skip
             from agent_kernel.kernel import channel
 
-            channel.on_document(self._document_seen)
+            channel.on_document(self.document_seen)
         return self._starts_made
 
     @property
@@ -220,7 +220,7 @@ class Agent:
         attached = channel.attached()
         return (attached.document or None) if attached is not None else None
 
-    def _document_seen(self, attachment: Attachment) -> None:
+    def document_seen(self, attachment: Attachment) -> None:
         """A front end named its notebook's id: record where that notebook is, so its sessions
         follow it when it is next moved outside Jupyter (and follow it now if it was)."""
         from agent_kernel.store.sessions import Sessions

@@ -168,3 +168,7 @@ class NotebookChannel:
 
     def types(self) -> list[str]:
         return [str(m.get("type")) for m in self.received]
+
+    def requests(self) -> list[dict[str, Any]]:
+        """What the kernel asked of this front end (its turn announcements left out)."""
+        return [m for m in self.received if m.get("type") != "turn_ended"]

@@ -178,7 +178,7 @@ def test_an_ask_turn_sends_diffs_and_a_rejection_is_a_refusal_the_model_can_act_
     front.open(HELLO)
     scripted_model.add(call("replace_cell", cell="plot", source="df.plot(kind='bar')"), say("Understood."))
     kernel.ok("%agent --approve ask make it a bar chart", on_message=front.hook)
-    assert front.edits == [] and front.received[-1]["ask"] is True  # shown as a diff, not applied
+    assert front.edits == [] and front.requests()[-1]["ask"] is True  # shown as a diff, not applied
     rejected = result(scripted_model.requests[1])
     assert rejected["is_error"] and "The person rejected this edit; the notebook is unchanged" in text_of(rejected)
     front.rejects = False
@@ -198,7 +198,8 @@ def test_an_unanswered_diff_times_out_and_is_withdrawn(kernel, scripted_model):
     kernel.ok("%agent --approve ask delete the plot", on_message=front.hook)
     waited = result(scripted_model.requests[1])
     assert waited["is_error"] and "did not answer the diff within 0 s" in text_of(waited)
-    assert front.received[-1]["type"] == "withdraw" and front.received[-1]["id"] == front.received[-2]["id"]
+    asked = front.requests()
+    assert asked[-1]["type"] == "withdraw" and asked[-1]["id"] == asked[-2]["id"]
 
 
 def test_a_read_only_turn_is_not_offered_the_editing_tools(kernel, scripted_model):
@@ -250,7 +251,7 @@ def test_stop_ends_a_turn_waiting_on_a_diff_and_withdraws_it(kernel, scripted_mo
     scripted_model.add(call("delete_cell", cell="plot"), say("Never said."))
     kernel.execute("%agent --approve ask delete the plot", on_message=on_message)
     assert stopped and time.perf_counter() - stopped[0] < 20  # not the 300 s the diff may wait
-    assert front.received[-1]["type"] == "withdraw" and front.edits == []
+    assert front.requests()[-1]["type"] == "withdraw" and front.edits == []
 
 
 # -- what the agent reads from the notebook is data ------------------------------------------

@@ -18,7 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import filelock
+
 from agent_kernel.errors import StoreError
+from agent_kernel.redaction import clean_text
+from agent_kernel.secrets import redactor
 from agent_kernel.store.schema import migrate
 
 T = TypeVar("T")
@@ -38,8 +42,6 @@ class Store:
     """Short-lived, serialized connections to one DuckDB file."""
 
     def __init__(self, path: str | Path) -> None:
-        import filelock
-
         self.path = Path(path).expanduser()
         # filelock waits by polling: poll often, or a busy writer in another process keeps
         # taking the lock back before a waiter looks again.
@@ -150,7 +152,7 @@ class Store:
         (a few ms against ~15 ms), which is what a turn's reads and writes pay. The file is
         detached when the connection closes, so it is held no longer than by :meth:`_open`.
         A connection with its own DuckDB settings (the SQL sandbox's) is never made here."""
-        import duckdb
+        import duckdb  # noqa: PLC0415 - heavy (~150 ms): the server extension imports the store
 
         if self._exiting:
             raise StoreError("The process is exiting; the write is left to DuckDB's log.")
@@ -205,7 +207,7 @@ class Store:
             con.close()
 
     def _open(self, config: Mapping[str, Any] | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-        import duckdb
+        import duckdb  # noqa: PLC0415 - heavy: see _attach
 
         return self._while_locked(
             lambda: duckdb.connect(str(self.path), read_only=read_only, config=dict(config or {}))
@@ -215,7 +217,7 @@ class Store:
         """``open_file()``, tried again while another process holds the file's lock (up
         to a few seconds, backing off); any other failure, or a lock held longer, is a
         :class:`StoreError` that says what to do."""
-        import duckdb
+        import duckdb  # noqa: PLC0415 - heavy: see _attach
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + _BUSY_RETRY_SECONDS
@@ -296,9 +298,6 @@ def _clean(value: Any) -> Any:
     The strings (in lists, tuples and dict values, at any depth) are redacted together, in
     one pass of the redactor (:meth:`~agent_kernel.redaction.Redactor.texts`): a statement's
     parameters are many short strings, and a pass each costs more than the statement."""
-    from agent_kernel.redaction import clean_text
-    from agent_kernel.secrets import redactor
-
     found: list[str] = []
     _strings(value, found)
     if not found:

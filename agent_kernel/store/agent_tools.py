@@ -13,13 +13,12 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.authority import PersonEvent
 from agent_kernel.store.rows import aggregate_row
 from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
     import duckdb
-
-    from agent_kernel.authority import PersonEvent
 
 
 @dataclass(frozen=True)
@@ -127,8 +126,6 @@ class AgentTools:
         """The person trusted ``version`` of ``name`` as read-only: ``by`` is their event
         (the approval card's click, :func:`agent_kernel.authority.card_click`), kept as
         ``granted_by``."""
-        from agent_kernel.authority import PersonEvent
-
         if not isinstance(by, PersonEvent):
             raise TypeError("trust_read_only takes by=, the person's event (agent_kernel.authority)")
         self.con.execute(

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agent_kernel.authority import PersonEvent
 from agent_kernel.store.schema import UTC_NOW
+from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     import duckdb
-
-    from agent_kernel.authority import PersonEvent
 
 __all__ = [
     "KINDS",
@@ -227,8 +227,6 @@ def shown(text: str, record: Record | None, what: str) -> str:
     ``what`` it is and where it came from, when ``record`` is tainted; else unchanged."""
     if record is None or not record.tainted:
         return text
-    from agent_kernel.untrusted import mark_untrusted
-
     return mark_untrusted(text, f"{what}, {record.provenance().label()}")
 
 
@@ -238,8 +236,6 @@ def clear(con: duckdb.DuckDBPyConnection, kind: str | None = None, name: str | N
     ``by`` is the person's event that asked for it (:func:`agent_kernel.authority.person`
     or an approval card's click), kept as ``cleared_by``. Returns how many rows were cleared.
     """
-    from agent_kernel.authority import PersonEvent
-
     if not isinstance(by, PersonEvent):
         raise TypeError("clear takes by=, the person's event (agent_kernel.authority.person)")
     where, params = ["untrusted", "cleared_at IS NULL"], [by.label()]

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+import yaml
+
 from agent_kernel.errors import ToolInputError
+from agent_kernel.paths import agent_home
 from agent_kernel.store import provenance
 from agent_kernel.store.provenance import Record
 
@@ -80,8 +83,6 @@ def check_name(name: str) -> str:
 
 def parse_skill_file(path: Path) -> Skill | None:
     """The skill in an Agent Skills ``SKILL.md``, or None when it has no usable front matter."""
-    import yaml
-
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -246,8 +247,6 @@ def skills_folder(configured: str) -> Path:
     """The Agent Skills folder: ``configured`` when set, else ``skills/`` in agent-kernel's data directory."""
     if configured:
         return Path(configured).expanduser()
-    from agent_kernel.paths import agent_home
-
     return agent_home() / "skills"
 
 

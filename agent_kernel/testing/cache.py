@@ -35,6 +35,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from agent_kernel.model import images
+from agent_kernel.model.tool_search import RESULT_TYPE, referenced
+
 __all__ = ["LOOKBACK", "MAX_BREAKPOINTS", "Block", "CacheError", "PromptCache", "block_tokens", "blocks_of"]
 
 MAX_BREAKPOINTS = 4
@@ -68,8 +71,6 @@ def block_tokens(block: dict[str, Any]) -> int:
 
 
 def _tokens(block: dict[str, Any], text: str) -> int:
-    from agent_kernel.model import images
-
     found = images.blocks_in(block)
     size = len(text) + sum(images.tokens(b) * 4 - len(canonical(b)) for b in found)
     return math.ceil(size / 4)
@@ -77,8 +78,6 @@ def _tokens(block: dict[str, Any], text: str) -> int:
 
 def blocks_of(request: dict[str, Any]) -> list[Block]:
     """The request's blocks in cache order (tools, system, messages), each with its prefix hash."""
-    from agent_kernel.model.tool_search import RESULT_TYPE, referenced
-
     parts: list[tuple[str, dict[str, Any]]] = []
     deferred: dict[str, str] = {}
     for item in request.get("tools") or []:

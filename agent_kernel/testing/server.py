@@ -208,7 +208,7 @@ class ScriptedModel:
         ``Agent(http_client=model.http_client)``; or one client to
         ``AsyncAnthropic(api_key=..., http_client=model.http_client())``.
         """
-        from anthropic import DefaultAsyncHttpxClient
+        from anthropic import DefaultAsyncHttpxClient  # noqa: PLC0415 - heavy: see _httpx
 
         return DefaultAsyncHttpxClient(transport=self.transport())
 
@@ -341,8 +341,11 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 
 
 def _httpx() -> Any:
-    """The httpx package the installed SDK is built on (its clients refuse any other)."""
-    from anthropic import DefaultAsyncHttpxClient
+    """The httpx package the installed SDK is built on (its clients refuse any other).
+
+    The SDK is imported here, not at the top: the pytest plugin imports this module in every
+    test session, and a scripted model mostly serves kernels in other processes."""
+    from anthropic import DefaultAsyncHttpxClient  # noqa: PLC0415 - heavy, and only a client in this process needs it
 
     base = next(c for c in DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
     return sys.modules[base.__module__.partition(".")[0]]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sysconfig
 import traceback
 import weakref
 from collections import OrderedDict
@@ -25,9 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_kernel.kernel import network, printed
+from agent_kernel.kernel.namespace import describe
 from agent_kernel.kernel.network import NetworkLog
 from agent_kernel.kernel.printed import AGENT_MAGICS, PrintedLog
 from agent_kernel.secrets import redact
+from agent_kernel.untrusted import mark_untrusted, neutralise
 
 SECTION_CHARS = 6_000  # the notebook part of one turn context
 NEWEST_CHARS = 4_000  # the newest cell's source is kept whole up to this
@@ -45,8 +48,6 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 @functools.cache
 def _library_dirs() -> tuple[str, ...]:
     """Where the standard library and installed packages live (read on the first error)."""
-    import sysconfig
-
     paths = {sysconfig.get_path(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return tuple(os.path.realpath(p) + os.sep for p in paths if p)
 
@@ -193,8 +194,6 @@ class Cell:
         return ""
 
     def as_dict(self, result_chars: int) -> dict[str, Any]:
-        from agent_kernel.untrusted import mark_untrusted
-
         entry: dict[str, Any] = {"execution_count": self.count, "source": redact(self.source)}
         if self.result:
             entry["result"] = mark_untrusted(_cut(self.result, result_chars), f"cell [{self.count}] result")
@@ -287,8 +286,6 @@ def _running(shell: Any) -> int:
 def _result(value: Any, present: bool) -> str:
     if not present:
         return ""
-    from agent_kernel.kernel.namespace import describe
-
     entry = describe("_", value)
     return redact(f"{entry['type']}: {entry.get('summary', '')}")
 
@@ -352,8 +349,6 @@ def _shown(cell: Cell, text: str, what: str) -> str:
     """A cell's result or printed text in the turn context: in the untrusted envelope when
     the cell fetched from the network, else with anything that looks like the envelope's
     markers neutralised."""
-    from agent_kernel.untrusted import mark_untrusted, neutralise
-
     return mark_untrusted(text, f"cell [{cell.count}] {what}") if cell.untrusted else neutralise(text)
 
 

@@ -32,6 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import comm as jupyter_comm
+from IPython import get_ipython
+
 from agent_kernel.kernel.protocol import (
     PROTOCOL,
     CellsMessage,
@@ -133,10 +136,9 @@ class Channel:
     def announce(self) -> None:
         """Open a comm to the front end: one that has the extension answers ``hello`` on it
         (how a notebook learns the kernel loaded agent_kernel after it connected)."""
-        from comm import create_comm
-
         announcement: KernelAnnouncement = {"type": "kernel", "protocol": PROTOCOL}
-        comm = create_comm(target_name=TARGET, data=announcement)
+        # Looked up at the call: ipykernel sets comm's create_comm and get_comm_manager when it starts.
+        comm = jupyter_comm.create_comm(target_name=TARGET, data=announcement)
         self._listen(comm)
         self.announced = str(comm.comm_id)
         self.announced_at = time.monotonic()
@@ -425,10 +427,8 @@ def install() -> Channel:
     """Register the comm target in this kernel (once); the channel it feeds."""
     global _CHANNEL
     if _CHANNEL is None:
-        from comm import get_comm_manager
-
         channel = Channel(on_document=_ON_DOCUMENT)
-        get_comm_manager().register_target(TARGET, channel.open)
+        jupyter_comm.get_comm_manager().register_target(TARGET, channel.open)
         _CHANNEL = channel
         if _from_notebook_view():
             channel.announce()
@@ -464,8 +464,6 @@ def _client(message: dict[str, Any]) -> str:
 
 def _running_request() -> dict[str, Any]:
     """The running shell request ({} outside a kernel or with an unusual one)."""
-    from IPython import get_ipython
-
     kernel: Any = getattr(get_ipython(), "kernel", None)
     if kernel is None:
         return {}

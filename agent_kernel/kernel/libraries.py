@@ -106,15 +106,16 @@ class LibraryFinder:
         return found.code if found is not None else None
 
     def _read(self, name: str) -> Any:
-        from agent_kernel.store.agent_tools import Libraries
+        # The store stays out of what %load_ext imports (this module is on its path).
+        from agent_kernel.store.agent_tools import Libraries  # noqa: PLC0415
 
         with self.store().connect() as con:
             return Libraries(con).get(name)
 
     def _read_with_origin(self, name: str) -> tuple[Any, Any]:
         """The current version of library ``name`` and its provenance record (or None)."""
-        from agent_kernel.store import provenance
-        from agent_kernel.store.agent_tools import Libraries
+        from agent_kernel.store import provenance  # noqa: PLC0415 - kept out of %load_ext: see _read
+        from agent_kernel.store.agent_tools import Libraries  # noqa: PLC0415
 
         with self.store().connect() as con:
             library = Libraries(con).get(name)

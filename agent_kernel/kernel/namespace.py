@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import keyword
 import re
 import reprlib
 import types
@@ -81,9 +82,6 @@ def unwritable_reason(name: str, namespace: Mapping[str, Any], *, overwrite: boo
     and its like run the kernel) and IPython's own names; and, unless ``overwrite``, the
     name of a builtin (``print``) or of a module the user imported (``np``).
     """
-    import builtins
-    import keyword
-
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         return f"{name!r} is not a Python variable name."
     if name.startswith("__") and name.endswith("__"):

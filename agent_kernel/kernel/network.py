@@ -17,6 +17,7 @@ still applies beside it.
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 from collections import OrderedDict
 from typing import Any
@@ -80,8 +81,6 @@ def _is_local(host: Any) -> bool:
         return False
     if host.lower() in _LOCAL_NAMES:
         return True
-    import ipaddress
-
     try:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:

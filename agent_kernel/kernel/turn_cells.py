@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from IPython import get_ipython
+
 from agent_kernel.kernel import channel
 from agent_kernel.paths import write_notebook_whole
 
@@ -166,8 +168,6 @@ async def insert(
 def interactive_client() -> bool:
     """Whether the running cell's client lets the kernel ask for input (a person's front end;
     nbclient, so papermill and the scheduler, sends ``allow_stdin: false``)."""
-    from IPython import get_ipython
-
     kernel: Any = getattr(get_ipython(), "kernel", None)
     if kernel is None:
         return True  # a terminal IPython: a person
@@ -235,7 +235,7 @@ def _same(a: Path, b: Path) -> bool:
 def write_into(path: Path, cells: Sequence[Mapping[str, Any]], *, session_id: str, turn: int, prompt: str) -> Placed:
     """Insert ``cells`` into the notebook file ``path`` below the turn's cell (a new
     notebook when the file does not exist), writing it whole."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema); only writing cells into a file needs it
 
     check_sizes(cells)
     if path.exists():
@@ -257,7 +257,7 @@ def write_into(path: Path, cells: Sequence[Mapping[str, Any]], *, session_id: st
 
 
 def _node(cell: Mapping[str, Any]) -> Any:
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy: see write_into
 
     if cell["cell_type"] == "markdown":
         return nbformat.v4.new_markdown_cell(cell["source"], metadata=dict(cell["metadata"]))

@@ -25,6 +25,8 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agent_kernel.redaction import scrub
+
 __all__ = ["keep", "take"]
 
 # Calls whose pairs are kept at most: far more than one response's calls.
@@ -37,8 +39,6 @@ _lock = threading.Lock()
 def keep(sent: Iterable[Mapping[str, Any]], recorded: Iterable[Mapping[str, Any]]) -> None:
     """Keep the inputs of the ``tool_use`` blocks of ``sent`` (a response's content as it
     arrived) whose ``recorded`` copies (the same blocks, scrubbed) differ from them."""
-    from agent_kernel.redaction import scrub
-
     for raw, kept in zip(sent, recorded):
         if kept.get("type") != "tool_use" or not isinstance(kept.get("id"), str):
             continue

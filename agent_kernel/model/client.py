@@ -18,15 +18,24 @@ import re
 import threading
 import weakref
 from collections.abc import Callable
+from copy import deepcopy
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Union
 
+from jiter import from_json
+
+from agent_kernel import redaction, secrets
 from agent_kernel.errors import MissingKeyError, ModelError
-from agent_kernel.model import caching, conversation
+from agent_kernel.model import as_sent, caching, conversation
+from agent_kernel.model.keys import UnusableKey, find_key
 from agent_kernel.model.shapes import ContentBlock
 
 if TYPE_CHECKING:
     from anthropic import DefaultAsyncHttpxClient
     from anthropic.types import Message
+
+# The SDK (and httpx2 under it) is imported inside the functions that call the API: it takes
+# over a second, and this module is imported where no call is made (``api_key`` in the magics,
+# the server and the scheduler).
 
 # The SDK's async HTTP client, or a function making one for each event loop (what
 # ``Agent(http_client=...)`` takes; see :class:`ModelClient`).
@@ -73,7 +82,7 @@ def ssl_context() -> Any:
     global _SSL_CONTEXT
     key = tuple(os.environ.get(name) for name in _SSL_ENVIRONMENT)
     if _SSL_CONTEXT is None or _SSL_CONTEXT[0] != key:
-        import httpx2
+        import httpx2  # noqa: PLC0415 - heavy: the SDK's, imported with it (see above)
 
         _SSL_CONTEXT = (key, httpx2.create_ssl_context())
     return _SSL_CONTEXT[1]
@@ -111,7 +120,7 @@ class ModelClient:
         loop = asyncio.get_running_loop()
         known = self._clients.get(loop)
         if known is None or known[0] != identity:
-            import anthropic
+            import anthropic  # noqa: PLC0415 - heavy (see the note at the top)
 
             options: dict[str, Any] = {"max_retries": self.max_retries}
             if key:  # the stored key is in this process's environment too; said here, not assumed
@@ -152,7 +161,7 @@ class ModelClient:
         (:func:`~agent_kernel.model.caching.with_breakpoints`): its marked blocks are new
         copies each time, so marked first they would be scrubbed again with every request.
         """
-        import anthropic
+        import anthropic  # noqa: PLC0415 - heavy (see the note at the top)
 
         params = self._scrubbed.request(params)
         if cache_marks:
@@ -185,7 +194,7 @@ class ModelClient:
         Scrubbed as :meth:`stream` scrubs; the SDK retries as usual; errors become a
         :class:`~agent_kernel.errors.ModelError`.
         """
-        import anthropic
+        import anthropic  # noqa: PLC0415 - heavy (see the note at the top)
 
         params = self._scrubbed.request(params)
         try:
@@ -222,12 +231,9 @@ class ScrubbedParts:
 
     def request(self, params: dict[str, Any]) -> dict[str, Any]:
         """A scrubbed copy of the request ``params`` (what the SDK is given)."""
-        from agent_kernel.redaction import scrub
-        from agent_kernel.secrets import redactor
-
-        strings = redactor()
+        strings = secrets.redactor()
         with self._lock:  # one client may serve threads of their own (generate_many's)
-            return self._request(params, strings, scrub)
+            return self._request(params, strings, redaction.scrub)
 
     def _request(self, params: dict[str, Any], strings: Any, scrub: Callable[[Any, Any], Any]) -> dict[str, Any]:
         if strings is not self._redactor:
@@ -292,10 +298,9 @@ _UNCHECKABLE = object()
 
 def _snapshot(part: Any) -> Any:
     """A deep copy of ``part`` to check it against later (``_UNCHECKABLE`` if none can be made)."""
-    import copy
 
     try:
-        return copy.deepcopy(part)
+        return deepcopy(part)
     except Exception:  # noqa: BLE001 - scrubbed again next time
         return _UNCHECKABLE
 
@@ -318,10 +323,10 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
     a tool input the scrub redacted is also kept as sent, which is what the tool runs
     (see :mod:`agent_kernel.model.as_sent`).
     """
-    from anthropic.types import Message
+    from anthropic.types import Message  # noqa: PLC0415 - heavy (see the note at the top)
 
     if params.get("betas"):  # beta features (the API's context management) are on the beta endpoint
-        from anthropic.types.beta import BetaMessage as Message  # type: ignore[assignment]
+        from anthropic.types.beta import BetaMessage as Message  # type: ignore[assignment]  # noqa: PLC0415
 
     snapshot: dict[str, Any] = {}
     buffers: dict[int, _InputBuffer] = {}
@@ -360,11 +365,8 @@ async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) ->
                 snapshot["stop_sequence"] = event.delta.stop_sequence
                 usage = event.usage.model_dump(mode="json", exclude_none=True)
                 snapshot.setdefault("usage", {}).update(usage)
-    from agent_kernel.model import as_sent
-    from agent_kernel.secrets import scrub
-
     arrived = snapshot.get("content", [])
-    snapshot["content"] = scrub(arrived)
+    snapshot["content"] = secrets.scrub(arrived)
     as_sent.keep(arrived, snapshot["content"])  # the tools run the inputs as sent
     return Message.model_validate(snapshot)
 
@@ -406,9 +408,7 @@ def _apply_delta(
         if current_tool is not None and buffer.size <= PREVIEW_CHARS:
             partial = _partial_input(buffer.text())
             if partial is not None:
-                from agent_kernel.secrets import scrub
-
-                view.tool_input(current_tool, scrub(partial))  # shown as the finished call is
+                view.tool_input(current_tool, secrets.scrub(partial))  # shown as the finished call is
     elif delta.type == "thinking_delta":
         block["thinking"] = block.get("thinking", "") + delta.thinking
         view.thinking(delta.thinking)
@@ -447,8 +447,6 @@ def tool_input(text: str) -> dict[str, Any]:
 def _partial_input(text: str) -> Any:
     """The input streamed so far, for the display (``None`` while it does not parse)."""
     try:
-        from jiter import from_json
-
         return from_json(text.encode("utf-8", "replace"), partial_mode=True)
     except Exception:  # noqa: BLE001 - only a preview
         return None
@@ -466,8 +464,6 @@ NO_KEY = f"No Anthropic API key: set ANTHROPIC_API_KEY before starting Jupyter, 
 def api_key() -> str | None:
     """The key the SDK will use (:func:`agent_kernel.model.keys.find_key`: the environment's,
     else the stored one); raise :class:`MissingKeyError` when there is none."""
-    from agent_kernel.model.keys import UnusableKey, find_key
-
     try:
         key = find_key()
     except UnusableKey as exc:
@@ -481,7 +477,7 @@ def api_key() -> str | None:
 
 def describe_api_error(exc: Exception, model: str | None = None) -> str:
     """One line: what failed, the API's own message, and what to do next."""
-    import anthropic
+    import anthropic  # noqa: PLC0415 - heavy (see the note at the top)
 
     message = getattr(exc, "api_message", None) or getattr(exc, "message", None) or str(exc)
     message = str(message).rstrip(". ")  # each line below ends the message with its own "."

@@ -17,7 +17,7 @@ __all__ = ["compiled"]
 def compiled(schema_json: str) -> Any:
     """The validator of the schema given as JSON text; ``ValueError`` saying why when it is
     no valid JSON Schema."""
-    import fastjsonschema
+    import fastjsonschema  # noqa: PLC0415 - ~90 ms, and only agent-defined tools have schemas to check
 
     try:
         return fastjsonschema.compile(json.loads(schema_json))

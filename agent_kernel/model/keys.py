@@ -22,6 +22,7 @@ boundary always replaces (:mod:`agent_kernel.secrets`), and it is what the SDK r
 
 from __future__ import annotations
 
+import importlib
 import os
 import stat
 import tempfile
@@ -29,6 +30,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from agent_kernel.paths import agent_home
 
 __all__ = [
     "KEY_ENV",
@@ -84,15 +87,11 @@ class KeyStatus:
 
 def key_file() -> Path:
     """The file a key is kept in when no keyring is usable."""
-    from agent_kernel.paths import agent_home
-
     return agent_home() / FILE_NAME
 
 
 def _keyring() -> Any:
     """The ``keyring`` module when it is installed and has a usable backend, else None."""
-    import importlib
-
     try:  # imported by name: an optional library, without type information here
         keyring = importlib.import_module("keyring")
         fail = importlib.import_module("keyring.backends.fail")

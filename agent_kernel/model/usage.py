@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_kernel.model.images import sent_chars
 from agent_kernel.model.prices import call_cost, price_for
+from agent_kernel.model.tool_search import prompt_tools
 
 __all__ = ["CACHE_READS_PER_TOKEN", "CHARS_PER_TOKEN", "CallUsage", "InputEstimate", "request_chars"]
 
@@ -87,9 +89,6 @@ def request_chars(params: Mapping[str, Any]) -> int:
     A deferred tool definition is left out: the model reads it only once a tool search
     found it (see :mod:`agent_kernel.model.tool_search`).
     """
-    from agent_kernel.model.images import sent_chars
-    from agent_kernel.model.tool_search import prompt_tools
-
     size = 0
     for key in ("system", "tools", "messages"):
         value = params.get(key)

@@ -38,13 +38,13 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from importlib.metadata import version
+from typing import Any
+
+import duckdb
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store.schema import PROTECTED_TABLES, WRITABLE_PREFIX
-
-if TYPE_CHECKING:
-    import duckdb
 
 __all__ = [
     "Statement",
@@ -217,8 +217,6 @@ _parser_lock = threading.Lock()
 def _parser_cursor() -> duckdb.DuckDBPyConnection:
     """A cursor on a private in-memory database used only to parse SQL."""
     global _parser
-    import duckdb
-
     with _parser_lock:
         if _parser is None:
             _parser = duckdb.connect(":memory:", config={"enable_external_access": False})
@@ -246,8 +244,6 @@ def _checked_statements(sql: str) -> tuple[Statement, ...]:
 
 def _split(sql: str) -> tuple[Statement, ...]:
     """DuckDB's parser: the statements of ``sql`` with their kinds (nothing refused yet)."""
-    import duckdb
-
     cursor = _parser_cursor()
     try:
         found = cursor.extract_statements(sql)
@@ -337,8 +333,6 @@ def _refuse_text_sql(sql: str) -> None:
 
 def _spans(sql: str) -> list[tuple[int, int, str]]:
     """DuckDB's tokenizer: (start, end, kind) of each token, comments dropped."""
-    import duckdb
-
     found = duckdb.tokenize(sql)
     spans = []
     for i, (start, kind) in enumerate(found):
@@ -708,6 +702,4 @@ def sql_guard_available() -> bool:
     """Whether this DuckDB can check the model's SQL (2.0: the plan serialisation and the
     statement time limit the guard relies on). DuckDB 1.x is all Python 3.10 gets; there
     ``db_sql`` is not offered rather than offered unguarded."""
-    from importlib.metadata import version
-
     return int(version("duckdb").split(".")[0]) >= 2

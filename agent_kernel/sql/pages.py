@@ -165,7 +165,7 @@ def _pandas_array(array: Any, ranges: list[Range], *, objects: bool) -> tuple[An
     ``objects``: whether an array of Python objects may take part (an Index's values,
     which pandas never changes in place, such as a categorical's categories).
     """
-    import numpy as np
+    import numpy as np  # noqa: PLC0415 - only a frame's arrays need it; the warm-up imports this module
 
     kind = type(array).__name__
     if isinstance(array, np.ndarray):

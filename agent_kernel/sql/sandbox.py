@@ -29,11 +29,16 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+import duckdb
+import psutil
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.sql import protect
@@ -41,8 +46,6 @@ from agent_kernel.sql.guard import NO_FILES, Plan, Statement, check_plan, identi
 from agent_kernel.store.schema import quote_name
 
 if TYPE_CHECKING:
-    import duckdb
-
     from agent_kernel.config import AgentKernel
     from agent_kernel.store import Store
 
@@ -92,8 +95,6 @@ class Limits:
         try:
             duckdb_limit = _size_bytes(self.memory_limit)
         except ValueError:  # a form DuckDB reads but this does not: half the machine's memory
-            import psutil
-
             duckdb_limit = psutil.virtual_memory().total // 2
         return duckdb_limit + 512 * 1024 * 1024
 
@@ -233,8 +234,6 @@ class SqlRun:
 
     def _run_on(self, con: duckdb.DuckDBPyConnection, call: _Call) -> SqlResult:
         """``call`` as one transaction on ``con``, interruptible; DuckDB errors become refusals."""
-        import duckdb
-
         with self._lock:
             if self._interrupted.is_set():
                 raise ToolInputError("The query was stopped.")
@@ -377,7 +376,7 @@ class SqlRun:
         Batches go to :attr:`emit_batch` as they are read (the worker streams them to the
         kernel), so the whole result is never held twice.
         """
-        import pyarrow as pa
+        import pyarrow as pa  # noqa: PLC0415 - heavy, and only an into= result is Arrow
 
         batches: list[Any] = []
         emit = self.emit_batch or batches.append
@@ -423,8 +422,6 @@ class SqlRun:
             )
 
     def _describe(self, exc: Exception) -> str:
-        import duckdb
-
         text = str(exc)
         if isinstance(exc, duckdb.InterruptException):
             if "execution time" in text:
@@ -456,10 +453,6 @@ class _MemorySandbox:
     """
 
     def __init__(self, limits: Limits, connections: int = 2) -> None:
-        import queue
-
-        import duckdb
-
         self.database = duckdb.connect(":memory:", config=limits.config())
         self._free: queue.Queue[duckdb.DuckDBPyConnection] = queue.Queue()
         for _ in range(connections):
@@ -540,8 +533,6 @@ def prepare_fork(store: Store, limits: Limits) -> None:
 
 def _fork_database(limits: Limits) -> duckdb.DuckDBPyConnection:
     """The forks' database for ``limits`` (the caller holds ``_fork_lock``)."""
-    import duckdb
-
     key = _config_key(limits)
     if key not in _fork_ready:
         _fork_ready.clear()
@@ -688,8 +679,6 @@ _UNITS = {
 
 def _size_bytes(text: str) -> int:
     """Bytes in a DuckDB size setting such as ``1GB`` or ``953.6 MiB``."""
-    import re
-
     match = re.fullmatch(r"\s*([0-9.]+)\s*([a-zA-Z]*)\s*", text)
     if not match or match.group(2).lower() not in _UNITS:
         raise ValueError(f"not a size: {text!r}")

@@ -57,16 +57,18 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any, NoReturn
 
+import psutil
+
 from agent_kernel.errors import ToolInputError
-from agent_kernel.sql.sandbox import timeout_message
+from agent_kernel.secrets import redact_frame
+from agent_kernel.sql import pages
+from agent_kernel.sql.sandbox import SqlRun, _config_key, ready_to_fork, timeout_message
+from agent_kernel.store import Store
 
 if TYPE_CHECKING:
-    import psutil
-
     from agent_kernel.sql.guard import Statement
     from agent_kernel.sql.pages import Layout
-    from agent_kernel.sql.sandbox import ForkReady, Limits, SqlResult, SqlRun
-    from agent_kernel.store import Store
+    from agent_kernel.sql.sandbox import ForkReady, Limits, SqlResult
 
 __all__ = ["retire_kept", "run", "run_forked", "run_sql"]
 
@@ -131,8 +133,6 @@ def run(
 
 
 def _redacted_frames(frames: Mapping[str, Any]) -> dict[str, Any]:
-    from agent_kernel.secrets import redact_frame
-
     try:
         return {name: redact_frame(frame) for name, frame in frames.items()}
     except Exception as exc:  # noqa: BLE001 - a frame that cannot be read as pandas
@@ -167,8 +167,6 @@ class _Watched:
 
     def watched_process(self) -> psutil.Process | None:
         """The process as ``psutil`` sees it (to read its memory), or None when it is gone."""
-        import psutil
-
         try:
             return psutil.Process(self.pid)
         except psutil.Error:
@@ -180,8 +178,6 @@ class _Watched:
         ``started``: when the clock started (by default, once the process says the
         database is open: waiting for the file's lock is not the query's time).
         """
-        import psutil
-
         limits = sql_run.limits
         watched = self.watched_process()
         memory_cap = self.memory_cap(limits)
@@ -347,10 +343,6 @@ class _Forked(_Watched):
         frames: Mapping[str, Any],
         snapshot: Mapping[str, weakref.ref[Any]] | None,
     ) -> None:
-        import psutil
-
-        from agent_kernel.sql.sandbox import _config_key, ready_to_fork
-
         self.started = False
         self.stopped = False  # stopped, killed or gone: it takes no further call
         self.busy = False  # taken by a call (its checks included)
@@ -426,9 +418,6 @@ class _Forked(_Watched):
 
     def unusable(self, limits: Limits, frames: Mapping[str, Any]) -> str:
         """Why this kept fork cannot take a call that reads ``frames`` ("" when it can)."""
-        from agent_kernel.sql import pages
-        from agent_kernel.sql.sandbox import _config_key
-
         if self.snapshot is None or self.stopped:
             return "it takes no further call"
         if time.monotonic() - self.last_used > KEEP_S - 1:
@@ -465,8 +454,6 @@ class _Forked(_Watched):
 
     def grown(self) -> bool:
         """Whether it holds much more memory than at the fork (DuckDB keeps some between calls)."""
-        import psutil
-
         try:
             return self._process is None or self._process.memory_info().rss - self._start_rss > _KEPT_GROWTH
         except psutil.Error:
@@ -588,8 +575,6 @@ def retire_kept() -> None:
 def _snapshot(named: Mapping[str, Any], kernel_frames: Mapping[str, Any]) -> dict[str, weakref.ref[Any]] | None:
     """The frames a kept fork may read (those whose layout it may find); None when it
     cannot be kept. Held by weak reference: the kernel keeps no frame alive for the fork."""
-    from agent_kernel.sql import pages
-
     if not pages.tracks_writes():
         return None
     snapshot = {name: weakref.ref(frame) for name, frame in {**kernel_frames, **named}.items() if _laid_out(frame)}
@@ -771,8 +756,6 @@ def _answer_calls(
     Each call runs on a new SqlRun (locks the kernel's threads may have held stay behind).
     After the first, the layouts of the frames ``laid_out`` go to the kernel.
     """
-    from agent_kernel.sql.sandbox import SqlRun
-
     kernel = os.getppid()
     current: list[SqlRun] = []
 
@@ -822,8 +805,6 @@ def _answer_calls(
 
 
 def _layouts(frames: Mapping[str, Any], names: list[str]) -> dict[str, Layout | None]:
-    from agent_kernel.sql import pages
-
     layouts = {name: pages.layout(frames[name]) for name in names}
     try:
         pickle.dumps(layouts)
@@ -842,7 +823,7 @@ def _finish(kind: str, body: Any, batches: list[Any], max_rows: int) -> SqlResul
         raise body
     result: SqlResult = body
     if result.schema is not None:  # an into= result: the rows came as Arrow batches
-        import pyarrow as pa
+        import pyarrow as pa  # noqa: PLC0415 - heavy: see _preload
 
         table = pa.Table.from_batches(batches, schema=result.schema)
         batches.clear()
@@ -929,9 +910,6 @@ def _read_exactly(pipe: IO[bytes], size: int) -> bytes | None:
 
 def _serve() -> None:
     """Answer calls until the kernel closes the pipe."""
-    from agent_kernel.sql.sandbox import SqlRun
-    from agent_kernel.store import Store
-
     # The stop signal is taken by one thread, never delivered to another (every thread
     # started later, DuckDB's and Arrow's included, inherits the blocked mask).
     signal.pthread_sigmask(signal.SIG_BLOCK, {_STOP_SIGNAL})
@@ -990,7 +968,7 @@ def _die_with_the_kernel() -> None:
 
 def _preload() -> None:
     """Import what calls need (frames arrive as pandas, into= leaves as Arrow) before the first."""
-    import duckdb  # noqa: F401
+    import duckdb  # noqa: F401, PLC0415 - a preload, as pandas and pyarrow below
 
     for name in ("pandas", "pyarrow"):
         try:

@@ -499,6 +499,8 @@ PROTECTED_TABLES: set[str] = {
     "sessions",
     "messages",
     "schema_migrations",
+    # where notebooks moved, and where each notebook with an id was last seen
+    "notebook_moves",
     "notebook_documents",
     # state, memory, the stored system prompt, the audit trail
     "agent_state",

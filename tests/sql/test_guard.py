@@ -203,6 +203,8 @@ _FIRST_COLUMN = {
     "job_versions": "job_id",
     "agent_ui_components": "name",
     "agent_ui_component_versions": "name",
+    "notebook_moves": "old_path",
+    "notebook_documents": "document",
 }
 assert set(_FIRST_COLUMN) == PROTECTED_TABLES
 

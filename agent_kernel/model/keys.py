@@ -22,6 +22,7 @@ boundary always replaces (:mod:`agent_kernel.secrets`), and it is what the SDK r
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 import stat
@@ -45,7 +46,8 @@ __all__ = [
 ]
 
 KEY_ENV = "ANTHROPIC_API_KEY"
-# Set beside KEY_ENV when that variable holds a copy of the stored key (not the person's own).
+# Set beside KEY_ENV, as a digest of the key, when that variable holds a copy of the stored key
+# (not the person's own).
 STORED_MARK_ENV = "AGENT_KERNEL_KEY_STORED"
 KEYRING_SERVICE = "agent-kernel"
 KEYRING_USER = "anthropic-api-key"
@@ -170,15 +172,23 @@ def _stored() -> tuple[str, Source, str] | None:
     return None
 
 
+def _mark(value: str) -> str:
+    """What the mark holds for an exported ``value``: a digest, never the key."""
+    return hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
 def _exported() -> bool:
-    """Whether ``ANTHROPIC_API_KEY`` in this environment is a copy of the stored key."""
-    return os.environ.get(STORED_MARK_ENV) == "1"
+    """Whether ``ANTHROPIC_API_KEY`` in this environment is the copy of the stored key this
+    process (or its parent) put there: a key someone set since, even with the mark left
+    behind, is the environment's own."""
+    value = os.environ.get(KEY_ENV)
+    return bool(value) and os.environ.get(STORED_MARK_ENV) == _mark(value or "")
 
 
 def _export(value: str | None) -> None:
     if value:
         os.environ[KEY_ENV] = value
-        os.environ[STORED_MARK_ENV] = "1"
+        os.environ[STORED_MARK_ENV] = _mark(value)
     else:
         os.environ.pop(KEY_ENV, None)
         os.environ.pop(STORED_MARK_ENV, None)

@@ -66,7 +66,7 @@ def test_a_stored_key_is_kept_in_a_file_only_its_owner_reads_and_is_found(keyles
     assert [p.name for p in keyless.iterdir()] == [keys.FILE_NAME]  # no temporary file left
     assert api_key() == KEY
     # This process has it under the name the redaction boundary always treats as a secret.
-    assert os.environ[keys.KEY_ENV] == KEY and os.environ[keys.STORED_MARK_ENV] == "1"
+    assert os.environ[keys.KEY_ENV] == KEY and os.environ[keys.STORED_MARK_ENV] == keys._mark(KEY)
     from agent_kernel.secrets import redact
 
     assert KEY not in redact(f"the key is {KEY}")
@@ -133,7 +133,7 @@ def test_a_key_stored_where_a_keyring_is_usable_goes_there_and_into_no_file(keyl
     assert stored == keys.KeyStatus("keyring", BACKEND)
     assert in_the_keyring(in_keyring) == KEY
     assert not (keyless / keys.FILE_NAME).exists()
-    assert api_key() == KEY == os.environ[keys.KEY_ENV] and os.environ[keys.STORED_MARK_ENV] == "1"
+    assert api_key() == KEY == os.environ[keys.KEY_ENV] and os.environ[keys.STORED_MARK_ENV] == keys._mark(KEY)
     status = keys.key_status()
     assert status == keys.KeyStatus("keyring", BACKEND)
     assert status.line() == f"Key stored in the OS keyring ({BACKEND})." and KEY not in status.line()
@@ -142,7 +142,7 @@ def test_a_key_stored_where_a_keyring_is_usable_goes_there_and_into_no_file(keyl
 def test_a_key_another_process_put_in_the_keyring_is_found_and_exported(keyless, in_keyring):
     FileKeyring().set_password(keys.KEYRING_SERVICE, keys.KEYRING_USER, KEY)  # another process's backend
     assert keys.find_key() == KEY
-    assert os.environ[keys.KEY_ENV] == KEY and os.environ[keys.STORED_MARK_ENV] == "1"
+    assert os.environ[keys.KEY_ENV] == KEY and os.environ[keys.STORED_MARK_ENV] == keys._mark(KEY)
     assert keys.key_status().source == "keyring"
 
 
@@ -190,3 +190,14 @@ def test_a_process_that_switches_keyring_backends_reads_the_new_one_at_once(keyl
     monkeypatch.setenv(PATH_ENV, str(in_keyring.with_name("another-keyring.json")))
     keyring.set_keyring(FileKeyring())  # an empty keyring, within the seconds a keyring read is believed
     assert keys.find_key() is None and keys.KEY_ENV not in os.environ
+
+
+def test_a_key_set_after_a_stored_one_was_exported_is_the_environments_own(keyless, monkeypatch):
+    """A mark left behind (a process that exported the stored key, then someone set another
+    key) never makes the store override the key the environment now has."""
+    keys.store_key(KEY)
+    assert keys.find_key() == KEY and keys._exported()
+    monkeypatch.setenv(keys.KEY_ENV, "sk-ant-api03-" + "e" * 40)
+    keys.forget_key()
+    assert keys.find_key() == "sk-ant-api03-" + "e" * 40 == os.environ[keys.KEY_ENV]
+

@@ -16,7 +16,7 @@ import json
 import math
 import uuid
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
@@ -76,7 +76,7 @@ class TableEntry(TypedDict):
     """One table or view in ``db_schema``'s reply."""
 
     name: str
-    columns: list[dict[str, Any]]  # as agent_kernel.store.catalog describes them
+    columns: NotRequired[list[dict[str, Any]]]  # as agent_kernel.store.catalog describes them
     row_count: int | None
     writable: bool
     view: NotRequired[bool]
@@ -85,6 +85,13 @@ class TableEntry(TypedDict):
 
 class SchemaReply(TypedDict):
     tables: list[TableEntry]
+    note: NotRequired[str]  # when the columns of the last tables are left out (SCHEMA_CHARS)
+
+
+# What db_schema's tables may take in its reply, in characters of JSON: under the tool result's
+# cap, so the reply is always whole JSON. The model's tables come first; past this, tables are
+# listed without their columns (name, comment, row count; DESCRIBE shows the columns).
+SCHEMA_CHARS = 16_000
 
 
 class StateValue(TypedDict):
@@ -240,7 +247,25 @@ async def db_schema() -> SchemaReply:
 
     tables = await with_connection(context.store, read)
     context.note_untrusted(read_untrusted)
-    return {"tables": tables}
+    return within_schema_budget(tables)
+
+
+def within_schema_budget(tables: list[TableEntry], budget: int = SCHEMA_CHARS) -> SchemaReply:
+    """Every table, with its columns while they fit ``budget`` (see :data:`SCHEMA_CHARS`)."""
+    shown: list[TableEntry] = []
+    used, cut = 0, 0
+    for entry in tables:
+        size = len(json.dumps(entry, ensure_ascii=False))
+        if cut or (used + size > budget and shown):
+            entry = cast(TableEntry, {k: v for k, v in entry.items() if k != "columns"})
+            size = len(json.dumps(entry, ensure_ascii=False))
+            cut += 1
+        shown.append(entry)
+        used += size
+    if not cut:
+        return {"tables": shown}
+    note = f"The columns of the last {cut} tables are left out to keep this reply whole: DESCRIBE <table> shows them."
+    return {"tables": shown, "note": note}
 
 
 def _wrap_comments(entry: TableEntry, record: Record, table: str) -> None:
@@ -253,7 +278,7 @@ def _wrap_comments(entry: TableEntry, record: Record, table: str) -> None:
         {**c, "comment": shown(c["comment"], record, f"comment on column {table}.{c['name']}")}
         if c.get("comment")
         else c
-        for c in entry["columns"]
+        for c in entry.get("columns", [])
     ]
 
 

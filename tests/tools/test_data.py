@@ -6,6 +6,7 @@ restarts, an interrupt, the SQL worker's time limits in the kernel.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -439,3 +440,20 @@ def test_table_comments_written_after_web_content_are_data_in_the_prompt_and_db_
     shell_agent.ok("hi", session="clean")
     text = system_text(scripted_model.requests[-1])
     assert as_instruction(text, planted) and "<untrusted_content source=" not in text
+
+
+def test_db_schema_leaves_out_the_columns_past_its_budget_so_its_reply_stays_whole_json():
+    from agent_kernel.tools.data import SCHEMA_CHARS, within_schema_budget
+
+    column = {"name": "amount", "type": "DOUBLE"}
+    tables = [
+        {"name": f"t{n}", "columns": [column] * 40, "row_count": 0, "writable": n == 0, "comment": "c"}
+        for n in range(30)
+    ]
+    reply = within_schema_budget(tables)  # type: ignore[arg-type]
+    assert [t["name"] for t in reply["tables"]] == [f"t{n}" for n in range(30)]
+    assert reply["tables"][0]["columns"] == [column] * 40 and len(json.dumps(reply)) < SCHEMA_CHARS + 2_000
+    last = reply["tables"][-1]
+    assert "columns" not in last and last["comment"] == "c" and last["writable"] is False
+    assert "DESCRIBE" in reply["note"]
+    assert within_schema_budget(tables[:2]) == {"tables": tables[:2]}  # type: ignore[arg-type]

@@ -169,7 +169,7 @@ def test_demo_runs_the_quickstart_and_ends_with_how_to_open_it(capsys, agent_db,
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert quickstart_notebook() == Path(__file__).resolve().parent.parent / "notebooks" / "quickstart.ipynb"
     code, out, _ = cli(capsys, "demo", "--out", "first-look")
-    assert code == 0 and "talking to the offline scripted model (no ANTHROPIC_API_KEY set)" in out
+    assert code == 0 and "talking to the offline scripted model (no API key set or stored)" in out
     last = out.strip().splitlines()[-1]
     assert last.startswith("Open it in JupyterLab: ") and last.endswith(" lab first-look/quickstart.ipynb"), out
     jupyter = last.removeprefix("Open it in JupyterLab: ").removesuffix(" lab first-look/quickstart.ipynb")

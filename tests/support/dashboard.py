@@ -4,15 +4,30 @@ either is clipped."""
 
 from __future__ import annotations
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
 DASHBOARD = "#agent-kernel-dashboard"
 DASHBOARD_TAB = ".jp-SideBar [data-id='agent-kernel-dashboard']"
 
 
 def open_dashboard(page):
     """Bring the Agent dashboard forward (its sidebar tab) and return it."""
-    page.evaluate("() => window.jupyterapp.commands.execute('agent-kernel:show-dashboard')")
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('agent-kernel:show-dashboard')",
+        timeout=60_000,
+    )
     dashboard = page.locator(DASHBOARD)
-    dashboard.wait_for(state="visible", timeout=30_000)
+    for _ in range(3):  # the workspace's restored layout may hide it once more after the command
+        page.evaluate(
+            "async () => { await window.jupyterapp.restored;"
+            " await window.jupyterapp.commands.execute('agent-kernel:show-dashboard'); }"
+        )
+        try:
+            dashboard.wait_for(state="visible", timeout=15_000)
+            return dashboard
+        except PlaywrightTimeoutError:
+            continue
+    dashboard.wait_for(state="visible", timeout=15_000)
     return dashboard
 
 

@@ -200,4 +200,3 @@ def test_a_key_set_after_a_stored_one_was_exported_is_the_environments_own(keyle
     monkeypatch.setenv(keys.KEY_ENV, "sk-ant-api03-" + "e" * 40)
     keys.forget_key()
     assert keys.find_key() == "sk-ant-api03-" + "e" * 40 == os.environ[keys.KEY_ENV]
-

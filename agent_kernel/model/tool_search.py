@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Final, TypeVar
 
 __all__ = [
     "RESULT_TYPE", "SEARCH_TOOL", "SEARCH_TOOL_NAME", "deferred_request", "prompt_tools", "referenced", "supports_tool_search",
@@ -30,8 +30,10 @@ __all__ = [
 SEARCH_TOOL_NAME = "tool_search_tool_bm25"
 # BM25 takes the model's words as they come ("schedule a notebook every morning"); the
 # regex variant would need a pattern that matches the tools' own wording.
-SEARCH_TOOL: dict[str, Any] = {"type": "tool_search_tool_bm25_20251119", "name": SEARCH_TOOL_NAME}
-RESULT_TYPE = "tool_search_tool_result"
+SEARCH_TOOL: dict[str, str] = {"type": "tool_search_tool_bm25_20251119", "name": SEARCH_TOOL_NAME}
+RESULT_TYPE: Final = "tool_search_tool_result"
+
+_Tool = TypeVar("_Tool", bound=Mapping[str, object])
 
 # Models the API's tool search does not serve; a dated snapshot or -latest alias counts as its model.
 _WITHOUT_SEARCH = re.compile(r"^claude-(3-|3\.|2|instant|opus-4(-0|-1)?$|sonnet-4(-0)?$)")
@@ -45,17 +47,17 @@ def supports_tool_search(model: str | None) -> bool:
     return _WITHOUT_SEARCH.match(_SUFFIX.sub("", model.strip().lower())) is None
 
 
-def deferred_request(model: str | None, setting: Any = True) -> bool:
+def deferred_request(model: str | None, setting: object = True) -> bool:
     """Whether a request to ``model`` defers tools (``setting``: ``AgentKernel.tool_search``)."""
     return bool(setting) and supports_tool_search(model)
 
 
-def prompt_tools(tools: Iterable[Mapping[str, Any]] | None) -> list[Mapping[str, Any]]:
+def prompt_tools(tools: Iterable[_Tool] | None) -> list[_Tool]:
     """The definitions of ``tools`` that are part of the prompt (not deferred)."""
     return [t for t in tools or () if not t.get("defer_loading")]
 
 
-def referenced(messages: Iterable[Mapping[str, Any]]) -> list[str]:
+def referenced(messages: Iterable[Mapping[str, object]]) -> list[str]:
     """The tools the tool search results in ``messages`` loaded, in the order found."""
     found: dict[str, None] = {}
     for message in messages:
@@ -67,7 +69,7 @@ def referenced(messages: Iterable[Mapping[str, Any]]) -> list[str]:
                 continue
             result = block.get("content")
             references = result.get("tool_references") if isinstance(result, Mapping) else None
-            for reference in references or ():
+            for reference in references if isinstance(references, list) else ():
                 if isinstance(reference, Mapping) and isinstance(reference.get("tool_name"), str):
                     found[reference["tool_name"]] = None
     return list(found)

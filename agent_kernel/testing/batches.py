@@ -14,9 +14,18 @@ import json
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Protocol
+from typing import Protocol
 
 from agent_kernel.testing.script import Failure, Reply
+from agent_kernel.testing.wire import (
+    BatchesRequest,
+    BatchOutcome,
+    BatchResult,
+    BatchStatus,
+    ErrorBody,
+    Message,
+    MessagesRequest,
+)
 
 __all__ = ["Batches"]
 
@@ -26,14 +35,14 @@ ROUTE = "/v1/messages/batches"
 class Answers(Protocol):
     """What answers a batch's requests (the :class:`~agent_kernel.testing.ScriptedModel`)."""
 
-    def complete(self, body: dict[str, Any]) -> tuple[Reply | Failure, dict[str, Any] | None]: ...
+    def complete(self, body: MessagesRequest) -> tuple[Reply | Failure, Message | None]: ...
 
 
 @dataclass
 class _Batch:
     id: str
     created_at: datetime
-    results: list[dict[str, Any]]  # one JSONL line each, in request order
+    results: list[BatchResult]  # one JSONL line each, in request order
     polls: int = 0
     canceled: bool = False
     ended_at: datetime | None = None
@@ -49,15 +58,15 @@ class Batches:
 
     model: Answers
     polls: int = 2
-    created: list[dict[str, Any]] = field(default_factory=list)
+    created: list[BatchesRequest] = field(default_factory=list)
     _batches: dict[str, _Batch] = field(default_factory=dict)
-    _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def handles(self, path: str) -> bool:
         return ROUTE in path
 
-    def respond(self, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes]:
+    def respond(self, method: str, path: str, body: BatchesRequest) -> tuple[int, BatchStatus | ErrorBody | bytes]:
         """The status and JSON (or JSONL bytes) answering ``method path``."""
         rest = path.split(ROUTE, 1)[1].strip("/")
         parts = rest.split("/") if rest else []
@@ -86,12 +95,13 @@ class Batches:
             return 200, self._status(batch)
         return 404, _error("not_found_error", f"No route {method} {path}")
 
-    def _create(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _create(self, body: BatchesRequest) -> BatchStatus:
         self.created.append(body)
-        results = []
+        results: list[BatchResult] = []
         for item in body.get("requests") or []:
-            answer, message = self.model.complete(dict(item.get("params") or {}))
-            outcome: dict[str, Any]
+            params = item.get("params")
+            answer, message = self.model.complete(params.copy() if params else {})
+            outcome: BatchOutcome
             if isinstance(answer, Failure):
                 outcome = {
                     "type": "errored",
@@ -105,18 +115,23 @@ class Batches:
             self._batches[batch.id] = batch
         return self._status(batch)
 
-    def _status(self, batch: _Batch) -> dict[str, Any]:
+    def _status(self, batch: _Batch) -> BatchStatus:
         total = len(batch.results)
         ended = batch.ended_at is not None
         # Counts grow with each poll (the API itself moves them only at the end).
         finished = total if ended else min(total, total * batch.polls // (self.polls + 1))
         kinds = [line["result"]["type"] for line in batch.results[:finished]]
-        counts = {k: kinds.count(k) for k in ("succeeded", "errored", "canceled", "expired")}
         return {
             "id": batch.id,
             "type": "message_batch",
             "processing_status": "ended" if ended else "in_progress",
-            "request_counts": {"processing": total - finished, **counts},
+            "request_counts": {
+                "processing": total - finished,
+                "succeeded": kinds.count("succeeded"),
+                "errored": kinds.count("errored"),
+                "canceled": kinds.count("canceled"),
+                "expired": kinds.count("expired"),
+            },
             "created_at": _iso(batch.created_at),
             "expires_at": _iso(batch.created_at + timedelta(hours=24)),
             "ended_at": _iso(batch.ended_at) if ended else None,
@@ -136,5 +151,5 @@ def _iso(value: datetime | None) -> str:
     return value.isoformat().replace("+00:00", "Z")
 
 
-def _error(error_type: str, message: str) -> dict[str, Any]:
+def _error(error_type: str, message: str) -> ErrorBody:
     return {"type": "error", "error": {"type": error_type, "message": message}}

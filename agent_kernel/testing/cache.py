@@ -32,11 +32,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from agent_kernel.model import images
 from agent_kernel.model.tool_search import RESULT_TYPE, referenced
+from agent_kernel.testing.wire import MessagesRequest, Usage
 
 __all__ = ["LOOKBACK", "MAX_BREAKPOINTS", "Block", "CacheError", "PromptCache", "block_tokens", "blocks_of"]
 
@@ -58,27 +59,27 @@ class Block:
     prefix: str
 
 
-def canonical(block: dict[str, Any]) -> str:
+def canonical(block: Mapping[str, object]) -> str:
     """The block as the cache sees it: without ``cache_control``, as compact sorted JSON."""
     bare = {k: v for k, v in block.items() if k != "cache_control"}
     return json.dumps(bare, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def block_tokens(block: dict[str, Any]) -> int:
+def block_tokens(block: Mapping[str, object]) -> int:
     """The token estimate of one block: ``ceil(len(canonical(block)) / 4)``, an image in it
     counted as the API counts one (about ``width × height / 750``), not by its base64."""
     return _tokens(block, canonical(block))
 
 
-def _tokens(block: dict[str, Any], text: str) -> int:
+def _tokens(block: Mapping[str, object], text: str) -> int:
     found = images.blocks_in(block)
     size = len(text) + sum(images.tokens(b) * 4 - len(canonical(b)) for b in found)
     return math.ceil(size / 4)
 
 
-def blocks_of(request: dict[str, Any]) -> list[Block]:
+def blocks_of(request: MessagesRequest) -> list[Block]:
     """The request's blocks in cache order (tools, system, messages), each with its prefix hash."""
-    parts: list[tuple[str, dict[str, Any]]] = []
+    parts: list[tuple[str, Mapping[str, object]]] = []
     deferred: dict[str, str] = {}
     for item in request.get("tools") or []:
         if not item.get("defer_loading"):
@@ -94,9 +95,9 @@ def blocks_of(request: dict[str, Any]) -> list[Block]:
         content = message.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        for index, block in enumerate(content or []):
+        for index, part in enumerate(content or []):
             # Where a message starts and whose it is are part of the prompt, not of the block.
-            parts.append((f"{message.get('role')}:{'start' if index == 0 else 'more'}", block))
+            parts.append((f"{message.get('role')}:{'start' if index == 0 else 'more'}", part))
     automatic = request.get("cache_control") is not None
     digest = hashlib.sha256(str(request.get("model")).encode())
     blocks = []
@@ -117,7 +118,7 @@ class PromptCache:
         self.min_tokens = min_tokens
         self.written: set[str] = set()
 
-    def usage(self, request: dict[str, Any]) -> dict[str, int]:
+    def usage(self, request: MessagesRequest) -> Usage:
         """``input_tokens``, ``cache_creation_input_tokens`` and ``cache_read_input_tokens``
         of ``request``; the prefixes it writes are kept for later requests."""
         blocks = blocks_of(request)
@@ -146,11 +147,12 @@ class PromptCache:
         }
 
 
-def _explicit_breakpoints(request: dict[str, Any]) -> int:
+def _explicit_breakpoints(request: MessagesRequest) -> int:
     """Blocks that carry their own ``cache_control`` (a top-level one takes one more slot)."""
     system = request.get("system")
-    found = [*(request.get("tools") or []), *(system if isinstance(system, list) else [])]
+    found: list[Mapping[str, object]] = [*(request.get("tools") or []), *(system if isinstance(system, list) else [])]
     for message in request.get("messages") or []:
-        if isinstance(message.get("content"), list):
-            found.extend(message["content"])
+        content = message.get("content")
+        if isinstance(content, list):
+            found.extend(content)
     return sum(1 for block in found if isinstance(block, dict) and block.get("cache_control") is not None)

@@ -24,10 +24,11 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any
 
 from agent_kernel.model.conversation import is_turn_context
+from agent_kernel.model.shapes import Block, MessageParam, ToolResultBlock
 from agent_kernel.testing.script import Reply, text, tool_use
+from agent_kernel.testing.wire import MessagesRequest
 
 #: The model id every answer reports (the ``%agent`` footer and the chat show it).
 OFFLINE_MODEL = "scripted-offline"
@@ -71,7 +72,7 @@ _MEANINGS = {
 _IMPORTS = {"numpy": "np", "pandas": "pd", "matplotlib.pyplot": "plt", "seaborn": "sns", "altair": "alt"}
 
 
-def demo_responder(request: dict[str, Any]) -> Reply:
+def demo_responder(request: MessagesRequest) -> Reply:
     """A reply to ``request`` (a Messages API request body)."""
     system = _system_text(request)
     if system.startswith(COMPLETION_SYSTEM_STARTS):
@@ -80,10 +81,10 @@ def demo_responder(request: dict[str, Any]) -> Reply:
         return _answer(explain_run(_all_text(request["messages"][-1])))
     last = request["messages"][-1]
     blocks = _blocks(last)
-    results = [b for b in blocks if b.get("type") == "tool_result"]
+    results = [b for b in blocks if b["type"] == "tool_result"]
     if results:
         return _after_tool(results[-1], _tool_name(request, results[-1].get("tool_use_id")))
-    words = [b.get("text", "") for b in blocks if b.get("type") == "text" and not is_turn_context(b)]
+    words = [b.get("text", "") for b in blocks if b["type"] == "text" and not is_turn_context(b)]
     prompt = " ".join(w for w in words if not _ATTACHED.match(w))
     attached = [m for m in (_attachment(w) for w in words) if m is not None]
     if prompt.lstrip().startswith(FIX_STARTS):
@@ -103,31 +104,32 @@ def _answer(value: str) -> Reply:
     return Reply([text(value)], model=OFFLINE_MODEL)
 
 
-def _call(name: str, **tool_input: Any) -> Reply:
+def _call(name: str, **tool_input: object) -> Reply:
     return Reply([tool_use(name, tool_input)], model=OFFLINE_MODEL)
 
 
-def _system_text(request: dict[str, Any]) -> str:
+def _system_text(request: MessagesRequest) -> str:
     system = request.get("system") or ""
     if isinstance(system, list):
         return "".join(b.get("text", "") for b in system if isinstance(b, dict))
     return str(system)
 
 
-def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _blocks(message: MessageParam) -> list[Block]:
     content = message["content"]
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 
-def _all_text(message: dict[str, Any]) -> str:
-    return "\n".join(b.get("text", "") for b in _blocks(message) if b.get("type") == "text")
+def _all_text(message: MessageParam) -> str:
+    return "\n".join(b.get("text", "") for b in _blocks(message) if b["type"] == "text")
 
 
-def _tool_name(request: dict[str, Any], tool_use_id: object) -> str:
+def _tool_name(request: MessagesRequest, tool_use_id: object) -> str:
     """The name of the tool the model called with ``tool_use_id`` (from its earlier message)."""
     for message in reversed(request["messages"]):
-        if message.get("role") == "assistant" and isinstance(message.get("content"), list):
-            for block in message["content"]:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list):
+            for block in content:
                 if block.get("type") == "tool_use" and block.get("id") == tool_use_id:
                     return str(block.get("name", ""))
     return ""
@@ -159,7 +161,7 @@ def _load_csv(prompt: str, path: str) -> Reply:
 _TOTAL_LINE = re.compile(r"^\s*(\d{4}-\d{2})\s+(-?\d+(?:\.\d+)?)\s*$", re.M)
 
 
-def _chart(request: dict[str, Any]) -> Reply:
+def _chart(request: MessagesRequest) -> Reply:
     """A bar chart of the monthly totals an earlier ``run_code`` of the session printed."""
     for message in reversed(request["messages"]):
         for block in _blocks(message):
@@ -191,10 +193,10 @@ def _chart(request: dict[str, Any]) -> Reply:
     )
 
 
-def _after_tool(result: dict[str, Any], tool: str) -> Reply:
+def _after_tool(result: ToolResultBlock, tool: str) -> Reply:
     content = result.get("content")
     if isinstance(content, list):
-        content = "".join(b.get("text", "") for b in content if isinstance(b, dict))
+        content = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b["type"] == "text")
     try:
         outcome = json.loads(content) if isinstance(content, str) else {}
     except ValueError:

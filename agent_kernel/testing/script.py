@@ -28,9 +28,23 @@ import base64
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
+
+from agent_kernel.model.shapes import (
+    Block,
+    RedactedThinkingBlock,
+    ServerToolUseBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    WebResultBlock,
+)
+from agent_kernel.testing.wire import MessagesRequest, ServerToolUsage, Usage
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 SCRIPTED_MODEL_NAME = "scripted-model"
 _ids = itertools.count(1)
@@ -40,9 +54,9 @@ _ids = itertools.count(1)
 class Reply:
     """One successful model response (streamed or not)."""
 
-    content: list[dict[str, Any]]
+    content: list[Block]
     stop_reason: str | None = None
-    usage: dict[str, int] | None = None
+    usage: Usage | None = None
     model: str = SCRIPTED_MODEL_NAME
     delay: float = 0.0  # seconds before the response starts
     chunk_delay: float = 0.0  # seconds between streamed deltas
@@ -65,20 +79,37 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-ScriptItem = Reply | Failure | Callable[[dict[str, Any]], Reply | Failure]
+class PausedOptions(TypedDict, total=False):
+    """The fields of a :class:`Reply` besides its content and stop reason, as keywords of :func:`pause`."""
+
+    usage: Usage | None
+    model: str
+    delay: float
+    chunk_delay: float
+    chunk_size: int
+    stream_error: str | None
 
 
-def text(value: str) -> dict[str, Any]:
+class ReplyOptions(PausedOptions, total=False):
+    """The fields of a :class:`Reply` besides its content, as keywords of the helpers that make one."""
+
+    stop_reason: str | None
+
+
+ScriptItem = Reply | Failure | Callable[[MessagesRequest], Reply | Failure]
+
+
+def text(value: str) -> TextBlock:
     """A text content block."""
     return {"type": "text", "text": value}
 
 
-def tool_use(name: str, tool_input: dict[str, Any] | None = None, *, id: str | None = None) -> dict[str, Any]:
+def tool_use(name: str, tool_input: dict[str, object] | None = None, *, id: str | None = None) -> ToolUseBlock:
     """A tool_use content block (its id is generated unless given)."""
     return {"type": "tool_use", "id": id or f"toolu_scripted_{next(_ids):04d}", "name": name, "input": tool_input or {}}
 
 
-def thinking(value: str, *, signature: str | None = None) -> dict[str, Any]:
+def thinking(value: str, *, signature: str | None = None) -> ThinkingBlock:
     """A thinking block, streamed as ``thinking_delta`` events then a ``signature_delta``.
 
     Its signature is :func:`signature_for` its text unless given. The scripted model
@@ -87,7 +118,7 @@ def thinking(value: str, *, signature: str | None = None) -> dict[str, Any]:
     return {"type": "thinking", "thinking": value, "signature": signature or signature_for(value)}
 
 
-def redacted_thinking(data: str | None = None) -> dict[str, Any]:
+def redacted_thinking(data: str | None = None) -> RedactedThinkingBlock:
     """A ``redacted_thinking`` block (encrypted thinking); it must come back unchanged too."""
     return {"type": "redacted_thinking", "data": data or f"scripted-redacted-{next(_ids):04d}"}
 
@@ -98,17 +129,17 @@ def signature_for(value: str) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-def reply(*blocks: dict[str, Any], **options: Any) -> Reply:
+def reply(*blocks: Block, **options: Unpack[ReplyOptions]) -> Reply:
     """A response made of ``blocks`` (``text(...)``, ``tool_use(...)``)."""
     return Reply(list(blocks), **options)
 
 
-def say(value: str, **options: Any) -> Reply:
+def say(value: str, **options: Unpack[ReplyOptions]) -> Reply:
     """A text answer that ends the turn."""
     return Reply([text(value)], **options)
 
 
-def call(name: str, /, **tool_input: Any) -> Reply:
+def call(name: str, /, **tool_input: object) -> Reply:
     """A response that calls one tool with ``tool_input``."""
     return Reply([tool_use(name, tool_input)])
 
@@ -118,7 +149,7 @@ def fail(status: int, error_type: str, message: str = "scripted failure", **head
     return Failure(status, error_type, message, dict(headers))
 
 
-def estimate_tokens(payload: Any) -> int:
+def estimate_tokens(payload: object) -> int:
     """A stable, rough token count (about four characters a token)."""
     return max(1, len(json.dumps(payload, sort_keys=True, default=str)) // 4)
 
@@ -126,7 +157,7 @@ def estimate_tokens(payload: Any) -> int:
 # -- the API's server tools ------------------------------------------------------------------
 
 
-def server_tool_use(name: str, tool_input: dict[str, Any], *, id: str | None = None) -> dict[str, Any]:
+def server_tool_use(name: str, tool_input: dict[str, object], *, id: str | None = None) -> ServerToolUseBlock:
     """A server_tool_use block (a tool the API runs itself: web_search, web_fetch)."""
     return {
         "type": "server_tool_use",
@@ -136,9 +167,14 @@ def server_tool_use(name: str, tool_input: dict[str, Any], *, id: str | None = N
     }
 
 
-def search_result(url: str, title: str, *, page_age: str | None = None) -> dict[str, Any]:
+def search_result(url: str, title: str, *, page_age: str | None = None) -> dict[str, object]:
     """One web_search_result (its encrypted_content is a placeholder the API would fill)."""
-    block = {"type": "web_search_result", "url": url, "title": title, "encrypted_content": f"scripted:{url}"}
+    block: dict[str, object] = {
+        "type": "web_search_result",
+        "url": url,
+        "title": title,
+        "encrypted_content": f"scripted:{url}",
+    }
     if page_age:
         block["page_age"] = page_age
     return block
@@ -146,11 +182,11 @@ def search_result(url: str, title: str, *, page_age: str | None = None) -> dict[
 
 def web_search(
     query: str,
-    results: Iterable[tuple[str, str] | dict[str, Any]] = (),
+    results: Iterable[tuple[str, str] | dict[str, object]] = (),
     *,
     error: str | None = None,
     id: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Block]:
     """A web search as the API returns it: the server_tool_use block and its result block.
 
     ``results`` are ``(url, title)`` pairs (or :func:`search_result` blocks); ``error`` an
@@ -158,22 +194,23 @@ def web_search(
     """
     use = server_tool_use("web_search", {"query": query}, id=id)
     if error is not None:
-        content: Any = {"type": "web_search_tool_result_error", "error_code": error}
+        content: object = {"type": "web_search_tool_result_error", "error_code": error}
     else:
         content = [r if isinstance(r, dict) else search_result(*r) for r in results]
-    return [use, {"type": "web_search_tool_result", "tool_use_id": use["id"], "content": content}]
+    result: WebResultBlock = {"type": "web_search_tool_result", "tool_use_id": use["id"], "content": content}
+    return [use, result]
 
 
 def web_fetch(
     url: str, text: str = "", *, title: str | None = None, error: str | None = None, id: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[Block]:
     """A web fetch as the API returns it: the server_tool_use block and its result block
     (the page as a plain-text document, citable; or an ``error`` code)."""
     use = server_tool_use("web_fetch", {"url": url}, id=id)
     if error is not None:
-        content: dict[str, Any] = {"type": "web_fetch_tool_result_error", "error_code": error}
+        content: dict[str, object] = {"type": "web_fetch_tool_result_error", "error_code": error}
     else:
-        document: dict[str, Any] = {
+        document: dict[str, object] = {
             "type": "document",
             "source": {"type": "text", "media_type": "text/plain", "data": text},
             "citations": {"enabled": True},
@@ -181,12 +218,13 @@ def web_fetch(
         if title is not None:
             document["title"] = title
         content = {"type": "web_fetch_result", "url": url, "retrieved_at": "2026-01-01T00:00:00Z", "content": document}
-    return [use, {"type": "web_fetch_tool_result", "tool_use_id": use["id"], "content": content}]
+    result: WebResultBlock = {"type": "web_fetch_tool_result", "tool_use_id": use["id"], "content": content}
+    return [use, result]
 
 
 def tool_search(
     query: str, found: Iterable[str] | None = None, *, variant: str = "bm25", id: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[Block]:
     """A tool search as the API returns it: the server_tool_use block and its result block.
 
     The scripted model works out the result from the request's deferred tools (see
@@ -195,14 +233,15 @@ def tool_search(
     search tool the request offers.
     """
     use = server_tool_use(f"tool_search_tool_{variant}", {"query": query}, id=id)
-    content: dict[str, Any] | None = None
+    content: dict[str, object] | None = None
     if found is not None:
         references = [{"type": "tool_reference", "tool_name": name} for name in found]
         content = {"type": "tool_search_tool_search_result", "tool_references": references}
-    return [use, {"type": "tool_search_tool_result", "tool_use_id": use["id"], "content": content}]
+    result: WebResultBlock = {"type": "tool_search_tool_result", "tool_use_id": use["id"], "content": content}
+    return [use, result]
 
 
-def citation(url: str, title: str, cited_text: str) -> dict[str, Any]:
+def citation(url: str, title: str, cited_text: str) -> dict[str, object]:
     """A web search citation (of a result's page)."""
     return {
         "type": "web_search_result_location",
@@ -213,9 +252,9 @@ def citation(url: str, title: str, cited_text: str) -> dict[str, Any]:
     }
 
 
-def document_citation(cited_text: str, *, title: str | None = None, document_index: int = 0) -> dict[str, Any]:
+def document_citation(cited_text: str, *, title: str | None = None, document_index: int = 0) -> dict[str, object]:
     """A citation of a fetched document (web_fetch with citations on)."""
-    block: dict[str, Any] = {
+    block: dict[str, object] = {
         "type": "char_location",
         "cited_text": cited_text,
         "document_index": document_index,
@@ -227,17 +266,17 @@ def document_citation(cited_text: str, *, title: str | None = None, document_ind
     return block
 
 
-def cited(value: str, *citations: dict[str, Any]) -> dict[str, Any]:
+def cited(value: str, *citations: dict[str, object]) -> TextBlock:
     """A text block with its citations (streamed as citations_delta events, as the API does)."""
     return {"type": "text", "text": value, "citations": list(citations)}
 
 
-def pause(*blocks: dict[str, Any], **options: Any) -> Reply:
+def pause(*blocks: Block, **options: Unpack[PausedOptions]) -> Reply:
     """A response the API paused (stop_reason ``pause_turn``): the agent sends it back to go on."""
     return Reply(list(blocks), stop_reason="pause_turn", **options)
 
 
-def server_tool_counts(content: list[dict[str, Any]]) -> dict[str, int] | None:
+def server_tool_counts(content: Iterable[Mapping[str, object]]) -> ServerToolUsage | None:
     """The usage.server_tool_use the API would bill for ``content`` (None when it used none)."""
     names = [b.get("name") for b in content if b.get("type") == "server_tool_use"]
     if not names:
@@ -256,13 +295,13 @@ SUMMARY_SYSTEM_STARTS = (
 )
 
 
-def is_summary_request(request: dict[str, Any]) -> bool:
+def is_summary_request(request: MessagesRequest) -> bool:
     """Whether a Messages request body is one of the agent's summary requests."""
     system = request.get("system")
     return isinstance(system, str) and system.startswith(SUMMARY_SYSTEM_STARTS)
 
 
-def summary_reply(request: dict[str, Any]) -> Reply:
+def summary_reply(request: MessagesRequest) -> Reply:
     """The scripted answer to a conversation-summary request: the user's prompts it saw.
 
     Deterministic, and short whatever it summarises: the previous summary's prompts and
@@ -272,7 +311,7 @@ def summary_reply(request: dict[str, Any]) -> Reply:
         b.get("text", "")
         for m in request.get("messages", [])
         for b in m.get("content", [])
-        if isinstance(b, dict) and b.get("type") == "text"
+        if isinstance(b, dict) and b["type"] == "text"
     )
     prompts = [line[len("[user] ") :][:80] for line in text.splitlines() if line.startswith("[user] ")]
     earlier = [line[2:] for line in text.splitlines() if line.startswith("- ")]  # a previous summary's
@@ -280,6 +319,6 @@ def summary_reply(request: dict[str, Any]) -> Reply:
     return say("Scripted summary. The user asked, in order:\n" + "\n".join(f"- {p}" for p in kept))
 
 
-def structured(value: Any, **options: Any) -> Reply:
+def structured(value: object, **options: Unpack[ReplyOptions]) -> Reply:
     """The answer to a request with a JSON-schema output format: ``value`` as its JSON text."""
     return Reply([text(json.dumps(value))], **options)

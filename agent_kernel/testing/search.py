@@ -29,10 +29,11 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
+from agent_kernel.model.shapes import Block, ServerToolUseBlock, WebResultBlock
 from agent_kernel.model.tool_search import RESULT_TYPE, referenced
 from agent_kernel.testing.script import Reply, server_tool_use
+from agent_kernel.testing.wire import MessagesRequest, ToolSpec
 
 __all__ = ["MAX_REFERENCES", "SearchError", "request_problem", "resolve", "search"]
 
@@ -50,17 +51,17 @@ class SearchError(ValueError):
     """A request or scripted reply the API would refuse for its tool search."""
 
 
-def search_tool(tools: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+def search_tool(tools: Iterable[ToolSpec]) -> ToolSpec | None:
     """The tool search tool among ``tools``, if any."""
     return next((t for t in tools if t.get("type") in VARIANTS), None)
 
 
-def deferred_tools(body: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+def deferred_tools(body: MessagesRequest) -> dict[str, ToolSpec]:
     """The request's deferred tools by name, in the order sent."""
     return {str(t.get("name")): t for t in body.get("tools") or () if t.get("defer_loading")}
 
 
-def request_problem(body: Mapping[str, Any]) -> str | None:
+def request_problem(body: MessagesRequest) -> str | None:
     """The API's complaint about the request's deferred tools and references, else None."""
     tools = list(body.get("tools") or ())
     deferred = [t for t in tools if t.get("defer_loading")]
@@ -78,29 +79,29 @@ def request_problem(body: Mapping[str, Any]) -> str | None:
     return None
 
 
-def resolve(body: Mapping[str, Any], reply: Reply, *, implicit: bool = True) -> Reply:
+def resolve(body: MessagesRequest, reply: Reply, *, implicit: bool = True) -> Reply:
     """``reply`` as the API would send it for ``body``: each scripted search's result found
     among the request's deferred tools, a search in front of a call of a deferred tool no
     search found (``implicit``), or :class:`SearchError` for what the API would refuse."""
     deferred = deferred_tools(body)
     finder = search_tool(body.get("tools") or ())
     loaded = set(referenced(body.get("messages") or ()))
-    asked: dict[str, Mapping[str, Any]] = {}
-    content: list[dict[str, Any]] = []
+    asked: dict[str, ServerToolUseBlock] = {}
+    content: list[Block] = []
     for block in reply.content:
         kind = block.get("type")
-        if kind == "server_tool_use" and block.get("name") in SEARCH_NAMES:
-            if finder is None or finder.get("name") != block.get("name"):
+        if block["type"] == "server_tool_use" and block["name"] in SEARCH_NAMES:
+            if finder is None or finder.get("name") != block["name"]:
                 raise SearchError(
-                    f"The scripted reply searches with {block.get('name')}, which the request does not offer."
+                    f"The scripted reply searches with {block['name']}, which the request does not offer."
                 )
-            asked[str(block.get("id"))] = block
-        elif kind == RESULT_TYPE:
+            asked[str(block["id"])] = block
+        elif block["type"] == RESULT_TYPE:
             block = _result(block, asked, deferred, finder)
-        elif kind == "tool_use" and block.get("name") in deferred and block.get("name") not in loaded:
+        elif block["type"] == "tool_use" and block["name"] in deferred and block["name"] not in loaded:
             if not implicit or finder is None:
                 raise SearchError(
-                    f"The scripted reply calls {block.get('name')}, a deferred tool that no tool search in this "
+                    f"The scripted reply calls {block['name']}, a deferred tool that no tool search in this "
                     "conversation found: script tool_search(...) before the call (the API loads a deferred "
                     "tool only from a search result)."
                 )
@@ -115,11 +116,11 @@ def resolve(body: Mapping[str, Any], reply: Reply, *, implicit: bool = True) -> 
 
 
 def _result(
-    block: Mapping[str, Any],
-    asked: Mapping[str, Mapping[str, Any]],
-    deferred: Mapping[str, Mapping[str, Any]],
-    finder: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+    block: WebResultBlock,
+    asked: Mapping[str, ServerToolUseBlock],
+    deferred: Mapping[str, ToolSpec],
+    finder: ToolSpec | None,
+) -> WebResultBlock:
     """A scripted result block, its references worked out when the script left them out."""
     use = asked.get(str(block.get("tool_use_id")))
     if use is None or finder is None:
@@ -132,7 +133,7 @@ def _result(
             raise SearchError(
                 f"The scripted search result references {', '.join(unknown)}, not deferred tools of the request."
             )
-        return dict(block)
+        return block.copy()
     query = (use.get("input") or {}).get("query")
     if not isinstance(query, str) or not query.strip():
         return _error(str(use["id"]), "invalid_tool_input", "query must be a non-empty string")
@@ -143,13 +144,13 @@ def _result(
     return _found(str(use["id"]), found)
 
 
-def _found(tool_use_id: str, names: list[str]) -> dict[str, Any]:
+def _found(tool_use_id: str, names: list[str]) -> WebResultBlock:
     references = [{"type": "tool_reference", "tool_name": name} for name in names]
     content = {"type": "tool_search_tool_search_result", "tool_references": references}
     return {"type": RESULT_TYPE, "tool_use_id": tool_use_id, "content": content}
 
 
-def _error(tool_use_id: str, code: str, message: str) -> dict[str, Any]:
+def _error(tool_use_id: str, code: str, message: str) -> WebResultBlock:
     content = {"type": "tool_search_tool_result_error", "error_code": code, "error_message": message}
     return {"type": RESULT_TYPE, "tool_use_id": tool_use_id, "content": content}
 
@@ -157,7 +158,7 @@ def _error(tool_use_id: str, code: str, message: str) -> dict[str, Any]:
 # -- the searches ---------------------------------------------------------------------------
 
 
-def search(finder: Mapping[str, Any], query: str, deferred: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def search(finder: ToolSpec, query: str, deferred: Mapping[str, ToolSpec]) -> list[str]:
     """The deferred tools the search tool ``finder`` returns for ``query``, best first."""
     texts = {name: searched_text(tool) for name, tool in deferred.items()}
     if VARIANTS.get(str(finder.get("type"))) == "regex":
@@ -165,12 +166,12 @@ def search(finder: Mapping[str, Any], query: str, deferred: Mapping[str, Mapping
     return bm25_search(query, texts)
 
 
-def searched_text(tool: Mapping[str, Any]) -> str:
+def searched_text(tool: ToolSpec) -> str:
     """What a search looks at: the tool's name, description, and parameter names and descriptions."""
     parts = [str(tool.get("name", "")), str(tool.get("description", ""))]
     schema = tool.get("input_schema")
     properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    for name, spec in (properties or {}).items():
+    for name, spec in (properties if isinstance(properties, Mapping) else {}).items():
         parts.append(str(name))
         if isinstance(spec, Mapping) and isinstance(spec.get("description"), str):
             parts.append(spec["description"])

@@ -33,10 +33,11 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+import types
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from agent_kernel.testing import search
 from agent_kernel.testing.batches import Batches
@@ -51,6 +52,7 @@ from agent_kernel.testing.script import (
     signature_for,
     summary_reply,
 )
+from agent_kernel.testing.wire import BatchesRequest, ErrorBody, EventData, Message, MessagesRequest, Usage
 
 if TYPE_CHECKING:
     import httpx2 as httpx  # the SDK's httpx package (see _httpx)
@@ -88,8 +90,8 @@ class ScriptedModel:
         self,
         script: Iterable[ScriptItem] = (),
         *,
-        responder: Callable[[dict[str, Any]], Reply | Failure] | None = None,
-        summarizer: Callable[[dict[str, Any]], Reply | Failure] | None = summary_reply,
+        responder: Callable[[MessagesRequest], Reply | Failure] | None = None,
+        summarizer: Callable[[MessagesRequest], Reply | Failure] | None = summary_reply,
         host: str = "127.0.0.1",
         port: int = 0,
         cache_min_tokens: int = 1024,
@@ -99,13 +101,13 @@ class ScriptedModel:
         self.script: collections.deque[ScriptItem] = collections.deque(script)
         self.responder = responder
         self.summarizer = summarizer
-        self.summary_requests: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
+        self.summary_requests: list[MessagesRequest] = []
+        self.requests: list[MessagesRequest] = []
         self.headers: list[dict[str, str]] = []
-        self.count_token_requests: list[dict[str, Any]] = []
+        self.count_token_requests: list[MessagesRequest] = []
         self.cache = PromptCache(min_tokens=cache_min_tokens)
         # The usage each successful response reported, in order.
-        self.usages: list[dict[str, int]] = []
+        self.usages: list[Usage] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         # Thinking blocks sent ((text, signature) and redacted data): they must come back as they are.
@@ -171,7 +173,7 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self.script)
 
-    def _next(self, body: dict[str, Any]) -> Reply | Failure:
+    def _next(self, body: MessagesRequest) -> Reply | Failure:
         summary = is_summary_request(body)
         with self._lock:
             self.requests.append(body)
@@ -212,39 +214,43 @@ class ScriptedModel:
 
         return DefaultAsyncHttpxClient(transport=self.transport())
 
-    def respond(self, path: str, body: dict[str, Any], headers: dict[str, str], method: str = "POST") -> _Answer:
-        """The answer to one request of ``body`` to ``path``, recorded in :attr:`requests`."""
+    def respond(self, path: str, body: Mapping[str, object], headers: dict[str, str], method: str = "POST") -> _Answer:
+        """The answer to one request of ``body`` to ``path``, recorded in :attr:`requests`.
+
+        ``body`` is the JSON the client sent, unchecked: the ``path`` it came to says whether
+        it is read as a batch's body or as a message's."""
         path = path.split("?", 1)[0]
         if self.batches.handles(path):
-            status, payload = self.batches.respond(method, path, body)
+            status, payload = self.batches.respond(method, path, cast("BatchesRequest", body))
             if isinstance(payload, bytes):
                 return _Answer(status, {"content-type": "application/binary"}, raw=payload)
             return self._json(status, payload)
+        request = cast("MessagesRequest", body)
         if path.endswith("/v1/messages/count_tokens"):
-            self.count_token_requests.append(body)
-            return self._json(200, {"input_tokens": estimate_tokens(body)})
+            self.count_token_requests.append(request)
+            return self._json(200, {"input_tokens": estimate_tokens(request)})
         if not path.endswith("/v1/messages"):
             return self._json(404, _error_body("not_found_error", f"No route {path}"))
         self.headers.append(headers)
-        changed = _changed_thinking(body, self._thinking_sent) or search.request_problem(body)
+        changed = _changed_thinking(request, self._thinking_sent) or search.request_problem(request)
         if changed is None:
-            answer = self._next(body)
+            answer = self._next(request)
         else:  # recorded, and the script kept for the next request
             with self._lock:
-                self.requests.append(body)
+                self.requests.append(request)
             answer = Failure(400, "invalid_request_error", changed)
         if isinstance(answer, Failure):
             return self._json(answer.status, _error_body(answer.type, answer.message), answer.headers)
         try:
-            answer, message = self._completed(body, answer)
+            answer, message = self._completed(request, answer)
         except (CacheError, search.SearchError) as exc:
             return self._json(400, _error_body("invalid_request_error", str(exc)))
-        if not body.get("stream"):
+        if not request.get("stream"):
             return self._json(200, message, delay=answer.delay)
         headers = {"content-type": "text/event-stream", "request-id": self._request_id()}
         return _Answer(200, headers, reply=answer, message=message, delay=answer.delay)
 
-    def complete(self, body: dict[str, Any]) -> tuple[Reply | Failure, dict[str, Any] | None]:
+    def complete(self, body: MessagesRequest) -> tuple[Reply | Failure, Message | None]:
         """The next answer to ``body`` (recorded in :attr:`requests`) and, when it is a reply,
         the message it makes; for requests that arrive another way (a Message Batch)."""
         answer = self._next(body)
@@ -255,16 +261,16 @@ class ScriptedModel:
         except (CacheError, search.SearchError) as exc:
             return Failure(400, "invalid_request_error", str(exc)), None
 
-    def _completed(self, body: dict[str, Any], answer: Reply) -> tuple[Reply, dict[str, Any]]:
+    def _completed(self, body: MessagesRequest, answer: Reply) -> tuple[Reply, Message]:
         """``answer`` as sent for ``body`` (its tool searches run, see :mod:`.search`) and the
         message it makes, its usage counted as the API counts it."""
         answer = search.resolve(body, answer, implicit=self.implicit_search)
         with self._lock:
             cached = self.cache.usage(body)
-        usage: dict[str, Any] = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
+        usage: Usage = answer.usage or {**cached, "output_tokens": estimate_tokens(answer.content)}
         server_tools = server_tool_counts(answer.content)
         if server_tools is not None and "server_tool_use" not in usage:
-            usage = dict(usage, server_tool_use=server_tools)
+            usage = {**usage, "server_tool_use": server_tools}
         self.usages.append(usage)
         message = _message(self._message_id(), answer, usage)
         with self._lock:
@@ -272,7 +278,7 @@ class ScriptedModel:
         return answer, message
 
     def _json(
-        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None, delay: float = 0.0
+        self, status: int, payload: Mapping[str, object], headers: dict[str, str] | None = None, delay: float = 0.0
     ) -> _Answer:
         sent = {"content-type": "application/json", "request-id": self._request_id()}
         if status in (429, 500, 502, 503, 529):
@@ -287,7 +293,7 @@ class ScriptedModel:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: socket.socket | tuple[bytes, socket.socket], client_address: object) -> None:
         # A client that hangs up mid-response (a stopped turn) is normal here.
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
@@ -298,7 +304,7 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
             pass
 
         def setup(self) -> None:
@@ -340,7 +346,7 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _httpx() -> Any:
+def _httpx() -> types.ModuleType:
     """The httpx package the installed SDK is built on (its clients refuse any other).
 
     The SDK is imported here, not at the top: the pytest plugin imports this module in every
@@ -383,9 +389,9 @@ class _Answer:
 
     status: int
     headers: dict[str, str]
-    payload: dict[str, Any] | None = None
+    payload: Mapping[str, object] | None = None
     reply: Reply | None = None
-    message: dict[str, Any] | None = None
+    message: Message | None = None
     delay: float = 0.0
     raw: bytes | None = None  # a body sent as it is (JSONL)
 
@@ -400,7 +406,7 @@ class _Answer:
             yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode(), pause
 
 
-def _message(message_id: str, answer: Reply, usage: dict[str, Any]) -> dict[str, Any]:
+def _message(message_id: str, answer: Reply, usage: Usage) -> Message:
     return {
         "id": message_id,
         "type": "message",
@@ -413,7 +419,7 @@ def _message(message_id: str, answer: Reply, usage: dict[str, Any]) -> dict[str,
     }
 
 
-def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def _events(answer: Reply, message: Message) -> Iterator[tuple[str, EventData]]:
     start = dict(message, content=[], stop_reason=None)
     start["usage"] = dict(message["usage"], output_tokens=1)
     yield "message_start", {"type": "message_start", "message": start}
@@ -487,7 +493,7 @@ def _events(answer: Reply, message: dict[str, Any]) -> Iterator[tuple[str, dict[
             )
             return
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-    usage = {"output_tokens": message["usage"]["output_tokens"]}
+    usage: Usage = {"output_tokens": message["usage"]["output_tokens"]}
     if "server_tool_use" in message["usage"]:
         usage["server_tool_use"] = message["usage"]["server_tool_use"]
     yield (
@@ -512,7 +518,7 @@ def _pieces(value: str, size: int) -> Iterator[str]:
         yield value[start : start + size]
 
 
-def _thinking_key(block: Any) -> tuple[str, str] | None:
+def _thinking_key(block: object) -> tuple[str, str] | None:
     if not isinstance(block, dict):
         return None
     if block.get("type") == "thinking":
@@ -522,16 +528,17 @@ def _thinking_key(block: Any) -> tuple[str, str] | None:
     return None
 
 
-def _changed_thinking(body: dict[str, Any], sent: set[tuple[str, str]]) -> str | None:
+def _changed_thinking(body: MessagesRequest, sent: set[tuple[str, str]]) -> str | None:
     """The API's complaint when a request sends a thinking block back changed, else None.
 
     A thinking block must keep the signature it came with (by default ``signature_for``
     its text); a ``redacted_thinking`` block, the data it came with.
     """
     for m, message in enumerate(body.get("messages") or []):
-        if message.get("role") != "assistant" or not isinstance(message.get("content"), list):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
             continue
-        for b, block in enumerate(message["content"]):
+        for b, block in enumerate(content):
             key = _thinking_key(block)
             if key is None or key in sent:
                 continue
@@ -542,5 +549,5 @@ def _changed_thinking(body: dict[str, Any], sent: set[tuple[str, str]]) -> str |
     return None
 
 
-def _error_body(error_type: str, message: str) -> dict[str, Any]:
+def _error_body(error_type: str, message: str) -> ErrorBody:
     return {"type": "error", "error": {"type": error_type, "message": message}}

@@ -25,7 +25,7 @@ from IPython import get_ipython
 from IPython.core.interactiveshell import InteractiveShell
 
 from agent_kernel.config import AgentKernel
-from agent_kernel.errors import ConfigError, TurnInProgressError
+from agent_kernel.errors import ConfigError, MissingKeyError, TurnFailedError, TurnInProgressError
 from agent_kernel.kernel import libraries
 from agent_kernel.paths import default_db_path
 from agent_kernel.secrets import Secrets
@@ -273,6 +273,26 @@ class Agent:
             "`await agent.arun(...)` or the %agent magic instead of agent.run()."
         )
 
+    def _refuse_without_key(self, request: TurnRequest) -> None:
+        """Raise :class:`~agent_kernel.errors.MissingKeyError` when no key can reach the model
+        (:class:`~agent_kernel.errors.TurnFailedError` with ``request.check``, which asks for
+        every failure as that); outside a kernel (a script) its sentence names the ways a
+        script's key is found."""
+        from agent_kernel.model.client import KEY_WAYS, NO_KEY, api_key
+
+        try:
+            api_key()
+        except MissingKeyError as exc:
+            refused = exc
+            if str(exc).startswith(NO_KEY) and getattr(self.shell, "kernel", None) is None:
+                refused = MissingKeyError(
+                    f"No Anthropic API key: set ANTHROPIC_API_KEY in this script's environment, or {KEY_WAYS}; "
+                    "then run the script again."
+                )
+            if request.check:
+                raise TurnFailedError(str(refused), "model_error") from None
+            raise refused from None
+
     async def _run_on_own_loop(self, request: TurnRequest) -> TurnResult:
         """A turn on a loop that ends with it: its model connections are closed first."""
         try:
@@ -303,7 +323,9 @@ class Agent:
         limit, the model-call cap; see :mod:`agent_kernel.turn.outcome`) still returns its
         result, with ``result.failed`` true and ``result.error`` the line shown; with
         ``check=True`` it raises :class:`~agent_kernel.errors.TurnFailedError` with that
-        line instead, as an ``%agent`` cell does.
+        line instead, as an ``%agent`` cell does. With no API key no turn starts (no session
+        is touched): it raises :class:`~agent_kernel.errors.MissingKeyError`, whose sentence
+        says how to give one (``TurnFailedError`` with ``check=True``).
         """
         return await self.arun_request(
             TurnRequest(
@@ -330,6 +352,7 @@ class Agent:
         """
         if self._running:
             raise TurnInProgressError("An agent turn is already running in this kernel; wait for it or press Stop.")
+        self._refuse_without_key(request)  # before any session is touched: no half turn is left behind
         self._running = True
         try:
             await warmup.wait_for_step()  # its imports and the turn's must not interleave

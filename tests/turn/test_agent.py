@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -286,3 +287,63 @@ def test_a_skill_added_to_the_folder_between_turns_is_in_the_next_prompt(shell_a
     (folder / "SKILL.md").write_text("---\nname: charts\ndescription: House chart style\n---\nUse plotly.\n")
     shell_agent.ok("third")
     assert "- charts: House chart style" in system_text(scripted_model.requests[-1])
+
+
+NO_KEY_SCRIPT = textwrap.dedent(
+    """
+    import os, subprocess, sys
+    from agent_kernel import Agent
+    from agent_kernel.errors import AgentKernelError
+    from agent_kernel.store import Store
+    from agent_kernel.store.sessions import Sessions
+
+    def sessions():
+        with Store(os.environ["AGENT_KERNEL_DB"]).connect(read_only=True) as con:
+            found = Sessions(con)
+            return [(s.name, s.state, len(found.messages(s.id))) for s in found.list()]
+
+    agent = Agent()
+    try:
+        agent.run("first")
+    except AgentKernelError as exc:
+        print("REFUSED", type(exc).__name__, str(exc))
+    print("SESSIONS", sessions())
+    # The person follows the sentence: `agent-kernel key set` in a terminal, then runs again.
+    key_set = [sys.executable, "-m", "agent_kernel.cli", "key", "set"]
+    stored = subprocess.run(key_set, input="sk-ant-api03-" + "k" * 30, capture_output=True, text=True)
+    print("STORED", stored.returncode, stored.stderr.strip())
+    result = agent.run("second")
+    print("RESULT", result.state, repr(result.text))
+    print("SESSIONS", sessions())
+    """
+)
+
+
+def test_agent_run_without_a_key_refuses_with_one_sentence_and_runs_once_a_key_is_stored(
+    scripted_model, agent_db, tmp_path
+):
+    scripted_model.add(say("Now with a key."))
+    home = tmp_path / "person"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")}
+    env.pop("AGENT_KERNEL_KEY_STORED", None)
+    # A person's machine with no key anywhere: none in the environment, none stored, no keyring.
+    env |= {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local")}
+    env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+    out = subprocess.run(
+        [sys.executable, "-c", NO_KEY_SCRIPT], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    [refused] = [line for line in lines if line.startswith("REFUSED")]
+    assert refused.startswith("REFUSED MissingKeyError No Anthropic API key: set ANTHROPIC_API_KEY")
+    assert "%agent_key" in refused and "`agent-kernel key set`" in refused
+    assert "Traceback" not in out.stderr
+    # Nothing of the refused turn is stored: no session, no message, no error state.
+    before, after = (line for line in lines if line.startswith("SESSIONS"))
+    assert before == "SESSIONS []"
+    assert "STORED 0" in out.stdout
+    assert "RESULT idle 'Now with a key.'" in out.stdout
+    assert after.endswith(", 'idle', 2)]"), after  # one session: the second prompt and its answer
+    [request] = scripted_model.requests
+    assert texts_of(request) == [("user", "second")]

@@ -15,7 +15,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agent_kernel.display.presence import ACK_JS, AckWidget
+from agent_kernel.display.fallback import with_fallback_view
+from agent_kernel.display.presence import AckWidget
+from agent_kernel.display.scripts import widget_script
 
 _JS = Path(__file__).with_name("js")
 STATIC_HTML = (
@@ -24,7 +26,7 @@ STATIC_HTML = (
 )
 MAX_ANSWER_CHARS = 500
 
-_ESM = ACK_JS + (_JS / "insert_cells.js").read_text(encoding="utf-8")
+_ESM = widget_script("insert_cells.js")
 
 _CSS = """
 .agent-kernel-insert-cells {
@@ -81,8 +83,6 @@ class InsertCellsButton(AckWidget):
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # The widget, and for a notebook opened without its kernel a line saying what the
         # button did; a client that draws no widgets shows nothing rather than the repr.
-        from agent_kernel.display.fallback import with_fallback_view
-
         bundle = super()._repr_mimebundle_(**kwargs)
         assert bundle is not None, "a widget with a view has a bundle"
         data, metadata = bundle

@@ -14,7 +14,7 @@ from typing import Any
 
 import traitlets
 
-from agent_kernel.display.presence import ACK_JS
+from agent_kernel.display.scripts import widget_script
 from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
 
 _JS = Path(__file__).with_name("js")
@@ -30,7 +30,7 @@ class Typed:
 class ChoiceCard(WaitingWidget):
     """Buttons to choose from (``buttons``: ``{id, label, style?}``), or a text box."""
 
-    _esm = ACK_JS + (_JS / "choice.js").read_text(encoding="utf-8")
+    _esm = widget_script("choice.js", "attention.js")
     _css = (_JS / "widgets.css").read_text(encoding="utf-8")
 
     heading = traitlets.Unicode("").tag(sync=True)

@@ -45,7 +45,7 @@ from typing import Any, Protocol
 import traitlets
 
 from agent_kernel.display.fallback import with_fallback_view
-from agent_kernel.display.presence import ACK_JS
+from agent_kernel.display.scripts import widget_script
 from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
 from agent_kernel.secrets import redact
 
@@ -230,7 +230,7 @@ class ComponentWidget(WaitingWidget):
     ``render_blocks``; waiting for Submit or Dismiss when shown by ``render_and_wait``,
     whose answer is ``{"action": "submit", "state": {...}}`` or ``{"action": "dismiss"}``."""
 
-    _esm = ACK_JS + (_JS / "component.js").read_text(encoding="utf-8")
+    _esm = widget_script("component.js")
     _css = (_JS / "widgets.css").read_text(encoding="utf-8")
 
     heading = traitlets.Unicode("").tag(sync=True)

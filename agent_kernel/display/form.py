@@ -18,7 +18,7 @@ from typing import Any
 import traitlets
 
 from agent_kernel.display.fallback import with_fallback_view
-from agent_kernel.display.presence import ACK_JS
+from agent_kernel.display.scripts import widget_script
 from agent_kernel.display.waiting import STOPPED, Bundle, Nobody, WaitingWidget
 
 _JS = Path(__file__).with_name("js")
@@ -99,7 +99,7 @@ def typed_values(fields: list[dict[str, Any]], raw: dict[str, Any]) -> tuple[dic
 class FormWidget(WaitingWidget):
     """A form in the running cell; its answer is ``{"action": "submit", "data"}`` or dismiss."""
 
-    _esm = ACK_JS + (_JS / "form.js").read_text(encoding="utf-8")
+    _esm = widget_script("form.js", "attention.js")
     _css = (_JS / "widgets.css").read_text(encoding="utf-8")
 
     title = traitlets.Unicode("").tag(sync=True)

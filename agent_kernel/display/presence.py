@@ -13,11 +13,12 @@ can see, cheapest first:
    only after the running cell ends, so an answer could never reach a waiting turn:
    nobody (with a note saying what to upgrade).
 5. Otherwise a front end probably draws widgets. Every widget of ours *acknowledges*
-   when a front end renders it (its JavaScript sets ``rendered``). A waiting widget
-   whose acknowledgement does not come within ``AgentKernel.presence_timeout`` means a
-   client that draws no widgets (``jupyter console``, a script on ``jupyter_client``):
-   nobody. That is remembered for the rest of the turn, so its later waits return at
-   once; the next turn asks again (a person may have opened the notebook meanwhile).
+   when a front end renders it (``js/ack.js``, which starts each widget's script). A
+   waiting widget whose acknowledgement does not come within
+   ``AgentKernel.presence_timeout`` means a client that draws no widgets (``jupyter
+   console``, a script on ``jupyter_client``): nobody. That is remembered for the rest of
+   the turn, so its later waits return at once; the next turn asks again (a person may
+   have opened the notebook meanwhile).
 """
 
 from __future__ import annotations
@@ -29,20 +30,7 @@ from typing import Any, Protocol
 import anywidget
 import traitlets
 
-__all__ = ["ACK_JS", "BUSY_CELL", "PRESENCE", "AckWidget", "Attendance", "BusyCell", "Presence"]
-
-# Prepended to each widget's ES module: call acknowledge(model) at the end of render().
-#
-# Everything our widgets tell the kernel goes as a custom message (model.send), never as
-# a state change (model.save_changes): ipykernel 7.4 handles comm messages that arrive
-# while a cell awaits without publishing busy/idle status, and ipywidgets' front end
-# holds back every later state change of a model until it has seen "idle" for the
-# previous one, so a state change sent during the turn would stall that widget for good.
-ACK_JS = """
-function acknowledge(model) {
-  model.send({ type: "rendered" });
-}
-"""
+__all__ = ["BUSY_CELL", "PRESENCE", "AckWidget", "Attendance", "BusyCell", "Presence"]
 
 
 class Attendance(Protocol):

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import traitlets
+from IPython import get_ipython
 
-from agent_kernel.display.presence import ACK_JS, AckWidget
+from agent_kernel.display.presence import AckWidget
+from agent_kernel.display.scripts import widget_script
 
 _JS = Path(__file__).with_name("js")
 
@@ -24,7 +26,7 @@ _JS = Path(__file__).with_name("js")
 INTERRUPT_AFTER_MS = 1000
 
 # The button's script, after the delay it waits for.
-_ESM = ACK_JS + f"const INTERRUPT_AFTER_MS = {INTERRUPT_AFTER_MS};\n" + (_JS / "stop.js").read_text(encoding="utf-8")
+_ESM = widget_script("stop.js", constants={"INTERRUPT_AFTER_MS": INTERRUPT_AFTER_MS})
 
 _CSS = """
 .agent-kernel-stop {
@@ -79,8 +81,6 @@ def prepare() -> None:
     first widget of a page (a few hundred milliseconds in JupyterLab) is loaded before the
     turn, and the turn's Stop button shows at once, without the ~2 ms of making it.
     """
-    from IPython import get_ipython
-
     if getattr(get_ipython(), "kernel", None) is None or _PREPARED:
         return
     _PREPARED.append(StopButton())

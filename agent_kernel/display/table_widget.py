@@ -29,7 +29,8 @@ from typing import Any
 import traitlets
 
 from agent_kernel.display.fallback import Bundle, with_fallback_view
-from agent_kernel.display.presence import ACK_JS, AckWidget
+from agent_kernel.display.presence import AckWidget
+from agent_kernel.display.scripts import widget_script
 from agent_kernel.display.text_tables import Table
 from agent_kernel.errors import ToolInputError
 
@@ -186,7 +187,7 @@ def _grouped_number(value: Any) -> str:
 class TableWidget(AckWidget):
     """The interactive table; its bundle carries the static first page as a fallback."""
 
-    _esm = ACK_JS + (_JS / "table.js").read_text(encoding="utf-8")
+    _esm = widget_script("table.js")
     _css = (_JS / "widgets.css").read_text(encoding="utf-8")
 
     title = traitlets.Unicode("").tag(sync=True)

@@ -90,44 +90,4 @@ function render({ model, el }) {
   if (model.get("status") === "waiting") waitForPerson(card, heading || String(text || "").split("\n")[0] || "The agent asks");
   acknowledge(model);
 }
-// A card that waits for the person: a region named by what it asks, said once through the
-// page's polite live region, and given the keyboard focus unless the person types elsewhere.
-function waitForPerson(card, label) {
-  card.setAttribute("role", "region");
-  card.setAttribute("aria-label", label);
-  card.tabIndex = -1;
-  let region = document.getElementById("ak-announcer");
-  if (!region) {
-    region = document.createElement("div");
-    region.id = "ak-announcer";
-    region.className = "ak-visually-hidden";
-    region.setAttribute("role", "status");
-    region.setAttribute("aria-live", "polite");
-    region.style.cssText = "position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;";
-    document.body.appendChild(region);
-  }
-  const said = region;
-  said.textContent = "";
-  setTimeout(() => { said.textContent = label + ": waiting for your answer."; }, 100);
-  let tries = 0;
-  const focus = () => {
-    if (!card.isConnected) {
-      if (++tries < 50) setTimeout(focus, 100);
-      return;
-    }
-    const active = /** @type {HTMLElement | null} */ (document.activeElement);
-    const typing = active && active !== document.body && !active.closest(".ak-chat-input") &&
-      (active instanceof HTMLInputElement || active instanceof HTMLTextAreaElement ||
-       active instanceof HTMLSelectElement || active.isContentEditable);
-    if (!typing) card.focus({ preventScroll: true });
-  };
-  setTimeout(focus, 0);
-}
-// The keyboard stays on the card when the control it was on is disabled (an answered card).
-function keepFocusOn(card) {
-  if (card.contains(document.activeElement) && document.activeElement !== card) {
-    card.tabIndex = -1;
-    card.focus({ preventScroll: true });
-  }
-}
 export default { render };

@@ -48,8 +48,13 @@ from agent_kernel.model import calls
 from agent_kernel.model.calls import Caller
 
 if TYPE_CHECKING:
+    from anthropic.resources.messages.batches import AsyncBatches
+    from anthropic.types import Message
+    from anthropic.types.messages import MessageBatchResult
+
     from agent_kernel.config import AgentKernel
     from agent_kernel.model.client import ModelClient
+    from agent_kernel.model.json_schemas import Validator
 
 __all__ = [
     "LEVELS", "Generation", "GenerationError", "agenerate", "agenerate_many", "generate", "generate_many",
@@ -101,9 +106,9 @@ class Generation:
     def ok(self) -> bool:
         return self.error is None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """``{text, parsed?, usage}`` (and ``error`` when it failed), as the tool returns it."""
-        out: dict[str, Any] = {"text": self.text}
+        out: dict[str, object] = {"text": self.text}
         if self.structured and self.error is None:
             out["parsed"] = self.parsed
         out["usage"] = dict(self.usage)
@@ -133,8 +138,12 @@ def _short(text: str, limit: int) -> str:
 class _Request:
     """One call's request parameters, and the validator its reply must pass (with a schema)."""
 
-    params: dict[str, Any]
-    validator: Any = None
+    params: dict[str, object]
+    validator: Validator | None = None
+
+    @property
+    def model(self) -> str:
+        return str(self.params["model"])
 
     def with_prompt(self, prompt: str) -> _Request:
         return _Request({**self.params, "messages": [{"role": "user", "content": prompt}]}, self.validator)
@@ -146,7 +155,7 @@ def _request(
     *,
     system: str | None,
     intelligence: str,
-    schema: dict[str, Any] | None,
+    schema: dict[str, object] | None,
     max_tokens: int | None,
     temperature: float | None,
 ) -> _Request:
@@ -159,7 +168,7 @@ def _request(
     tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         raise ValueError(f"max_tokens must be a positive whole number, not {max_tokens!r}.")
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "model": model,
         "max_tokens": tokens,
         "messages": [{"role": "user", "content": prompt}],
@@ -194,7 +203,7 @@ def _note_temperature() -> None:
     )
 
 
-def _validator(schema: Any) -> Any:
+def _validator(schema: object) -> Validator:
     """The compiled validator of ``schema``; ``ValueError`` when it is no valid JSON Schema."""
     if not isinstance(schema, dict):
         raise ValueError(f"schema must be a JSON Schema object, not {type(schema).__name__}.")
@@ -210,7 +219,7 @@ def _validator(schema: Any) -> Any:
         raise ValueError(f"schema is {exc}") from None
 
 
-def _api_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def _api_schema(schema: dict[str, object]) -> dict[str, object]:
     """``schema`` in the subset the API's structured outputs accept (the SDK's own transform:
     what it cannot express moves into descriptions; the reply is checked against the original)."""
     from anthropic import transform_schema
@@ -221,7 +230,7 @@ def _api_schema(schema: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"schema cannot be used for structured output: {exc}") from None
 
 
-def _result(message: Any, request: _Request) -> Generation:
+def _result(message: Message, request: _Request) -> Generation:
     """The :class:`Generation` a response makes, with ``error`` when it is no usable answer."""
     text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", None) == "text")
     usage = message.usage
@@ -259,7 +268,7 @@ def _result(message: Any, request: _Request) -> Generation:
     return result
 
 
-def _schema_problem(validator: Any, value: Any) -> str | None:
+def _schema_problem(validator: Validator, value: object) -> str | None:
     import fastjsonschema
 
     try:
@@ -282,15 +291,15 @@ def _caller(agent: Agent | None) -> Caller:
     caller = calls.kernel_default()
     if caller is not None:
         return caller
-    if "client" not in _DEFAULT:
+    if not _DEFAULT:
         from agent_kernel.config import AgentKernel
         from agent_kernel.model.client import ModelClient
 
-        _DEFAULT.update(client=ModelClient(), settings=AgentKernel())
-    return Caller(_DEFAULT["client"], _DEFAULT["settings"])
+        _DEFAULT.append(Caller(ModelClient(), AgentKernel()))
+    return _DEFAULT[0]
 
 
-_DEFAULT: dict[str, Any] = {}
+_DEFAULT: list[Caller] = []  # our own caller, made on first use
 
 
 class _Tally:
@@ -307,11 +316,11 @@ class _Tally:
         self.bar = bar
         self.changed = threading.Event()
         self._lock = threading.Lock()
-        self._calls: list[tuple[Any, float | None]] = []
+        self._calls: list[tuple[Message, float | None]] = []
         self._done = 0
         self._status: str | None = None
 
-    def call(self, message: Any, duration_ms: float | None) -> None:
+    def call(self, message: Message, duration_ms: float | None) -> None:
         if self.same_thread:
             self._record(message, duration_ms)
             return
@@ -342,7 +351,7 @@ class _Tally:
         if self.bar is not None:
             self.bar.close()
 
-    def _record(self, message: Any, duration_ms: float | None) -> None:
+    def _record(self, message: Message, duration_ms: float | None) -> None:
         if self.record is not None:
             self.record(message, duration_ms)
 
@@ -420,7 +429,7 @@ def _wait(make: Callable[[], Awaitable[T]], tally: _Tally) -> T:
 
 async def _one(caller: Caller, request: _Request, tally: _Tally) -> Generation:
     """One request answered; every failure is the result's ``error``, never an exception."""
-    model = request.params["model"]
+    model = request.model
     reason = caller.limit_reached() if caller.limit_reached is not None else None
     if reason:
         return Generation(model=model, error=reason, structured=request.validator is not None)
@@ -444,7 +453,7 @@ def generate(
     *,
     system: str | None = None,
     intelligence: str = "low",
-    schema: dict[str, Any] | None = None,
+    schema: dict[str, object] | None = None,
     max_tokens: int | None = None,
     temperature: float | None = None,
     agent: Agent | None = None,
@@ -472,7 +481,7 @@ async def agenerate(
     *,
     system: str | None = None,
     intelligence: str = "low",
-    schema: dict[str, Any] | None = None,
+    schema: dict[str, object] | None = None,
     max_tokens: int | None = None,
     temperature: float | None = None,
     agent: Agent | None = None,
@@ -490,11 +499,11 @@ async def agenerate(
 
 
 def generate_many(
-    prompts: Iterable[Any],
+    prompts: Iterable[object],
     *,
     system: str | None = None,
     intelligence: str = "low",
-    schema: dict[str, Any] | None = None,
+    schema: dict[str, object] | None = None,
     max_tokens: int | None = None,
     temperature: float | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -519,11 +528,11 @@ def generate_many(
 
 
 async def agenerate_many(
-    prompts: Iterable[Any],
+    prompts: Iterable[object],
     *,
     system: str | None = None,
     intelligence: str = "low",
-    schema: dict[str, Any] | None = None,
+    schema: dict[str, object] | None = None,
     max_tokens: int | None = None,
     temperature: float | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -545,11 +554,11 @@ async def agenerate_many(
 
 
 def _many(
-    prompts: Iterable[Any],
+    prompts: Iterable[object],
     agent: Agent | None,
     system: str | None,
     intelligence: str,
-    schema: dict[str, Any] | None,
+    schema: dict[str, object] | None,
     max_tokens: int | None,
     temperature: float | None,
     concurrency: int,
@@ -582,7 +591,7 @@ def _check_many(concurrency: int, batch: bool, count: int) -> None:
         )
 
 
-def _items(prompts: Any) -> tuple[list[Any], Callable[[list[Generation]], Any]]:
+def _items(prompts: Iterable[object]) -> tuple[list[object], Callable[[list[Generation]], Any]]:
     """The prompts as a list, and what gives the results the input's shape (a Series stays one)."""
     import sys
 
@@ -598,11 +607,11 @@ def _items(prompts: Any) -> tuple[list[Any], Callable[[list[Generation]], Any]]:
 
 
 def _requests(
-    items: list[Any],
+    items: list[object],
     settings: AgentKernel,
     system: str | None,
     intelligence: str,
-    schema: dict[str, Any] | None,
+    schema: dict[str, object] | None,
     max_tokens: int | None,
     temperature: float | None,
 ) -> list[_Request | Generation]:
@@ -634,7 +643,7 @@ async def _concurrent(
             try:
                 result = await _one(caller, request, tally)
             except Exception as exc:  # noqa: BLE001 - one item's failure is its own
-                result = Generation(model=request.params["model"], error=f"{type(exc).__name__}: {exc}")
+                result = Generation(model=request.model, error=f"{type(exc).__name__}: {exc}")
         tally.done()
         return result
 
@@ -658,7 +667,7 @@ async def _batch(
         for key, request in sent.items():
             number = int(key.removeprefix("item-"))
             if results[number] is None:
-                results[number] = Generation(model=request.params["model"], error=line)
+                results[number] = Generation(model=request.model, error=line)
         return [r for r in results if r is not None]
 
     if not sent:
@@ -698,8 +707,8 @@ async def _batch(
     return fail_all(f"Message Batch {made.id} returned no result for this request.")
 
 
-def _batch_result(outcome: Any, request: _Request, tally: _Tally) -> Generation:
-    model = request.params["model"]
+def _batch_result(outcome: MessageBatchResult, request: _Request, tally: _Tally) -> Generation:
+    model = request.model
     if outcome.type == "succeeded":
         tally.call(outcome.message, None)
         return _result(outcome.message, request)
@@ -710,7 +719,7 @@ def _batch_result(outcome: Any, request: _Request, tally: _Tally) -> Generation:
     return Generation(model=model, error=f"The batch request was {outcome.type} before it ran.")
 
 
-async def _cancel_batch(batches: Any, batch_id: str) -> None:
+async def _cancel_batch(batches: AsyncBatches, batch_id: str) -> None:
     """Ask the API to stop a batch whose caller was interrupted (what ran is still billed)."""
     try:
         await asyncio.shield(asyncio.wait_for(batches.cancel(batch_id), 10))

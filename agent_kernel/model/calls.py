@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from anthropic.types import Message
+
     from agent_kernel.model.client import ModelClient
 
 __all__ = [
@@ -38,7 +40,7 @@ class Caller:
 
     client: ModelClient
     settings: Any  # the AgentKernel settings (config.py, a layer above this one)
-    record: Callable[[Any, float | None], None] | None = None
+    record: Callable[[Message, float | None], None] | None = None
     limit_reached: Callable[[], str | None] | None = None
 
 

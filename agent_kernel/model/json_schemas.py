@@ -7,21 +7,26 @@ seconds where its optional format checkers are installed, as Jupyter installs th
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
-__all__ = ["compiled"]
+__all__ = ["Validator", "compiled"]
+
+Validator = Callable[[object], object]
+"""A compiled schema: returns the value it was given (with defaults filled in), raises
+``fastjsonschema.JsonSchemaValueException`` saying where it does not match."""
 
 
 @lru_cache(maxsize=256)
-def compiled(schema_json: str) -> Any:
+def compiled(schema_json: str) -> Validator:
     """The validator of the schema given as JSON text; ``ValueError`` saying why when it is
     no valid JSON Schema."""
     import fastjsonschema  # noqa: PLC0415 - ~90 ms, and only agent-defined tools have schemas to check
 
     try:
-        return fastjsonschema.compile(json.loads(schema_json))
+        validator: Validator = fastjsonschema.compile(json.loads(schema_json))
     except fastjsonschema.JsonSchemaDefinitionException as exc:
         raise ValueError(f"not a valid JSON Schema: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - malformed schemas fail in many ways while compiling
         raise ValueError(f"not a valid JSON Schema ({type(exc).__name__}: {exc}).") from None
+    return validator

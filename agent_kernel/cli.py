@@ -15,6 +15,7 @@
     agent-kernel export SESSION OUT.ipynb [--schedule CRON] [--no-verify] [--yes] [options]
     agent-kernel cells list|clear NOTEBOOK [--cell ID]
     agent-kernel key set|status|forget
+    agent-kernel store stats [--json] | prune [--older-than DAYS] [--dry-run] | vacuum
 
 The database is ``AGENT_KERNEL_DB`` (or ``--db``); run directories live under
 ``AGENT_KERNEL_HOME``. Jobs are named by id, a unique id prefix, or their name.
@@ -770,9 +771,10 @@ def _parser() -> argparse.ArgumentParser:
     clearing.add_argument("notebook", help="the notebook (.ipynb)")
     clearing.add_argument("--cell", action="append", metavar="ID", help="only this cell (repeatable)")
     clearing.set_defaults(handler=_cell_marks, action="clear")
-    from agent_kernel import cli_key
+    from agent_kernel import cli_key, cli_store
 
     cli_key.add_parser(commands)
+    cli_store.add_parser(commands)
     return parser
 
 

@@ -251,6 +251,20 @@ class AgentKernel(Configurable):
         help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file past it is rolled back.",
     ).tag(config=True)
 
+    retention_full_days = Int(
+        90,
+        help="Days the store keeps tool results, code run outputs and scheduled runs' output notebooks "
+        "and logs in full; older ones are pruned to a stub that says what was there (at most once a day, "
+        "and by agent-kernel store prune). The conversation's text, tool inputs, code and every summary "
+        "are kept whatever this says. 0: keep everything in full.",
+    ).tag(config=True)
+
+    @validate("retention_full_days")
+    def _valid_retention(self, proposal: _Proposal[int]) -> int:
+        if proposal["value"] < 0:
+            raise TraitError(f"retention_full_days is a number of days (0: keep everything), not {proposal['value']}.")
+        return proposal["value"]
+
     into_max_rows = Int(
         10_000_000,
         help="Most rows db_sql into= puts in a kernel variable; the result says when it was cut.",

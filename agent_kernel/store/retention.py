@@ -47,6 +47,7 @@ __all__ = [
     "TableSize",
     "Vacuumed",
     "human_bytes",
+    "measure",
     "prune",
     "prune_if_due",
     "size_line",
@@ -135,10 +136,12 @@ def size_line(store: Store, *, now: datetime | None = None) -> SizeLine:
     """The store's size and growth, for ``%agent_stats`` and the panel: a few ``count(*)``
     that DuckDB answers from its zone maps, whatever the store holds."""
     with store.connect(read_only=True) as con:
-        return _size_line(con, store.path, now or _utc_now())
+        return measure(con, store.path, now or _utc_now())
 
 
-def _size_line(con: Any, path: Path, now: datetime) -> SizeLine:
+def measure(con: Any, path: Path, now: datetime | None = None) -> SizeLine:
+    """:func:`size_line` on an open connection ``con`` to the store at ``path``."""
+    now = now or _utc_now()
     week = now - timedelta(days=7)
     recent = total = 0
     for table in _DATED:
@@ -178,7 +181,7 @@ def _file_bytes(path: Path) -> int:
 def store_stats(store: Store, *, now: datetime | None = None) -> StoreStats:
     """Size, growth, rows and estimated bytes of every table, free space inside the file."""
     with store.connect(read_only=True) as con:
-        size = _size_line(con, store.path, now or _utc_now())
+        size = measure(con, store.path, now or _utc_now())
         block, used, free = aggregate_row(
             con.execute(
                 "SELECT block_size, used_blocks, free_blocks FROM pragma_database_size() "

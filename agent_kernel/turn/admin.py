@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import SessionError
-from agent_kernel.store import audit, provenance, usage
+from agent_kernel.store import audit, provenance, retention, usage
 from agent_kernel.store.prompts import SystemPrompts
 from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.skills import Skills, skills_folder
@@ -115,6 +115,10 @@ class Admin:
         """The code runs and tool calls of the last ``days`` days, and model usage per day."""
         with self._connect() as con:
             return audit.stats(con, days), usage.daily(con, days)
+
+    def store_size(self) -> retention.SizeLine:
+        """The store's size on disk and its growth over the last week (``%agent_stats``'s last line)."""
+        return retention.size_line(self._store())
 
     def failures(self, n: int) -> list[audit.Failure]:
         """The last ``n`` failed code runs, newest first."""

@@ -6,6 +6,7 @@ import pytest
 
 from agent_kernel import Agent, AgentKernelError
 from agent_kernel.errors import SessionError
+from agent_kernel.store import retention
 
 
 @pytest.fixture
@@ -44,3 +45,10 @@ def test_mistakes_are_library_errors_not_ipython_ones(agent):
     agent.session(name="kept")  # the name now means another session
     with pytest.raises(SessionError, match="changed meanwhile; nothing was deleted"):
         agent.admin.delete(found)
+
+
+def test_the_store_size_line_says_how_big_the_store_is_and_how_fast_it_grows(agent, tmp_path):
+    agent.session(name="kept")
+    size = agent.admin.store_size()
+    assert size.file_bytes == (tmp_path / "agent.duckdb").stat().st_size > 0
+    assert size.text().startswith(retention.human_bytes(size.file_bytes + size.log_bytes) + " on disk, growing about ")

@@ -19,7 +19,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Put the tests' temporary directories (their DuckDB files among them) on a RAM disk
     when the machine has a roomy one.
 
-    A DuckDB commit waits for the disk (fsync); a 500-turn session commits 500 times, and
+    A DuckDB commit waits for the disk (fsync); a 150-turn session commits 150 times, and
     on a busy disk that wait was most of the test's time. Files on tmpfs behave the same to
     every process, a killed kernel's writes included; only a power cut would differ.
     xdist's workers take their directories from the controller, so only it decides.

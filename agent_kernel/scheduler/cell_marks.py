@@ -30,7 +30,7 @@ MOST_NAMED = 5  # marked cells a refusal names
 
 def read_notebook(path: str | Path) -> NotebookNode:
     """The notebook at ``path`` (nbformat 4), or :class:`ScheduleError` saying why not."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     file = Path(path)
     try:

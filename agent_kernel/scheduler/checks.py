@@ -33,10 +33,17 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agent_kernel.grants import parse
 from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.cell_marks import refusal
+from agent_kernel.scheduler.cron import check_cron, zone
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 # What a job may be; jobs.py and the checks below share it.
 KINDS = ("notebook", "task", "reminder", "pulse")
@@ -110,7 +117,7 @@ def problems(job: Any, *, home: str | Path | None = None) -> list[str]:
     return found
 
 
-def check_parameters(parameters: Any) -> None:
+def check_parameters(parameters: object) -> None:
     """Papermill parameters: identifier names, JSON data values, bounded size."""
     if not isinstance(parameters, dict):
         raise InvalidJob(f"parameters must be a JSON object of name: value pairs, not {_show(parameters)}")
@@ -127,7 +134,7 @@ def check_parameters(parameters: Any) -> None:
         raise InvalidJob(f"parameters take {size:,} bytes as JSON; at most {MAX_PARAMETERS_BYTES:,} are allowed")
 
 
-def check_notebook(path: Any, *, home: str | Path | None = None) -> None:
+def check_notebook(path: object, *, home: str | Path | None = None) -> None:
     """A stored notebook path: absolute, its own real path, a regular readable notebook file."""
     if not isinstance(path, str) or not path or len(path) > MAX_PATH_CHARS or _CONTROL.search(path):
         raise InvalidJob(f"notebook must be a path, not {_show(path)}")
@@ -145,7 +152,7 @@ def check_notebook(path: Any, *, home: str | Path | None = None) -> None:
             raise InvalidJob(f"notebook {_show(path)} is a run's file in the scheduler's runs directory")
 
 
-def check_cwd(cwd: Any) -> None:
+def check_cwd(cwd: object) -> None:
     if not isinstance(cwd, str) or not cwd or len(cwd) > MAX_PATH_CHARS or _CONTROL.search(cwd):
         raise InvalidJob(f"cwd must be a directory path, not {_show(cwd)}")
     if not os.path.isabs(cwd):
@@ -154,11 +161,11 @@ def check_cwd(cwd: Any) -> None:
         raise InvalidJob(f"cwd {_show(cwd)} is not an existing directory")
 
 
-def check_kernel(name: Any) -> None:
+def check_kernel(name: object) -> None:
     """A kernelspec name that is installed here."""
     if not isinstance(name, str) or not _KERNEL_NAME.fullmatch(name):
         raise InvalidJob(f"kernel must be a kernelspec name (letters, digits, ._-), not {_show(name)}")
-    from jupyter_client.kernelspec import find_kernel_specs
+    from jupyter_client.kernelspec import find_kernel_specs  # noqa: PLC0415 - jupyter_client: only checking a kernel name needs it
 
     known = find_kernel_specs()
     if name not in known:
@@ -204,7 +211,7 @@ def check_parameter_cell(source: str) -> None:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _parameter_name(name: Any) -> bool:
+def _parameter_name(name: object) -> bool:
     return (
         isinstance(name, str)
         and name.isidentifier()
@@ -214,7 +221,7 @@ def _parameter_name(name: Any) -> bool:
     )
 
 
-def _check_value(name: str, value: Any, depth: int) -> None:
+def _check_value(name: str, value: object, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise InvalidJob(f"parameter {name} nests deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, (bool, str)):
@@ -240,34 +247,31 @@ def _check_value(name: str, value: Any, depth: int) -> None:
     raise InvalidJob(f"parameter {name} holds a {type(value).__name__}; only JSON data is allowed")
 
 
-def _check_unmarked(path: str, notebook: Any) -> None:
+def _check_unmarked(path: str, notebook: NotebookNode) -> None:
     """No cell an agent turn wrote after untrusted content runs unattended until the person
     cleared its mark (:mod:`agent_kernel.scheduler.cell_marks`)."""
-    from agent_kernel.scheduler.cell_marks import refusal
-
     reason = refusal(path, notebook)
     if reason:
         raise InvalidJob(reason)
 
 
-def _check_regular_notebook(path: str) -> Any:
+def _check_regular_notebook(path: str) -> NotebookNode:
     try:
         info = os.stat(path)
     except OSError:
         raise InvalidJob(f"no notebook at {_show(path)}") from None
     if not stat.S_ISREG(info.st_mode):
         raise InvalidJob(f"notebook {_show(path)} is not a regular file")
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     try:
-        return nbformat.read(path, as_version=4)
+        notebook: NotebookNode = nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 - any reason it does not read as a notebook
         raise InvalidJob(f"{_show(path)} does not read as a notebook ({type(exc).__name__})") from None
+    return notebook
 
 
 def _schedule_and_policy(job: Any) -> None:
-    from agent_kernel.scheduler.cron import check_cron, zone
-
     try:
         zone(job.timezone)
         if job.cron is not None:
@@ -280,7 +284,7 @@ def _schedule_and_policy(job: Any) -> None:
         raise InvalidJob(f"the schedule or run policy is malformed ({type(exc).__name__}: {exc})") from None
 
 
-def _line(field: str, value: Any, *, required: bool = False, limit: int = MAX_NAME_CHARS) -> list[str]:
+def _line(field: str, value: object, *, required: bool = False, limit: int = MAX_NAME_CHARS) -> list[str]:
     if value is None and not required:
         return []
     if not isinstance(value, str) or (required and not value.strip()):
@@ -292,7 +296,7 @@ def _line(field: str, value: Any, *, required: bool = False, limit: int = MAX_NA
     return []
 
 
-def _text(field: str, value: Any, *, required: bool = False) -> list[str]:
+def _text(field: str, value: object, *, required: bool = False) -> list[str]:
     if not isinstance(value, str) or (required and not value.strip()):
         return [f"{field} must be text, not {_show(value)}"]
     if len(value) > MAX_TASK_CHARS:
@@ -302,7 +306,7 @@ def _text(field: str, value: Any, *, required: bool = False) -> list[str]:
     return []
 
 
-def _problems_of(check: Any, *args: Any, **kwargs: Any) -> list[str]:
+def _problems_of(check: Callable[..., object], *args: object, **kwargs: object) -> list[str]:
     try:
         check(*args, **kwargs)
     except InvalidJob as exc:
@@ -310,16 +314,14 @@ def _problems_of(check: Any, *args: Any, **kwargs: Any) -> list[str]:
     return []
 
 
-def _show(value: Any, limit: int = 80) -> str:
+def _show(value: object, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _grant_problems(grants: Any, granted_by: Any) -> list[str]:
+def _grant_problems(grants: object, granted_by: object) -> list[str]:
     """What is wrong with a job's standing grants (see :mod:`agent_kernel.grants`): they
     must parse, and grants name the person's event that set them."""
-    from agent_kernel.grants import parse
-
     try:
         granted = parse(grants or None)
     except ValueError as exc:
@@ -333,7 +335,7 @@ NOTIFY_ON = ("failure", "success", "always")  # which runs a job's notifications
 MAX_NOTIFY_TARGETS = 50
 
 
-def _notify_problems(notify: Any) -> list[str]:
+def _notify_problems(notify: object) -> list[str]:
     """What is wrong with a job's notification settings (target names and when)."""
     if not isinstance(notify, dict) or set(notify) - {"targets", "on"}:
         return ["notify must be {targets: [names], on: failure|success|always}"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 from typing import Protocol
+from zoneinfo import ZoneInfo
 
 UTC = timezone.utc
 
@@ -65,7 +66,5 @@ def iso(instant: datetime | None, tz: str | None = None) -> str | None:
     if instant is None:
         return None
     if tz and tz != "UTC":
-        from zoneinfo import ZoneInfo
-
         return instant.astimezone(ZoneInfo(tz)).isoformat(timespec="seconds")
     return as_utc(instant).strftime("%Y-%m-%dT%H:%M:%SZ")

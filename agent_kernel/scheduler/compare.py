@@ -9,6 +9,7 @@ come as a bounded unified diff. Nothing here calls a model: ``explain.py`` reads
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.runs import Runs
 
 if TYPE_CHECKING:
     import duckdb
@@ -122,8 +124,6 @@ def compare(before: str | Path, after: str | Path, *, before_id: str = "before",
 def runs_compared(con: duckdb.DuckDBPyConnection, run: Run, before: Run | None = None) -> Comparison:
     """``run`` compared with ``before`` (default: its job's last successful run before it,
     else the run before it), both by their output notebooks."""
-    from agent_kernel.scheduler.runs import Runs
-
     if before is None:
         earlier = [r for r in Runs(con).list(job_id=run.job_id, limit=500)
                    if r.created_at < run.created_at and r.output_path]  # fmt: skip
@@ -170,7 +170,7 @@ def _change(index: int, earlier: _Cell | None, cell: _Cell) -> CellChange | None
 
 
 def _read(path: str | Path) -> NotebookNode:
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     try:
         notebook: NotebookNode = nbformat.read(str(path), as_version=4)
@@ -184,8 +184,6 @@ def _read(path: str | Path) -> NotebookNode:
 def _parameters(notebook: NotebookNode) -> dict[str, object]:
     """The run's parameters: the defaults of the cell tagged ``parameters`` (its literal
     assignments, read with ``ast``), then the values papermill injected."""
-    import ast
-
     values: dict[str, object] = {}
     for cell in notebook.cells:
         if cell.cell_type == "code" and "parameters" in (cell.metadata.get("tags") or []):

@@ -16,13 +16,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cronsim import CronSim, CronSimError
 
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.clock import UTC, as_utc
-
-if TYPE_CHECKING:
-    from zoneinfo import ZoneInfo
 
 # Iterations of a cron expression scanned forward before the scan jumps to the end.
 _SCAN_LIMIT = 20_000
@@ -90,7 +89,6 @@ class Schedule:
         if self.cron is None:
             assert self.at is not None
             return "once at " + self.at.astimezone(zone(self.timezone)).strftime("%Y-%m-%d %H:%M %Z")
-        from cronsim import CronSim
 
         try:
             words = CronSim(self.cron, datetime.now(UTC)).explain()
@@ -134,7 +132,6 @@ class Schedule:
             if self.at > instant:
                 yield self.at
             return
-        from cronsim import CronSim
 
         assert self.cron is not None
         tz = zone(self.timezone)
@@ -159,8 +156,6 @@ class Schedule:
             return
 
     def _last_before(self, end: datetime, keep: int, *, not_before: datetime) -> list[datetime]:
-        from cronsim import CronSim
-
         if self.cron is None:
             return [self.at] if self.at is not None and not_before <= self.at <= end else []
         tz = zone(self.timezone)
@@ -183,8 +178,6 @@ class Schedule:
 
 def check_cron(expression: str) -> None:
     """Raise :class:`ScheduleError` with a usable message for a bad cron expression."""
-    from cronsim import CronSim, CronSimError
-
     fields = expression.split()
     if len(fields) not in (5, 6):
         raise ScheduleError(
@@ -202,8 +195,6 @@ def check_cron(expression: str) -> None:
 
 def zone(name: str) -> ZoneInfo:
     """The ``ZoneInfo`` for an IANA name, or a :class:`ScheduleError` saying what is valid."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     try:
         if not name or name != name.strip():
             raise ValueError(name)

@@ -31,14 +31,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.scheduler import ScheduleError, leader
+from agent_kernel.config import AgentKernel
+from agent_kernel.errors import StoreError
+from agent_kernel.paths import agent_home
+from agent_kernel.scheduler import ScheduleError, leader, notify, pulse
 from agent_kernel.scheduler.checks import InvalidJob, check_job
 from agent_kernel.scheduler.clock import Clock, SystemClock, iso
 from agent_kernel.scheduler.executors import Executor, LocalExecutor
+from agent_kernel.scheduler.explain import explain_failed_run
 from agent_kernel.scheduler.jobs import Job, Jobs
 from agent_kernel.scheduler.records import RunResult
 from agent_kernel.scheduler.rundir import RunDir
 from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, QUEUED, RUNNING, SKIPPED, Outcome, Run, Runs
+from agent_kernel.scheduler.spec import build_spec
 
 if TYPE_CHECKING:
     import duckdb
@@ -76,8 +81,6 @@ class Scheduler:
         executor: Executor | None = None,
         settings: SchedulerSettings | None = None,
     ) -> None:
-        from agent_kernel.paths import agent_home
-
         self.store = store
         self.home = Path(home) if home is not None else agent_home()
         self.clock = clock or SystemClock()
@@ -138,8 +141,6 @@ class Scheduler:
     def serve(self, stop: threading.Event, *, drain: threading.Event | None = None) -> None:
         """Run until ``stop`` is set; then wait for in-flight runs (cancel them when
         ``drain`` is set too) and give up the lease."""
-        from agent_kernel.errors import StoreError
-
         announced: str | bool | None = None  # the leader announced, True once this one leads
         while not stop.is_set():
             try:
@@ -388,8 +389,6 @@ class Scheduler:
         return starts
 
     def _start(self, starts: list[Start]) -> list[Run]:
-        from agent_kernel.scheduler.spec import build_spec
-
         started = []
         for run, job, prompt in starts:
             run_dir = RunDir.for_run(self.home, job.id, run.id)
@@ -441,7 +440,6 @@ class Scheduler:
     def _pulse_prompt(self, con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> str | None:
         if job.kind != "pulse":
             return None
-        from agent_kernel.scheduler import pulse
 
         return pulse.prompt(con, job, now)
 
@@ -464,8 +462,6 @@ class Scheduler:
         """For each ended run, explain a failure when its job asks to, and send the
         notifications its job asks for: in a thread per run (a slow model or service never
         holds up the scheduler); the outcome is recorded on the run."""
-        from agent_kernel.scheduler import notify
-
         for job, run in ended:
             explaining = bool(job.options.get("explain")) and run.status in notify.FAILED_STATUSES
             targets: list[Target] = []
@@ -485,8 +481,6 @@ class Scheduler:
         self._deliveries = [t for t in self._deliveries if t.is_alive()]
 
     def _after_run(self, job: Job, run: Run, targets: list[Target], explaining: bool) -> None:
-        from agent_kernel.scheduler import notify
-
         explanation = self._explain(run) if explaining else None
         if not targets:
             return
@@ -505,9 +499,6 @@ class Scheduler:
 
     def _explain(self, run: Run) -> str | None:
         """Why the run failed (kept on the run), or None when it could not be found out."""
-        from agent_kernel.config import AgentKernel
-        from agent_kernel.scheduler.explain import explain_failed_run
-
         try:
             return explain_failed_run(self.store, run.id, model=AgentKernel().small_model).text
         except Exception as exc:  # noqa: BLE001 - an explanation is a courtesy: never fails anything

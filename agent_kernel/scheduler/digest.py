@@ -14,12 +14,15 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agent_kernel.display.safe import markdown_html  # run errors and names may hold model text
+from agent_kernel.paths import default_db_path
 from agent_kernel.scheduler.clock import SystemClock, from_db, iso, to_db
+from agent_kernel.scheduler.cron import local_timezone_name
+from agent_kernel.store import Store
+from agent_kernel.store.memories import Memories
 
 if TYPE_CHECKING:
     import duckdb
-
-    from agent_kernel.store import Store
 
 MAX_ITEMS = 15
 
@@ -82,18 +85,12 @@ class Digest:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        from agent_kernel.display.safe import markdown_html  # run errors and names may hold model text
-
         return markdown_html(self.markdown)
 
 
 def collect_digest(hours: float = 24, *, db_path: str | Path | None = None, now: datetime | None = None,
                    timezone: str | None = None) -> Digest:  # fmt: skip
     """The last and next ``hours`` of the agent's scheduled work and sessions."""
-    from agent_kernel.paths import default_db_path
-    from agent_kernel.scheduler.cron import local_timezone_name
-    from agent_kernel.store import Store
-
     now = now or SystemClock().now()
     since, horizon = now - timedelta(hours=hours), now + timedelta(hours=hours)
     digest = Digest(since=since, hours=hours, timezone=timezone or local_timezone_name())
@@ -157,8 +154,6 @@ class RollUp:
 def keep_daily(text: str, *, db_path: str | Path | None = None, day: date | None = None) -> str:
     """Keep today's digest as the day's summary (``daily-summary``, period ``YYYY-MM-DD``,
     tagged ``digest``; running again the same day replaces it). Returns the period key."""
-    from agent_kernel.store.memories import Memories
-
     key = (day or SystemClock().now().date()).isoformat()
     with _store(db_path).connect() as con:
         Memories(con).summarize(text, summary_type="daily-summary", period_key=key, tags=[DIGEST_TAG])
@@ -197,8 +192,6 @@ def roll_up(due: list[RollUp], summarise: Any, *, db_path: str | Path | None = N
     """Make each due roll-up with ``summarise(prompt) -> text`` and keep it (tagged
     ``digest``); the period keys made. Weeks come before months, so a month can read the
     week just rolled up the next time."""
-    from agent_kernel.store.memories import Memories
-
     made = []
     for rollup in due:
         text = str(summarise(rollup.prompt())).strip()
@@ -212,9 +205,6 @@ def roll_up(due: list[RollUp], summarise: Any, *, db_path: str | Path | None = N
 
 
 def _store(db_path: str | Path | None) -> Store:
-    from agent_kernel.paths import default_db_path
-    from agent_kernel.store import Store
-
     return Store(db_path or default_db_path())
 
 

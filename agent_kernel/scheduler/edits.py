@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.scheduler import ScheduleError
+from agent_kernel.paths import agent_home
+from agent_kernel.scheduler import ScheduleError, notify
 
 if TYPE_CHECKING:
     from agent_kernel.scheduler.jobs import Job
@@ -55,9 +56,6 @@ def changes(
     if options.get("no_notify"):
         found["notify"] = None
     elif options.get("notify") or options.get("notify_on"):
-        from agent_kernel.paths import agent_home
-        from agent_kernel.scheduler import notify
-
         current = job.options.get("notify")
         found["notify"] = notify.setting(
             home or agent_home(), options.get("notify") or [], options.get("notify_on"), current

@@ -28,14 +28,14 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+import psutil
+
 from agent_kernel.scheduler import runner
 from agent_kernel.scheduler.rundir import RunDir
 from agent_kernel.scheduler.runs import CANCELLED, FAILED, LOST, SUCCEEDED, TIMED_OUT
 from agent_kernel.scheduler.spec import RunSpec
 
 if TYPE_CHECKING:
-    import psutil
-
     from agent_kernel.scheduler.records import RunResult, RunSpecJson
 
 STOP_GRACE_S = 5.0
@@ -99,8 +99,6 @@ def execute_run(spec_data: RunSpecJson) -> RunResult:
 
 def stop(process: subprocess.Popen[bytes]) -> int:
     """Stop the runner and everything it started; return its exit code."""
-    import psutil
-
     try:
         started = psutil.Process(process.pid).children(recursive=True)
     except psutil.Error:
@@ -120,8 +118,6 @@ def stop(process: subprocess.Popen[bytes]) -> int:
 
 
 def _alive(process: psutil.Process) -> bool:
-    import psutil
-
     try:
         return bool(process.is_running() and process.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
@@ -156,7 +152,7 @@ def _classify(code: int, stopped: tuple[str, str] | None, run_dir: RunDir) -> Ru
 
 def mark_notebook(run_dir: RunDir, status: str, message: str) -> None:
     """Put a note at the top of a stopped run's (partial) output notebook."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     try:
         nb = nbformat.read(run_dir.output, as_version=4)
@@ -177,7 +173,7 @@ def _where() -> str:
     """Which machine (and Dask worker) ran it."""
     if "distributed" in sys.modules:
         try:
-            from distributed import get_worker
+            from distributed import get_worker  # noqa: PLC0415 - optional extra (agent-kernel[dask])
 
             return f"dask worker {get_worker().address}"
         except (ValueError, ImportError):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from agent_kernel.extras import install_command
+from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.execute import execute_run
 from agent_kernel.scheduler.records import RunResult
 from agent_kernel.scheduler.runs import FAILED, LOST
@@ -71,7 +72,7 @@ class DaskExecutor:
     name = "dask"
 
     def __init__(self, address: str | None = None, *, n_workers: int = 2, client: Client | None = None) -> None:
-        from distributed import Client
+        from distributed import Client  # noqa: PLC0415 - optional extra (agent-kernel[dask])
 
         self._cluster: LocalCluster | None = None
         self.client: Client
@@ -80,7 +81,7 @@ class DaskExecutor:
         elif address:
             self.client = Client(address)
         else:
-            from distributed import LocalCluster
+            from distributed import LocalCluster  # noqa: PLC0415 - optional extra (agent-kernel[dask])
 
             # The dashboard on a free port: None means distributed's default, 8787, which a
             # second cluster on the machine (another daemon, a parallel test) finds taken.
@@ -134,11 +135,8 @@ def make_executor(kind: str = "local", *, address: str | None = None, n_workers:
         try:
             return DaskExecutor(address, n_workers=n_workers)
         except ImportError:
-            from agent_kernel.scheduler import ScheduleError
-
             raise ScheduleError(
                 f"The Dask executor needs distributed: {install_command('dask', ['distributed>=2024.1'])}."
             ) from None
-    from agent_kernel.scheduler import ScheduleError
 
     raise ScheduleError(f"Unknown executor {kind!r}: use local or dask.")

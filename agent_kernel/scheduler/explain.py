@@ -14,7 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.errors import MissingKeyError
 from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.compare import runs_compared
+from agent_kernel.scheduler.notify import FAILED_STATUSES
+from agent_kernel.scheduler.runs import Runs
+from agent_kernel.secrets import redact
 
 if TYPE_CHECKING:
     from agent_kernel.store import Store
@@ -46,8 +51,6 @@ class Explanation:
 
 def request_body(comparison_text: str, model: str) -> dict[str, Any]:
     """The Messages request for a comparison (redacted, bounded)."""
-    from agent_kernel.secrets import redact
-
     text = redact(comparison_text)
     if len(text) > INPUT_CHARS:
         text = text[: INPUT_CHARS - 40] + "\n[... the rest of the comparison left out]"
@@ -59,11 +62,10 @@ def request_body(comparison_text: str, model: str) -> dict[str, Any]:
 def explain(comparison_text: str, *, model: str, client: Any = None) -> Explanation:
     """Ask ``model`` why the run failed; ``client`` an ``anthropic.Anthropic`` (default: one
     from the environment)."""
-    import anthropic
+    import anthropic  # noqa: PLC0415 - the SDK loads only when a failed run is explained
 
-    from agent_kernel.errors import MissingKeyError
-    from agent_kernel.model.client import api_key
-    from agent_kernel.model.prices import call_cost, price_for
+    from agent_kernel.model.client import api_key  # noqa: PLC0415 - the model's client too (asyncio, jiter)
+    from agent_kernel.model.prices import call_cost, price_for  # noqa: PLC0415 - with the client
 
     if client is None:
         try:
@@ -89,10 +91,6 @@ def explain(comparison_text: str, *, model: str, client: Any = None) -> Explanat
 def explain_failed_run(store: Store, run_id: str, *, model: str, client: Any = None) -> Explanation:
     """Explain run ``run_id`` (which failed) from its comparison with its job's last
     successful run (or, for a first run, from its error alone) and keep it on the run."""
-    from agent_kernel.scheduler.compare import runs_compared
-    from agent_kernel.scheduler.notify import FAILED_STATUSES
-    from agent_kernel.scheduler.runs import Runs
-
     with store.connect() as con:
         run = Runs(con).get(run_id)
         if run is None:

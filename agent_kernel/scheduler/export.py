@@ -31,6 +31,7 @@ import ast
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,13 @@ from typing import TYPE_CHECKING, Any
 
 from agent_kernel import cellmark
 from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler.execute import execute_run
+from agent_kernel.scheduler.runs import SUCCEEDED
+from agent_kernel.scheduler.service import JobFields, SchedulerService
+from agent_kernel.scheduler.spec import RunSpec
+from agent_kernel.secrets import redact
+from agent_kernel.store.provenance import Provenance
+from agent_kernel.store.sessions import Sessions
 from agent_kernel.store.steps import TurnSteps, mark, session_steps
 
 if TYPE_CHECKING:
@@ -78,8 +86,6 @@ _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,9}$")
 
 def find_session(store: Store, key: str) -> Session:
     """The session named ``key``, or whose id is (or starts with, uniquely) ``key``."""
-    from agent_kernel.store.sessions import Sessions
-
     with store.connect() as con:
         sessions = Sessions(con)
         found = sessions.by_name(key) or sessions.get(key)
@@ -300,9 +306,7 @@ def consent_question(exported: Exported) -> str:
 
 def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[NotebookNode, Exported]:
     """The notebook of ``turns`` (see the module docstring) and what it holds."""
-    import nbformat
-
-    from agent_kernel.secrets import redact
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     kept = [(turn, step) for turn in turns for step in turn.steps if not _NESTED_TURN.search(step.code)]
     if not kept:
@@ -356,7 +360,7 @@ def build_notebook(session: Session, turns: Sequence[TurnSteps]) -> tuple[Notebo
 
 def export_session(store: Store, key: str, out: str | Path, *, overwrite: bool = False) -> Exported:
     """Write session ``key``'s notebook to ``out`` (an ``.ipynb`` path)."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     path = Path(os.path.expanduser(str(out))).absolute()
     if path.suffix != ".ipynb":
@@ -407,12 +411,6 @@ def verify(exported: Exported, *, cwd: str | Path | None = None, timeout_s: floa
 
     It runs the session's code: for a session that read untrusted content, only once the
     person said yes to :func:`consent_question` (the callers ask)."""
-    import shutil
-
-    from agent_kernel.scheduler.execute import execute_run
-    from agent_kernel.scheduler.runs import SUCCEEDED
-    from agent_kernel.scheduler.spec import RunSpec
-
     if not 0 < timeout_s <= 24 * 3600:
         raise ScheduleError(f"The verifying run's timeout is 1 s to a day, not {timeout_s:g} s.")
     folder = Path(tempfile.mkdtemp(prefix="agent-kernel-verify-"))
@@ -436,7 +434,7 @@ def verify(exported: Exported, *, cwd: str | Path | None = None, timeout_s: floa
 def _compare(executed: Path, recorded: list[str]) -> tuple[int, int]:
     """How many of the executed notebook's code cells (after the parameters and the
     extension) printed what the session recorded (stdout, as kept: bounded)."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     nb = nbformat.read(executed, as_version=4)
     code = [
@@ -462,9 +460,6 @@ def schedule(
     cwd: str | Path | None = None,
 ) -> Job:
     """Create the job that runs the exported notebook on ``cron`` (the person's job)."""
-    from agent_kernel.scheduler.service import JobFields, SchedulerService
-    from agent_kernel.store.provenance import Provenance
-
     fields = JobFields(
         name=name or exported.path.stem, kind="notebook", notebook=str(exported.path), cron=cron,
         timezone=timezone, cwd=str(Path(cwd or Path.cwd()).absolute()), parameters={},

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel.grants import StandingGrants
 from agent_kernel.grants import parse as parse_grants
 from agent_kernel.paths import agent_home
-from agent_kernel.scheduler import ScheduleError
+from agent_kernel.scheduler import ScheduleError, history
 from agent_kernel.scheduler.checks import KINDS, check_job
 from agent_kernel.scheduler.clock import as_utc, from_db, to_db
 from agent_kernel.scheduler.cron import QuietWindow, Schedule, check_cron, parse_instant, zone
+from agent_kernel.scheduler.runs import Runs
 
 if TYPE_CHECKING:
     import duckdb
@@ -321,8 +322,6 @@ class Jobs:
 
     def add(self, job: Job, *, changed_by: str | None = None) -> Job:
         """Store a new job, and its definition as version 1 (``changed_by``: who wrote it)."""
-        from agent_kernel.scheduler import history
-
         row = job.to_row()
         columns = list(_COLUMNS)
         for stamp in ("created_at", "updated_at"):  # let the database stamp them
@@ -416,8 +415,6 @@ class Jobs:
 
         Its queued runs are cancelled and its running ones asked to stop.
         """
-        from agent_kernel.scheduler.runs import Runs
-
         found = self.get(job_id)
         if found is None:
             return False

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from traitlets.config import Config
+import zmq
+from traitlets.config import Config
 
 
 def kernel_manager_config() -> Config:
@@ -18,9 +16,6 @@ def kernel_manager_config() -> Config:
     declare support, so other kernels start as before; a libzmq built without curve gets an
     empty config.
     """
-    import zmq
-    from traitlets.config import Config
-
     config = Config()
     if zmq.has("curve"):
         config.KernelManager.transport_encryption = "auto"

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+import psutil
+
 from agent_kernel.scheduler.clock import from_db, to_db
 
 if TYPE_CHECKING:
@@ -37,7 +39,6 @@ def worker_is_dead(worker: str | None) -> bool:
     pid_text = rest.partition(":")[0]
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
-    import psutil
 
     return not psutil.pid_exists(int(pid_text))
 

@@ -27,6 +27,7 @@ import secrets as random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.checks import MAX_NOTIFY_TARGETS as MAX_TARGETS
@@ -173,7 +174,7 @@ def deliver(targets: list[Target], title: str, body: str, *, failed: bool) -> st
     """Send to every target; None when all got it, else what failed (redacted)."""
     if not targets:
         return None
-    import apprise
+    import apprise  # noqa: PLC0415 - apprise (~0.3 s) loads only to send or check a notification
 
     sender = apprise.Apprise()
     for target in targets:
@@ -207,7 +208,7 @@ class _Collect(logging.Handler):
 
 
 def _valid(url: str) -> bool:
-    import apprise
+    import apprise  # noqa: PLC0415 - apprise: see deliver
 
     return apprise.Apprise.instantiate(url, suppress_exceptions=True) is not None
 
@@ -216,7 +217,7 @@ def _privacy(url: str) -> str:
     """The URL as it may be shown: apprise's privacy form, or for what apprise cannot read
     only its scheme, and only a scheme apprise knows ("" when it is none). Such a value
     may be a credential pasted in the wrong place, whole or before a "://"."""
-    import apprise
+    import apprise  # noqa: PLC0415 - apprise: see deliver
 
     plugin = apprise.Apprise.instantiate(url, suppress_exceptions=True)
     if plugin is None:
@@ -227,7 +228,7 @@ def _privacy(url: str) -> str:
 
 
 def _known_schemes() -> set[str]:
-    from apprise.manager_plugins import NotificationManager
+    from apprise.manager_plugins import NotificationManager  # noqa: PLC0415 - apprise: see deliver
 
     manager = NotificationManager()  # type: ignore[no-untyped-call]  # one per process, its plugins loaded once
     return {str(scheme).lower() for scheme in manager.schemas()}  # type: ignore[no-untyped-call]
@@ -235,8 +236,6 @@ def _known_schemes() -> set[str]:
 
 def _without_urls(text: str, targets: list[Target]) -> str:
     """``text`` with each target's URL and its secret-looking parts replaced by its name."""
-    from urllib.parse import unquote, urlsplit
-
     for target in targets:
         text = text.replace(target.url, f"[{target.name}]")
         parts = urlsplit(target.url)

@@ -24,13 +24,18 @@ import traceback
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import psutil
+
+from agent_kernel.errors import TurnFailedError
+from agent_kernel.scheduler.checks import InvalidJob, check_kernel, check_parameter_cell, check_spec
+from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
+from agent_kernel.scheduler.rundir import RunDir
+from agent_kernel.scheduler.spec import RunSpec
+
 if TYPE_CHECKING:
-    import psutil
     from nbformat import NotebookNode
 
     from agent_kernel.scheduler.records import RunnerReport
-    from agent_kernel.scheduler.rundir import RunDir
-    from agent_kernel.scheduler.spec import RunSpec
 
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 10  # a cell raised
@@ -47,9 +52,6 @@ class Stopped(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agent_kernel.scheduler.rundir import RunDir
-    from agent_kernel.scheduler.spec import RunSpec
-
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m agent_kernel.scheduler.runner RUN_DIR", file=sys.stderr)
@@ -73,16 +75,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _execute(spec: RunSpec, run_dir: RunDir, progress: Progress) -> RunnerReport:
-    from agent_kernel.scheduler.lean_imports import refuse_unused_slow_imports
-
     refuse_unused_slow_imports()
-    import papermill
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from papermill.engines import papermill_engines
-    from papermill.exceptions import PapermillExecutionError
+    import papermill  # noqa: PLC0415 - after refuse_unused_slow_imports (see lean_imports)
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: PLC0415 - see papermill above
+    from papermill.engines import papermill_engines  # noqa: PLC0415 - see papermill above
+    from papermill.exceptions import PapermillExecutionError  # noqa: PLC0415 - see papermill above
 
-    from agent_kernel.scheduler.checks import InvalidJob
-    from agent_kernel.scheduler.kernels import kernel_manager_config
+    # zmq and traitlets: the scheduler imports this module for its exit codes, never starts a kernel
+    from agent_kernel.scheduler.kernels import kernel_manager_config  # noqa: PLC0415
 
     try:
         kernel_name = _checked(spec)
@@ -138,9 +138,7 @@ def _execute(spec: RunSpec, run_dir: RunDir, progress: Progress) -> RunnerReport
 
 def _checked(spec: RunSpec) -> str:
     """The kernel to run ``spec`` in, once the spec and the code papermill injects pass the checks."""
-    from papermill.translators import PythonTranslator
-
-    from agent_kernel.scheduler.checks import check_kernel, check_parameter_cell, check_spec
+    from papermill.translators import PythonTranslator  # noqa: PLC0415 - papermill loads in _execute, after lean_imports
 
     check_spec(spec)
     kernel_name = spec.kernel_name or _kernel_of(spec.input_path)
@@ -156,8 +154,6 @@ def _cell_error(ename: str, evalue: str) -> str:
     A notebook fails exactly when one of its cells failed; an %agent cell fails when its
     turn did not end normally (see agent_kernel/turn/outcome.py), with one line that says why.
     """
-    from agent_kernel.errors import TurnFailedError
-
     evalue = str(evalue).strip()
     if ename == TurnFailedError.__name__ and evalue:
         return evalue
@@ -166,7 +162,7 @@ def _cell_error(ename: str, evalue: str) -> str:
 
 def _kernel_of(path: str) -> str:
     """The notebook's kernel, or python3 for a notebook that names none."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     try:
         nb = nbformat.read(path, as_version=4)
@@ -203,16 +199,12 @@ def _watch_parent(parent: int, run_dir: RunDir) -> None:
 
 def kill_children(grace_s: float = 0.0) -> list[int]:
     """Kill every process this one started (the kernel); return their pids."""
-    import psutil
-
     children = psutil.Process().children(recursive=True)
     return kill_processes(children, grace_s)
 
 
 def kill_processes(processes: list[psutil.Process], grace_s: float) -> list[int]:
     """SIGTERM, wait up to ``grace_s``, SIGKILL what is left; return the pids."""
-    import psutil
-
     for process in processes:
         try:
             process.send_signal(signal.SIGTERM if grace_s else signal.SIGKILL)
@@ -285,7 +277,7 @@ def _head(source: str) -> str:
 
 
 def _progress_engine() -> type:
-    from papermill.engines import NBClientEngine
+    from papermill.engines import NBClientEngine  # noqa: PLC0415 - papermill loads in _execute, after lean_imports
 
     class _ProgressEngine(NBClientEngine):
         """papermill's nbclient engine, reporting each cell's start and end."""

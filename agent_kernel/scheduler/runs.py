@@ -17,10 +17,10 @@ import builtins
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.scheduler.clock import from_db, to_db
+from agent_kernel.scheduler.clock import from_db, iso, to_db
 
 if TYPE_CHECKING:
     import duckdb
@@ -99,8 +99,6 @@ class Run:
 
     def to_json(self) -> RunRecord:
         """Plain JSON values (instants as ISO 8601 UTC), keyed in the order of ``_COLUMNS``."""
-        from agent_kernel.scheduler.clock import iso
-
         return {
             "id": self.id,
             "job_id": self.job_id,
@@ -330,8 +328,6 @@ class Runs:
 
     def expired(self, now: datetime, lease_s: float, *, except_worker: str) -> builtins.list[Run]:
         """RUNNING runs of other workers whose heartbeat is older than the lease."""
-        from datetime import timedelta
-
         rows = self.con.execute(
             f"{_SELECT} WHERE status = 'RUNNING' AND worker IS DISTINCT FROM ? AND heartbeat_at < ?",
             [except_worker, to_db(now - timedelta(seconds=lease_s))],

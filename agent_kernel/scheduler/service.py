@@ -43,9 +43,11 @@ from typing import TYPE_CHECKING, Any
 from agent_kernel import authority
 from agent_kernel.grants import StandingGrants
 from agent_kernel.scheduler import NotFoundError, ScheduleError, history, leader, pulse
-from agent_kernel.scheduler.checks import KINDS
+from agent_kernel.scheduler.checks import KINDS, check_parameters
 from agent_kernel.scheduler.clock import Clock, SystemClock
+from agent_kernel.scheduler.compare import runs_compared
 from agent_kernel.scheduler.cron import local_timezone_name
+from agent_kernel.scheduler.explain import explain_failed_run
 from agent_kernel.scheduler.history import JobVersion
 from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
 from agent_kernel.scheduler.runs import Run, Runs
@@ -208,8 +210,6 @@ class SchedulerService:
     def compare_runs(self, key: str, other: str | None = None) -> Comparison:
         """What changed between run ``key`` and ``other`` (default: its job's last
         successful run before it, else the run before it)."""
-        from agent_kernel.scheduler.compare import runs_compared
-
         with self._connect() as con:
             run = self._run(con, key).run
             before = self._run(con, other).run if other is not None else None
@@ -217,8 +217,6 @@ class SchedulerService:
 
     def explain_run(self, key: str, *, model: str, client: Any = None) -> RunState:
         """Why run ``key`` failed, by one bounded call to ``model``; kept on the run."""
-        from agent_kernel.scheduler.explain import explain_failed_run
-
         with self._connect() as con:
             run_id = self._run(con, key).run.id
         explain_failed_run(self.store, run_id, model=model, client=client)
@@ -372,8 +370,6 @@ class SchedulerService:
         ``parameters``: values this run uses over the job's (checked as a job's are); the
         job keeps its own.
         """
-        from agent_kernel.scheduler.checks import check_parameters
-
         if parameters is not None:
             parameters = dict(parameters)
             check_parameters(parameters)
@@ -461,7 +457,7 @@ class SchedulerService:
 
         Imported here: the notebook's readers of jobs (``%agent_jobs``, the tools) never
         run one, so they do not load the executors' machinery."""
-        from agent_kernel.scheduler.daemon import Scheduler
+        from agent_kernel.scheduler.daemon import Scheduler  # noqa: PLC0415 - see the docstring
 
         return Scheduler(self.store, home=self.home, clock=self.clock)
 

@@ -18,6 +18,7 @@ raise in the notebook, and a scheduled run must not report such a turn as a succ
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Mapping
@@ -25,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel import grants
+from agent_kernel.scheduler.cron import zone
 from agent_kernel.scheduler.rundir import RunDir
 
 if TYPE_CHECKING:
@@ -131,8 +133,6 @@ def build_spec(job: Job, run: Run, run_dir: RunDir, *, lease_s: float, prompt: s
 
 def session_name(job: Job, run: Run) -> str:
     """A fresh, readable session name for one firing: ``<job>-<local time>-<run>``."""
-    from agent_kernel.scheduler.cron import zone
-
     slug = _SLUG.sub("-", job.name).strip("-")[:40] or job.kind
     local = run.scheduled_for.astimezone(zone(job.timezone))
     return f"{slug}-{local:%Y%m%d-%H%M}-{run.id[:4]}"
@@ -140,7 +140,7 @@ def session_name(job: Job, run: Run) -> str:
 
 def agent_notebook(job: Job, run: Run, prompt: str) -> NotebookNode:
     """The generated notebook of an agent job (see the module docstring)."""
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     if job.kind == "reminder":
         flags = f"--session {_quote(job.session or '')}"
@@ -168,14 +168,14 @@ def agent_notebook(job: Job, run: Run, prompt: str) -> NotebookNode:
 
 
 def write_notebook(nb: NotebookNode, path: str) -> None:
-    import nbformat
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only reading or writing a notebook needs it
 
     nbformat.write(nb, path)
 
 
 def check_turn() -> None:
     """In a generated notebook: raise unless the last ``%agent`` turn ended normally."""
-    from IPython import get_ipython
+    from IPython import get_ipython  # noqa: PLC0415 - IPython: only a spec made inside a kernel asks it
 
     shell = get_ipython()
     magic = shell.find_magic("agent") if shell is not None else None
@@ -194,8 +194,6 @@ def check_turn() -> None:
 
 def _inert_markdown(text: str) -> str:
     """``text`` shown literally in a Markdown cell: HTML escaped, Markdown syntax backslashed."""
-    import html
-
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|~])", r"\\\1", html.escape(text.replace("\n", " ")))
 
 

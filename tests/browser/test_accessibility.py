@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from agent_kernel.testing import call, reply, say, tool_use
+from agent_kernel.testing import call, fail, reply, say, tool_use
 from tests.support.axe import axe_violations, focus_shown, serious
-from tests.support.browser import run_notebook, save_screenshot, send, wait_idle
+from tests.support.browser import cell, run_cell, run_notebook, save_screenshot, send, wait_idle
 from tests.support.notebooks import write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
@@ -264,3 +264,64 @@ def test_a_keyboard_only_walk_with_the_focus_always_visible(lab_page: Any, jupyt
     )
     assert kept == {"text": "Run now", "job": "walked by keyboard"}
     assert_focus_shown(page, "the dashboard's Run now after a refresh")
+
+
+# Every sentence the page's live region says from now on, in order (the region is made on first
+# use; a sentence is cleared before it is set, so one said twice is heard twice).
+LISTEN = """() => {
+  const now = () => document.getElementById('ak-announcer')?.textContent ?? '';
+  window.__akSaid = [];
+  window.__akLast = now();
+  if (window.__akListening) return;
+  window.__akListening = true;
+  new MutationObserver(() => {
+    const text = now();
+    if (text === window.__akLast) return;
+    window.__akLast = text;
+    if (text) window.__akSaid.push(text);
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+SAID = "() => window.__akSaid"
+
+
+def test_an_agent_cell_says_when_its_turn_starts_and_how_it_ends(
+    lab_page: Any, jupyterlab: Any, lab_model: Any
+) -> None:
+    page = lab_page
+    run_notebook(page, jupyterlab, "spoken", ["%load_ext agent_kernel"])
+    wait_idle(page)
+    page.evaluate(LISTEN)
+
+    # A turn that ends normally after a tool call and two streamed paragraphs: two sentences.
+    lab_model.add(call("run_code", code="said = 6 * 7"), say("It is 42.\n\nThat is all."))
+    run_cell(page, "%agent compute said", 1)
+    cell(page, 1).get_by_text("That is all.").wait_for(timeout=60_000)
+    wait_idle(page)
+    finished = "Agent turn finished: 1 tool call."
+    page.wait_for_function(f"() => window.__akSaid.includes({finished!r})", timeout=30_000)
+    assert page.evaluate(SAID) == ["Agent turn started: waiting for the model.", finished]
+    region = page.locator("#ak-announcer")
+    assert region.get_attribute("aria-live") == "polite" and region.get_attribute("role") == "status"
+
+    # A turn the model refuses: the cell fails with the turn's line, and the region says it.
+    lab_model.add(fail(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"))
+    page.evaluate(LISTEN)
+    run_cell(page, "%agent go on", 2)
+    page.wait_for_function(
+        "() => window.__akSaid.some(s => s.startsWith('Agent turn failed: Model request failed (400'))",
+        timeout=60_000,
+    )
+    wait_idle(page)
+    said = page.evaluate(SAID)
+    assert said[0] == "Agent turn started: waiting for the model." and len(said) == 2, said
+
+    # Reopened, the saved turns say nothing: only turns this page ran are announced.
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000)
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.evaluate(LISTEN)
+    cell(page, 1).get_by_text("That is all.").wait_for(timeout=60_000)
+    page.wait_for_timeout(1_500)
+    assert page.evaluate(SAID) == []
+    assert "Agent turn" not in (page.evaluate("() => document.getElementById('ak-announcer')?.textContent") or "")

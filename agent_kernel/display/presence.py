@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from importlib.metadata import version
 from typing import Any, Protocol
 
 import anywidget
 import traitlets
+from IPython import get_ipython
 
 __all__ = ["BUSY_CELL", "PRESENCE", "AckWidget", "Attendance", "BusyCell", "Presence"]
 
@@ -94,16 +96,12 @@ PRESENCE = Presence()
 
 def widget_replies_during_cells() -> bool:
     """Whether ipykernel hands widget messages to a cell that is still awaiting (>= 7.4)."""
-    from importlib.metadata import version
-
     major, minor = (int(part) for part in version("ipykernel").split(".")[:2])
     return (major, minor) >= (7, 4)
 
 
 def stdin_allowed() -> bool:
     """Whether the running cell's client allows stdin (nbclient and papermill do not)."""
-    from IPython import get_ipython
-
     kernel = getattr(get_ipython(), "kernel", None)
     return kernel is not None and _stdin_allowed(kernel)
 
@@ -111,8 +109,6 @@ def stdin_allowed() -> bool:
 def notebook_cell() -> bool:
     """Whether the running cell's client says which notebook cell it runs (``cellId`` in
     the request's metadata: JupyterLab, Notebook 7, VS Code); consoles do not."""
-    from IPython import get_ipython
-
     kernel = getattr(get_ipython(), "kernel", None)
     if kernel is None:
         return False
@@ -125,8 +121,6 @@ def notebook_cell() -> bool:
 
 def _running_cell() -> tuple[Any, dict[str, Any]] | None:
     """The kernel and the request of the cell running now (None outside a kernel's cell)."""
-    from IPython import get_ipython
-
     kernel = getattr(get_ipython(), "kernel", None)
     if kernel is None:
         return None

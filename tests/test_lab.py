@@ -4,17 +4,11 @@ JupyterLab and the scripted model, and the guided notebook it opens."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import psutil
@@ -25,12 +19,10 @@ from agent_kernel.cli import main
 from agent_kernel.lab import TOUR, LabError, LabSettings, copy_tour, jupyter_command, lab_environment, tour_notebook
 from agent_kernel.testing import ScriptedModel
 from agent_kernel.testing.demo import OFFLINE_MODEL, demo_responder
-from tests.support.jupyterlab import free_port
+from tests.support.lab_command import LabCommand, jupyter_folders, start_lab
 from tests.support.notebooks import outputs_text
 
 AGENT_KERNEL = Path(sys.executable).parent / "agent-kernel"
-TOKEN = "lab-test-token"
-ROOT_OPTION = ["--", "--ServerApp.allow_root=True"] if os.geteuid() == 0 else []
 
 
 def test_the_command_line_serves_on_loopback_and_opens_the_tour_offline(tmp_path):
@@ -77,46 +69,17 @@ def test_the_environment_points_at_the_scripted_model_only_offline():
     assert plain == {"ANTHROPIC_API_KEY": "sk-real", "PATH": "/bin"}
 
 
-def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], int, Path]:
-    port = free_port()
-    work = tmp_path / "work"
-    home = tmp_path / "jupyter"
+def _start(tmp_path: Path, *args: str) -> LabCommand:
+    """``agent-kernel lab ARGS`` serving ``tmp_path / "work"``, with an offline switch left
+    in the environment by someone else (the command sets it, or clears it, itself)."""
     env = dict(
         os.environ,
-        JUPYTER_TOKEN=TOKEN,
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        **jupyter_folders(tmp_path / "jupyter", "lab-test-token"),
         AGENT_KERNEL_DB=str(tmp_path / "agent.duckdb"),
         AGENT_KERNEL_HOME=str(tmp_path / "agent-home"),
         AGENT_KERNEL_OFFLINE="set-by-someone-else",
     )
-    with (tmp_path / "lab.log").open("w") as log:
-        process = subprocess.Popen(
-            [str(AGENT_KERNEL), "lab", *args, "--no-browser", "--port", str(port), str(work), *ROOT_OPTION],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, (tmp_path / "lab.log").read_text()
-        try:
-            _get(port, "/api/status")
-            return process, port, work
-        except (urllib.error.URLError, ConnectionError):
-            time.sleep(0.25)
-    process.kill()
-    raise AssertionError(f"JupyterLab did not start: {(tmp_path / 'lab.log').read_text()}")
-
-
-def _get(port: int, path: str) -> Any:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"token {TOKEN}"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
+    return start_lab(AGENT_KERNEL, tmp_path / "work", *args, env=env, log=tmp_path / "lab.log")
 
 
 def _listening(pid: int) -> list[tuple[str, int]]:
@@ -136,17 +99,17 @@ def _refused(port: int) -> bool:
 
 
 def test_offline_lab_listens_on_loopback_only_and_ctrl_c_stops_lab_and_model(tmp_path):
-    process, port, work = _start(tmp_path, "--offline")
+    lab = _start(tmp_path, "--offline")
     try:
-        assert _get(port, "/agent-kernel/api/offline") == {"offline": True, "model": OFFLINE_MODEL}
-        assert (work / TOUR).read_text() == tour_notebook().read_text()
-        listening = _listening(process.pid)
-        assert (("127.0.0.1", port)) in listening and len(listening) >= 2  # JupyterLab and the scripted model
+        assert lab.get_json("/agent-kernel/api/offline") == {"offline": True, "model": OFFLINE_MODEL}
+        assert (tmp_path / "work" / TOUR).read_text() == tour_notebook().read_text()
+        listening = _listening(lab.process.pid)
+        assert (("127.0.0.1", lab.port)) in listening and len(listening) >= 2  # JupyterLab and the scripted model
         assert all(ip == "127.0.0.1" for ip, _ in listening), listening
-        children = psutil.Process(process.pid).children(recursive=True)
+        children = psutil.Process(lab.process.pid).children(recursive=True)
     finally:
-        process.send_signal(signal.SIGINT)  # Ctrl-C: the terminal signals this process only
-    assert process.wait(timeout=90) == 0
+        code = lab.stop()  # Ctrl-C: the terminal signals this process only
+    assert code == 0
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     assert all(_refused(p) for _, p in listening)
     log = (tmp_path / "lab.log").read_text()
@@ -156,13 +119,13 @@ def test_offline_lab_listens_on_loopback_only_and_ctrl_c_stops_lab_and_model(tmp
 
 def test_plain_lab_is_not_offline_and_keeps_the_directorys_notebooks(tmp_path):
     (tmp_path / "work").mkdir()
-    process, port, work = _start(tmp_path)
+    lab = _start(tmp_path)
     try:
-        assert _get(port, "/agent-kernel/api/offline") == {"offline": False, "model": None}
-        assert not (work / TOUR).exists()
+        assert lab.get_json("/agent-kernel/api/offline") == {"offline": False, "model": None}
+        assert not (tmp_path / "work" / TOUR).exists()
     finally:
-        process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=90) == 0
+        code = lab.stop(signal.SIGTERM)
+    assert code == 0
 
 
 def test_the_tour_runs_headless_on_the_offline_model(agent_db, tmp_path, monkeypatch):
@@ -187,7 +150,8 @@ def test_the_tour_runs_headless_on_the_offline_model(agent_db, tmp_path, monkeyp
 
 def test_jupyterlab_does_not_outlive_the_command(tmp_path):
     """Killed (nothing to clean up with), the command takes JupyterLab with it."""
-    process, port, _ = _start(tmp_path, "--offline")
+    command = _start(tmp_path, "--offline")
+    process, port = command.process, command.port
     lab = psutil.Process(process.pid).children()
     assert [p.cmdline()[1:3] for p in lab] == [["-m", "jupyterlab"]]
     process.kill()
@@ -197,6 +161,5 @@ def test_jupyterlab_does_not_outlive_the_command(tmp_path):
 
 
 def test_a_closed_terminal_stops_it_as_ctrl_c_does(tmp_path):
-    process, port, _ = _start(tmp_path)
-    process.send_signal(signal.SIGHUP)
-    assert process.wait(timeout=90) == 0 and _refused(port)
+    lab = _start(tmp_path)
+    assert lab.stop(signal.SIGHUP) == 0 and _refused(lab.port)

@@ -63,6 +63,7 @@ export function labelFor(text: string, control: HTMLElement, className?: string)
 /**
  * Say `text` through one polite live region of the page: a screen reader reads it once
  * it is done with what it reads now. Cleared first, so the same sentence twice is said twice.
+ * The kernel's widgets (agent_kernel/display/js/attention.js) say theirs in the same region.
  */
 export function announce(text: string): void {
   let region = document.getElementById('ak-announcer');

@@ -325,3 +325,38 @@ def test_an_agent_cell_says_when_its_turn_starts_and_how_it_ends(
     page.wait_for_timeout(1_500)
     assert page.evaluate(SAID) == []
     assert "Agent turn" not in (page.evaluate("() => document.getElementById('ak-announcer')?.textContent") or "")
+
+
+SLOW_CODE = "import time\nprint('counting', flush=True)\nfor step in range(600):\n    time.sleep(0.1)\n"
+
+
+def test_an_agent_cell_says_when_its_turn_was_stopped_or_its_kernel_stopped(
+    lab_page: Any, jupyterlab: Any, lab_model: Any
+) -> None:
+    page = lab_page
+    run_notebook(page, jupyterlab, "spoken-stops", ["%load_ext agent_kernel"])
+    wait_idle(page)
+    page.evaluate(LISTEN)
+
+    # Stop pressed during a long run_code: the turn ends stopped (or interrupted, when the
+    # button had to interrupt the kernel), and that is what the region says last.
+    lab_model.add(call("run_code", code=SLOW_CODE))
+    run_cell(page, "%agent count slowly", 1)
+    cell(page, 1).get_by_text("counting", exact=True).wait_for(timeout=60_000)
+    cell(page, 1).get_by_role("button", name="■ Stop").click()
+    page.wait_for_function(
+        "() => ['Agent turn stopped.', 'Agent turn interrupted.'].includes(window.__akSaid.at(-1))", timeout=60_000
+    )
+    wait_idle(page)
+    assert page.evaluate(SAID)[0] == "Agent turn started: waiting for the model."
+
+    # The kernel restarted under a running turn: its cell and the region say the kernel stopped.
+    page.evaluate(LISTEN)
+    lab_model.add(call("run_code", code=SLOW_CODE))
+    run_cell(page, "%agent count slowly again", 2)
+    cell(page, 2).get_by_text("counting", exact=True).wait_for(timeout=60_000)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart()")
+    cell(page, 2).get_by_text("The kernel stopped during this turn.").wait_for(timeout=60_000)
+    page.wait_for_function(
+        "() => window.__akSaid.at(-1) === 'Agent turn failed: The kernel stopped during this turn.'", timeout=30_000
+    )

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -52,6 +54,7 @@ __all__ = [
     "prune_if_due",
     "size_line",
     "store_stats",
+    "tidy_daily",
     "vacuum",
 ]
 
@@ -143,14 +146,16 @@ def measure(con: Any, path: Path, now: datetime | None = None) -> SizeLine:
     """:func:`size_line` on an open connection ``con`` to the store at ``path``."""
     now = now or _utc_now()
     week = now - timedelta(days=7)
-    recent = total = 0
-    for table in _DATED:
-        rows, new = aggregate_row(
-            con.execute(f"SELECT count(*), count(*) FILTER (WHERE created_at >= ?) FROM {table}", [week])
+    counts = " UNION ALL ".join(
+        f"SELECT count(*) AS n, count(*) FILTER (WHERE created_at >= $week) AS new FROM {table}" for table in _DATED
+    )
+    total, recent, oldest, newest = aggregate_row(
+        con.execute(
+            f"SELECT coalesce(sum(n), 0), coalesce(sum(new), 0), (SELECT min(created_at) FROM messages), "
+            f"(SELECT max(created_at) FROM messages) FROM ({counts})",
+            {"week": week},
         )
-        total += rows
-        recent += new
-    oldest, newest = aggregate_row(con.execute("SELECT min(created_at), max(created_at) FROM messages"))
+    )
     file_bytes = _file_bytes(path)
     per_day = file_bytes * recent / total / 7 if total else 0.0
     return SizeLine(str(path), file_bytes, log_bytes(path), per_day, oldest, newest)
@@ -450,6 +455,30 @@ def prune_if_due(store: Store, days: float, *, now: datetime | None = None) -> P
         return None
     since = _stamp(store).get("cutoff")
     return prune(store, days, now=now, since=since)
+
+
+def tidy_daily(
+    store: Store,
+    days: float,
+    stop: threading.Event,
+    *,
+    check_s: float = 3600.0,
+    log: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+) -> None:
+    """Until ``stop`` is set, :func:`prune_if_due` every ``check_s`` seconds: the loop a
+    long-running process (the scheduler daemon, the Jupyter server) runs in a thread of its
+    own, so the store is pruned once a day without anyone asking."""
+    log = log or logging.getLogger("agent_kernel.store")
+    while days > 0:
+        try:
+            done = prune_if_due(store, days)
+        except Exception as exc:  # noqa: BLE001 - a failed prune must not end the process's loop: logged, tried again
+            log.warning("agent-kernel: pruning the store %s failed: %s", store.path, exc)
+        else:
+            if done is not None and done.items:
+                log.info("agent-kernel: store retention (%g days): %s", days, "; ".join(done.lines()))
+        if stop.wait(check_s):
+            return
 
 
 # -- compaction of the file ---------------------------------------------------------------------

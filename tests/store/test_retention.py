@@ -5,8 +5,10 @@ back and keeps every row, and the daily prune is cheap when nothing is due."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
+import threading
 from datetime import datetime, timedelta, timezone
 
 import duckdb
@@ -233,3 +235,14 @@ def test_the_daily_prune_runs_at_most_once_a_day_and_reads_only_what_became_due(
     year = retention.prune_if_due(store, 90, now=NOW + timedelta(days=365))
     assert year is not None and year.kinds["tool results"][0] == 1
     assert "[pruned " in _results(store, sid)[1]["recent_big"][0]["text"]
+
+
+def test_the_daily_loop_prunes_what_is_due_until_it_is_stopped(store, caplog):
+    sid = _fill(store)
+    stop = threading.Event()
+    stop.set()  # one pass, then it returns
+    with caplog.at_level(logging.INFO, logger="agent_kernel.store"):
+        retention.tidy_daily(store, 90, stop, check_s=0.01)
+    assert "[pruned " in _results(store, sid)[1]["old_big"][0]["text"]
+    assert "store retention (90 days): pruned 2 tool results" in caplog.text
+    retention.tidy_daily(store, 0, threading.Event())  # 0 days: returns at once, prunes nothing

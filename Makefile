@@ -132,7 +132,7 @@ screenshots: nodejs $(STAMP) chromium
 # $(BENCH_RESULTS)/NAME.json, and benchmarks/summary.py prints them as one table (exit
 # status 1 if a benchmark failed). `make bench BENCH_ARGS=--quick` runs the small sizes
 # that `make test` runs (tests/test_benchmarks.py).
-BENCHMARKS := load_ext loop_overhead cold_turn scheduler_overhead sql_dataframe blocks redaction context delegation completion chat_latency
+BENCHMARKS := load_ext loop_overhead cold_turn scheduler_overhead sql_dataframe blocks redaction context delegation completion chat_latency store_scale
 BENCH_RESULTS ?= build/bench
 BENCH_ARGS ?=
 

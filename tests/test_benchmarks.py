@@ -39,9 +39,8 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
         (
             r"\n  on +[\d.]+ ms +[\d.]+ ms +-?[\d.]+ ms +\(goal <= 300 ms\)",
             r"\n  off +\d+ +[\d.]+ ms",
-            r"\nbusy, a spinning process per core",
         ),
-        6,
+        3,
     ),
     "scheduler_overhead": (
         (
@@ -79,6 +78,14 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "delegation": ((r"concurrency 16 +[\d.]+", r"\(b\) three 0.2 s isolated steps: .* [\d.]+x faster"), 2),
     "completion": ((r"model call \(SDK, direct\) +[\d.]+ ms", r"server overhead +-?[\d.]+ ms +-?[\d.]+ ms"), 2),
     "chat_latency": ((r"%agent cell +[\d.]+ ms", r"Agent panel chat +[\d.]+ ms +added [-+][\d.]+ ms"), 1),
+    "store_scale": (
+        (
+            r"store of [\d.]+ MB: .*duckdb",
+            r"\n  search_sessions +[\d.]+ +[\d.]+ +[\d.]+x",
+            r"\n  a session's first turn after a restart +[\d.]+ +[\d.]+ +[\d.]+x",
+        ),
+        17,
+    ),
 }
 USES_KERNELS = {"loop_overhead", "cold_turn", "scheduler_overhead", "blocks", "chat_latency"}
 

@@ -7,6 +7,6 @@ from typing import Any
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    from agent_kernel.server.app import AgentKernelServer
+    from agent_kernel.server.app import AgentKernelServer  # noqa: PLC0415 - jupyter_server loads only in a server (shapes and views import without it)
 
     return [{"module": "agent_kernel.server", "app": AgentKernelServer}]

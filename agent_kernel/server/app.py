@@ -16,18 +16,26 @@ others stand by. The server never holds the DuckDB file open between requests.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Float, Int, TraitError, Unicode, validate
+from traitlets import Bool, Float, Instance, Int, TraitError, Unicode, validate
 
+from agent_kernel.config import AgentKernel
+from agent_kernel.paths import default_db_path
+from agent_kernel.server.completion import Completion
 from agent_kernel.server.completion import handlers as completion_handlers
 from agent_kernel.server.handlers import handlers
+from agent_kernel.server.moves import listen
 from agent_kernel.server.offline import handlers as offline_handlers
 from agent_kernel.server.provenance import handlers as provenance_handlers
 from agent_kernel.server.state import ServerState
+from agent_kernel.store import Store
+from agent_kernel.store.retention import tidy_daily
 
 __all__ = ["AgentKernelServer", "ServerState"]
 
@@ -69,12 +77,9 @@ class AgentKernelServer(ExtensionApp):
             raise TraitError(f"completion_max_tokens is from 1 to 4,096 tokens, not {proposal['value']}.")
         return int(proposal["value"])
 
-    def initialize_settings(self) -> None:
-        from agent_kernel.config import AgentKernel
-        from agent_kernel.paths import default_db_path
-        from agent_kernel.server.completion import Completion
-        from agent_kernel.store import Store
+    _tidy_stop = Instance(threading.Event, args=())  # ends the daily prune's thread
 
+    def initialize_settings(self) -> None:
         store = Store(Path(self.db_path).expanduser() if self.db_path else default_db_path())
         root = self.serverapp.root_dir if self.serverapp is not None else "."
         model = self.completion_model or AgentKernel(config=self.config).small_model
@@ -86,15 +91,20 @@ class AgentKernelServer(ExtensionApp):
         self.handlers.extend(handlers() + provenance_handlers() + completion_handlers() + offline_handlers())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        from agent_kernel.server.moves import listen
-
         listen(serverapp.event_logger, self.state, serverapp.root_dir)  # sessions follow renames
         if self.scheduler:
             self.state.start_scheduler(max_concurrent=self.max_concurrent_runs, poll_s=self.scheduler_poll_s)
         else:
             self.log.info("agent-kernel: the scheduler is off in this server (AgentKernelServer.scheduler)")
+        # The store is pruned once a day while the server runs (AgentKernel.retention_full_days).
+        days = AgentKernel(config=self.config).retention_full_days
+        tidy = threading.Thread(
+            target=tidy_daily, args=(self.state.store, days, self._tidy_stop), kwargs={"log": self.log}, daemon=True
+        )
+        tidy.start()
 
     async def stop_extension(self) -> None:
+        self._tidy_stop.set()
         state = getattr(self, "state", None)
         if state is not None:
             await _in_thread(state.stop_scheduler)
@@ -102,6 +112,4 @@ class AgentKernelServer(ExtensionApp):
 
 
 async def _in_thread(work: Callable[[], None]) -> None:
-    import asyncio
-
     await asyncio.get_running_loop().run_in_executor(None, work)

@@ -31,21 +31,26 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from agent_kernel.errors import MissingKeyError, ModelError
+from agent_kernel.model.client import ModelClient, api_key, describe_api_error
+from agent_kernel.model.usage import CallUsage, request_chars
+from agent_kernel.secrets import scrub
 from agent_kernel.server.handlers import _Handler, no_key
 from agent_kernel.server.job_request import BadRequest
+from agent_kernel.store.usage import record_completion
 
 if TYPE_CHECKING:
     import duckdb
 
-    from agent_kernel.model.usage import CallUsage
+    from agent_kernel.model.shapes import ContentBlock, MessageParam, TextBlock
     from agent_kernel.server.shapes import CompletionLine, CompletionStatusJson
 
 # Limits of what a request may send (400 past them).
@@ -87,7 +92,7 @@ class CompletionRequest:
     language: str
 
     @classmethod
-    def from_body(cls, body: dict[str, Any]) -> CompletionRequest:
+    def from_body(cls, body: Mapping[str, object]) -> CompletionRequest:
         """The request from a JSON body, or :class:`BadRequest` saying what to change."""
         unknown = set(body) - _FIELDS
         if unknown:
@@ -138,9 +143,18 @@ def nearest_cells(cells: tuple[str, ...], budget: int) -> list[str]:
     return kept[::-1]
 
 
-def model_request(request: CompletionRequest, *, model: str, max_tokens: int) -> dict[str, Any]:
+class CompletionParams(TypedDict):
+    """The Messages API request of one completion: the keywords the SDK's ``create`` takes."""
+
+    model: str
+    max_tokens: int
+    system: list[TextBlock]
+    messages: list[MessageParam]
+
+
+def model_request(request: CompletionRequest, *, model: str, max_tokens: int) -> CompletionParams:
     """The Messages API request for one completion (not yet scrubbed)."""
-    content: list[dict[str, Any]] = []
+    content: list[ContentBlock] = []
     above = nearest_cells(request.cells_above, ABOVE_CHARS)
     if above:
         cells = "\n".join(f"<cell>\n{source}\n</cell>" for source in above)
@@ -206,19 +220,15 @@ class Streamed:
     stop_reason: str | None = None
 
     def call_usage(self) -> CallUsage:
-        from agent_kernel.model.usage import CallUsage
-
         return CallUsage.of(self.model, self.usage)
 
 
-async def stream_completion(client: Any, params: dict[str, Any], streamed: Streamed) -> AsyncIterator[str]:
+async def stream_completion(client: Any, params: CompletionParams, streamed: Streamed) -> AsyncIterator[str]:
     """The completion's text as the model streams it; ``streamed`` keeps its usage.
 
     ``params`` are scrubbed here (the redaction boundary) before the SDK sends them."""
-    from agent_kernel.secrets import scrub
-
-    params = scrub(params)
-    stream = await client.messages.create(**params, stream=True, timeout=TIMEOUT_S)
+    scrubbed: CompletionParams = scrub(params)
+    stream = await client.messages.create(**scrubbed, stream=True, timeout=TIMEOUT_S)
     async with stream:
         async for event in stream:
             if event.type == "message_start":
@@ -239,8 +249,6 @@ class Completion:
     """The server's completion settings and its model client (one per server)."""
 
     def __init__(self, *, enabled: bool, model: str, max_tokens: int, http_client: Any = None) -> None:
-        from agent_kernel.model.client import ModelClient
-
         self.enabled = enabled
         self.model = model
         self.max_tokens = max_tokens
@@ -249,9 +257,6 @@ class Completion:
 
     def off_reason(self) -> str | None:
         """Why completion is off now, or None when it is on."""
-        from agent_kernel.errors import MissingKeyError
-        from agent_kernel.model.client import api_key
-
         if not self.enabled:
             return "Inline completion is turned off (AgentKernelServer.completion = False)."
         try:
@@ -321,11 +326,8 @@ class CompletionHandler(_Handler):
             self._streaming.cancel()
         super().on_connection_close()
 
-    async def _answer(self, params: dict[str, Any], streamed: Streamed) -> None:
-        import anthropic
-
-        from agent_kernel.errors import ModelError
-        from agent_kernel.model.client import describe_api_error
+    async def _answer(self, params: CompletionParams, streamed: Streamed) -> None:
+        import anthropic  # noqa: PLC0415 - the SDK loads on the first completion, not when the server starts
 
         fences = FenceFilter()
         try:
@@ -349,14 +351,12 @@ class CompletionHandler(_Handler):
         self.write(json.dumps(data) + "\n")
         await self.flush()
 
-    def _record(self, streamed: Streamed, params: dict[str, Any], duration_ms: float) -> None:
+    def _record(self, streamed: Streamed, params: CompletionParams, duration_ms: float) -> None:
         """Queue the call's usage for the store's write-behind thread: opening the DuckDB
         file costs more than the completion's own work, and completions come in bursts
         while someone types (their rows are written together)."""
         if not streamed.usage:
             return  # the request never reached the model
-        from agent_kernel.model.usage import request_chars
-        from agent_kernel.store.usage import record_completion
 
         usage = streamed.call_usage()
         chars = request_chars(params)

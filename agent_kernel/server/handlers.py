@@ -25,7 +25,11 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from agent_kernel import authority
-from agent_kernel.scheduler import NotFoundError, ScheduleError
+from agent_kernel.errors import MissingKeyError, StoreError
+from agent_kernel.model import keys
+from agent_kernel.model.client import api_key
+from agent_kernel.scheduler import NotFoundError, ScheduleError, leader
+from agent_kernel.scheduler.notify import FAILED_STATUSES
 from agent_kernel.scheduler.service import SchedulerService
 from agent_kernel.server import views
 from agent_kernel.server.job_request import (
@@ -39,6 +43,7 @@ from agent_kernel.server.job_request import (
     run_action,
     run_parameters,
 )
+from agent_kernel.server.outputs import output_page
 from agent_kernel.store.provenance import Provenance
 
 if TYPE_CHECKING:
@@ -136,8 +141,6 @@ class _Handler(APIHandler):
         super().log_exception(typ, value, tb)
 
     async def scheduler_status(self) -> SchedulerStatusJson:
-        from agent_kernel.scheduler import leader
-
         lease = await self.in_thread(self.jobs.scheduler)
         status: SchedulerStatusJson = {"running": lease is not None, "in_server": self.agent.scheduler_in_server}
         if lease is None:
@@ -154,7 +157,6 @@ class _Handler(APIHandler):
         if isinstance(exc, (BadRequest, ScheduleError, authority.TrustRefused)):
             self.refuse(400, str(exc))
             return
-        from agent_kernel.errors import StoreError
 
         if isinstance(exc, StoreError):
             self.refuse(503, str(exc))
@@ -291,10 +293,6 @@ class RunHandler(_Handler):
         action = run_action(self.body())["action"]
         found = await self.in_thread(lambda: self.jobs.run(run_id))
         if action == "explain":
-            from agent_kernel.errors import MissingKeyError
-            from agent_kernel.model.client import api_key
-            from agent_kernel.scheduler.notify import FAILED_STATUSES
-
             try:
                 if found.run.status in FAILED_STATUSES:  # (a run that did not fail is refused as such)
                     await self.in_thread(api_key)  # the stored key, put in this process's environment
@@ -329,8 +327,6 @@ class RunOutputHandler(_Handler):
     async def get(self, run_id: str) -> None:
         """The run's output notebook as a static HTML page (``html``), read where the run
         left it: nothing is copied and no kernel starts (see :mod:`.outputs`)."""
-        from agent_kernel.server.outputs import output_page
-
         found = await self.in_thread(lambda: self.jobs.run(run_id))
         page = await self.in_thread(lambda: output_page(found.run))
         name = found.job.name if found.job else found.run.job_id
@@ -360,8 +356,6 @@ class KeyHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def put(self) -> None:
-        from agent_kernel.model import keys
-
         body = self.body()
         if set(body) != {"key"} or not isinstance(body["key"], str):
             raise BadRequest('A key is sent as {"key": "sk-ant-..."}, a string and nothing else.')
@@ -375,8 +369,6 @@ class KeyHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def delete(self) -> None:
-        from agent_kernel.model import keys
-
         self.person("forget the Anthropic API key")
         await self.in_thread(keys.forget_key)
         self.reply(await self.in_thread(key_status_json))
@@ -384,8 +376,6 @@ class KeyHandler(_Handler):
 
 def key_status_json() -> KeyStatusJson:
     """Where the key comes from, for the panel (never the key)."""
-    from agent_kernel.model import keys
-
     status = keys.key_status()
     return {"has_key": status.has_key, "source": status.source, "where": status.where, "message": status.line()}
 

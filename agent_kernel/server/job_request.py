@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 from agent_kernel.grants import StandingGrants, parse
+from agent_kernel.paths import agent_home
 from agent_kernel.scheduler.checks import MAX_TOKEN_LIMIT
 from agent_kernel.scheduler.jobs import MAX_CATCHUP, MAX_RETRIES, MAX_RETRY_DELAY_S, MAX_RUN_SECONDS, Policy
+from agent_kernel.scheduler.notify import Targets
 from agent_kernel.scheduler.service import JobFields
 
 if TYPE_CHECKING:
@@ -305,9 +307,6 @@ def job_changes(body: dict[str, Any], root: Path) -> JobChanges:
             raise BadRequest('`notify` must be {"targets": [names], "on": "failure"} or null.')
         targets = (notify or {}).get("targets") or []
         if isinstance(targets, list) and all(isinstance(t, str) for t in targets):
-            from agent_kernel.paths import agent_home
-            from agent_kernel.scheduler.notify import Targets
-
             known = {t.name for t in Targets(agent_home()).all()}
             missing = [t for t in targets if t not in known]
             if missing:

@@ -15,6 +15,8 @@ import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.store.sessions import Sessions
+
 if TYPE_CHECKING:
     from agent_kernel.server.state import ServerState
 
@@ -46,8 +48,6 @@ async def on_contents_event(state: ServerState, root_dir: str, data: dict[str, A
     new = absolute(root_dir, path)
 
     def work() -> None:
-        from agent_kernel.store.sessions import Sessions
-
         with state.store.connect() as con:
             sessions = Sessions(con)
             if action == "rename" and isinstance(source, str):

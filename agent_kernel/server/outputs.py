@@ -35,8 +35,8 @@ def output_page(run: Run) -> str:
             f"The output notebook is {size / 1024 / 1024:,.0f} MB, too large to show here "
             f"(at most {MAX_OUTPUT_BYTES // 1024 // 1024} MB): open a copy to edit instead."
         )
-    import nbformat
-    from nbconvert import HTMLExporter
+    import nbformat  # noqa: PLC0415 - heavy (jsonschema, ~1.5 s): only showing a run's output needs it
+    from nbconvert import HTMLExporter  # noqa: PLC0415 - nbconvert (heavy): only showing a run's output needs it
 
     try:
         notebook = nbformat.read(path, as_version=4)

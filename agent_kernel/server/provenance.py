@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from agent_kernel.authority import person
 from agent_kernel.server.handlers import _Handler
 from agent_kernel.server.job_request import BadRequest
+from agent_kernel.store import provenance
+from agent_kernel.store.provenance import KINDS
 
 if TYPE_CHECKING:
     import duckdb
@@ -31,8 +34,6 @@ MAX_LISTED = 500
 
 def tainted_json(con: duckdb.DuckDBPyConnection) -> TaintedJson:
     """The tainted kept items (at most ``MAX_LISTED``), each with its session's name."""
-    from agent_kernel.store import provenance
-
     records = provenance.tainted(con)
     ids = sorted({r.session_id for r in records if r.session_id})
     names: dict[str, str] = {}
@@ -47,8 +48,6 @@ def tainted_json(con: duckdb.DuckDBPyConnection) -> TaintedJson:
 
 def clear_request(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """``(kind, name)`` to clear from a request body (None for all); BadRequest otherwise."""
-    from agent_kernel.store.provenance import KINDS
-
     how = 'Send {"kind": KIND, "name": NAME} (one item), {"kind": KIND} (every item of a kind) or {"all": true}.'
     if body.get("all") is True and set(body) == {"all"}:
         return None, None
@@ -73,9 +72,6 @@ class TaintedClearHandler(_Handler):
     @web.authenticated
     @authorized(action="write")
     async def post(self) -> None:
-        from agent_kernel.authority import person
-        from agent_kernel.store import provenance
-
         kind, name = clear_request(self.body())
         by = person("server", f"POST {self.request.path} kind={kind} name={name} user={_user_name(self.current_user)}")
         cleared = await self.store_call(lambda con: provenance.clear(con, kind, name, by=by))

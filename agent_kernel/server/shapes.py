@@ -10,7 +10,7 @@ these shapes (``_Handler.reply`` takes nothing else).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from agent_kernel.grants import GrantsJson
 from agent_kernel.scheduler.records import ComparisonJson, JobVersionJson, NotifySetting, RunRecord
@@ -88,7 +88,7 @@ class JobJson(TypedDict):
     notebook: str | None
     notebook_path: str | None
     task: str | None
-    parameters: dict[str, Any]
+    parameters: dict[str, object]  # JSON values by name, as papermill injects them
     overlap: str
     enabled: bool
     next_run: str | None
@@ -205,7 +205,7 @@ class JobRequest(TypedDict, total=False):
     cron: str
     at: str
     timezone: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]  # JSON values by name, as papermill injects them
     overlap: str
     grants: GrantsJson | None  # what its unattended runs may do after untrusted content (the person's)
 
@@ -220,7 +220,7 @@ class JobChangeRequest(TypedDict, total=False):
     cron: str
     at: str
     timezone: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]  # JSON values by name, as papermill injects them
     overlap: str
     catchup: str
     max_catchup: int
@@ -231,7 +231,7 @@ class JobChangeRequest(TypedDict, total=False):
     max_retries: int
     retry_on: str
     retry_delay_s: float
-    notify: dict[str, Any] | None  # {targets: [names of agent-kernel notify list], on}; null: none
+    notify: dict[str, object] | None  # {targets: [names of agent-kernel notify list], on}; null: none
     explain: bool
     grants: GrantsJson | None  # replaces the standing grants (null or {}: none); the request is the person's event
 
@@ -240,7 +240,7 @@ class RunNowRequest(TypedDict, total=False):
     """``POST /jobs/ID/run`` (the body is optional): values this run uses over the job's
     parameters, by name; the job keeps its own."""
 
-    parameters: dict[str, Any]
+    parameters: dict[str, object]  # JSON values by name, as papermill injects them
 
 
 class RunActionRequest(TypedDict):
@@ -268,9 +268,20 @@ class SourceUsageJson(TypedDict):
     cost: float | None  # US dollars of the priced calls; None when none was priced
 
 
+class StoreSizeJson(TypedDict):
+    """The store's size on disk and its growth, estimated from the share of rows written in
+    the last 7 days (``agent-kernel store stats`` shows more)."""
+
+    bytes: int
+    per_day: int  # bytes a day over the last 7 days
+    oldest: str | None  # the oldest message, ISO 8601 UTC
+    text: str  # one line: "412.3 MB on disk, growing about 3.1 MB a day (last 7 days), ..."
+
+
 class StatsJson(TypedDict):
     """``GET /stats?days=N``: code runs, failures by category, tool calls, tokens, cost per
-    day, and model calls by source (``turn``: %agent turns; ``completion``: inline completion)."""
+    day, model calls by source (``turn``: %agent turns; ``completion``: inline completion),
+    and the store's size."""
 
     days: int
     model_calls: dict[str, SourceUsageJson]
@@ -284,6 +295,7 @@ class StatsJson(TypedDict):
     top_tools: dict[str, int]
     tokens: int
     per_day: list[DayJson]
+    store: StoreSizeJson
 
 
 # -- tainted kept items ---------------------------------------------------------------------

@@ -12,8 +12,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.config import AgentKernel
+from agent_kernel.scheduler.clock import SystemClock
+from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
+from agent_kernel.scheduler.service import SchedulerService
+from agent_kernel.server.views import relative_path
+from agent_kernel.store.writer import WriteBehind
+
 if TYPE_CHECKING:
-    from agent_kernel.scheduler.daemon import Scheduler
     from agent_kernel.scheduler.jobs import Job
     from agent_kernel.scheduler.runs import Run
     from agent_kernel.store import Store
@@ -31,10 +37,6 @@ class ServerState:
         log: logging.Logger | logging.LoggerAdapter[Any],
         completion: Any = None,
     ) -> None:
-        from agent_kernel.scheduler.clock import SystemClock
-        from agent_kernel.scheduler.service import SchedulerService
-        from agent_kernel.store.writer import WriteBehind
-
         self.store = store
         # Inline completion's settings and model client (a completion.Completion): the
         # completion module builds on the handlers, which read this state.
@@ -52,8 +54,6 @@ class ServerState:
     @property
     def small_model(self) -> str:
         """The model that explains failed runs (``AgentKernel.small_model``'s default)."""
-        from agent_kernel.config import AgentKernel
-
         return str(AgentKernel().small_model)
 
     @property
@@ -64,8 +64,6 @@ class ServerState:
         return self.clock.now()
 
     def start_scheduler(self, *, max_concurrent: int, poll_s: float) -> None:
-        from agent_kernel.scheduler.daemon import Scheduler, SchedulerSettings
-
         settings = SchedulerSettings(max_concurrent=max_concurrent, poll_s=poll_s)
         scheduler = self.scheduler = Scheduler(self.store, settings=settings)
         self._thread = threading.Thread(
@@ -105,8 +103,6 @@ class ServerState:
 
     def output_in_root(self, run: Run, job: Job | None) -> str | None:
         """The run's output notebook as a path JupyterLab can open (relative to the root)."""
-        from agent_kernel.server.views import relative_path
-
         if not run.output_path or not Path(run.output_path).is_file():
             return None
         inside = relative_path(run.output_path, Path(self.root_dir))

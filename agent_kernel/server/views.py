@@ -13,7 +13,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_kernel.scheduler.clock import iso
+from agent_kernel.scheduler.clock import from_db, iso
+from agent_kernel.scheduler.rundir import RunDir
+from agent_kernel.store.audit import stats
+from agent_kernel.store.retention import measure
+from agent_kernel.store.sessions import Sessions
+from agent_kernel.store.usage import SOURCES, sessions_cost
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
         SessionJson,
         SourceUsageJson,
         StatsJson,
+        StoreSizeJson,
     )
     from agent_kernel.store.sessions import Session
 
@@ -38,8 +44,6 @@ MAX_MESSAGES = 500
 def session_costs(con: duckdb.DuckDBPyConnection, sessions: list[Session]) -> dict[str, float | None]:
     """What each session has cost in US dollars, from its recorded model calls; None for a
     session with no priced call (no call yet, or only calls to a model without a price)."""
-    from agent_kernel.store.usage import sessions_cost
-
     found = sessions_cost(con, [s.id for s in sessions])
     costs: dict[str, float | None] = {}
     for session in sessions:
@@ -87,8 +91,6 @@ def session_json(session: Session, root: Path, cost: float | None) -> SessionJso
 def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None) -> list[SessionJson]:
     """Every session, most recently used first; with ``notebook`` (a path relative to the
     root) only that notebook's sessions and the sub-sessions they spawned."""
-    from agent_kernel.store.sessions import Sessions
-
     sessions = Sessions(con).list()
     if notebook is not None:
         wanted = str((root / notebook).resolve())
@@ -104,8 +106,6 @@ def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | No
 
 
 def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) -> SessionDetailJson | None:
-    from agent_kernel.store.sessions import Sessions
-
     sessions = Sessions(con)
     session = sessions.get(session_id)
     if session is None:
@@ -186,8 +186,6 @@ def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -
     data = run_json(run, job, root)
     logs: dict[str, str] = {}
     if run.run_dir:
-        from agent_kernel.scheduler.rundir import RunDir
-
         run_dir = RunDir(Path(run.run_dir))
         for name, target in (("runner", run_dir.runner_log), ("stdout", run_dir.stdout), ("stderr", run_dir.stderr)):
             if target.exists():
@@ -200,8 +198,6 @@ def run_detail(run: Run, job: Job | None, root: Path, log_chars: int = 20_000) -
 
 def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> StatsJson:
     """Code runs, failures by category, tool calls, tokens and cost per day."""
-    from agent_kernel.store.audit import stats
-
     summary = stats(con, days)
     since = (now - timedelta(days=days)).replace(tzinfo=None)
     per_day = con.execute(
@@ -236,13 +232,25 @@ def stats_json(con: duckdb.DuckDBPyConnection, days: int, now: datetime) -> Stat
             {"day": day.isoformat(), "code_runs": runs, "failures": failed, "cost": cost_per_day.get(day)}
             for day, runs, failed in per_day
         ],
+        "store": store_size_json(con),
+    }
+
+
+def store_size_json(con: duckdb.DuckDBPyConnection) -> StoreSizeJson:
+    """The size and growth of the store ``con`` is open on (the panel's size line)."""
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    size = measure(con, Path(row[0] if row and row[0] else ""))
+    oldest = size.oldest.isoformat() + "Z" if size.oldest else None
+    return {
+        "bytes": size.file_bytes + size.log_bytes,
+        "per_day": round(size.per_day),
+        "oldest": oldest,
+        "text": size.text(),
     }
 
 
 def model_calls_by_source(con: duckdb.DuckDBPyConnection, since: datetime) -> dict[str, SourceUsageJson]:
     """Model calls since ``since`` for each source (``turn``, ``completion``): calls, tokens, cost."""
-    from agent_kernel.store.usage import SOURCES
-
     rows = con.execute(
         "SELECT coalesce(source, 'turn'), count(*), sum(input_tokens + cache_read_tokens + cache_write_tokens), "
         "sum(output_tokens), sum(cost_usd) FROM model_calls WHERE created_at >= ? GROUP BY ALL",
@@ -261,8 +269,6 @@ def model_calls_by_source(con: duckdb.DuckDBPyConnection, since: datetime) -> di
 
 def _iso_naive(value: datetime | None) -> str | None:
     """A stored (naive UTC) timestamp as ISO 8601 UTC."""
-    from agent_kernel.scheduler.clock import from_db
-
     return iso(from_db(value)) if value is not None else None
 
 

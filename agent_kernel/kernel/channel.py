@@ -28,11 +28,12 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 import comm as jupyter_comm
+from comm.base_comm import BaseComm
 from IPython import get_ipython
 
 from agent_kernel.kernel.protocol import (
@@ -103,7 +104,7 @@ class Channel:
     announced_at: float = 0.0  # when (time.monotonic())
     on_document: Callable[[Attachment], None] | None = None  # told when a front end names its notebook's id
     collaborators: int = 0  # other people in the shared document, as the last read said
-    _comms: dict[str, Any] = field(default_factory=dict)
+    _comms: dict[str, BaseComm] = field(default_factory=dict)
     _pending: dict[int, tuple[str, asyncio.Future[FrontEndAnswer]]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -122,14 +123,14 @@ class Channel:
 
     # -- comm callbacks ----------------------------------------------------------------
 
-    def open(self, comm: Any, message: dict[str, Any]) -> None:
+    def open(self, comm: BaseComm, message: Mapping[str, object]) -> None:
         """The comm target: a front end opens the channel with its ``hello``."""
         if len(self._comms) >= MAX_COMMS:
             self._refuse(comm, Refused(f"at most {MAX_COMMS} front ends at once"))
             comm.close()
             return
         self._listen(comm)
-        if not self._greet(comm, message["content"].get("data"), _client(message)):
+        if not self._greet(comm, _content(message).get("data"), _client(message)):
             comm.close()
             self._forget(str(comm.comm_id))
 
@@ -157,13 +158,13 @@ class Channel:
         while self.attached is None and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
 
-    def _listen(self, comm: Any) -> None:
+    def _listen(self, comm: BaseComm) -> None:
         with self._lock:
             self._comms[str(comm.comm_id)] = comm
         comm.on_msg(self.receive)
         comm.on_close(self.closed)
 
-    def _greet(self, comm: Any, data: Any, client: str) -> bool:
+    def _greet(self, comm: BaseComm, data: object, client: str) -> bool:
         """Attach the front end whose first message ``data`` is a valid hello."""
         try:
             hello = check(data)
@@ -193,18 +194,19 @@ class Channel:
         if listener is not None and attachment.document and attachment.path:
             listener(attachment)
 
-    def receive(self, message: dict[str, Any]) -> None:
+    def receive(self, message: Mapping[str, object]) -> None:
         """A message on an open channel (the first on an announced one must be hello)."""
-        comm_id = str(message["content"].get("comm_id", ""))
+        content = _content(message)
+        comm_id = str(content.get("comm_id", ""))
         with self._lock:
             comm, attachment = self._comms.get(comm_id), self.attachments.get(comm_id)
         if comm is None:
             return
         if attachment is None:
-            self._greet(comm, message["content"].get("data"), _client(message))
+            self._greet(comm, content.get("data"), _client(message))
             return
         try:
-            data = check(message["content"].get("data"))
+            data = check(content.get("data"))
             if data["type"] == "focus":
                 attachment.selected_cell = data.get("cell")
             elif data["type"] == "cells" or data["type"] == "edited":
@@ -218,7 +220,7 @@ class Channel:
         except Refused as refusal:
             self._refuse(comm, refusal)
 
-    async def request(self, data: dict[str, Any], timeout: float) -> FrontEndAnswer:
+    async def request(self, data: Mapping[str, object], timeout: float) -> FrontEndAnswer:
         """Send ``data``, a :data:`~agent_kernel.kernel.protocol.KernelRequest` without its
         ``id``, to the attached front end and await its answer (``TimeoutError`` after
         ``timeout`` seconds, ``LookupError`` when none is attached). The running cell
@@ -260,31 +262,37 @@ class Channel:
         future = pending[1]
         future.get_loop().call_soon_threadsafe(lambda: None if future.done() else future.set_result(data))
 
-    def closed(self, message: dict[str, Any]) -> None:
+    def closed(self, message: Mapping[str, object]) -> None:
         """The front end went away (notebook closed, page reloaded, kernel changed)."""
-        self._forget(str(message["content"].get("comm_id", "")))
+        self._forget(str(_content(message).get("comm_id", "")))
 
     def _forget(self, comm_id: str) -> None:
         with self._lock:
             self.attachments.pop(comm_id, None)
             self._comms.pop(comm_id, None)
 
-    def _refuse(self, comm: Any, refusal: Refused) -> None:
+    def _refuse(self, comm: BaseComm, refusal: Refused) -> None:
         with self._lock:
             self.refused += 1
         refused: RefusedMessage = {"type": "refused", "reason": str(refusal)[:200]}
         _send(comm, refused)
 
 
-def _send(comm: Any, message: KernelMessage) -> None:
+def _send(comm: BaseComm, message: KernelMessage) -> None:
     """Send one of the kernel's messages on ``comm``."""
-    comm.send(message)
+    comm.send(dict(message))
+
+
+def _content(message: Mapping[str, object]) -> Mapping[str, object]:
+    """A Jupyter message's ``content`` ({} when it has none or it is not an object)."""
+    content = message.get("content")
+    return content if isinstance(content, dict) else {}
 
 
 # -- validation ---------------------------------------------------------------------------
 
 
-def check(data: Any) -> FrontEndMessage:
+def check(data: object) -> FrontEndMessage:
     """``data`` as a valid message from the front end, or :class:`Refused` saying why."""
     if not isinstance(data, dict):
         raise Refused("a message is a JSON object")
@@ -302,7 +310,7 @@ def check(data: Any) -> FrontEndMessage:
     return checker(data)
 
 
-def _hello(data: dict[str, Any]) -> HelloMessage:
+def _hello(data: Mapping[str, object]) -> HelloMessage:
     if data.get("protocol") != PROTOCOL:
         raise Refused(f"protocol {PROTOCOL} only")
     _notebook_path(data, "notebook")
@@ -314,7 +322,7 @@ def _hello(data: dict[str, Any]) -> HelloMessage:
     return cast(HelloMessage, data)
 
 
-def _moved(data: dict[str, Any]) -> MovedMessage:
+def _moved(data: Mapping[str, object]) -> MovedMessage:
     """The notebook's path changed: ``notebook`` now, ``old`` before."""
     _notebook_path(data, "notebook")
     _notebook_path(data, "old")
@@ -322,26 +330,27 @@ def _moved(data: dict[str, Any]) -> MovedMessage:
     return cast(MovedMessage, data)
 
 
-def _document(data: dict[str, Any]) -> None:
+def _document(data: Mapping[str, object]) -> None:
     """An optional ``document``: the notebook's id, a uuid the front end wrote on a save."""
-    if "document" in data and not (isinstance(data["document"], str) and _DOCUMENT_ID.match(data["document"])):
+    document = data.get("document", "")
+    if "document" in data and not (isinstance(document, str) and _DOCUMENT_ID.match(document)):
         raise Refused("document is the notebook's id, a uuid")
 
 
-def _notebook_path(data: dict[str, Any], key: str) -> str:
+def _notebook_path(data: Mapping[str, object], key: str) -> str:
     value = _text(data, key, MAX_PATH_CHARS)
     if not value.endswith(".ipynb") or "\x00" in value:
         raise Refused(f"{key} is the path of an .ipynb file")
     return value
 
 
-def _focus(data: dict[str, Any]) -> FocusMessage:
+def _focus(data: Mapping[str, object]) -> FocusMessage:
     if data.get("cell") is not None:
         cell_id(data, "cell")
     return cast(FocusMessage, data)
 
 
-def _cells(data: dict[str, Any]) -> CellsMessage:
+def _cells(data: Mapping[str, object]) -> CellsMessage:
     """The answer to ``read``: the notebook's cells in order, each checked."""
     _request_id(data)
     cells = data.get("cells")
@@ -372,7 +381,7 @@ def _cells(data: dict[str, Any]) -> CellsMessage:
     return cast(CellsMessage, data)
 
 
-def _edited(data: dict[str, Any]) -> EditedMessage:
+def _edited(data: Mapping[str, object]) -> EditedMessage:
     """The answer to ``edit``: the cell it made or changed, or why the front end did not
     (``rejected``: the person rejected the diff in ``ask`` mode)."""
     _request_id(data)
@@ -385,21 +394,21 @@ def _edited(data: dict[str, Any]) -> EditedMessage:
     return cast(EditedMessage, data)
 
 
-def _request_id(data: dict[str, Any]) -> int:
+def _request_id(data: Mapping[str, object]) -> int:
     value = data.get("id")
     if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
         raise Refused("id is the number of the request answered")
     return value
 
 
-def _text(data: dict[str, Any], key: str, limit: int) -> str:
+def _text(data: Mapping[str, object], key: str, limit: int) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not 0 < len(value) <= limit:
         raise Refused(f"{key} is a string of 1 to {limit} characters")
     return value
 
 
-def cell_id(data: dict[str, Any], key: str) -> str:
+def cell_id(data: Mapping[str, object], key: str) -> str:
     """``data[key]`` as a cell id, or :class:`Refused`."""
     value = data.get(key)
     if not isinstance(value, str) or not _CELL_ID.match(value):
@@ -408,7 +417,7 @@ def cell_id(data: dict[str, Any], key: str) -> str:
 
 
 # Each checker returns the message it checked, typed.
-_CHECKS: dict[str, Callable[[dict[str, Any]], FrontEndMessage]] = {
+_CHECKS: dict[str, Callable[[Mapping[str, object]], FrontEndMessage]] = {
     "hello": _hello,
     "focus": _focus,
     "cells": _cells,
@@ -444,7 +453,7 @@ def _from_notebook_view() -> bool:
     return "deletedCells" in metadata or "recordTiming" in metadata
 
 
-def _request_metadata() -> dict[str, Any]:
+def _request_metadata() -> Mapping[str, object]:
     """The metadata of the running execute request ({} outside a kernel or an unusual one)."""
     metadata = _running_request().get("metadata") or {}
     return metadata if isinstance(metadata, dict) else {}
@@ -455,20 +464,20 @@ def _request_client() -> str:
     return _client(_running_request())
 
 
-def _client(message: dict[str, Any]) -> str:
+def _client(message: Mapping[str, object]) -> str:
     """A message's client session (its header's ``session``), bounded like a cell id."""
     header = message.get("header")
     session = header.get("session") if isinstance(header, dict) else None
     return session if isinstance(session, str) and len(session) <= MAX_ID_CHARS else ""
 
 
-def _running_request() -> dict[str, Any]:
+def _running_request() -> Mapping[str, object]:
     """The running shell request ({} outside a kernel or with an unusual one)."""
-    kernel: Any = getattr(get_ipython(), "kernel", None)
-    if kernel is None:
+    get_parent = getattr(getattr(get_ipython(), "kernel", None), "get_parent", None)
+    if not callable(get_parent):
         return {}
     try:
-        parent = kernel.get_parent("shell") or {}
+        parent = get_parent("shell") or {}
     except Exception:  # noqa: BLE001 - an unusual kernel: nothing known
         return {}
     return parent if isinstance(parent, dict) else {}
@@ -528,7 +537,7 @@ class Rejected(RuntimeError):
     """The person rejected the edit's diff (``ask`` mode); the notebook is unchanged."""
 
 
-async def edit(change: dict[str, Any], timeout: float = 10.0) -> str:
+async def edit(change: Mapping[str, object], timeout: float = 10.0) -> str:
     """Ask the attached front end to apply ``change``; the id of the cell it made or
     changed, or ``RuntimeError`` with the front end's reason (:class:`Rejected` when the
     person rejected it).

@@ -9,45 +9,18 @@ from __future__ import annotations
 import json
 import platform
 import re
-import time
 from typing import Any
 
 import pytest
 
-from agent_kernel.testing import say
-from tests.support.browser import KERNEL_READY, RUN_LAST_CELL, wait_idle
-from tests.support.calls import texts_of
+from tests.support.browser import KERNEL_READY, agent_turn, run_and_wait
+from tests.support.calls import prompts_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 PATH = "() => window.jupyterapp.shell.currentWidget?.context?.path ?? null"
 DIRTY = "() => window.jupyterapp.shell.currentWidget?.context?.model?.dirty ?? null"
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def prompts(request: dict[str, Any]) -> list[str]:
-    """The person's prompts a model request carries, in order."""
-    return [text for role, text in texts_of(request) if role == "user" and text != "tool_result"]
-
-
-def run(page, code: str) -> None:
-    """Type ``code`` into a new last cell, run it, and wait until the kernel is idle again."""
-    page.evaluate(RUN_LAST_CELL, code)
-    page.wait_for_timeout(300)
-    wait_idle(page, timeout=120_000)
-
-
-def turn(page, lab_model, prompt: str) -> dict[str, Any]:
-    """Run ``%agent PROMPT`` in a new cell; the model request it made."""
-    start = len(lab_model.requests)
-    lab_model.add(say(f"Answered {prompt}."))
-    run(page, f"%agent {prompt}")
-    deadline = time.monotonic() + 60
-    while len(lab_model.requests) == start:
-        assert time.monotonic() < deadline, f"%agent {prompt} sent no request"
-        time.sleep(0.1)
-    request: dict[str, Any] = lab_model.requests[start]
-    return request
 
 
 def document_on_disk(path) -> Any:
@@ -91,8 +64,8 @@ def test_a_notebook_moved_on_disk_while_no_kernel_ran_keeps_its_session(lab_page
     page.wait_for_timeout(1_000)
     assert page.evaluate(DIRTY) is False  # opening gives it no id: nothing to save
     assert document_on_disk(saved) is None
-    run(page, "%load_ext agent_kernel")
-    assert prompts(turn(page, lab_model, "first")) == ["first"]
+    run_and_wait(page, "%load_ext agent_kernel")
+    assert prompts_of(agent_turn(page, lab_model, "first")) == ["first"]
 
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
     page.wait_for_function(f"() => ({DIRTY})() === false", timeout=30_000)
@@ -106,6 +79,6 @@ def test_a_notebook_moved_on_disk_while_no_kernel_ran_keeps_its_session(lab_page
     saved.rename(jupyterlab.root / "elsewhere" / "notes.ipynb")  # mv: Jupyter never hears of it
     open_notebook(page, "elsewhere/notes.ipynb")
     assert page.evaluate(DIRTY) is False
-    run(page, "%load_ext agent_kernel")
-    assert prompts(turn(page, lab_model, "second")) == ["first", "second"]
+    run_and_wait(page, "%load_ext agent_kernel")
+    assert prompts_of(agent_turn(page, lab_model, "second")) == ["first", "second"]
     assert document_on_disk(jupyterlab.root / "elsewhere" / "notes.ipynb") == document

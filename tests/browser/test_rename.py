@@ -6,43 +6,14 @@ shows the history (also of turns run from cells, as they end) and the session's 
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
-from agent_kernel.testing import say
-from tests.support.browser import KERNEL_READY, RUN_LAST_CELL, wait_idle
-from tests.support.calls import texts_of
+from tests.support.browser import KERNEL_READY, agent_turn, run_and_wait
+from tests.support.calls import prompts_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 PATH = "() => window.jupyterapp.shell.currentWidget?.context?.path ?? null"
-
-
-def prompts(request: dict[str, Any]) -> list[str]:
-    """The person's prompts a model request carries, in order."""
-    return [text for role, text in texts_of(request) if role == "user" and text != "tool_result"]
-
-
-def run(page, code: str) -> None:
-    """Type ``code`` into a new last cell, run it, and wait until the kernel is idle again."""
-    page.evaluate(RUN_LAST_CELL, code)
-    page.wait_for_timeout(300)
-    wait_idle(page, timeout=120_000)
-
-
-def turn(page, lab_model, prompt: str) -> dict[str, Any]:
-    """Run ``%agent PROMPT`` in a new cell; the model request it made."""
-    start = len(lab_model.requests)
-    lab_model.add(say(f"Answered {prompt}."))
-    run(page, f"%agent {prompt}")
-    deadline = time.monotonic() + 60
-    while len(lab_model.requests) == start:
-        assert time.monotonic() < deadline, f"%agent {prompt} sent no request"
-        time.sleep(0.1)
-    request: dict[str, Any] = lab_model.requests[start]
-    return request
 
 
 def chat_shows(page, turns: list[str], timeout: float = 60_000) -> None:
@@ -83,9 +54,9 @@ def test_a_session_follows_its_notebook_through_rename_restart_move_and_reopen(l
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:create-new', {kernelName: 'python3'})")
     page.wait_for_function(f"() => ({PATH})() === 'Untitled.ipynb'", timeout=60_000)
     page.wait_for_function(KERNEL_READY, timeout=120_000)
-    run(page, "%load_ext agent_kernel")
-    assert prompts(turn(page, lab_model, "first")) == ["first"]
-    assert prompts(turn(page, lab_model, "second")) == ["first", "second"]
+    run_and_wait(page, "%load_ext agent_kernel")
+    assert prompts_of(agent_turn(page, lab_model, "first")) == ["first"]
+    assert prompts_of(agent_turn(page, lab_model, "second")) == ["first", "second"]
     chat_shows(page, ["first", "second"])
 
     # Renamed as JupyterLab asks on a first save: File > Rename Notebook…
@@ -96,20 +67,20 @@ def test_a_session_follows_its_notebook_through_rename_restart_move_and_reopen(l
     page.wait_for_function(f"() => ({PATH})() === 'analysis.ipynb'", timeout=30_000)
     chat_shows(page, ["first", "second"])  # at once, with its meter
     dashboard_lists(page, "Untitled")
-    assert prompts(turn(page, lab_model, "third")) == ["first", "second", "third"]
+    assert prompts_of(agent_turn(page, lab_model, "third")) == ["first", "second", "third"]
     chat_shows(page, ["first", "second", "third"])  # a cell's turn shows as it ends
 
     page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()")
     page.wait_for_function(KERNEL_READY, timeout=120_000)
-    run(page, "%load_ext agent_kernel")
-    assert prompts(turn(page, lab_model, "fourth")) == ["first", "second", "third", "fourth"]
+    run_and_wait(page, "%load_ext agent_kernel")
+    assert prompts_of(agent_turn(page, lab_model, "fourth")) == ["first", "second", "third", "fourth"]
 
     # Moved into a folder, as the file browser's drag and drop does it.
     (jupyterlab.root / "work").mkdir()
     page.evaluate("() => window.jupyterapp.serviceManager.contents.rename('analysis.ipynb', 'work/analysis.ipynb')")
     page.wait_for_function(f"() => ({PATH})() === 'work/analysis.ipynb'", timeout=30_000)
     chat_shows(page, ["first", "second", "third", "fourth"])
-    assert prompts(turn(page, lab_model, "fifth"))[-2:] == ["fourth", "fifth"]
+    assert prompts_of(agent_turn(page, lab_model, "fifth"))[-2:] == ["fourth", "fifth"]
 
     # Saved, closed, its kernel shut down, and reopened: a new kernel started for the new path.
     page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
@@ -119,6 +90,6 @@ def test_a_session_follows_its_notebook_through_rename_restart_move_and_reopen(l
     page.wait_for_function(f"() => ({PATH})() === 'work/analysis.ipynb'", timeout=60_000)
     page.wait_for_function(KERNEL_READY, timeout=120_000)
     chat_shows(page, ["first", "second", "third", "fourth", "fifth"])
-    run(page, "%load_ext agent_kernel")
-    assert prompts(turn(page, lab_model, "sixth")) == ["first", "second", "third", "fourth", "fifth", "sixth"]
+    run_and_wait(page, "%load_ext agent_kernel")
+    assert prompts_of(agent_turn(page, lab_model, "sixth")) == ["first", "second", "third", "fourth", "fifth", "sixth"]
     assert not (jupyterlab.root / "Untitled.ipynb").exists()

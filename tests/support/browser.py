@@ -11,8 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from nbformat.v4 import new_code_cell
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from agent_kernel.testing import say
 from tests.support.notebooks import write_notebook
 from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
@@ -78,6 +80,37 @@ RUN_LAST_CELL = """(code) => {
   nb.activeCellIndex = nb.model.cells.length - 1;
   window.jupyterapp.commands.execute('notebook:run-cell');
 }"""
+
+
+def open_with_ids(page, lab, name: str, cells: list[tuple[str, str]], *, run_all: bool = True) -> None:
+    """Open a notebook whose code cells have the given (id, source), so the scripted model can
+    name them, and run them all (``run_all=False``: only open it, its kernel ready)."""
+    page.goto(lab.notebook(name, [new_code_cell(source, id=cell_id) for cell_id, source in cells]))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+    if run_all:
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+def run_and_wait(page, code: str) -> None:
+    """Type ``code`` into a new last cell, run it, and wait until the kernel is idle again."""
+    page.evaluate(RUN_LAST_CELL, code)
+    page.wait_for_timeout(300)
+    wait_idle(page, timeout=120_000)
+
+
+def agent_turn(page, lab_model, prompt: str) -> dict[str, Any]:
+    """Run ``%agent PROMPT`` in a new last cell (the model answers "Answered PROMPT."); the
+    model request it made."""
+    start = len(lab_model.requests)
+    lab_model.add(say(f"Answered {prompt}."))
+    run_and_wait(page, f"%agent {prompt}")
+    deadline = time.monotonic() + 60
+    while len(lab_model.requests) == start:
+        assert time.monotonic() < deadline, f"%agent {prompt} sent no request"
+        time.sleep(0.1)
+    request: dict[str, Any] = lab_model.requests[start]
+    return request
 
 
 def open_chat(page):

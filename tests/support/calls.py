@@ -133,6 +133,11 @@ def texts_of(request: dict) -> list[tuple[str, str]]:
     ]
 
 
+def prompts_of(request: dict[str, Any]) -> list[str]:
+    """The person's prompts a recorded request carries, in order."""
+    return [text for role, text in texts_of(request) if role == "user" and text != "tool_result"]
+
+
 # -- kept after untrusted content ---------------------------------------------------------
 
 HOSTILE = "https://evil.example/figures"

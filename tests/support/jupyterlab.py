@@ -20,10 +20,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from nbformat import NotebookNode
 
 from tests.support.notebooks import write_notebook
 
@@ -198,8 +200,9 @@ class JupyterLab:
                     raise
                 time.sleep(0.1)
 
-    def notebook(self, name: str, cells: list[str]) -> str:
-        """Write a notebook of code cells into the server's root; its URL in JupyterLab."""
+    def notebook(self, name: str, cells: Sequence[str | NotebookNode]) -> str:
+        """Write a notebook of these cells (as :func:`tests.support.notebooks.notebook` takes
+        them) into the server's root; its URL in JupyterLab."""
         write_notebook(self.root / f"{name}.ipynb", *cells)
         # A workspace of its own, so tabs from earlier tests are not restored beside it.
         return f"{self.url}/lab/workspaces/{name}/tree/{name}.ipynb?reset&token={self.token}"

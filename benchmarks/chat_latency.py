@@ -112,7 +112,7 @@ def measure(runs: int) -> tuple[list[float], list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=9, help="turns from each path (after one warm-up each)")
-    args = options(parser, {"runs": 2})
+    args = options(parser, {"runs": 1})
     cell_ms, panel_ms = measure(args.runs)
     cell, panel = statistics.median(cell_ms), statistics.median(panel_ms)
     print(f"first streamed text, median of {args.runs} turns each")

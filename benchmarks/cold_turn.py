@@ -20,6 +20,10 @@ competing CPU-bound process (``python -c "while True: pass"``) per core running 
 so the warm-up races the first turn for a share of a busy machine.
 
     python benchmarks/cold_turn.py [--kernels 5] [--wait 2] [--cells-seconds 2] [--loads quiet,busy] [--quick] [--json PATH]
+
+``--quick`` runs one kernel of each kind on the machine as it is (``--loads quiet``): a
+spinning process per core would take both cores from whatever runs beside it (the test
+suite's other workers) for the half of the run it lasts.
 """
 
 from __future__ import annotations
@@ -131,7 +135,7 @@ def main() -> None:
     parser.add_argument(
         "--loads", default="quiet,busy", help="quiet (the machine as it is), busy (a spinning process per core)"
     )
-    args = options(parser, quick={"kernels": 1, "wait": 1.0, "cells_seconds": 0.5})
+    args = options(parser, quick={"kernels": 1, "wait": 1.0, "cells_seconds": 0.5, "loads": "quiet"})
     loads = [load.strip() for load in args.loads.split(",") if load.strip()]
     assert loads and set(loads) <= {"quiet", "busy"}, args.loads
     server = subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

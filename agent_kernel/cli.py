@@ -110,6 +110,7 @@ def _scheduler(args: argparse.Namespace) -> int:
 
         signal.signal(signal.SIGTERM, on_signal)
         signal.signal(signal.SIGINT, on_signal)
+        _keep_store_tidy(store, stop)
         logging.getLogger("agent_kernel.scheduler").info(
             "scheduler %s on %s (%s executor, up to %d at once); Ctrl-C stops it",
             scheduler.worker, store.path, executor.name, settings.max_concurrent,
@@ -118,6 +119,15 @@ def _scheduler(args: argparse.Namespace) -> int:
         return 0
     finally:
         scheduler.close()
+
+
+def _keep_store_tidy(store: Store, stop: threading.Event) -> None:
+    """Prune the store once a day while the daemon runs (AgentKernel.retention_full_days)."""
+    from agent_kernel.config import AgentKernel
+    from agent_kernel.store.retention import tidy_daily
+
+    days = AgentKernel().retention_full_days
+    threading.Thread(target=tidy_daily, args=(store, days, stop), name="store-retention", daemon=True).start()
 
 
 # -- jobs ---------------------------------------------------------------------------------------

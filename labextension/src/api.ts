@@ -258,6 +258,8 @@ export interface IStats {
   tool_errors: number;
   tokens: number;
   per_day: { day: string; code_runs: number; failures: number; cost: number | null }[];
+  /** The store's size on disk and its growth over the last 7 days (`text`: one line). */
+  store: { bytes: number; per_day: number; oldest: string | null; text: string };
 }
 
 /** A kept item whose latest write came from a turn that had read untrusted content. */

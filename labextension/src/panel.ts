@@ -378,6 +378,12 @@ export class AgentDashboard extends Panel {
           'Tokens',
           count(stats.tokens),
           "As the sessions' token limits count them: a token read from the prompt cache counts a tenth"
+        ),
+        figure(
+          'Store',
+          stats.store.text,
+          'The DuckDB file that keeps sessions, runs and memories. Old tool results and run outputs are ' +
+            'pruned after AgentKernel.retention_full_days; agent-kernel store stats|prune|vacuum'
         )
       ),
       days.length

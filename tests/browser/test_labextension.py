@@ -66,7 +66,8 @@ def test_the_panel_lists_the_session_of_an_agent_cell_and_the_job_it_scheduled(l
     stats = panel.locator(".ak-stats .ak-figures")
     refresh_until(page, panel, stats.locator("th", has_text="Failures by kind"))
     labels = stats.locator("th").all_inner_texts()
-    assert labels == ["Code runs", "Failures by kind", "Tool calls", "Tokens"], labels
+    assert labels == ["Code runs", "Failures by kind", "Tool calls", "Tokens", "Store"], labels
+    assert " on disk, growing about " in stats.locator("tr", has_text="Store").locator("td").inner_text()
     failures = stats.locator("tr", has_text="Failures by kind").locator("td").inner_text()
     assert failures.endswith("runtime error") or "runtime errors" in failures, failures
     assert "failed)" in stats.locator("tr", has_text="Code runs").inner_text()

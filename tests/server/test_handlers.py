@@ -10,6 +10,7 @@ import time
 import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -544,6 +545,18 @@ def test_stats_count_code_runs_failures_by_category_and_days(client, server):
                            ("days=0", "`days` must be between 1 and 3650.")):  # fmt: skip
         status, reply = client.call("GET", f"{API}/stats?{query}")
         assert status == 400 and reply["message"] == message
+
+
+def test_stats_carry_the_stores_size_and_growth_and_the_server_prunes_it_daily(client, server):
+    _, store = server
+    status, stats = client.call("GET", f"{API}/stats?days=1")
+    assert status == 200
+    size = stats["store"]
+    assert size["bytes"] >= store.path.stat().st_size > 0 and size["per_day"] >= 0
+    assert " on disk, growing about " in size["text"]
+    assert Path(f"{store.path}.retention.json").exists()  # the server's daily prune ran at its start
+    status, reply = client.call("GET", f"{API}/stats?days=-3")
+    assert status == 400 and reply["message"] == "`days` must be between 1 and 3650."
 
 
 # -- one DuckDB file: the server and two kernels at once ---------------------------------------------

@@ -22,6 +22,9 @@ planned against an empty stand-in table of the same columns, then run against th
 The sandbox lives on the database *instance*, which exists only while this call's
 connection is open: every other use of the file (sessions, state, the scheduler) opens
 its own, unsandboxed, connection under the same lock (see :class:`~agent_kernel.store.Store`).
+That instance's database is the model's own file, the store attached to it ``READ_ONLY``
+(:mod:`agent_kernel.store.ai_tables`): DuckDB refuses any change to a project table, so a
+writing call costs the same however much the store holds.
 What may run at all is decided in :mod:`agent_kernel.sql.guard`.
 """
 
@@ -51,6 +54,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ForkReady", "Limits", "SqlResult", "SqlRun", "prepare_fork", "ready_to_fork"]
 
+PROJECT_READ_ONLY = (
+    "agent-kernel's own tables are read-only to db_sql, so nothing was changed. Keep your "
+    "data in objects named ai_*, created without a database name."
+)
 READ_ONLY_WRITE = (
     "This statement changes the database, and this db_sql call runs read-only (a read-only "
     "turn, or SQL that looked like a read), so it was not run."
@@ -193,7 +200,7 @@ class SqlRun:
         """The file's tables and views (a frame never shadows them), read once if not known yet."""
         names = _FILE_NAMES.get(self.store.path)
         if names is None:
-            with self.store.connect(read_only=True) as con:
+            with self.store.connect(read_only=True, ai=True) as con:
                 names = _FILE_NAMES[self.store.path] = _object_names(con)
         return names
 
@@ -227,7 +234,7 @@ class SqlRun:
         if reads_only_frames(statements, call.frames, _FILE_NAMES.get(self.store.path)):
             with _memory_sandbox(self.limits).cursor() as con:
                 return self._run_on(con, call)
-        with self.store.connect(config=self.limits.config(), read_only=self.read_only) as con:
+        with self.store.connect(config=self.limits.config(), read_only=self.read_only, ai=True) as con:
             con.execute("SET enable_progress_bar = false")  # a local option: set it, then lock
             con.execute("SET lock_configuration = true")
             return self._run_on(con, replace(call, on_file=True))
@@ -243,10 +250,9 @@ class SqlRun:
         try:
             con.execute("BEGIN TRANSACTION")
             try:
-                kept = protect.fingerprint(con) if call.on_file and not self.read_only else None
                 result = self._statements(con, call)
-                if kept is not None:
-                    protect.verify_unchanged(con, kept)
+                if call.on_file and not self.read_only:
+                    protect.verify_only_ai(con)
                 con.execute("COMMIT")
             except BaseException:
                 try:
@@ -429,6 +435,8 @@ class SqlRun:
             return "The query was stopped."
         if isinstance(exc, duckdb.PermissionException):
             return f"{NO_FILES} ({text})"
+        if "read-only mode" in text and not self.read_only:  # the store, attached READ_ONLY
+            return f"{PROJECT_READ_ONLY} ({text})"
         if isinstance(exc, duckdb.OutOfMemoryException):
             return (
                 f"The statement needed more than its memory limit ({self.limits.memory_limit}) "
@@ -634,7 +642,14 @@ def _object_names(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _used_bytes(con: duckdb.DuckDBPyConnection) -> int:
-    return int(scalar(con, "SELECT coalesce(used_blocks * block_size, 0) FROM pragma_database_size()"))
+    """The size of the file the model writes (its connection's own database)."""
+    return int(
+        scalar(
+            con,
+            "SELECT coalesce(sum(used_blocks * block_size), 0) FROM pragma_database_size() "
+            "WHERE database_name = current_database()",
+        )
+    )
 
 
 def _pending_bytes(con: duckdb.DuckDBPyConnection) -> int:

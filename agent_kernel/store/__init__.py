@@ -23,6 +23,7 @@ import filelock
 from agent_kernel.errors import StoreError
 from agent_kernel.redaction import clean_text
 from agent_kernel.secrets import redactor
+from agent_kernel.store import ai_tables
 from agent_kernel.store.schema import migrate
 
 T = TypeVar("T")
@@ -34,8 +35,9 @@ __all__ = ["Store", "StoreConnection", "log_bytes"]
 
 # Another process that does not take our lock (a DuckDB shell, say) can still hold the file.
 _BUSY_RETRY_SECONDS = 30.0
-# The name the file has in the store's own database instance (see Store._attach).
-_ATTACHED = "agent_kernel_store"
+# The name the file has in the store's own database instance (see Store._attach), and in
+# the model's connection (see Store._open_model).
+_ATTACHED = ai_tables.PROJECT_DATABASE
 
 
 class Store:
@@ -43,6 +45,7 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
+        self.ai_path = ai_tables.ai_path(self.path)  # the model's ai_* objects (see ai_tables)
         # filelock waits by polling: poll often, or a busy writer in another process keeps
         # taking the lock back before a waiter looks again.
         self._lock = filelock.FileLock(str(self.path) + ".lock", thread_local=False, poll_interval=0.005)
@@ -67,6 +70,7 @@ class Store:
         config: Mapping[str, Any] | None = None,
         read_only: bool = False,
         mirrored: bool = False,
+        ai: bool = False,
     ) -> Iterator[duckdb.DuckDBPyConnection]:
         """Yield a connection under the file lock; commit and close when the block ends.
 
@@ -76,7 +80,10 @@ class Store:
         schema, in memory, stays writable). ``mirrored``: what the block writes is already
         in the in-memory copies that :meth:`unchanged_since` guards (the turn's journal),
         so it does not count as a change; such a connection attaches the file to a
-        database instance the store keeps (see :meth:`_attach`).
+        database instance the store keeps (see :meth:`_attach`). ``ai``: the model's
+        connection: its database is the model's file (:attr:`ai_path`, written unless
+        ``read_only``), and the store is attached to it read-only, its tables readable by their
+        plain names (see :meth:`_open_model`).
         """
         with self._thread_lock, self._lock:
             if self._signature() != self._seen:
@@ -88,15 +95,19 @@ class Store:
             # second handle on a file one of this process's instances has attached.
             outer = self._held[-1] if self._held else None
             # At exit the kept instance is gone: other connections open the file on their own.
-            attached = (
+            attached = not ai and (
                 outer == "attached"
                 if outer is not None
                 else config is None and (self._migrated or read_only) and (mirrored or not self._exiting)
             )
             try:
-                if read_only and not self._migrated:  # migrating writes: do it first
+                if (read_only or ai) and not self._migrated:  # migrating writes: do it first
                     self._migrate_now()
-                if not attached:
+                if ai:
+                    if outer is not None:
+                        raise StoreError("The model's connection cannot be opened inside another store connection.")
+                    con = self._open_model(config, read_only=read_only)
+                elif not attached:
                     con = self._open(config, read_only=read_only)
                 elif outer is None:
                     con = self._attach(read_only=read_only)
@@ -109,6 +120,7 @@ class Store:
             try:
                 if not self._migrated:
                     migrate(con)
+                    ai_tables.move(con, self.ai_path)
                     self._migrated = True
                 yield StoreConnection(con)  # type: ignore[misc]
             except BaseException:
@@ -133,7 +145,7 @@ class Store:
 
     def _signature(self) -> tuple[Any, ...]:
         marks: list[Any] = []
-        for path in (self.path, self._wal):
+        for path in (self.path, self._wal, self.ai_path, f"{self.ai_path}.wal"):
             try:
                 st = os.stat(path)
             except OSError:
@@ -196,12 +208,14 @@ class Store:
             if fold and log_bytes(self.path):
                 self._instance.execute(f"CHECKPOINT {_ATTACHED}")
         finally:
+            self._instance.execute(f"DETACH DATABASE IF EXISTS {ai_tables.AI_DATABASE}")  # see ai_tables.attach
             self._instance.execute(f"DETACH DATABASE IF EXISTS {_ATTACHED}")
 
     def _migrate_now(self) -> None:
         con = self._open()
         try:
             migrate(con)
+            ai_tables.move(con, self.ai_path)
             self._migrated = True
         finally:
             con.close()
@@ -212,6 +226,42 @@ class Store:
         return self._while_locked(
             lambda: duckdb.connect(str(self.path), read_only=read_only, config=dict(config or {}))
         )
+
+    def _open_model(self, config: Mapping[str, Any] | None, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """The model's connection: a database instance of its own whose default database is
+        the model's file, the store attached ``READ_ONLY``, so that DuckDB refuses any change
+        to the store's tables whatever SQL runs. Plain names find the model's objects first,
+        then the store's; what is created without a database name lands in the model's file.
+
+        ``config`` is applied as given, but for ``enable_external_access = false``, which
+        would refuse the two ATTACHes: it is set once they are made (it cannot be set back).
+        """
+        import duckdb  # noqa: PLC0415 - heavy: see _attach
+
+        settings = dict(config or {})
+        sandboxed = settings.pop("enable_external_access", True) is False
+        ai = ai_tables.sql_literal(str(self.ai_path))
+        store = ai_tables.sql_literal(str(self.path))
+        name = ai_tables.AI_DATABASE
+
+        def open_both() -> duckdb.DuckDBPyConnection:
+            con = duckdb.connect(":memory:", config=settings)
+            try:
+                con.execute(f"ATTACH {store} AS {_ATTACHED} (READ_ONLY)")
+                if read_only and not self.ai_path.exists():  # made empty: DuckDB reads only a file
+                    con.execute(f"ATTACH {ai} AS {name}")
+                    con.execute(f"DETACH {name}")
+                con.execute(f"ATTACH {ai} AS {name}{' (READ_ONLY)' if read_only else ''}")
+                con.execute(f"USE {name}")
+                con.execute(f"SET search_path = '{name}.main,{_ATTACHED}.main'")
+                if sandboxed:
+                    con.execute("SET enable_external_access = false")
+            except BaseException:
+                con.close()
+                raise
+            return con
+
+        return self._while_locked(open_both)
 
     def _while_locked(self, open_file: Callable[[], T]) -> T:
         """``open_file()``, tried again while another process holds the file's lock (up

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agent_kernel.store.rows import aggregate_row
+from agent_kernel.store import ai_tables
 from agent_kernel.store.schema import WRITABLE_PREFIX, quote_name
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ class TableInfo:
     comment: str | None
     estimated_rows: int | None
     columns: list[dict[str, Any]] = field(default_factory=list)
+    database: str = ""  # the attached database it is in (the store's, or the model's file)
 
     @property
     def writable(self) -> bool:
@@ -41,39 +42,49 @@ class TableInfo:
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> list[TableInfo]:
-    """Every table and view of the file (not temporary, not internal): the model's first."""
-    found: dict[tuple[str, str], TableInfo] = {}
-    current = aggregate_row(con.execute("SELECT current_database()"))[0]
-    for schema, name, comment, rows in con.execute(
-        "SELECT schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
-        "WHERE database_name = current_database() AND NOT temporary AND NOT internal"
+    """Every table and view of the store and of the model's file (not temporary, not
+    internal): the model's first. The model's file is attached to ``con`` read-only for
+    this (see :func:`agent_kernel.store.ai_tables.attach`) unless it is there already."""
+    ai_tables.attach(con)
+    databases = [
+        str(row[0])
+        for row in con.execute(
+            "SELECT database_name FROM duckdb_databases() WHERE database_name IN (current_database(), ?, ?)",
+            [ai_tables.AI_DATABASE, ai_tables.PROJECT_DATABASE],
+        ).fetchall()
+    ]
+    within = f"database_name IN ({', '.join(ai_tables.sql_literal(d) for d in databases)})"
+    found: dict[tuple[str, str, str], TableInfo] = {}
+    for database, schema, name, comment, rows in con.execute(
+        "SELECT database_name, schema_name, table_name, comment, estimated_size FROM duckdb_tables() "
+        f"WHERE {within} AND NOT temporary AND NOT internal"
     ).fetchall():
-        found[schema, name] = TableInfo(name, schema, False, comment, rows)
-    for schema, name, comment in con.execute(
-        "SELECT schema_name, view_name, comment FROM duckdb_views() "
-        "WHERE database_name = current_database() AND NOT temporary AND NOT internal"
+        found[database, schema, name] = TableInfo(name, schema, False, comment, rows, database=database)
+    for database, schema, name, comment in con.execute(
+        f"SELECT database_name, schema_name, view_name, comment FROM duckdb_views() "
+        f"WHERE {within} AND NOT temporary AND NOT internal"
     ).fetchall():
-        found[schema, name] = TableInfo(name, schema, True, comment, None)
-    keys: dict[tuple[str, str], set[str]] = {}
-    for schema, name, columns in con.execute(
-        "SELECT schema_name, table_name, constraint_column_names FROM duckdb_constraints() "
-        "WHERE database_name = current_database() AND constraint_type = 'PRIMARY KEY'"
+        found[database, schema, name] = TableInfo(name, schema, True, comment, None, database=database)
+    keys: dict[tuple[str, str, str], set[str]] = {}
+    for database, schema, name, columns in con.execute(
+        "SELECT database_name, schema_name, table_name, constraint_column_names FROM duckdb_constraints() "
+        f"WHERE {within} AND constraint_type = 'PRIMARY KEY'"
     ).fetchall():
-        keys.setdefault((schema, name), set()).update(columns)
-    # Filtering duckdb_columns() on current_database() in SQL costs ~7 ms more than
-    # filtering here (DuckDB 2.0); the (schema, name) lookup below keeps this file's tables.
+        keys.setdefault((database, schema, name), set()).update(columns)
+    # Filtering duckdb_columns() on the databases in SQL costs ~7 ms more than filtering
+    # here (DuckDB 2.0); the (database, schema, name) lookup below keeps their tables.
     for database, schema, name, column, data_type, nullable, comment in con.execute(
         "SELECT database_name, schema_name, table_name, column_name, data_type, is_nullable, comment "
         "FROM duckdb_columns() WHERE NOT internal ORDER BY schema_name, table_name, column_index"
     ).fetchall():
-        table = found.get((schema, name))
-        if table is None or database != current:
+        table = found.get((database, schema, name))
+        if table is None:
             continue
         # Only what is there: db_schema lists every column of every table in one result.
         entry: dict[str, Any] = {"name": column, "type": data_type}
         if not nullable:
             entry["notnull"] = True
-        if column in keys.get((schema, name), ()):
+        if column in keys.get((database, schema, name), ()):
             entry["pk"] = True
         if comment:
             entry["comment"] = comment
@@ -87,7 +98,8 @@ def row_counts(con: duckdb.DuckDBPyConnection, tables: list[TableInfo]) -> dict[
     if not plain:
         return {}
     parts = [
-        f"SELECT {i} AS i, count(*) AS n FROM {quote_name(t.schema)}.{quote_name(t.name)}" for i, t in enumerate(plain)
+        f"SELECT {i} AS i, count(*) AS n FROM {_where(t)}{quote_name(t.schema)}.{quote_name(t.name)}"
+        for i, t in enumerate(plain)
     ]
     counts = dict(con.execute(" UNION ALL ".join(parts)).fetchall())
     return {plain[i].qualified: int(n) for i, n in counts.items()}
@@ -140,6 +152,10 @@ def table_lines(con: duckdb.DuckDBPyConnection, names: Collection[str]) -> dict[
         for t in describe(con)
         if t.writable and t.name.lower() in names and (t.comment or any(c.get("comment") for c in t.columns))
     }
+
+
+def _where(table: TableInfo) -> str:
+    return f"{quote_name(table.database)}." if table.database else ""
 
 
 def _table_line(table: TableInfo) -> str:

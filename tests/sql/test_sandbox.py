@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 
@@ -13,6 +14,7 @@ from agent_kernel.errors import ToolInputError
 from agent_kernel.sql import guard, sandbox
 from agent_kernel.sql import worker as sql_worker
 from agent_kernel.store import Store
+from agent_kernel.store.sessions import Sessions
 from tests.support.calls import sql_refused as refused
 from tests.support.calls import sql_run as run
 from tests.support.capabilities import needs_sql_guard
@@ -181,43 +183,129 @@ def test_the_read_only_connection_refuses_a_write_by_itself(store, unchecked, sq
         assert "ai_x" not in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
 
 
+# Every way to change the project's data that a gap in the guard could let through: the
+# store is attached READ_ONLY to the model's connection, so DuckDB refuses each by itself.
+PROJECT_CHANGES = [
+    "DELETE FROM sessions",
+    "UPDATE sessions SET token_limit = 999999999",
+    "CREATE TABLE ai_log AS SELECT 1 AS x; INSERT INTO jobs (id, name, kind, timezone) VALUES ('j', 'j', 'notebook', 'UTC')",
+    "ALTER TABLE sessions ADD COLUMN evil INT",
+    "COMMENT ON TABLE messages IS 'obey'",
+    "COMMENT ON COLUMN messages.role IS 'obey'",
+    "CREATE INDEX ai_i ON messages (role)",
+    "CREATE TRIGGER ai_w AFTER INSERT ON messages FOR EACH STATEMENT DELETE FROM code_executions",
+    "DROP TABLE messages",
+    "TRUNCATE sessions",
+    "INSERT OR REPLACE INTO agent_state (key, value) VALUES ('k', '2')",
+    "CREATE TABLE agent_kernel_store.main.ai_planted AS SELECT 1 AS x",
+    "CREATE VIEW agent_kernel_store.main.recent AS SELECT 1 AS x",
+    "CREATE MACRO agent_kernel_store.main.sessions_total() AS 1",
+    "CREATE SEQUENCE agent_kernel_store.main.counter",
+    "CREATE SCHEMA agent_kernel_store.planted",
+    "ALTER TABLE agent_kernel_store.main.sessions RENAME TO ai_sessions",
+]
+
+
+def _store_contents(store) -> list:
+    with store.connect() as con:
+        return [
+            con.execute("SELECT * FROM sessions ORDER BY ALL").fetchall(),
+            con.execute("SELECT * FROM agent_state ORDER BY ALL").fetchall(),
+            con.execute("SELECT table_name, sql, comment FROM duckdb_tables() ORDER BY ALL").fetchall(),
+            con.execute("SELECT table_name, column_name, comment FROM duckdb_columns() ORDER BY ALL").fetchall(),
+            con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal ORDER BY ALL").fetchall(),
+            con.execute("SELECT function_name FROM duckdb_functions() WHERE NOT internal ORDER BY ALL").fetchall(),
+            con.execute("SELECT sequence_name FROM duckdb_sequences() ORDER BY ALL").fetchall(),
+            con.execute("SELECT schema_name FROM duckdb_schemas() ORDER BY ALL").fetchall(),
+            con.execute("SELECT index_name FROM duckdb_indexes() ORDER BY ALL").fetchall(),
+            con.execute("SELECT trigger_name FROM duckdb_triggers() ORDER BY ALL").fetchall(),
+        ]
+
+
+@pytest.mark.parametrize("sql", PROJECT_CHANGES)
+def test_the_store_is_attached_read_only_so_no_statement_changes_it(store, unchecked, sql):
+    with store.connect() as con:
+        con.execute("INSERT INTO agent_state (key, value) VALUES ('k', '1')")
+    before = _store_contents(store)
+    message = refused(store, sql)
+    assert "read-only mode" in message or "does not exist" in message or "not found" in message.lower()
+    assert _store_contents(store) == before
+    # The whole call was undone, the model's file too.
+    assert "does not exist" in refused(store, "SELECT * FROM ai_log")
+
+
 @pytest.mark.parametrize(
     ("sql", "says"),
     [
-        ("DELETE FROM sessions", "rows of sessions"),
-        ("UPDATE sessions SET token_limit = 999999999", "rows of sessions"),
-        (
-            "CREATE TABLE ai_log AS SELECT 1 AS x; INSERT INTO jobs (id, name, kind, timezone) VALUES ('j', 'j', 'notebook', 'UTC')",
-            "rows of jobs",
-        ),
-        ("ALTER TABLE sessions ADD COLUMN evil INT", "column sessions"),
-        ("COMMENT ON TABLE messages IS 'obey'", "table messages"),
-        ("CREATE INDEX ai_i ON messages (role)", "index ai_i"),
-        ("CREATE TRIGGER ai_w AFTER INSERT ON messages FOR EACH STATEMENT DELETE FROM code_executions", "trigger ai_w"),
+        ("CREATE TABLE notes (a INT)", "table notes"),
+        ("CREATE VIEW sessions AS SELECT 1 AS id", "view sessions"),  # would shadow the project's
         ("CREATE MACRO sessions_total() AS 1", "macro sessions_total"),
-        ("CREATE VIEW recent AS SELECT 1", "view recent"),
         ("CREATE SEQUENCE counter", "sequence counter"),
-        ("DROP TABLE messages", "table messages"),
+        (
+            "CREATE TABLE ai_x (a INT); CREATE TABLE ai_y (a INT); "
+            "CREATE TRIGGER ai_w AFTER INSERT ON ai_x FOR EACH STATEMENT DELETE FROM ai_y",
+            "trigger ai_w",
+        ),
     ],
 )
-def test_a_writing_call_that_changes_project_objects_is_rolled_back(store, unchecked, sql, says):
-    before = _rows(store, "sessions")
-    with store.connect() as con:
-        comment = con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()[0]
+def test_the_models_file_keeps_only_ai_objects_even_past_the_guard(store, unchecked, sql, says):
     message = refused(store, sql)
-    assert "agent-kernel's own data" in message and says in message and "rolled back" in message
-    assert _rows(store, "sessions") == before
+    assert says in message and "only objects named ai_*" in message and "rolled back" in message
+    assert run(store, "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'agent_kernel_ai'").rows == [(0,)]
+    assert run(store, "SELECT count(*) FROM sessions").rows == [(1,)]
+
+
+def test_the_guard_gives_the_model_a_sentence_for_a_write_to_the_attached_store(store):
+    message = refused(store, "CREATE TABLE agent_kernel_store.main.ai_planted AS SELECT 1 AS x")
+    assert message.startswith("agent-kernel's own tables are read-only to db_sql, so nothing was changed.")
     with store.connect() as con:
-        assert con.execute("SELECT count(*) FROM duckdb_triggers()").fetchone()[0] == 0
-        names = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-        assert "messages" in names and "ai_log" not in names
-        assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()[0] == comment
+        assert "ai_planted" not in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
 
 
-def test_ai_objects_pass_the_storage_check(store, unchecked):
+def test_ai_objects_land_in_the_models_file_beside_the_store(store, unchecked):
     run(store, "CREATE TABLE ai_x AS SELECT 1 AS x; CREATE INDEX ai_xi ON ai_x (x); CREATE SEQUENCE ai_s")
     assert run(store, "SELECT nextval('ai_s')").rows == [(1,)]
-    assert _rows(store, "ai_x") == [(1,)]
+    assert run(store, "SELECT x, (SELECT count(*) FROM sessions) FROM ai_x").rows == [(1, 1)]
+    assert store.ai_path.parent == store.path.parent and store.ai_path.exists()
+    with store.connect() as con:  # nothing of the model's is in the store itself
+        assert "ai_x" not in {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+
+
+def _grow(store, rows: int) -> None:
+    """Many stored messages, written the way the store writes them (one bulk INSERT)."""
+    with store.connect() as con:
+        session = Sessions(con).create("long", notebook=None).id
+        con.execute(
+            "INSERT INTO messages (session_id, seq, turn, role, content) "
+            "SELECT ?, i, i, 'user', to_json({'text': repeat(md5(i::VARCHAR), 12)}) FROM range(?) t(i)",
+            [session, rows],
+        )
+
+
+def _median_write(store, calls: int = 5) -> float:
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        run(store, "CREATE OR REPLACE TABLE ai_x AS SELECT 42 AS a; INSERT INTO ai_x VALUES (1)")
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def test_a_writing_call_costs_the_same_on_a_grown_store(tmp_path):
+    fresh, grown = Store(tmp_path / "fresh.duckdb"), Store(tmp_path / "grown.duckdb")
+    with fresh.connect() as con:
+        Sessions(con).create("kept", notebook=None)
+    _grow(grown, 300_000)
+    assert grown.path.stat().st_size > 50 * 1024 * 1024
+    for store in (fresh, grown, fresh, grown):  # workers up, first opens done
+        run(store, "SELECT count(*) FROM sessions")
+    # Interleaved, so a load on the machine falls on both alike.
+    fresh_times, grown_times = [], []
+    for _ in range(2):
+        fresh_times.append(_median_write(fresh, 3))
+        grown_times.append(_median_write(grown, 3))
+    ratio = min(grown_times) / min(fresh_times)
+    assert ratio <= 1.5, (fresh_times, grown_times)
 
 
 def test_reads_work_on_the_read_only_connection(store):

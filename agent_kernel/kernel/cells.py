@@ -22,8 +22,9 @@ import sysconfig
 import traceback
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_kernel.kernel import network, printed
 from agent_kernel.kernel.namespace import describe
@@ -31,6 +32,9 @@ from agent_kernel.kernel.network import NetworkLog
 from agent_kernel.kernel.printed import AGENT_MAGICS, PrintedLog
 from agent_kernel.secrets import redact
 from agent_kernel.untrusted import mark_untrusted, neutralise
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
 
 SECTION_CHARS = 6_000  # the notebook part of one turn context
 NEWEST_CHARS = 4_000  # the newest cell's source is kept whole up to this
@@ -89,7 +93,7 @@ class CellError:
 class CellLog:
     """The errors of the user's cells, and how far the agent's turns have seen."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self._shell = weakref.ref(shell)
         self.errors: OrderedDict[int, CellError] = OrderedDict()
         self.seen = 0  # the execution count of the cell of the agent's last turn
@@ -103,7 +107,7 @@ class CellLog:
     def reached_network(self, count: int) -> bool:
         return self.network is not None and self.network.reached(count)
 
-    def finished(self, result: Any) -> None:
+    def finished(self, result: ExecutionResult) -> None:
         """A ``post_run_cell`` callback: keep the cell's error, if it raised."""
         info = getattr(result, "info", None)
         count = getattr(result, "execution_count", None)
@@ -118,10 +122,10 @@ class CellLog:
             self.errors.popitem(last=False)
 
 
-_LOGS: weakref.WeakKeyDictionary[Any, CellLog] = weakref.WeakKeyDictionary()
+_LOGS: weakref.WeakKeyDictionary[InteractiveShell, CellLog] = weakref.WeakKeyDictionary()
 
 
-def log_for(shell: Any) -> CellLog:
+def log_for(shell: InteractiveShell) -> CellLog:
     """The shell's cell log, created (and its callback registered) on first use."""
     log = _LOGS.get(shell)
     if log is None:
@@ -134,7 +138,7 @@ def log_for(shell: Any) -> CellLog:
     return log
 
 
-def describe_error(error: BaseException, shell: Any = None) -> CellError:
+def describe_error(error: BaseException, shell: InteractiveShell | None = None) -> CellError:
     """``error`` with only the user's frames, cell files named as ``Cell [N]``."""
     names = _cell_names(shell)
     frames = [f for f in traceback.extract_tb(error.__traceback__) if users_frame(f.filename)][-ERROR_FRAMES:]
@@ -159,7 +163,7 @@ def users_frame(filename: str) -> bool:
     return not os.path.realpath(filename).startswith(_library_dirs())
 
 
-def _cell_names(shell: Any) -> dict[str, str]:
+def _cell_names(shell: InteractiveShell | None) -> dict[str, str]:
     mapping = getattr(getattr(shell, "compile", None), "_filename_map", None)
     if not isinstance(mapping, dict):
         return {}
@@ -194,6 +198,8 @@ class Cell:
         return ""
 
     def as_dict(self, result_chars: int) -> dict[str, Any]:
+        """The cell as the model reads it: its result and printed output bounded to
+        ``result_chars`` each, inside the untrusted envelope."""
         entry: dict[str, Any] = {"execution_count": self.count, "source": redact(self.source)}
         if self.result:
             entry["result"] = mark_untrusted(_cut(self.result, result_chars), f"cell [{self.count}] result")
@@ -206,7 +212,9 @@ class Cell:
         return entry
 
 
-def history(shell: Any, first: int = 1, last: int | None = None, matching: str | None = None) -> list[Cell]:
+def history(
+    shell: InteractiveShell, first: int = 1, last: int | None = None, matching: str | None = None
+) -> list[Cell]:
     """The cells with execution counts ``first``..``last`` (the cell running now excluded),
     only those whose source contains ``matching`` (any case) when it is given; a negative
     ``first`` (with no ``last`` or ``matching``) means the last ``-first`` execution counts.
@@ -252,7 +260,7 @@ def _fetched(log: CellLog, count: int, source: str) -> bool:
     return log.reached_network(count) or fetches(source)
 
 
-def _first_fetch(sources: list[Any], log: CellLog, end: int) -> int | None:
+def _first_fetch(sources: Sequence[object], log: CellLog, end: int) -> int | None:
     """The execution count of the first cell up to ``end`` that reached the network (seen
     by the network log, or a source that certainly fetches: a page served on this machine
     is not in the log)."""
@@ -265,7 +273,7 @@ def _first_fetch(sources: list[Any], log: CellLog, end: int) -> int | None:
     return None
 
 
-def ran_here(shell: Any, count: Any, source: str) -> Cell | None:
+def ran_here(shell: InteractiveShell, count: object, source: str) -> Cell | None:
     """The cell this kernel ran as execution ``count``, when its source was ``source``
     (``None``: the notebook's cell did not run here as it reads now: in an earlier kernel,
     another kernel, or edited since; what its outputs hold is then not known)."""
@@ -277,20 +285,20 @@ def ran_here(shell: Any, count: Any, source: str) -> Cell | None:
     return found[0]
 
 
-def _running(shell: Any) -> int:
+def _running(shell: InteractiveShell) -> int:
     """The execution count of the cell running now (IPython counts it up before running it)."""
     count = getattr(shell, "execution_count", 1)
     return count - 1 if isinstance(count, int) else 0
 
 
-def _result(value: Any, present: bool) -> str:
+def _result(value: object, present: bool) -> str:
     if not present:
         return ""
     entry = describe("_", value)
     return redact(f"{entry['type']}: {entry.get('summary', '')}")
 
 
-def turn_section(shell: Any, *, limit: int = SECTION_CHARS) -> str:
+def turn_section(shell: InteractiveShell, *, limit: int = SECTION_CHARS) -> str:
     """What the notebook ran since the agent's last turn (marks those cells seen).
 
     The newest cell comes whole (up to :data:`NEWEST_CHARS`), older ones by their head,
@@ -323,7 +331,7 @@ def turn_section(shell: Any, *, limit: int = SECTION_CHARS) -> str:
     return "\n".join([head, *lines])
 
 
-def section_untrusted(shell: Any) -> list[str]:
+def section_untrusted(shell: InteractiveShell) -> list[str]:
     """The untrusted content the last :func:`turn_section` showed (outputs of cells that
     reached the network): the turn reads them, so its session counts as having read them."""
     return list(log_for(shell).shown_untrusted)

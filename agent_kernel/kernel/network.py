@@ -20,9 +20,12 @@ from __future__ import annotations
 import ipaddress
 import sys
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.kernel.printed import AGENT_MAGICS
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
 
 KEPT_CELLS = 1_000
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
@@ -31,7 +34,7 @@ _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"}
 class NetworkLog:
     """The execution counts of the user's cells that connected beyond this machine."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self._shell = shell
         self._running: int | None = None  # the user's cell running now, if any
         self._reached: OrderedDict[int, None] = OrderedDict()
@@ -39,7 +42,7 @@ class NetworkLog:
     def reached(self, count: int) -> bool:
         return count in self._reached
 
-    def started(self, info: Any) -> None:
+    def started(self, info: ExecutionInfo) -> None:
         """A ``pre_run_cell`` callback: a user's cell (not the agent's nested runs) starts."""
         if not getattr(info, "store_history", False) or getattr(info, "silent", False):
             return
@@ -49,13 +52,13 @@ class NetworkLog:
         count = getattr(self._shell, "execution_count", None)
         self._running = count - 1 if isinstance(count, int) else None  # counted up already
 
-    def finished(self, result: Any) -> None:
+    def finished(self, result: ExecutionResult) -> None:
         """A ``post_run_cell`` callback: no user's cell runs any more."""
         info = getattr(result, "info", None)
         if info is not None and getattr(info, "store_history", False):
             self._running = None
 
-    def audit(self, event: str, args: tuple[Any, ...]) -> None:
+    def audit(self, event: str, args: tuple[object, ...]) -> None:
         if event != "socket.connect":
             return
         count = self._running
@@ -73,7 +76,7 @@ class NetworkLog:
             self._reached.popitem(last=False)
 
 
-def _is_local(host: Any) -> bool:
+def _is_local(host: object) -> bool:
     """Whether ``host`` is this machine (loopback) or a Unix socket path."""
     if isinstance(host, (bytes, bytearray)) or (isinstance(host, str) and host.startswith("/")):
         return True  # AF_UNIX
@@ -90,7 +93,7 @@ def _is_local(host: Any) -> bool:
 _INSTALLED: dict[int, NetworkLog] = {}
 
 
-def install(shell: Any) -> NetworkLog | None:
+def install(shell: InteractiveShell) -> NetworkLog | None:
     """Start noting which of ``shell``'s cells reach the network (once per process)."""
     events = getattr(shell, "events", None)
     if events is None:

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import ExecutionInfo, InteractiveShell
 
 KEPT_CHARS = 1_000  # of a cell's printed text: its head, and its tail
 KEPT_CELLS = 200
@@ -49,7 +52,7 @@ class _HeadTail:
 class PrintedLog:
     """Printed text per execution count, fed by ipykernel's stream hooks."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: InteractiveShell) -> None:
         self._shell = shell
         self._counts: OrderedDict[str, int] = OrderedDict()  # request msg_id -> execution count
         self._texts: OrderedDict[int, _HeadTail] = OrderedDict()
@@ -59,7 +62,7 @@ class PrintedLog:
         kept = self._texts.get(count)
         return kept.text() if kept is not None else ""
 
-    def started(self, info: Any) -> None:
+    def started(self, info: ExecutionInfo) -> None:
         """A ``pre_run_cell`` callback: the request now running is the user's next cell."""
         if not getattr(info, "store_history", False) or getattr(info, "silent", False):
             return  # the agent's nested runs, silent runs
@@ -93,7 +96,7 @@ class PrintedLog:
         return message
 
 
-def install(shell: Any) -> PrintedLog | None:
+def install(shell: InteractiveShell) -> PrintedLog | None:
     """Start recording what the user's cells print (in ipykernel); the log, or None."""
     streams = [s for s in (sys.stdout, sys.stderr) if hasattr(s, "register_hook") and hasattr(s, "pub_thread")]
     events = getattr(shell, "events", None)

@@ -95,7 +95,7 @@ def agent_cell(session_id: str, turn: int) -> str | None:
     return _TURN_CELLS.get((session_id, turn))
 
 
-def anchor_in(cells: Sequence[Mapping[str, Any]], *, session_id: str, turn: int, prompt: str) -> str | None:
+def anchor_in(cells: Sequence[Mapping[str, object]], *, session_id: str, turn: int, prompt: str) -> str | None:
     """The id of the cell to insert below, among the notebook's ``cells`` (see the module)."""
     ids = [str(c.get("id")) for c in cells]
     remembered = agent_cell(session_id, turn)
@@ -115,7 +115,7 @@ def anchor_in(cells: Sequence[Mapping[str, Any]], *, session_id: str, turn: int,
     return running if running in ids else None
 
 
-def _text(source: Any) -> str:
+def _text(source: object) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
@@ -178,7 +178,7 @@ def interactive_client() -> bool:
     return bool((parent.get("content") or {}).get("allow_stdin"))
 
 
-def session_notebook(namespace: dict[str, Any]) -> Path | None:
+def session_notebook(namespace: Mapping[str, object]) -> Path | None:
     """The notebook file this kernel runs for, if it exists: the attached front end's (it
     follows renames and moves), else the one Jupyter Server (or VS Code) started it for."""
     attached = channel.attached()
@@ -194,7 +194,7 @@ def session_notebook(namespace: dict[str, Any]) -> Path | None:
     return None
 
 
-def notebook_file(explicit: str | None, namespace: dict[str, Any]) -> Path:
+def notebook_file(explicit: str | None, namespace: Mapping[str, object]) -> Path:
     """The file headless cells go into (see the module docstring), or :class:`CellsError`."""
     session = session_notebook(namespace)
     if explicit is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -207,7 +208,7 @@ def _validate(call: dict[str, Any]) -> None:
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[[^\[\]{}]*\])*)\}")
 
 
-def interpolate(prompt: str, namespace: dict[str, Any]) -> str:
+def interpolate(prompt: str, namespace: Mapping[str, object]) -> str:
     """Replace ``{name}`` (also ``{df.shape}``, ``{Out[3]}``) with the kernel value's ``str``.
 
     ``{{`` and ``}}`` give literal braces. A name the kernel does not have, and braces

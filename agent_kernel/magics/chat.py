@@ -77,7 +77,7 @@ class ChatTurn:
     request: TurnRequest
 
 
-def encode(payload: dict[str, Any]) -> str:
+def encode(payload: Mapping[str, object]) -> str:
     """The base64 text the panel sends for ``payload`` (tests and benchmarks use it)."""
     return base64.b64encode(json.dumps(payload).encode("utf-8")).decode("ascii")
 

@@ -82,7 +82,7 @@ def _ask() -> str:
     from IPython import get_ipython
     from IPython.core.error import StdinNotImplementedError
 
-    shell: Any = get_ipython()
+    shell = get_ipython()
     if getattr(shell, "kernel", None) is None and not sys.stdin.isatty():
         raise UsageError(NO_STDIN)
     try:

@@ -51,7 +51,7 @@ class JobVersion:
 
     job_id: str
     version: int
-    definition: dict[str, Any]
+    definition: dict[str, object]  # JSON values by field name
     changed: list[str]  # the fields this version changed ([] for the first)
     changed_by: str
     changed_at: datetime | None
@@ -66,9 +66,9 @@ class JobVersion:
         }
 
 
-def definition(job: Job) -> dict[str, Any]:
+def definition(job: Job) -> dict[str, object]:
     """The job's definition as a version keeps it (JSON values)."""
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for name in DEFINED:
         value = getattr(job, name)
         values[name] = value.isoformat() if isinstance(value, datetime) else value

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.scheduler import ScheduleError
 from agent_kernel.scheduler.clock import from_db, iso, to_db
@@ -128,7 +128,24 @@ def update_notes(con: duckdb.DuckDBPyConnection, notes: str) -> int:
     return len(notes)
 
 
-def status(con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> dict[str, Any]:
+class PulseStatus(TypedDict):
+    """The pulse's settings with what is computed from them (:func:`status`)."""
+
+    enabled: bool
+    pulses_per_day: int
+    interval_minutes: int
+    active_days: list[int]
+    quiet_hours: list[dict[str, str]]  # {start, end} as HH:MM
+    timezone: str
+    instruction: str | None
+    notes: str
+    fired_today: int
+    remaining_today: int
+    last_pulse_at: str | None
+    next_pulse_at: str | None
+
+
+def status(con: duckdb.DuckDBPyConnection, job: Job, now: datetime) -> PulseStatus:
     """The pulse's settings with what is computed from them (today's counts, next firing)."""
     tz = zone(job.timezone)
     local_now = now.astimezone(tz)

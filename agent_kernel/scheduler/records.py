@@ -116,7 +116,7 @@ class JobVersionJson(TypedDict):
     changed: list[str]  # the fields this version changed ([] for the first)
     changed_by: str
     changed_at: str | None
-    definition: dict[str, Any]  # the job's fields as this version has them
+    definition: dict[str, object]  # the job's fields as this version has them
 
 
 class BeforeAfterJson(TypedDict):

@@ -50,6 +50,7 @@ from agent_kernel.scheduler.cron import local_timezone_name
 from agent_kernel.scheduler.explain import explain_failed_run
 from agent_kernel.scheduler.history import JobVersion
 from agent_kernel.scheduler.jobs import Job, Jobs, Policy, new_job
+from agent_kernel.scheduler.pulse import PulseStatus
 from agent_kernel.scheduler.runs import Run, Runs
 from agent_kernel.store import provenance
 from agent_kernel.store.provenance import Provenance, Record
@@ -228,7 +229,7 @@ class SchedulerService:
         with self._connect() as con:
             return leader.running(con, self.clock.now())
 
-    def pulse_status(self) -> tuple[JobState, dict[str, Any]] | None:
+    def pulse_status(self) -> tuple[JobState, PulseStatus] | None:
         """The pulse and its status (settings, today's counts, next firing), if there is one."""
         with self._connect() as con:
             job = pulse.get(con)
@@ -412,7 +413,7 @@ class SchedulerService:
         active_days: list[int] | None = None,
         quiet_hours: list[dict[str, str]] | list[str] | None = None,
         instruction: str | None = None,
-    ) -> tuple[JobState, dict[str, Any]]:
+    ) -> tuple[JobState, PulseStatus]:
         """Create the pulse or change its settings (:func:`.pulse.configure`); returns it
         with its status. Turning on a pulse that waits for review is the person's alone."""
         now = self.clock.now()

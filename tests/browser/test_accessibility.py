@@ -284,13 +284,18 @@ LISTEN = """() => {
 SAID = "() => window.__akSaid"
 
 
+def listening_notebook(page: Any, lab: Any, name: str) -> None:
+    """A new notebook with the extension loaded, the page's live region listened to."""
+    run_notebook(page, lab, name, ["%load_ext agent_kernel"])
+    wait_idle(page)
+    page.evaluate(LISTEN)
+
+
 def test_an_agent_cell_says_when_its_turn_starts_and_how_it_ends(
     lab_page: Any, jupyterlab: Any, lab_model: Any
 ) -> None:
     page = lab_page
-    run_notebook(page, jupyterlab, "spoken", ["%load_ext agent_kernel"])
-    wait_idle(page)
-    page.evaluate(LISTEN)
+    listening_notebook(page, jupyterlab, "spoken")
 
     # A turn that ends normally after a tool call and two streamed paragraphs: two sentences.
     lab_model.add(call("run_code", code="said = 6 * 7"), say("It is 42.\n\nThat is all."))
@@ -334,9 +339,7 @@ def test_an_agent_cell_says_when_its_turn_was_stopped_or_its_kernel_stopped(
     lab_page: Any, jupyterlab: Any, lab_model: Any
 ) -> None:
     page = lab_page
-    run_notebook(page, jupyterlab, "spoken-stops", ["%load_ext agent_kernel"])
-    wait_idle(page)
-    page.evaluate(LISTEN)
+    listening_notebook(page, jupyterlab, "spoken-stops")
 
     # Stop pressed during a long run_code: the turn ends stopped (or interrupted, when the
     # button had to interrupt the kernel), and that is what the region says last.

@@ -69,6 +69,8 @@ AUTO_EVERY = timedelta(days=1)
 # The tables whose rows carry a created_at: how fast the store grows is read from them.
 _DATED = ("messages", "tool_calls", "code_executions", "model_calls", "memories")
 _BATCH = 500  # rows rewritten per statement
+# How much of the store's history one connection prunes (see prune).
+PRUNE_WINDOW = timedelta(days=7)
 
 
 def _utc_now() -> datetime:
@@ -255,17 +257,30 @@ def prune(
     cutoff = now - timedelta(days=older_than_days)
     pruned = Pruned(cutoff, dry_run)
     note = f"{MARK}{now:%Y-%m-%d}: "
-    with store.connect() as con:
-        _prune_tool_results(con, pruned, cutoff, since, note)
-        _prune_code_outputs(con, pruned, cutoff, since, note)
+    # A week of rows at a time, each under a connection of its own: kernels and the scheduler
+    # wait for one week's rewrite at most, never for a whole first prune of a year.
+    with store.connect(read_only=True) as con:
+        (first,) = aggregate_row(
+            con.execute(
+                "SELECT least((SELECT min(created_at) FROM messages), (SELECT min(created_at) FROM code_executions))"
+            )
+        )
+    start = max(first, since) if first is not None and since is not None else first
+    while start is not None and start < cutoff:
+        end = min(start + PRUNE_WINDOW, cutoff)
+        with store.connect(read_only=dry_run) as con:
+            _prune_tool_results(con, pruned, end, start, note)
+            _prune_code_outputs(con, pruned, end, start, note)
+        start = end
+    with store.connect(read_only=True) as con:
         runs = con.execute(
             "SELECT run_dir, output_path FROM runs WHERE finished_at < ? AND finished_at >= ? AND run_dir IS NOT NULL",
             [cutoff, since or datetime(1970, 1, 1)],
         ).fetchall()
-        for run_dir, output_path in runs:
-            _prune_run(Path(run_dir), Path(output_path) if output_path else None, pruned, note)
-        if not dry_run:
-            _write_stamp(store, now, cutoff)
+    for run_dir, output_path in runs:  # finished runs: nothing writes their files any more
+        _prune_run(Path(run_dir), Path(output_path) if output_path else None, pruned, note)
+    if not dry_run:
+        _write_stamp(store, now, cutoff)
     return pruned
 
 

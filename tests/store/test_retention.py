@@ -8,7 +8,10 @@ import json
 import logging
 import os
 import random
+import subprocess
+import sys
 import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import duckdb
@@ -246,3 +249,37 @@ def test_the_daily_loop_prunes_what_is_due_until_it_is_stopped(store, caplog):
     assert "[pruned " in _results(store, sid)[1]["old_big"][0]["text"]
     assert "store retention (90 days): pruned 2 tool results" in caplog.text
     retention.tidy_daily(store, 0, threading.Event())  # 0 days: returns at once, prunes nothing
+
+
+WRITER = """
+import sys
+from agent_kernel.store import Store
+from agent_kernel.store.state import State
+store = Store(sys.argv[1])
+for n in range(int(sys.argv[2])):
+    with store.connect() as con:
+        State(con).set("writer/" + str(n), n)
+"""
+
+
+def test_a_vacuum_while_another_process_writes_loses_nothing(store):
+    _fill(store, pairs=100)
+    retention.prune(store, 90, now=NOW)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), "100"])
+    done = []
+    try:
+        while not _state_keys(store) and writer.poll() is None:
+            time.sleep(0.05)  # the writer has started writing
+        while writer.poll() is None:
+            done.append(retention.vacuum(store))
+            time.sleep(0.3)  # the writer's turn at the lock (a vacuum at once again would take it first)
+    finally:
+        assert writer.wait(timeout=300) == 0
+    assert done, "the writer finished before a vacuum ran"
+    assert all(v.rows["messages"] == 2 * (4 + 100 + 1) + 2 for v in done)
+    assert _state_keys(store) == {f"writer/{n}" for n in range(100)}
+
+
+def _state_keys(store):
+    with store.connect(read_only=True) as con:
+        return {row[0] for row in con.execute("SELECT key FROM agent_state").fetchall()}

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from tests.support.browser import cell, open_with_ids, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import tool_results
 from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
@@ -63,22 +63,6 @@ def test_an_auto_turn_inserts_two_cells_below_its_agent_cell(lab_page, jupyterla
 
 NOTEBOOK_CELLS = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
 HOSTILE_MARKDOWN = '## Note\n<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
-
-
-def open_with_ids(page, lab, name: str, cells: list[tuple[str, str]]) -> None:
-    """Like run_notebook, with the cells' ids given (so the scripted model can name them)."""
-    import nbformat
-
-    url = lab.notebook(name, [source for _, source in cells])
-    path = lab.root / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    for notebook_cell, (cell_id, _) in zip(nb.cells, cells):
-        notebook_cell.id = cell_id
-    nbformat.write(nb, path)
-    page.goto(url)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_function(KERNEL_READY, timeout=60_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
 def test_an_auto_turn_inserts_a_cell_that_runs_after_the_turn_and_markdown_is_sanitised(

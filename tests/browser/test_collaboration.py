@@ -14,12 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.support.browser import KERNEL_READY, cell, save_screenshot, wait_idle
+from tests.support.browser import KERNEL_READY, cell, open_with_ids, save_screenshot, wait_idle
 from tests.support.held_replies import for_the_turn, type_at_end
 from tests.support.jupyterlab import COLLABORATION, JupyterLab, lab_server
 
@@ -64,15 +63,7 @@ def open_beside(page: Any, lab: JupyterLab, name: str) -> None:
 def open_together(first: Any, second: Any, lab: JupyterLab, name: str, cells: list[tuple[str, str]]) -> None:
     """Write the notebook ``name`` (cells given as (id, source)), open it in both pages
     and run it all in the first."""
-    url = lab.notebook(name, [source for _, source in cells])
-    path = lab.root / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    for notebook_cell, (cell_id, _) in zip(nb.cells, cells):
-        notebook_cell.id = cell_id
-    nbformat.write(nb, path)
-    first.goto(url)
-    first.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    first.wait_for_function(KERNEL_READY, timeout=60_000)
+    open_with_ids(first, lab, name, cells, run_all=False)
     open_beside(second, lab, name)
     assert first.evaluate(COLLABORATIVE) and second.evaluate(COLLABORATIVE)
     first.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")

@@ -13,32 +13,17 @@ import signal
 import threading
 from typing import Any
 
-import nbformat
 import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.support.browser import KERNEL_READY, cell, run_notebook, save_screenshot, wait_idle
+from tests.support.browser import cell, open_with_ids, run_notebook, save_screenshot, wait_idle
 from tests.support.calls import tool_results
 from tests.support.held_replies import for_the_turn, held, turn_requests, type_at_end, wait_requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
 SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
-
-
-def open_with_ids(page: Any, lab: Any, name: str, cells: list[tuple[str, str]]) -> None:
-    """Open a notebook whose cells have the given (id, source) and run them all."""
-    url = lab.notebook(name, [source for _, source in cells])
-    path = lab.root / f"{name}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    for notebook_cell, (cell_id, _) in zip(nb.cells, cells):
-        notebook_cell.id = cell_id
-    nbformat.write(nb, path)
-    page.goto(url)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-    page.wait_for_function(KERNEL_READY, timeout=60_000)
-    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
 
 def test_typing_while_a_diff_waits_makes_accept_ask_again_and_the_typing_survives(lab_page, jupyterlab, lab_model):

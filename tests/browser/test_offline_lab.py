@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,73 +20,41 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from agent_kernel.lab import TOUR
 from agent_kernel.testing.demo import OFFLINE_MODEL
 from tests.support.browser import KERNEL_READY, cell, wait_idle
-from tests.support.jupyterlab import free_port
+from tests.support.lab_command import ROOT_OPTIONS, jupyter_folders, start_lab
 from tests.support.paths import ARTIFACTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 AGENT_KERNEL = Path(sys.executable).parent / "agent-kernel"
 TOKEN = "offline-lab-token"
-# Jupyter options passed through after `--`: the page exposes `window.jupyterapp` to the test.
-JUPYTER_OPTIONS = ["--", "--LabApp.expose_app_in_browser=True"] + (
-    ["--ServerApp.allow_root=True"] if os.geteuid() == 0 else []
-)
 
 
 @pytest.fixture(scope="module")
 def offline_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """``agent-kernel lab --offline --no-browser``: its URL and its directory; Ctrl-C at the end."""
     base = tmp_path_factory.mktemp("offline-lab")
-    port, home, work = free_port(), base / "jupyter", base / "work"
-    settings = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    home, work = base / "jupyter", base / "work"
+    settings = home / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
     env = dict(
         os.environ,
-        JUPYTER_TOKEN=TOKEN,
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_DATA_DIR=str(home / "data"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(home / "lab-settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-        IPYTHONDIR=str(home / "ipython"),
+        **jupyter_folders(home, TOKEN),
         AGENT_KERNEL_DB=str(base / "agent.duckdb"),
         AGENT_KERNEL_HOME=str(base / "agent-home"),
         AGENT_KERNEL_WARM_UP="1",
     )
     env.pop("ANTHROPIC_API_KEY", None)
     env.pop("ANTHROPIC_BASE_URL", None)
-    log_path = base / "lab.log"
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [str(AGENT_KERNEL), "lab", "--offline", "--no-browser", "--port", str(port), str(work), *JUPYTER_OPTIONS],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
+    # The page exposes `window.jupyterapp` to the test.
+    options = ("--LabApp.expose_app_in_browser=True", *ROOT_OPTIONS)
+    lab = start_lab(AGENT_KERNEL, work, "--offline", env=env, log=base / "lab.log", jupyter_options=options)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, log_path.read_text()
-            try:
-                request = urllib.request.Request(f"{url}/api/status", headers={"Authorization": f"token {TOKEN}"})
-                urllib.request.urlopen(request, timeout=10).read()
-                break
-            except (urllib.error.URLError, ConnectionError):
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"JupyterLab did not start: {log_path.read_text()}") from None
-                time.sleep(0.25)
-        yield url, work
+        yield lab.url, work
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            code = process.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
-    assert code == 0, log_path.read_text()
-    assert "JupyterLab stopped; the offline scripted model stopped with it." in log_path.read_text()
+        code = lab.stop()
+    assert code == 0, lab.log.read_text()
+    assert "JupyterLab stopped; the offline scripted model stopped with it." in lab.log.read_text()
 
 
 @pytest.fixture

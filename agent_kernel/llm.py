@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from agent_kernel.config import AgentKernel
     from agent_kernel.model.client import ModelClient
     from agent_kernel.model.json_schemas import Validator
+    from agent_kernel.model.shapes import RequestParams
 
 __all__ = [
     "LEVELS", "Generation", "GenerationError", "agenerate", "agenerate_many", "generate", "generate_many",
@@ -138,12 +139,12 @@ def _short(text: str, limit: int) -> str:
 class _Request:
     """One call's request parameters, and the validator its reply must pass (with a schema)."""
 
-    params: dict[str, object]
+    params: RequestParams
     validator: Validator | None = None
 
     @property
     def model(self) -> str:
-        return str(self.params["model"])
+        return self.params["model"]
 
     def with_prompt(self, prompt: str) -> _Request:
         return _Request({**self.params, "messages": [{"role": "user", "content": prompt}]}, self.validator)
@@ -168,7 +169,7 @@ def _request(
     tokens = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
         raise ValueError(f"max_tokens must be a positive whole number, not {max_tokens!r}.")
-    params: dict[str, object] = {
+    params: RequestParams = {
         "model": model,
         "max_tokens": tokens,
         "messages": [{"role": "user", "content": prompt}],

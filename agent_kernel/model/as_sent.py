@@ -32,15 +32,16 @@ __all__ = ["keep", "take"]
 # Calls whose pairs are kept at most: far more than one response's calls.
 KEPT_CALLS = 256
 
-_kept: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+_kept: OrderedDict[str, tuple[object, object]] = OrderedDict()  # id -> (recorded, as sent)
 _lock = threading.Lock()
 
 
-def keep(sent: Iterable[Mapping[str, Any]], recorded: Iterable[Mapping[str, Any]]) -> None:
+def keep(sent: Iterable[Mapping[str, object]], recorded: Iterable[Mapping[str, object]]) -> None:
     """Keep the inputs of the ``tool_use`` blocks of ``sent`` (a response's content as it
     arrived) whose ``recorded`` copies (the same blocks, scrubbed) differ from them."""
     for raw, kept in zip(sent, recorded):
-        if kept.get("type") != "tool_use" or not isinstance(kept.get("id"), str):
+        call_id = kept.get("id")
+        if kept.get("type") != "tool_use" or not isinstance(call_id, str):
             continue
         # Encodable and depth-bounded as the recorded copy (walked at the same depth), not
         # redacted. Not the input alone: one holding no string ({}) comes back unfilled.
@@ -48,7 +49,7 @@ def keep(sent: Iterable[Mapping[str, Any]], recorded: Iterable[Mapping[str, Any]
         if runnable == kept.get("input"):
             continue
         with _lock:
-            _kept[kept["id"]] = (kept.get("input"), runnable)
+            _kept[call_id] = (kept.get("input"), runnable)
             while len(_kept) > KEPT_CALLS:
                 _kept.popitem(last=False)
 
@@ -65,7 +66,7 @@ def take(tool_use_id: str | None, recorded: Any) -> Any:
     return pair[1]
 
 
-def _same(kept: Any, recorded: Any) -> bool:
+def _same(kept: object, recorded: object) -> bool:
     try:
         return bool(kept == recorded)
     except Exception:  # noqa: BLE001 - not comparable: run what was recorded

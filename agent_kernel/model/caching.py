@@ -14,37 +14,42 @@ The request's own lists are not changed: marked blocks are copies.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
-EPHEMERAL = {"type": "ephemeral"}
+from agent_kernel.model.shapes import Block, CacheControl, MessageParam, RequestParams
+
+EPHEMERAL: CacheControl = {"type": "ephemeral"}
 
 # Blocks the API does not let carry cache_control.
 _UNMARKABLE = {"thinking", "redacted_thinking"}
 
 
-def with_breakpoints(params: dict[str, Any]) -> dict[str, Any]:
+def with_breakpoints(params: RequestParams) -> RequestParams:
     """``params`` with ``cache_control`` on the last tool, the system prompt and the last
     markable block of the last message."""
-    marked = dict(params)
+    marked = params.copy()
     tools = params.get("tools")
     if tools:
         stable = [i for i, t in enumerate(tools) if not t.get("defer_loading")]
         if stable:
-            marked["tools"] = list(tools)
-            marked["tools"][stable[-1]] = {**tools[stable[-1]], "cache_control": EPHEMERAL}
+            listed = list(tools)
+            listed[stable[-1]] = {**tools[stable[-1]], "cache_control": EPHEMERAL}
+            marked["tools"] = listed
     system = params.get("system")
     if isinstance(system, str) and system:
         marked["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
     messages = params.get("messages")
     if messages:
         last = messages[-1]
-        content = last["content"]
+        content: str | list[Block] = last["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
         for index in range(len(content) - 1, -1, -1):
             if content[index].get("type") not in _UNMARKABLE:
                 content = list(content)
-                content[index] = {**content[index], "cache_control": EPHEMERAL}
-                marked["messages"] = [*messages[:-1], {**last, "content": content}]
+                # Every markable block type takes cache_control; the union does not say so.
+                content[index] = cast("Block", {**content[index], "cache_control": EPHEMERAL})
+                ended: MessageParam = {**last, "content": content}
+                marked["messages"] = [*messages[:-1], ended]
                 break
     return marked

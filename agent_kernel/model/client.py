@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from copy import deepcopy
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Union, cast
 
 from jiter import from_json
 
@@ -27,11 +27,13 @@ from agent_kernel import redaction, secrets
 from agent_kernel.errors import MissingKeyError, ModelError
 from agent_kernel.model import as_sent, caching, conversation
 from agent_kernel.model.keys import UnusableKey, find_key
-from agent_kernel.model.shapes import ContentBlock
+from agent_kernel.model.shapes import ContentBlock, RequestParams
 
 if TYPE_CHECKING:
     from anthropic import DefaultAsyncHttpxClient
     from anthropic.types import Message
+
+    from agent_kernel.redaction import Redactor
 
 # The SDK (and httpx2 under it) is imported inside the functions that call the API: it takes
 # over a second, and this module is imported where no call is made (``api_key`` in the magics,
@@ -61,8 +63,8 @@ class StreamView(Protocol):
     def thinking(self, delta: str) -> None: ...
     def end_thinking(self, *, redacted: bool = False) -> None: ...
     def tool_started(self, tool_use_id: str, name: str) -> None: ...
-    def tool_input(self, tool_use_id: str, partial: Any) -> None: ...
-    def server_tool(self, tool_use_id: str, name: str, tool_input: Any) -> None: ...
+    def tool_input(self, tool_use_id: str, partial: object) -> None: ...
+    def server_tool(self, tool_use_id: str, name: str, tool_input: object) -> None: ...
     def server_result(self, block: ContentBlock) -> None: ...
     def new_attempt(self) -> None: ...
     def retract(self) -> None: ...
@@ -150,7 +152,7 @@ class ModelClient:
         return self.http_client is not None and not callable(self.http_client)
 
     async def stream(
-        self, params: dict[str, Any], view: StreamView, *, retries: int = 3, cache_marks: bool = False
+        self, params: RequestParams, view: StreamView, *, retries: int = 3, cache_marks: bool = False
     ) -> Message:
         """Stream one response into ``view``; retry mid-stream overloads up to ``retries`` times.
 
@@ -188,7 +190,7 @@ class ModelClient:
             except anthropic.APIError as exc:
                 raise ModelError(describe_api_error(exc, params.get("model"))) from exc
 
-    async def create(self, params: dict[str, Any]) -> Message:
+    async def create(self, params: RequestParams) -> Message:
         """One request answered whole (not streamed), for short side tasks: a summary.
 
         Scrubbed as :meth:`stream` scrubs; the SDK retries as usual; errors become a
@@ -223,22 +225,24 @@ class ScrubbedParts:
     LISTS = 12
 
     def __init__(self) -> None:
-        self._redactor: Any = None
+        self._redactor: Redactor | None = None
         # (list's key, id of its first part) -> what was sent last in that list
         self._kept: dict[tuple[str, int], _KeptList] = {}
-        self._texts: dict[str, tuple[str, Any]] = {}  # list's key -> (string sent last, scrubbed)
+        self._texts: dict[str, tuple[str, object]] = {}  # list's key -> (string sent last, scrubbed)
         self._lock = threading.Lock()
 
-    def request(self, params: dict[str, Any]) -> dict[str, Any]:
+    def request(self, params: RequestParams) -> RequestParams:
         """A scrubbed copy of the request ``params`` (what the SDK is given)."""
         strings = secrets.redactor()
         with self._lock:  # one client may serve threads of their own (generate_many's)
             return self._request(params, strings, redaction.scrub)
 
-    def _request(self, params: dict[str, Any], strings: Any, scrub: Callable[[Any, Any], Any]) -> dict[str, Any]:
+    def _request(
+        self, params: RequestParams, strings: Redactor, scrub: Callable[[object, Redactor], object]
+    ) -> RequestParams:
         if strings is not self._redactor:
             self._redactor, self._kept, self._texts = strings, {}, {}
-        scrubbed: dict[str, Any] = {}
+        scrubbed: dict[str, object] = {}
         for key, value in params.items():
             if key in _LISTED_PARTS and isinstance(value, list) and value:
                 scrubbed[key] = self._listed(key, value, lambda part: scrub(part, strings))
@@ -248,10 +252,10 @@ class ScrubbedParts:
                     text = self._texts[key] = (value, scrub(value, strings))
                 scrubbed[key] = text[1]
             else:
-                scrubbed[scrub(key, strings)] = scrub(value, strings)
-        return scrubbed
+                scrubbed[str(scrub(key, strings))] = scrub(value, strings)  # a key scrubs to a string
+        return cast("RequestParams", scrubbed)  # the same keys, each value a scrubbed copy
 
-    def _listed(self, key: str, parts: list[Any], scrub: Callable[[Any], Any]) -> list[Any]:
+    def _listed(self, key: str, parts: list[object], scrub: Callable[[object], object]) -> list[object]:
         slot = (key, id(parts[0]))
         kept = self._kept.pop(slot, None)
         reused = 0
@@ -286,9 +290,9 @@ class ScrubbedParts:
 class _KeptList(NamedTuple):
     """The parts of a list as last sent, each as it was when scrubbed, and their scrubbed copies."""
 
-    parts: list[Any]
-    snapshots: list[Any]
-    copies: list[Any]
+    parts: list[object]
+    snapshots: list[object]
+    copies: list[object]
 
 
 # The request's lists whose parts are kept scrubbed.
@@ -296,7 +300,7 @@ _LISTED_PARTS = ("messages", "tools", "system")
 _UNCHECKABLE = object()
 
 
-def _snapshot(part: Any) -> Any:
+def _snapshot(part: object) -> object:
     """A deep copy of ``part`` to check it against later (``_UNCHECKABLE`` if none can be made)."""
 
     try:
@@ -305,7 +309,7 @@ def _snapshot(part: Any) -> Any:
         return _UNCHECKABLE
 
 
-def _same(value: Any, scrubbed: Any) -> bool:
+def _same(value: object, scrubbed: object) -> bool:
     """Whether ``value`` is what scrubbing made ``scrubbed`` from, unchanged (``==`` in C;
     a value ``==`` cannot compare counts as changed)."""
     try:
@@ -314,7 +318,7 @@ def _same(value: Any, scrubbed: Any) -> bool:
         return False
 
 
-async def _stream_once(client: Any, params: dict[str, Any], view: StreamView) -> Message:
+async def _stream_once(client: Any, params: RequestParams, view: StreamView) -> Message:
     """One streamed response, accumulated here from the raw events.
 
     Not the SDK's accumulating ``messages.stream``: it parses each tool input with a
@@ -444,7 +448,7 @@ def tool_input(text: str) -> dict[str, Any]:
     return {"unparsed_input": text[:2000]}
 
 
-def _partial_input(text: str) -> Any:
+def _partial_input(text: str) -> object:
     """The input streamed so far, for the display (``None`` while it does not parse)."""
     try:
         return from_json(text.encode("utf-8", "replace"), partial_mode=True)

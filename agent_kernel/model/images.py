@@ -19,7 +19,6 @@ import functools
 import io
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from agent_kernel.model.shapes import ContentBlock
 
@@ -114,9 +113,9 @@ def sent_chars(value: object) -> int:
 _IMAGE_TYPE = json.dumps({"type": "image"})[1:-1]
 
 
-def blocks_in(value: object) -> list[dict[str, Any]]:
+def blocks_in(value: object) -> list[dict[str, object]]:
     """The image blocks anywhere in ``value`` (messages, their content, tool results)."""
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, object]] = []
     stack = [value]
     while stack:
         item = stack.pop()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["PRICES", "Price", "call_cost", "price_for", "price_from_setting"]
 
@@ -76,7 +75,7 @@ _SUFFIX = re.compile(r"-(\d{8}|latest)$")
 _FIELDS = ("input", "output", "cache_write", "cache_read", "cache_write_1h")
 
 
-def price_for(model: str | None, overrides: Mapping[str, Any] | None = None) -> Price | None:
+def price_for(model: str | None, overrides: Mapping[str, object] | None = None) -> Price | None:
     """The price of ``model``: from ``overrides`` (AgentKernel.prices), else the table, else None."""
     if not model:
         return None
@@ -93,7 +92,7 @@ def price_for(model: str | None, overrides: Mapping[str, Any] | None = None) -> 
     return None
 
 
-def price_from_setting(value: Any) -> Price:
+def price_from_setting(value: object) -> Price:
     """A :class:`Price` from a ``prices`` setting entry, ``{"input": 3, "output": 15, ...}``.
 
     ``input`` and ``output`` are required; cache writes default to 1.25 times the input

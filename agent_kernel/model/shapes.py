@@ -5,13 +5,18 @@ The SDK's own param types (``anthropic.types.MessageParam``, ``ContentBlockParam
 type. The package does the same with its own: a content block (:data:`ContentBlock`) is
 one TypedDict per type it reads, and :class:`OtherBlock` for the types it passes on
 unchanged; code narrows a block by testing ``block["type"]``. A message and a tool result,
-whose keys are fixed, are TypedDicts. At run time these are ordinary dicts (nothing here
-is checked); the model client fills a block from stream deltas as a plain dict.
+whose keys are fixed, are TypedDicts, and so is a request (:class:`RequestParams`), from
+the turn or ``llm`` through the budget and the cache marks to the model client. At run time
+these are ordinary dicts (nothing here is checked); the model client fills a block from
+stream deltas as a plain dict.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+from agent_kernel.model.thinking import ThinkingParams
 
 if TYPE_CHECKING:
     from typing_extensions import NotRequired
@@ -167,3 +172,16 @@ Block = (
 ContentBlock = Block
 """One content block as the API sends and takes it (``text``, ``tool_use``, ``tool_result``,
 ``thinking``, ``image``, ``server_tool_use``, ...): its ``"type"`` says which shape it has."""
+
+
+class RequestParams(ThinkingParams, total=False):
+    """A Messages API request as the package builds it, what the model client scrubs and the
+    SDK is given as keywords: the thinking parameters, and the prompt. Tool definitions and
+    the server's context management pass through as they were made."""
+
+    model: str
+    system: str | list[TextBlock]
+    messages: list[MessageParam]
+    tools: Sequence[Mapping[str, object]]
+    betas: list[str]
+    context_management: Mapping[str, object]

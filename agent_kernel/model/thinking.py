@@ -14,6 +14,7 @@ they count in usage and cost like the answer's.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Literal, TypedDict
 
 __all__ = ["LEVELS", "OFF", "ThinkingParams", "thinking_params", "uses_adaptive"]
@@ -47,15 +48,18 @@ class BudgetThinking(TypedDict):
     budget_tokens: int
 
 
-class Effort(TypedDict):
+class OutputConfig(TypedDict, total=False):
+    """A request's ``output_config``: the thinking effort, a structured answer's format."""
+
     effort: str
+    format: Mapping[str, object]
 
 
 class ThinkingParams(TypedDict, total=False):
     """The request parameters thinking adds (none of them when it is off)."""
 
     thinking: AdaptiveThinking | BudgetThinking
-    output_config: Effort
+    output_config: OutputConfig
     max_tokens: int
 
 

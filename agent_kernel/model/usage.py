@@ -61,7 +61,7 @@ class CallUsage:
         return self.input_tokens + self.cache_write + self.output_tokens + read
 
     @classmethod
-    def of(cls, model: str, usage: Any, prices: Mapping[str, Any] | None = None) -> CallUsage:
+    def of(cls, model: str, usage: Any, prices: Mapping[str, object] | None = None) -> CallUsage:
         """From a response's ``usage`` (the SDK's model or a dict), priced with ``prices``."""
         given, output = _field(usage, "input_tokens"), _field(usage, "output_tokens")
         cache_read, cache_write = _field(usage, "cache_read_input_tokens"), _field(usage, "cache_creation_input_tokens")

@@ -51,7 +51,7 @@ The check runs in the dispatcher, so it holds however a tool is called.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from agent_kernel.authority import PersonEvent, card_click
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 # The card's answers "trust" and "read_only" carry the click's event (``answer.event``).
 Approver = Callable[..., Awaitable["str | Nobody"]]
 # The dispatcher's check: None to allow the call, or the reason it was refused.
-Check = Callable[["Tool", Any, "ToolContext"], Awaitable[str | None]]
+Check = Callable[["Tool", object, "ToolContext"], Awaitable[str | None]]
 
 # Built-in writing tools (name, group) whose writes stay data that later turns read as
 # data (provenance marks what they keep after untrusted content): not asked in ``auto``
@@ -110,13 +110,13 @@ class ApprovalCheck:
         self.approver = approver
         self.allowed_for = always
 
-    def attended(self, context: Any) -> bool:
+    def attended(self, context: ToolContext) -> bool:
         """Whether someone may answer an approval in this turn (for the turn's header)."""
         if self.approver is None:
             return False
         return PRESENCE.nobody(context) is None
 
-    def tainted_notice(self, context: Any) -> str | None:
+    def tainted_notice(self, context: ToolContext) -> str | None:
         """The header line of a turn whose session read untrusted content (None in
         read-only, where writing actions are not offered at all)."""
         if self.mode == "read-only":
@@ -126,7 +126,7 @@ class ApprovalCheck:
         grants = standing()
         return f"{TAINTED_REFUSED} (standing grants: {grants.describe()})" if grants else TAINTED_REFUSED
 
-    async def __call__(self, item: Tool, tool_input: Any, context: ToolContext) -> str | None:
+    async def __call__(self, item: Tool, tool_input: object, context: ToolContext) -> str | None:
         mode, approver = self.mode, self.approver
         refusal = await check_secret_hosts(item, tool_input, context, approver)
         if refusal is not None:
@@ -154,7 +154,7 @@ class ApprovalCheck:
         allowed = self.allowed_for.setdefault(context.session_id, set())
         if item.name in allowed and not read:
             return None
-        answer: Any = None
+        answer: str | Nobody | None = None
         if approver is not None:
             answer = await _ask(approver, item, tool_input, context)
             if answer in ("run", "always", "skip", "read_only"):
@@ -187,7 +187,7 @@ def sends_out(item: Tool) -> bool:
     return item.group == "web" or (item.name, item.group) == ("browser_navigate", "browser")
 
 
-def acts_after_untrusted(item: Tool, tool_input: Any) -> bool:
+def acts_after_untrusted(item: Tool, tool_input: object) -> bool:
     """Whether a writing call asks once the session read untrusted content: all but the
     writes that stay data (:data:`KEPT_AS_DATA`), cell edits that do not run, and
     ``run_code`` isolated in the sandbox."""
@@ -198,7 +198,7 @@ def acts_after_untrusted(item: Tool, tool_input: Any) -> bool:
     return not sandboxed_run(item, tool_input)
 
 
-def sandboxed_run(item: Tool, tool_input: Any) -> bool:
+def sandboxed_run(item: Tool, tool_input: object) -> bool:
     """Whether the call is ``run_code`` with ``isolated: true`` and that runs in the
     bubblewrap sandbox (a plain separate process can read the user's files: it writes)."""
     if (item.name, item.group) != ("run_code", "code") or not isinstance(tool_input, dict):
@@ -208,7 +208,7 @@ def sandboxed_run(item: Tool, tool_input: Any) -> bool:
     return isolation().sandboxed
 
 
-def granted(item: Tool, tool_input: Any, *, acts: bool, new_host: bool) -> bool:
+def granted(item: Tool, tool_input: object, *, acts: bool, new_host: bool) -> bool:
     """Whether this run's standing grants allow the call with nobody present: the writing
     tool (when it asks for being one) and the host (when it is a new one) are both named."""
     grants = standing()
@@ -219,19 +219,21 @@ def granted(item: Tool, tool_input: Any, *, acts: bool, new_host: bool) -> bool:
     return not new_host or _granted_host(grants, tool_input)
 
 
-def _granted_host(grants: StandingGrants, tool_input: Any) -> bool:
+def _granted_host(grants: StandingGrants, tool_input: object) -> bool:
     wanted = _host(tool_input.get("url")) if isinstance(tool_input, dict) else None
     return wanted is not None and grants.allows_host(wanted[0])
 
 
-def _event(answer: Any, tool: str) -> PersonEvent:
+def _event(answer: object, tool: str) -> PersonEvent:
     """The person's event of a card's answer: the one the card made where the click was
     received, or (an approver of the Python API) one made now from the answer."""
     event = getattr(answer, "event", None)
     return event if isinstance(event, PersonEvent) else card_click(tool, str(answer))
 
 
-async def _ask(approver: Approver, item: Tool, tool_input: Any, context: ToolContext, origin: str | None = None) -> Any:
+async def _ask(
+    approver: Approver, item: Tool, tool_input: object, context: ToolContext, origin: str | None = None
+) -> str | Nobody:
     """The person's answer about one call; an agent-defined tool's card shows its code."""
     if not isinstance(item, StoredTool):
         return await approver(item.name, tool_input, context)
@@ -239,7 +241,7 @@ async def _ask(approver: Approver, item: Tool, tool_input: Any, context: ToolCon
     return await approver(item.name, tool_input, context, stored=shown)
 
 
-def fetched_before(item: Tool, tool_input: Any, sources: list[str]) -> bool:
+def fetched_before(item: Tool, tool_input: object, sources: list[str]) -> bool:
     """Whether ``item`` is ``fetch_url`` (or ``browser_navigate``) to a host this session
     already read from (its successful reads are among the session's untrusted ``sources``)."""
     prefixes = {("fetch_url", "web"): "fetch_url ", ("browser_navigate", "browser"): "browser "}
@@ -250,7 +252,7 @@ def fetched_before(item: Tool, tool_input: Any, sources: list[str]) -> bool:
     return wanted is not None and any(_host(s[len(prefix) :]) == wanted for s in sources if s.startswith(prefix))
 
 
-def _host(url: Any) -> tuple[str, int] | None:
+def _host(url: object) -> tuple[str, int] | None:
     """An http(s) URL's host and port (the scheme's default when none is given)."""
     if not isinstance(url, str):
         return None
@@ -275,7 +277,7 @@ async def planted_origin(item: Tool, context: ToolContext) -> Record | None:
     return found
 
 
-def steered_writer(origin: Record, context: Any) -> bool:
+def steered_writer(origin: Record, context: ToolContext) -> bool:
     """Whether ``context``'s session wrote the tainted item ``origin`` and has itself read
     untrusted content: what could have steered the writing can steer it anyway, so running
     the item adds nothing. A session that only edited an item tainted before it has not
@@ -284,7 +286,7 @@ def steered_writer(origin: Record, context: Any) -> bool:
 
 
 async def review_planted(
-    item: Tool, tool_input: Any, context: ToolContext, origin: Record, approver: Approver | None
+    item: Tool, tool_input: object, context: ToolContext, origin: Record, approver: Approver | None
 ) -> str | None:
     """Ask the person to trust a planted tool before its first run here (None: it may run)."""
     label = origin.provenance().label()

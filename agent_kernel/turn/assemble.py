@@ -22,11 +22,12 @@ from agent_kernel.model.shapes import ContentBlock
 from agent_kernel.model.thinking import LEVELS, OFF
 from agent_kernel.model.usage import InputEstimate
 from agent_kernel.tools.context import ToolContext, UntrustedReads
-from agent_kernel.turn.budget import ContextBudget
+from agent_kernel.turn.budget import ContextBudget, Observed
 from agent_kernel.turn.loop import Turn, TurnLimits
 from agent_kernel.turn.prompt import turn_context
 
 if TYPE_CHECKING:
+    from anthropic.types import Message
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.config import AgentKernel
@@ -99,7 +100,7 @@ class TurnPlan:
     session_cost: float = 0.0
     estimate: InputEstimate = field(default_factory=InputEstimate)
     budget: ContextBudget | None = None
-    side_calls: list[tuple[Any, float]] = field(default_factory=list)
+    side_calls: list[tuple[Message, float]] = field(default_factory=list)
     parent: Turn | None = None  # the turn that started this one as a sub-session
     sessions: SubSessionHost | None = None  # its own sub-sessions
     # Offer Continue at the token and cost limits (a top-level turn someone can answer).
@@ -143,7 +144,7 @@ class Assembler:
         )
 
     def budget(
-        self, limits: TurnLimits, session: Session, stored: list[Compaction], seen: dict[str, Any]
+        self, limits: TurnLimits, session: Session, stored: list[Compaction], seen: dict[str, Observed]
     ) -> ContextBudget:
         """The context budget of a session's turn (what its requests are compacted to fit)."""
         return ContextBudget.from_settings(

@@ -31,18 +31,20 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.errors import ModelError
 from agent_kernel.model import images
 from agent_kernel.model.conversation import Message, is_turn_context
-from agent_kernel.model.shapes import ContentBlock, TextBlock, ToolResultBlock
+from agent_kernel.model.shapes import ContentBlock, RequestParams, TextBlock, ToolResultBlock
 from agent_kernel.model.tool_search import prompt_tools
 from agent_kernel.store.compactions import Compaction, load, save
 
 if TYPE_CHECKING:
+    from anthropic.types import Message as APIMessage
+
     from agent_kernel.config import AgentKernel
     from agent_kernel.model.client import ModelClient, StreamView
     from agent_kernel.store import Store
@@ -88,13 +90,13 @@ def context_window_for(model: str, configured: int = 0) -> int:
     return DEFAULT_CONTEXT_WINDOW
 
 
-def is_summary_request(body: dict[str, Any]) -> bool:
+def is_summary_request(body: Mapping[str, object]) -> bool:
     """Whether a Messages request body is a compaction's summary request."""
     system = body.get("system")
     return isinstance(system, str) and system.startswith(SUMMARY_SYSTEM[:80])
 
 
-def chars(value: Any) -> int:
+def chars(value: object) -> int:
     """The size the budget counts: characters of the JSON the SDK sends, each image
     counted as the characters its tokens stand for (:func:`agent_kernel.model.images.sent_chars`)."""
     return images.sent_chars(value)
@@ -283,10 +285,10 @@ class ContextBudget:
         self.state: Compaction | None = None
         # Told of each summary call (its response and milliseconds), so the turn records
         # its usage and cost like any model call.
-        self.on_model_call: Callable[[Any, float], None] | None = None
+        self.on_model_call: Callable[[APIMessage, float], None] | None = None
         self.compactions: list[Compaction] = []  # made during this turn
         self._pending: Observed | None = None
-        self._overhead: tuple[Any, Any, int] | None = None  # system, tools, their characters
+        self._overhead: tuple[object, object, int] | None = None  # system, tools, their characters
 
     @classmethod
     def from_settings(
@@ -316,7 +318,7 @@ class ContextBudget:
 
     # -- before and after each request ---------------------------------------------------
 
-    async def fit(self, params: dict[str, Any], view: StreamView) -> dict[str, Any]:
+    async def fit(self, params: RequestParams, view: StreamView) -> RequestParams:
         """``params`` with the messages this request sends (compacted first when needed)."""
         if self.mode == "server":
             edit = {"type": SERVER_EDIT, "trigger": {"type": "input_tokens", "value": self.limit}}
@@ -335,7 +337,9 @@ class ContextBudget:
         self._pending = Observed(sent, sent_chars, overhead, self.state)
         return {**params, "messages": sent}
 
-    def _overhead_chars(self, system: Any, tools: Any) -> int:
+    def _overhead_chars(
+        self, system: str | list[TextBlock] | None, tools: Sequence[Mapping[str, object]] | None
+    ) -> int:
         """Characters of the system prompt and tool definitions, counted again only when
         the turn sends other objects (it sends the same ones while nothing changed)."""
         kept = self._overhead
@@ -350,7 +354,7 @@ class ContextBudget:
         pending = self._pending
         return None if pending is None else pending.sent_chars + pending.overhead_chars
 
-    def observe(self, message: Any, view: StreamView) -> None:
+    def observe(self, message: APIMessage, view: StreamView) -> None:
         """Note the input tokens the API reported for the request just made."""
         usage = message.usage
         reported = (
@@ -470,7 +474,7 @@ class ContextBudget:
         """A summary of ``earlier`` (the previous summary) and ``messages``; and the model
         that wrote it (``None``: the model call failed and the summary is the prompts)."""
         text = transcript_text(earlier, messages)
-        params = {
+        params: RequestParams = {
             "model": self.small_model,
             "max_tokens": self._summary_tokens(),
             "system": SUMMARY_SYSTEM,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from agent_kernel.errors import ModelError
 from agent_kernel.kernel.interrupts import TurnInterrupted
 from agent_kernel.model import calls, conversation
 from agent_kernel.model.client import ModelClient
-from agent_kernel.model.shapes import ContentBlock, Role, ToolUseBlock
+from agent_kernel.model.shapes import ContentBlock, RequestParams, Role, ToolUseBlock
 from agent_kernel.model.thinking import thinking_params
 from agent_kernel.model.usage import CallUsage, InputEstimate, request_chars
 from agent_kernel.secrets import scrub
@@ -34,6 +34,8 @@ from agent_kernel.turn import prompt
 from agent_kernel.turn.outcome import failure
 
 if TYPE_CHECKING:
+    from anthropic.types import Message
+
     from agent_kernel.tools import Outcome, Registry, Tool
     from agent_kernel.tools.context import ToolContext
     from agent_kernel.turn.approval import Check
@@ -163,7 +165,7 @@ class Turn:
     # The last request's reported input size, for the next call's estimate (from the store).
     estimate: InputEstimate = field(default_factory=InputEstimate)
     # Model calls made for this turn before it ran (session summaries): (response, ms), recorded with it.
-    side_calls: list[tuple[Any, float]] = field(default_factory=list)
+    side_calls: list[tuple[Message, float]] = field(default_factory=list)
     # The turn of the session that started this one as a sub-session: every call made
     # here counts in its figures (and its parent's), and its limits bound this turn's calls.
     parent: Turn | None = None
@@ -183,7 +185,7 @@ class Turn:
     _caller: calls.Caller | None = None  # where the tools' own model calls go (see model/calls.py)
     # The definitions of ``tools``, built once for the turn's calls (again when a tool call
     # changed which tools are offered, or a tool an earlier search found is no longer offered).
-    _definitions: tuple[list[Tool], tuple[str, ...], list[dict[str, Any]]] | None = None
+    _definitions: tuple[list[Tool], tuple[str, ...], Sequence[Mapping[str, object]]] | None = None
 
     async def run(self) -> TurnResult:
         """Run the turn; while it runs, the person's trust changes are refused in this
@@ -589,7 +591,7 @@ class Turn:
 
     # -- requests and storage ------------------------------------------------------------
 
-    def _side_call(self, result: TurnResult, message: Any, duration_ms: float | None) -> None:
+    def _side_call(self, result: TurnResult, message: Message, duration_ms: float | None) -> None:
         """Record a model call made for the turn outside its conversation (a summary, a
         tool's llm_generate)."""
         usage = CallUsage.of(message.model, message.usage, getattr(self.context.settings, "prices", None))
@@ -665,8 +667,8 @@ class Turn:
             )
         return None
 
-    def _params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def _params(self) -> RequestParams:
+        params: RequestParams = {
             "model": self.limits.model,
             "max_tokens": self.limits.max_tokens,
             "system": self.system,
@@ -679,7 +681,7 @@ class Turn:
                 self._definitions = (self.tools, absent, made)
             params["tools"] = self._definitions[2]
         if self.limits.thinking:
-            params.update(thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens))
+            params = {**params, **thinking_params(self.limits.model, self.limits.thinking, self.limits.max_tokens)}
         return params
 
     def _save(self, role: Role, content: list[ContentBlock]) -> None:
@@ -692,7 +694,7 @@ class Turn:
         self.context.writer.submit(self._usage.write)
 
 
-def _count_server_tools(message: Any, result: TurnResult) -> None:
+def _count_server_tools(message: Message, result: TurnResult) -> None:
     """Add the server tool requests the API billed for ``message`` to the turn's counts."""
     used = getattr(message.usage, "server_tool_use", None)
     if used is not None:

@@ -10,7 +10,7 @@ the context budget. The session summaries due when the turn starts are made here
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.display.components import take_notes
 from agent_kernel.kernel.cells import section_untrusted
@@ -26,6 +26,7 @@ from agent_kernel.turn.summaries import RecallStart
 if TYPE_CHECKING:
     from agent_kernel.display.transcript import Transcript
     from agent_kernel.tools import Tool
+    from agent_kernel.turn.budget import Observed
     from agent_kernel.turn.request import TurnRequest
     from agent_kernel.turn.start import TurnStart
 
@@ -42,7 +43,7 @@ async def plan_turn(
     mode: str,
     level: str,
     mcp_failures: list[str],
-    budget_seen: dict[str, Any],
+    budget_seen: dict[str, Observed],
     refresh_tools: Callable[[], list[Tool]],
 ) -> tuple[TurnPlan, Transcript]:
     """What the turn runs with (the approval check is the caller's) and the transcript it

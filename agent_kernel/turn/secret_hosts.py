@@ -17,8 +17,8 @@ frame the field is in as they are then), so the check holds however the tool is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from agent_kernel.authority import card_click
 from agent_kernel.display.secret_card import ask_to_send
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 
 async def check_secret_hosts(
-    item: Tool, tool_input: Any, context: ToolContext, approver: Callable[..., Any] | None
+    item: Tool, tool_input: object, context: ToolContext, approver: Callable[..., Awaitable[object]] | None
 ) -> str | None:
     """None when every ``{secret:NAME}`` in the call goes to a host NAME is bound to (or
     the person allowed now); else why the call is refused. ``approver``: the turn's
@@ -79,12 +79,12 @@ async def _ask(
     return bound_nowhere(names, target, getattr(answer, "reason", ""))
 
 
-async def _sends(item: Tool, tool_input: Any, context: ToolContext) -> tuple[list[str], Host, str] | None:
+async def _sends(item: Tool, tool_input: object, context: ToolContext) -> tuple[list[str], Host, str] | None:
     """The secrets the call would send, the host it sends them to (and port) and the call in
     a line; None when it sends none, or its target cannot be read (the tool then refuses)."""
     if item.name == "fetch_url" and item.group == "web":
         found = fetch_secrets(tool_input)
-        if found is None:
+        if found is None or not isinstance(tool_input, dict):  # a call's input is an object
             return None
         names, url = found
         try:
@@ -94,7 +94,9 @@ async def _sends(item: Tool, tool_input: Any, context: ToolContext) -> tuple[lis
         method = str(tool_input.get("method") or "GET").upper()
         return names, Host(normal_host(host), port), f"fetch_url {method} {url[:300]}"
     if item.name == "browser_type" and item.group == "browser":
-        text = tool_input.get("text") if isinstance(tool_input, dict) else None
+        if not isinstance(tool_input, dict):
+            return None
+        text = tool_input.get("text")
         names = secret_names(text) if isinstance(text, str) else []
         if not names:
             return None

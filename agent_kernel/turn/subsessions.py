@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from agent_kernel.display.subsession import SubSessionView
     from agent_kernel.model.shapes import ContentBlock, Role
     from agent_kernel.store.subsessions import ChildOutcome
+    from agent_kernel.tools.context import ToolContext
     from agent_kernel.turn.loop import Turn, TurnResult
 
 __all__ = ["Family", "SubSessions"]
@@ -87,7 +88,7 @@ class SubSessions:
 
     # -- the tools' side ---------------------------------------------------------------------
 
-    def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, Any]:
+    def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, object]:
         settings = self.family.settings
         if self.depth + 1 > settings.subsession_max_depth:
             raise ToolInputError(
@@ -120,7 +121,7 @@ class SubSessions:
             if turn.result is not None:
                 turn.result.subsessions += 1
         child.running = asyncio.ensure_future(self._run(child, model, limit, cost_limit))
-        started: dict[str, Any] = {"id": child_id, "model": model, "token_limit": limit}
+        started: dict[str, object] = {"id": child_id, "model": model, "token_limit": limit}
         if cost_limit is not None:
             started["cost_limit_usd"] = round(cost_limit, 4)
         if why_capped:
@@ -318,8 +319,10 @@ class SubSessions:
         child.timed_out = True
         child.interrupts.request("timeout")
 
-    def _outcome(self, child: _Child, result: TurnResult | None, failure: str | None, context: Any) -> ChildOutcome:
-        found: dict[str, Any] = {"id": child.id}
+    def _outcome(
+        self, child: _Child, result: TurnResult | None, failure: str | None, context: ToolContext
+    ) -> ChildOutcome:
+        found: dict[str, object] = {"id": child.id}
         reason = child.interrupts.reason
         if child.timed_out:
             seconds = self.family.settings.subsession_timeout_s

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.errors import ModelError
 from agent_kernel.store import recall
@@ -34,8 +35,10 @@ from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     import duckdb
+    from anthropic.types import Message
 
     from agent_kernel.model.client import ModelClient
+    from agent_kernel.model.shapes import RequestParams
     from agent_kernel.store import Store
     from agent_kernel.store.recall import Pending
     from agent_kernel.store.sessions import Session
@@ -57,7 +60,7 @@ SUMMARY_INPUT_CHARS = 120_000  # most text one session-summary request carries (
 SUMMARY_TIMEOUT_S = 30.0
 
 
-def is_session_summary_request(body: dict[str, Any]) -> bool:
+def is_session_summary_request(body: Mapping[str, object]) -> bool:
     """Whether a Messages request body asks for a session's summary."""
     system = body.get("system")
     return isinstance(system, str) and system.startswith(SESSION_SUMMARY_SYSTEM[:80])
@@ -120,7 +123,7 @@ class Written:
 
     session_id: str
     summary: str
-    message: Any
+    message: Message | None
     duration_ms: float
 
 
@@ -141,12 +144,14 @@ async def write(
     return written
 
 
-async def _summarise(item: Pending, model_client: ModelClient, small_model: str) -> tuple[str, str | None, Any, float]:
+async def _summarise(
+    item: Pending, model_client: ModelClient, small_model: str
+) -> tuple[str, str | None, Message | None, float]:
     text = transcript_text(item.earlier, item.messages)
     if len(text) > SUMMARY_INPUT_CHARS:
         half = SUMMARY_INPUT_CHARS // 2
         text = text[:half] + "\n[... the middle of the session is left out ...]\n" + text[-half:]
-    params = {
+    params: RequestParams = {
         "model": small_model,
         "max_tokens": SUMMARY_MAX_TOKENS,
         "system": SESSION_SUMMARY_SYSTEM,

@@ -17,13 +17,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -31,6 +27,7 @@ import nbformat
 import pytest
 
 from agent_kernel import __version__
+from tests.support.lab_command import jupyter_folders, start_lab
 from tests.support.paths import INSTALL_CHECK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -199,52 +196,22 @@ def test_the_offline_lab_from_the_wheel_opens_the_shipped_tour_and_labels_itself
     """``agent-kernel lab --offline`` as a newcomer runs it after installing the wheel: the
     tour comes from the wheel, JupyterLab serves the extension, the server says the offline
     scripted model answers, and Ctrl-C stops it all."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    home, work, token = tmp_path / "jupyter", tmp_path / "work", "wheel-offline-token"
+    work = tmp_path / "work"
     env = clean_env(
         PATH=f"{lab}{os.pathsep}{os.environ['PATH']}",
-        JUPYTER_TOKEN=token,
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        **jupyter_folders(tmp_path / "jupyter", "wheel-offline-token"),
         AGENT_KERNEL_HOME=str(tmp_path / "agent-home"),
     )
-    root = ["--", "--ServerApp.allow_root=True"] if os.geteuid() == 0 else []
-    log = (tmp_path / "lab.log").open("w")
-    command = [lab / "agent-kernel", "lab", "--offline", "--no-browser", "--port", str(port), work, *root]
-    process = subprocess.Popen([str(c) for c in command], env=env, stdout=log, stderr=subprocess.STDOUT)
-    url, auth = f"http://127.0.0.1:{port}", {"Authorization": f"token {token}"}
-
-    def get(path: str) -> str:
-        with urllib.request.urlopen(urllib.request.Request(url + path, headers=auth), timeout=10) as answer:
-            return answer.read().decode()
-
+    command = start_lab(lab / "agent-kernel", work, "--offline", env=env, log=tmp_path / "lab.log")
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, (tmp_path / "lab.log").read_text()
-            try:
-                get("/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline, (tmp_path / "lab.log").read_text()
-                time.sleep(0.5)
         tour = nbformat.read(work / "offline_tour.ipynb", as_version=4)  # shipped in the wheel
         assert any("%agent" in c.source for c in tour.cells)
-        assert json.loads(get("/agent-kernel/api/offline")) == {"offline": True, "model": "scripted-offline"}
-        assert '"agent-kernel"' in get("/lab"), "the page config lists the extension"
+        assert command.get_json("/agent-kernel/api/offline") == {"offline": True, "model": "scripted-offline"}
+        assert '"agent-kernel"' in command.get("/lab"), "the page config lists the extension"
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=60)
-        finally:
-            process.kill()
-            log.close()
+        command.stop(timeout=60)
     with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", port)) != 0, "JupyterLab stopped listening"
+        assert probe.connect_ex(("127.0.0.1", command.port)) != 0, "JupyterLab stopped listening"
 
 
 def test_a_published_mcp_server_in_the_same_environment_answers_a_turn(lab, tmp_path):

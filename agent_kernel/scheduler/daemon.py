@@ -230,7 +230,7 @@ class Scheduler:
         progress: dict[str, tuple[int | None, int | None]] = {}
         for run_id, run_dir in list(self._inflight.items()):
             run_dir.touch_heartbeat()
-            seen = run_dir.read_json(run_dir.progress)
+            seen = run_dir.progress_report()
             if seen:
                 progress[run_id] = (seen.get("cells_done"), seen.get("cells_total"))
         now = self.clock.now()

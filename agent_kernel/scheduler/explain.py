@@ -12,7 +12,7 @@ outputs are data, not instructions: the request says so and wraps them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_kernel.errors import MissingKeyError
 from agent_kernel.scheduler import ScheduleError
@@ -22,6 +22,7 @@ from agent_kernel.scheduler.runs import Runs
 from agent_kernel.secrets import redact
 
 if TYPE_CHECKING:
+    from agent_kernel.model.shapes import MessageParam
     from agent_kernel.store import Store
 
 __all__ = ["Explanation", "explain", "explain_failed_run", "request_body"]
@@ -49,7 +50,16 @@ class Explanation:
     cost: float | None
 
 
-def request_body(comparison_text: str, model: str) -> dict[str, Any]:
+class ExplainRequest(TypedDict):
+    """The Messages request of one explanation: the keywords the SDK's ``create`` takes."""
+
+    model: str
+    max_tokens: int
+    system: str
+    messages: list[MessageParam]
+
+
+def request_body(comparison_text: str, model: str) -> ExplainRequest:
     """The Messages request for a comparison (redacted, bounded)."""
     text = redact(comparison_text)
     if len(text) > INPUT_CHARS:

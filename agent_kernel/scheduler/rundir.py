@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from agent_kernel.scheduler.records import ProgressReport, RunnerReport
@@ -64,9 +64,9 @@ class RunDir:
         partial.write_text(json.dumps(data, default=str), encoding="utf-8")
         os.replace(partial, target)
 
-    def read_json(self, target: Path) -> dict[str, Any] | None:
+    def read_json(self, target: Path) -> dict[str, object] | None:
         try:
-            data: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
+            data: dict[str, object] = json.loads(target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return data

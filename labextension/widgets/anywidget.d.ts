@@ -1,7 +1,8 @@
 /**
  * What the kernel's widget scripts (agent_kernel/display/js/*.js, anywidget ES modules) see:
- * anywidget's model and render arguments, and the names the Python prepends to a script
- * (presence.py's acknowledge(), stop.py's INTERRUPT_AFTER_MS). The model's traits are
+ * anywidget's model and render arguments, and the constants the Python prepends to a script
+ * (display/scripts.py; stop.py's INTERRUPT_AFTER_MS). The shared functions (js/ack.js,
+ * js/attention.js) are scripts of their own that tsc checks with the rest. The model's traits are
  * whatever the widget's Python declares: `get` is untyped, and tsconfig.widgets.json checks
  * the scripts without noImplicitAny (strict off) but with strictNullChecks.
  */
@@ -20,9 +21,6 @@ interface RenderProps {
   model: WidgetModel;
   el: HTMLElement;
 }
-
-/** Tell the kernel the widget rendered (presence.py's ACK_JS, prepended to every widget's script). */
-declare function acknowledge(model: WidgetModel): void;
 
 /** How long the Stop button waits for the turn's answer before it interrupts the kernel (stop.py). */
 declare const INTERRUPT_AFTER_MS: number;

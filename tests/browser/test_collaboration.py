@@ -18,13 +18,21 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.support.browser import KERNEL_READY, cell, open_with_ids, save_screenshot, wait_idle
-from tests.support.held_replies import for_the_turn, type_at_end
+from tests.support.browser import (
+    ASKING_TO_EDIT,
+    KERNEL_READY,
+    SOURCES,
+    cell,
+    open_with_ids,
+    save_screenshot,
+    type_while_the_diff_waits,
+    wait_idle,
+)
+from tests.support.held_replies import for_the_turn
 from tests.support.jupyterlab import COLLABORATION, JupyterLab, lab_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
 
-SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
 COLLABORATIVE = "() => window.jupyterapp.shell.currentWidget.context.model.collaborative === true"
 
 
@@ -133,14 +141,8 @@ def test_the_other_persons_typing_while_a_diff_waits_is_kept(lab_page, second_pa
     lab_model.add(
         *for_the_turn(lab_model, call("replace_cell", cell="plot", source="kind = 'barh'"), say("Left it as it is."))
     )
-    cells = [
-        ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'")
-    ]  # fmt: skip
-    open_together(lab_page, second_page, jupyterlab, "shared-typing", cells)
-    diff = lab_page.locator(".ak-edit-diff")
-    diff.wait_for(timeout=60_000)
-    type_at_end(second_page, cell(second_page, 2), "\n# theirs")
-    lab_page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'line'\\n# theirs\"", timeout=30_000)
+    open_together(lab_page, second_page, jupyterlab, "shared-typing", ASKING_TO_EDIT)
+    diff = type_while_the_diff_waits(lab_page, second_page, "\n# theirs", timeout=60_000)
     diff.get_by_role("button", name="Accept").click()
     expect(diff.locator(".ak-edit-diff-changed")).to_contain_text("This cell changed while the proposal waited")
     expect(diff.locator(".ak-edit-old pre")).to_have_text("kind = 'line'\n# theirs")

@@ -17,13 +17,20 @@ import pytest
 from playwright.sync_api import expect
 
 from agent_kernel.testing import call, say
-from tests.support.browser import cell, open_with_ids, run_notebook, save_screenshot, wait_idle
+from tests.support.browser import (
+    ASKING_TO_EDIT,
+    SOURCES,
+    cell,
+    open_with_ids,
+    run_notebook,
+    save_screenshot,
+    type_while_the_diff_waits,
+    wait_idle,
+)
 from tests.support.calls import tool_results
 from tests.support.held_replies import for_the_turn, held, turn_requests, type_at_end, wait_requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser-2")]
-
-SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
 
 
 def test_typing_while_a_diff_waits_makes_accept_ask_again_and_the_typing_survives(lab_page, jupyterlab, lab_model):
@@ -34,13 +41,8 @@ def test_typing_while_a_diff_waits_makes_accept_ask_again_and_the_typing_survive
             lab_model, call("replace_cell", cell="plot", source="kind = 'barh'"), say("I left your cell as it is.")
         )
     )
-    open_with_ids(page, jupyterlab, "typing-ask", [
-        ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'"),
-    ])  # fmt: skip
-    diff = page.locator(".ak-edit-diff")
-    diff.wait_for(timeout=90_000)
-    type_at_end(page, cell(page, 2), "\n# my own line")
-    page.wait_for_function(f"() => ({SOURCES})()[2] === \"kind = 'line'\\n# my own line\"", timeout=30_000)
+    open_with_ids(page, jupyterlab, "typing-ask", ASKING_TO_EDIT)
+    diff = type_while_the_diff_waits(page, page, "\n# my own line")
     diff.get_by_role("button", name="Accept").click()
     # Accept did not apply: the card shows what the cell holds now and asks again.
     expect(diff.locator(".ak-edit-diff-changed")).to_contain_text("This cell changed while the proposal waited")
@@ -60,13 +62,8 @@ def test_accept_after_asking_again_applies_the_proposal_the_person_saw(lab_page,
     lab_model.add(
         *for_the_turn(lab_model, call("replace_cell", cell="plot", source="kind = 'bar'"), say("Changed it."))
     )
-    open_with_ids(page, jupyterlab, "typing-ask-twice", [
-        ("load", "%load_ext agent_kernel"), ("turn", "%agent --approve ask use bars"), ("plot", "kind = 'line'"),
-    ])  # fmt: skip
-    diff = page.locator(".ak-edit-diff")
-    diff.wait_for(timeout=90_000)
-    type_at_end(page, cell(page, 2), "  # keep?")
-    page.wait_for_function(f"() => ({SOURCES})()[2].endsWith('# keep?')", timeout=30_000)
+    open_with_ids(page, jupyterlab, "typing-ask-twice", ASKING_TO_EDIT)
+    diff = type_while_the_diff_waits(page, page, "  # keep?")
     diff.get_by_role("button", name="Accept").click()
     expect(diff.locator(".ak-edit-old pre")).to_have_text("kind = 'line'  # keep?")
     assert page.evaluate(SOURCES)[2] == "kind = 'line'  # keep?"

@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from agent_kernel.testing import say
+from tests.support.held_replies import type_at_end
 from tests.support.notebooks import write_notebook
 from tests.support.paths import ARTIFACTS, SCREENSHOTS
 
@@ -90,6 +91,28 @@ def open_with_ids(page, lab, name: str, cells: list[tuple[str, str]], *, run_all
     page.wait_for_function(KERNEL_READY, timeout=60_000)
     if run_all:
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+
+
+# Every cell's source, in order, as the page's shared model holds it.
+SOURCES = "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells.map(c => c.getSource())"
+# A notebook whose turn, in ask mode, proposes an edit of the cell ``plot`` (cell 2).
+ASKING_TO_EDIT = [
+    ("load", "%load_ext agent_kernel"),
+    ("turn", "%agent --approve ask use bars"),
+    ("plot", "kind = 'line'"),
+]
+
+
+def type_while_the_diff_waits(page, typist, typed: str, timeout: float = 90_000):
+    """Once ``page`` shows the turn's diff card for ``plot`` (see ASKING_TO_EDIT), type
+    ``typed`` at the end of that cell in ``typist`` (the same page, or another person's) and
+    wait until ``page`` holds the typed text; the card."""
+    diff = page.locator(".ak-edit-diff")
+    diff.wait_for(timeout=timeout)
+    type_at_end(typist, cell(typist, 2), typed)
+    expected = "kind = 'line'" + typed
+    page.wait_for_function(f"(expected) => ({SOURCES})()[2] === expected", arg=expected, timeout=30_000)
+    return diff
 
 
 def run_and_wait(page, code: str) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
@@ -164,7 +165,7 @@ def job_fields(body: dict[str, Any], root: Path) -> JobFields:
     )
 
 
-def job_grants(body: dict[str, Any]) -> StandingGrants | None:
+def job_grants(body: Mapping[str, object]) -> StandingGrants | None:
     """The standing grants a create or ``PATCH`` body sets (None: it names none; ``null`` or
     ``{}``: none at all). They are the person's: the handler passes its request as their event."""
     if "grants" not in body:
@@ -175,7 +176,7 @@ def job_grants(body: dict[str, Any]) -> StandingGrants | None:
         raise BadRequest(f'`grants`: {exc}; send {{"hosts": [names], "after_untrusted": [tool names]}}.') from None
 
 
-def run_action(body: dict[str, Any]) -> RunActionRequest:
+def run_action(body: Mapping[str, object]) -> RunActionRequest:
     """What a ``POST /runs/ID`` body asks for: ``{"action": "open" | "cancel" | "explain"}``."""
     action = body.get("action")
     if set(body) != {"action"} or action not in ("open", "cancel", "explain"):
@@ -183,7 +184,7 @@ def run_action(body: dict[str, Any]) -> RunActionRequest:
     return {"action": action}
 
 
-def run_parameters(body: dict[str, Any]) -> dict[str, Any] | None:
+def run_parameters(body: Mapping[str, object]) -> dict[str, object] | None:
     """The values a ``POST /jobs/ID/run`` body asks the run to use over the job's
     parameters (None: the job's own); the scheduler service checks them as a job's."""
     unknown = set(body) - {"parameters"}
@@ -235,11 +236,11 @@ class JobChanges(TypedDict, total=False):
     max_catchup: int
     token_limit: int
     task: str
-    parameters: dict[str, Any]
+    parameters: dict[str, object]
     notebook: str
     kernel: str
     explain: bool
-    notify: dict[str, Any] | None
+    notify: dict[str, object] | None
 
 
 def number(key: str, value: object) -> int | float:

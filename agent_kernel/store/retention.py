@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -69,8 +70,9 @@ AUTO_EVERY = timedelta(days=1)
 # The tables whose rows carry a created_at: how fast the store grows is read from them.
 _DATED = ("messages", "tool_calls", "code_executions", "model_calls", "memories")
 _BATCH = 500  # rows rewritten per statement
-# How much of the store's history one connection prunes (see prune).
-PRUNE_WINDOW = timedelta(days=7)
+# About how many messages one connection prunes, and the pause between two (see prune).
+PRUNE_ROWS = 100_000
+PRUNE_PAUSE_S = 0.05
 
 
 def _utc_now() -> datetime:
@@ -247,31 +249,42 @@ def prune(
     dry_run: bool = False,
     now: datetime | None = None,
     since: datetime | None = None,
+    part_rows: int = PRUNE_ROWS,
 ) -> Pruned:
     """Replace payloads written more than ``older_than_days`` days ago with stubs (``dry_run``:
     only count them). ``since``: only payloads written after it (what an earlier prune left),
-    so a daily prune reads one day of rows, not the whole store."""
+    so a daily prune reads one day of rows, not the whole store. ``part_rows``: about how many
+    messages one connection prunes."""
     if older_than_days <= 0:
         raise StoreError(f"older_than_days must be positive, not {older_than_days}.")
     now = now or _utc_now()
     cutoff = now - timedelta(days=older_than_days)
     pruned = Pruned(cutoff, dry_run)
     note = f"{MARK}{now:%Y-%m-%d}: "
-    # A week of rows at a time, each under a connection of its own: kernels and the scheduler
-    # wait for one week's rewrite at most, never for a whole first prune of a year.
+    # About a row group of messages at a time (DuckDB's unit of storage: the checkpoint that
+    # ends each connection rewrites the row groups it changed), each under a connection of
+    # its own with a pause between, so kernels and the scheduler wait for one part at most,
+    # never for a whole first prune of a year.
     with store.connect(read_only=True) as con:
-        (first,) = aggregate_row(
+        first, rows = aggregate_row(
             con.execute(
-                "SELECT least((SELECT min(created_at) FROM messages), (SELECT min(created_at) FROM code_executions))"
+                "SELECT least((SELECT min(created_at) FROM messages), (SELECT min(created_at) FROM code_executions)), "
+                "(SELECT count(*) FROM messages WHERE created_at < $cutoff AND created_at >= $since)",
+                {"cutoff": cutoff, "since": since or datetime(1970, 1, 1)},
             )
         )
     start = max(first, since) if first is not None and since is not None else first
-    while start is not None and start < cutoff:
-        end = min(start + PRUNE_WINDOW, cutoff)
-        with store.connect(read_only=dry_run) as con:
-            _prune_tool_results(con, pruned, end, start, note)
-            _prune_code_outputs(con, pruned, end, start, note)
-        start = end
+    if start is not None and start < cutoff:
+        parts = max(1, -(-int(rows) // max(1, part_rows)))
+        step = (cutoff - start) / parts
+        for part in range(parts):
+            end = cutoff if part == parts - 1 else start + step
+            if part:
+                time.sleep(PRUNE_PAUSE_S)
+            with store.connect(read_only=dry_run) as con:
+                _prune_tool_results(con, pruned, end, start, note)
+                _prune_code_outputs(con, pruned, end, start, note)
+            start = end
     with store.connect(read_only=True) as con:
         runs = con.execute(
             "SELECT run_dir, output_path FROM runs WHERE finished_at < ? AND finished_at >= ? AND run_dir IS NOT NULL",

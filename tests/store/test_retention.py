@@ -134,6 +134,14 @@ def test_prune_replaces_old_tool_results_and_code_outputs_with_stubs_and_keeps_t
     assert again.items == 0 and again.lines() == [f"Nothing older than {again.cutoff:%Y-%m-%d %H:%M} UTC to prune."]
 
 
+def test_a_prune_in_many_parts_prunes_the_same(store, tmp_path):
+    _fill(store, pairs=30)
+    whole = retention.prune(store, 90, dry_run=True, now=NOW)
+    parts = retention.prune(store, 90, now=NOW, part_rows=7)
+    assert parts.kinds == whole.kinds and whole.kinds["tool results"][0] == 2 + 30
+    assert retention.prune(store, 90, now=NOW).items == 0
+
+
 def test_a_longer_retention_prunes_nothing_newer_than_it(store):
     sid = _fill(store)
     assert retention.prune(store, 365, now=NOW).items == 0

@@ -55,6 +55,7 @@ class DataMagics(CompanionMagics):
         rows.append(["tool calls", f"{found.tool_calls:,} ({found.tool_errors:,} errors)"])
         if found.top_tools:
             rows.append(["most used", ", ".join(f"{tool} {n:,}" for tool, n in found.top_tools)])
+        rows.append(["store", self.agent.admin.store_size().text()])
         period = "day" if args.days == 1 else f"{args.days} days"
         runs = Table(["", "value"], rows, title=f"Agent code runs, last {period}")
         return Tables(runs, _usage_table(days, period))

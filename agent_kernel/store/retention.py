@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.errors import StoreError
-from agent_kernel.store import log_bytes
+from agent_kernel.store import ai_tables, log_bytes
 from agent_kernel.store.rows import aggregate_row, insert_rows
 
 if TYPE_CHECKING:
@@ -102,16 +102,18 @@ class SizeLine:
     per_day: float
     oldest: datetime | None
     newest: datetime | None
+    ai_bytes: int = 0  # the model's own file of ai_* objects and its log (ai_tables), counted in
 
     def text(self) -> str:
         """One line: ``412.3 MB on disk, growing about 3.1 MB a day (last 7 days)``."""
-        size = human_bytes(self.file_bytes + self.log_bytes)
+        size = human_bytes(self.file_bytes + self.log_bytes + self.ai_bytes)
+        mine = f" ({human_bytes(self.ai_bytes)} of it the agent's ai_* tables)" if self.ai_bytes >= 1024 * 1024 else ""
         since = f", messages since {self.oldest:%Y-%m-%d}" if self.oldest else ""
-        return f"{size} on disk, growing about {human_bytes(self.per_day)} a day (last 7 days){since}"
+        return f"{size} on disk{mine}, growing about {human_bytes(self.per_day)} a day (last 7 days){since}"
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "bytes": self.file_bytes + self.log_bytes,
+            "bytes": self.file_bytes + self.log_bytes + self.ai_bytes,
             "per_day": round(self.per_day),
             "oldest": self.oldest.isoformat() + "Z" if self.oldest else None,
             "newest": self.newest.isoformat() + "Z" if self.newest else None,
@@ -162,7 +164,9 @@ def measure(con: Any, path: Path, now: datetime | None = None) -> SizeLine:
     )
     file_bytes = _file_bytes(path)
     per_day = file_bytes * recent / total / 7 if total else 0.0
-    return SizeLine(str(path), file_bytes, log_bytes(path), per_day, oldest, newest)
+    mine = ai_tables.ai_path(path)
+    ai_bytes = _file_bytes(mine) + log_bytes(mine)
+    return SizeLine(str(path), file_bytes, log_bytes(path), per_day, oldest, newest, ai_bytes)
 
 
 def _data_bytes(con: Any, table: str, columns: list[tuple[str, str]]) -> tuple[int, int]:

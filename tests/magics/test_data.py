@@ -29,6 +29,7 @@ def test_stats_and_failures_render_as_tables(kernel, scripted_model):
         assert values[f"{category} errors"] == "1"
     assert values["tool calls"] == "7 (0 errors)"
     assert values["most used"].startswith("run_code 5")
+    assert " on disk, growing about " in values["store"]
     html = kernel.ok("%agent_stats 1").final_texts("text/html")[-1]
     assert "<table>" in html and "last day" in html
 

@@ -248,7 +248,8 @@ class AgentKernel(Configurable):
 
     db_max_mb = Int(
         2048,
-        help="Size cap of the agent's DuckDB file in MB: a db_sql write that grows the file past it is rolled back.",
+        help="Size cap in MB of the model's own DuckDB file (its ai_* objects, beside the store): a db_sql write "
+        "that grows it past the cap is rolled back.",
     ).tag(config=True)
 
     retention_full_days = Int(

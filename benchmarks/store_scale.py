@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from results import Row, options, write
 from agent_kernel.testing.stores import cached, copy_of, fill
 
 GOAL = 1.2
+UNITS = {"a turn's system prompt": "chars"}  # the other figures are milliseconds
 
 LOAD = """
 import json, time
@@ -67,13 +69,23 @@ class Plans:
 
     def __init__(self) -> None:
         self.gaps: list[float] = []
+        self.system_chars = 0  # the system prompt of the latest request
         self._sent: float | None = None
         self._lock = threading.Lock()
 
     def responder(self, body: Any) -> Any:
+        try:
+            return self._respond(body)
+        except Exception:  # the SDK would see only a connection error
+            traceback.print_exc()
+            raise
+
+    def _respond(self, body: Any) -> Any:
         from agent_kernel.testing import call, say
 
         arrived = time.perf_counter()
+        system = body.get("system") or ""
+        self.system_chars = len(system if isinstance(system, str) else json.dumps(system))
         plan: list[list[Any]] = []
         start = 0
         for at, message in enumerate(body["messages"]):
@@ -124,8 +136,11 @@ def load_ext_ms(path: Path, runs: int) -> float:
     return statistics.median(times)
 
 
-def measure(path: Path, run: int, model: Any, plans: Plans, shell: Any, work: Path) -> dict[str, float]:
-    """Every path's milliseconds on the store at ``path``, once (``run``: which repeat)."""
+def measure(
+    path: Path, run: int, model: Any, plans: Plans, shell: Any, work: Path, *, search: bool = True
+) -> dict[str, float]:
+    """Every path's milliseconds on the store at ``path``, once (``run``: which repeat);
+    ``search``: ``search_sessions`` too."""
     from IPython.utils.capture import capture_output
 
     from agent_kernel.scheduler.daemon import Scheduler
@@ -145,7 +160,7 @@ def measure(path: Path, run: int, model: Any, plans: Plans, shell: Any, work: Pa
 
     def turn(on: Agent, prompt: str) -> float:
         with capture_output():  # the turn's transcript
-            return timed(lambda: on.run(prompt))
+            return timed(lambda: on.run(prompt, check=True))
 
     figures["%load_ext agent_kernel"] = load_ext_ms(path, 1)
     code = ("run_code", {"code": "step = 1"})
@@ -154,9 +169,10 @@ def measure(path: Path, run: int, model: Any, plans: Plans, shell: Any, work: Pa
     plans.take()
     resumed = agent()
     figures["a session's first turn after a restart"] = turn(resumed, "Continue.")
+    figures["a turn's system prompt"] = plans.system_chars
     figures["a turn's fixed cost (no tool call)"] = turn(resumed, "Hello.")
     plans.take()
-    table = f"ai_scale_{run}"
+    table = f"ai_scale_{run + 1}"
     turn(
         resumed,
         plan(
@@ -168,7 +184,7 @@ def measure(path: Path, run: int, model: Any, plans: Plans, shell: Any, work: Pa
             ("db_sql", {"sql": f"CREATE TABLE {table} AS SELECT 42 AS answer"}),
             ("db_sql", {"sql": f"INSERT INTO {table} VALUES (43)"}),
             ("memory", {"action": "recall", "query": "sales region preference"}),
-            ("search_sessions", {"query": "revenue forecast by region"}),
+            *([("search_sessions", {"query": "revenue forecast by region"})] if search else []),
         ),
     )
     gaps = plans.take()
@@ -206,6 +222,12 @@ def main() -> None:
     parser.add_argument("--mid", type=float, default=150.0, help="MB of the middle store (0: none)")
     parser.add_argument("--big", type=float, default=1500.0, help="MB of the big store")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--search-up-to",
+        type=float,
+        default=500.0,
+        help="MB: search_sessions only on stores up to this size (it scans every message: minutes at 1.5 GB)",
+    )
     args = options(parser, quick={"mid": 0.0, "big": 20.0, "repeat": 1})
     os.environ.setdefault("ANTHROPIC_API_KEY", "bench")
     from IPython.core.interactiveshell import InteractiveShell
@@ -245,30 +267,36 @@ def main() -> None:
         runs: dict[str, list[dict[str, float]]] = {label: [] for label in sizes}
         for run in range(args.repeat):
             for label, path in paths.items():
-                runs[label].append(measure(path, run, model, plans, shell, path.parent))
+                search = actual[label] <= args.search_up_to
+                runs[label].append(measure(path, run, model, plans, shell, path.parent, search=search))
+                print(f"repeat {run + 1}, {label}: {json.dumps(runs[label][-1])}", flush=True)
     results = {
         label: {name: statistics.median(r[name] for r in found) for name in found[0]} for label, found in runs.items()
     }
     names = list(results["fresh"])
     header = "".join(f"{f'{label} ({actual[label]:,.0f} MB)':>22}" for label in sizes)
-    print(f"median of {args.repeat}, ms; ratio: the biggest store / fresh (goal <= {GOAL}x)")
+    print(f"median of {args.repeat}, ms (the system prompt: chars); ratio: the biggest store / fresh (goal <= {GOAL}x)")
     print(f"  {'path':42}{header}   ratio")
     rows = []
     for name in names:
-        cells = "".join(f"{results[label][name]:22.1f}" for label in sizes)
-        ratio = results["big"][name] / results["fresh"][name]
-        print(f"  {name:42}{cells}   {ratio:5.2f}x")
-        for label in [label for label in sizes if label != "fresh"]:
+        unit = UNITS.get(name, "ms")
+        cells = "".join(
+            f"{results[label][name]:22,.1f}" if name in results[label] else f"{'not measured':>22}" for label in sizes
+        )
+        largest = [label for label in sizes if name in results[label]][-1]
+        print(f"  {name:42}{cells}   {results[largest][name] / results['fresh'][name]:5.2f}x")
+        for label in [label for label in sizes if label != "fresh" and name in results[label]]:
             rows.append(
                 Row(
                     f"{name} at {actual[label]:,.0f} MB (baseline: fresh store)",
                     results[label][name],
-                    "ms",
+                    unit,
                     results["fresh"][name],
                     goal=GOAL,
                     goal_of="ratio",
                 )
             )
+    print(f"(search_sessions is measured on stores up to {args.search_up_to:g} MB: it reads every message)")
     write(args, "store_scale", rows)
 
 

@@ -81,10 +81,10 @@ EXPECTED: dict[str, tuple[tuple[str, ...], int]] = {
     "store_scale": (
         (
             r"store of [\d.]+ MB: .*duckdb",
-            r"\n  search_sessions +[\d.]+ +[\d.]+ +[\d.]+x",
-            r"\n  a session's first turn after a restart +[\d.]+ +[\d.]+ +[\d.]+x",
+            r"\n  search_sessions +[\d.,]+ +[\d.,]+ +[\d.]+x",
+            r"\n  a session's first turn after a restart +[\d.,]+ +[\d.,]+ +[\d.]+x",
         ),
-        17,
+        18,
     ),
 }
 USES_KERNELS = {"loop_overhead", "cold_turn", "scheduler_overhead", "blocks", "chat_latency"}

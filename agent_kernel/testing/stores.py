@@ -69,7 +69,7 @@ class Proportions:
     result_paragraphs: int = 4  # a tool result holds 1 .. this paragraphs of output
     jobs: int = 12  # scheduled jobs (plus one per 60 sessions)
     runs_per_session: float = 1.5  # a year of daily and hourly runs, in step with sessions
-    memories_per_session: float = 0.5
+    memories_per_session: float = 0.02  # what the user asked to remember; all of it is in the prompt
     summary_share: float = 0.9  # sessions with a recall summary
     compaction_share: float = 0.12  # sessions long enough to have been compacted
     notepad_share: float = 0.25
@@ -387,6 +387,10 @@ def _kept(con: duckdb.DuckDBPyConnection, total: int, shape: Proportions, days: 
         SELECT 'ui_' || x, 1, 'a view', '<div>' || {para.format(key="x, 'ui'")} || '</div>', 'div {{}}', '', '{{}}', [], []
         FROM range(4) r(x);
         INSERT INTO agent_ui_components (name, version) SELECT 'ui_' || x, 1 FROM range(4) r(x);
+        INSERT INTO provenance (kind, name, version, session_id, turn, untrusted, created_at)
+        SELECT 'tool', name, version, NULL, NULL, false, created_at FROM agent_tool_versions
+        UNION ALL SELECT 'skill', name, version, NULL, NULL, false, updated_at FROM skills
+        UNION ALL SELECT 'prompt', 'system_prompt', version, NULL, NULL, false, created_at FROM system_prompt_versions;
         INSERT INTO notebook_documents (document, path)
         SELECT 'doc-' || x, '/home/user/notebooks/' || x || '.ipynb' FROM range(40) r(x);
         INSERT INTO notebook_moves (old_path, new_path, moved_by)

@@ -7,8 +7,10 @@ prompt, tool calls with their results (code, printed tables, tracebacks) and an 
 the audit rows of those tool calls and code runs, the model calls with their usage,
 session summaries, compactions and notepads, memories and daily summaries with their
 provenance, scheduled jobs with their versions and a year of runs with outputs, kept
-tools, libraries, skills and UI components, state, and a few ``ai_*`` tables the model
-made. The proportions follow :class:`Proportions`; the size follows a target in MB.
+tools, libraries, skills and UI components, state, and an ``ai_*`` table the model made
+(in the store file, as a store from before the model's own file kept it: the store moves
+it over at its first open). The proportions follow :class:`Proportions`; the size follows
+a target in MB.
 
 Every table is filled by ``INSERT ... SELECT`` over ``range()`` in chunks of sessions, so
 1.5 GB takes minutes. The text is drawn from a pool of generated paragraphs (a Zipf-like
@@ -77,7 +79,7 @@ class Proportions:
 
 
 # Measured on files built with the default proportions: a store's tables take about 13 MB
-# of blocks before they hold much, and each session adds about 35 KB.
+# of blocks before they hold much, and each session adds 35 to 40 KB.
 _FIXED_MB = 13.0
 _SESSIONS_PER_MB = 28.7
 _CHUNK = 1500  # sessions per INSERT ... SELECT round

@@ -1,4 +1,5 @@
-"""How long ``%load_ext agent_kernel`` takes, beside ``import anthropic``, in fresh interpreters.
+"""How long ``%load_ext agent_kernel`` takes, beside ``import anthropic`` and IPython's own
+start, in fresh interpreters.
 
 Each figure is the median of several fresh ``python`` processes, so no import is cached:
 the wall-clock time, and the process's CPU time beside it (what a machine busy with
@@ -33,6 +34,14 @@ import anthropic
 print(json.dumps([time.perf_counter() - t, time.process_time() - c]))
 """
 
+IMPORT_IPYTHON = """
+import json, time
+t, c = time.perf_counter(), time.process_time()
+from IPython.core.interactiveshell import InteractiveShell
+InteractiveShell.instance()
+print(json.dumps([time.perf_counter() - t, time.process_time() - c]))
+"""
+
 IMPORT_DUCKDB = """
 import json, time
 t, c = time.perf_counter(), time.process_time()
@@ -59,14 +68,19 @@ def main() -> None:
     load = measure(LOAD, args.runs)
     anthropic_ms = measure(IMPORT_ANTHROPIC, args.runs)
     duckdb_ms = measure(IMPORT_DUCKDB, args.runs)
+    ipython_ms = measure(IMPORT_IPYTHON, args.runs)
     print(f"median of {args.runs} fresh interpreters each     wall        CPU")
     print(f"  %load_ext agent_kernel   {load[0]:8.1f} ms {load[1]:8.1f} ms   (goal <= 50 ms)")
     print(f"  import anthropic         {anthropic_ms[0]:8.1f} ms {anthropic_ms[1]:8.1f} ms   (what loading avoids)")
     print(f"  import duckdb            {duckdb_ms[0]:8.1f} ms {duckdb_ms[1]:8.1f} ms   (what loading avoids)")
+    print(
+        f"  IPython's shell          {ipython_ms[0]:8.1f} ms {ipython_ms[1]:8.1f} ms   (what every kernel starts with)"
+    )
     print(f"  load / import anthropic  {load[0] / anthropic_ms[0]:8.3f}    {load[1] / anthropic_ms[1]:8.3f}")
     write(args, "load_ext", [
         Row("%load_ext agent_kernel, wall (baseline: import anthropic)", load[0], "ms", anthropic_ms[0], goal=50),
         Row("%load_ext agent_kernel, CPU (baseline: import anthropic)", load[1], "ms", anthropic_ms[1]),
+        Row("%load_ext agent_kernel, wall (baseline: importing and starting IPython's shell)", load[0], "ms", ipython_ms[0]),
     ])  # fmt: skip
 
 

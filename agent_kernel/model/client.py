@@ -427,7 +427,7 @@ def _apply_delta(
         block.setdefault("citations", []).append(delta.citation.model_dump(mode="json", exclude_none=True))
 
 
-def tool_input(text: str) -> dict[str, Any]:
+def tool_input(text: str) -> dict[str, object]:
     """A tool call's input from its streamed JSON; what cannot be parsed is kept as text.
 
     The input goes back to the API in the conversation, which requires an object: JSON

@@ -14,7 +14,7 @@ stream deltas as a plain dict.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from agent_kernel.model.thinking import ThinkingParams
 
@@ -72,7 +72,7 @@ class TextBlock(TypedDict):
 
     type: Literal["text"]
     text: str
-    citations: NotRequired[list[dict[str, Any]]]
+    citations: NotRequired[list[dict[str, object]]]
     cache_control: NotRequired[CacheControl]
 
 
@@ -82,8 +82,8 @@ class ToolUseBlock(TypedDict):
     type: Literal["tool_use"]
     id: str
     name: str
-    input: dict[str, Any]
-    caller: NotRequired[dict[str, Any]]
+    input: dict[str, object]
+    caller: NotRequired[dict[str, object]]
 
 
 class ImageBlock(TypedDict):
@@ -115,7 +115,7 @@ class ServerToolUseBlock(TypedDict):
     type: Literal["server_tool_use"]
     id: str
     name: str
-    input: dict[str, Any]
+    input: dict[str, object]
 
 
 class WebResultBlock(TypedDict):
@@ -124,7 +124,7 @@ class WebResultBlock(TypedDict):
 
     type: Literal["web_search_tool_result", "web_fetch_tool_result", "tool_search_tool_result"]
     tool_use_id: str
-    content: Any
+    content: object
 
 
 class CompactionBlock(TypedDict):

@@ -552,7 +552,7 @@ class Turn:
                 secrets=ctx.secrets.names() if ctx.secrets is not None else (),
             )
 
-    async def _dispatch(self, name: str, tool_input: Any, tool_use_id: str | None, report: ToolReport) -> Outcome:
+    async def _dispatch(self, name: str, tool_input: object, tool_use_id: str | None, report: ToolReport) -> Outcome:
         """Run one call through the registry: the offered tools, the result cap, the approval
         check (``tool_use_id``: the model's call, None for a UI component's)."""
         token = calls.set_turn_caller(self._caller)
@@ -570,7 +570,7 @@ class Turn:
         finally:
             calls.reset_turn_caller(token)
 
-    async def _component_call(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
+    async def _component_call(self, name: str, tool_input: dict[str, object]) -> tuple[str, bool]:
         """A tool call a shown UI component asks for, dispatched as the model's calls are
         (offered tools, approval check). After untrusted content, a writing tool runs
         from a component only where the person approves each call (``ask`` mode)."""

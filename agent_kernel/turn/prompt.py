@@ -15,7 +15,7 @@ build the prompt again after a tool changed one.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.kernel import namespace
 from agent_kernel.model.conversation import CONTEXT_END, CONTEXT_START
@@ -25,6 +25,7 @@ from agent_kernel.store.notepad import turn_section
 
 if TYPE_CHECKING:
     import duckdb
+    from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.config import AgentKernel
 
@@ -213,7 +214,7 @@ def turn_context(
     known: Mapping[str, str] | None,
     *,
     settings: AgentKernel,
-    shell: Any,
+    shell: InteractiveShell,
     groups: Collection[str],
     notepad: str = "",
     notes: Iterable[str] = (),

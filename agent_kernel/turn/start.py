@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.config import TOOL_GROUPS, AgentKernel
 from agent_kernel.errors import ConfigError, SessionError
@@ -74,7 +74,7 @@ class TurnStart:
     notepad: str  # the session's notepad ("" unless the skills group is on)
     recall: RecallStart  # summaries due, the previous session (see session_summary.py)
     ended: float = 0.0  # time.monotonic() when the turn that last used it ended (0: none did)
-    skills_folder: tuple[Any, ...] = ()  # the skills folder as read (see skills_folder_state)
+    skills_folder: tuple[object, ...] = ()  # the skills folder as read (see skills_folder_state)
 
     def history(self) -> Repair:
         """The stored conversation, repaired, for a turn to continue (what its requests
@@ -377,7 +377,7 @@ def _notebook_file(path: str) -> bool:
     return os.path.isabs(path) and path.endswith(".ipynb")
 
 
-def skills_folder_state(configured: str) -> tuple[Any, ...]:
+def skills_folder_state(configured: str) -> tuple[object, ...]:
     """The skills folder's SKILL.md files as ``stat`` sees them: a skill added, changed or
     removed there changes this, and the next turn reads its prompt sections afresh."""
     folder = skills_folder(configured)
@@ -385,7 +385,7 @@ def skills_folder_state(configured: str) -> tuple[Any, ...]:
         names = sorted(entry.name for entry in os.scandir(folder) if entry.is_dir())
     except OSError:
         return ()
-    found: list[Any] = [str(folder)]
+    found: list[object] = [str(folder)]
     for name in names:
         try:
             stat = os.stat(folder / name / "SKILL.md")

@@ -370,7 +370,7 @@ def _last_text(recorded: list[tuple[Role, list[ContentBlock]]]) -> str:
     """The text of the last assistant message that had any (a partial result)."""
     for role, content in reversed(recorded):
         if role == "assistant":
-            text = "".join(b.get("text", "") for b in content if b.get("type") == "text").strip()
+            text = "".join(b.get("text", "") for b in content if b["type"] == "text").strip()
             if text:
                 return text
     return ""

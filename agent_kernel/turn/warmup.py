@@ -40,11 +40,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from agent_kernel.sql.warmup import prepare_db_sql
 
 if TYPE_CHECKING:
+    import duckdb
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.config import AgentKernel
@@ -119,7 +120,7 @@ _PAUSE_SLICE = 0.05  # seconds between looks at a running cell, while paused bef
 _CELL_GRACE = 0.1
 
 # A streamed reply as the SDK receives it: parsing one builds the SDK's validators.
-_SAMPLE_EVENTS: tuple[dict[str, Any], ...] = (
+_SAMPLE_EVENTS: tuple[dict[str, object], ...] = (
     {
         "type": "message_start",
         "message": {
@@ -175,7 +176,7 @@ class WarmUp:
 
     # -- events ----------------------------------------------------------------------------
 
-    def start(self, *_: Any) -> None:
+    def start(self, *_: object) -> None:
         """Start the thread (a ``post_run_cell`` callback: after the loading cell)."""
         self.shell.events.unregister("post_run_cell", self.start)
         if self._thread is not None:
@@ -186,12 +187,12 @@ class WarmUp:
         atexit.register(self._at_exit)
         self._thread.start()
 
-    def _cell_started(self, *_: Any) -> None:
+    def _cell_started(self, *_: object) -> None:
         with self._cells:
             self._running_cells += 1
             self._cell_thread = threading.get_ident()
 
-    def _cell_finished(self, *_: Any) -> None:
+    def _cell_finished(self, *_: object) -> None:
         with self._cells:
             self._running_cells = max(self._running_cells - 1, 0)
             self._last_cell_end = time.monotonic()
@@ -354,7 +355,7 @@ class WarmUp:
             _read_turn_start(con, self.settings)
 
 
-def _read_turn_start(con: Any, settings: AgentKernel) -> None:
+def _read_turn_start(con: duckdb.DuckDBPyConnection, settings: AgentKernel) -> None:
     """The reads a turn starts with (turn/start.py ``Starts.read``), on a read-only
     connection, for a session that does not exist (the queries, not the rows, cost)."""
     from agent_kernel.store import compactions
@@ -393,7 +394,7 @@ def _before_each_import(warm_up: WarmUp | None) -> None:
         sys.addaudithook(_on_audit)
 
 
-def _on_audit(event: str, _args: tuple[Any, ...]) -> None:
+def _on_audit(event: str, _args: tuple[object, ...]) -> None:
     yielding = _YIELDING
     if yielding is not None and event == "import" and threading.get_ident() == yielding[1]:
         yielding[0].yield_to_cells()

@@ -27,6 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_kernel.authority import PersonEvent, card_click
+from agent_kernel.display.choice import ChoiceCard
+from agent_kernel.display.waiting import Pending
+from agent_kernel.secrets import scrub
 
 if TYPE_CHECKING:
     from agent_kernel.display.waiting import Nobody, TurnWaits
@@ -83,9 +86,6 @@ class CardApprover:
     async def __call__(
         self, name: str, tool_input: Any, context: TurnWaits, stored: StoredCode | None = None
     ) -> str | Nobody:
-        from agent_kernel.display.choice import ChoiceCard
-        from agent_kernel.display.waiting import Pending
-
         web_read = list(getattr(context, "session_sources", list)())  # a ToolContext's view
         tool_input, hidden = for_view(tool_input)  # the call runs it as sent; the card shows it redacted
         if stored is not None and stored.origin is not None:
@@ -188,8 +188,6 @@ _REDACTED = re.compile(r"\[secret ([^\]\n]{1,100})\]")
 def for_view(tool_input: Any) -> tuple[Any, list[str]]:
     """``tool_input`` as a card shows it, redacted like all the agent shows, and what kind
     of value each replacement hid (the call itself gets the input as the model sent it)."""
-    from agent_kernel.secrets import scrub
-
     shown = scrub(tool_input)
     if shown == tool_input:
         return tool_input, []

@@ -23,14 +23,53 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.display import safe
+from agent_kernel.display.form import FieldError, coerce
 from agent_kernel.errors import ToolInputError
 
-Bundle = dict[str, Any]
+Bundle = dict[str, object]
+
+
+class CodeBlock(TypedDict):
+    """A ``code`` block as :func:`check_blocks` passed it."""
+
+    type: Literal["code"]
+    content: str
+    language: NotRequired[str | None]
+
+
+class AlertBlock(TypedDict):
+    """An ``alert`` block as :func:`check_blocks` passed it."""
+
+    type: Literal["alert"]
+    content: str
+    variant: NotRequired[Literal["info", "warning", "danger", "success"]]
+
+
+class JsonBlock(TypedDict):
+    """A ``json`` block as :func:`check_blocks` passed it: any JSON value in ``data``."""
+
+    type: Literal["json"]
+    data: object
+
+
+class ChartBlock(TypedDict):
+    """A ``chart`` block as :func:`check_blocks` passed it: its data inline (Chart.js'
+    ``{labels, datasets}`` or row objects with ``x`` and ``y``) or a kernel ``variable``."""
+
+    type: Literal["chart"]
+    chartType: Literal["line", "bar", "pie", "area"]
+    data: NotRequired[object]
+    variable: NotRequired[str]
+    x: NotRequired[str]
+    y: NotRequired[str | list[str]]
+    title: NotRequired[str]
+    xLabel: NotRequired[str]
+    yLabel: NotRequired[str]
 
 
 class ImageSpec(TypedDict):
@@ -104,7 +143,7 @@ _ROWS_OR_VARIABLE = (
 )
 
 # The JSON schema of one block, sent to the model as part of render_blocks' input schema.
-BLOCK_SCHEMA: dict[str, Any] = {
+BLOCK_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {
         "type": {"type": "string", "enum": list(BLOCK_TYPES)},
@@ -348,8 +387,6 @@ def check_fields(fields: object, where: str) -> None:
             if not isinstance(options, list) or not options or not all(isinstance(o, str) for o in options):
                 raise ToolInputError(f"{at}: a select needs `options`, a non-empty list of strings.")
         if field.get("default") is not None:
-            from agent_kernel.display.form import FieldError, coerce
-
             try:
                 coerce(field, field["default"])
             except FieldError as exc:
@@ -387,7 +424,7 @@ def title_bundle(title: str) -> Bundle:
     return {"text/html": f'<h3 class="agent-kernel-title">{html.escape(title)}</h3>', "text/plain": title}
 
 
-def code_bundle(block: dict[str, Any]) -> Bundle:
+def code_bundle(block: CodeBlock) -> Bundle:
     content = safe.clean_text(block["content"])
     language = safe.clean_text(block.get("language") or "")
     label = f'<div style="color:#57606a;font-size:0.85em">{html.escape(language)}</div>' if language else ""
@@ -406,7 +443,7 @@ _ALERT_STYLE = {
 }
 
 
-def alert_bundle(block: dict[str, Any]) -> Bundle:
+def alert_bundle(block: AlertBlock) -> Bundle:
     variant = block.get("variant", "info")
     color, background, word = _ALERT_STYLE[variant]
     content = safe.clean_text(block["content"])
@@ -419,7 +456,7 @@ def alert_bundle(block: dict[str, Any]) -> Bundle:
     return {"text/html": markup, "text/plain": f"[{word}] {content}"}
 
 
-def json_bundle(block: dict[str, Any]) -> Bundle:
+def json_bundle(block: JsonBlock) -> Bundle:
     data = safe.clean_value(block["data"])
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     shown = text if len(text) <= JSON_CHARS else text[:JSON_CHARS] + f"\n... ({len(text):,} characters in all)"

@@ -27,8 +27,10 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
-from agent_kernel.display.blocks import LABEL_CHARS, Bundle
+from agent_kernel.display.blocks import LABEL_CHARS, Bundle, ChartBlock
+from agent_kernel.display.png_worker import WORKER, RenderError
 from agent_kernel.display.safe import clean_text
+from agent_kernel.display.table_widget import _frame
 from agent_kernel.errors import ToolInputError
 
 VEGA_LITE_MIME = "application/vnd.vegalite.v5+json"
@@ -38,13 +40,14 @@ TEXT_CHARS = LABEL_CHARS  # a title, an axis label, an x value or a series name
 FEW_VALUES = 30  # distinct numbers on x that a bar chart draws as bands (any whole numbers are)
 
 
-def chart_spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]:
+def chart_spec(block: ChartBlock, namespace: Mapping[str, object]) -> dict[str, object]:
     """The Vega-Lite spec of a chart block (data inline), every text in it cleaned and clipped."""
-    spec: dict[str, Any] = _tidy(_spec(block, namespace))
+    spec = _tidy(_spec(block, namespace))
+    assert isinstance(spec, dict)
     return spec
 
 
-def _tidy(value: Any) -> Any:
+def _tidy(value: object) -> object:
     """Each string as vl-convert accepts it (no control characters, non-characters or lone
     surrogates; they abort its process) and at most ``TEXT_CHARS`` long."""
     if isinstance(value, str):
@@ -57,7 +60,7 @@ def _tidy(value: Any) -> Any:
     return value
 
 
-def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]:
+def _spec(block: ChartBlock, namespace: Mapping[str, object]) -> dict[str, object]:
     xs, series, x_title = _series(block, namespace)
     points = [{"x": x, "series": name, "value": value} for name, values in series for x, value in zip(xs, values)]
     if len(points) > MAX_POINTS:
@@ -73,7 +76,7 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
         {"field": "series", "title": "series"},
         {"field": "value", "type": "quantitative", "title": y_title or "value"},
     ]
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "$schema": SCHEMA,
         "data": {"values": points},
         "width": 520,
@@ -98,27 +101,28 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
             "order": {"field": "order", "type": "quantitative"},
             "tooltip": tooltip,
         }
-        spec["data"]["values"] = [dict(p, order=i) for i, p in enumerate(points)]
+        spec["data"] = {"values": [dict(p, order=i) for i, p in enumerate(points)]}
         return spec
     numeric_x = all(_numeric(x) for x in xs if x is not None) and any(x is not None for x in xs)
     whole_x = numeric_x and all(isinstance(x, int) for x in xs if x is not None)
     # Bars over a few numbers, or over whole numbers (years, months, ids), stand on a band
     # per value: on a continuous axis they are hairlines between ticks at 0.5, 1.5, ...
     banded = kind == "bar" and numeric_x and (whole_x or len(set(xs)) <= FEW_VALUES)
-    x_encoding: dict[str, Any] = {
+    axis: dict[str, object] = {"labelOverlap": "parity"}
+    x_encoding: dict[str, object] = {
         "field": "x",
         "type": "quantitative" if numeric_x and not banded else "ordinal",
         "title": block.get("xLabel") or x_title,
-        "axis": {"labelOverlap": "parity"},
+        "axis": axis,
     }
     if banded:
-        x_encoding["axis"]["labelAngle"] = 0  # numbers read level, ascending
+        axis["labelAngle"] = 0  # numbers read level, ascending
     elif numeric_x:
         if whole_x:  # no ticks between whole numbers, and years without a thousands comma
-            x_encoding["axis"].update(tickMinStep=1, format="d")
+            axis.update(tickMinStep=1, format="d")
     else:
         x_encoding["sort"] = None  # keep the order the data came in
-    encoding: dict[str, Any] = {
+    encoding: dict[str, object] = {
         "x": x_encoding,
         "y": {"field": "value", "type": "quantitative", "title": y_title, "stack": "zero" if kind == "area" else None},
         "tooltip": tooltip,
@@ -136,11 +140,9 @@ def _spec(block: dict[str, Any], namespace: Mapping[str, Any]) -> dict[str, Any]
     return spec
 
 
-def chart_png(spec: dict[str, Any]) -> bytes:
+def chart_png(spec: Mapping[str, object]) -> bytes:
     """The chart as a PNG at scale 1, rendered offline by vl-convert (no network access
     allowed) in a worker process; a failure is a :class:`ToolInputError` the model can act on."""
-    from agent_kernel.display.png_worker import WORKER, RenderError
-
     try:
         return WORKER.render(spec)
     except RenderError as exc:
@@ -150,7 +152,7 @@ def chart_png(spec: dict[str, Any]) -> bytes:
         ) from None
 
 
-def chart_bundle(spec: dict[str, Any], png: bytes) -> Bundle:
+def chart_bundle(spec: Mapping[str, object], png: bytes) -> Bundle:
     return {
         VEGA_LITE_MIME: spec,
         "image/png": base64.b64encode(png).decode("ascii"),
@@ -165,7 +167,7 @@ BAR_CHARS = 32  # the longest bar of a text bar chart
 LABEL_WIDTH = 20  # an x value's column
 
 
-def chart_text(spec: dict[str, Any], image: str | None = None) -> str:
+def chart_text(spec: Mapping[str, Any], image: str | None = None) -> str:
     """The chart as a terminal shows it: its title and kind, its axes, its values as text
     bars (one series) or columns (several), and where its ``image`` was saved.
 
@@ -183,7 +185,7 @@ def chart_text(spec: dict[str, Any], image: str | None = None) -> str:
         x_title, y_title = encoding["x"].get("title"), encoding["y"].get("title")
     names = list(dict.fromkeys(v["series"] for v in values))
     xs = list(dict.fromkeys(_label(v["x"]) for v in values))
-    table: dict[str, dict[str, Any]] = {x: {} for x in xs}
+    table: dict[str, dict[str, float | None]] = {x: {} for x in xs}
     for v in values:
         table[_label(v["x"])][v["series"]] = v["value"]
     title = spec.get("title") or "Chart"
@@ -215,9 +217,9 @@ def chart_text(spec: dict[str, Any], image: str | None = None) -> str:
             lines.append(_fit(x, width) + "".join(f"  {_figure(table[x].get(n)):>{cell}}" for n in names))
     if len(xs) > TEXT_ROWS:
         for name in names:
-            numbers = [(n, x) for x in xs if (n := table[x].get(name)) is not None]
-            if numbers:
-                low, high = min(numbers, key=lambda p: p[0]), max(numbers, key=lambda p: p[0])
+            found = [(n, x) for x in xs if (n := table[x].get(name)) is not None]
+            if found:
+                low, high = min(found, key=lambda p: p[0]), max(found, key=lambda p: p[0])
                 prefix = f"{name}: " if len(names) > 1 else ""
                 lines.append(f"{prefix}min {_figure(low[0])} at {low[1]}, max {_figure(high[0])} at {high[1]}")
     if image:
@@ -225,7 +227,7 @@ def chart_text(spec: dict[str, Any], image: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def _label(x: Any) -> str:
+def _label(x: object) -> str:
     return "" if x is None else str(x)
 
 
@@ -243,8 +245,8 @@ def _figure(n: float | None) -> str:
 
 
 def _series(
-    block: dict[str, Any], namespace: Mapping[str, Any]
-) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
+    block: ChartBlock, namespace: Mapping[str, object]
+) -> tuple[list[object], list[tuple[str, list[float | None]]], str | None]:
     """x values, ``[(series name, y values)]`` and the x axis title."""
     data = block.get("data")
     if isinstance(data, dict):
@@ -274,7 +276,9 @@ def _series(
     return xs, [(str(y), [_number(row.get(y), y) for row in rows]) for y in ys], str(x)
 
 
-def _from_datasets(data: dict[str, Any]) -> tuple[list[Any], list[tuple[str, list[float | None]]], str | None]:
+def _from_datasets(
+    data: Mapping[object, object],
+) -> tuple[list[object], list[tuple[str, list[float | None]]], str | None]:
     labels, datasets = data.get("labels"), data.get("datasets")
     if not isinstance(labels, list) or not isinstance(datasets, list) or not datasets:
         raise ToolInputError("chart data needs `labels` (a list) and `datasets` (a non-empty list of {label, data}).")
@@ -287,9 +291,7 @@ def _from_datasets(data: dict[str, Any]) -> tuple[list[Any], list[tuple[str, lis
     return [_jsonable(v) for v in labels], series, None
 
 
-def _frame_rows(name: str, namespace: Mapping[str, Any]) -> list[dict[str, Any]]:
-    from agent_kernel.display.table_widget import _frame
-
+def _frame_rows(name: str, namespace: Mapping[str, object]) -> list[dict[str, object]]:
     frame = _frame(name, namespace)
     if len(frame) > MAX_POINTS:
         raise ToolInputError(
@@ -299,7 +301,7 @@ def _frame_rows(name: str, namespace: Mapping[str, Any]) -> list[dict[str, Any]]
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
-def _numeric(value: Any) -> bool:
+def _numeric(value: object) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, bool)
 
 
@@ -316,7 +318,7 @@ def _number(value: Any, series: str) -> float | None:
     raise ToolInputError(f"chart series {series!r} has a value that is not a number: {value!r}.")
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any) -> object:
     if value is None or isinstance(value, (str, bool)):
         return value
     if _numeric(value):

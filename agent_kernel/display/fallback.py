@@ -8,9 +8,7 @@ static text/html until the widget is drawn, and in its place when it cannot be.
 
 from __future__ import annotations
 
-from typing import Any
-
-Bundle = dict[str, Any]
+Bundle = dict[str, object]
 
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 # The same view, under a type the agent-kernel JupyterLab extension renders ahead of the

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_kernel.display.choice import ChoiceCard
 from agent_kernel.display.footer import usd
+from agent_kernel.display.presence import PRESENCE
+from agent_kernel.display.waiting import Pending
 
 if TYPE_CHECKING:
     from agent_kernel.display.waiting import TurnWaits
@@ -59,10 +62,6 @@ async def _offer(
     context: TurnWaits, heading: str, text: str, label: str, continued: str, stopped: str, state: str
 ) -> bool:
     """Show the card and wait; True when the person clicked Continue."""
-    from agent_kernel.display.choice import ChoiceCard
-    from agent_kernel.display.presence import PRESENCE
-    from agent_kernel.display.waiting import Pending
-
     if PRESENCE.nobody(context) is not None:
         return False  # the notice above already says how to raise the limit
     card = ChoiceCard(

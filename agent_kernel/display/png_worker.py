@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import zlib
-from typing import Any
+from collections.abc import Mapping
 
 TIMEOUT_S = 30.0
 
@@ -43,7 +43,7 @@ class PngWorker:
         self._process: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
-    def render(self, spec: dict[str, Any], scale: float = 1) -> bytes:
+    def render(self, spec: Mapping[str, object], scale: float = 1) -> bytes:
         request = json.dumps({"spec": spec, "scale": scale}, ensure_ascii=True).encode("ascii") + b"\n"
         with self._lock:
             process = self._ensure()
@@ -146,7 +146,7 @@ def deflated_again(png: bytes) -> bytes:
 
 def serve() -> None:
     """The worker's loop: a spec per line in, a PNG (or an error) per line out."""
-    import vl_convert
+    import vl_convert  # noqa: PLC0415 - vl-convert's renderer loads in the worker process only, never the kernel
 
     for line in sys.stdin.buffer:
         try:

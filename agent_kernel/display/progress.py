@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from tqdm import tqdm
+
 __all__ = ["progress_bar"]
 
 
@@ -35,7 +37,7 @@ class _DisplayFile:
         pass
 
     def _show(self, bundle: dict[str, str]) -> None:
-        from IPython.display import display
+        from IPython.display import display  # noqa: PLC0415 - IPython only in a kernel: a script's bar goes to stderr
 
         if self._handle is None:
             self._handle = display(bundle, raw=True, display_id=True)
@@ -45,11 +47,9 @@ class _DisplayFile:
 
 def progress_bar(total: int, description: str, unit: str) -> Any:
     """A tqdm bar over ``total`` items: an updated display in a kernel, else on stderr."""
-    from tqdm import tqdm
-
     shell: Any = None
     if "IPython" in sys.modules:
-        from IPython import get_ipython
+        from IPython import get_ipython  # noqa: PLC0415 - IPython only in a kernel: a script's bar goes to stderr
 
         shell = get_ipython()
     if getattr(shell, "kernel", None) is not None:

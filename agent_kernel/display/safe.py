@@ -21,11 +21,14 @@ SVG step aborts the whole process on them), XML non-characters and lone surrogat
 
 from __future__ import annotations
 
+import html
 import re
 from functools import lru_cache
 from typing import Any
 
-Bundle = dict[str, Any]
+import nh3
+
+Bundle = dict[str, object]
 
 # What Markdown can produce (images as links), and nothing that runs, loads a resource,
 # or overlays the page.
@@ -96,7 +99,7 @@ def clean_value(value: Any, depth: int = 0) -> Any:
 
 @lru_cache(maxsize=1)
 def _markdown() -> Any:
-    from markdown_it import MarkdownIt
+    from markdown_it import MarkdownIt  # noqa: PLC0415 - markdown-it takes 0.1 s; the CLI's tables import this module and render no Markdown
 
     # html=False: raw HTML in the source is shown as text. markdown-it's link check also
     # refuses javascript:, vbscript:, file: and non-image data: URLs.
@@ -115,8 +118,6 @@ def image_link(url: str, alt: str, *, title: str = "", linked: bool = True) -> s
     ``linked=False`` (an image inside a link, or a URL that is not fetched over the web)
     gives the label alone. Every value is escaped here; the caller sanitises the result.
     """
-    import html
-
     shown = shown_url(url)
     words = f"🖼 image: {alt} ({shown})" if alt else f"🖼 image: {shown}"
     label = html.escape(words)
@@ -162,8 +163,6 @@ def _link_depths(tokens: list[Any], env: Any) -> list[int]:
 
 def sanitize_html(markup: str) -> str:
     """``markup`` reduced to the allow-list (ammonia); links get ``rel="noopener noreferrer"``."""
-    import nh3
-
     return nh3.clean(
         markup,
         tags=ALLOWED_TAGS,

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_kernel.display.choice import ChoiceCard
+from agent_kernel.display.waiting import Pending
+
 if TYPE_CHECKING:
     from agent_kernel.display.waiting import Nobody, TurnWaits
 
@@ -17,9 +20,6 @@ async def ask_to_send(
 ) -> str | Nobody:
     """The person's answer about sending the secrets ``names`` to the host ``target``
     (``call``: what the agent asked, in a line): ``"run"``, ``"skip"``, or Nobody."""
-    from agent_kernel.display.choice import ChoiceCard
-    from agent_kernel.display.waiting import Pending
-
     which = " and ".join(names)
     text = (
         f"The agent wants to send your secret {which} to {target}: {call}\n\n"

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from IPython.display import display
+
 from agent_kernel.display.transcript import _ICONS, _input_summary, print_line
 from agent_kernel.model.shapes import ContentBlock
 
@@ -60,8 +62,6 @@ class SubSessionView:
         self._timer: asyncio.TimerHandle | None = None
         self._print(f"started: {_clip(task, TASK_CHARS)}")
         if live:
-            from IPython.display import display
-
             self._handle = display(self.bundle(), raw=True, display_id=True)
             self.updates += 1
 

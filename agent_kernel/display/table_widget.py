@@ -112,7 +112,7 @@ class TableSource:
 
     def _is_numeric(self, key: str) -> bool:
         if self.frame is not None:
-            from pandas.api.types import is_bool_dtype, is_numeric_dtype
+            from pandas.api.types import is_bool_dtype, is_numeric_dtype  # noqa: PLC0415 - pandas is heavy; only a DataFrame source needs it
 
             dtype = self.frame[self._by_key[key]].dtype
             return bool(is_numeric_dtype(dtype) and not is_bool_dtype(dtype))

@@ -10,6 +10,8 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from agent_kernel.display.safe import markdown_html
+
 
 class Table:
     """Rows under a header, shown as HTML in a notebook and as text in a terminal."""
@@ -91,8 +93,6 @@ class Markdown:
         self.text = text
 
     def _repr_html_(self) -> str:
-        from agent_kernel.display.safe import markdown_html
-
         return markdown_html(self.text)
 
     def __repr__(self) -> str:

@@ -32,9 +32,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from IPython.display import display
+
+from agent_kernel.display.cells_button import InsertCellsButton
+from agent_kernel.display.footer import usd
+from agent_kernel.display.presence import BUSY_CELL, notebook_cell, stdin_allowed
+from agent_kernel.display.safe import clean_text, markdown_bundle, markdown_html
+from agent_kernel.display.stop import stop_button
+from agent_kernel.display.web import result_summary, sources_bundle
+from agent_kernel.model.prices import price_for
 from agent_kernel.model.shapes import ContentBlock
 
-Bundle = dict[str, Any]
+Bundle = dict[str, object]
 
 WAITING_FOR_MODEL = "waiting for the model…"
 RECEIVING = "receiving"
@@ -110,15 +119,11 @@ class Transcript:
             return
         if not self.live or self._stop_widget is not None:
             return
-        from agent_kernel.display.presence import BUSY_CELL, stdin_allowed
-
         if not stdin_allowed():
             # An unattended run (papermill, nbclient, the scheduler): nobody watches the
             # line or clicks the button, and the two blanked outputs would stay in the
             # saved notebook.
             return
-        from agent_kernel.display.stop import stop_button
-
         self._holds_cell = BUSY_CELL.hold()
         self._status_handle = self._display(_status_bundle(self._phase))
         self._stop_widget = stop_button()
@@ -137,8 +142,6 @@ class Transcript:
 
     def hide_stop(self) -> None:
         if self._stop_widget is not None:
-            from agent_kernel.display.presence import BUSY_CELL
-
             if self._holds_cell:
                 BUSY_CELL.release()
             self._stop_widget.close()
@@ -189,8 +192,6 @@ class Transcript:
         tokens = self._tokens + streamed
         cost = self._cost
         if streamed and self._model:  # the call streaming now, at its model's output price
-            from agent_kernel.model.prices import price_for
-
             price = price_for(self._model, self._prices)
             if price is not None:
                 cost = (cost or 0.0) + streamed * price.output / 1_000_000
@@ -199,8 +200,6 @@ class Transcript:
         if tokens:
             parts.append(f"{tokens:,} tokens")
         if cost is not None:
-            from agent_kernel.display.footer import usd
-
             parts.append(usd(cost))
         return _status_bundle(" · ".join(parts))
 
@@ -275,7 +274,7 @@ class Transcript:
         """The thinking block ended (``redacted``: the API sent it encrypted, with no text)."""
         bundle = _thinking_bundle(self._thinking, done=True, redacted=redacted)
         if self._plain:
-            print_line(bundle["text/plain"])
+            print_line(str(bundle["text/plain"]))
         elif self._thinking_handle is not None:
             self._update(self._thinking_handle, bundle)
         else:
@@ -381,8 +380,6 @@ class Transcript:
 
     def server_result(self, block: ContentBlock) -> None:
         """A server tool's result block: the card says what came back."""
-        from agent_kernel.display.web import result_summary
-
         status, detail = result_summary(block)
         self.tool_finished(str(block.get("tool_use_id")), status=status, detail=detail)
 
@@ -390,12 +387,10 @@ class Transcript:
         """The pages the answer cites, as links under it."""
         if not sources:
             return
-        from agent_kernel.display.web import sources_bundle
-
         self.end_text()
         bundle = sources_bundle(sources)
         if self._plain:
-            print_line(bundle["text/plain"])
+            print_line(str(bundle["text/plain"]))
             return
         self._display(bundle)
 
@@ -414,8 +409,6 @@ class Transcript:
     def offer_cells(self, action: Callable[[], Awaitable[str]]) -> Any:
         """Show the "Insert as cells" button under the footer (see :mod:`.cells_button`);
         ``action`` inserts the turn's cells and returns the line the button shows."""
-        from agent_kernel.display.cells_button import InsertCellsButton
-
         if not self.live or self._plain:
             return None
         button = InsertCellsButton(action)
@@ -452,8 +445,6 @@ class Transcript:
     # -- display plumbing ----------------------------------------------------------------
 
     def _display(self, obj: Any, *, raw: bool = True, display_id: bool = True) -> Any:
-        from IPython.display import display
-
         self.updates += 1
         self._last_update = time.monotonic()
         return display(obj, raw=raw, display_id=display_id)
@@ -500,8 +491,6 @@ def print_line(text: str, stream: Any = None) -> None:
 def _notebook_client() -> bool:
     """Whether the running cell's client applies display updates: a notebook front end
     (it says which cell runs) or an unattended runner (nbclient, papermill)."""
-    from agent_kernel.display.presence import notebook_cell, stdin_allowed
-
     return notebook_cell() or not stdin_allowed()
 
 
@@ -525,8 +514,6 @@ _COLORS = {"ok": "#1a7f37", "error": "#cf222e", "interrupted": "#9a6700", "skipp
 
 
 def _text_bundle(text: str) -> Bundle:
-    from agent_kernel.display.safe import clean_text, markdown_bundle, markdown_html
-
     # The renderer shows ``html`` (made here by the rules of .safe) through JupyterLab's
     # sanitiser too; it never renders the model's Markdown itself.
     part = {"version": _TURN_VERSION, "part": "text", "text": clean_text(text), "html": markdown_html(text)}

@@ -16,13 +16,14 @@ import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
 import traitlets
+from IPython.display import display
 
-from agent_kernel.display.presence import PRESENCE, AckWidget, Attendance
+from agent_kernel.display.presence import PRESENCE, AckWidget, Attendance, notebook_cell, stdin_allowed
 
 if TYPE_CHECKING:
     from agent_kernel.display.view import TurnView
 
-Bundle = dict[str, Any]
+Bundle = dict[str, object]
 
 
 class TurnWaits(Attendance, Protocol):
@@ -116,8 +117,6 @@ class Pending:
         self._nobody: Nobody | None = None
 
     def show(self) -> None:
-        from IPython.display import display
-
         reason = PRESENCE.nobody(self.context)
         if reason is not None:
             self._nobody = Nobody(reason)
@@ -143,8 +142,6 @@ class Pending:
             self.show()
         if self._nobody is not None:
             return self._nobody
-        from IPython.display import display
-
         widget, context = self.widget, self.context
         context.waiting(state)
         outcome: Any = STOPPED
@@ -170,8 +167,6 @@ class Pending:
 def _prints_outputs_once() -> bool:
     """Whether the running cell's client may be one that prints each output once, as it
     arrives (jupyter console): not a notebook front end, not an unattended runner."""
-    from agent_kernel.display.presence import notebook_cell, stdin_allowed
-
     return not notebook_cell() and stdin_allowed()
 
 

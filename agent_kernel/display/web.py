@@ -11,9 +11,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from agent_kernel.display.safe import clean_text, sanitize_html
 from agent_kernel.model.shapes import ContentBlock
 
-Bundle = dict[str, Any]
+Bundle = dict[str, object]
 
 
 def result_summary(block: ContentBlock) -> tuple[str, str]:
@@ -38,8 +39,6 @@ def result_summary(block: ContentBlock) -> tuple[str, str]:
 
 def sources_bundle(sources: list[dict[str, str]]) -> Bundle:
     """The cited pages as numbered links (HTML) and lines (plain text)."""
-    from agent_kernel.display.safe import clean_text, sanitize_html
-
     items = "".join(
         f'<li><a href="{html.escape(s["url"], quote=True)}">{html.escape(clean_text(s["title"]))}</a></li>'
         for s in sources

@@ -27,17 +27,23 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel.interrupts import TURN_FRAMES, TurnInterrupted
+from agent_kernel.kernel.libraries import drop_tainted
 from agent_kernel.model import as_sent
-from agent_kernel.model.conversation import OVERSIZED_INPUT
+from agent_kernel.model.conversation import OVERSIZED_INPUT, tool_result
+from agent_kernel.model.tool_search import SEARCH_TOOL, deferred_request, referenced
 from agent_kernel.secrets import redact, redacted_json
 from agent_kernel.tools.context import _CALL, ToolCall
 from agent_kernel.tools.report import ToolReport
+from agent_kernel.tools.schema import compact
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from agent_kernel.config import AgentKernel
     from agent_kernel.model.shapes import ContentBlock
     from agent_kernel.tools.context import ToolContext
 
@@ -85,7 +91,7 @@ class Tool:
     # A callable is asked once, when the definition is first built (it stays the same
     # for the process: tool definitions are part of the cached prompt prefix).
     description: str | Callable[[], str] | None = None
-    input_schema: dict[str, Any] | None = None
+    input_schema: dict[str, object] | None = None
     # Offered only while a notebook front end with the extension is attached (see
     # agent_kernel.kernel.channel): a turn without one never sees the tool.
     needs_notebook: bool = False
@@ -108,7 +114,7 @@ class Tool:
 
     @cached_property
     def _sdk_tool(self) -> Any:
-        from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool
+        from anthropic.lib.tools import BetaAsyncFunctionTool, BetaFunctionTool  # noqa: PLC0415 - anthropic is heavy: a cell's @agent_kernel.tool imports this module
 
         cls = BetaAsyncFunctionTool if inspect.iscoroutinefunction(self.function) else BetaFunctionTool
         description = self.description() if callable(self.description) else self.description
@@ -119,7 +125,7 @@ class Tool:
             input_schema=self.input_schema,
         )
 
-    def definition(self, settings: Any = None) -> dict[str, Any]:
+    def definition(self, settings: AgentKernel | None = None) -> dict[str, object]:
         """The ``tools=[...]`` entry sent to the model, its schema compacted (see schema.py);
         ``settings``: the turn's :class:`~agent_kernel.config.AgentKernel`, which a server
         tool's entry depends on.
@@ -129,18 +135,16 @@ class Tool:
         return self._definition
 
     @cached_property
-    def _definition(self) -> dict[str, Any]:
-        from agent_kernel.tools.schema import compact
-
-        sent = dict(self._sdk_tool.to_dict())
+    def _definition(self) -> dict[str, object]:
+        sent: dict[str, object] = dict(self._sdk_tool.to_dict())
         sent["input_schema"] = compact(sent["input_schema"])
         return sent
 
-    def deferred_definition(self, settings: Any = None) -> dict[str, Any]:
+    def deferred_definition(self, settings: AgentKernel | None = None) -> dict[str, object]:
         """:meth:`definition` marked ``defer_loading`` (found by tool search), kept while
         :meth:`definition` gives the same object."""
         made = self.definition(settings)
-        kept: tuple[dict[str, Any], dict[str, Any]] | None = self.__dict__.get("_deferred")
+        kept: tuple[dict[str, object], dict[str, object]] | None = self.__dict__.get("_deferred")
         if kept is None or kept[0] is not made:
             kept = (made, {**made, "defer_loading": True})
             self.__dict__["_deferred"] = kept
@@ -157,7 +161,7 @@ class Tool:
         except ValueError as exc:
             cause = exc.__cause__
             if cause is not None and type(cause).__name__ == "ValidationError":
-                raise ToolInputError(_describe_validation(self.name, cause)) from None
+                raise ToolInputError(_describe_validation(self.name, cast("ValidationError", cause))) from None
             raise
         return result
 
@@ -173,8 +177,8 @@ NOT_OFFERED = "Not offered now: the approval mode or the settings leave it out, 
 
 
 def definitions(
-    tools: Iterable[Tool], settings: Any = None, *, model: str | None = None, absent: Iterable[str] = ()
-) -> list[dict[str, Any]]:
+    tools: Iterable[Tool], settings: AgentKernel | None = None, *, model: str | None = None, absent: Iterable[str] = ()
+) -> list[Mapping[str, object]]:
     """The ``tools=[...]`` of a request to ``model`` offering ``tools``.
 
     With tool search (``settings.tool_search`` and a model that has it), the loaded tools
@@ -188,12 +192,10 @@ def definitions(
     request lacks, so each is sent deferred, saying it is not offered; a call of it is
     refused like any tool not offered.
     """
-    from agent_kernel.model.tool_search import SEARCH_TOOL, deferred_request
-
     tools = list(tools)
     if not deferred_request(model, getattr(settings, "tool_search", True)):
         return [t.definition(settings) for t in tools]
-    loaded = [t.definition(settings) for t in tools if is_loaded(t)]
+    loaded: list[Mapping[str, object]] = [t.definition(settings) for t in tools if is_loaded(t)]
     deferred = [t.deferred_definition(settings) for t in tools if not is_loaded(t)]
     deferred += [
         {"name": name, "description": NOT_OFFERED, "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}
@@ -206,8 +208,6 @@ def definitions(
 
 def unresolved(messages: Iterable[Mapping[str, Any]], tools: Iterable[Tool]) -> tuple[str, ...]:
     """The tools the tool searches in ``messages`` found that ``tools`` does not hold."""
-    from agent_kernel.model.tool_search import referenced
-
     names = {t.name for t in tools}
     return tuple(n for n in referenced(m for m in messages if m.get("role") == "assistant") if n not in names)
 
@@ -224,8 +224,6 @@ class Outcome:
     report: ToolReport = field(default_factory=ToolReport)
 
     def block(self, tool_use_id: str) -> ContentBlock:
-        from agent_kernel.model.conversation import tool_result
-
         if self.report.images and not self.is_error:
             images: list[ContentBlock] = [{"type": "text", "text": self.content}, *self.report.images]
             return {"type": "tool_result", "tool_use_id": tool_use_id, "content": images}
@@ -341,9 +339,7 @@ TURN_FRAMES.add(Registry.dispatch.__code__)
 
 def _drop_tainted_libraries() -> None:
     """A tainted library the call loaded stays out of the import cache (see libraries.py)."""
-    from agent_kernel.kernel import libraries
-
-    libraries.drop_tainted()
+    drop_tainted()
 
 
 def tool(
@@ -374,7 +370,7 @@ def tool(
 USER_TOOLS = Registry()
 
 
-def to_text(value: Any) -> str:
+def to_text(value: object) -> str:
     """The text sent to the model for a tool's return value (JSON for structured values).
 
     Secrets are redacted as in the raw strings, which JSON escaping could hide (a value
@@ -385,7 +381,7 @@ def to_text(value: Any) -> str:
     return redacted_json(value, default=_json_default)
 
 
-def strict_json(value: Any, what: str) -> str:
+def strict_json(value: object, what: str) -> str:
     """``value`` as JSON text, refusing NaN and infinities (which JSON has no numbers for)."""
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
@@ -395,7 +391,7 @@ def strict_json(value: Any, what: str) -> str:
         ) from None
 
 
-def _json_default(value: Any) -> Any:
+def _json_default(value: object) -> object:
     llm = getattr(value, "_repr_llm_", None)
     if callable(llm):
         return llm()
@@ -448,7 +444,7 @@ def _cap(text: str, limit: int) -> str:
     return text[:limit] + f"\n[truncated: the result was {len(text):,} characters; the first {limit:,} are shown]"
 
 
-def _describe_validation(name: str, error: Any) -> str:
+def _describe_validation(name: str, error: ValidationError) -> str:
     problems = []
     for item in error.errors():
         where = ".".join(str(p) for p in item.get("loc", ())) or "input"

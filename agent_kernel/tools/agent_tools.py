@@ -13,20 +13,26 @@ the call reports ``ToolReport.tools_changed``).
 from __future__ import annotations
 
 import ast
+import json
 import keyword
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
+import fastjsonschema
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel import libraries
+from agent_kernel.model.json_schemas import compiled
 from agent_kernel.store import agent_tools as stored
 from agent_kernel.store import provenance
 from agent_kernel.tools import USER_TOOLS, Registry, Tool, current_context
 from agent_kernel.tools.code import CODE_CHARS
 from agent_kernel.tools.data import with_connection
+from agent_kernel.tools.isolation import isolation
+from agent_kernel.tools.stored_run import run_stored_tool
 from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
@@ -71,6 +77,19 @@ class ToolEntry(TypedDict):
 
 class ToolList(TypedDict):
     tools: list[ToolEntry]
+
+
+class ToolDefinition(TypedDict):
+    """``read_tool``'s reply: one stored version whole."""
+
+    name: str
+    version: int
+    description: str
+    parameter_schema: dict[str, object]
+    code: str
+    isolated: bool
+    writes: bool | None  # None: not declared, treated as writing
+    enabled: bool
 
 
 class _Versioned(Protocol):
@@ -220,7 +239,7 @@ async def list_tools(include_disabled: bool = False) -> ToolList:
     }
 
 
-async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any]:
+async def read_tool(name: Name, version: Version | None = None) -> ToolDefinition:
     """Your tool's whole definition: code, parameter_schema, isolated, writes, enabled, version.
 
     Args:
@@ -232,7 +251,17 @@ async def read_tool(name: Name, version: Version | None = None) -> dict[str, Any
         found: stored.ToolVersion = kept_version(stored.AgentTools(con), name, version, lambda: _unknown(con, name))
         return found
 
-    return (await with_connection(current_context().store, read)).as_dict()
+    found = await with_connection(current_context().store, read)
+    return {
+        "name": found.name,
+        "version": found.version,
+        "description": found.description,
+        "parameter_schema": found.parameter_schema,
+        "code": found.code,
+        "isolated": found.isolated,
+        "writes": found.writes,
+        "enabled": found.enabled,
+    }
 
 
 async def _set_enabled(name: str, enabled: bool) -> ToolEnabled:
@@ -293,8 +322,6 @@ class StoredTool(Tool):
         return {"name": self.name, "description": description, "input_schema": self.stored.parameter_schema}
 
     async def call(self, tool_input: object) -> Any:
-        from agent_kernel.tools.stored_run import run_stored_tool
-
         if not isinstance(tool_input, dict):
             raise ToolInputError(f"{self.name} takes a JSON object, got {type(tool_input).__name__}.")
         _validate(self.name, self.stored.parameter_schema, tool_input)
@@ -310,8 +337,6 @@ def sync(registry: Registry, con: duckdb.DuckDBPyConnection) -> None:
 
     A ``@tool`` function or built-in tool of the same name wins over a stored one.
     """
-    from agent_kernel.kernel import libraries
-
     _TAKEN.update(name for name, item in registry.tools.items() if not isinstance(item, StoredTool))
     kept = stored.AgentTools(con)
     current = {t.name: t for t in kept.enabled()}
@@ -338,8 +363,6 @@ def sync(registry: Registry, con: duckdb.DuckDBPyConnection) -> None:
 
 def _sandboxed() -> bool:
     """Whether isolated code runs in the sandbox here (probed once per process)."""
-    from agent_kernel.tools.isolation import isolation
-
     return isolation().sandboxed
 
 
@@ -366,8 +389,6 @@ def _text(description: str) -> str:
 
 
 def _schema(schema: dict[str, Any]) -> dict[str, Any]:
-    import json
-
     if schema.get("type") != "object":
         raise ToolInputError('parameter_schema must be a JSON Schema with "type": "object" (the input is an object).')
     if len(json.dumps(schema)) > SCHEMA_CHARS:
@@ -378,8 +399,6 @@ def _schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _validator(schema_json: str) -> Any:
     """The compiled validator of a schema given as JSON text."""
-    from agent_kernel.model.json_schemas import compiled
-
     try:
         return compiled(schema_json)
     except ValueError as exc:
@@ -397,10 +416,6 @@ def _code(code: str) -> str:
 
 
 def _validate(name: str, schema: dict[str, Any], tool_input: dict[str, Any]) -> None:
-    import json
-
-    import fastjsonschema
-
     try:
         _validator(json.dumps(schema, sort_keys=True))(tool_input)
     except fastjsonschema.JsonSchemaValueException as exc:

@@ -15,12 +15,17 @@ import asyncio
 from collections.abc import Callable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.browser_driver import DRIVER, BrowserMissing
+from agent_kernel.tools.browser_proxy import REFUSED_HEADER
+from agent_kernel.tools.images import attach_png
+from agent_kernel.tools.web import SecretFill, secret_names
 from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
@@ -91,8 +96,6 @@ class _Failed(Exception):
 
 async def _on_browser(action: Callable[[Session], T]) -> T:
     """Run ``action`` with this session's browser on the browser thread."""
-    from agent_kernel.tools.browser_driver import DRIVER, BrowserMissing
-
     context = current_context()
     settings = context.settings
 
@@ -169,8 +172,6 @@ async def browser_navigate(url: Annotated[str, Field(max_length=8_000)], timeout
         url: The http(s) URL.
         timeout_s: Seconds to wait for the page to load (1-60).
     """
-    from agent_kernel.tools.browser_proxy import REFUSED_HEADER
-
     if url.split(":", 1)[0].lower() not in ("http", "https"):
         raise ToolInputError("browser_navigate opens http:// and https:// URLs only.")
     sources: list[str] = []
@@ -217,8 +218,6 @@ async def browser_screenshot(full_page: bool = False) -> Screenshot:
     Args:
         full_page: The whole page (down to 8000 pixels) instead of the visible 1280x800.
     """
-    from agent_kernel.tools.images import attach_png
-
     sources: list[str] = []
 
     def shoot(session: Session) -> tuple[bytes, PageState]:
@@ -284,8 +283,6 @@ async def browser_type(
         submit: Press Enter in the field afterwards (submits its form).
         timeout_s: Seconds to wait for the field and for a page a submit opens (1-60).
     """
-    from agent_kernel.tools.web import secret_names
-
     sources: list[str] = []
     context = current_context()
     with_secret = bool(secret_names(text))
@@ -322,8 +319,6 @@ def _fill_secret(session: Session, selector: str, text: str, context: Any, timeo
 
 def _secrets_for(url: str, text: str, context: Any) -> str:
     """``text`` with its secrets put in, if each may go to the host of ``url``."""
-    from agent_kernel.tools.web import SecretFill
-
     host, port = page_host(url)
     if not host:
         raise ToolInputError(
@@ -336,8 +331,6 @@ def page_host(url: str) -> tuple[str, int]:
     """The host and port of a page's URL (the scheme's default port when it names none);
     a page that is not on the web (about:blank, data:) has the host ``""``, which no secret
     is bound to."""
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -351,8 +344,6 @@ def page_host(url: str) -> tuple[str, int]:
 
 async def open_page_url(session_id: str) -> str | None:
     """The URL of the page open in a session's browser now, if it has one."""
-    from agent_kernel.tools.browser_driver import DRIVER
-
     return await asyncio.wrap_future(DRIVER.submit(lambda: DRIVER.page_url(session_id)))
 
 
@@ -374,8 +365,6 @@ async def browser_wait_for(selector: Selector, timeout_s: Timeout = 15) -> Visib
 
 async def browser_close() -> BrowserClosed:
     """Close the browser: its Chromium process ends and its profile (cookies, storage) is deleted."""
-    from agent_kernel.tools.browser_driver import DRIVER
-
     session_id = current_context().session_id
     closed = await asyncio.wrap_future(DRIVER.submit(lambda: DRIVER.close(session_id)))
     return {"closed": closed}

@@ -150,7 +150,7 @@ class Driver:
             )
         if self._playwright is None:
             try:
-                from playwright.sync_api import sync_playwright
+                from playwright.sync_api import sync_playwright  # noqa: PLC0415 - optional dependency (the browser extra)
             except ImportError:
                 raise BrowserMissing(
                     f"The browser tools need Playwright: {install_command('browser', ['playwright>=1.45'])}."

@@ -24,6 +24,9 @@ import socketserver
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from agent_kernel.tools.fetch import FetchError, FetchRefused, checked_target
 
 __all__ = ["REFUSED_HEADER", "Proxy"]
 
@@ -102,8 +105,6 @@ class Proxy:
                 url = target
                 if not url.lower().startswith("http://"):
                     raise Refused(f"the browser's proxy forwards http:// requests only, not {url[:100]!r}")
-                from urllib.parse import urlsplit
-
                 parts = urlsplit(url)
                 host, port = parts.hostname or "", parts.port or 80
                 upstream = self._connect(url, host, port, url)
@@ -125,8 +126,6 @@ class Proxy:
     def _connect(self, url: str, host: str, port: int, shown: str) -> socket.socket:
         """A connection to the one address ``host`` was checked to have (``shown``: the
         request as its refusal names it)."""
-        from agent_kernel.tools.fetch import FetchError, FetchRefused, checked_target
-
         try:
             address = asyncio.run(checked_target(url, list(self.allow())))
         except (FetchRefused, FetchError) as exc:

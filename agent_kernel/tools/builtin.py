@@ -2,31 +2,30 @@
 
 from __future__ import annotations
 
-from agent_kernel.tools import Registry
+from agent_kernel.tools import (
+    Registry,
+    agent_tools,
+    browser,
+    code,
+    components,
+    data,
+    libraries,
+    live_notebook,
+    llm,
+    memory,
+    notebook,
+    notepad,
+    recall,
+    schedule,
+    skills,
+    subsessions,
+    ui,
+    web,
+)
 
 
 def builtin_registry() -> Registry:
     """A registry holding every built-in tool (each group's module lists its ``TOOLS``)."""
-    from agent_kernel.tools import (
-        agent_tools,
-        browser,
-        code,
-        components,
-        data,
-        libraries,
-        live_notebook,
-        llm,
-        memory,
-        notebook,
-        notepad,
-        recall,
-        schedule,
-        skills,
-        subsessions,
-        ui,
-        web,
-    )
-
     registry = Registry()
     modules = (
         code,

@@ -21,6 +21,7 @@ import asyncio
 import linecache
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -29,7 +30,7 @@ import types
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TextIO
@@ -42,6 +43,7 @@ from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout
 from agent_kernel.kernel.namespace import describe, describe_namespace
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, current_context, images
+from agent_kernel.tools.isolation import isolation
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -98,7 +100,7 @@ class CodeReply(RunOutcome):
 class NamespaceReply(TypedDict):
     """``inspect_namespace``'s reply: one entry per variable (see agent_kernel.kernel.namespace)."""
 
-    variables: list[dict[str, Any]]
+    variables: Sequence[Mapping[str, object]]
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -165,8 +167,6 @@ async def inspect_namespace(
 
 def _run_code_description() -> str:
     """run_code's description, with what isolation this machine gives (see isolation.py)."""
-    from agent_kernel.tools.isolation import isolation
-
     return (
         "Run Python in the user's live kernel: variables stay in their namespace; prints, plots "
         "and displays appear in their cell; top-level await works; a final expression is "
@@ -723,10 +723,6 @@ if last is not None:
 
 
 async def _run_isolated(code: str, timeout_s: float) -> RunOutcome:
-    import signal
-
-    from agent_kernel.tools.isolation import isolation
-
     where = isolation()
     with tempfile.TemporaryDirectory(prefix="agent-kernel-isolated-") as tmp:
         workdir = os.path.realpath(tmp)

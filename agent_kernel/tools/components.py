@@ -17,7 +17,17 @@ from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.display.blocks import SOURCE_CHARS
+from agent_kernel.display.components import (
+    STATE_BYTES,
+    ComponentWidget,
+    MessageError,
+    checked_state,
+    component_bundle,
+    json_size,
+    without_refresh,
+)
 from agent_kernel.display.view import NO_FRONT_END
+from agent_kernel.display.waiting import Nobody, Pending
 from agent_kernel.errors import ToolInputError
 from agent_kernel.store import components as stored
 from agent_kernel.store import provenance
@@ -52,6 +62,20 @@ class ComponentEntry(TypedDict):
 
 class ComponentList(TypedDict):
     components: list[ComponentEntry]
+
+
+class ComponentDefinition(TypedDict):
+    """``read_ui_component``'s reply: one stored version whole, its texts shown as their provenance says."""
+
+    name: str
+    version: int
+    description: str
+    html: str
+    css: str
+    js: str
+    state: dict[str, object]
+    messages: list[str]
+    tools: list[str]
 
 
 class ComponentAnswer(TypedDict):
@@ -206,7 +230,7 @@ async def list_ui_components() -> ComponentList:
     }  # fmt: skip
 
 
-async def read_ui_component(name: Name, version: Version | None = None) -> dict[str, Any]:
+async def read_ui_component(name: Name, version: Version | None = None) -> ComponentDefinition:
     """Your component's whole definition (html, css, js, state, messages, tools), any version.
 
     Args:
@@ -214,15 +238,26 @@ async def read_ui_component(name: Name, version: Version | None = None) -> dict[
         version: An earlier version (default: the current one).
     """
 
-    def read(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    def read(con: duckdb.DuckDBPyConnection) -> ComponentDefinition:
         found: stored.ComponentVersion = kept_version(
             stored.Components(con), name, version, lambda: _unknown(con, name)
         )
         record = provenance.of_version(con, "component", name, found.version)
-        text = found.as_dict()
-        for key in ("html", "css", "js", "description"):
-            text[key] = provenance.shown(text[key], record, f"component {name} {key}") if text[key] else ""
-        return text
+
+        def shown(key: str, text: str) -> str:
+            return provenance.shown(text, record, f"component {name} {key}") if text else ""
+
+        return {
+            "name": found.name,
+            "version": found.version,
+            "description": shown("description", found.description),
+            "html": shown("html", found.html),
+            "css": shown("css", found.css),
+            "js": shown("js", found.js),
+            "state": found.state,
+            "messages": list(found.messages),
+            "tools": list(found.tools),
+        }
 
     return await with_connection(current_context().store, read)
 
@@ -254,9 +289,6 @@ async def render_and_wait(
         tools: Inline: tools it may call.
         height: Frame height in px.
     """
-    from agent_kernel.display.components import component_bundle
-    from agent_kernel.display.waiting import Nobody, Pending
-
     spec: dict[str, Any] = {"state": state, "height": height}
     if component is not None:
         spec.update(name=component, version=version)
@@ -286,8 +318,6 @@ async def component_widget(spec: dict[str, Any], *, waiting: bool = False) -> An
     """The :class:`~agent_kernel.display.components.ComponentWidget` of a ``component``
     block or ``render_and_wait`` call: a stored component (``name``, ``version``) or an
     inline one (``html``, ...), with ``state`` over its declared state."""
-    from agent_kernel.display.components import ComponentWidget, MessageError, checked_state
-
     ctx = current_context()
     name = spec.get("name")
     if isinstance(spec.get("html"), str):
@@ -342,13 +372,6 @@ def _definition(
     name: str, description: str, html: str, css: str, js: str, state: Any, messages: Any, tools: Any
 ) -> stored.ComponentVersion:
     """A component definition with every limit checked (a ToolInputError names the first problem)."""
-    from agent_kernel.display.components import (
-        STATE_BYTES,
-        MessageError,
-        json_size,
-        without_refresh,
-    )
-
     _check_name(name, "name")
     if not description.strip():
         raise ToolInputError("description is empty: say what the component shows and does.")

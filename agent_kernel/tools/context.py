@@ -31,7 +31,7 @@ class SubSessionHost(Protocol):
 
     depth: int  # 0 for a top-level session, 1 for its children, ...
 
-    def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, Any]:
+    def spawn(self, task: str, model: str | None, token_limit: int | None) -> dict[str, object]:
         """Start a child session on the event loop; return at once ``{id, model,
         token_limit, cost_limit_usd?, note?}`` (what it got, and why less than asked).
 

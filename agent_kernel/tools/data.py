@@ -26,7 +26,9 @@ from agent_kernel.kernel.namespace import unwritable_reason
 from agent_kernel.secrets import redact
 from agent_kernel.sql import guard, sandbox
 from agent_kernel.sql import worker as sql_worker
+from agent_kernel.store import catalog, provenance
 from agent_kernel.store.provenance import TAINTED_NOTE, Provenance, Record
+from agent_kernel.store.state import State
 from agent_kernel.tools import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from agent_kernel.store import Store
-    from agent_kernel.store.state import State
 
 T = TypeVar("T")
 
@@ -206,7 +207,6 @@ def _let_forks_go_per_cell(shell: InteractiveShell) -> None:
 async def _record_comments(tables: list[str], writer: Provenance) -> None:
     """Record who wrote the comments on ``tables``. A comment on one column leaves the
     table's other comments as they were, so a taint they have carries over."""
-    from agent_kernel.store import provenance
 
     def record(con: duckdb.DuckDBPyConnection) -> None:
         for table in dict.fromkeys(t.lower() for t in tables):
@@ -217,8 +217,6 @@ async def _record_comments(tables: list[str], writer: Provenance) -> None:
 
 async def db_schema() -> SchemaReply:
     """Your database's tables and views: columns, row counts, comments (ai_* are yours; others read-only)."""
-    from agent_kernel.store import catalog, provenance
-
     context = current_context()
     read_untrusted: list[str] = []
 
@@ -270,12 +268,10 @@ def within_schema_budget(tables: list[TableEntry], budget: int = SCHEMA_CHARS) -
 
 def _wrap_comments(entry: TableEntry, record: Record, table: str) -> None:
     """A table entry's comments inside the untrusted envelope (they were written after untrusted content)."""
-    from agent_kernel.store.provenance import shown
-
     if "comment" in entry:
-        entry["comment"] = shown(entry["comment"], record, f"comment on table {table}")
+        entry["comment"] = provenance.shown(entry["comment"], record, f"comment on table {table}")
     entry["columns"] = [
-        {**c, "comment": shown(c["comment"], record, f"comment on column {table}.{c['name']}")}
+        {**c, "comment": provenance.shown(c["comment"], record, f"comment on column {table}.{c['name']}")}
         if c.get("comment")
         else c
         for c in entry.get("columns", [])
@@ -389,8 +385,6 @@ async def with_connection(store: Store, read: Callable[[duckdb.DuckDBPyConnectio
 
 
 async def _with_state(action: Callable[[State], T]) -> T:
-    from agent_kernel.store.state import State
-
     return await with_connection(current_context().store, lambda con: action(State(con)))
 
 

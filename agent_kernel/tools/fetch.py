@@ -30,6 +30,9 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
+import certifi
+import idna
+
 from agent_kernel.tools import addresses
 from agent_kernel.tools.addresses import IPAddress
 
@@ -118,8 +121,6 @@ def _parse(url: str) -> tuple[str, str, int, str]:
     host = raw_host
     if not raw_host.startswith("[") and ":" not in raw_host and not raw_host.isascii():
         try:
-            import idna
-
             host = idna.encode(raw_host, uts46=True).decode("ascii")
         except Exception:  # noqa: BLE001 - idna raises several kinds
             raise FetchRefused(f"The host of {url!r} is not a valid international domain name.") from None
@@ -259,7 +260,7 @@ async def _fetch(
     transport: Any,
     body: bytes | None = None,
 ) -> Fetched:
-    import httpx
+    import httpx  # noqa: PLC0415 - httpx takes 0.3 s to import and only a fetch needs it
 
     hops: list[str] = []
     connected: list[str] = []
@@ -317,8 +318,6 @@ async def _fetch(
 @lru_cache(maxsize=1)
 def _tls() -> ssl.SSLContext:
     """The certificate-verifying TLS context of every fetch (made once: loading the CAs is slow)."""
-    import certifi
-
     return ssl.create_default_context(cafile=certifi.where())
 
 

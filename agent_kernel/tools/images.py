@@ -19,6 +19,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agent_kernel.display.png_worker import WORKER
+from agent_kernel.model.images import ImageError, image_block
+
 if TYPE_CHECKING:
     from agent_kernel.model.shapes import ContentBlock
     from agent_kernel.tools.context import ToolContext
@@ -105,8 +108,6 @@ def watching(shell: Any, keep: int) -> Iterator[Seen]:
 
 async def blocks(seen: Seen) -> tuple[list[ContentBlock], list[str]]:
     """The image blocks of what was ``seen`` and a line per image that could not be sent."""
-    from agent_kernel.model.images import ImageError, image_block
-
     made: list[ContentBlock] = []
     problems: list[str] = []
     for kind, data in seen.found:
@@ -132,8 +133,6 @@ def _raw(data: Any) -> bytes:
 
 
 def _vega_png(spec: Any) -> bytes:
-    from agent_kernel.display.png_worker import WORKER
-
     if isinstance(spec, str):
         spec = json.loads(spec)
     if not isinstance(spec, dict):
@@ -160,8 +159,6 @@ def note(sent: int, total: int, problems: list[str], *, per_result: int, turn_le
 def attach_png(context: ToolContext, png: bytes) -> bool:
     """Attach a PNG a tool drew (a ``chart`` block) to the running call's result, when image
     feedback is on and the turn has images left; whether it was attached."""
-    from agent_kernel.model.images import ImageError, image_block
-
     settings = context.settings
     if not settings.image_feedback or context.images_sent >= settings.images_per_turn:
         return False

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from agent_kernel.paths import agent_home, default_db_path
+
 SANDBOX, PROCESS = "sandbox", "process"
 MODE_ENV = "AGENT_KERNEL_ISOLATION"  # "auto" (default) or "process" (never sandbox)
 _PROBE_TIMEOUT_S = 15.0
@@ -150,8 +152,6 @@ def _python_paths() -> tuple[str, ...]:
 
 def _hidden_dirs() -> list[str]:
     """The agent's data directory and its DuckDB file's directory (real paths)."""
-    from agent_kernel.paths import agent_home, default_db_path
-
     hidden = []
     for path in (default_db_path().parent, agent_home()):
         real = os.path.realpath(path)

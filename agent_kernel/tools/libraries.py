@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import keyword
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -55,6 +55,15 @@ class LibraryEntry(TypedDict):
 
 class LibraryList(TypedDict):
     libraries: list[LibraryEntry]
+
+
+class LibrarySource(TypedDict):
+    """``read_library``'s reply: one stored version whole."""
+
+    name: str
+    version: int
+    description: str
+    code: str
 
 
 async def create_library(name: Name, description: Description, code: Code) -> LibrarySaved:
@@ -132,7 +141,7 @@ async def list_libraries() -> LibraryList:
     return {"libraries": [{"name": lib.name, "description": lib.description, "version": lib.version} for lib in found]}
 
 
-async def read_library(name: Name, version: Version | None = None) -> dict[str, Any]:
+async def read_library(name: Name, version: Version | None = None) -> LibrarySource:
     """Your library's source: name, description, code, version.
 
     Args:
@@ -145,7 +154,8 @@ async def read_library(name: Name, version: Version | None = None) -> dict[str, 
         kept: stored.LibraryVersion = kept_version(found, name, version, lambda: _unknown(found, name))
         return kept
 
-    return (await with_connection(current_context().store, read)).as_dict()
+    found = await with_connection(current_context().store, read)
+    return {"name": found.name, "version": found.version, "description": found.description, "code": found.code}
 
 
 TOOLS = [

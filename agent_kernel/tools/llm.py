@@ -10,14 +10,25 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
+from agent_kernel.llm import GenerationError, agenerate
 from agent_kernel.tools import Tool
 
 PROMPT_CHARS = 400_000  # about 100k tokens
 SYSTEM_CHARS = 100_000
 SCHEMA_CHARS = 20_000
 MAX_TOKENS = 64_000
+
+
+class Generated(TypedDict):
+    """``llm_generate``'s reply: the text, the parsed answer when a schema was given, the usage."""
+
+    text: str
+    parsed: NotRequired[object]  # a schema was given and the answer matched it
+    usage: dict[str, int]
+    error: NotRequired[str]  # the call gave no usable answer
 
 
 async def llm_generate(
@@ -27,7 +38,7 @@ async def llm_generate(
     schema: dict[str, Any] | None = None,
     max_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = None,
     temperature: Annotated[float, Field(ge=0, le=1)] | None = None,
-) -> dict[str, Any]:
+) -> Generated:
     """One model call without tools or conversation: classify, extract, summarise, translate.
 
     Cheaper than doing it yourself for a small, self-contained job. For many items, call
@@ -42,8 +53,6 @@ async def llm_generate(
         max_tokens: Most output tokens (default 4096).
         temperature: Accepted (0 to 1) but not sent: current models have no sampling temperature.
     """
-    from agent_kernel.llm import GenerationError, agenerate
-
     if schema is not None and len(json.dumps(schema, default=str)) > SCHEMA_CHARS:
         raise ToolInputError(f"schema is over {SCHEMA_CHARS:,} characters of JSON; send a smaller schema.")
     try:
@@ -58,7 +67,12 @@ async def llm_generate(
         raise ToolInputError(f"llm_generate: {exc}") from None
     except (ValueError, TypeError) as exc:
         raise ToolInputError(f"Invalid input for llm_generate: {exc}") from None
-    return result.to_dict()
+    reply: Generated = {"text": result.text, "usage": dict(result.usage)}
+    if result.structured and result.error is None:
+        reply = {"text": result.text, "parsed": result.parsed, "usage": dict(result.usage)}
+    if result.error is not None:
+        reply["error"] = result.error
+    return reply
 
 
 TOOLS = [Tool(llm_generate, name="llm_generate", group="llm")]

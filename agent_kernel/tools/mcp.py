@@ -36,7 +36,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import Future
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,10 +46,13 @@ from typing import TYPE_CHECKING, Any, TextIO, cast
 from agent_kernel.errors import ToolInputError
 from agent_kernel.secrets import redact
 from agent_kernel.tools import Tool, _cap, current_context, strict_json, to_text
+from agent_kernel.tools.schema import compact
 from agent_kernel.untrusted import mark_untrusted, neutralise
 
 if TYPE_CHECKING:
     from mcp import ClientSession
+    from mcp.types import CallToolResult
+    from mcp.types import Tool as ListedTool
 
 __all__ = ["SEPARATOR", "McpServers", "McpTool", "kernel_servers", "offered"]
 
@@ -89,11 +92,9 @@ class McpTool(Tool):
         return self.sdk
 
     @cached_property
-    def _definition(self) -> dict[str, Any]:
+    def _definition(self) -> dict[str, object]:
         """What the model is offered: the description and schema made when the server was
         listed (see :func:`offered`), not the listing itself; made once, as every tool's."""
-        from agent_kernel.tools.schema import compact
-
         return {"name": self.name, "description": self.description, "input_schema": compact(self.input_schema)}
 
     async def call(self, tool_input: object) -> str:
@@ -143,11 +144,11 @@ class ServerRefused(ToolInputError):
 @dataclass(eq=False)
 class _Server:
     name: str
-    config: dict[str, Any]
-    ready: Future[Any] = field(default_factory=Future)  # its tools, or why it did not start
+    config: Mapping[str, object]  # its entry in AgentKernel.mcp_servers
+    ready: Future[list[McpTool]] = field(default_factory=Future)  # its tools, or why it did not start
     stop: asyncio.Event | None = None
     task: asyncio.Task[None] | None = None
-    session: Any = None
+    session: ClientSession | None = None
     tools: list[McpTool] = field(default_factory=list)
 
 
@@ -162,7 +163,7 @@ class McpServers:
 
     # -- the turn's side ------------------------------------------------------------------
 
-    async def connect(self, configured: dict[str, Any], timeout: float) -> list[str]:
+    async def connect(self, configured: Mapping[str, Mapping[str, object]], timeout: float) -> list[str]:
         """Start the configured servers not running yet; one line for each that failed."""
         for name in [n for n in self._servers if n not in configured or self._servers[n].config != configured[n]]:
             self._forget(name)
@@ -188,7 +189,7 @@ class McpServers:
     def running(self) -> list[str]:
         return [n for n, s in self._servers.items() if s.ready.done() and not s.ready.exception()]
 
-    async def call(self, server_name: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+    async def call(self, server_name: str, tool: str, arguments: dict[str, object], timeout: float) -> CallToolResult:
         server = self._servers.get(server_name)
         if server is None or server.session is None:
             raise ServerError(f"MCP server {server_name!r} is not running; the next turn starts it again.")
@@ -246,7 +247,7 @@ class McpServers:
                 atexit.register(self.close)
             return self._loop
 
-    def _start(self, name: str, config: dict[str, Any], timeout: float) -> _Server:
+    def _start(self, name: str, config: Mapping[str, object], timeout: float) -> _Server:
         server = _Server(name, config)
         self._servers[name] = server
         loop = self._require_loop()
@@ -259,7 +260,7 @@ class McpServers:
         return server
 
     async def _serve(self, server: _Server, timeout: float) -> None:
-        from mcp import ClientSession
+        from mcp import ClientSession  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
 
         assert server.stop is not None
         errlog = open(os.devnull, "w")  # noqa: SIM115 - a stdio server's stderr is not the user's output
@@ -280,8 +281,8 @@ class McpServers:
             server.session = None
             errlog.close()
 
-    def _tool(self, server: _Server, listed: Any) -> McpTool:
-        from anthropic.lib.tools.mcp import async_mcp_tool
+    def _tool(self, server: _Server, listed: ListedTool) -> McpTool:
+        from anthropic.lib.tools.mcp import async_mcp_tool  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
 
         server_name = server.name
         name = tool_name(server_name, listed.name)
@@ -291,7 +292,7 @@ class McpServers:
         session = cast("ClientSession", _Bridge(self, server_name, listed.name))  # its call_tool is the session's
         sdk = async_mcp_tool(listed.model_copy(update={"name": name}), session)
         description = listed.description or f"{listed.name} (MCP server {server_name})"
-        schema: dict[str, Any] = dict(sdk.input_schema)
+        schema: dict[str, object] = dict(sdk.input_schema)
         if server.config.get(TRUSTED) is not True:
             description, schema = offered(description, schema, server_name)
         return McpTool(
@@ -325,7 +326,7 @@ class McpServers:
         return ServerError(f"MCP server {server_name!r} {what}; the next turn starts it again.")
 
 
-def offered(description: str, schema: Any, server_name: str) -> tuple[str, dict[str, Any]]:
+def offered(description: str, schema: object, server_name: str) -> tuple[str, dict[str, object]]:
     """An untrusted server's tool description and input schema as the model is offered
     them: the server's words (its description and what the schema says of each
     parameter), cut, inside one untrusted envelope; the schema's shape and bounds beside."""
@@ -340,7 +341,7 @@ def offered(description: str, schema: Any, server_name: str) -> tuple[str, dict[
     return mark_untrusted(text, f"MCP server {server_name}"), shape
 
 
-def _schema_shape(schema: Any, path: str, notes: list[str]) -> Any:
+def _schema_shape(schema: object, path: str, notes: list[str]) -> object:
     """``schema`` with only :data:`SCHEMA_KEYWORDS`, its strings cut and neutralised; what
     it says of a parameter in words goes into ``notes`` as ``- path: text``."""
     if isinstance(schema, list):
@@ -349,7 +350,7 @@ def _schema_shape(schema: Any, path: str, notes: list[str]) -> Any:
         return neutralise(schema[:SCHEMA_STRING_CHARS])
     if not isinstance(schema, dict):
         return schema
-    shape: dict[str, Any] = {}
+    shape: dict[str, object] = {}
     for key, value in schema.items():
         said = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         if key in _PARAMETER_TEXT or (key in _PARAMETER_VALUES and '"' in json.dumps(value, default=str)):
@@ -389,13 +390,13 @@ class _Bridge:
     server: str
     tool: str
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, object] | None = None) -> CallToolResult:
         timeout = float(current_context().settings.mcp_timeout)
         _check_sendable(f"{self.server}{SEPARATOR}{self.tool}", arguments or {})
         return await self.servers.call(self.server, self.tool, arguments or {}, timeout)
 
 
-def _check_sendable(name: str, arguments: dict[str, Any]) -> None:
+def _check_sendable(name: str, arguments: Mapping[str, object]) -> None:
     """Refuse input the server cannot be sent as it is: NaN or an infinity (sent as null), or
     a lone surrogate (not UTF-8: the transport drops the message and the call waits out
     its time limit)."""
@@ -409,21 +410,33 @@ def _check_sendable(name: str, arguments: dict[str, Any]) -> None:
             ) from None
 
 
-def _transport(config: dict[str, Any], errlog: TextIO) -> Any:
+def _transport(config: Mapping[str, object], errlog: TextIO) -> Any:
     if "url" in config:
-        return _streamable_http(str(config["url"]), {str(k): str(v) for k, v in (config.get("headers") or {}).items()})
+        return _streamable_http(str(config["url"]), _strings(config, "headers"))
     if "command" not in config:
         raise ServerError('needs "command" (a stdio server) or "url" (a streamable HTTP server)')
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp import StdioServerParameters  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
+    from mcp.client.stdio import stdio_client  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
 
+    args = config.get("args") or []
+    if not isinstance(args, (list, tuple)):
+        raise ServerError(f'"args" is a list of strings, not {type(args).__name__}')
+    cwd = config.get("cwd")
     params = StdioServerParameters(
         command=str(config["command"]),
-        args=[str(a) for a in config.get("args") or []],
-        env={str(k): str(v) for k, v in (config.get("env") or {}).items()} or None,
-        cwd=config.get("cwd"),
+        args=[str(a) for a in args],
+        env=_strings(config, "env") or None,
+        cwd=None if cwd is None else str(cwd),
     )
     return stdio_client(params, errlog=errlog)
+
+
+def _strings(config: Mapping[str, object], key: str) -> dict[str, str]:
+    """A server entry's ``env`` or ``headers``: names to values, each as text."""
+    value = config.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise ServerError(f'"{key}" is a dict of names to values, not {type(value).__name__}')
+    return {str(k): str(v) for k, v in value.items()}
 
 
 @asynccontextmanager
@@ -435,8 +448,8 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
     server may hold a response stream open for minutes); every wait of a turn is bounded
     by ``mcp_timeout`` besides.
     """
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
+    import httpx2  # noqa: PLC0415 - 0.5 s to import; only a streamable HTTP server needs it
+    from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
 
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(
@@ -447,8 +460,8 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
 
 def _answered(exc: BaseException) -> bool:
     """Whether ``exc`` is an error the server sent (not a lost connection)."""
-    from mcp import MCPError
-    from mcp.types import CONNECTION_CLOSED
+    from mcp import MCPError  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
+    from mcp.types import CONNECTION_CLOSED  # noqa: PLC0415 - mcp takes seconds to import and only configured servers need it
 
     return isinstance(exc, MCPError) and exc.error.code != CONNECTION_CLOSED
 
@@ -460,5 +473,5 @@ def _reason(exc: BaseException) -> str:
     return text.splitlines()[0][:300]
 
 
-def _unused(**_: Any) -> None:
+def _unused(**_: object) -> None:
     """Placeholder: an MCP tool's call goes through its SDK helper."""

@@ -8,7 +8,9 @@ when the cell, or an earlier one, reached the network, the read counts as untrus
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+
+from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
 from agent_kernel.kernel import cells as notebook
@@ -22,9 +24,16 @@ MOST_CELLS = 100
 MOST_COUNT = 10_000_000
 
 
+class NotebookCells(TypedDict):
+    """``notebook_cells``'s reply."""
+
+    cells: list[Mapping[str, object]]  # as kernel.cells.Cell.as_dict gives them
+    note: NotRequired[str]  # nothing matched, or older cells were left out to fit
+
+
 async def notebook_cells(
     first: int | None = None, last: int | None = None, matching: str | None = None
-) -> dict[str, Any]:
+) -> NotebookCells:
     """The user's cells (source, result, error) by execution count; default the last 10.
 
     ``first`` and ``last`` are execution counts, ``matching`` text the source contains (any
@@ -38,7 +47,7 @@ async def notebook_cells(
     else:
         found = notebook.history(context.shell, first=first or 1, last=last, matching=matching)
         found = found[:MOST_CELLS] if first is not None else found[-MOST_CELLS:]
-    entries: list[dict[str, Any]] = []
+    entries: list[Mapping[str, object]] = []
     used, left_out = 0, 0
     for cell in reversed(found):
         entry = cell.as_dict(CELL_RESULT_CHARS)
@@ -52,7 +61,7 @@ async def notebook_cells(
     fetched = [f"notebook cell [{c.count}] result" for c in found if (c.result or c.printed) and c.untrusted]
     if fetched:
         context.note_untrusted(fetched)
-    answer: dict[str, Any] = {"cells": entries}
+    answer: NotebookCells = {"cells": entries}
     if not entries:
         answer["note"] = "No cell matches (the kernel's history holds cells run with history on)."
     if left_out:

@@ -19,12 +19,19 @@ from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
+from agent_kernel.paths import agent_home
+from agent_kernel.scheduler import NotFoundError, ScheduleError, leader
+from agent_kernel.scheduler import notify as notifications
+from agent_kernel.scheduler.clock import iso
+from agent_kernel.scheduler.cron import local_timezone_name, zone
+from agent_kernel.scheduler.service import JobFields, SchedulerService
+from agent_kernel.store import provenance
+from agent_kernel.store.sessions import Sessions
 from agent_kernel.tools import Tool, current_context, strict_json
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from agent_kernel.scheduler.service import SchedulerService
 
 PROMPT_CHARS = 20_000  # a task's prompt, a reminder's message, the pulse's instruction
 PATH_CHARS = 4_096
@@ -163,8 +170,6 @@ def create_scheduled_task(
         token_limit: Most tokens one firing may use.
         secrets: Names of environment variables the job needs as secrets (values are never stored).
     """
-    from agent_kernel.scheduler.service import JobFields
-
     ctx = current_context()
     bad = [n for n in secrets or () if not n.isidentifier()]
     if bad:
@@ -203,8 +208,6 @@ def list_scheduled_tasks(include_disabled: bool = False) -> TaskList:
     Args:
         include_disabled: Also list paused tasks.
     """
-    from agent_kernel.store import provenance
-
     ctx = current_context()
     tasks: list[TaskEntry] = []
     for state in _service().jobs(include_disabled=include_disabled, kinds=("notebook", "task")):
@@ -318,9 +321,6 @@ def set_reminder(at: Short, message: Prompt) -> ReminderSet:
         at: ISO 8601 time to fire, e.g. 2026-02-25T09:00:00Z; without an offset it is read in the user's timezone.
         message: What to tell yourself when the reminder fires.
     """
-    from agent_kernel.scheduler.service import JobFields
-    from agent_kernel.store.sessions import Sessions
-
     ctx = current_context()
     with ctx.store.connect() as con:
         session = Sessions(con).get(ctx.session_id)
@@ -353,8 +353,6 @@ def list_reminders(include_fired: bool = False) -> ReminderList:
     Args:
         include_fired: Also list reminders that have fired or were paused.
     """
-    from agent_kernel.store import provenance
-
     ctx = current_context()
     reminders: list[ReminderEntry] = []
     for state in _service().jobs(include_disabled=include_fired, kinds=("reminder",)):
@@ -392,9 +390,6 @@ def notify(
         message: What to tell them, in a sentence or two.
         title: A short title.
     """
-    from agent_kernel.paths import agent_home
-    from agent_kernel.scheduler import notify as notifications
-
     ctx = current_context()
     sent = _NOTIFIED.setdefault((ctx.session_id, ctx.turn), 0)
     if sent >= NOTIFICATIONS_PER_TURN:
@@ -442,7 +437,7 @@ def manage_pulse(
     pulses_per_day: Literal[48, 24, 12, 6, 2] | None = None,
     quiet_hours: Annotated[list[dict[Short, Short]], Field(max_length=24)] | None = None,
     instruction: Prompt | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Your pulse: an autonomous run that fires regularly (a fresh session each time)
     and keeps notes for the next one. `get_config` shows it; `update_config` creates or
     changes it; `update_notes` leaves notes (at most 2,000 characters) for the next pulse.
@@ -509,8 +504,6 @@ TOOLS = [
 @contextmanager
 def _errors() -> Iterator[None]:
     """Turn a ScheduleError into the is_error result the model reads."""
-    from agent_kernel.scheduler import ScheduleError
-
     try:
         yield
     except ScheduleError as exc:
@@ -519,23 +512,17 @@ def _errors() -> Iterator[None]:
 
 def _service() -> SchedulerService:
     """The scheduler service of this turn's store (jobs named by their exact id)."""
-    from agent_kernel.scheduler.service import SchedulerService
-
     return SchedulerService(current_context().store)
 
 
 def _no_scheduler_warning() -> str | None:
     """How the model gets the job fired when no scheduler runs (None while one runs)."""
-    from agent_kernel.scheduler import leader
-
     if _service().scheduler() is not None:
         return None
     return f"No scheduler is running, so this will not fire until one starts. Tell the user to {leader.HOW_TO_START}."
 
 
 def _timezone(name: str | None) -> str:
-    from agent_kernel.scheduler.cron import local_timezone_name, zone
-
     chosen = name or current_context().settings.timezone or local_timezone_name()
     with _errors():
         zone(chosen)
@@ -543,14 +530,10 @@ def _timezone(name: str | None) -> str:
 
 
 def _iso(instant: datetime | None, timezone: str) -> str | None:
-    from agent_kernel.scheduler.clock import iso
-
     return iso(instant, timezone)
 
 
 def _set_enabled(job_id: str, enabled: bool) -> TaskEnabled:
-    from agent_kernel.scheduler import NotFoundError
-
     service = _service()
     with _errors():
         try:
@@ -564,8 +547,6 @@ def _set_enabled(job_id: str, enabled: bool) -> TaskEnabled:
 
 
 def _delete(job_id: str, *, kinds: tuple[str, ...], other: str) -> bool:
-    from agent_kernel.scheduler import NotFoundError
-
     try:
         _service().delete(job_id, kinds=kinds)
     except NotFoundError as exc:

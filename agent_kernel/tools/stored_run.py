@@ -26,15 +26,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_kernel.errors import ToolInputError
+from agent_kernel.kernel import libraries
 from agent_kernel.kernel.interrupts import CODE_FRAMES, TURN_FRAMES, CodeTimeout, TurnInterrupted
 from agent_kernel.store import agent_tools as stored
+from agent_kernel.store import provenance
+from agent_kernel.store.state import State
 from agent_kernel.tools import current_context
+from agent_kernel.tools.code import _tee_streams
+from agent_kernel.tools.data import with_connection
+from agent_kernel.tools.isolation import isolation
 
 if TYPE_CHECKING:
     import duckdb
 
     from agent_kernel.store import Store
-    from agent_kernel.store.state import State
     from agent_kernel.tools.context import ToolContext
 
 T = TypeVar("T")
@@ -92,8 +97,6 @@ class KernelState:
             raise PermissionError(f"{self._tool} is declared writes: false, so it may not change state.")
 
     def _with(self, action: Callable[[State], T]) -> T:
-        from agent_kernel.store.state import State
-
         with self._store.connect() as con:
             return action(State(con))
 
@@ -114,9 +117,6 @@ def compile_tool(definition: stored.ToolVersion) -> Any:
 
 
 async def _run_in_kernel(definition: stored.ToolVersion, args: dict[str, Any]) -> Any:
-    from agent_kernel.kernel import libraries
-    from agent_kernel.tools.code import _tee_streams
-
     context = current_context()
     libraries.install(lambda: context.store)
     namespace: dict[str, Any] = {"__name__": f"agent_tool_{definition.name}", "__builtins__": builtins}
@@ -224,11 +224,8 @@ except BaseException as exc:
 
 
 async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) -> Any:
-    from agent_kernel.tools.data import with_connection
-    from agent_kernel.tools.isolation import isolation
-
     context = current_context()
-    libraries, refused = await with_connection(context.store, lambda con: _libraries_for(con, context))
+    sources, refused = await with_connection(context.store, lambda con: _libraries_for(con, context))
     filename = f"<agent tool {definition.name} v{definition.version}>"
     where = isolation()
     with tempfile.TemporaryDirectory(prefix="agent-kernel-tool-") as tmp:
@@ -239,7 +236,7 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
                 {
                     "code": definition.code,
                     "args": args,
-                    "libraries": libraries,
+                    "libraries": sources,
                     "refused": refused,
                     "filename": filename,
                 }
@@ -281,9 +278,6 @@ async def _run_isolated(definition: stored.ToolVersion, args: dict[str, Any]) ->
 
 def _libraries_for(con: duckdb.DuckDBPyConnection, context: ToolContext) -> tuple[dict[str, str], dict[str, str]]:
     """The sources of the libraries this call may import, and why the others (tainted) may not."""
-    from agent_kernel.kernel import libraries
-    from agent_kernel.store import provenance
-
     found = {lib.name: lib.code for lib in stored.Libraries(con).list()}
     refused = {}
     for name, origin in provenance.latest(con, "library", list(found)).items():

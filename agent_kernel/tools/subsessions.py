@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import Field
+from typing_extensions import TypedDict
 
 from agent_kernel.errors import ToolInputError
+from agent_kernel.store.subsessions import ChildOutcome
 from agent_kernel.tools import Tool, current_context
 from agent_kernel.tools.context import SubSessionHost
 
@@ -25,11 +27,23 @@ ID_CHARS = 64  # a sub-session id is 32 hex digits
 MODEL_CHARS = 200
 
 
+class SessionResults(TypedDict):
+    """``wait_for_sessions``'s reply: each sub-session's outcome, in the order asked."""
+
+    results: list[ChildOutcome]
+
+
+class Reported(TypedDict):
+    """``report_result``'s reply."""
+
+    ok: bool
+
+
 async def spawn_session(
     task: Annotated[str, Field(min_length=1, max_length=TASK_CHARS)],
     model: Annotated[str, Field(min_length=1, max_length=MODEL_CHARS)] | None = None,
     token_limit: Annotated[int, Field(gt=0)] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Start a sub-session that works on `task` alongside you; returns at once with its id,
     model and the token limit it got.
 
@@ -54,7 +68,7 @@ async def wait_for_sessions(
     ids: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=ID_CHARS)]], Field(min_length=1, max_length=MAX_IDS)
     ],
-) -> dict[str, Any]:
+) -> SessionResults:
     """Wait until the given sub-sessions have finished and return their results.
 
     status is completed (result: what it reported), error (error says why, e.g. timed out)
@@ -68,7 +82,7 @@ async def wait_for_sessions(
     return {"results": await host.wait(list(dict.fromkeys(ids)))}
 
 
-async def report_result(result: Annotated[str, Field(max_length=RESULT_CHARS)]) -> dict[str, Any]:
+async def report_result(result: Annotated[str, Field(max_length=RESULT_CHARS)]) -> Reported:
     """Only in a sub-session: hand your result to the session that started you and end.
 
     Nothing runs after this call; put everything the parent needs in `result`.

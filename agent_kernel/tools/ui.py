@@ -10,17 +10,31 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from IPython.display import display
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
-from agent_kernel.display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS
+from agent_kernel.display import blocks as B
+from agent_kernel.display.blocks import BLOCK_SCHEMA, LABEL_CHARS, MAX_BLOCKS, ChartBlock
+from agent_kernel.display.charts import chart_bundle, chart_png, chart_spec, chart_text
+from agent_kernel.display.choice import ChoiceCard, Typed
+from agent_kernel.display.form import FormWidget, defaults
+from agent_kernel.display.presence import PRESENCE
+from agent_kernel.display.safe import clean_text, clean_value, markdown_bundle
+from agent_kernel.display.table_widget import TableSource, TableWidget
 from agent_kernel.display.view import NO_FRONT_END
+from agent_kernel.display.waiting import Nobody, Pending
 from agent_kernel.errors import ToolInputError
+from agent_kernel.paths import agent_home
 from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.components import component_widget
+from agent_kernel.tools.images import attach_png
 
 if TYPE_CHECKING:
     from agent_kernel.tools.context import ToolContext
@@ -93,12 +107,6 @@ async def render_blocks(
         blocks: Blocks in order.
         title: Heading.
     """
-    from agent_kernel.display import blocks as B
-    from agent_kernel.display.presence import PRESENCE
-    from agent_kernel.display.safe import clean_text, clean_value
-    from agent_kernel.display.waiting import Nobody, Pending
-    from agent_kernel.tools.images import attach_png
-
     ctx = current_context()
     checked = [clean_value(block) for block in B.check_blocks(blocks)]
     title = clean_text(title) if title else title
@@ -121,8 +129,6 @@ async def render_blocks(
         if kind == "table":
             outputs.append(_table(block, ctx.namespace, ctx.settings.table_page_size, widgets))
         elif kind == "chart":
-            from agent_kernel.display.charts import chart_bundle, chart_png, chart_spec
-
             if getattr(ctx.transcript, "prints", False):  # a terminal: the chart as text
                 outputs.append({"text/plain": await _chart_as_text(block, ctx)})
                 continue
@@ -131,8 +137,6 @@ async def render_blocks(
             outputs.append(chart_bundle(spec, png))
             charts_seen += attach_png(ctx, png)
         elif kind == "form":
-            from agent_kernel.display.form import FormWidget
-
             pending = Pending(
                 FormWidget(
                     title=block.get("title") or "",
@@ -148,8 +152,12 @@ async def render_blocks(
             outputs.append(B.markdown_bundle(block["content"]))
         elif kind == "component":
             outputs.append(await _component(block, widgets))
+        elif kind == "code":
+            outputs.append(B.code_bundle(block))
+        elif kind == "alert":
+            outputs.append(B.alert_bundle(block))
         else:
-            outputs.append({"code": B.code_bundle, "alert": B.alert_bundle, "json": B.json_bundle}[kind](block))
+            outputs.append(B.json_bundle(block))
     ctx.transcript.end_text()
     for output in outputs:
         _show(output)
@@ -174,10 +182,6 @@ async def ask_user(
         question: One or two sentences.
         options: Buttons to choose from; omit for a typed answer.
     """
-    from agent_kernel.display.choice import ChoiceCard, Typed
-    from agent_kernel.display.safe import clean_text
-    from agent_kernel.display.waiting import Nobody, Pending
-
     if options is not None and (not options or not all(o.strip() for o in options)):
         raise ToolInputError("options must be a non-empty list of non-empty strings, or omitted for free text.")
     ctx = current_context()
@@ -215,8 +219,6 @@ async def send_message(text: Message) -> Shown:
         print(text, flush=True)
         return {"ok": True}
     ctx.transcript.end_text()
-    from agent_kernel.display.safe import markdown_bundle
-
     quoted = "\n".join(f"> {line}" for line in text.splitlines()) or ">"
     _show(markdown_bundle(quoted, plain=text))
     return {"ok": True}
@@ -227,8 +229,6 @@ async def send_message(text: Message) -> Shown:
 
 async def _component(block: dict[str, Any], widgets: bool) -> Any:
     """A live component, or its static record where no front end shows widgets."""
-    from agent_kernel.tools.components import component_widget
-
     widget = await component_widget(block)
     if widgets:
         return widget
@@ -236,15 +236,9 @@ async def _component(block: dict[str, Any], widgets: bool) -> Any:
     return widget.static(None)
 
 
-async def _chart_as_text(block: dict[str, Any], ctx: ToolContext) -> str:
+async def _chart_as_text(block: ChartBlock, ctx: ToolContext) -> str:
     """A chart as a terminal shows it: its text rendering, and the path of its PNG, saved
     under the agent's home (``charts/<session>/``) for the person to open."""
-    import re
-    import time
-
-    from agent_kernel.display.charts import chart_png, chart_spec, chart_text
-    from agent_kernel.paths import agent_home
-
     spec = chart_spec(block, ctx.namespace)
     png = await asyncio.to_thread(chart_png, spec)
     folder = agent_home() / "charts" / (re.sub(r"[^\w.-]+", "-", ctx.session_name).strip(".-") or "session")
@@ -261,10 +255,6 @@ async def _chart_as_text(block: dict[str, Any], ctx: ToolContext) -> str:
 
 def _show(output: Any) -> None:
     """Display a bundle, a widget (its bundle carries a static fallback) or a pending form."""
-    from IPython.display import display
-
-    from agent_kernel.display.waiting import Pending
-
     if isinstance(output, dict):
         display(output, raw=True)
     elif isinstance(output, Pending):
@@ -274,8 +264,6 @@ def _show(output: Any) -> None:
 
 
 def _table(block: dict[str, Any], namespace: Mapping[str, Any], page_size: int, widgets: bool) -> Any:
-    from agent_kernel.display.table_widget import TableSource, TableWidget
-
     source = TableSource(block, namespace)
     title = block.get("title") or ""
     if widgets:
@@ -284,8 +272,6 @@ def _table(block: dict[str, Any], namespace: Mapping[str, Any], page_size: int, 
 
 
 def _no_user_form(fields: list[dict[str, Any]], reason: str) -> FormDefaults:
-    from agent_kernel.display.form import defaults
-
     values = defaults(fields)
     result: FormDefaults = {
         "action": "submit",

@@ -13,6 +13,7 @@ text reaches the model inside an ``<untrusted_content>`` envelope the system pro
 
 from __future__ import annotations
 
+import json as jsonlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,12 +23,16 @@ from pydantic import Field
 from typing_extensions import NotRequired, TypedDict
 
 from agent_kernel.errors import ToolInputError
+from agent_kernel.grants import standing
+from agent_kernel.secrets import Host, normal_host
 from agent_kernel.tools import Tool, current_context
+from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch, parse_url
+from agent_kernel.tools.webtext import body_text
 from agent_kernel.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     from agent_kernel.config import AgentKernel
-    from agent_kernel.secrets import Host, Secrets
+    from agent_kernel.secrets import Secrets
 
 __all__ = [
     "SERVER_RESULT_TYPES",
@@ -141,11 +146,6 @@ async def fetch_url(
         json: A JSON body instead (sets Content-Type: application/json).
         max_bytes: Most bytes of the answer to read (capped by AgentKernel.fetch_max_bytes).
     """
-    import json as jsonlib
-
-    from agent_kernel.tools.fetch import FetchError, FetchRefused, fetch, parse_url
-    from agent_kernel.tools.webtext import body_text
-
     context = current_context()
     settings = context.settings
     cap = int(settings.fetch_max_bytes)
@@ -205,8 +205,6 @@ def secret_names(*texts: str | None) -> list[str]:
 def fetch_secrets(tool_input: object) -> tuple[list[str], str] | None:
     """The secrets a fetch_url call would send and its URL; None when it sends none (or its
     input is not a call's: the tool refuses that itself)."""
-    import json as jsonlib
-
     if not isinstance(tool_input, dict) or not isinstance(tool_input.get("url"), str):
         return None
     headers = tool_input.get("headers")
@@ -245,8 +243,6 @@ class SecretFill:
     def json_text(self, text: str) -> str:
         """JSON ``text`` with each ``{secret:NAME}`` (always inside a string there) replaced
         by the value escaped for a JSON string."""
-        import json as jsonlib
-
         return _SECRET.sub(lambda found: jsonlib.dumps(self.value(found.group(1)), ensure_ascii=False)[1:-1], text)
 
     def headers(self, headers: dict[str, str]) -> dict[str, str]:
@@ -254,9 +250,6 @@ class SecretFill:
 
     def value(self, name: str) -> str:
         """The value of secret ``name`` if it may go to this host; else a ToolInputError saying why."""
-        from agent_kernel.grants import standing
-        from agent_kernel.secrets import Host, normal_host
-
         secret = self.secrets.declared(name) if self.secrets is not None else None
         if not secret:
             known = ", ".join(self.secrets.names()) if self.secrets is not None else ""

@@ -38,7 +38,7 @@ Write = Callable[["duckdb.DuckDBPyConnection"], None]
 
 # The write-ahead log's size from which a batch folds it at once. Every attach replays
 # the log (~7 ms for 1 MB, ~1 ms for 64 KB, against ~20 ms for the fold of 1 MB): a long
-# session of quick turns with large results (tests/turn/test_budget.py's 500 turns) runs
+# session of quick turns with large results (500 turns, each with a large tool result) runs
 # in half the time with 64 KB as with 1 MB, and folding every batch is slower than either.
 FOLD_LOG_BYTES = 64 * 1024
 # Seconds without writes after which the log is folded.

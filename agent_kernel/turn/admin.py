@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_kernel.errors import SessionError
 from agent_kernel.store import audit, provenance, retention, usage
@@ -24,10 +24,14 @@ from agent_kernel.store.subsessions import tree_order
 from agent_kernel.store.usage import sessions_cost
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from pathlib import Path
+
+    import duckdb
 
     from agent_kernel.authority import PersonEvent
     from agent_kernel.store import Store
+    from agent_kernel.store.prompts import PromptVersion
     from agent_kernel.store.sessions import Session, StoredMessage
     from agent_kernel.store.skills import Skill
 
@@ -60,7 +64,7 @@ class Admin:
         self._notebook = notebook
         self._current = current
 
-    def _connect(self, *, read_only: bool = False) -> Any:
+    def _connect(self, *, read_only: bool = False) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         return self._store().connect(read_only=read_only)
 
     # -- sessions ----------------------------------------------------------------------------
@@ -127,22 +131,22 @@ class Admin:
 
     # -- the stored instructions -------------------------------------------------------------
 
-    def save_instructions(self, text: str, *, clear: bool = False) -> Any:
+    def save_instructions(self, text: str, *, clear: bool = False) -> PromptVersion:
         """Store ``text`` as the new version of the stored instructions (blank with ``clear``)."""
         with self._connect() as con:
             return SystemPrompts(con).save(text, operation="clear" if clear else "replace", author="user")
 
-    def restore_instructions(self, version: int) -> Any:
+    def restore_instructions(self, version: int) -> PromptVersion:
         """Make ``version`` current again, as a new version."""
         with self._connect() as con:
             return SystemPrompts(con).rollback(version, author="user")
 
-    def instruction_versions(self) -> list[Any]:
+    def instruction_versions(self) -> list[PromptVersion]:
         """Every version of the stored instructions."""
         with self._connect() as con:
             return SystemPrompts(con).history()
 
-    def instructions(self) -> tuple[Any, bool]:
+    def instructions(self) -> tuple[PromptVersion, bool]:
         """The current version of the stored instructions and whether it is tainted."""
         with self._connect() as con:
             prompts = SystemPrompts(con)

@@ -30,6 +30,8 @@ from agent_kernel.model.keys import UnusableKey, find_key
 from agent_kernel.model.shapes import ContentBlock, RequestParams
 
 if TYPE_CHECKING:
+    import ssl
+
     from anthropic import DefaultAsyncHttpxClient
     from anthropic.types import Message
 
@@ -71,11 +73,11 @@ class StreamView(Protocol):
     def notice(self, text: str, *, kind: str = "info") -> None: ...
 
 
-_SSL_CONTEXT: tuple[tuple[str | None, ...], Any] | None = None
+_SSL_CONTEXT: tuple[tuple[str | None, ...], ssl.SSLContext] | None = None
 _SSL_ENVIRONMENT = ("SSL_CERT_FILE", "SSL_CERT_DIR")  # what httpx reads when it makes one
 
 
-def ssl_context() -> Any:
+def ssl_context() -> ssl.SSLContext:
     """The SSL context httpx would make for the SDK's client, made once and shared.
 
     Loading the certificate bundle takes tens of milliseconds, and a client is made for each

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import html
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +130,7 @@ class SubSessionView:
     def sources(self, sources: list[dict[str, str]]) -> None:
         """Cited pages stay in the child's stored conversation."""
 
-    def notice(self, text: str, *, kind: str = "info", usage: dict[str, Any] | None = None) -> None:
+    def notice(self, text: str, *, kind: str = "info", usage: Mapping[str, object] | None = None) -> None:
         if kind in ("error", "warning"):
             self._print(text)
 
@@ -166,7 +167,7 @@ class SubSessionView:
         self._print(f"{status}: {what}" if what else status)
         self._changed(now=True)
 
-    def bundle(self) -> dict[str, Any]:
+    def bundle(self) -> dict[str, object]:
         calls = list(self._calls.values())
         icon = {"completed": "✓", "error": "✗", "token_limit_reached": "■"}.get(self.state, "⏳")
         waiting = any(c.status == "waiting" for c in calls)

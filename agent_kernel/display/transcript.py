@@ -396,7 +396,7 @@ class Transcript:
 
     # -- notices -------------------------------------------------------------------------
 
-    def notice(self, text: str, *, kind: str = "info", usage: dict[str, Any] | None = None) -> None:
+    def notice(self, text: str, *, kind: str = "info", usage: Mapping[str, object] | None = None) -> None:
         """One line under the transcript: an error, a stop, a limit, the footer (with the
         turn's ``usage`` in its structured part)."""
         self.end_text()
@@ -581,10 +581,10 @@ def _status_bundle(text: str) -> Bundle:
     }
 
 
-def _notice_bundle(text: str, kind: str, usage: dict[str, Any] | None = None) -> Bundle:
+def _notice_bundle(text: str, kind: str, usage: Mapping[str, object] | None = None) -> Bundle:
     color = {"error": "#cf222e", "warning": "#9a6700", "muted": "#57606a"}.get(kind, "#0969da")
     markup = f'<div class="agent-kernel-{kind}" style="color:{color};font-size:0.92em">{html.escape(text)}</div>'
-    part: dict[str, Any] = {"version": _TURN_VERSION, "part": "notice", "level": kind, "text": text}
+    part: dict[str, object] = {"version": _TURN_VERSION, "part": "notice", "level": kind, "text": text}
     if usage:
         part["usage"] = usage
     return {"text/html": markup, "text/plain": text, TURN_MIME: part}

@@ -58,11 +58,11 @@ SERVER_RESULT_TYPES = {"web_search_tool_result": "web_search", "web_fetch_tool_r
 class ServerTool(Tool):
     """A tool the API runs (``web_search``, ``web_fetch``): offered, never dispatched here."""
 
-    def definition(self, settings: AgentKernel | None = None) -> dict[str, Any]:
+    def definition(self, settings: AgentKernel | None = None) -> dict[str, object]:
         """The spec for ``settings``: the same object while it is the same (as for any
         tool, so the model client need not scrub it again, nor what follows it)."""
-        spec: dict[str, Any] = self.function(settings)
-        kept: dict[str, Any] | None = self.__dict__.get("_spec")
+        spec: dict[str, object] = self.function(settings)
+        kept: dict[str, object] | None = self.__dict__.get("_spec")
         if kept == spec:
             return kept
         self.__dict__["_spec"] = spec
@@ -72,7 +72,7 @@ class ServerTool(Tool):
         raise ToolInputError(f"{self.name} runs on the API's side; call it as a server tool, not here.")
 
 
-def _domains(settings: AgentKernel | None) -> dict[str, Any]:
+def _domains(settings: AgentKernel | None) -> dict[str, list[str]]:
     if settings is None:
         return {}
     if settings.web_allowed_domains:
@@ -82,17 +82,22 @@ def _domains(settings: AgentKernel | None) -> dict[str, Any]:
     return {}
 
 
-def web_search_spec(settings: AgentKernel | None) -> dict[str, Any]:
+def web_search_spec(settings: AgentKernel | None) -> dict[str, object]:
     """The ``web_search`` server tool as the request offers it."""
-    spec = {"type": WEB_SEARCH_TYPE, "name": "web_search", **_domains(settings)}
+    spec: dict[str, object] = {"type": WEB_SEARCH_TYPE, "name": "web_search", **_domains(settings)}
     if settings is not None:
         spec["max_uses"] = int(settings.web_max_uses)
     return spec
 
 
-def web_fetch_spec(settings: AgentKernel | None) -> dict[str, Any]:
+def web_fetch_spec(settings: AgentKernel | None) -> dict[str, object]:
     """The ``web_fetch`` server tool as the request offers it (citations on)."""
-    spec = {"type": WEB_FETCH_TYPE, "name": "web_fetch", **_domains(settings), "citations": {"enabled": True}}
+    spec: dict[str, object] = {
+        "type": WEB_FETCH_TYPE,
+        "name": "web_fetch",
+        **_domains(settings),
+        "citations": {"enabled": True},
+    }
     if settings is not None:
         spec["max_uses"] = int(settings.web_max_uses)
         spec["max_content_tokens"] = max(1000, int(settings.result_chars) // 4)

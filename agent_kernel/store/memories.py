@@ -2,9 +2,11 @@
 
 - ``user_memory``: what the agent knows about the user and their work (facts,
   preferences, goals, projects, open loops, ...), with tags and a ``pursuingPriority``.
-  All of it is shown in the system prompt, most important first, so the section is
-  capped (:data:`SECTION_CHARS`); a memory that would overflow it is refused with a
-  message saying what to do.
+  They are shown in the system prompt, most important first, in a section of at most
+  :data:`SECTION_CHARS` characters. A memory that would take the section over it is
+  refused with a message saying what to do; a store already over it (rows written by a
+  script or an older version) shows the memories that fit and a line counting the rest,
+  which ``memory action=recall`` finds.
 - ``summaries``: conversation, daily, weekly (ISO ``YYYY-Www``), monthly, quarterly and
   yearly roll-ups under canonical period keys, recalled on demand. One summary per type
   and period (and chat): storing it again replaces it.
@@ -181,13 +183,17 @@ class Memories:
         pursuing_priority: int | None = None,
         session_id: str | None = None,
     ) -> Memory:
-        """Store a user memory, unless the prompt's memory section would overflow."""
+        """Store a user memory, unless it would take the prompt's memory section over its cap.
+
+        A store already over the cap (filled without this check) keeps accepting memories:
+        refusing would ask the model to forget more than it can, and the section shows what fits.
+        """
         _check_size(content, tags)
         draft = Memory("(new)", "user_memory", category, content, list(tags), pursuing_priority, None, None, _utc_now())
-        section = self.section(extra=draft)
-        if len(section) > SECTION_CHARS:
+        size = len(self.section(extra=draft, max_chars=None))
+        if size > SECTION_CHARS >= len(self.section(max_chars=None)):
             raise ToolInputError(
-                f"Not stored: your memory section would be {len(section):,} characters, over its "
+                f"Not stored: your memory section would be {size:,} characters, over its "
                 f"cap of {SECTION_CHARS:,} (it is in every system prompt). Forget memories that no "
                 "longer matter or merge several into one shorter memory first (action=list shows "
                 "them with ids), or store longer material as a summary (store=summaries), which "
@@ -264,9 +270,19 @@ class Memories:
         ).fetchall()
         return [_memory(row) for row in rows]
 
-    def section(self, extra: Memory | None = None, withheld: Collection[str] = ()) -> str:
-        """The system prompt's memory section (all user memories, most important first),
-        without the memories whose ids are ``withheld`` (shown elsewhere, as data)."""
+    def section(
+        self, extra: Memory | None = None, withheld: Collection[str] = (), max_chars: int | None = SECTION_CHARS
+    ) -> str:
+        """The system prompt's memory section: user memories most important first, without
+        those whose ids are ``withheld`` (shown elsewhere, as data).
+
+        At most ``max_chars`` (``None``: every memory): every request carries it, so a store
+        with thousands of memories must not make each request larger. The memories that fit
+        are chosen by priority, then the newest (one too long for the room left is passed over
+        for the next), and shown in the usual order, then a line counting the rest and naming
+        the tool that finds them. It depends only on what is
+        stored, so it stays byte-identical while the memories do (the request cache).
+        """
         found = [m for m in self.user_memories() if m.id not in withheld]
         if extra is not None:
             found.append(extra)
@@ -275,13 +291,20 @@ class Memories:
         lines = [m.line() for m in found]
         if not lines and not (summaries and summaries[0]):
             return ""
-        head = (
-            "What you stored with the memory tool (user_memory), most important first. Keep it "
-            "current: store what the user will want remembered, forget what is outdated."
-        )
+        tail = []
         if summaries and summaries[0]:
-            lines.append(f"Summaries stored: {summaries[0]:,} (memory action=recall, store_filter=summaries).")
-        return "\n".join([head, *lines])
+            tail.append(f"Summaries stored: {summaries[0]:,} (memory action=recall, store_filter=summaries).")
+        whole = "\n".join([_SECTION_HEAD, *lines, *tail])
+        if max_chars is None or len(whole) <= max_chars:
+            return whole
+        chosen: set[int] = set()
+        used = len(_SECTION_HEAD) + len(_more_line(len(lines))) + 1 + sum(len(line) + 1 for line in tail)
+        for at in sorted(range(len(found)), key=lambda at: _newest_first(found[at])):
+            if used + len(lines[at]) + 1 <= max_chars:
+                chosen.add(at)
+                used += len(lines[at]) + 1
+        shown = [line for at, line in enumerate(lines) if at in chosen]
+        return "\n".join([_SECTION_HEAD, *shown, _more_line(len(lines) - len(shown)), *tail])
 
     def _find(self, memory_id: str) -> Memory | None:
         row = self.con.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", [memory_id]).fetchone()
@@ -291,6 +314,26 @@ class Memories:
         found = self._find(memory_id)
         assert found is not None
         return found
+
+
+_SECTION_HEAD = (
+    "What you stored with the memory tool (user_memory), most important first. Keep it "
+    "current: store what the user will want remembered, forget what is outdated."
+)
+
+
+def _newest_first(memory: Memory) -> tuple[int, float, str]:
+    """Which memories a full section keeps: the highest priority (none counts as 100, as in
+    :meth:`Memories.user_memories`), then the newest."""
+    priority = 100 if memory.pursuing_priority is None else memory.pursuing_priority
+    return -priority, -memory.created_at.timestamp(), memory.id
+
+
+def _more_line(count: int) -> str:
+    return (
+        f"{count:,} more user memories are stored but not shown here for room: memory "
+        "action=recall with a query (store_filter=user_memory) finds them."
+    )
 
 
 def _check_size(content: str, tags: Sequence[str]) -> None:

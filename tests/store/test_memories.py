@@ -110,6 +110,48 @@ def test_the_memory_section_is_capped(memories):
     memories.remember(long)  # room again
 
 
+def test_a_store_with_thousands_of_memories_shows_the_most_important_that_fit(memories):
+    """Rows written without the tool's cap (a script, an older version): the section stays
+    within it, the highest priority first, then a line counting the rest."""
+    memories.con.execute(
+        "INSERT INTO memories (id, store, type, content, tags, pursuing_priority, created_at) "
+        "SELECT 'mem-' || i, 'user_memory', 'fact', 'Ran notebook ' || i || ' on the sales data ' || repeat('x', 300), "
+        "['data'], 10, TIMESTAMP '2025-01-01' + to_minutes(i) FROM range(3000) t(i)"
+    )
+    memories.con.execute(
+        "INSERT INTO memories (id, store, type, content, tags, pursuing_priority, created_at) VALUES "
+        "('goal', 'user_memory', 'project', 'Ship the Q4 report', [], 95, TIMESTAMP '2025-06-01'), "
+        "('huge', 'user_memory', 'fact', repeat('y', 5000), [], 99, TIMESTAMP '2025-06-01')"
+    )
+    memories.summarize("December went well", summary_type="monthly-summary", period_key="2025-12")
+    section = memories.section()
+    lines = section.splitlines()
+    assert len(section) <= SECTION_CHARS < len(memories.section(max_chars=None))
+    assert "Ship the Q4 report" in lines[1]  # the 5,000-character one is passed over, not the rest
+    shown = sum(line.startswith("- (") for line in lines)
+    assert 5 < shown < 15 and "Ran notebook 2999 " in section and "Ran notebook 0 " not in section  # the newest
+    assert [line.split(" on ")[0] for line in lines[2:4]] == [  # shown oldest first, as ever
+        f"- (fact) Ran notebook {3001 - shown}",  # shown - 1 of them, beside the goal
+        f"- (fact) Ran notebook {3002 - shown}",
+    ]
+    assert lines[-2] == (
+        f"{3002 - shown:,} more user memories are stored but not shown here for room: memory "
+        "action=recall with a query (store_filter=user_memory) finds them."
+    )
+    assert lines[-1].startswith("Summaries stored: 1 ")
+    assert memories.section() == section  # byte-stable while the memories are
+    assert memories.recall("notebook 1234", Filters(store="user_memory"), limit=1)[0].id == "mem-1234"  # not shown
+    added = memories.remember("Prefers plotly")  # already over: stored, recallable, not refused
+    assert memories.recall("plotly", Filters())[0].id == added.id and len(memories.section()) <= SECTION_CHARS
+
+
+def test_a_few_memories_are_all_shown(memories):
+    memories.remember("Likes tea")
+    memories.remember("Ship the Q4 report", category="project", pursuing_priority=90)
+    assert memories.section() == memories.section(max_chars=None)
+    assert "more user memories" not in memories.section()
+
+
 def test_a_memory_over_its_cap_is_refused_whoever_stores_it(memories):
     from agent_kernel.store.memories import MEMORY_CHARS
 

@@ -71,7 +71,7 @@ class Proportions:
     result_paragraphs: int = 4  # a tool result holds 1 .. this paragraphs of output
     jobs: int = 12  # scheduled jobs (plus one per 60 sessions)
     runs_per_session: float = 1.5  # a year of daily and hourly runs, in step with sessions
-    memories_per_session: float = 0.02  # what the user asked to remember; all of it is in the prompt
+    memories_per_session: float = 0.02  # what the user asked to remember (the prompt shows what fits)
     summary_share: float = 0.9  # sessions with a recall summary
     compaction_share: float = 0.12  # sessions long enough to have been compacted
     notepad_share: float = 0.25

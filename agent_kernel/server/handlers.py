@@ -56,6 +56,8 @@ T = TypeVar("T")
 
 AUTH_RESOURCE = "agent-kernel"
 MAX_RUNS = 500
+MAX_OFFSET = 10**9
+MORE_HEADER = "X-More"  # "true" when a list's page is followed by more items
 
 
 class _Handler(APIHandler):
@@ -133,6 +135,11 @@ class _Handler(APIHandler):
             raise BadRequest(f"`{name}` must be between {low} and {high}.")
         return value
 
+    def page_arguments(self) -> tuple[int, int]:
+        """The ``limit`` and ``offset`` of a list's page (a 400 for anything else)."""
+        limit = self.int_argument("limit", views.PAGE, 1, views.MAX_PAGE)
+        return limit, self.int_argument("offset", 0, 0, MAX_OFFSET)
+
     def log_exception(
         self, typ: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
     ) -> None:
@@ -168,9 +175,15 @@ class SessionsHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self) -> None:
+        """A page of sessions, most recently used first: ``limit`` (default 100, at most
+        1,000) from ``offset``; the ``X-More`` header says whether more follow."""
         notebook = self.text_argument("notebook")
-        sessions = await self.store_call(lambda con: views.list_sessions(con, self.root, notebook))
-        self.reply({"sessions": sessions})
+        limit, offset = self.page_arguments()
+        sessions = await self.store_call(
+            lambda con: views.list_sessions(con, self.root, notebook, limit=limit + 1, offset=offset)
+        )
+        self.set_header(MORE_HEADER, "true" if len(sessions) > limit else "false")
+        self.reply({"sessions": sessions[:limit]})
 
 
 class SessionHandler(_Handler):
@@ -188,9 +201,12 @@ class JobsHandler(_Handler):
     @web.authenticated
     @authorized(action="read")
     async def get(self) -> None:
-        states = await self.in_thread(self.jobs.jobs)
-        jobs = [views.job_json(state.job, state.last, self.root) for state in states]
-        self.reply({"jobs": jobs, "scheduler": await self.scheduler_status()})
+        """A page of the jobs, newest first: ``limit`` (default 100, at most 1,000) from
+        ``offset``; the ``X-More`` header says whether more follow."""
+        limit, offset = self.page_arguments()
+        jobs = await self.store_call(lambda con: views.list_jobs(con, self.root, limit=limit + 1, offset=offset))
+        self.set_header(MORE_HEADER, "true" if len(jobs) > limit else "false")
+        self.reply({"jobs": jobs[:limit], "scheduler": await self.scheduler_status()})
 
     @web.authenticated
     @authorized(action="write")

@@ -1,5 +1,5 @@
-"""The API's JSON: sessions and stats read from one open connection; jobs and runs as
-the scheduler service returns them.
+"""The API's JSON: sessions, the jobs list and stats read from one open connection (a
+page of a list at a time); single jobs and runs as the scheduler service returns them.
 
 Plain functions of what they show and the server's root directory, so the handlers stay
 thin and the shapes can be tested without a server. Paths inside the root are also
@@ -9,12 +9,17 @@ given relative to it (what JupyterLab opens); instants are ISO 8601 UTC.
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import fields
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent_kernel.scheduler.checks import KINDS
 from agent_kernel.scheduler.clock import from_db, iso
+from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.scheduler.rundir import RunDir
+from agent_kernel.scheduler.runs import ACTIVE, FINISHED, Run
 from agent_kernel.store.audit import stats
 from agent_kernel.store.retention import measure
 from agent_kernel.store.sessions import Sessions
@@ -25,7 +30,6 @@ if TYPE_CHECKING:
 
     from agent_kernel.grants import GrantsJson
     from agent_kernel.scheduler.jobs import Job
-    from agent_kernel.scheduler.runs import Run
     from agent_kernel.server.shapes import (
         JobJson,
         RunDetailJson,
@@ -39,6 +43,9 @@ if TYPE_CHECKING:
     from agent_kernel.store.sessions import Session
 
 MAX_MESSAGES = 500
+PAGE = 100  # a list's page when the request names no limit
+MAX_PAGE = 1_000
+_RUN_COLUMNS = ", ".join(field.name for field in fields(Run))  # as Run.from_row reads a row
 
 
 def session_costs(con: duckdb.DuckDBPyConnection, sessions: list[Session]) -> dict[str, float | None]:
@@ -88,19 +95,24 @@ def session_json(session: Session, root: Path, cost: float | None) -> SessionJso
     }
 
 
-def list_sessions(con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None) -> list[SessionJson]:
-    """Every session, most recently used first; with ``notebook`` (a path relative to the
-    root) only that notebook's sessions and the sub-sessions they spawned."""
-    sessions = Sessions(con).list()
+def list_sessions(
+    con: duckdb.DuckDBPyConnection, root: Path, notebook: str | None, *, limit: int = PAGE, offset: int = 0
+) -> list[SessionJson]:
+    """A page of sessions, most recently used first; with ``notebook`` (a path relative to
+    the root) only that notebook's sessions and the sub-sessions they spawned.
+
+    Only the page is read and priced: the store may hold thousands of sessions. A session
+    keeps the notebook's path as its kernel saw it, so the filter matches the path under
+    the root as given and as resolved (a symlinked root), not each stored path resolved."""
+    notebooks: tuple[str, ...] = ()
     if notebook is not None:
-        wanted = str((root / notebook).resolve())
-        own = {s.id for s in sessions if s.notebook and _same_path(s.notebook, wanted)}
-        grown = True
-        while grown:  # sub-sessions of sub-sessions too
-            more = {s.id for s in sessions if s.parent_id in own} - own
-            own |= more
-            grown = bool(more)
-        sessions = [s for s in sessions if s.id in own]
+        given = root / notebook
+        try:
+            resolved = str(given.resolve())
+        except (OSError, RuntimeError):  # a symlink loop
+            resolved = os.path.normpath(given)
+        notebooks = tuple(dict.fromkeys((os.path.normpath(given), resolved)))
+    sessions = Sessions(con).page(limit=limit, offset=offset, notebooks=notebooks)
     costs = session_costs(con, sessions)
     return [session_json(s, root, costs[s.id]) for s in sessions]
 
@@ -122,14 +134,42 @@ def session_detail(con: duckdb.DuckDBPyConnection, root: Path, session_id: str) 
     }
 
 
-def _same_path(stored: str, wanted: str) -> bool:
-    try:
-        return str(Path(stored).resolve()) == wanted
-    except OSError:
-        return False
-
-
 # -- jobs and runs ----------------------------------------------------------------------------
+
+
+def list_jobs(con: duckdb.DuckDBPyConnection, root: Path, *, limit: int = PAGE, offset: int = 0) -> list[JobJson]:
+    """A page of the jobs, newest first, each with its latest run (skipped firings aside).
+
+    Only the page's jobs are read, and their latest runs are found by one grouped query
+    over their ids: a window over every run grows with the store (half a second at
+    64,000 runs)."""
+    marks = ", ".join("?" * len(KINDS))
+    ids = [
+        job_id
+        for (job_id,) in con.execute(
+            f"SELECT id FROM jobs WHERE deleted_at IS NULL AND kind IN ({marks}) "
+            "ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+            [*KINDS, limit, offset],
+        ).fetchall()
+    ]
+    jobs = Jobs(con).all_by_id(set(ids))
+    latest = latest_runs(con, ids)
+    return [job_json(jobs[job_id], latest.get(job_id), root) for job_id in ids if job_id in jobs]
+
+
+def latest_runs(con: duckdb.DuckDBPyConnection, job_ids: list[str]) -> dict[str, Run]:
+    """Each of these jobs' most recent run (by slot, then attempt), skipped firings excluded,
+    as :meth:`~agent_kernel.scheduler.runs.Runs.latest_by_job` finds it for every job."""
+    if not job_ids:
+        return {}
+    statuses = (*ACTIVE, *FINISHED)
+    marks = ", ".join("?" * len(statuses))
+    rows = con.execute(
+        f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN (SELECT arg_max(id, (scheduled_for, attempt)) FROM runs "
+        f"WHERE job_id IN (SELECT unnest(?)) AND status IN ({marks}) GROUP BY job_id)",
+        [job_ids, *statuses],
+    ).fetchall()
+    return {run.job_id: run for run in map(Run.from_row, rows)}
 
 
 def job_json(job: Job, last: Run | None, root: Path) -> JobJson:

@@ -20,6 +20,8 @@ from agent_kernel.errors import SessionError
 from agent_kernel.store.schema import UTC_NOW
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import duckdb
 
     from agent_kernel.model.shapes import ContentBlock, Role
@@ -119,6 +121,22 @@ class Sessions:
         where = "WHERE notebook = ?" if notebook is not None else ""
         params = [notebook] if notebook is not None else []
         rows = self.con.execute(f"SELECT {_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", params).fetchall()
+        return [Session(*row) for row in rows]
+
+    def page(self, *, limit: int, offset: int = 0, notebooks: Sequence[str] = ()) -> builtins.list[Session]:
+        """One page of sessions, most recently used first (the store may hold thousands);
+        with ``notebooks`` (paths as stored) only those notebooks' sessions and the
+        sub-sessions they spawned, at any depth."""
+        order = "ORDER BY updated_at DESC, id LIMIT ? OFFSET ?"
+        if not notebooks:
+            rows = self.con.execute(f"SELECT {_COLUMNS} FROM sessions {order}", [limit, offset]).fetchall()
+            return [Session(*row) for row in rows]
+        rows = self.con.execute(
+            "WITH RECURSIVE own(id) AS (SELECT id FROM sessions WHERE notebook IN (SELECT unnest(?)) "
+            "UNION SELECT s.id FROM sessions s JOIN own ON s.parent_id = own.id) "
+            f"SELECT {_COLUMNS} FROM sessions WHERE id IN (SELECT id FROM own) {order}",
+            [list(notebooks), limit, offset],
+        ).fetchall()
         return [Session(*row) for row in rows]
 
     def messages(self, session_id: str) -> builtins.list[StoredMessage]:

@@ -117,6 +117,60 @@ def test_sessions_list_with_state_tokens_cost_and_parent_and_one_sessions_messag
     assert status == 404
 
 
+def more(lab, route: str) -> str | None:
+    """The ``X-More`` header of a GET: whether a list's page is followed by more."""
+    request = urllib.request.Request(f"{lab.url}{API}/{route}", headers={"Authorization": f"token {lab.token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.headers.get("X-More")
+
+
+def test_the_session_and_job_lists_come_a_page_at_a_time_and_refuse_a_bad_page(client, server):
+    lab, store = server
+    with store.connect() as con:
+        sessions = Sessions(con)
+        for i in range(3):
+            sessions.create(f"paged-{i}", notebook=str(lab.root / "paged.ipynb"))
+            con.execute(
+                "UPDATE sessions SET updated_at = updated_at + INTERVAL (?) SECOND WHERE name = ?", [i, f"paged-{i}"]
+            )
+
+    def names(query: str) -> list[str]:
+        status, reply = client.call("GET", f"{API}/sessions?notebook=paged.ipynb&{query}")
+        assert status == 200, reply
+        return [s["name"] for s in reply["sessions"]]
+
+    assert names("limit=2") == ["paged-2", "paged-1"] and names("limit=2&offset=2") == ["paged-0"]
+    assert names("") == ["paged-2", "paged-1", "paged-0"]  # a page of 100 unless asked
+    assert more(lab, "sessions?notebook=paged.ipynb&limit=2") == "true"
+    assert more(lab, "sessions?notebook=paged.ipynb&limit=2&offset=1") == "false"
+
+    write_notebook(lab.root / "paged-job.ipynb", "print('ran')")
+    made = []
+    for name in ("older", "newer"):
+        status, job = client.call(
+            "POST", f"{API}/jobs", {"name": f"paged-{name}", "notebook": "paged-job.ipynb", "cron": "0 9 * * *"}
+        )
+        assert status == 201, job
+        made.append(job["id"])
+    status, reply = client.call("GET", f"{API}/jobs?limit=2")
+    assert status == 200 and [j["id"] for j in reply["jobs"]] == made[::-1]  # newest first
+    assert reply["scheduler"]["running"] is True
+    status, reply = client.call("GET", f"{API}/jobs?limit=1&offset=1")
+    assert status == 200 and [j["id"] for j in reply["jobs"]] == made[:1]
+    assert more(lab, "jobs?offset=1000000") == "false"
+
+    for query, message in (
+        ("limit=0", "`limit` must be between 1 and 1000."),
+        ("limit=1001", "`limit` must be between 1 and 1000."),
+        ("limit=ten", "`limit` must be a whole number, not 'ten'."),
+        ("offset=-1", "`offset` must be between 0 and"),
+        ("offset=", "`offset` must be a whole number, not ''."),
+    ):
+        for route in ("sessions", "jobs"):
+            status, reply = client.call("GET", f"{API}/{route}?{query}")
+            assert status == 400 and reply["message"].startswith(message), (route, query, status, reply)
+
+
 # -- jobs ----------------------------------------------------------------------------------------
 
 

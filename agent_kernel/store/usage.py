@@ -131,12 +131,20 @@ def sessions_cost(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> dic
     included as in its ``tokens_used``; absent: no calls."""
     if not session_ids:
         return {}
+    # No call predates its session (nor a sub-session its parent): bounding the calls by the
+    # oldest session's creation, a day early for safety, lets DuckDB skip the older row
+    # groups of model_calls, so a page of recent sessions reads only the recent calls.
+    oldest = con.execute(
+        "SELECT min(created_at) - INTERVAL 1 DAY FROM sessions WHERE id IN (SELECT unnest(?))", [session_ids]
+    ).fetchone()
+    since = oldest[0] if oldest and oldest[0] is not None else datetime.min
     rows = con.execute(
         "WITH RECURSIVE tree(root, id) AS (SELECT unnest(?), unnest(?) UNION "
         "SELECT tree.root, s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
         "SELECT tree.root, coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
-        "FROM model_calls JOIN tree ON model_calls.session_id = tree.id GROUP BY tree.root",
-        [session_ids, session_ids],
+        "FROM model_calls JOIN tree ON model_calls.session_id = tree.id WHERE model_calls.created_at >= ? "
+        "GROUP BY tree.root",
+        [session_ids, session_ids, since],
     ).fetchall()
     return {sid: (float(cost), int(unpriced)) for sid, cost, unpriced in rows}
 

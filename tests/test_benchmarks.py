@@ -99,6 +99,10 @@ def run_quick(name: str, tmp_path: Path) -> tuple[str, dict[str, Any]]:
     result = tmp_path / f"{name}.json"
     env = dict(os.environ, TMPDIR=str(tmp_path))  # its temporary files beside the test's
     env.pop("JPY_SESSION_NAME", None)
+    # The scripted model takes any key; a stored key's copy that an earlier test of this worker
+    # left in the environment (with its mark) would be dropped by the benchmark as stale.
+    env["ANTHROPIC_API_KEY"] = "scripted-benchmark-key"
+    env.pop("AGENT_KERNEL_KEY_STORED", None)
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick", "--json", str(result)],
         check=False, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path, env=env,

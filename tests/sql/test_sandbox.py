@@ -301,10 +301,13 @@ def test_a_writing_call_costs_the_same_on_a_grown_store(tmp_path):
         run(store, "SELECT count(*) FROM sessions")
     # Interleaved, so a load on the machine falls on both alike.
     fresh_times, grown_times = [], []
-    for _ in range(2):
+    for _ in range(4):  # the least of four rounds: a round a busy machine slowed drops out
         fresh_times.append(_median_write(fresh, 3))
         grown_times.append(_median_write(grown, 3))
     ratio = min(grown_times) / min(fresh_times)
+    print(
+        f"a writing call: {min(fresh_times) * 1000:.0f} ms fresh, {min(grown_times) * 1000:.0f} ms grown ({ratio:.2f}x)"
+    )
     assert ratio <= 1.5, (fresh_times, grown_times)
 
 

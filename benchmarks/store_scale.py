@@ -252,7 +252,10 @@ def main() -> None:
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "agent_kernel")
     actual: dict[str, float] = {}
-    with ScriptedModel(responder=plans.responder) as model, tempfile.TemporaryDirectory() as tmp:
+    with (
+        ScriptedModel(responder=plans.responder) as model,
+        tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp,
+    ):
         paths: dict[str, Path] = {}
         for label in sizes:
             work = Path(tmp, label)

@@ -68,9 +68,19 @@ def open_beside(page: Any, lab: JupyterLab, name: str) -> None:
     page.wait_for_function(KERNEL_READY, timeout=60_000)
 
 
+def keep_waiting(page: Any) -> None:
+    """Answer jupyter-collaboration's "taking some time to load" dialog as a patient person
+    does: it opens after 5 s without the document's first sync, which a loaded machine's
+    server can take, and it would cover whatever the test clicks next."""
+    dialog = page.get_by_role("dialog", name="Loading")
+    page.add_locator_handler(dialog, lambda: dialog.get_by_role("button", name="Continue waiting").click())
+
+
 def open_together(first: Any, second: Any, lab: JupyterLab, name: str, cells: list[tuple[str, str]]) -> None:
     """Write the notebook ``name`` (cells given as (id, source)), open it in both pages
     and run it all in the first."""
+    keep_waiting(first)
+    keep_waiting(second)
     open_with_ids(first, lab, name, cells, run_all=False)
     open_beside(second, lab, name)
     assert first.evaluate(COLLABORATIVE) and second.evaluate(COLLABORATIVE)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from playwright.sync_api import expect
 
 from agent_kernel.lab import TOUR
 from agent_kernel.testing.demo import OFFLINE_MODEL
@@ -107,8 +108,9 @@ def _tour(page: Any, url: str, work: Path) -> None:
     cells = page.locator(".jp-Notebook .jp-Cell")
     agent = cells.filter(has_text="%agent load sales.csv")
     agent.get_by_text("Here are the monthly revenue totals").wait_for(timeout=180_000)
-    footer = agent.locator(".jp-OutputArea").inner_text()
-    assert f"{OFFLINE_MODEL} (offline scripted model, not Claude)" in footer and "2025-12" in footer
+    footer = agent.locator(".jp-OutputArea")  # the footer follows the answer's last words
+    expect(footer).to_contain_text(f"{OFFLINE_MODEL} (offline scripted model, not Claude)", timeout=60_000)
+    expect(footer).to_contain_text("2025-12")
     charted = cells.filter(has_text="%agent now chart")
     charted.get_by_text("The chart above shows the monthly revenue totals").wait_for(timeout=180_000)
     charted.locator(".jp-OutputArea-output").locator("svg, canvas").first.wait_for(timeout=60_000)

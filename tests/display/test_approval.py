@@ -61,13 +61,13 @@ def test_skip_run_and_always(kernel, scripted_model):
 
 def test_unattended_ask_refuses_writing_tools_at_once(kernel, scripted_model):
     scripted_model.add(call("run_code", code="touched = True"), say("I could not run it."))
-    kernel.ok("%config AgentKernel.presence_timeout = 30")  # a card would wait this long for a view
+    kernel.ok("%config AgentKernel.presence_timeout = 60")  # a card would wait this long for a view
     result = kernel.ok("%agent --approve ask change it", allow_stdin=False)  # what papermill sends
     refusal = results(scripted_model.requests[1])[0]
     assert refusal["is_error"] is True
     assert "needs the user's approval (--approve ask) and no user is present" in refusal["content"]
     assert "runs unattended" in refusal["content"]
-    assert result.seconds < 15  # no card waited for an answer (30 s)
+    assert result.seconds < 40  # no card waited for an answer (60 s); a loaded machine's turn takes 5-25 s
     assert kernel.value("'touched' in globals()") is False
 
 

@@ -109,19 +109,20 @@ class SessionUsage:
 def session_usage(con: duckdb.DuckDBPyConnection, session_id: str) -> SessionUsage:
     """The session's usage; its cost includes its sub-sessions' (at any depth), as its
     ``tokens_used`` does: both count against its limits."""
+    since = _calls_since(con, [session_id])  # as in sessions_cost: only the calls it can have
     cost, unpriced = aggregate_row(
         con.execute(
             "WITH RECURSIVE tree(id) AS (SELECT CAST(? AS VARCHAR) UNION "
             "SELECT s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
             "SELECT coalesce(sum(cost_usd), 0), count(*) FILTER (WHERE cost_usd IS NULL) "
-            "FROM model_calls WHERE session_id IN (SELECT id FROM tree)",
-            [session_id],
+            "FROM model_calls WHERE created_at >= ? AND session_id IN (SELECT id FROM tree)",
+            [session_id, since],
         )
     )
     last = con.execute(
         "SELECT input_tokens + cache_read_tokens + cache_write_tokens, request_chars FROM model_calls "
-        "WHERE session_id = ? ORDER BY created_at DESC, turn DESC, call DESC LIMIT 1",
-        [session_id],
+        "WHERE created_at >= ? AND session_id = ? ORDER BY created_at DESC, turn DESC, call DESC LIMIT 1",
+        [since, session_id],
     ).fetchone()
     return SessionUsage(float(cost), int(unpriced), *(last if last else (None, None)))
 
@@ -131,13 +132,7 @@ def sessions_cost(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> dic
     included as in its ``tokens_used``; absent: no calls."""
     if not session_ids:
         return {}
-    # No call predates its session (nor a sub-session its parent): bounding the calls by the
-    # oldest session's creation, a day early for safety, lets DuckDB skip the older row
-    # groups of model_calls, so a page of recent sessions reads only the recent calls.
-    oldest = con.execute(
-        "SELECT min(created_at) - INTERVAL 1 DAY FROM sessions WHERE id IN (SELECT unnest(?))", [session_ids]
-    ).fetchone()
-    since = oldest[0] if oldest and oldest[0] is not None else datetime.min
+    since = _calls_since(con, session_ids)
     rows = con.execute(
         "WITH RECURSIVE tree(root, id) AS (SELECT unnest(?), unnest(?) UNION "
         "SELECT tree.root, s.id FROM sessions s JOIN tree ON s.parent_id = tree.id) "
@@ -183,3 +178,13 @@ def daily(con: duckdb.DuckDBPyConnection, days: int) -> list[DayUsage]:
         DayUsage(day, model, source, int(n), int(i), int(o), int(r), int(w), None if c is None else float(c), int(u))
         for day, model, source, n, i, o, r, w, c, u in rows
     ]
+
+
+def _calls_since(con: duckdb.DuckDBPyConnection, session_ids: list[str]) -> datetime:
+    """No call predates its session (nor a sub-session its parent): bounding the calls by the
+    oldest session's creation, a day early for safety, lets DuckDB skip the older row groups
+    of model_calls, so a recent session reads only the recent calls, whatever the store holds."""
+    oldest = con.execute(
+        "SELECT min(created_at) - INTERVAL 1 DAY FROM sessions WHERE id IN (SELECT unnest(?))", [session_ids]
+    ).fetchone()
+    return oldest[0] if oldest and oldest[0] is not None else datetime.min

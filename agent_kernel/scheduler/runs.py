@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -190,14 +191,16 @@ class Runs:
         ).fetchall()
         return [Run.from_row(row) for row in rows]
 
-    def latest_by_job(self, *, finished_only: bool = False) -> dict[str, Run]:
-        """Each job's most recent run (by slot, then attempt), skipped firings excluded."""
+    def latest_by_job(self, *, finished_only: bool = False, job_ids: Sequence[str] | None = None) -> dict[str, Run]:
+        """Each job's most recent run (by slot, then attempt), skipped firings excluded;
+        ``job_ids`` narrows it to those jobs (a page of them reads only their runs)."""
         wanted = FINISHED if finished_only else (*ACTIVE, *FINISHED)
         marks = ", ".join("?" * len(wanted))
+        narrowed = " AND job_id IN (SELECT unnest(?))" if job_ids is not None else ""
         rows = self.con.execute(
-            f"{_SELECT} WHERE status IN ({marks}) "
+            f"{_SELECT} WHERE status IN ({marks}){narrowed} "
             "QUALIFY row_number() OVER (PARTITION BY job_id ORDER BY scheduled_for DESC, attempt DESC) = 1",
-            list(wanted),
+            [*wanted, *([list(job_ids)] if job_ids is not None else [])],
         ).fetchall()
         return {run.job_id: run for run in map(Run.from_row, rows)}
 

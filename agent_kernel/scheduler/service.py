@@ -482,7 +482,7 @@ class SchedulerService:
 
     @staticmethod
     def _state(con: duckdb.DuckDBPyConnection, job: Job) -> JobState:
-        last = Runs(con).latest_by_job().get(job.id)
+        last = Runs(con).latest_by_job(job_ids=[job.id]).get(job.id)
         return JobState(job, last, _taint(con, job.id))
 
 

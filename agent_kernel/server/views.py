@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import fields
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ from agent_kernel.scheduler.checks import KINDS
 from agent_kernel.scheduler.clock import from_db, iso
 from agent_kernel.scheduler.jobs import Jobs
 from agent_kernel.scheduler.rundir import RunDir
-from agent_kernel.scheduler.runs import ACTIVE, FINISHED, Run
+from agent_kernel.scheduler.runs import Runs
 from agent_kernel.store.audit import stats
 from agent_kernel.store.retention import measure
 from agent_kernel.store.sessions import Sessions
@@ -30,6 +29,7 @@ if TYPE_CHECKING:
 
     from agent_kernel.grants import GrantsJson
     from agent_kernel.scheduler.jobs import Job
+    from agent_kernel.scheduler.runs import Run
     from agent_kernel.server.shapes import (
         JobJson,
         RunDetailJson,
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 MAX_MESSAGES = 500
 PAGE = 100  # a list's page when the request names no limit
 MAX_PAGE = 1_000
-_RUN_COLUMNS = ", ".join(field.name for field in fields(Run))  # as Run.from_row reads a row
 
 
 def session_costs(con: duckdb.DuckDBPyConnection, sessions: list[Session]) -> dict[str, float | None]:
@@ -153,23 +152,8 @@ def list_jobs(con: duckdb.DuckDBPyConnection, root: Path, *, limit: int = PAGE, 
         ).fetchall()
     ]
     jobs = Jobs(con).all_by_id(set(ids))
-    latest = latest_runs(con, ids)
+    latest = Runs(con).latest_by_job(job_ids=ids)
     return [job_json(jobs[job_id], latest.get(job_id), root) for job_id in ids if job_id in jobs]
-
-
-def latest_runs(con: duckdb.DuckDBPyConnection, job_ids: list[str]) -> dict[str, Run]:
-    """Each of these jobs' most recent run (by slot, then attempt), skipped firings excluded,
-    as :meth:`~agent_kernel.scheduler.runs.Runs.latest_by_job` finds it for every job."""
-    if not job_ids:
-        return {}
-    statuses = (*ACTIVE, *FINISHED)
-    marks = ", ".join("?" * len(statuses))
-    rows = con.execute(
-        f"SELECT {_RUN_COLUMNS} FROM runs WHERE id IN (SELECT arg_max(id, (scheduled_for, attempt)) FROM runs "
-        f"WHERE job_id IN (SELECT unnest(?)) AND status IN ({marks}) GROUP BY job_id)",
-        [job_ids, *statuses],
-    ).fetchall()
-    return {run.job_id: run for run in map(Run.from_row, rows)}
 
 
 def job_json(job: Job, last: Run | None, root: Path) -> JobJson:

@@ -266,7 +266,7 @@ def store_size_json(con: duckdb.DuckDBPyConnection) -> StoreSizeJson:
     size = measure(con, Path(row[0] if row and row[0] else ""))
     oldest = size.oldest.isoformat() + "Z" if size.oldest else None
     return {
-        "bytes": size.file_bytes + size.log_bytes,
+        "bytes": size.total_bytes,
         "per_day": round(size.per_day),
         "oldest": oldest,
         "text": size.text(),

@@ -104,16 +104,21 @@ class SizeLine:
     newest: datetime | None
     ai_bytes: int = 0  # the model's own file of ai_* objects and its log (ai_tables), counted in
 
+    @property
+    def total_bytes(self) -> int:
+        """Everything on disk: the store, its log, the model's file and its log."""
+        return self.file_bytes + self.log_bytes + self.ai_bytes
+
     def text(self) -> str:
         """One line: ``412.3 MB on disk, growing about 3.1 MB a day (last 7 days)``."""
-        size = human_bytes(self.file_bytes + self.log_bytes + self.ai_bytes)
+        size = human_bytes(self.total_bytes)
         mine = f" ({human_bytes(self.ai_bytes)} of it the agent's ai_* tables)" if self.ai_bytes >= 1024 * 1024 else ""
         since = f", messages since {self.oldest:%Y-%m-%d}" if self.oldest else ""
         return f"{size} on disk{mine}, growing about {human_bytes(self.per_day)} a day (last 7 days){since}"
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "bytes": self.file_bytes + self.log_bytes + self.ai_bytes,
+            "bytes": self.total_bytes,
             "per_day": round(self.per_day),
             "oldest": self.oldest.isoformat() + "Z" if self.oldest else None,
             "newest": self.newest.isoformat() + "Z" if self.newest else None,
